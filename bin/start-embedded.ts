@@ -1,0 +1,67 @@
+/**
+ * `npm start`: the whole service in ONE process on the embedded defaults (DESIGN §2). It composes
+ * the services' own start functions; services never import each other, this launcher does.
+ */
+import { chmod, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { embeddedSettings, loadConfigOrExit } from '../libs/config/index.js';
+import { migrate } from '../libs/db/index.js';
+import { openPlatform } from '../libs/platform/index.js';
+import { BASE_PATH } from '../libs/schemas/index.js';
+import { seedDemoData } from '../libs/seed/index.js';
+import { buildApiApp } from '../services/api/app.js';
+
+const config = loadConfigOrExit(embeddedSettings);
+const platform = await openPlatform(config, 'embedded');
+const { db, log } = platform;
+
+const applied = await migrate(db);
+if (applied.length) log.info({ applied }, 'migrations applied');
+
+const credentialsFile = path.resolve(config.DATA_DIR, 'demo-credentials.json');
+const demo = await demoCredentials();
+
+const api = await buildApiApp({
+  platform,
+  bodyLimit: config.BODY_LIMIT_BYTES,
+  publicBaseUrl: config.PUBLIC_BASE_URL,
+  webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
+});
+await api.listen({ host: config.HOST, port: config.PORT });
+
+const origin = config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`;
+process.stdout.write(
+  [
+    '',
+    `Billing service running (embedded mode, data in ${path.resolve(config.DATA_DIR)})`,
+    `  base URL: ${origin}${BASE_PATH}`,
+    `  API key:  ${demo.api_key}   (organization ${demo.id}, "${demo.name}")`,
+    `  try:      curl -H "Authorization: Bearer ${demo.api_key}" ${origin}${BASE_PATH}/meta`,
+    '',
+  ].join('\n'),
+);
+
+/**
+ * First start: seed one demo organization and keep its key in DATA_DIR (mode 0600) so later
+ * starts can print it again. Only the embedded mode does this; the database keeps hashes only.
+ */
+async function demoCredentials(): Promise<{ id: number; name: string; api_key: string }> {
+  const existing = await readFile(credentialsFile, 'utf8').then(JSON.parse, () => undefined);
+  if (existing?.api_key) return existing;
+  const [org] = await seedDemoData(db, { orgs: 1, progress: (message) => log.info(message) });
+  await writeFile(credentialsFile, JSON.stringify(org, null, 2), { mode: 0o600 });
+  await chmod(credentialsFile, 0o600);
+  return org!;
+}
+
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, async () => {
+    if (stopping) return;
+    stopping = true;
+    const deadline = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS).unref();
+    await api.close();
+    await platform.close();
+    clearTimeout(deadline);
+  });
+}

@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { bearerToken, generateApiKey, hashApiKey, looksLikeApiKey } from './keys.js';
+
+describe('API keys', () => {
+  it('have a prefix, 32 random bytes, and a SHA-256 hash', () => {
+    const live = generateApiKey('live');
+    expect(live.key).toMatch(/^sk_live_[A-Za-z0-9_-]{43}$/);
+    expect(Buffer.from(live.key.slice(8), 'base64url')).toHaveLength(32);
+    expect(live.hash).toBe(hashApiKey(live.key));
+    expect(live.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(live.prefix).toBe(live.key.slice(0, 12));
+    expect(generateApiKey('test').key).toMatch(/^sk_test_/);
+    expect(generateApiKey('live').key).not.toBe(live.key);
+  });
+
+  it('are recognised only in their exact shape', () => {
+    expect(looksLikeApiKey(generateApiKey('live').key)).toBe(true);
+    expect(looksLikeApiKey('sk_live_short')).toBe(false);
+    expect(looksLikeApiKey(`pk_live_${'a'.repeat(43)}`)).toBe(false);
+  });
+
+  it('come from a Bearer header', () => {
+    expect(bearerToken('Bearer abc')).toBe('abc');
+    expect(bearerToken('bearer  abc ')).toBe('abc');
+    expect(bearerToken('Basic abc')).toBeUndefined();
+    expect(bearerToken('Bearer a b')).toBeUndefined();
+    expect(bearerToken(undefined)).toBeUndefined();
+  });
+});

@@ -1,0 +1,16 @@
+export { ConfigError, loadConfig, loadConfigOrExit } from './load.js';
+export {
+  type ApiConfig,
+  apiSettings,
+  type CommonConfig,
+  type ConsoleConfig,
+  consoleSettings,
+  type DispatcherConfig,
+  dispatcherSettings,
+  type EmbeddedConfig,
+  embeddedSettings,
+  type IngestConfig,
+  ingestSettings,
+  type SinkConfig,
+  sinkSettings,
+} from './settings.js';

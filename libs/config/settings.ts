@@ -1,0 +1,128 @@
+import { z } from 'zod';
+
+const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+const flag = () =>
+  z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
+const url = (protocols: string[]) =>
+  z.string().refine(
+    (value) => {
+      try {
+        return protocols.includes(new URL(value).protocol);
+      } catch {
+        return false;
+      }
+    },
+    `must be a URL (${protocols.join(' or ')})`,
+  );
+const list = (item: z.ZodString) =>
+  z
+    .string()
+    .transform((value) =>
+      value
+        .split(',')
+        .map((part) => part.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(item).min(1));
+const msList = z
+  .string()
+  .transform((value) => value.split(',').map((part) => Number(part.trim())))
+  .pipe(z.array(z.number().int().min(0)).min(1));
+
+/**
+ * Settings every process reads. An unset URL selects the embedded twin of that port (DESIGN §2):
+ * no DATABASE_URL -> PGlite under DATA_DIR, no REDIS_URL -> in-process maps, no KAFKA_BROKERS ->
+ * in-process log, no CLICKHOUSE_URL -> usage totals from Postgres.
+ */
+const common = z.object({
+  APP_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  PUBLIC_BASE_URL: url(['http:', 'https:']).optional(),
+  DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
+  DATABASE_POOL_SIZE: positiveInt(10),
+  DATA_DIR: z.string().min(1).default('./data'),
+  EMBEDDED_DB_PORT: port(54329),
+  REDIS_URL: url(['redis:', 'rediss:']).optional(),
+  REDIS_KEY_PREFIX: z.string().default(''),
+  KAFKA_BROKERS: list(z.string().regex(/^[^\s:]+:\d+$/, 'must be host:port')).optional(),
+  KAFKA_CLIENT_ID: z.string().min(1).default('billing'),
+  KAFKA_USAGE_TOPIC: z.string().min(1).default('usage.events'),
+  KAFKA_TOPIC_PARTITIONS: positiveInt(6),
+  KAFKA_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(5),
+  CLICKHOUSE_URL: url(['http:', 'https:']).optional(),
+  CLICKHOUSE_DATABASE: z.string().regex(/^\w+$/).default('billing'),
+  AUTH_CACHE_TTL_SECONDS: positiveInt(30),
+  AUTH_CACHE_MAX_ENTRIES: positiveInt(10_000),
+  IDEMPOTENCY_TTL_DAYS: positiveInt(30),
+  SHUTDOWN_TIMEOUT_MS: positiveInt(10_000),
+});
+
+const apiOnly = z.object({
+  PORT: port(8080),
+  BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
+});
+
+const ingestOnly = z.object({
+  INGEST_PORT: port(8081),
+  INGEST_BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
+});
+
+const sinkOnly = z.object({
+  SINK_BATCH_SIZE: positiveInt(5000),
+  SINK_FLUSH_MS: positiveInt(200),
+});
+
+/** Read where webhook URLs are accepted (api) and where they are called (dispatcher). */
+const webhookPolicy = z.object({
+  /** Unset: allowed everywhere but APP_ENV=production (see withWebhookDefaults). */
+  WEBHOOK_ALLOW_LOCALHOST: flag().optional(),
+});
+
+const dispatcherOnly = webhookPolicy.extend({
+  DISPATCHER_PORT: port(8082),
+  WEBHOOK_RETRY_DELAYS_MS: msList.default([1000, 2000, 4000, 8000]),
+  WEBHOOK_TIMEOUT_MS: positiveInt(10_000),
+  WEBHOOK_MAX_ATTEMPTS: positiveInt(5),
+  DISPATCHER_POLL_MS: positiveInt(1000),
+  DISPATCHER_CONCURRENCY: positiveInt(50),
+});
+
+const billingOnly = z.object({
+  /** How often `npm start` runs the billing run in-process; deployments use a cron job instead. */
+  BILLING_INTERVAL_SECONDS: positiveInt(3600),
+});
+
+function withWebhookDefaults<T extends { APP_ENV: string; WEBHOOK_ALLOW_LOCALHOST?: boolean | undefined }>(
+  config: T,
+): T & { WEBHOOK_ALLOW_LOCALHOST: boolean } {
+  return {
+    ...config,
+    WEBHOOK_ALLOW_LOCALHOST: config.WEBHOOK_ALLOW_LOCALHOST ?? config.APP_ENV !== 'production',
+  };
+}
+
+export const apiSettings = common
+  .extend(apiOnly.shape)
+  .extend(webhookPolicy.shape)
+  .transform(withWebhookDefaults);
+export const ingestSettings = common.extend(ingestOnly.shape);
+export const sinkSettings = common.extend(sinkOnly.shape);
+export const dispatcherSettings = common.extend(dispatcherOnly.shape).transform(withWebhookDefaults);
+export const consoleSettings = common.extend(billingOnly.shape).extend({ PORT: apiOnly.shape.PORT });
+export const embeddedSettings = common
+  .extend(apiOnly.shape)
+  .extend(ingestOnly.shape)
+  .extend(sinkOnly.shape)
+  .extend(dispatcherOnly.shape)
+  .extend(billingOnly.shape)
+  .transform(withWebhookDefaults);
+
+export type CommonConfig = z.output<typeof common>;
+export type ApiConfig = z.output<typeof apiSettings>;
+export type IngestConfig = z.output<typeof ingestSettings>;
+export type SinkConfig = z.output<typeof sinkSettings>;
+export type DispatcherConfig = z.output<typeof dispatcherSettings>;
+export type ConsoleConfig = z.output<typeof consoleSettings>;
+export type EmbeddedConfig = z.output<typeof embeddedSettings>;

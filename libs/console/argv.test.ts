@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest';
+import { parseArgv } from './argv.js';
+
+describe('console argv', () => {
+  it('splits command words from --kebab-case flags', () => {
+    expect(
+      parseArgv(['org', 'set-limit', '--org', '3', '--requests-per-hour=500', '--at-period-end']),
+    ).toEqual({
+      words: ['org', 'set-limit'],
+      flags: { org: '3', 'requests-per-hour': '500', 'at-period-end': true },
+    });
+  });
+
+  it('keeps JSON values whole', () => {
+    expect(parseArgv(['--items', '[{"product_id": 1}]']).flags.items).toBe('[{"product_id": 1}]');
+  });
+});

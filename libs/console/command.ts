@@ -1,0 +1,28 @@
+import type { z } from 'zod';
+import type { ConsoleConfig } from '../config/index.js';
+import type { Database } from '../db/index.js';
+
+export interface ConsoleContext {
+  config: ConsoleConfig;
+  db: Database;
+  /** Progress for long commands; goes to stderr so stdout stays one JSON document. */
+  progress(message: string): void;
+}
+
+/**
+ * A console command: `name` is the words typed (`org create`), `flags` validates the parsed
+ * `--kebab-case` flags, and `run` returns what is printed as JSON.
+ */
+export interface Command<S extends z.ZodType = z.ZodType> {
+  name: string;
+  summary: string;
+  usage: string;
+  flags: S;
+  /** Whether the command needs the schema migrated first (all but `migrate`). */
+  needsSchema?: boolean;
+  run(context: ConsoleContext, flags: z.output<S>): Promise<unknown>;
+}
+
+export function defineCommand<S extends z.ZodType>(command: Command<S>): Command<S> {
+  return command;
+}

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { createOrganization, setPlan, setRateLimitOverride } from '../../organizations/index.js';
+import { PLANS } from '../../rate-limit/index.js';
+import { defineCommand } from '../command.js';
+import { idFlag, textFlag } from '../flags.js';
+
+export const orgCommands = [
+  defineCommand({
+    name: 'org create',
+    summary: 'Create an organization',
+    usage: '--name NAME [--plan beta|starter|growth|scale] [--payment-terms-days N] [--currency CAD]',
+    flags: z.strictObject({
+      name: textFlag.max(255),
+      plan: z.enum(PLANS).default('beta'),
+      'payment-terms-days': z.coerce.number().int().min(0).max(365).default(30),
+      currency: z
+        .string()
+        .regex(/^[A-Z]{3}$/)
+        .default('CAD'),
+    }),
+    run: ({ db }, f) =>
+      createOrganization(db, {
+        name: f.name,
+        plan: f.plan,
+        paymentTermsDays: f['payment-terms-days'],
+        currency: f.currency,
+      }),
+  }),
+  defineCommand({
+    name: 'org set-plan',
+    summary: "Change an organization's plan (and so its hourly limit)",
+    usage: '--org ID --plan beta|starter|growth|scale',
+    flags: z.strictObject({ org: idFlag, plan: z.enum(PLANS) }),
+    run: ({ db }, f) => setPlan(db, f.org, f.plan),
+  }),
+  defineCommand({
+    name: 'org set-limit',
+    summary: "Override an organization's requests per hour ('plan' restores the plan's limit)",
+    usage: '--org ID --requests-per-hour N|plan',
+    flags: z.strictObject({
+      org: idFlag,
+      'requests-per-hour': z.union([
+        z.literal('plan').transform(() => null),
+        z.coerce.number().int().positive(),
+      ]),
+    }),
+    run: ({ db }, f) => setRateLimitOverride(db, f.org, f['requests-per-hour']),
+  }),
+];

@@ -1,0 +1,90 @@
+import { type ConsoleConfig, consoleSettings, loadConfig } from '../config/index.js';
+import { migrate, openDatabase } from '../db/index.js';
+import { ApiError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../errors/index.js';
+import { parseArgv } from './argv.js';
+import type { Command } from './command.js';
+import { COMMANDS } from './commands/index.js';
+
+export interface ConsoleIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+/**
+ * Runs one console command and returns the exit code: 0 with JSON on stdout, 1 with a message on
+ * stderr when the command fails, 2 for a usage error.
+ */
+export async function runConsole(
+  argv: string[],
+  io: ConsoleIo,
+  env: NodeJS.ProcessEnv = process.env,
+  commands: Command[] = COMMANDS,
+): Promise<number> {
+  const { words, flags } = parseArgv(argv);
+  const command = findCommand(commands, words);
+  if (!command) {
+    io.stderr(`${words.length ? `unknown command: ${words.join(' ')}\n\n` : ''}${help(commands)}`);
+    return 2;
+  }
+  if (flags.help) {
+    io.stdout(`${command.name} ${command.usage}\n  ${command.summary}\n`);
+    return 0;
+  }
+  const parsed = command.flags.safeParse(flags, ZOD_PARSE_OPTIONS);
+  if (!parsed.success) {
+    const problems = fieldErrorsFromZod(parsed.error.issues).map((e) => `  --${e.field}: ${e.message}`);
+    io.stderr(
+      `invalid flags for '${command.name}':\n${problems.join('\n')}\nusage: ${command.name} ${command.usage}\n`,
+    );
+    return 2;
+  }
+
+  let config: ConsoleConfig;
+  try {
+    config = loadConfig(consoleSettings, env);
+  } catch (error) {
+    io.stderr(`${(error as Error).message}\n`);
+    return 2;
+  }
+  const opened = await openDatabase(config, 'console').catch((error: Error) => error);
+  if (opened instanceof Error) {
+    io.stderr(`cannot open the database: ${opened.message}\n`);
+    return 1;
+  }
+  try {
+    // A console that serves the embedded database itself (npm start is not running) brings the
+    // schema up to date first; against Postgres, migrations are an explicit step.
+    if (opened.mode === 'embedded-server' && command.needsSchema !== false) await migrate(opened.db);
+    const result = await command.run(
+      { config, db: opened.db, progress: (message) => io.stderr(`${message}\n`) },
+      parsed.data,
+    );
+    io.stdout(`${JSON.stringify(result, null, 2)}\n`);
+    return 0;
+  } catch (error) {
+    io.stderr(`${describe(error)}\n`);
+    return 1;
+  } finally {
+    await opened.close();
+  }
+}
+
+function findCommand(commands: Command[], words: string[]): Command | undefined {
+  const typed = words.join(' ');
+  return commands.find((c) => c.name === typed);
+}
+
+function describe(error: unknown): string {
+  if (error instanceof ApiError) {
+    const details = error.details?.map((d) => `\n  ${d.field}: ${d.message}`).join('') ?? '';
+    return `error (${error.code}): ${error.message}${details}`;
+  }
+  const pg = error as { code?: string; message?: string };
+  if (pg?.code === '42P01') return 'error: the database schema is missing; run `console migrate` first';
+  return `error: ${pg?.message ?? String(error)}`;
+}
+
+function help(commands: Command[]): string {
+  const lines = commands.map((c) => `  ${c.name.padEnd(22)} ${c.summary}\n  ${' '.repeat(22)} ${c.usage}`);
+  return `usage: npm run --silent console -- <command> [--flags]\n\ncommands:\n${lines.join('\n')}\n`;
+}

@@ -1,0 +1,1 @@
+export { createCustomer, getCustomer, listCustomers } from './customers.js';

@@ -1,0 +1,79 @@
+import pg from 'pg';
+
+/** Anything that runs SQL: the pool or a client inside a transaction. Domain code takes this. */
+export interface Queryable {
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>>;
+}
+
+export interface TransactionOptions {
+  readOnly?: boolean;
+  isolation?: 'read committed' | 'repeatable read' | 'serializable';
+}
+
+const INT8_OID = 20;
+const DATE_OID = 1082;
+
+/**
+ * Type parsers for this code base: ids and counts (int8) as numbers (they stay far below 2^53),
+ * DATE as the plain 'YYYY-MM-DD' text (never a local-time Date), NUMERIC as its exact text.
+ */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID) return (value: string) => Number(value);
+    if (oid === DATE_OID) return (value: string) => value;
+    return pg.types.getTypeParser(oid, format);
+  },
+};
+
+/** A pg pool with the two helpers every caller needs. Same code for Postgres and embedded PGlite. */
+export class Database implements Queryable {
+  readonly pool: pg.Pool;
+
+  constructor(connectionString: string, options: { poolSize?: number; applicationName?: string } = {}) {
+    this.pool = new pg.Pool({
+      connectionString,
+      max: options.poolSize ?? 10,
+      types,
+      application_name: options.applicationName ?? 'billing',
+      idleTimeoutMillis: 30_000,
+    });
+    // An idle client whose server went away must not crash the process; the next query reports it.
+    this.pool.on('error', () => {});
+  }
+
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    return this.pool.query<R>(text, values);
+  }
+
+  /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
+  async transaction<T>(fn: (tx: pg.PoolClient) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      const modes = [
+        options.isolation ? `ISOLATION LEVEL ${options.isolation.toUpperCase()}` : '',
+        options.readOnly ? 'READ ONLY' : '',
+      ]
+        .filter(Boolean)
+        .join(' ');
+      await client.query(`BEGIN ${modes}`);
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,63 @@
+import net from 'node:net';
+import type { CommonConfig } from '../config/index.js';
+import { Database } from './database.js';
+import { startEmbeddedPostgres } from './embedded.js';
+
+export interface OpenedDatabase {
+  db: Database;
+  /** 'postgres' when DATABASE_URL is set; otherwise whether this process serves PGlite or joined one. */
+  mode: 'postgres' | 'embedded-server' | 'embedded-client';
+  close(): Promise<void>;
+}
+
+/**
+ * DATABASE_URL set: Postgres. Otherwise the embedded database: joined through its loopback port
+ * when another process (say `npm start`) already serves it, else served by this process.
+ */
+export async function openDatabase(
+  config: Pick<CommonConfig, 'DATABASE_URL' | 'DATABASE_POOL_SIZE' | 'DATA_DIR' | 'EMBEDDED_DB_PORT'>,
+  applicationName: string,
+): Promise<OpenedDatabase> {
+  if (config.DATABASE_URL) {
+    const db = new Database(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE, applicationName });
+    return { db, mode: 'postgres', close: () => db.close() };
+  }
+  const host = '127.0.0.1';
+  if (await isListening(host, config.EMBEDDED_DB_PORT)) {
+    const db = new Database(`postgres://postgres@${host}:${config.EMBEDDED_DB_PORT}/postgres`, {
+      poolSize: Math.min(config.DATABASE_POOL_SIZE, 4),
+      applicationName,
+    });
+    return { db, mode: 'embedded-client', close: () => db.close() };
+  }
+  const server = await startEmbeddedPostgres({
+    dataDir: config.DATA_DIR,
+    host,
+    port: config.EMBEDDED_DB_PORT,
+  });
+  const db = new Database(server.url, { poolSize: config.DATABASE_POOL_SIZE, applicationName });
+  return {
+    db,
+    mode: 'embedded-server',
+    async close() {
+      await db.close();
+      await server.stop();
+    },
+  };
+}
+
+function isListening(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    socket.setTimeout(1000);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}

@@ -1,0 +1,87 @@
+/** Every failure a client can see has one of these codes; the HTTP status follows from the code alone. */
+const STATUS_BY_CODE = {
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  VALIDATION_ERROR: 422,
+  RATE_LIMITED: 429,
+  INTERNAL_SERVER_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof STATUS_BY_CODE;
+
+/** One entry of `details`: `field` is a dotted path into the body, or a query parameter's name. */
+export interface FieldError {
+  field: string;
+  message: string;
+  code: string;
+}
+
+export function statusOf(code: ErrorCode): number {
+  return STATUS_BY_CODE[code];
+}
+
+/**
+ * The one error type of the code base. The domain throws it with a code and a message fit for a
+ * client; transports (Fastify, uWS, the console) turn it into their own output in one place each.
+ * Anything that is not an ApiError is an internal failure and is never shown to a client.
+ */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly details: FieldError[] | undefined;
+  /** Extra response headers the error implies, such as Retry-After or Allow. */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    detail: string,
+    options: { details?: FieldError[]; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(detail, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ApiError';
+    this.code = code;
+    this.details = options.details;
+    this.headers = options.headers ?? {};
+  }
+
+  get status(): number {
+    return statusOf(this.code);
+  }
+
+  static badRequest(detail: string): ApiError {
+    return new ApiError('BAD_REQUEST', detail);
+  }
+
+  static unauthorized(
+    detail = 'A valid API key is required: send "Authorization: Bearer <API_KEY>".',
+  ): ApiError {
+    return new ApiError('UNAUTHORIZED', detail);
+  }
+
+  static notFound(what: string): ApiError {
+    return new ApiError('NOT_FOUND', `${what} not found.`);
+  }
+
+  static conflict(detail: string): ApiError {
+    return new ApiError('CONFLICT', detail);
+  }
+
+  static validation(
+    details: FieldError[],
+    detail = 'The request has invalid fields; see details.',
+  ): ApiError {
+    return new ApiError('VALIDATION_ERROR', detail, { details });
+  }
+
+  static serviceUnavailable(detail: string, retryAfterSeconds = 1, cause?: unknown): ApiError {
+    return new ApiError('SERVICE_UNAVAILABLE', detail, {
+      headers: { 'Retry-After': String(retryAfterSeconds) },
+      cause,
+    });
+  }
+}

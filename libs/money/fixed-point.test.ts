@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import {
+  divideRoundHalfEven,
+  formatMoney,
+  multiplyScaled,
+  parseMoney,
+  parseScaled,
+  rescale,
+} from './index.js';
+
+describe('fixed-point money', () => {
+  it('round-trips decimal strings at scale 8', () => {
+    expect(formatMoney(parseMoney('12.5'))).toBe('12.50000000');
+    expect(formatMoney(parseMoney('-0.00000001'))).toBe('-0.00000001');
+    expect(formatMoney(parseMoney('0'))).toBe('0.00000000');
+    expect(formatMoney(parseMoney('123456789012.12345678'))).toBe('123456789012.12345678');
+  });
+
+  it('rejects non-decimals and excess precision unless asked to round', () => {
+    expect(() => parseMoney('1e3')).toThrow(RangeError);
+    expect(() => parseMoney('abc')).toThrow(RangeError);
+    expect(() => parseMoney('0.000000001')).toThrow(RangeError);
+    expect(parseScaled('0.000000015', 8, 'half-even')).toBe(2n);
+    expect(parseScaled('0.000000025', 8, 'half-even')).toBe(2n);
+  });
+
+  it('rounds half to even in both signs', () => {
+    expect(divideRoundHalfEven(5n, 2n)).toBe(2n);
+    expect(divideRoundHalfEven(7n, 2n)).toBe(4n);
+    expect(divideRoundHalfEven(-5n, 2n)).toBe(-2n);
+    expect(divideRoundHalfEven(-7n, 2n)).toBe(-4n);
+    expect(divideRoundHalfEven(6n, 4n)).toBe(2n);
+    expect(divideRoundHalfEven(-6n, 4n)).toBe(-2n);
+    expect(rescale(125n, 2, 1)).toBe(12n);
+    expect(rescale(135n, 2, 1)).toBe(14n);
+  });
+
+  it('multiplies at mixed scales without a float', () => {
+    // 0.1 x 0.2 = 0.02 exactly, unlike 0.1 * 0.2 in floating point
+    expect(formatMoney(multiplyScaled(parseMoney('0.1'), 8, parseScaled('0.2', 4), 4, 8))).toBe('0.02000000');
+    expect(formatMoney(multiplyScaled(parseMoney('19.99'), 8, parseScaled('3', 4), 4, 8))).toBe(
+      '59.97000000',
+    );
+  });
+});

@@ -1,0 +1,14 @@
+export {
+  addScaled,
+  compareScaled,
+  divideRoundHalfEven,
+  formatMoney,
+  formatQuantity,
+  formatScaled,
+  MONEY_SCALE,
+  multiplyScaled,
+  parseMoney,
+  parseScaled,
+  QUANTITY_SCALE,
+  rescale,
+} from './fixed-point.js';

@@ -1,0 +1,7 @@
+export {
+  createOrganization,
+  getOrganization,
+  type Organization,
+  setPlan,
+  setRateLimitOverride,
+} from './organizations.js';

@@ -1,0 +1,67 @@
+import { ApiKeyAuthenticator } from '../auth/index.js';
+import type { CommonConfig } from '../config/index.js';
+import { type Database, openDatabase } from '../db/index.js';
+import { createLogger, type Logger } from '../log/index.js';
+import {
+  MemoryRateLimitStore,
+  RateLimiter,
+  type RateLimitStore,
+  RedisRateLimitStore,
+} from '../rate-limit/index.js';
+import { connectRedis, type Redis } from '../redis/index.js';
+
+/**
+ * What every process builds once at start-up and passes down: the database, Redis (or its
+ * in-process twin), the authenticator and the rate limiter. Nothing here is created on import.
+ */
+export interface Platform {
+  config: CommonConfig;
+  log: Logger;
+  db: Database;
+  dbMode: 'postgres' | 'embedded-server' | 'embedded-client';
+  /** Absent in the embedded mode. */
+  redis: Redis | undefined;
+  rateLimitStore: RateLimitStore;
+  rateLimiter: RateLimiter;
+  authenticator: ApiKeyAuthenticator;
+  close(): Promise<void>;
+}
+
+export async function openPlatform(
+  config: CommonConfig,
+  service: string,
+  options: { log?: Logger; now?: () => number } = {},
+): Promise<Platform> {
+  const log = options.log ?? createLogger({ level: config.LOG_LEVEL, service });
+  const opened = await openDatabase(config, `billing-${service}`);
+  let redis: Redis | undefined;
+  try {
+    redis = config.REDIS_URL ? await connectRedis(config.REDIS_URL) : undefined;
+  } catch (error) {
+    await opened.close();
+    throw new Error(`cannot connect to Redis at REDIS_URL: ${(error as Error).message}`, { cause: error });
+  }
+  const rateLimitStore = redis ? new RedisRateLimitStore(redis) : new MemoryRateLimitStore();
+  const now = options.now;
+  return {
+    config,
+    log,
+    db: opened.db,
+    dbMode: opened.mode,
+    redis,
+    rateLimitStore,
+    rateLimiter: new RateLimiter(rateLimitStore, {
+      keyPrefix: config.REDIS_KEY_PREFIX,
+      ...(now ? { now } : {}),
+    }),
+    authenticator: new ApiKeyAuthenticator(opened.db, {
+      ttlSeconds: config.AUTH_CACHE_TTL_SECONDS,
+      maxEntries: config.AUTH_CACHE_MAX_ENTRIES,
+      ...(now ? { now } : {}),
+    }),
+    async close() {
+      redis?.disconnect();
+      await opened.close();
+    },
+  };
+}

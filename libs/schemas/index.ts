@@ -1,0 +1,86 @@
+export { CreateCustomer, Customer } from './customer.js';
+export { ErrorBody, FieldError } from './error.js';
+export {
+  INVOICE_STATUSES,
+  Invoice,
+  InvoiceItem,
+  type InvoiceStatus,
+  InvoiceTransaction,
+  TAX_TYPES,
+  type TaxType,
+  TRANSACTION_METHODS,
+  TRANSACTION_STATUSES,
+  TRANSACTION_TYPES,
+  type TransactionMethod,
+  type TransactionStatus,
+  type TransactionType,
+} from './invoice.js';
+export { API_VERSION, BASE_PATH, Meta } from './meta.js';
+export {
+  booleanQuery,
+  DEFAULT_LIMIT,
+  listOf,
+  MAX_LIMIT,
+  Pagination,
+  type PaginationQuery,
+  paginationOf,
+  paginationQuery,
+  single,
+} from './pagination.js';
+export {
+  CURRENCIES,
+  countryCode,
+  date,
+  dateTime,
+  decimal8,
+  integerId,
+  integerIdParam,
+  money,
+  quantity4,
+  uuid,
+  uuidParam,
+} from './primitives.js';
+export {
+  BILLING_PERIODS,
+  type BillingPeriod,
+  PRICING_MODELS,
+  PRICING_MODES,
+  PRICING_SCHEMES,
+  PRICING_TYPES,
+  PRODUCT_CATEGORIES,
+  PRODUCT_TYPES,
+  Product,
+} from './product.js';
+export {
+  SUBSCRIPTION_STATUSES,
+  Subscription,
+  SubscriptionItem,
+  type SubscriptionStatus,
+} from './subscription.js';
+export {
+  CreateUsageEvent,
+  fractionalDigits,
+  idempotencyKey,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  quantityToDecimal,
+  USAGE_QUANTITY_SCALE,
+  UsageEvent,
+} from './usage-event.js';
+export {
+  CreatedWebhookEndpoint,
+  CreateWebhookEndpoint,
+  EMITTED_EVENT_TYPES,
+  type EmittedEventType,
+  EVENT_TYPES,
+  EVENT_WILDCARDS,
+  type EventType,
+  eventSelector,
+  UpdateWebhookEndpoint,
+  WEBHOOK_ENDPOINT_STATUSES,
+  WEBHOOK_EVENT_STATUSES,
+  WebhookAttempt,
+  WebhookEndpoint,
+  WebhookEvent,
+  type WebhookEventStatus,
+  WebhookEventWithHistory,
+} from './webhook.js';

@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import { date, dateTime, integerId, money, quantity4, uuid } from './primitives.js';
+
+export const INVOICE_STATUSES = [
+  'DRAFT',
+  'POSTED',
+  'PAID',
+  'PARTIALLY_PAID',
+  'WITHDRAWN',
+  'REFUNDED',
+  'PARTIALLY_REFUNDED',
+] as const;
+export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
+
+export const TAX_TYPES = ['GST', 'HST', 'GST_QST', 'GST_PST', 'US_SALES_TAX', 'EXEMPT'] as const;
+export type TaxType = (typeof TAX_TYPES)[number];
+
+export const InvoiceItem = z
+  .object({
+    id: integerId,
+    product_id: integerId,
+    description: z.string(),
+    quantity: quantity4,
+    unit_price: money,
+    line_total_pre_tax: money,
+    tax_amount: money,
+    tax_type: z.enum(TAX_TYPES).nullable(),
+  })
+  .meta({ id: 'PublicInvoiceItem' });
+export type InvoiceItem = z.output<typeof InvoiceItem>;
+
+export const Invoice = z
+  .object({
+    id: uuid,
+    object: z.literal('invoice'),
+    invoice_number: z.string(),
+    customer_id: integerId,
+    subscription_id: integerId,
+    invoice_date: date,
+    period_start: date,
+    period_end: date,
+    due_date: date,
+    status: z.enum(INVOICE_STATUSES),
+    total: money,
+    amount_paid: money,
+    amount_refunded: money,
+    balance: money.meta({ description: 'total minus amount_paid; refunds are not subtracted.' }),
+    tax_amount: money,
+    currency: z.string(),
+    items: z.array(InvoiceItem),
+    created_at: dateTime,
+    updated_at: dateTime,
+  })
+  .meta({ id: 'PublicInvoice' });
+export type Invoice = z.output<typeof Invoice>;
+
+export const TRANSACTION_TYPES = ['PAYMENT', 'CREDIT_MEMO', 'REFUND'] as const;
+export const TRANSACTION_METHODS = ['CARD', 'BANK_TRANSFER', 'STRIPE', 'PAYPAL', 'EXTERNAL'] as const;
+export const TRANSACTION_STATUSES = ['PENDING', 'COMPLETED', 'FAILED', 'REFUNDED'] as const;
+export type TransactionType = (typeof TRANSACTION_TYPES)[number];
+export type TransactionMethod = (typeof TRANSACTION_METHODS)[number];
+export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
+
+export const InvoiceTransaction = z
+  .object({
+    id: uuid,
+    object: z.literal('invoice_transaction'),
+    invoice_id: uuid,
+    type: z.enum(TRANSACTION_TYPES).meta({ description: 'REFUND is a legacy type.' }),
+    amount: money,
+    method: z.enum(TRANSACTION_METHODS),
+    status: z.enum(TRANSACTION_STATUSES),
+    reference: z.string().nullable(),
+    note: z.string().nullable(),
+    created_at: dateTime,
+  })
+  .meta({ id: 'PublicInvoiceTransaction' });
+export type InvoiceTransaction = z.output<typeof InvoiceTransaction>;

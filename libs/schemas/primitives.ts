@@ -1,0 +1,36 @@
+import { z } from 'zod';
+
+/** Money: a decimal string with exactly 8 fractional digits, never a JSON number. */
+export const money = z
+  .string()
+  .regex(/^-?\d+\.\d{8}$/)
+  .meta({ description: 'Decimal string with 8 fractional digits.', examples: ['49.99000000'] });
+
+/** A non-money decimal quantity kept at 8 fractional digits (usage units). */
+export const decimal8 = z
+  .string()
+  .regex(/^-?\d+\.\d{8}$/)
+  .meta({ description: 'Decimal string with 8 fractional digits.', examples: ['1000.00000000'] });
+
+/** Invoice item quantity: a decimal string with 4 fractional digits. */
+export const quantity4 = z
+  .string()
+  .regex(/^-?\d+\.\d{4}$/)
+  .meta({ description: 'Decimal string with 4 fractional digits.', examples: ['2.0000'] });
+
+export const dateTime = z.iso.datetime().meta({ description: 'ISO 8601 UTC date-time.' });
+export const date = z.iso.date().meta({ description: 'Date, YYYY-MM-DD.' });
+export const uuid = z.uuid();
+export const integerId = z.number().int().positive();
+
+/** Path parameter that must be a positive integer; anything else is a 422 naming the parameter. */
+export const integerIdParam = z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+/** Path parameter that must be a UUID. */
+export const uuidParam = z.uuid();
+
+export const countryCode = z
+  .string()
+  .regex(/^[A-Za-z]{2}$/, 'Must be a two-letter country code.')
+  .transform((value) => value.toUpperCase());
+
+export const CURRENCIES = ['CAD', 'USD'] as const;

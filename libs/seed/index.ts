@@ -1,0 +1,1 @@
+export { type SeededOrganization, seedDemoData } from './seed.js';

@@ -1,0 +1,51 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
+import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { BASE_PATH } from '../../libs/schemas/index.js';
+import { registerAccessLog } from './plugins/access-log.js';
+import { registerAuthentication } from './plugins/authentication.js';
+import { registerErrorHandling, sendError } from './plugins/errors.js';
+import { collectRoutesForMethodNotAllowed } from './plugins/method-not-allowed.js';
+import { registerOpenApi } from './plugins/openapi.js';
+import { zodValidatorCompiler } from './plugins/validation.js';
+import { publicRoutes } from './routes/index.js';
+import type { ApiDeps, ApiInstance } from './types.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Builds the public API (not listening); tests use `inject` or `listen` on it. */
+export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
+  const app = Fastify({
+    loggerInstance: deps.platform.log as FastifyBaseLogger,
+    // one access line per response instead (plugins/access-log.ts)
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: deps.bodyLimit,
+    // A caller's own X-Request-ID is kept when it is a UUID (the contract's type), so logs on
+    // both sides line up; anything else gets a fresh one.
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && UUID.test(given) ? given.toLowerCase() : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: true },
+    frameworkErrors: (error, request, reply) => sendError(error, request, reply),
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(zodValidatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.decorate('deps', deps);
+  // JSON only: anything else is a 415, not a body handed to a route as a string.
+  app.removeContentTypeParser('text/plain');
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-ID', request.id);
+  });
+  registerErrorHandling(app);
+  registerAuthentication(app);
+  registerAccessLog(app);
+  const addMethodNotAllowedRoutes = collectRoutesForMethodNotAllowed(app);
+  await registerOpenApi(app);
+  await app.register(publicRoutes, { prefix: BASE_PATH });
+  addMethodNotAllowedRoutes();
+  return app;
+}

@@ -1,0 +1,25 @@
+import { apiSettings, loadConfigOrExit } from '../../libs/config/index.js';
+import { openPlatform } from '../../libs/platform/index.js';
+import { buildApiApp } from './app.js';
+
+const config = loadConfigOrExit(apiSettings);
+const platform = await openPlatform(config, 'api');
+const app = await buildApiApp({
+  platform,
+  bodyLimit: config.BODY_LIMIT_BYTES,
+  publicBaseUrl: config.PUBLIC_BASE_URL,
+  webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
+});
+await app.listen({ host: config.HOST, port: config.PORT });
+
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, async () => {
+    if (stopping) return;
+    stopping = true;
+    const deadline = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS).unref();
+    await app.close();
+    await platform.close();
+    clearTimeout(deadline);
+  });
+}

@@ -1,0 +1,53 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, toErrorBody } from '../../../libs/errors/index.js';
+import type { ApiInstance } from '../types.js';
+
+/** Fastify's own request errors, mapped to the spec's codes. */
+const FASTIFY_CODES: Record<string, (error: FastifyError) => ApiError> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: () => ApiError.badRequest('The request body is not valid JSON.'),
+  FST_ERR_CTP_EMPTY_JSON_BODY: () =>
+    ApiError.badRequest('The request body is empty but Content-Type is application/json.'),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => ApiError.badRequest('Content-Length does not match the body.'),
+  FST_ERR_CTP_BODY_TOO_LARGE: () => new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.'),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
+    new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type; send application/json.'),
+  FST_ERR_CTP_INVALID_TYPE: () =>
+    new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The Content-Type header is invalid.'),
+  FST_ERR_BAD_URL: () => ApiError.badRequest('The request URL is malformed.'),
+  FST_ERR_ASYNC_CONSTRAINT: () => ApiError.badRequest('The request could not be routed.'),
+};
+
+export function toApiError(error: unknown): ApiError | undefined {
+  if (error instanceof ApiError) return error;
+  const fastifyError = error as Partial<FastifyError> | null;
+  const mapped = fastifyError?.code ? FASTIFY_CODES[fastifyError.code] : undefined;
+  if (mapped) return mapped(fastifyError as FastifyError);
+  // A JSON body that fails to parse surfaces as a SyntaxError with status 400.
+  if (error instanceof SyntaxError && fastifyError?.statusCode === 400) {
+    return ApiError.badRequest('The request body is not valid JSON.');
+  }
+  return undefined;
+}
+
+export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const apiError = toApiError(error);
+  if (!apiError || apiError.status >= 500) {
+    // Internals go to the log with the request id, never to the client.
+    request.log.error({ err: error, reqId: request.id }, 'request failed');
+  }
+  const { status, body } = toErrorBody(apiError ?? error, request.id);
+  if (apiError) reply.headers(apiError.headers);
+  return reply.code(status).header('X-Request-ID', request.id).type('application/json').send(body);
+}
+
+/** The one place where failures become HTTP responses. */
+export function registerErrorHandling(app: ApiInstance): void {
+  app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      new ApiError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`),
+      request,
+      reply,
+    ),
+  );
+}

@@ -1,0 +1,37 @@
+import { ApiError } from '../../../libs/errors/index.js';
+import type { ApiInstance } from '../types.js';
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/**
+ * Fastify answers an unregistered method on a known path with 404; the contract says 405 with an
+ * Allow header. Routes are collected as they are added, and once every route is known each path
+ * gets the missing methods as 405 routes (hidden from the OpenAPI document).
+ */
+export function collectRoutesForMethodNotAllowed(app: ApiInstance): () => void {
+  const methodsByUrl = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const known = methodsByUrl.get(route.url) ?? new Set<string>();
+    for (const method of methods) known.add(method);
+    methodsByUrl.set(route.url, known);
+  });
+  return () => {
+    for (const [url, known] of methodsByUrl) {
+      const missing = METHODS.filter((m) => !known.has(m));
+      if (missing.length === 0) continue;
+      const allow = METHODS.filter((m) => known.has(m)).join(', ');
+      app.route({
+        method: missing,
+        url,
+        config: { auth: 'none' },
+        schema: { hide: true } as object,
+        handler: async () => {
+          throw new ApiError('METHOD_NOT_ALLOWED', `This path supports ${allow}.`, {
+            headers: { Allow: allow },
+          });
+        },
+      });
+    }
+  };
+}

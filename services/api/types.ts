@@ -1,0 +1,54 @@
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { AuthContext } from '../../libs/auth/index.js';
+import type { Platform } from '../../libs/platform/index.js';
+import type { RateLimitDecision } from '../../libs/rate-limit/index.js';
+
+/** Everything a route may use, built once per process (see app.ts). */
+export interface ApiDeps {
+  platform: Platform;
+  /** Body size limit in bytes (413 beyond it). */
+  bodyLimit: number;
+  /** External base URL (scheme://host[:port]) when configured; otherwise derived from the request. */
+  publicBaseUrl: string | undefined;
+  webhookAllowLocalhost: boolean;
+}
+
+/**
+ * How a route is authenticated: `required` (the default) answers 401 without a valid key;
+ * `optional` authenticates when a key is sent (GET /meta); `none` never looks at the key.
+ */
+export type AuthMode = 'required' | 'optional' | 'none';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: AuthMode;
+  }
+  interface FastifyInstance {
+    deps: ApiDeps;
+  }
+  interface FastifyRequest {
+    auth: AuthContext | undefined;
+    rateLimit: RateLimitDecision | undefined;
+  }
+}
+
+export type ApiInstance = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  ZodTypeProvider
+>;
+
+/** The org of an authenticated request; routes with auth 'required' always have one. */
+export function orgIdOf(request: { auth: AuthContext | undefined }): number {
+  if (!request.auth) throw new Error('route used without authentication');
+  return request.auth.orgId;
+}

@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiKeyAuthenticator, createApiKey, generateApiKey, revokeApiKey } from '../../libs/auth/index.js';
+import { ApiError } from '../../libs/errors/index.js';
+import { startTestApi, type TestApi } from '../helpers/api.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+
+let api: TestApi;
+let orgA: TestOrg;
+let orgB: TestOrg;
+
+beforeAll(async () => {
+  api = await startTestApi();
+  orgA = await createTestOrg(api.platform.db);
+  orgB = await createTestOrg(api.platform.db);
+});
+afterAll(() => api.close());
+
+async function expect401(headers: Record<string, string>, detail: RegExp) {
+  const response = await api.request({ method: 'GET', path: '/openapi.json', headers });
+  expect(response.statusCode).toBe(401);
+  const body = response.json();
+  expect(body).toEqual({
+    error_code: 'UNAUTHORIZED',
+    detail: expect.stringMatching(detail),
+    request_id: expect.any(String),
+  });
+  expect(body.request_id).toBe(response.headers['x-request-id']);
+  expect(response.headers['x-ratelimit-limit']).toBeUndefined();
+  return body;
+}
+
+describe('API key authentication', () => {
+  it('answers 401 for a missing key', () => expect401({}, /API key is required/));
+  it('answers 401 for a non-bearer scheme', () =>
+    expect401({ authorization: `Basic ${orgA.apiKey}` }, /required/));
+  it('answers 401 for a malformed key', () => expect401({ authorization: 'Bearer not-a-key' }, /malformed/));
+  it('answers 401 for an unknown key', () =>
+    expect401({ authorization: `Bearer ${generateApiKey('live').key}` }, /invalid or has been revoked/));
+
+  it('never echoes the key in an error', async () => {
+    const unknown = generateApiKey('test').key;
+    const response = await api.request({
+      method: 'GET',
+      path: '/openapi.json',
+      headers: { authorization: `Bearer ${unknown}` },
+    });
+    expect(response.body).not.toContain(unknown);
+    expect(response.body).not.toContain(unknown.slice(8, 20));
+  });
+
+  it('accepts a valid key, with any case of the scheme', async () => {
+    const response = await api.request({
+      method: 'GET',
+      path: '/openapi.json',
+      headers: { authorization: `bearer ${orgA.apiKey}` },
+    });
+    expect(response.statusCode).toBe(200);
+  });
+
+  it('resolves each key to its own organization only', async () => {
+    const authenticator = new ApiKeyAuthenticator(api.platform.db, { ttlSeconds: 30, maxEntries: 100 });
+    expect((await authenticator.authenticate(`Bearer ${orgA.apiKey}`)).orgId).toBe(orgA.orgId);
+    expect((await authenticator.authenticate(`Bearer ${orgB.apiKey}`)).orgId).toBe(orgB.orgId);
+    const meta = await api.request({ method: 'GET', path: '/meta', key: orgB.apiKey });
+    expect(meta.statusCode).toBe(200);
+  });
+
+  it('stores only a SHA-256 hash and a display prefix', async () => {
+    const key = await createApiKey(api.platform.db, { orgId: orgA.orgId, name: 'audit' });
+    const { rows } = await api.platform.db.query('SELECT * FROM api_keys WHERE id = $1', [key.id]);
+    expect(key.api_key).toMatch(/^sk_live_[A-Za-z0-9_-]{43}$/);
+    expect(JSON.stringify(rows[0]!)).not.toContain(key.api_key);
+    expect(rows[0]!.key_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(rows[0]!.prefix).toBe(key.api_key.slice(0, 12));
+  });
+
+  it('takes a revocation into account within the cache TTL, not before', async () => {
+    let now = 1_000_000;
+    const authenticator = new ApiKeyAuthenticator(api.platform.db, {
+      ttlSeconds: 30,
+      maxEntries: 100,
+      now: () => now,
+    });
+    const key = await createApiKey(api.platform.db, { orgId: orgA.orgId });
+    const header = `Bearer ${key.api_key}`;
+    expect((await authenticator.authenticate(header)).orgId).toBe(orgA.orgId);
+    await revokeApiKey(api.platform.db, key.id);
+    // cached: the hot path did not query Postgres again
+    expect((await authenticator.authenticate(header)).orgId).toBe(orgA.orgId);
+    now += 30_001;
+    await expect(authenticator.authenticate(header)).rejects.toThrow(ApiError);
+    await expect(authenticator.authenticate(header)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+  });
+
+  it('refuses a revoked key over HTTP once the cache entry expires', async () => {
+    const key = await createApiKey(api.platform.db, { orgId: orgA.orgId });
+    await revokeApiKey(api.platform.db, key.id);
+    // never seen before by this app's authenticator, so nothing is cached
+    const response = await api.request({ method: 'GET', path: '/openapi.json', key: key.api_key });
+    expect(response.statusCode).toBe(401);
+  });
+
+  it('keeps the cache bounded', async () => {
+    const authenticator = new ApiKeyAuthenticator(api.platform.db, { ttlSeconds: 30, maxEntries: 2 });
+    for (let i = 0; i < 5; i++) {
+      await authenticator.authenticate(`Bearer ${generateApiKey('live').key}`).catch(() => {});
+    }
+    expect((authenticator as unknown as { cache: Map<string, unknown> }).cache.size).toBe(2);
+  });
+});

@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runConsole } from '../../libs/console/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { runTs } from '../helpers/processes.js';
+
+let database: TestDatabase;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  database = await createTestDatabase('console');
+  env = { DATABASE_URL: database.url, LOG_LEVEL: 'silent', PORT: '8080', HOST: '127.0.0.1' };
+});
+afterAll(() => database.drop());
+
+/** Runs a command in-process, exactly as bin/console.ts does, capturing its output. */
+async function console_(...argv: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runConsole(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) }, env);
+  return { code, stdout, stderr, json: () => JSON.parse(stdout) };
+}
+
+describe('console', () => {
+  it('migrate applies nothing more on a migrated database', async () => {
+    const result = await console_('migrate');
+    expect(result.code).toBe(0);
+    expect(result.json()).toEqual({ applied: [] });
+  });
+
+  it('org create, set-plan and set-limit print the organization', async () => {
+    const created = await console_('org', 'create', '--name', 'Acme Corp', '--plan', 'starter');
+    expect(created.code).toBe(0);
+    const org = created.json();
+    expect(org).toMatchObject({
+      id: expect.any(Number),
+      name: 'Acme Corp',
+      plan: 'starter',
+      requests_per_hour: 10_000,
+    });
+
+    const plan = await console_('org', 'set-plan', '--org', String(org.id), '--plan', 'growth');
+    expect(plan.json()).toMatchObject({ plan: 'growth', requests_per_hour: 50_000 });
+
+    const limit = await console_('org', 'set-limit', '--org', String(org.id), '--requests-per-hour', '123');
+    expect(limit.json()).toMatchObject({ rate_limit_override: 123, requests_per_hour: 123 });
+
+    const back = await console_('org', 'set-limit', '--org', String(org.id), '--requests-per-hour', 'plan');
+    expect(back.json()).toMatchObject({ rate_limit_override: null, requests_per_hour: 50_000 });
+  });
+
+  it('key create prints the key once; key revoke revokes it', async () => {
+    const org = (await console_('org', 'create', '--name', 'Keys Inc')).json();
+    const created = await console_('key', 'create', '--org', String(org.id), '--name', 'ci');
+    expect(created.code).toBe(0);
+    const key = created.json();
+    expect(Object.keys(key).sort()).toEqual(['api_key', 'id', 'name', 'org_id', 'prefix']);
+    expect(key.api_key).toMatch(/^sk_live_/);
+    expect(key.org_id).toBe(org.id);
+
+    const revoked = await console_('key', 'revoke', '--key-id', String(key.id));
+    expect(revoked.code).toBe(0);
+    expect(revoked.json()).toMatchObject({ id: key.id, revoked_at: expect.any(String) });
+    const { rows } = await database.db.query('SELECT revoked_at FROM api_keys WHERE id = $1', [key.id]);
+    expect(rows[0]!.revoked_at).toBeInstanceOf(Date);
+  });
+
+  it('fails with a message on stderr and a non-zero exit for an unknown organization', async () => {
+    const result = await console_('key', 'create', '--org', '999999');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/NOT_FOUND.*Organization 999999 not found/);
+  });
+
+  it('rejects bad flags and unknown commands with usage (exit 2)', async () => {
+    const badPlan = await console_('org', 'create', '--name', 'X', '--plan', 'platinum');
+    expect(badPlan.code).toBe(2);
+    expect(badPlan.stderr).toMatch(/--plan/);
+    const missing = await console_('org', 'set-limit', '--org', '1');
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/--requests-per-hour/);
+    const unknownFlag = await console_('org', 'create', '--name', 'X', '--colour', 'red');
+    expect(unknownFlag.code).toBe(2);
+    expect(unknownFlag.stderr).toMatch(/--colour/);
+    const unknown = await console_('frobnicate');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown command: frobnicate/);
+  });
+
+  it('seed creates organizations with working keys and enough customers to page', async () => {
+    const result = await console_('seed', '--orgs', '2');
+    expect(result.code).toBe(0);
+    const seeded = result.json();
+    expect(seeded.base_url).toBe('http://127.0.0.1:8080/api/public/v1');
+    expect(seeded.orgs).toHaveLength(2);
+    for (const org of seeded.orgs) {
+      expect(org.api_key).toMatch(/^sk_test_/);
+      const { rows } = await database.db.query(
+        `SELECT count(*) AS n, count(*) FILTER (WHERE country = 'CA') AS ca, count(*) FILTER (WHERE country = 'US') AS us
+           FROM customers WHERE org_id = $1`,
+        [org.id],
+      );
+      expect(rows[0]!.n).toBeGreaterThanOrEqual(60);
+      expect(rows[0]!.ca).toBeGreaterThan(0);
+      expect(rows[0]!.us).toBeGreaterThan(0);
+    }
+    expect(result.stderr).toMatch(/seeding organization 1\/2/);
+  });
+
+  it('runs as its own process: JSON on stdout, exit 0; failure: stderr, exit 1', async () => {
+    const ok = await runTs('bin/console.ts', ['org', 'create', '--name', 'Process Co'], env);
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ name: 'Process Co' });
+    const failed = await runTs('bin/console.ts', ['key', 'revoke', '--key-id', '987654'], env);
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toBe('');
+    expect(failed.stderr).toMatch(/API key 987654 not found/);
+  });
+});

@@ -1,0 +1,51 @@
+import pg from 'pg';
+import { Database } from '../../libs/db/index.js';
+import { testServices, uniqueName } from './services.js';
+
+export interface TestDatabase {
+  name: string;
+  url: string;
+  db: Database;
+  drop(): Promise<void>;
+}
+
+/** A fresh, migrated Postgres database of this file's own (a copy of the run's template). */
+export async function createTestDatabase(label = 'db'): Promise<TestDatabase> {
+  const { databaseUrl, templateDatabase } = testServices();
+  const name = uniqueName(label);
+  await adminQuery(databaseUrl, `CREATE DATABASE "${name}" TEMPLATE "${templateDatabase}"`);
+  const url = urlFor(databaseUrl, name);
+  const db = new Database(url, { poolSize: 10, applicationName: 'billing-test' });
+  return {
+    name,
+    url,
+    db,
+    async drop() {
+      await db.close();
+      await adminQuery(databaseUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    },
+  };
+}
+
+function urlFor(adminUrl: string, database: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+async function adminQuery(url: string, sql: string): Promise<void> {
+  // Concurrent copies of one template can collide ("source database is being accessed"): retry.
+  for (let attempt = 0; ; attempt++) {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query(sql);
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== '55006' || attempt >= 20) throw error;
+    } finally {
+      await client.end();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
+  }
+}
