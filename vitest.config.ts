@@ -14,6 +14,7 @@ export default defineConfig({
           name: 'unit',
           include: ['libs/**/*.test.ts', 'services/**/*.test.ts', 'bin/**/*.test.ts'],
           environment: 'node',
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -26,6 +27,7 @@ export default defineConfig({
           hookTimeout: 120_000,
           pool: 'forks',
           maxWorkers: 3,
+          sequence: { groupOrder: 1 },
         },
       },
     ],
