@@ -1,0 +1,43 @@
+import type { Queryable } from '../db/index.js';
+
+/**
+ * Usage totals for billing and MCP: the sum of quantities per subscription item over the window
+ * [from, to) of event timestamps. Implementations return exact decimal strings with 8 fractional
+ * digits, and the same string for the same events: Postgres in the embedded mode, ClickHouse in
+ * the distributed one.
+ */
+export interface UsageAggregator {
+  /** Every requested item is in the result; an item without usage totals '0.00000000'. */
+  totals(
+    orgId: number,
+    subscriptionItemIds: readonly number[],
+    from: Date,
+    to: Date,
+  ): Promise<Map<number, string>>;
+}
+
+export const ZERO_QUANTITY = '0.00000000';
+
+/** SQL over `usage_events`, whose unique key already removed duplicates. */
+export class PostgresUsageAggregator implements UsageAggregator {
+  constructor(private readonly db: Queryable) {}
+
+  async totals(
+    orgId: number,
+    subscriptionItemIds: readonly number[],
+    from: Date,
+    to: Date,
+  ): Promise<Map<number, string>> {
+    const result = new Map<number, string>(subscriptionItemIds.map((id) => [id, ZERO_QUANTITY]));
+    if (subscriptionItemIds.length === 0) return result;
+    const { rows } = await this.db.query<{ item: number; total: string }>(
+      `SELECT subscription_item_id AS item, sum(quantity)::numeric(38, 8)::text AS total
+         FROM usage_events
+        WHERE org_id = $1 AND subscription_item_id = ANY($2::bigint[]) AND occurred_at >= $3 AND occurred_at < $4
+        GROUP BY subscription_item_id`,
+      [orgId, subscriptionItemIds, from, to],
+    );
+    for (const row of rows) result.set(row.item, row.total);
+    return result;
+  }
+}

@@ -1,0 +1,1 @@
+export { PostgresUsageAggregator, type UsageAggregator, ZERO_QUANTITY } from './aggregation.js';
