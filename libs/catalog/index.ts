@@ -1,0 +1,1 @@
+export { getProduct, listProducts, type ProductFilter } from './products.js';

@@ -1,0 +1,35 @@
+import type { Queryable } from '../db/index.js';
+import { ApiError } from '../errors/index.js';
+import type { InvoiceTransaction, PaginationQuery } from '../schemas/index.js';
+
+type TransactionRow = Omit<InvoiceTransaction, 'object' | 'created_at'> & { created_at: Date };
+
+export function toInvoiceTransaction(row: TransactionRow): InvoiceTransaction {
+  return { object: 'invoice_transaction', ...row, created_at: row.created_at.toISOString() };
+}
+
+export const TRANSACTION_COLUMNS =
+  'id, invoice_id, type, amount, method, status, reference, note, created_at';
+
+/** The financial timeline behind an invoice's balance; 404 when the invoice is not the caller's. */
+export async function listInvoiceTransactions(
+  db: Queryable,
+  orgId: number,
+  invoiceId: string,
+  page: PaginationQuery,
+): Promise<{ data: InvoiceTransaction[]; total: number }> {
+  const exists = await db.query('SELECT 1 FROM invoices WHERE org_id = $1 AND id = $2', [orgId, invoiceId]);
+  if (exists.rowCount === 0) throw ApiError.notFound(`Invoice ${invoiceId}`);
+  const [list, count] = await Promise.all([
+    db.query<TransactionRow>(
+      `SELECT ${TRANSACTION_COLUMNS} FROM invoice_transactions WHERE org_id = $1 AND invoice_id = $2
+        ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
+      [orgId, invoiceId, page.limit, page.offset],
+    ),
+    db.query<{ total: number }>(
+      'SELECT count(*) AS total FROM invoice_transactions WHERE org_id = $1 AND invoice_id = $2',
+      [orgId, invoiceId],
+    ),
+  ]);
+  return { data: list.rows.map(toInvoiceTransaction), total: count.rows[0]!.total };
+}

@@ -1,0 +1,1 @@
+export { getSubscription, listSubscriptions, type SubscriptionFilter } from './subscriptions.js';
