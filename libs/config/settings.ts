@@ -70,6 +70,8 @@ const ingestOnly = z.object({
 });
 
 const sinkOnly = z.object({
+  /** The sinks' health and metrics port (they serve no public route). */
+  SINKS_PORT: port(8083),
   SINK_BATCH_SIZE: positiveInt(5000),
   SINK_FLUSH_MS: positiveInt(200),
 });

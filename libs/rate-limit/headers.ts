@@ -1,4 +1,5 @@
 import { ApiError } from '../errors/index.js';
+import { rateLimitRejections } from '../observability/index.js';
 import type { RateLimitDecision } from './limiter.js';
 
 /** The headers every authenticated response carries (DESIGN §6), IETF draft headers included. */
@@ -12,7 +13,9 @@ export function rateLimitHeaders(decision: RateLimitDecision): Record<string, st
   };
 }
 
+/** Every 429 of every service is built here, so it is counted here. */
 export function rateLimitedError(decision: RateLimitDecision): ApiError {
+  rateLimitRejections.inc({ plan: decision.plan });
   return new ApiError(
     'RATE_LIMITED',
     `The organization's limit of ${decision.limit} requests per hour (plan ${decision.plan}) is exhausted; ` +

@@ -7,6 +7,7 @@ import { registerAuthentication } from './plugins/authentication.js';
 import { registerErrorHandling, sendError } from './plugins/errors.js';
 import { collectRoutesForMethodNotAllowed } from './plugins/method-not-allowed.js';
 import { registerOpenApi } from './plugins/openapi.js';
+import { registerOperations } from './plugins/operations.js';
 import { zodValidatorCompiler } from './plugins/validation.js';
 import { publicRoutes } from './routes/index.js';
 import type { ApiDeps, ApiInstance } from './types.js';
@@ -44,6 +45,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
   registerAuthentication(app);
   registerAccessLog(app);
   const addMethodNotAllowedRoutes = collectRoutesForMethodNotAllowed(app);
+  registerOperations(app);
   await registerOpenApi(app);
   await app.register(publicRoutes, { prefix: BASE_PATH });
   addMethodNotAllowedRoutes();

@@ -7,6 +7,7 @@ import type {
 } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AuthContext } from '../../libs/auth/index.js';
+import type { DependencyCheck } from '../../libs/observability/index.js';
 import type { Platform } from '../../libs/platform/index.js';
 import type { RateLimitDecision } from '../../libs/rate-limit/index.js';
 
@@ -18,6 +19,8 @@ export interface ApiDeps {
   /** External base URL (scheme://host[:port]) when configured; otherwise derived from the request. */
   publicBaseUrl: string | undefined;
   webhookAllowLocalhost: boolean;
+  /** Dependencies beyond the platform's (database, Redis, ClickHouse) that /readyz checks, e.g. the usage log. */
+  extraReadinessChecks?: () => DependencyCheck[];
 }
 
 /**

@@ -3,6 +3,7 @@ import { BASE_PATH } from '../../libs/schemas/index.js';
 import { buildApiApp } from '../../services/api/app.js';
 import type { ApiInstance } from '../../services/api/types.js';
 import { createTestPlatform, type TestPlatform } from './platform.js';
+import { recordCredentials } from './run-log.js';
 
 export interface TestApi extends TestPlatform {
   app: ApiInstance;
@@ -23,12 +24,14 @@ export async function startTestApi(options: Parameters<typeof createTestPlatform
   return {
     ...base,
     app,
-    request({ path, key, headers, ...rest }) {
-      return app.inject({
+    async request({ path, key, headers, ...rest }) {
+      const response = await app.inject({
         ...rest,
         url: `${BASE_PATH}${path}`,
         headers: { ...headers, ...(key ? { authorization: `Bearer ${key}` } : {}) },
       });
+      recordCredentials(response.body);
+      return response;
     },
     async close() {
       await app.close();

@@ -2,6 +2,7 @@ import { createApiKey } from '../../libs/auth/index.js';
 import type { Queryable } from '../../libs/db/index.js';
 import { createOrganization, setRateLimitOverride } from '../../libs/organizations/index.js';
 import type { Plan } from '../../libs/rate-limit/index.js';
+import { recordCredentials } from './run-log.js';
 
 export interface TestOrg {
   orgId: number;
@@ -22,6 +23,7 @@ export async function createTestOrg(
   });
   if (options.requestsPerHour) await setRateLimitOverride(db, org.id, options.requestsPerHour);
   const key = await createApiKey(db, { orgId: org.id, name: 'test' });
+  recordCredentials(key.api_key);
   return { orgId: org.id, apiKey: key.api_key, keyId: key.id };
 }
 

@@ -2,6 +2,7 @@ import { type CommonConfig, embeddedSettings, loadConfig } from '../../libs/conf
 import { openPlatform, type Platform } from '../../libs/platform/index.js';
 import { connectRedis } from '../../libs/redis/index.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
+import { runLogger } from './run-log.js';
 import { testServices, uniqueName } from './services.js';
 
 export interface TestPlatform {
@@ -40,11 +41,10 @@ export async function createTestPlatform(
     ...(options.redis === false ? { REDIS_URL: undefined } : {}),
     ...options.env,
   });
-  const platform = await openPlatform(
-    config as CommonConfig,
-    'test',
-    options.now ? { now: options.now } : {},
-  );
+  const platform = await openPlatform(config as CommonConfig, 'test', {
+    log: runLogger(),
+    ...(options.now ? { now: options.now } : {}),
+  });
   return {
     platform,
     database,

@@ -1,3 +1,6 @@
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { Database, migrate } from '../../libs/db/index.js';
@@ -39,6 +42,11 @@ export default async function setup(project: TestProject) {
     kafkaBrokers = broker.brokers;
   }
 
+  const runLogFile = path.join(tmpdir(), `${runPrefix}run.log`);
+  const runSecretsFile = path.join(tmpdir(), `${runPrefix}secrets.txt`);
+  await writeFile(runLogFile, '');
+  await writeFile(runSecretsFile, '');
+
   const services: TestServices = {
     databaseUrl,
     templateDatabase,
@@ -46,24 +54,58 @@ export default async function setup(project: TestProject) {
     redisUrl,
     clickhouseUrl,
     kafkaBrokers,
+    runLogFile,
+    runSecretsFile,
   };
   project.provide('services', services);
 
   return async () => {
     await broker?.stop();
-    await withAdmin(databaseUrl, async (c) => {
-      const { rows } = await c.query<{ datname: string }>(
-        'SELECT datname FROM pg_database WHERE datname LIKE $1',
-        [`${runPrefix}%`],
-      );
-      for (const { datname } of rows) await c.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
-    });
-    await clickhouseQuery(clickhouseUrl, 'SHOW DATABASES').then(async (text) => {
-      for (const name of text.split('\n').filter((n) => n.startsWith(runPrefix))) {
-        await clickhouseQuery(clickhouseUrl, `DROP DATABASE IF EXISTS ${name}`);
-      }
-    });
+    await dropRunDatabases(databaseUrl, clickhouseUrl, runPrefix);
+    await assertNoCredentialsLogged(runLogFile, runSecretsFile);
   };
+}
+
+/**
+ * The log-secrets check of the whole run: no key or signing secret that any test created or
+ * received, and no Authorization header, appears in any log line written by the run.
+ */
+async function assertNoCredentialsLogged(runLogFile: string, runSecretsFile: string): Promise<void> {
+  const log = await readFile(runLogFile, 'utf8');
+  const secrets = [...new Set((await readFile(runSecretsFile, 'utf8')).split('\n').filter(Boolean))];
+  const leaked = secrets.filter((secret) => log.includes(secret) || log.includes(secret.slice(0, 20)));
+  const bearer = /Bearer\s+\S+/i.test(log);
+  const lines = log.split('\n').length - 1;
+  if (leaked.length || bearer) {
+    throw new Error(
+      `credentials found in the run's log ${runLogFile}: ${leaked.length} of ${secrets.length} known keys/secrets` +
+        (bearer ? ', and a Bearer token' : ''),
+    );
+  }
+  console.log(
+    `[log-secrets] ${lines} log lines checked against ${secrets.length} keys and signing secrets: none found`,
+  );
+  await rm(runLogFile, { force: true });
+  await rm(runSecretsFile, { force: true });
+}
+
+async function dropRunDatabases(
+  databaseUrl: string,
+  clickhouseUrl: string,
+  runPrefix: string,
+): Promise<void> {
+  await withAdmin(databaseUrl, async (c) => {
+    const { rows } = await c.query<{ datname: string }>(
+      'SELECT datname FROM pg_database WHERE datname LIKE $1',
+      [`${runPrefix}%`],
+    );
+    for (const { datname } of rows) await c.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+  });
+  await clickhouseQuery(clickhouseUrl, 'SHOW DATABASES').then(async (text) => {
+    for (const name of text.split('\n').filter((n) => n.startsWith(runPrefix))) {
+      await clickhouseQuery(clickhouseUrl, `DROP DATABASE IF EXISTS ${name}`);
+    }
+  });
 }
 
 async function check(name: string, url: string, probe: () => Promise<unknown>): Promise<void> {

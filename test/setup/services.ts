@@ -9,6 +9,10 @@ export interface TestServices {
   redisUrl: string;
   clickhouseUrl: string;
   kafkaBrokers: string[];
+  /** Log file of every in-process logger of the run (test/helpers/run-log.ts). */
+  runLogFile: string;
+  /** Keys and signing secrets seen during the run, one per line: the log must contain none. */
+  runSecretsFile: string;
 }
 
 declare module 'vitest' {

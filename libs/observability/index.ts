@@ -1,0 +1,35 @@
+export {
+  checkReadiness,
+  clickhouseCheck,
+  type DependencyCheck,
+  databaseCheck,
+  type Readiness,
+  redisCheck,
+} from './health.js';
+export {
+  billingRunDuration,
+  billingRunInvoices,
+  httpRequestDuration,
+  httpRequests,
+  ingestEvents,
+  kafkaProduceBatchSize,
+  kafkaProduceDuration,
+  METRICS_CONTENT_TYPE,
+  rateLimitRejections,
+  registry,
+  renderMetrics,
+  secondsSince,
+  sinkEventsWritten,
+  sinkLagMessages,
+  sinkLagSeconds,
+  sinkWriteDuration,
+  webhookAttempts,
+  webhookDeliveryDuration,
+} from './metrics.js';
+export {
+  answerOpsRequest,
+  OPS_PATHS,
+  type OpsResponse,
+  type OpsServer,
+  startOpsServer,
+} from './ops-server.js';

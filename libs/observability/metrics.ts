@@ -1,0 +1,121 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * One registry per process. In `npm start` every service runs in one process and shares it, which
+ * is what a scrape of that process should see. Instruments are defined here, in one place, so a
+ * dashboard author finds every name (and its labels) on one page.
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry });
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export const httpRequests = new Counter({
+  name: 'billing_http_requests_total',
+  help: 'HTTP requests answered, by service, method, route pattern and status.',
+  labelNames: ['service', 'method', 'route', 'status'] as const,
+  registers: [registry],
+});
+
+export const httpRequestDuration = new Histogram({
+  name: 'billing_http_request_duration_seconds',
+  help: 'Time from request to response, by service, method, route pattern and status.',
+  labelNames: ['service', 'method', 'route', 'status'] as const,
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
+
+export const rateLimitRejections = new Counter({
+  name: 'billing_rate_limit_rejections_total',
+  help: 'Requests refused with 429, by the organization plan.',
+  labelNames: ['plan'] as const,
+  registers: [registry],
+});
+
+export const ingestEvents = new Counter({
+  name: 'billing_ingest_events_total',
+  help: 'Usage events by outcome (accepted, deduplicated, rejected) and rejection reason (error code).',
+  labelNames: ['outcome', 'reason'] as const,
+  registers: [registry],
+});
+
+export const kafkaProduceDuration = new Histogram({
+  name: 'billing_kafka_produce_duration_seconds',
+  help: 'Time for one produce call to be acknowledged by the log.',
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
+
+export const kafkaProduceBatchSize = new Histogram({
+  name: 'billing_kafka_produce_batch_size',
+  help: 'Events per produce call (concurrent requests gathered during the linger).',
+  buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000],
+  registers: [registry],
+});
+
+export const sinkLagMessages = new Gauge({
+  name: 'billing_sink_lag_messages',
+  help: 'Messages in the log not yet written by the sink (high watermark minus committed offset).',
+  labelNames: ['sink'] as const,
+  registers: [registry],
+});
+
+export const sinkLagSeconds = new Gauge({
+  name: 'billing_sink_lag_seconds',
+  help: 'Age of the newest event in the last batch the sink wrote, at write time.',
+  labelNames: ['sink'] as const,
+  registers: [registry],
+});
+
+export const sinkWriteDuration = new Histogram({
+  name: 'billing_sink_write_duration_seconds',
+  help: 'Time to write one batch to the sink store.',
+  labelNames: ['sink'] as const,
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
+
+export const sinkEventsWritten = new Counter({
+  name: 'billing_sink_events_written_total',
+  help: 'Events handed to the sink store (redeliveries included; the store drops duplicates).',
+  labelNames: ['sink'] as const,
+  registers: [registry],
+});
+
+export const webhookAttempts = new Counter({
+  name: 'billing_webhook_attempts_total',
+  help: 'Webhook delivery attempts by result (success, failure, timeout, connection_error, refused).',
+  labelNames: ['result'] as const,
+  registers: [registry],
+});
+
+export const webhookDeliveryDuration = new Histogram({
+  name: 'billing_webhook_delivery_duration_seconds',
+  help: 'Duration of one delivery attempt, request to response.',
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
+
+export const billingRunInvoices = new Counter({
+  name: 'billing_billing_run_invoices_total',
+  help: 'Invoices created by billing runs.',
+  registers: [registry],
+});
+
+export const billingRunDuration = new Histogram({
+  name: 'billing_billing_run_duration_seconds',
+  help: 'Duration of a whole billing run.',
+  buckets: [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600],
+  registers: [registry],
+});
+
+export const METRICS_CONTENT_TYPE = registry.contentType;
+
+export function renderMetrics(): Promise<string> {
+  return registry.metrics();
+}
+
+/** Seconds since `startedAt` (from `process.hrtime.bigint()`), for histogram observations. */
+export function secondsSince(startedAt: bigint): number {
+  return Number(process.hrtime.bigint() - startedAt) / 1e9;
+}

@@ -1,0 +1,48 @@
+import {
+  answerOpsRequest,
+  clickhouseCheck,
+  type DependencyCheck,
+  databaseCheck,
+  httpRequestDuration,
+  httpRequests,
+  OPS_PATHS,
+  redisCheck,
+} from '../../../libs/observability/index.js';
+import type { ApiInstance } from '../types.js';
+
+/**
+ * `/healthz`, `/readyz` and `/metrics` beside (not under) the public base path, without auth and
+ * outside the OpenAPI document; and the request metrics of every route, by route pattern so an
+ * id in a path never makes a new time series.
+ */
+export function registerOperations(app: ApiInstance): void {
+  const { platform } = app.deps;
+  const checks = (): DependencyCheck[] => [
+    databaseCheck(platform.db),
+    ...(platform.redis ? [redisCheck(platform.redis)] : []),
+    ...(platform.config.CLICKHOUSE_URL ? [clickhouseCheck(platform.config.CLICKHOUSE_URL)] : []),
+    ...(app.deps.extraReadinessChecks?.() ?? []),
+  ];
+  for (const path of Object.values(OPS_PATHS)) {
+    app.get(path, { config: { auth: 'none' }, schema: { hide: true } }, async (request, reply) => {
+      const answer = await answerOpsRequest(request.routeOptions.url ?? path, checks);
+      if (!answer) return reply.callNotFound();
+      return reply
+        .code(answer.status)
+        .header('content-type', answer.contentType)
+        .header('cache-control', 'no-store')
+        .send(answer.body);
+    });
+  }
+
+  app.addHook('onResponse', async (request, reply) => {
+    const labels = {
+      service: 'api',
+      method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
+      status: String(reply.statusCode),
+    };
+    httpRequests.inc(labels);
+    httpRequestDuration.observe(labels, reply.elapsedTime / 1000);
+  });
+}

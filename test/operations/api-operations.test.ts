@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi, type TestApi } from '../helpers/api.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { type OwnRedisServer, startOwnRedisServer } from '../helpers/redis-server.js';
+
+describe('api service operations routes', () => {
+  let redis: OwnRedisServer;
+  let api: TestApi;
+  let org: TestOrg;
+
+  beforeAll(async () => {
+    redis = await startOwnRedisServer();
+    api = await startTestApi({ env: { REDIS_URL: redis.url } });
+    org = await createTestOrg(api.platform.db);
+  });
+  afterAll(async () => {
+    await api?.close();
+    await redis?.stop();
+  });
+
+  it('answers /healthz without a key, outside the base path and the OpenAPI document', async () => {
+    const response = await api.app.inject({ url: '/healthz' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ status: 'ok' });
+    expect(response.headers['x-ratelimit-limit']).toBeUndefined();
+    const openapi = await api.request({ path: '/openapi.json', key: org.apiKey });
+    expect(Object.keys(openapi.json().paths).some((p) => p.includes('healthz'))).toBe(false);
+  });
+
+  it('is ready while its database and Redis answer, and not ready once Redis stops', async () => {
+    const ready = await api.app.inject({ url: '/readyz' });
+    expect(ready.statusCode).toBe(200);
+    expect(ready.json()).toMatchObject({
+      status: 'ready',
+      checks: { database: { status: 'ok' }, redis: { status: 'ok' } },
+    });
+
+    await redis.stop();
+    const down = await api.app.inject({ url: '/readyz' });
+    expect(down.statusCode).toBe(503);
+    expect(down.json()).toMatchObject({
+      status: 'not_ready',
+      checks: { database: { status: 'ok' }, redis: { status: 'down' } },
+    });
+    expect(await api.app.inject({ url: '/healthz' })).toHaveProperty('statusCode', 200);
+
+    await redis.start();
+    await expect
+      .poll(async () => (await api.app.inject({ url: '/readyz' })).statusCode, { timeout: 10_000 })
+      .toBe(200);
+  });
+
+  it('exposes request metrics by route pattern and status in Prometheus format', async () => {
+    await api.request({ path: '/customers/123456', key: org.apiKey });
+    await api.request({ path: '/meta' });
+    const response = await api.app.inject({ url: '/metrics' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toMatch(/^text\/plain/);
+    const text = response.body;
+    expect(text).toMatch(
+      /billing_http_requests_total\{service="api",method="GET",route="\/api\/public\/v1\/meta",status="200"\} \d+/,
+    );
+    expect(text).toContain('billing_http_request_duration_seconds_bucket');
+    expect(text).not.toContain('/customers/123456');
+    for (const name of [
+      'billing_rate_limit_rejections_total',
+      'billing_ingest_events_total',
+      'billing_kafka_produce_duration_seconds',
+      'billing_sink_lag_messages',
+      'billing_webhook_attempts_total',
+      'billing_billing_run_duration_seconds',
+      'process_cpu_seconds_total',
+    ]) {
+      expect(text).toContain(`# TYPE ${name}`);
+    }
+  });
+
+  it('counts 429s by plan', async () => {
+    const limited = await createTestOrg(api.platform.db, { plan: 'beta', requestsPerHour: 1 });
+    await api.request({ path: '/meta', key: limited.apiKey });
+    const refused = await api.request({ path: '/meta', key: limited.apiKey });
+    expect(refused.statusCode).toBe(429);
+    const text = (await api.app.inject({ url: '/metrics' })).body;
+    expect(text).toMatch(/billing_rate_limit_rejections_total\{plan="beta"\} [1-9]/);
+  });
+});
