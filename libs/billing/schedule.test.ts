@@ -1,0 +1,169 @@
+import { describe, expect, it } from 'vitest';
+import { planBilling, type ScheduleStep, type SubscriptionSchedule } from './schedule.js';
+
+const d = (iso: string) => new Date(iso);
+
+function subscription(overrides: Partial<SubscriptionSchedule> = {}): SubscriptionSchedule {
+  return {
+    id: 1,
+    status: 'active',
+    start_date: d('2026-01-31T00:00:00Z'),
+    trial_end_date: null,
+    billing_period: 'monthly',
+    billing_anchor_day: 31,
+    current_period_start: d('2026-01-31T00:00:00Z'),
+    current_period_end: d('2026-02-28T00:00:00Z'),
+    next_billing_date: d('2026-02-28T00:00:00Z'),
+    term_type: 'evergreen',
+    initial_term_months: null,
+    auto_renew: true,
+    subscription_end_date: null,
+    cancel_at_period_end: false,
+    ended_at: null,
+    ...overrides,
+  };
+}
+
+const describeStep = (step: ScheduleStep) => {
+  if (step.kind === 'invoice') {
+    return `invoice ${step.periodStart.toISOString().slice(0, 10)}..${step.periodEnd.toISOString().slice(0, 10)}${step.firstPeriod ? ' first' : ''}`;
+  }
+  if (step.kind === 'renewed') return `renewed until ${step.termEnd.toISOString().slice(0, 10)}`;
+  return `${step.from}->${step.to} (${step.reason})`;
+};
+
+describe('planning a billing run for one subscription', () => {
+  it('does nothing before the next billing date', () => {
+    const plan = planBilling(subscription(), d('2026-02-27T23:59:59Z'));
+    expect(plan.steps).toEqual([]);
+    expect(plan.next).toEqual(subscription());
+  });
+
+  it('invoices the ended period in arrears and schedules the next one on the anchor day', () => {
+    const plan = planBilling(subscription(), d('2026-02-28T00:00:00Z'));
+    expect(plan.steps.map(describeStep)).toEqual(['invoice 2026-01-31..2026-02-28 first']);
+    expect(plan.next.current_period_start.toISOString()).toBe('2026-02-28T00:00:00.000Z');
+    expect(plan.next.current_period_end.toISOString()).toBe('2026-03-31T00:00:00.000Z');
+    expect(plan.next.next_billing_date.toISOString()).toBe('2026-03-31T00:00:00.000Z');
+  });
+
+  it('catches up every period that ended, one invoice each', () => {
+    const plan = planBilling(subscription(), d('2026-05-01T00:00:00Z'));
+    expect(plan.steps.map(describeStep)).toEqual([
+      'invoice 2026-01-31..2026-02-28 first',
+      'invoice 2026-02-28..2026-03-31',
+      'invoice 2026-03-31..2026-04-30',
+    ]);
+    expect(plan.next.next_billing_date.toISOString()).toBe('2026-05-31T00:00:00.000Z');
+  });
+
+  it('never charges a trial: trialing -> active at the trial end, first paid period from there', () => {
+    const trialing = subscription({
+      status: 'trialing',
+      start_date: d('2026-01-01T00:00:00Z'),
+      trial_end_date: d('2026-01-15T00:00:00Z'),
+      billing_anchor_day: 15,
+      current_period_start: d('2026-01-01T00:00:00Z'),
+      current_period_end: d('2026-01-15T00:00:00Z'),
+      next_billing_date: d('2026-01-15T00:00:00Z'),
+    });
+    expect(planBilling(trialing, d('2026-01-20T00:00:00Z')).steps.map(describeStep)).toEqual([
+      'trialing->active (trial_ended)',
+    ]);
+    expect(planBilling(trialing, d('2026-02-15T00:00:00Z')).steps.map(describeStep)).toEqual([
+      'trialing->active (trial_ended)',
+      'invoice 2026-01-15..2026-02-15 first',
+    ]);
+  });
+
+  it('a trial canceled at period end ends at the trial end without any invoice', () => {
+    const plan = planBilling(
+      subscription({
+        status: 'trialing',
+        trial_end_date: d('2026-02-14T00:00:00Z'),
+        current_period_end: d('2026-02-14T00:00:00Z'),
+        next_billing_date: d('2026-02-14T00:00:00Z'),
+        cancel_at_period_end: true,
+      }),
+      d('2026-06-01T00:00:00Z'),
+    );
+    expect(plan.steps.map(describeStep)).toEqual(['trialing->canceled (canceled_at_period_end)']);
+    expect(plan.next.ended_at?.toISOString()).toBe('2026-02-14T00:00:00.000Z');
+  });
+
+  it('starts a pending subscription on its start date', () => {
+    const pending = subscription({ status: 'pending', next_billing_date: d('2026-01-31T00:00:00Z') });
+    expect(planBilling(pending, d('2026-02-01T00:00:00Z')).steps.map(describeStep)).toEqual([
+      'pending->active (started)',
+    ]);
+    const withTrial = subscription({
+      status: 'pending',
+      trial_end_date: d('2026-02-07T00:00:00Z'),
+      current_period_end: d('2026-02-07T00:00:00Z'),
+      next_billing_date: d('2026-01-31T00:00:00Z'),
+    });
+    expect(planBilling(withTrial, d('2026-02-01T00:00:00Z')).steps.map(describeStep)).toEqual([
+      'pending->trialing (started)',
+    ]);
+  });
+
+  it('cancel at period end: the last period is invoiced, then the subscription is canceled', () => {
+    const plan = planBilling(subscription({ cancel_at_period_end: true }), d('2026-04-01T00:00:00Z'));
+    expect(plan.steps.map(describeStep)).toEqual([
+      'invoice 2026-01-31..2026-02-28 first',
+      'active->canceled (canceled_at_period_end)',
+    ]);
+    expect(plan.next.status).toBe('canceled');
+    expect(plan.next.ended_at?.toISOString()).toBe('2026-02-28T00:00:00.000Z');
+  });
+
+  const termed = (autoRenew: boolean, status: 'active' | 'past_due' = 'active') =>
+    subscription({
+      status,
+      start_date: d('2026-01-01T00:00:00Z'),
+      billing_anchor_day: 1,
+      current_period_start: d('2026-01-01T00:00:00Z'),
+      current_period_end: d('2026-04-01T00:00:00Z'),
+      next_billing_date: d('2026-04-01T00:00:00Z'),
+      billing_period: 'quarterly',
+      term_type: 'termed',
+      initial_term_months: 6,
+      auto_renew: autoRenew,
+      subscription_end_date: d('2026-07-01T00:00:00Z'),
+    });
+
+  it('a termed subscription without auto-renew expires after its last period', () => {
+    const plan = planBilling(termed(false), d('2027-01-01T00:00:00Z'));
+    expect(plan.steps.map(describeStep)).toEqual([
+      'invoice 2026-01-01..2026-04-01 first',
+      'invoice 2026-04-01..2026-07-01',
+      'active->expired (term_ended)',
+    ]);
+    expect(plan.next.ended_at?.toISOString()).toBe('2026-07-01T00:00:00.000Z');
+  });
+
+  it('a termed subscription with auto-renew renews for another term and keeps billing', () => {
+    const plan = planBilling(termed(true), d('2027-01-01T00:00:00Z'));
+    expect(plan.steps.map(describeStep)).toEqual([
+      'invoice 2026-01-01..2026-04-01 first',
+      'invoice 2026-04-01..2026-07-01',
+      'renewed until 2027-01-01',
+      'invoice 2026-07-01..2026-10-01',
+      'invoice 2026-10-01..2027-01-01',
+      'renewed until 2027-07-01',
+    ]);
+    expect(plan.next.status).toBe('active');
+    expect(plan.next.subscription_end_date?.toISOString()).toBe('2027-07-01T00:00:00.000Z');
+  });
+
+  it('a past-due termed subscription cannot expire (DESIGN §6), so its term end cancels it', () => {
+    const plan = planBilling(termed(false, 'past_due'), d('2026-07-01T00:00:00Z'));
+    expect(plan.steps.map(describeStep).at(-1)).toBe('past_due->canceled (term_ended)');
+  });
+
+  it('leaves canceled, expired and paused subscriptions alone', () => {
+    for (const status of ['canceled', 'expired', 'paused'] as const) {
+      expect(planBilling(subscription({ status }), d('2030-01-01T00:00:00Z')).steps).toEqual([]);
+    }
+  });
+});
