@@ -10,6 +10,7 @@ import { registerOpenApi } from './plugins/openapi.js';
 import { registerOperations } from './plugins/operations.js';
 import { zodValidatorCompiler } from './plugins/validation.js';
 import { publicRoutes } from './routes/index.js';
+import { siteRootLlmsRoutes } from './routes/llms.js';
 import type { ApiDeps, ApiInstance } from './types.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -48,6 +49,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
   registerOperations(app);
   await registerOpenApi(app);
   await app.register(publicRoutes, { prefix: BASE_PATH });
+  await app.register(siteRootLlmsRoutes);
   addMethodNotAllowedRoutes();
   return app;
 }

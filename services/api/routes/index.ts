@@ -1,7 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { llmsRoutes } from './llms.js';
+import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
 
 /** Every route under the public base path, one plugin per resource. */
 export const publicRoutes: FastifyPluginAsyncZod = async (app) => {
   await app.register(metaRoutes);
+  await app.register(mcpRoutes);
+  await app.register(llmsRoutes);
 };

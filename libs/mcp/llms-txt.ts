@@ -1,0 +1,103 @@
+/**
+ * llms.txt (https://llmstxt.org): an H1, a summary blockquote, a few paragraphs, then H2 sections
+ * of links. Rendered from the live OpenAPI document and the MCP tool list, never written by hand,
+ * so it describes exactly the operations and tools the service has.
+ */
+
+interface OpenApiOperation {
+  summary?: string;
+  description?: string;
+  tags?: string[];
+  security?: unknown[];
+}
+
+/** The parts of an OpenAPI 3.1 document this page reads. */
+export interface OpenApiSource {
+  info?: { title?: string; description?: string; version?: string };
+  servers?: { url: string }[];
+  paths?: Record<string, unknown>;
+}
+
+export interface ToolSummary {
+  name: string;
+  description: string;
+  inputSchema: { properties?: Record<string, unknown>; required?: string[] };
+}
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
+
+export function renderLlmsTxt(openApi: OpenApiSource, tools: readonly ToolSummary[]): string {
+  const apiBase = openApi.servers?.[0]?.url ?? '';
+  const title = openApi.info?.title ?? 'API';
+  const lines: string[] = [
+    `# ${title}`,
+    '',
+    `> ${oneLine(openApi.info?.description ?? '')}`,
+    '',
+    `Base URL: ${apiBase} (API version ${openApi.info?.version ?? 'unknown'}). Send ` +
+      '`Authorization: Bearer <API_KEY>` on every request unless an operation below says "no key". ' +
+      'Bodies are JSON; money and other decimals are strings (money has 8 fractional digits). ' +
+      'Lists take `limit` (1-100, default 25) and `offset`, are sorted newest first and answer ' +
+      '`{ data, pagination: { limit, offset, total, has_more } }`. Errors answer ' +
+      '`{ error_code, detail, request_id, details? }`; limits are per organization per UTC hour ' +
+      '(429 with Retry-After).',
+    '',
+    '## Docs',
+    '',
+    `- [OpenAPI document](${apiBase}/openapi.json): every operation with its request and response schemas (needs the key)`,
+    `- [API metadata](${apiBase}/meta): version, base path, rate limits by plan (no key)`,
+    `- [MCP endpoint](${apiBase}/mcp): read-only Model Context Protocol server for AI assistants (same key; tools below)`,
+    '',
+  ];
+
+  for (const [tag, operations] of operationsByTag(openApi.paths ?? {})) {
+    lines.push(`## ${tag}`, '');
+    for (const { method, path, operation } of operations) {
+      const noKey = Array.isArray(operation.security) && operation.security.length === 0 ? ' (no key)' : '';
+      const summary = operation.summary ? `: ${oneLine(operation.summary)}` : '';
+      lines.push(`- [${method.toUpperCase()} ${path}](${apiBase}${path})${summary}${noKey}`);
+    }
+    lines.push('');
+  }
+
+  lines.push(
+    '## MCP tools',
+    '',
+    `POST ${apiBase}/mcp speaks JSON-RPC 2.0 (initialize, tools/list, tools/call, ping) with JSON ` +
+      "responses and no session; every tool is read-only and sees only the key's organization.",
+    '',
+  );
+  for (const tool of tools) {
+    lines.push(`- [${tool.name}](${apiBase}/mcp) (${toolArguments(tool)}): ${oneLine(tool.description)}`);
+  }
+  lines.push('');
+  return lines.join('\n');
+}
+
+function operationsByTag(paths: Record<string, unknown>) {
+  const groups = new Map<string, { method: string; path: string; operation: OpenApiOperation }[]>();
+  for (const [path, item] of Object.entries(paths)) {
+    for (const method of METHODS) {
+      const operation = (item as Record<string, OpenApiOperation | undefined>)[method];
+      if (!operation) continue;
+      const tag = operation.tags?.[0] ?? 'Other';
+      const group = groups.get(tag) ?? [];
+      group.push({ method, path, operation });
+      groups.set(tag, group);
+    }
+  }
+  return groups;
+}
+
+/** `{customer_id}` or `{status?, limit?}`: the argument names, optional ones marked. */
+function toolArguments(tool: ToolSummary): string {
+  const required = new Set(tool.inputSchema.required ?? []);
+  const names = Object.keys(tool.inputSchema.properties ?? {}).map((name) =>
+    required.has(name) ? name : `${name}?`,
+  );
+  return `{${names.join(', ')}}`;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}

@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { customerLocale } from './locale.js';
+
+describe('customerLocale', () => {
+  it('is French Canadian in Quebec and English elsewhere in Canada', () => {
+    expect(customerLocale('CA', 'QC')).toBe('fr-CA');
+    expect(customerLocale('ca', ' qc ')).toBe('fr-CA');
+    expect(customerLocale('CA', 'ON')).toBe('en-CA');
+    expect(customerLocale('CA', 'NB')).toBe('en-CA');
+    expect(customerLocale('CA', null)).toBe('en-CA');
+  });
+
+  it('is US English in the US whatever the state', () => {
+    expect(customerLocale('US', 'NY')).toBe('en-US');
+    expect(customerLocale('US', undefined)).toBe('en-US');
+  });
+
+  it('uses the main language of other known countries and plain English otherwise', () => {
+    expect(customerLocale('FR', null)).toBe('fr-FR');
+    expect(customerLocale('MX', null)).toBe('es-MX');
+    expect(customerLocale('BE', null)).toBe('en');
+    expect(customerLocale('ZZ', 'QC')).toBe('en');
+  });
+});

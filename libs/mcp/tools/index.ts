@@ -1,0 +1,20 @@
+import { getCustomerTool, listCustomersTool } from './customers.js';
+import { listInvoicesTool, recentPaymentsTool } from './invoices.js';
+import { listProductsTool } from './products.js';
+import { revenueSummaryTool } from './revenue.js';
+import { taxLookupTool } from './tax.js';
+import type { McpTool } from './tool.js';
+
+/** Every tool the endpoint offers, in the order tools/list shows them. None can change data. */
+export const MCP_TOOLS: readonly McpTool[] = [
+  listCustomersTool,
+  getCustomerTool,
+  listInvoicesTool,
+  revenueSummaryTool,
+  listProductsTool,
+  recentPaymentsTool,
+  taxLookupTool,
+];
+
+export { isOverdue } from './invoices.js';
+export type { McpTool, ToolContext } from './tool.js';

@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { computeTax, taxRuleFor } from '../../billing/index.js';
+import { addScaled, formatMoney, parseMoney } from '../../money/index.js';
+import { countryCode } from '../../schemas/index.js';
+import { defineTool } from './tool.js';
+
+export const taxLookupTool = defineTool({
+  name: 'tax_lookup',
+  title: 'Sales tax for a destination',
+  description:
+    'The destination sales tax the invoices apply today: Canada by province (GST, HST, GST + QST, GST + PST) ' +
+    'or the US statewide base rate (local taxes excluded). With an amount, also the tax lines and the total.',
+  input: z.strictObject({
+    country: countryCode.describe('Two-letter country code, e.g. CA or US.'),
+    state_province: z
+      .string()
+      .trim()
+      .min(1)
+      .max(50)
+      .optional()
+      .describe('Province or state code, e.g. QC, ON, NY.'),
+    amount: z
+      .string()
+      .regex(
+        /^\d{1,12}(\.\d{1,8})?$/,
+        'Must be a non-negative decimal string with at most 8 fractional digits.',
+      )
+      .optional()
+      .describe('Pre-tax amount as a decimal string, e.g. "100.00".'),
+  }),
+  async run({ country, state_province, amount }) {
+    const rule = taxRuleFor({ country, stateProvince: state_province });
+    const lookup = {
+      country,
+      state_province: state_province?.toUpperCase() ?? null,
+      tax_type: rule.taxType,
+      rate: rule.rate,
+      components: rule.components,
+      note: rule.note,
+    };
+    if (amount === undefined) return lookup;
+    const tax = computeTax(rule, amount);
+    return {
+      ...lookup,
+      amount: formatMoney(parseMoney(amount)),
+      tax_lines: tax.lines,
+      tax_amount: tax.amount,
+      total_with_tax: formatMoney(addScaled(parseMoney(amount), parseMoney(tax.amount))),
+    };
+  },
+});

@@ -1,0 +1,275 @@
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { type BillingFixture, seedBillingFixture } from './mcp-fixtures.js';
+import { connectSdkClient, type ListeningApi, startListeningApi, toolJson } from './mcp-server.js';
+
+const TOOL_NAMES = [
+  'list_customers',
+  'get_customer',
+  'list_invoices',
+  'revenue_summary',
+  'list_products',
+  'recent_payments',
+  'tax_lookup',
+];
+
+function isoDate(offsetDays: number): string {
+  return new Date(Date.now() + offsetDays * 86_400_000).toISOString().slice(0, 10);
+}
+
+let api: ListeningApi;
+let org: TestOrg;
+let data: BillingFixture;
+let client: Client;
+
+beforeAll(async () => {
+  api = await startListeningApi();
+  org = await createTestOrg(api.platform.db);
+  data = await seedBillingFixture(api.platform.db, org.orgId, 'Acme');
+  client = await connectSdkClient(api.mcpUrl, org.apiKey);
+});
+afterAll(async () => {
+  await client?.close();
+  await api?.close();
+});
+
+async function call(name: string, args: Record<string, unknown> = {}) {
+  const result = await client.callTool({ name, arguments: args });
+  expect(result.isError).toBe(false);
+  return toolJson(result) as Record<string, unknown>;
+}
+
+describe('the official MCP SDK client against the endpoint', () => {
+  it('connects: negotiates the latest protocol version and reads the server info and capabilities', () => {
+    expect(client.getServerVersion()).toMatchObject({ name: 'billing-public-api', version: '2026-11-20' });
+    expect(client.getServerCapabilities()).toEqual({ tools: { listChanged: false } });
+    expect(client.getInstructions()).toMatch(/read-only/i);
+  });
+
+  it('lists the seven read-only tools, each with an object JSON Schema for its arguments', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name)).toEqual(TOOL_NAMES);
+    for (const tool of tools) {
+      expect(tool.inputSchema.type).toBe('object');
+      expect(tool.description).toBeTruthy();
+      expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
+    }
+    const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool.inputSchema]));
+    expect(byName.get_customer).toMatchObject({ required: ['customer_id'], additionalProperties: false });
+    expect(byName.list_invoices!.properties).toMatchObject({
+      status: { enum: ['POSTED', 'PARTIALLY_PAID', 'PAID'] },
+      customer_id: { type: 'integer' },
+      limit: { type: 'integer', minimum: 1, maximum: 100, default: 25 },
+    });
+    expect(byName.tax_lookup).toMatchObject({ required: ['country'] });
+    expect(Object.keys(byName.revenue_summary!.properties ?? {})).toEqual(['from', 'to']);
+  });
+
+  it('list_customers: newest first, with the locale and the tax-exempt flag', async () => {
+    const result = await call('list_customers', { limit: 2 });
+    expect(result).toMatchObject({ total: 3, returned: 2 });
+    expect(result.customers).toEqual([
+      expect.objectContaining({
+        id: data.customers.newYork,
+        name: 'Acme New York Client',
+        locale: 'en-US',
+        tax_exempt: true,
+        credit_balance: '0.00000000',
+      }),
+      expect.objectContaining({ id: data.customers.ontario, locale: 'en-CA', tax_exempt: false }),
+    ]);
+    const all = await call('list_customers');
+    expect((all.customers as { locale: string }[]).map((c) => c.locale)).toEqual(['en-US', 'en-CA', 'fr-CA']);
+  });
+
+  it('get_customer: the customer with open-invoice and subscription counts', async () => {
+    const result = await call('get_customer', { customer_id: data.customers.quebec });
+    expect(result.customer).toMatchObject({
+      object: 'customer',
+      id: data.customers.quebec,
+      name: 'Acme Quebec Client',
+      locale: 'fr-CA',
+    });
+    expect(result.customer).not.toHaveProperty('notes');
+    expect(result.open_invoices).toEqual({
+      count: 2,
+      by_currency: [{ currency: 'CAD', count: 2, balance: '259.97500000', overdue_count: 1 }],
+    });
+    expect(result.subscriptions).toEqual({ total: 1, by_status: { active: 1 } });
+  });
+
+  it('list_invoices: by status and customer, newest first, with exact amounts and the overdue flag', async () => {
+    const all = await call('list_invoices');
+    expect(all).toMatchObject({ total: 5, returned: 5 });
+    const posted = await call('list_invoices', { status: 'POSTED' });
+    expect(posted.invoices).toEqual([
+      expect.objectContaining({
+        id: data.invoices.postedUsd,
+        status: 'POSTED',
+        currency: 'USD',
+        total: '100.00000000',
+        balance: '100.00000000',
+        overdue: true,
+      }),
+      expect.objectContaining({
+        id: data.invoices.posted,
+        total: '114.97500000',
+        tax_amount: '14.97500000',
+        amount_paid: '0.00000000',
+        overdue: true,
+        item_count: 1,
+      }),
+    ]);
+    const quebecPartial = await call('list_invoices', {
+      status: 'PARTIALLY_PAID',
+      customer_id: data.customers.quebec,
+      limit: 1,
+    });
+    expect(quebecPartial.invoices).toEqual([
+      expect.objectContaining({ id: data.invoices.partiallyPaid, balance: '145.00000000', overdue: false }),
+    ]);
+    const ontarioPaid = await call('list_invoices', { status: 'PAID', customer_id: data.customers.quebec });
+    expect(ontarioPaid).toMatchObject({ total: 0, invoices: [] });
+  });
+
+  it('revenue_summary: billed, paid, outstanding and overdue per currency, and active subscriptions', async () => {
+    const all = await call('revenue_summary');
+    expect(all).toEqual({
+      from: null,
+      to: null,
+      as_of: isoDate(0),
+      active_subscriptions: 2,
+      by_currency: [
+        {
+          currency: 'CAD',
+          invoice_count: 3,
+          billed: '427.97500000',
+          tax: '27.97500000',
+          paid: '168.00000000',
+          refunded: '0.00000000',
+          outstanding: '259.97500000',
+          overdue_count: 1,
+          overdue_amount: '114.97500000',
+          active_subscriptions: 1,
+        },
+        {
+          currency: 'USD',
+          invoice_count: 1,
+          billed: '100.00000000',
+          tax: '0.00000000',
+          paid: '0.00000000',
+          refunded: '0.00000000',
+          outstanding: '100.00000000',
+          overdue_count: 1,
+          overdue_amount: '100.00000000',
+          active_subscriptions: 1,
+        },
+      ],
+    });
+    const window = await call('revenue_summary', { from: isoDate(-45), to: isoDate(-20) });
+    expect(window.by_currency).toEqual([
+      expect.objectContaining({
+        currency: 'CAD',
+        invoice_count: 1,
+        billed: '114.97500000',
+        paid: '0.00000000',
+      }),
+      expect.objectContaining({ currency: 'USD', invoice_count: 1, billed: '100.00000000' }),
+    ]);
+  });
+
+  it('list_products: prices, the active filter and the tiers of tiered products', async () => {
+    const all = await call('list_products');
+    expect(all).toMatchObject({ total: 3, returned: 3 });
+    const active = await call('list_products', { active: true });
+    expect(active.products).toEqual([
+      expect.objectContaining({
+        id: data.products.tiered,
+        pricing_scheme: 'tiered',
+        pricing_mode: 'graduated',
+        tiers: [
+          { up_to: '1000.00000000', unit_price: '0.01000000', flat_fee: '0.00000000' },
+          { up_to: null, unit_price: '0.00500000', flat_fee: '5.00000000' },
+        ],
+      }),
+      expect.objectContaining({ id: data.products.flat, unit_price: '49.99000000', currency: 'CAD' }),
+    ]);
+    expect(active.products as object[]).not.toContainEqual(
+      expect.objectContaining({ id: data.products.inactive }),
+    );
+    expect((active.products as object[])[1]).not.toHaveProperty('tiers');
+    const inactive = await call('list_products', { active: false, limit: 5 });
+    expect(inactive.products).toEqual([
+      expect.objectContaining({ id: data.products.inactive, is_active: false }),
+    ]);
+  });
+
+  it('recent_payments: payments across invoices, newest first, without credit memos', async () => {
+    const result = await call('recent_payments');
+    expect(result.payments).toEqual([
+      expect.objectContaining({ id: data.payments.failed, amount: '25.00000000', status: 'FAILED' }),
+      expect.objectContaining({
+        id: data.payments.partial,
+        invoice_id: data.invoices.partiallyPaid,
+        invoice_number: 'INV-000002',
+        customer_id: data.customers.quebec,
+        customer_name: 'Acme Quebec Client',
+        amount: '50.00000000',
+        currency: 'CAD',
+        method: 'BANK_TRANSFER',
+        status: 'COMPLETED',
+      }),
+      expect.objectContaining({ id: data.payments.full, amount: '113.00000000' }),
+    ]);
+    expect((await call('recent_payments', { limit: 1 })).returned).toBe(1);
+  });
+
+  it('tax_lookup: the billing engine rule for a destination, and exact tax lines for an amount', async () => {
+    expect(await call('tax_lookup', { country: 'ca', state_province: 'qc', amount: '100.00' })).toEqual({
+      country: 'CA',
+      state_province: 'QC',
+      tax_type: 'GST_QST',
+      rate: '0.14975',
+      components: [
+        { name: 'GST', jurisdiction: 'CA', rate: '0.05' },
+        { name: 'QST', jurisdiction: 'QC', rate: '0.09975' },
+      ],
+      note: expect.any(String),
+      amount: '100.00000000',
+      tax_lines: [
+        { name: 'GST', jurisdiction: 'CA', rate: '0.05', amount: '5.00000000' },
+        { name: 'QST', jurisdiction: 'QC', rate: '0.09975', amount: '9.97500000' },
+      ],
+      tax_amount: '14.97500000',
+      total_with_tax: '114.97500000',
+    });
+    expect(await call('tax_lookup', { country: 'US', state_province: 'OR' })).toMatchObject({
+      tax_type: 'US_SALES_TAX',
+      rate: '0',
+    });
+  });
+
+  it('reports a failing tool as a result with isError, not as a protocol error', async () => {
+    const result = await client.callTool({ name: 'get_customer', arguments: { customer_id: 987654 } });
+    expect(result.isError).toBe(true);
+    expect(result.content).toEqual([{ type: 'text', text: 'Customer 987654 not found.' }]);
+  });
+
+  it('rejects an unknown tool and invalid arguments with -32602', async () => {
+    const unknown = await client.callTool({ name: 'delete_everything', arguments: {} }).catch((e) => e);
+    expect(unknown).toBeInstanceOf(McpError);
+    expect(unknown.code).toBe(-32602);
+    const invalid = await client
+      .callTool({ name: 'list_invoices', arguments: { limit: 500 } })
+      .catch((e) => e);
+    expect(invalid).toBeInstanceOf(McpError);
+    expect(invalid.code).toBe(-32602);
+    expect(invalid.data).toMatchObject({ details: [{ field: 'limit', code: 'out_of_range' }] });
+  });
+
+  it('answers ping', async () => {
+    await expect(client.ping()).resolves.toEqual({});
+  });
+});

@@ -1,0 +1,286 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { type ListeningApi, startListeningApi } from './mcp-server.js';
+
+/** Raw HTTP as curl sends it (`Accept: application/json` only): every status and JSON-RPC code. */
+
+let api: ListeningApi;
+let org: TestOrg;
+
+beforeAll(async () => {
+  api = await startListeningApi();
+  org = await createTestOrg(api.platform.db);
+});
+afterAll(() => api?.close());
+
+const post = (body: string | object, headers?: Record<string, string>) =>
+  api.postMcp(body, { key: org.apiKey, ...(headers ? { headers } : {}) });
+
+// biome-ignore lint/suspicious/noExplicitAny: the assertions walk into arbitrary JSON-RPC bodies
+type Json = any;
+
+async function rpc(body: string | object, expectedStatus = 200): Promise<Json> {
+  const response = await post(body);
+  expect(response.status).toBe(expectedStatus);
+  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+  return response.json();
+}
+
+describe('MCP endpoint over plain HTTP', () => {
+  it('initialize: server info, tools capability, and the requested protocol version when supported', async () => {
+    for (const version of ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05']) {
+      const body = await rpc({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'curl', version: '8' } },
+      });
+      expect(body).toEqual({
+        jsonrpc: '2.0',
+        id: 1,
+        result: {
+          protocolVersion: version,
+          capabilities: { tools: { listChanged: false } },
+          serverInfo: { name: 'billing-public-api', title: expect.any(String), version: '2026-11-20' },
+          instructions: expect.any(String),
+        },
+      });
+    }
+  });
+
+  it('initialize: an unknown protocol version gets the latest supported one', async () => {
+    const body = await rpc({
+      jsonrpc: '2.0',
+      id: 'init',
+      method: 'initialize',
+      params: { protocolVersion: '1999-01-01' },
+    });
+    expect(body.id).toBe('init');
+    expect(body.result.protocolVersion).toBe('2025-11-25');
+  });
+
+  it('answers any notification, notifications/initialized included, with 202 and no body', async () => {
+    for (const method of ['notifications/initialized', 'notifications/cancelled', 'notifications/whatever']) {
+      const response = await post({ jsonrpc: '2.0', method });
+      expect(response.status).toBe(202);
+      expect(await response.text()).toBe('');
+      expect(response.headers.get('content-type')).toBeNull();
+    }
+  });
+
+  it('answers ping with an empty result and keeps a string id', async () => {
+    expect(await rpc({ jsonrpc: '2.0', id: 'p-1', method: 'ping' })).toEqual({
+      jsonrpc: '2.0',
+      id: 'p-1',
+      result: {},
+    });
+  });
+
+  it('lists the tools', async () => {
+    const body = await rpc({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    expect(body.result.tools).toHaveLength(7);
+  });
+
+  it('-32700 when the body is not JSON (from the MCP route, not the REST 400)', async () => {
+    for (const text of ['{"jsonrpc": "2.0", "id": 1, "method": ', 'not json', '']) {
+      const body = await rpc(text, 400);
+      expect(body).toEqual({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32700, message: expect.any(String) },
+      });
+    }
+  });
+
+  it('-32600 when the message is not a JSON-RPC 2.0 request object', async () => {
+    const cases: [unknown, string | number | null][] = [
+      [{ id: 1, method: 'ping' }, 1], // no jsonrpc
+      [{ jsonrpc: '1.0', id: 1, method: 'ping' }, 1],
+      [{ jsonrpc: '2.0', id: 2 }, 2], // no method
+      [{ jsonrpc: '2.0', id: 3, method: 42 }, 3],
+      [{ jsonrpc: '2.0', id: { nested: true }, method: 'ping' }, null], // wrong id type
+      [{ jsonrpc: '2.0', id: null, method: 'ping' }, null],
+      [{ jsonrpc: '2.0', id: true, method: 'ping' }, null],
+      [{ jsonrpc: '2.0', id: 4, method: 'ping', params: 'text' }, 4],
+      [42, null],
+      ['ping', null],
+    ];
+    for (const [message, id] of cases) {
+      const body = await rpc(JSON.stringify(message), 400);
+      expect(body, JSON.stringify(message)).toMatchObject({ jsonrpc: '2.0', id, error: { code: -32600 } });
+      expect(body.error.data.details.length).toBeGreaterThan(0);
+    }
+  });
+
+  it('-32601 for an unknown method, with the request id', async () => {
+    for (const method of ['resources/list', 'tools/delete', 'prompts/get']) {
+      const body = await rpc({ jsonrpc: '2.0', id: 5, method });
+      expect(body).toMatchObject({ jsonrpc: '2.0', id: 5, error: { code: -32601 } });
+    }
+  });
+
+  it('-32602 for an unknown tool, naming the tools that exist', async () => {
+    const body = await rpc({
+      jsonrpc: '2.0',
+      id: 6,
+      method: 'tools/call',
+      params: { name: 'drop_tables', arguments: {} },
+    });
+    expect(body).toEqual({
+      jsonrpc: '2.0',
+      id: 6,
+      error: {
+        code: -32602,
+        message: 'Unknown tool: drop_tables.',
+        data: { tool: 'drop_tables', available: expect.arrayContaining(['list_customers', 'tax_lookup']) },
+      },
+    });
+  });
+
+  it('-32602 for invalid arguments, with a data field naming each argument problem', async () => {
+    const body = await rpc({
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'list_invoices', arguments: { status: 'OVERDUE', limit: 0, customer: 3 } },
+    });
+    expect(body.error.code).toBe(-32602);
+    expect(body.error.data.tool).toBe('list_invoices');
+    expect(body.error.data.details).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ field: 'status', code: 'invalid_value' }),
+        expect.objectContaining({ field: 'limit', code: 'out_of_range' }),
+        { field: 'customer', message: 'Unknown field.', code: 'unknown_field' },
+      ]),
+    );
+    const missing = await rpc({
+      jsonrpc: '2.0',
+      id: 8,
+      method: 'tools/call',
+      params: { name: 'get_customer' },
+    });
+    expect(missing.error).toMatchObject({
+      code: -32602,
+      data: { details: [{ field: 'customer_id', code: 'required' }] },
+    });
+    const reversed = await rpc({
+      jsonrpc: '2.0',
+      id: 9,
+      method: 'tools/call',
+      params: { name: 'revenue_summary', arguments: { from: '2026-03-01', to: '2026-01-01' } },
+    });
+    expect(reversed.error).toMatchObject({ code: -32602, data: { details: [{ field: 'from' }] } });
+    const noName = await rpc({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: {} });
+    expect(noName.error).toMatchObject({ code: -32602, data: { details: [{ field: 'params.name' }] } });
+  });
+
+  it('a failure inside a tool is a normal result with isError: true', async () => {
+    const body = await rpc({
+      jsonrpc: '2.0',
+      id: 11,
+      method: 'tools/call',
+      params: { name: 'get_customer', arguments: { customer_id: 424242 } },
+    });
+    expect(body).toEqual({
+      jsonrpc: '2.0',
+      id: 11,
+      result: { content: [{ type: 'text', text: 'Customer 424242 not found.' }], isError: true },
+    });
+  });
+
+  it('a tool call result is text content holding compact JSON', async () => {
+    const body = await rpc({
+      jsonrpc: '2.0',
+      id: 12,
+      method: 'tools/call',
+      params: { name: 'tax_lookup', arguments: { country: 'CA', state_province: 'ON', amount: '19.99' } },
+    });
+    expect(body.result.isError).toBe(false);
+    const text: string = body.result.content[0].text;
+    expect(text).not.toContain('\n');
+    expect(JSON.parse(text)).toMatchObject({
+      tax_type: 'HST',
+      tax_amount: '2.59870000',
+      total_with_tax: '22.58870000',
+    });
+  });
+
+  it('answers a batch with an array in order, skipping notifications; all-notification batches get 202', async () => {
+    const body = await rpc([
+      { jsonrpc: '2.0', id: 'a', method: 'ping' },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 'b', method: 'no/such/method' },
+      { jsonrpc: '2.0', id: 'c' },
+    ]);
+    expect(body).toEqual([
+      { jsonrpc: '2.0', id: 'a', result: {} },
+      { jsonrpc: '2.0', id: 'b', error: expect.objectContaining({ code: -32601 }) },
+      { jsonrpc: '2.0', id: 'c', error: expect.objectContaining({ code: -32600 }) },
+    ]);
+    const notifications = await post([{ jsonrpc: '2.0', method: 'notifications/initialized' }]);
+    expect(notifications.status).toBe(202);
+    expect(await notifications.text()).toBe('');
+  });
+
+  it('refuses an empty batch and a batch over the cap with -32600', async () => {
+    expect((await rpc([], 400)).error.code).toBe(-32600);
+    const big = Array.from({ length: 11 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' }));
+    expect(await rpc(big, 400)).toMatchObject({ id: null, error: { code: -32600 } });
+  });
+
+  it('refuses an unsupported MCP-Protocol-Version header and accepts a supported one', async () => {
+    const bad = await post(
+      { jsonrpc: '2.0', id: 1, method: 'ping' },
+      { 'mcp-protocol-version': '2020-01-01' },
+    );
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as Json).error.code).toBe(-32600);
+    const good = await post(
+      { jsonrpc: '2.0', id: 1, method: 'ping' },
+      { 'mcp-protocol-version': '2025-06-18' },
+    );
+    expect(good.status).toBe(200);
+  });
+
+  it('GET and DELETE answer 405 with Allow: POST', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const response = await fetch(api.mcpUrl, {
+        method,
+        headers: { authorization: `Bearer ${org.apiKey}` },
+      });
+      expect(response.status).toBe(405);
+      expect(response.headers.get('allow')).toBe('POST');
+      expect(((await response.json()) as Json).error_code).toBe('METHOD_NOT_ALLOWED');
+    }
+  });
+
+  it('401 without a key or with a wrong one, before the body is looked at', async () => {
+    const missing = await api.postMcp({ jsonrpc: '2.0', id: 1, method: 'ping' });
+    expect(missing.status).toBe(401);
+    expect(await missing.json()).toMatchObject({ error_code: 'UNAUTHORIZED' });
+    const wrong = await api.postMcp('not json', { key: 'sk_live_wrong' });
+    expect(wrong.status).toBe(401);
+  });
+
+  it('415 for a body that is not declared as JSON', async () => {
+    const response = await post('{"jsonrpc":"2.0","id":1,"method":"ping"}', { 'content-type': 'text/plain' });
+    expect(response.status).toBe(415);
+  });
+
+  it('counts MCP calls in the hourly bucket and answers 429 over the limit', async () => {
+    const limited = await createTestOrg(api.platform.db, { requestsPerHour: 3 });
+    const ping = () => api.postMcp({ jsonrpc: '2.0', id: 1, method: 'ping' }, { key: limited.apiKey });
+    const remaining: (string | null)[] = [];
+    for (let i = 0; i < 3; i++) {
+      const response = await ping();
+      expect(response.status).toBe(200);
+      expect(response.headers.get('x-ratelimit-limit')).toBe('3');
+      remaining.push(response.headers.get('x-ratelimit-remaining'));
+    }
+    expect(remaining).toEqual(['2', '1', '0']);
+    const over = await ping();
+    expect(over.status).toBe(429);
+    expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await over.json()).toMatchObject({ error_code: 'RATE_LIMITED' });
+  });
+});
