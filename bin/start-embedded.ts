@@ -10,6 +10,7 @@ import { openPlatform } from '../libs/platform/index.js';
 import { BASE_PATH } from '../libs/schemas/index.js';
 import { seedDemoData } from '../libs/seed/index.js';
 import { buildApiApp } from '../services/api/app.js';
+import { buildDispatcher } from '../services/dispatcher/dispatcher.js';
 
 const config = loadConfigOrExit(embeddedSettings);
 const platform = await openPlatform(config, 'embedded');
@@ -28,6 +29,10 @@ const api = await buildApiApp({
   webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
 });
 await api.listen({ host: config.HOST, port: config.PORT });
+
+// Webhooks: the dispatcher shares this process's pool; /healthz and /metrics are the api's.
+const dispatcher = buildDispatcher({ db, log: log.child({ service: 'dispatcher' }), config });
+dispatcher.start();
 
 const origin = config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`;
 process.stdout.write(
@@ -61,6 +66,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     stopping = true;
     const deadline = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS).unref();
     await api.close();
+    await dispatcher.stop();
     await platform.close();
     clearTimeout(deadline);
   });

@@ -33,7 +33,9 @@ export type EmittedEventType = (typeof EMITTED_EVENT_TYPES)[number];
 
 export const EVENT_WILDCARDS = ['invoice.*', 'subscription.*', 'order.*', 'payment.*', 'customer.*'] as const;
 
-export const eventSelector = z.enum([...EVENT_TYPES, ...EVENT_WILDCARDS]);
+export const eventSelector = z
+  .enum([...EVENT_TYPES, ...EVENT_WILDCARDS])
+  .meta({ description: 'An event name, or a family wildcard such as `invoice.*`.' });
 
 export const WEBHOOK_ENDPOINT_STATUSES = ['ACTIVE', 'DISABLED'] as const;
 export const WEBHOOK_EVENT_STATUSES = ['PENDING', 'SUCCESS', 'FAILED', 'RETRYING'] as const;
@@ -44,8 +46,10 @@ export const WebhookEndpoint = z
     id: uuid,
     object: z.literal('webhook_endpoint'),
     url: z.string(),
-    events: z.array(z.string()),
-    status: z.enum(WEBHOOK_ENDPOINT_STATUSES),
+    events: z.array(z.string()).meta({ description: 'Event names and family wildcards it receives.' }),
+    status: z
+      .enum(WEBHOOK_ENDPOINT_STATUSES)
+      .meta({ description: 'DISABLED endpoints receive nothing; their pending deliveries end as FAILED.' }),
     description: z.string(),
     created_at: dateTime,
     updated_at: dateTime,
@@ -57,8 +61,15 @@ export type WebhookEndpoint = z.output<typeof WebhookEndpoint>;
 export const CreatedWebhookEndpoint = WebhookEndpoint.extend({
   secret: z.string().meta({ description: 'Signing secret (whsec_...). Shown once.' }),
 }).meta({ id: 'PublicWebhookEndpointWithSecret' });
+export type CreatedWebhookEndpoint = z.output<typeof CreatedWebhookEndpoint>;
 
-const endpointUrl = z.url({ protocol: /^https?$/ }).max(2048);
+const endpointUrl = z
+  .url({ protocol: /^https?$/ })
+  .max(2048)
+  .meta({
+    description:
+      'HTTPS URL that receives the POSTs. `http://localhost[:port]` and `http://127.0.0.1[:port]` are accepted where the service allows them (development and test).',
+  });
 const endpointEvents = z.array(eventSelector).min(1).max(50);
 
 export const CreateWebhookEndpoint = z
@@ -97,10 +108,15 @@ export const WebhookEvent = z
     endpoint_id: uuid,
     event_type: z.string(),
     status: z.enum(WEBHOOK_EVENT_STATUSES),
-    payload: z.record(z.string(), z.unknown()).meta({ description: 'The JSON body sent (and signed).' }),
+    payload: z.record(z.string(), z.unknown()).meta({
+      description:
+        'The JSON body sent (and signed): `id` (this event), `type`, `created` (Unix seconds) and `data`.',
+    }),
     attempts: z.number().int(),
     max_attempts: z.number().int(),
-    next_attempt_at: dateTime.nullable(),
+    next_attempt_at: dateTime
+      .nullable()
+      .meta({ description: 'When the next attempt is due; null once settled.' }),
     last_attempt_at: dateTime.nullable(),
     last_response_code: z.number().int().nullable(),
     last_response_body: z

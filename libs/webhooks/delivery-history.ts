@@ -1,0 +1,140 @@
+import type { Database, Queryable } from '../db/index.js';
+import { ApiError } from '../errors/index.js';
+import type {
+  PaginationQuery,
+  WebhookEvent,
+  WebhookEventStatus,
+  WebhookEventWithHistory,
+} from '../schemas/index.js';
+
+const COLUMNS = `id, endpoint_id, event_type, status, payload, attempts, max_attempts, next_attempt_at,
+  last_attempt_at, last_response_code, last_response_body, created_at, updated_at`;
+
+interface EventRow {
+  id: string;
+  endpoint_id: string;
+  event_type: string;
+  status: WebhookEventStatus;
+  payload: string;
+  attempts: number;
+  max_attempts: number;
+  next_attempt_at: Date | null;
+  last_attempt_at: Date | null;
+  last_response_code: number | null;
+  last_response_body: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toEvent(row: EventRow): WebhookEvent {
+  return {
+    id: row.id,
+    object: 'webhook_event',
+    endpoint_id: row.endpoint_id,
+    event_type: row.event_type,
+    status: row.status,
+    payload: JSON.parse(row.payload),
+    attempts: row.attempts,
+    max_attempts: row.max_attempts,
+    next_attempt_at: row.next_attempt_at?.toISOString() ?? null,
+    last_attempt_at: row.last_attempt_at?.toISOString() ?? null,
+    last_response_code: row.last_response_code,
+    last_response_body: row.last_response_body,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export interface WebhookEventFilters {
+  endpoint_id?: string | undefined;
+  status?: WebhookEventStatus | undefined;
+  event_type?: string | undefined;
+}
+
+/** Delivery history, newest first; events of deleted endpoints stay listed. */
+export async function listWebhookEvents(
+  db: Queryable,
+  orgId: number,
+  filters: WebhookEventFilters,
+  page: PaginationQuery,
+): Promise<{ data: WebhookEvent[]; total: number }> {
+  const where = `org_id = $1 AND ($2::uuid IS NULL OR endpoint_id = $2)
+    AND ($3::text IS NULL OR status = $3) AND ($4::text IS NULL OR event_type = $4)`;
+  const params = [orgId, filters.endpoint_id ?? null, filters.status ?? null, filters.event_type ?? null];
+  const [list, count] = await Promise.all([
+    db.query<EventRow>(
+      `SELECT ${COLUMNS} FROM webhook_events WHERE ${where}
+       ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6`,
+      [...params, page.limit, page.offset],
+    ),
+    db.query<{ total: number }>(`SELECT count(*) AS total FROM webhook_events WHERE ${where}`, params),
+  ]);
+  return { data: list.rows.map(toEvent), total: count.rows[0]!.total };
+}
+
+export async function getWebhookEvent(
+  db: Queryable,
+  orgId: number,
+  eventId: string,
+): Promise<WebhookEventWithHistory> {
+  const [event, attempts] = await Promise.all([
+    db.query<EventRow>(`SELECT ${COLUMNS} FROM webhook_events WHERE org_id = $1 AND id = $2`, [
+      orgId,
+      eventId,
+    ]),
+    db.query<{ attempt: number; attempted_at: Date; response_code: number; duration_ms: number }>(
+      `SELECT attempt, attempted_at, response_code, duration_ms FROM webhook_attempts
+       WHERE org_id = $1 AND webhook_event_id = $2 ORDER BY attempt`,
+      [orgId, eventId],
+    ),
+  ]);
+  if (!event.rows[0]) throw ApiError.notFound(`Webhook event ${eventId}`);
+  return {
+    ...toEvent(event.rows[0]),
+    attempt_history: attempts.rows.map((row) => ({
+      attempt: row.attempt,
+      at: row.attempted_at.toISOString(),
+      response_code: row.response_code,
+      duration_ms: row.duration_ms,
+    })),
+  };
+}
+
+/**
+ * A manual retry: a FAILED or RETRYING event becomes RETRYING, due now, and the dispatcher makes
+ * one attempt at once. A FAILED event gets exactly one more attempt (max_attempts grows by one
+ * when it is used up); a RETRYING one keeps its remaining automatic retries.
+ */
+export async function retryWebhookEvent(db: Database, orgId: number, eventId: string): Promise<WebhookEvent> {
+  return db.transaction(async (tx) => {
+    const { rows } = await tx.query<{
+      status: WebhookEventStatus;
+      endpoint_status: string;
+      deleted: boolean;
+    }>(
+      `SELECT e.status, ep.status AS endpoint_status, ep.deleted_at IS NOT NULL AS deleted
+       FROM webhook_events e JOIN webhook_endpoints ep ON ep.org_id = e.org_id AND ep.id = e.endpoint_id
+       WHERE e.org_id = $1 AND e.id = $2
+       FOR UPDATE OF e`,
+      [orgId, eventId],
+    );
+    const current = rows[0];
+    if (!current) throw ApiError.notFound(`Webhook event ${eventId}`);
+    if (current.status === 'SUCCESS')
+      throw ApiError.conflict('The event was delivered; it cannot be retried.');
+    if (current.status === 'PENDING') {
+      throw ApiError.conflict('The event is pending its first attempt; it cannot be retried yet.');
+    }
+    if (current.deleted) throw ApiError.conflict('The endpoint of this event was deleted.');
+    if (current.endpoint_status !== 'ACTIVE') {
+      throw ApiError.conflict('The endpoint of this event is disabled; enable it before retrying.');
+    }
+    const updated = await tx.query<EventRow>(
+      `UPDATE webhook_events SET status = 'RETRYING', next_attempt_at = now(),
+         max_attempts = GREATEST(max_attempts, attempts + 1), updated_at = now()
+       WHERE org_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+      [orgId, eventId],
+    );
+    return toEvent(updated.rows[0]!);
+  });
+}

@@ -1,0 +1,248 @@
+import type pg from 'pg';
+import type { Database } from '../db/index.js';
+import { OUTBOX_CHANNEL } from '../events/index.js';
+import type { Logger } from '../log/index.js';
+import { webhookAttempts, webhookDeliveryDuration } from '../observability/index.js';
+import {
+  attempt,
+  claimDueDeliveries,
+  judge,
+  type PendingDelivery,
+  recordFailed,
+  recordSucceeded,
+  recordUndeliverable,
+} from './delivery.js';
+import { fanOutOutbox } from './outbox-fan-out.js';
+import type { HostResolver } from './ssrf-guard.js';
+import { WebhookSender } from './webhook-sender.js';
+
+export interface DispatcherSettings {
+  /** Longest sleep between two looks at the outbox and the due deliveries. */
+  pollMs: number;
+  /** Attempts in flight at once. */
+  concurrency: number;
+  timeoutMs: number;
+  maxAttempts: number;
+  retryDelaysMs: readonly number[];
+  allowLocalhost: boolean;
+  /** Outbox rows fanned out per transaction. */
+  outboxBatchSize?: number;
+  /** Tests map host names to chosen addresses; production uses the system resolver. */
+  resolveHost?: HostResolver;
+}
+
+/** Never fewer than this between two loop turns with nothing to do, so an idle loop cannot spin. */
+const MIN_SLEEP_MS = 5;
+
+/**
+ * The dispatcher loop: fans the outbox out into webhook events, claims due events up to the
+ * concurrency, and runs each through the delivery states (delivery.ts). All scheduling lives in
+ * Postgres, so any number of dispatchers share the work and a restart loses nothing.
+ *
+ * The loop sleeps until the first of: a NOTIFY on the outbox channel (a domain event committed),
+ * an attempt finishing (a free slot), the next due retry, or the poll interval.
+ */
+export class WebhookDispatcher {
+  private readonly sender: WebhookSender;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly wake = new WakeSignal();
+  private readonly leaseMs: number;
+  private loop: Promise<void> | undefined;
+  private stopping = false;
+  private listener: pg.PoolClient | undefined;
+  private listenRetryAt = 0;
+  private outboxMayHaveRows = true;
+  private lastFanOutAt = 0;
+
+  constructor(
+    private readonly db: Database,
+    private readonly log: Logger,
+    private readonly settings: DispatcherSettings,
+  ) {
+    this.sender = new WebhookSender({
+      timeoutMs: settings.timeoutMs,
+      allowLocalhost: settings.allowLocalhost,
+      maxSocketsPerHost: settings.concurrency,
+      ...(settings.resolveHost ? { resolveHost: settings.resolveHost } : {}),
+    });
+    // An attempt lasts at most the timeout; twice that leaves room to record it before another
+    // dispatcher may take the event over.
+    this.leaseMs = 2 * settings.timeoutMs;
+  }
+
+  get activeAttempts(): number {
+    return this.inFlight.size;
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.loop = this.run();
+  }
+
+  /** Stops claiming, lets the attempts in flight finish and be recorded, then releases its connection. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake.notify();
+    await this.loop;
+    await Promise.all(this.inFlight);
+    this.listener?.release();
+    this.listener = undefined;
+    this.sender.close();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopping) {
+      let sleepMs = this.settings.pollMs;
+      try {
+        await this.ensureListening();
+        const more = await this.turn();
+        sleepMs = more ? 0 : await this.msUntilNextDue();
+      } catch (error) {
+        // Postgres unreachable or a statement failed: nothing is lost (the outbox and the leases
+        // are in the database), so log and try again after the poll interval.
+        this.log.error({ err: error }, 'dispatcher loop failed; retrying');
+      }
+      if (sleepMs > 0) await this.wake.wait(sleepMs);
+    }
+  }
+
+  /** One pass: fan out the outbox when it may hold rows, claim what fits. True when more is waiting now. */
+  private async turn(): Promise<boolean> {
+    const batchSize = this.settings.outboxBatchSize ?? 500;
+    let moreOutbox = false;
+    // A finished attempt also wakes the loop; the outbox only needs a look when a NOTIFY came,
+    // the last batch was full, or a poll interval passed (a NOTIFY can be missed while reconnecting).
+    if (this.outboxMayHaveRows || Date.now() - this.lastFanOutAt >= this.settings.pollMs) {
+      this.outboxMayHaveRows = false;
+      this.lastFanOutAt = Date.now();
+      const fannedOut = await fanOutOutbox(this.db, { batchSize, maxAttempts: this.settings.maxAttempts });
+      if (fannedOut.webhookEvents) {
+        this.log.debug(
+          { outbox_rows: fannedOut.outboxRows, webhook_events: fannedOut.webhookEvents },
+          'outbox fanned out',
+        );
+      }
+      moreOutbox = fannedOut.outboxRows === batchSize;
+      this.outboxMayHaveRows ||= moreOutbox;
+    }
+    const free = this.settings.concurrency - this.inFlight.size;
+    if (free > 0 && !this.stopping) {
+      const due = await claimDueDeliveries(this.db, free, this.leaseMs);
+      for (const pending of due) this.track(this.deliver(pending));
+    }
+    return moreOutbox;
+  }
+
+  /** Milliseconds until the earliest due (or leased) event, capped by the poll interval. */
+  private async msUntilNextDue(): Promise<number> {
+    if (this.inFlight.size >= this.settings.concurrency) return this.settings.pollMs;
+    const { rows } = await this.db.query<{ ms: number | null }>(
+      `SELECT (EXTRACT(EPOCH FROM min(next_attempt_at) - now()) * 1000)::float8 AS ms
+       FROM webhook_events WHERE status IN ('PENDING', 'RETRYING')`,
+    );
+    const ms = rows[0]?.ms;
+    if (ms === null || ms === undefined) return this.settings.pollMs;
+    return Math.min(this.settings.pollMs, Math.max(MIN_SLEEP_MS, Math.ceil(ms)));
+  }
+
+  private track(task: Promise<void>): void {
+    this.inFlight.add(task);
+    void task.finally(() => {
+      this.inFlight.delete(task);
+      this.wake.notify();
+    });
+  }
+
+  /** Runs one claimed event through its states; never rejects (a failure to record is logged). */
+  private async deliver(pending: PendingDelivery): Promise<void> {
+    const context = {
+      webhook_event_id: pending.eventId,
+      endpoint_id: pending.endpointId,
+      attempt: pending.attempt,
+    };
+    try {
+      if (!pending.endpoint.deliverable) {
+        const reason = pending.endpoint.why ?? 'Not delivered: the endpoint is not active.';
+        await recordUndeliverable(this.db, { kind: 'undeliverable', pending, reason });
+        return;
+      }
+      const attempted = await attempt(pending, this.sender);
+      const { outcome } = attempted;
+      webhookAttempts.inc({ result: outcome.result });
+      webhookDeliveryDuration.observe(outcome.durationMs / 1000);
+      const judged = judge(attempted, this.settings.retryDelaysMs);
+      const recorded =
+        judged.kind === 'succeeded'
+          ? await recordSucceeded(this.db, judged)
+          : await recordFailed(this.db, judged);
+      const details = { ...context, result: outcome.result, response_code: outcome.responseCode };
+      if (!recorded) this.log.warn(details, 'webhook attempt not recorded: its lease was taken over');
+      else if (judged.kind === 'failed')
+        this.log.info({ ...details, next: judged.next.status }, 'webhook attempt failed');
+      else this.log.debug(details, 'webhook delivered');
+    } catch (error) {
+      // The lease runs out and the attempt is made again: at-least-once, never lost.
+      this.log.error({ ...context, err: error }, 'webhook attempt could not be recorded');
+    }
+  }
+
+  /**
+   * LISTEN on the outbox channel through one pooled connection, kept for the dispatcher's life.
+   * Optional: when it fails (or the connection drops) the loop still polls, and it is retried.
+   */
+  private async ensureListening(): Promise<void> {
+    if (this.listener || this.stopping || Date.now() < this.listenRetryAt) return;
+    let client: pg.PoolClient | undefined;
+    try {
+      client = await this.db.pool.connect();
+      const connection = client;
+      connection.on('notification', () => {
+        this.outboxMayHaveRows = true;
+        this.wake.notify();
+      });
+      connection.on('error', (error) => {
+        this.log.warn({ err: error }, 'outbox listener connection lost; polling until it is back');
+        if (this.listener === connection) this.listener = undefined;
+        connection.release(error);
+      });
+      await connection.query(`LISTEN ${OUTBOX_CHANNEL}`);
+      this.listener = connection;
+    } catch (error) {
+      client?.release(error as Error);
+      this.listenRetryAt = Date.now() + Math.max(this.settings.pollMs, 1000);
+      this.log.warn({ err: error }, 'cannot LISTEN for outbox notifications; polling');
+    }
+  }
+}
+
+/** A wake-up call for the loop; a notify while the loop is busy is kept for its next wait. */
+class WakeSignal {
+  private pending = false;
+  private resolve: (() => void) | undefined;
+
+  notify(): void {
+    if (this.resolve) {
+      this.resolve();
+      this.resolve = undefined;
+    } else {
+      this.pending = true;
+    }
+  }
+
+  wait(ms: number): Promise<void> {
+    if (this.pending) {
+      this.pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.resolve = undefined;
+        resolve();
+      }, ms);
+      this.resolve = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}

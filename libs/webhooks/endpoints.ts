@@ -1,0 +1,162 @@
+import type { Database, Queryable } from '../db/index.js';
+import { ApiError } from '../errors/index.js';
+import type {
+  CreatedWebhookEndpoint,
+  CreateWebhookEndpoint,
+  PaginationQuery,
+  UpdateWebhookEndpoint,
+  WebhookEndpoint,
+} from '../schemas/index.js';
+import { normalizeSelectors } from './event-matching.js';
+import { generateSigningSecret } from './signing.js';
+import { endpointUrlProblem } from './url-policy.js';
+
+/** Where endpoint URLs are accepted: whether `http://localhost` style URLs are (WEBHOOK_ALLOW_LOCALHOST). */
+export interface EndpointPolicy {
+  allowLocalhost: boolean;
+}
+
+const COLUMNS = 'id, url, events, status, description, created_at, updated_at';
+
+interface EndpointRow {
+  id: string;
+  url: string;
+  events: string[];
+  status: WebhookEndpoint['status'];
+  description: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toEndpoint(row: EndpointRow): WebhookEndpoint {
+  return {
+    id: row.id,
+    object: 'webhook_endpoint',
+    url: row.url,
+    events: row.events,
+    status: row.status,
+    description: row.description,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+function checkUrl(url: string, policy: EndpointPolicy): void {
+  const problem = endpointUrlProblem(url, policy.allowLocalhost);
+  if (problem) throw ApiError.validation([{ field: 'url', message: problem, code: 'invalid_value' }]);
+}
+
+/** The only response that carries the signing secret. */
+export async function createEndpoint(
+  db: Queryable,
+  orgId: number,
+  input: CreateWebhookEndpoint,
+  policy: EndpointPolicy,
+): Promise<CreatedWebhookEndpoint> {
+  checkUrl(input.url, policy);
+  const secret = generateSigningSecret();
+  const { rows } = await db.query<EndpointRow>(
+    `INSERT INTO webhook_endpoints (org_id, url, events, status, description, secret)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+    [orgId, input.url, normalizeSelectors(input.events), input.status, input.description, secret],
+  );
+  return { ...toEndpoint(rows[0]!), secret };
+}
+
+export async function getEndpoint(
+  db: Queryable,
+  orgId: number,
+  endpointId: string,
+): Promise<WebhookEndpoint> {
+  const { rows } = await db.query<EndpointRow>(
+    `SELECT ${COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
+    [orgId, endpointId],
+  );
+  if (!rows[0]) throw ApiError.notFound(`Webhook endpoint ${endpointId}`);
+  return toEndpoint(rows[0]);
+}
+
+export async function listEndpoints(
+  db: Queryable,
+  orgId: number,
+  filters: { status?: WebhookEndpoint['status'] | undefined },
+  page: PaginationQuery,
+): Promise<{ data: WebhookEndpoint[]; total: number }> {
+  const where = 'org_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR status = $2)';
+  const params = [orgId, filters.status ?? null];
+  const [list, count] = await Promise.all([
+    db.query<EndpointRow>(
+      `SELECT ${COLUMNS} FROM webhook_endpoints WHERE ${where}
+       ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
+      [...params, page.limit, page.offset],
+    ),
+    db.query<{ total: number }>(`SELECT count(*) AS total FROM webhook_endpoints WHERE ${where}`, params),
+  ]);
+  return { data: list.rows.map(toEndpoint), total: count.rows[0]!.total };
+}
+
+/**
+ * Changes the given fields. Disabling an endpoint ends its pending deliveries in the same
+ * transaction (DISABLED endpoints receive nothing); they stay retryable once it is enabled again.
+ */
+export async function updateEndpoint(
+  db: Database,
+  orgId: number,
+  endpointId: string,
+  patch: UpdateWebhookEndpoint,
+  policy: EndpointPolicy,
+): Promise<WebhookEndpoint> {
+  if (patch.url !== undefined) checkUrl(patch.url, policy);
+  return db.transaction(async (tx) => {
+    const { rows } = await tx.query<EndpointRow>(
+      `UPDATE webhook_endpoints SET
+         url = coalesce($3, url),
+         events = coalesce($4, events),
+         status = coalesce($5, status),
+         description = coalesce($6, description),
+         updated_at = CASE WHEN $7 THEN now() ELSE updated_at END
+       WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL
+       RETURNING ${COLUMNS}`,
+      [
+        orgId,
+        endpointId,
+        patch.url ?? null,
+        patch.events ? normalizeSelectors(patch.events) : null,
+        patch.status ?? null,
+        patch.description ?? null,
+        Object.values(patch).some((value) => value !== undefined),
+      ],
+    );
+    if (!rows[0]) throw ApiError.notFound(`Webhook endpoint ${endpointId}`);
+    if (patch.status === 'DISABLED') {
+      await endPendingDeliveries(tx, orgId, endpointId, 'Not delivered: the endpoint was disabled.');
+    }
+    return toEndpoint(rows[0]);
+  });
+}
+
+/** A soft delete: the endpoint disappears from the API, its pending deliveries end, its history stays. */
+export async function deleteEndpoint(db: Database, orgId: number, endpointId: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    const { rowCount } = await tx.query(
+      `UPDATE webhook_endpoints SET deleted_at = now(), updated_at = now()
+       WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
+      [orgId, endpointId],
+    );
+    if (!rowCount) throw ApiError.notFound(`Webhook endpoint ${endpointId}`);
+    await endPendingDeliveries(tx, orgId, endpointId, 'Not delivered: the endpoint was deleted.');
+  });
+}
+
+async function endPendingDeliveries(
+  tx: Queryable,
+  orgId: number,
+  endpointId: string,
+  reason: string,
+): Promise<void> {
+  await tx.query(
+    `UPDATE webhook_events SET status = 'FAILED', next_attempt_at = NULL, last_response_body = $3, updated_at = now()
+     WHERE org_id = $1 AND endpoint_id = $2 AND status IN ('PENDING', 'RETRYING')`,
+    [orgId, endpointId, reason],
+  );
+}

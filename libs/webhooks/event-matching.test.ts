@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { endpointReceives, isKnownSelector, normalizeSelectors } from './event-matching.js';
+
+describe('endpointReceives', () => {
+  it('matches an exact event name', () => {
+    expect(endpointReceives(['invoice.paid'], 'invoice.paid')).toBe(true);
+    expect(endpointReceives(['invoice.paid'], 'invoice.posted')).toBe(false);
+  });
+
+  it('matches every event of a family through its wildcard', () => {
+    expect(endpointReceives(['invoice.*'], 'invoice.paid')).toBe(true);
+    expect(endpointReceives(['invoice.*'], 'invoice.payment_failed')).toBe(true);
+    expect(endpointReceives(['invoice.*'], 'subscription.created')).toBe(false);
+    expect(endpointReceives(['payment.*', 'subscription.canceled'], 'subscription.canceled')).toBe(true);
+  });
+
+  it('does not treat a wildcard as a prefix of another family', () => {
+    expect(endpointReceives(['invoice.*'], 'invoices.paid')).toBe(false);
+    expect(endpointReceives(['order.*'], 'order')).toBe(false);
+    expect(endpointReceives(['*'], 'invoice.paid')).toBe(false);
+  });
+});
+
+describe('isKnownSelector', () => {
+  it('knows every event name and family wildcard of the spec, and nothing else', () => {
+    for (const selector of ['invoice.posted', 'customer.updated', 'order.*', 'payment.*']) {
+      expect(isKnownSelector(selector)).toBe(true);
+    }
+    for (const selector of ['*', 'invoice', 'invoice.', 'invoice.deleted', 'refund.*', 'INVOICE.PAID']) {
+      expect(isKnownSelector(selector)).toBe(false);
+    }
+  });
+});
+
+describe('normalizeSelectors', () => {
+  it('drops repeats and keeps the order', () => {
+    expect(normalizeSelectors(['invoice.paid', 'invoice.*', 'invoice.paid'])).toEqual([
+      'invoice.paid',
+      'invoice.*',
+    ]);
+  });
+});

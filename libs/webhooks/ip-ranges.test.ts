@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { forbiddenRangeOf } from './ip-ranges.js';
+
+describe('forbiddenRangeOf', () => {
+  it.each([
+    ['0.0.0.0', 'unspecified'],
+    ['0.1.2.3', 'unspecified'],
+    ['10.0.0.1', 'private'],
+    ['10.255.255.255', 'private'],
+    ['172.16.0.1', 'private'],
+    ['172.31.255.254', 'private'],
+    ['192.168.1.10', 'private'],
+    ['100.64.0.1', 'shared (CGNAT)'],
+    ['100.127.255.255', 'shared (CGNAT)'],
+    ['127.0.0.1', 'loopback'],
+    ['127.8.9.10', 'loopback'],
+    ['169.254.169.254', 'link-local'],
+    ['224.0.0.1', 'multicast'],
+    ['239.255.255.250', 'multicast'],
+    ['240.0.0.1', 'reserved'],
+    ['255.255.255.255', 'reserved'],
+    ['192.0.2.5', 'reserved'],
+    ['198.18.0.1', 'reserved'],
+    ['198.51.100.7', 'reserved'],
+    ['203.0.113.9', 'reserved'],
+    ['192.0.0.8', 'reserved'],
+  ])('refuses IPv4 %s as %s', (address, range) => {
+    expect(forbiddenRangeOf(address)).toBe(range);
+  });
+
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '93.184.216.34',
+    '172.15.255.255',
+    '172.32.0.0',
+    '100.63.255.255',
+    '100.128.0.0',
+    '169.253.255.255',
+    '192.169.0.1',
+    '223.255.255.255',
+  ])('accepts public IPv4 %s', (address) => {
+    expect(forbiddenRangeOf(address)).toBeUndefined();
+  });
+
+  it.each([
+    ['::', 'unspecified'],
+    ['::1', 'loopback'],
+    ['[::1]', 'loopback'],
+    ['fe80::1', 'link-local'],
+    ['fe80::1%eth0', 'link-local'],
+    ['febf:ffff::1', 'link-local'],
+    ['fc00::1', 'private'],
+    ['fd12:3456:789a::1', 'private'],
+    ['fec0::1', 'private'],
+    ['ff02::1', 'multicast'],
+    ['ff05::1:3', 'multicast'],
+    ['2001:db8::1', 'reserved'],
+    ['2001:0:4136:e378::1', 'reserved'],
+    ['100::1', 'reserved'],
+    ['::a00:1', 'reserved'],
+    ['64:ff9b:1::1', 'reserved'],
+  ])('refuses IPv6 %s as %s', (address, range) => {
+    expect(forbiddenRangeOf(address)).toBe(range);
+  });
+
+  it.each(['2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '2001:4860:4860::8888'])(
+    'accepts public IPv6 %s',
+    (address) => {
+      expect(forbiddenRangeOf(address)).toBeUndefined();
+    },
+  );
+
+  it('checks the IPv4 address inside IPv4-mapped, NAT64 and 6to4 IPv6 addresses', () => {
+    expect(forbiddenRangeOf('::ffff:10.0.0.1')).toBe('private');
+    expect(forbiddenRangeOf('::ffff:127.0.0.1')).toBe('loopback');
+    expect(forbiddenRangeOf('::ffff:a9fe:a9fe')).toBe('link-local');
+    expect(forbiddenRangeOf('::FFFF:192.168.0.1')).toBe('private');
+    expect(forbiddenRangeOf('[::ffff:169.254.169.254]')).toBe('link-local');
+    expect(forbiddenRangeOf('64:ff9b::10.1.2.3')).toBe('private');
+    expect(forbiddenRangeOf('2002:0a00:0001::1')).toBe('private');
+    expect(forbiddenRangeOf('2002:7f00:1::')).toBe('loopback');
+    expect(forbiddenRangeOf('::ffff:8.8.8.8')).toBeUndefined();
+    expect(forbiddenRangeOf('64:ff9b::8.8.4.4')).toBeUndefined();
+    expect(forbiddenRangeOf('2002:0808:0808::1')).toBeUndefined();
+  });
+
+  it('treats anything that is not an IP literal as unusable', () => {
+    expect(forbiddenRangeOf('example.com')).toBe('reserved');
+    expect(forbiddenRangeOf('10.0.0')).toBe('reserved');
+    expect(forbiddenRangeOf('')).toBe('reserved');
+  });
+});

@@ -1,0 +1,43 @@
+/**
+ * The webhook dispatcher as its own process (any number of replicas; they share the work through
+ * Postgres row locks). Serves /healthz, /readyz and /metrics on DISPATCHER_PORT.
+ */
+import { dispatcherSettings, loadConfigOrExit } from '../../libs/config/index.js';
+import { openDatabase } from '../../libs/db/index.js';
+import { createLogger } from '../../libs/log/index.js';
+import { databaseCheck, startOpsServer } from '../../libs/observability/index.js';
+import { buildDispatcher } from './dispatcher.js';
+
+const config = loadConfigOrExit(dispatcherSettings);
+const log = createLogger({ level: config.LOG_LEVEL, service: 'dispatcher' });
+const database = await openDatabase(config, 'billing-dispatcher');
+const dispatcher = buildDispatcher({ db: database.db, log, config });
+const ops = await startOpsServer({
+  host: config.HOST,
+  port: config.DISPATCHER_PORT,
+  checks: () => [databaseCheck(database.db)],
+});
+dispatcher.start();
+log.info({ port: ops.port, concurrency: config.DISPATCHER_CONCURRENCY }, 'dispatcher started');
+
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, async () => {
+    if (stopping) return;
+    stopping = true;
+    // Past the deadline the leases of unfinished attempts expire and another replica makes them.
+    setTimeout(() => {
+      log.warn('shutdown deadline passed; exiting with attempts unfinished');
+      process.exit(1);
+    }, config.SHUTDOWN_TIMEOUT_MS).unref();
+    log.info(
+      { signal, active_attempts: dispatcher.activeAttempts },
+      'stopping: no new claims, finishing attempts',
+    );
+    await dispatcher.stop();
+    await ops.close();
+    await database.close();
+    log.info('dispatcher stopped');
+    process.exit(0);
+  });
+}
