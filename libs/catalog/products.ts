@@ -1,10 +1,10 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
-import type { PaginationQuery, Product } from '../schemas/index.js';
+import { type PaginationQuery, type Product, parseIntegerId, totalImpliedByPage } from '../schemas/index.js';
 
-const COLUMNS = `id, name, sku, description, unit_price, currency, unit_label, category, product_type, pricing_type,
-  pricing_model, pricing_scheme, pricing_mode, default_billing_period, external_id, is_active, metadata,
-  created_at, updated_at`;
+const COLUMNS = `p.id, p.name, p.sku, p.description, p.unit_price, p.currency, p.unit_label, p.category,
+  p.product_type, p.pricing_type, p.pricing_model, p.pricing_scheme, p.pricing_mode, p.default_billing_period,
+  p.external_id, p.is_active, p.metadata, p.created_at, p.updated_at`;
 
 type ProductRow = Omit<Product, 'object' | 'created_at' | 'updated_at'> & {
   created_at: Date;
@@ -20,11 +20,16 @@ function toProduct(row: ProductRow): Product {
   };
 }
 
-export async function getProduct(db: Queryable, orgId: number, productId: number): Promise<Product> {
-  const { rows } = await db.query<ProductRow>(
-    `SELECT ${COLUMNS} FROM products WHERE org_id = $1 AND id = $2`,
-    [orgId, productId],
-  );
+/** A text id that is not a positive integer is simply not found (docs/decisions.md). */
+export async function getProduct(db: Queryable, orgId: number, productId: number | string): Promise<Product> {
+  const id = parseIntegerId(productId);
+  const { rows } =
+    id === undefined
+      ? { rows: [] }
+      : await db.query<ProductRow>(`SELECT ${COLUMNS} FROM products p WHERE p.org_id = $1 AND p.id = $2`, [
+          orgId,
+          id,
+        ]);
   if (!rows[0]) throw ApiError.notFound(`Product ${productId}`);
   return toProduct(rows[0]);
 }
@@ -33,6 +38,7 @@ export interface ProductFilter {
   active?: boolean | undefined;
 }
 
+/** Newest first; the page's ids come from an index-only scan, then only those rows are read. */
 export async function listProducts(
   db: Queryable,
   orgId: number,
@@ -41,13 +47,17 @@ export async function listProducts(
 ): Promise<{ data: Product[]; total: number }> {
   const where = filter.active === undefined ? 'org_id = $1' : 'org_id = $1 AND is_active = $2';
   const values: unknown[] = filter.active === undefined ? [orgId] : [orgId, filter.active];
-  const [list, count] = await Promise.all([
-    db.query<ProductRow>(
-      `SELECT ${COLUMNS} FROM products WHERE ${where} ORDER BY created_at DESC, id DESC
-        LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
-      [...values, page.limit, page.offset],
-    ),
-    db.query<{ total: number }>(`SELECT count(*) AS total FROM products WHERE ${where}`, values),
-  ]);
-  return { data: list.rows.map(toProduct), total: count.rows[0]!.total };
+  const { rows } = await db.query<ProductRow>(
+    `SELECT ${COLUMNS}
+       FROM (SELECT id FROM products WHERE ${where} ORDER BY created_at DESC, id DESC
+              LIMIT $${values.length + 1} OFFSET $${values.length + 2}) page
+       JOIN products p ON p.id = page.id AND p.org_id = $1
+      ORDER BY p.created_at DESC, p.id DESC`,
+    [...values, page.limit, page.offset],
+  );
+  const total =
+    totalImpliedByPage(page, rows.length) ??
+    (await db.query<{ total: number }>(`SELECT count(*) AS total FROM products WHERE ${where}`, values))
+      .rows[0]!.total;
+  return { data: rows.map(toProduct), total };
 }

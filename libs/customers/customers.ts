@@ -1,9 +1,16 @@
 import type { Queryable } from '../db/index.js';
-import { ApiError } from '../errors/index.js';
-import type { CreateCustomer, Customer, PaginationQuery } from '../schemas/index.js';
+import { ApiError, type FieldError } from '../errors/index.js';
+import {
+  type CreateCustomer,
+  type Customer,
+  type PaginationQuery,
+  parseIntegerId,
+  totalImpliedByPage,
+} from '../schemas/index.js';
 
-const COLUMNS = `id, name, contact_name, email, phone, address_line1, address_line2, city, state_province,
-  postal_code, country, tax_exempt, tax_id, credit_balance, auto_pay_enabled, created_at, updated_at`;
+const COLUMNS = `c.id, c.name, c.contact_name, c.email, c.phone, c.address_line1, c.address_line2, c.city,
+  c.state_province, c.postal_code, c.country, c.tax_exempt, c.tax_id, c.credit_balance, c.auto_pay_enabled,
+  c.created_at, c.updated_at`;
 
 type CustomerRow = Omit<Customer, 'object' | 'created_at' | 'updated_at'> & {
   created_at: Date;
@@ -19,9 +26,22 @@ function toCustomer(row: CustomerRow): Customer {
   };
 }
 
+/** Postgres text cannot hold U+0000; refuse it by field rather than fail the insert. */
+function assertStorableText(input: CreateCustomer): void {
+  const invalid: FieldError[] = [];
+  for (const [field, value] of Object.entries(input)) {
+    if (typeof value === 'string' && value.includes('\u0000')) {
+      invalid.push({ field, message: 'Must not contain NUL characters.', code: 'invalid_value' });
+    }
+  }
+  if (invalid.length) throw ApiError.validation(invalid);
+}
+
+/** `notes` is stored for the console and never part of the public representation. */
 export async function createCustomer(db: Queryable, orgId: number, input: CreateCustomer): Promise<Customer> {
+  assertStorableText(input);
   const { rows } = await db.query<CustomerRow>(
-    `INSERT INTO customers (org_id, name, contact_name, email, phone, address_line1, address_line2, city,
+    `INSERT INTO customers AS c (org_id, name, contact_name, email, phone, address_line1, address_line2, city,
        state_province, postal_code, country, tax_exempt, tax_id, notes)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
      RETURNING ${COLUMNS}`,
@@ -45,26 +65,43 @@ export async function createCustomer(db: Queryable, orgId: number, input: Create
   return toCustomer(rows[0]!);
 }
 
-export async function getCustomer(db: Queryable, orgId: number, customerId: number): Promise<Customer> {
-  const { rows } = await db.query<CustomerRow>(
-    `SELECT ${COLUMNS} FROM customers WHERE org_id = $1 AND id = $2`,
-    [orgId, customerId],
-  );
+/** A text id that is not a positive integer is simply not found (docs/decisions.md). */
+export async function getCustomer(
+  db: Queryable,
+  orgId: number,
+  customerId: number | string,
+): Promise<Customer> {
+  const id = parseIntegerId(customerId);
+  const { rows } =
+    id === undefined
+      ? { rows: [] }
+      : await db.query<CustomerRow>(`SELECT ${COLUMNS} FROM customers c WHERE c.org_id = $1 AND c.id = $2`, [
+          orgId,
+          id,
+        ]);
   if (!rows[0]) throw ApiError.notFound(`Customer ${customerId}`);
   return toCustomer(rows[0]);
 }
 
+/**
+ * Newest first. The page's ids come from an index-only scan of (org_id, created_at, id) and only
+ * those rows are read in full, so a deep offset skips index entries, not wide rows.
+ */
 export async function listCustomers(
   db: Queryable,
   orgId: number,
   page: PaginationQuery,
 ): Promise<{ data: Customer[]; total: number }> {
-  const [list, count] = await Promise.all([
-    db.query<CustomerRow>(
-      `SELECT ${COLUMNS} FROM customers WHERE org_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
-      [orgId, page.limit, page.offset],
-    ),
-    db.query<{ total: number }>('SELECT count(*) AS total FROM customers WHERE org_id = $1', [orgId]),
-  ]);
-  return { data: list.rows.map(toCustomer), total: count.rows[0]!.total };
+  const { rows } = await db.query<CustomerRow>(
+    `SELECT ${COLUMNS}
+       FROM (SELECT id FROM customers WHERE org_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3) page
+       JOIN customers c ON c.id = page.id AND c.org_id = $1
+      ORDER BY c.created_at DESC, c.id DESC`,
+    [orgId, page.limit, page.offset],
+  );
+  const total =
+    totalImpliedByPage(page, rows.length) ??
+    (await db.query<{ total: number }>('SELECT count(*) AS total FROM customers WHERE org_id = $1', [orgId]))
+      .rows[0]!.total;
+  return { data: rows.map(toCustomer), total };
 }

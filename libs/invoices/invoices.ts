@@ -1,11 +1,18 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
-import type { Invoice, InvoiceItem, InvoiceStatus, PaginationQuery } from '../schemas/index.js';
+import {
+  type Invoice,
+  type InvoiceItem,
+  type InvoiceStatus,
+  isUuid,
+  type PaginationQuery,
+  totalImpliedByPage,
+} from '../schemas/index.js';
 
 // balance is derived (total - amount_paid; refunds are not subtracted), never stored
-const COLUMNS = `id, invoice_number, customer_id, subscription_id, invoice_date, period_start, period_end, due_date,
-  status, total, amount_paid, amount_refunded, (total - amount_paid)::numeric(20, 8) AS balance, tax_amount,
-  currency, created_at, updated_at`;
+const COLUMNS = `i.id, i.invoice_number, i.customer_id, i.subscription_id, i.invoice_date, i.period_start,
+  i.period_end, i.due_date, i.status, i.total, i.amount_paid, i.amount_refunded,
+  (i.total - i.amount_paid)::numeric(20, 8) AS balance, i.tax_amount, i.currency, i.created_at, i.updated_at`;
 
 type InvoiceRow = Omit<Invoice, 'object' | 'items' | 'created_at' | 'updated_at'> & {
   created_at: Date;
@@ -42,17 +49,18 @@ async function itemsByInvoice(
   return grouped;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
+/** A text id that is not a UUID is simply not found (docs/decisions.md). */
 export async function getInvoice(db: Queryable, orgId: number, invoiceId: string): Promise<Invoice> {
-  if (!UUID.test(invoiceId)) throw ApiError.notFound(`Invoice ${invoiceId}`);
-  const { rows } = await db.query<InvoiceRow>(
-    `SELECT ${COLUMNS} FROM invoices WHERE org_id = $1 AND id = $2`,
-    [orgId, invoiceId],
-  );
-  if (!rows[0]) throw ApiError.notFound(`Invoice ${invoiceId}`);
-  const items = await itemsByInvoice(db, orgId, [invoiceId]);
-  return toInvoice(rows[0], items.get(invoiceId) ?? []);
+  if (!isUuid(invoiceId)) throw ApiError.notFound(`Invoice ${invoiceId}`);
+  const [invoice, items] = await Promise.all([
+    db.query<InvoiceRow>(`SELECT ${COLUMNS} FROM invoices i WHERE i.org_id = $1 AND i.id = $2`, [
+      orgId,
+      invoiceId,
+    ]),
+    itemsByInvoice(db, orgId, [invoiceId]),
+  ]);
+  if (!invoice.rows[0]) throw ApiError.notFound(`Invoice ${invoiceId}`);
+  return toInvoice(invoice.rows[0], items.get(invoiceId) ?? []);
 }
 
 export interface InvoiceFilter {
@@ -60,6 +68,11 @@ export interface InvoiceFilter {
   status?: InvoiceStatus | undefined;
 }
 
+/**
+ * Newest first. Each filter combination has a matching (org_id, ..., created_at, id) index, so the
+ * page's ids come from an index-only scan and only those invoices are read in full: a deep offset
+ * skips index entries, not wide rows. The page's items come in one more query.
+ */
 export async function listInvoices(
   db: Queryable,
   orgId: number,
@@ -77,21 +90,25 @@ export async function listInvoices(
     conditions.push(`status = $${values.length}`);
   }
   const where = conditions.join(' AND ');
-  const [list, count] = await Promise.all([
-    db.query<InvoiceRow>(
-      `SELECT ${COLUMNS} FROM invoices WHERE ${where} ORDER BY created_at DESC, id DESC
-        LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
-      [...values, page.limit, page.offset],
-    ),
-    db.query<{ total: number }>(`SELECT count(*) AS total FROM invoices WHERE ${where}`, values),
-  ]);
-  const items = await itemsByInvoice(
-    db,
-    orgId,
-    list.rows.map((r) => r.id),
+  const { rows } = await db.query<InvoiceRow>(
+    `SELECT ${COLUMNS}
+       FROM (SELECT id FROM invoices WHERE ${where} ORDER BY created_at DESC, id DESC
+              LIMIT $${values.length + 1} OFFSET $${values.length + 2}) page
+       JOIN invoices i ON i.id = page.id AND i.org_id = $1
+      ORDER BY i.created_at DESC, i.id DESC`,
+    [...values, page.limit, page.offset],
   );
-  return {
-    data: list.rows.map((row) => toInvoice(row, items.get(row.id) ?? [])),
-    total: count.rows[0]!.total,
-  };
+  const implied = totalImpliedByPage(page, rows.length);
+  const [items, total] = await Promise.all([
+    itemsByInvoice(
+      db,
+      orgId,
+      rows.map((r) => r.id),
+    ),
+    implied ??
+      db
+        .query<{ total: number }>(`SELECT count(*) AS total FROM invoices WHERE ${where}`, values)
+        .then((result) => result.rows[0]!.total),
+  ]);
+  return { data: rows.map((row) => toInvoice(row, items.get(row.id) ?? [])), total };
 }

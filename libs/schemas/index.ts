@@ -1,5 +1,6 @@
 export { CreateCustomer, Customer } from './customer.js';
 export { ErrorBody, FieldError } from './error.js';
+export { integerIdQuery, integerPathId, isUuid, parseIntegerId, uuidPathId } from './identifiers.js';
 export {
   INVOICE_STATUSES,
   Invoice,
@@ -15,6 +16,7 @@ export {
   type TransactionStatus,
   type TransactionType,
 } from './invoice.js';
+export { totalImpliedByPage } from './list-page.js';
 export { API_VERSION, BASE_PATH, Meta } from './meta.js';
 export {
   booleanQuery,

@@ -1,15 +1,18 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
-import type {
-  PaginationQuery,
-  Subscription,
-  SubscriptionItem,
-  SubscriptionStatus,
+import {
+  type PaginationQuery,
+  parseIntegerId,
+  type Subscription,
+  type SubscriptionItem,
+  type SubscriptionStatus,
+  totalImpliedByPage,
 } from '../schemas/index.js';
 
-const COLUMNS = `id, customer_id, status, title, start_date, next_billing_date, billing_period, current_period_start,
-  current_period_end, term_type, initial_term_months, auto_renew, subscription_end_date, trial_end_date,
-  cancel_at_period_end, canceled_at, ended_at, created_at, updated_at`;
+const COLUMNS = `s.id, s.customer_id, s.status, s.title, s.start_date, s.next_billing_date, s.billing_period,
+  s.current_period_start, s.current_period_end, s.term_type, s.initial_term_months, s.auto_renew,
+  s.subscription_end_date, s.trial_end_date, s.cancel_at_period_end, s.canceled_at, s.ended_at, s.created_at,
+  s.updated_at`;
 
 type SubscriptionRow = Omit<
   Subscription,
@@ -68,7 +71,7 @@ async function itemsBySubscription(
   const { rows } = await db.query<ItemRow>(
     `SELECT si.subscription_id, si.id, si.product_id, p.name AS product_name, si.quantity, si.unit_price,
             si.usage_type, si.included_units
-       FROM subscription_items si JOIN products p ON p.id = si.product_id
+       FROM subscription_items si JOIN products p ON p.org_id = si.org_id AND p.id = si.product_id
       WHERE si.org_id = $1 AND si.subscription_id = ANY($2::bigint[])
       ORDER BY si.subscription_id, si.id`,
     [orgId, subscriptionIds],
@@ -77,18 +80,23 @@ async function itemsBySubscription(
   return grouped;
 }
 
+/** A text id that is not a positive integer is simply not found (docs/decisions.md). */
 export async function getSubscription(
   db: Queryable,
   orgId: number,
-  subscriptionId: number,
+  subscriptionId: number | string,
 ): Promise<Subscription> {
-  const { rows } = await db.query<SubscriptionRow>(
-    `SELECT ${COLUMNS} FROM subscriptions WHERE org_id = $1 AND id = $2`,
-    [orgId, subscriptionId],
-  );
-  if (!rows[0]) throw ApiError.notFound(`Subscription ${subscriptionId}`);
-  const items = await itemsBySubscription(db, orgId, [subscriptionId]);
-  return toSubscription(rows[0], items.get(subscriptionId) ?? []);
+  const id = parseIntegerId(subscriptionId);
+  if (id === undefined) throw ApiError.notFound(`Subscription ${subscriptionId}`);
+  const [subscription, items] = await Promise.all([
+    db.query<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions s WHERE s.org_id = $1 AND s.id = $2`, [
+      orgId,
+      id,
+    ]),
+    itemsBySubscription(db, orgId, [id]),
+  ]);
+  if (!subscription.rows[0]) throw ApiError.notFound(`Subscription ${subscriptionId}`);
+  return toSubscription(subscription.rows[0], items.get(id) ?? []);
 }
 
 export interface SubscriptionFilter {
@@ -96,6 +104,10 @@ export interface SubscriptionFilter {
   status?: SubscriptionStatus | undefined;
 }
 
+/**
+ * Newest first. Each filter has a matching (org_id, ..., created_at, id) index: the page's ids come
+ * from an index-only scan and only those rows are read in full; their items in one more query.
+ */
 export async function listSubscriptions(
   db: Queryable,
   orgId: number,
@@ -113,21 +125,25 @@ export async function listSubscriptions(
     conditions.push(`status = $${values.length}`);
   }
   const where = conditions.join(' AND ');
-  const [list, count] = await Promise.all([
-    db.query<SubscriptionRow>(
-      `SELECT ${COLUMNS} FROM subscriptions WHERE ${where} ORDER BY created_at DESC, id DESC
-        LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
-      [...values, page.limit, page.offset],
-    ),
-    db.query<{ total: number }>(`SELECT count(*) AS total FROM subscriptions WHERE ${where}`, values),
-  ]);
-  const items = await itemsBySubscription(
-    db,
-    orgId,
-    list.rows.map((r) => r.id),
+  const { rows } = await db.query<SubscriptionRow>(
+    `SELECT ${COLUMNS}
+       FROM (SELECT id FROM subscriptions WHERE ${where} ORDER BY created_at DESC, id DESC
+              LIMIT $${values.length + 1} OFFSET $${values.length + 2}) page
+       JOIN subscriptions s ON s.id = page.id AND s.org_id = $1
+      ORDER BY s.created_at DESC, s.id DESC`,
+    [...values, page.limit, page.offset],
   );
-  return {
-    data: list.rows.map((row) => toSubscription(row, items.get(row.id) ?? [])),
-    total: count.rows[0]!.total,
-  };
+  const implied = totalImpliedByPage(page, rows.length);
+  const [items, total] = await Promise.all([
+    itemsBySubscription(
+      db,
+      orgId,
+      rows.map((r) => r.id),
+    ),
+    implied ??
+      db
+        .query<{ total: number }>(`SELECT count(*) AS total FROM subscriptions WHERE ${where}`, values)
+        .then((result) => result.rows[0]!.total),
+  ]);
+  return { data: rows.map((row) => toSubscription(row, items.get(row.id) ?? [])), total };
 }

@@ -1,13 +1,21 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { customerRoutes } from './customers.js';
+import { invoiceRoutes } from './invoices.js';
 import { llmsRoutes } from './llms.js';
 import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
+import { productRoutes } from './products.js';
+import { subscriptionRoutes } from './subscriptions.js';
 import { webhookEndpointRoutes } from './webhook-endpoints.js';
 import { webhookEventRoutes } from './webhook-events.js';
 
 /** Every route under the public base path, one plugin per resource. */
 export const publicRoutes: FastifyPluginAsyncZod = async (app) => {
   await app.register(metaRoutes);
+  await app.register(customerRoutes);
+  await app.register(productRoutes);
+  await app.register(subscriptionRoutes);
+  await app.register(invoiceRoutes);
   await app.register(webhookEndpointRoutes);
   await app.register(webhookEventRoutes);
   await app.register(mcpRoutes);

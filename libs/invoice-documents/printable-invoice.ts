@@ -1,0 +1,107 @@
+import { getCustomer } from '../customers/index.js';
+import type { Queryable } from '../db/index.js';
+import { getInvoice } from '../invoices/index.js';
+import { addScaled, formatMoney, parseMoney } from '../money/index.js';
+import type { Customer, Invoice } from '../schemas/index.js';
+import { countryName } from './format.js';
+
+/** A seller or a buyer as the document prints them: every line is raw database text. */
+export interface InvoiceParty {
+  name: string;
+  contactName: string | null;
+  addressLines: string[];
+  email: string | null;
+  taxId: string | null;
+}
+
+/** Everything the HTML and the PDF print, from one load, so the two carry the same content. */
+export interface PrintableInvoice {
+  invoice: Invoice;
+  seller: InvoiceParty;
+  customer: InvoiceParty;
+  /** Sum of the items' pre-tax line totals. */
+  subtotal: string;
+  /** Derived, never a status: POSTED or PARTIALLY_PAID, due date passed, balance above zero. */
+  overdue: boolean;
+}
+
+interface Address {
+  address_line1: string | null;
+  address_line2: string | null;
+  city: string | null;
+  state_province: string | null;
+  postal_code: string | null;
+  country: string | null;
+}
+
+interface SellerRow extends Address {
+  name: string;
+  email: string | null;
+  tax_id: string | null;
+}
+
+function addressLines(address: Address): string[] {
+  const locality = [address.city, [address.state_province, address.postal_code].filter(Boolean).join('  ')]
+    .filter(Boolean)
+    .join(', ');
+  return [
+    address.address_line1,
+    address.address_line2,
+    locality,
+    address.country ? countryName(address.country) : null,
+  ].filter((line): line is string => Boolean(line?.trim()));
+}
+
+function customerParty(customer: Customer): InvoiceParty {
+  return {
+    name: customer.name,
+    contactName: customer.contact_name,
+    addressLines: addressLines(customer),
+    email: customer.email,
+    taxId: customer.tax_id,
+  };
+}
+
+export function isOverdue(invoice: Invoice, today: string): boolean {
+  return (
+    (invoice.status === 'POSTED' || invoice.status === 'PARTIALLY_PAID') &&
+    invoice.due_date < today &&
+    parseMoney(invoice.balance) > 0n
+  );
+}
+
+/**
+ * Loads an invoice of the organization with its customer and the organization as seller; 404
+ * exactly as GET /invoices/{id} when the invoice is missing or another organization's.
+ */
+export async function loadPrintableInvoice(
+  db: Queryable,
+  orgId: number,
+  invoiceId: string,
+  now: Date = new Date(),
+): Promise<PrintableInvoice> {
+  const invoice = await getInvoice(db, orgId, invoiceId);
+  const [customer, seller] = await Promise.all([
+    getCustomer(db, orgId, invoice.customer_id),
+    // the organization is the seller: its own address and tax registration head the document
+    db.query<SellerRow>(
+      `SELECT name, email, address_line1, address_line2, city, state_province, postal_code, country, tax_id
+         FROM organizations WHERE id = $1`,
+      [orgId],
+    ),
+  ]);
+  const sellerRow = seller.rows[0]!;
+  return {
+    invoice,
+    seller: {
+      name: sellerRow.name,
+      contactName: null,
+      addressLines: addressLines(sellerRow),
+      email: sellerRow.email,
+      taxId: sellerRow.tax_id,
+    },
+    customer: customerParty(customer),
+    subtotal: formatMoney(addScaled(...invoice.items.map((item) => parseMoney(item.line_total_pre_tax)))),
+    overdue: isOverdue(invoice, now.toISOString().slice(0, 10)),
+  };
+}

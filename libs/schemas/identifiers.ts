@@ -1,0 +1,54 @@
+import { z } from 'zod';
+
+const POSITIVE_INTEGER = /^[1-9][0-9]{0,15}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The integer id a path segment names, or undefined when no record could ever have it. */
+export function parseIntegerId(value: number | string): number | undefined {
+  if (typeof value === 'number') return Number.isSafeInteger(value) && value > 0 ? value : undefined;
+  if (!POSITIVE_INTEGER.test(value)) return undefined;
+  const id = Number(value);
+  return Number.isSafeInteger(id) ? id : undefined;
+}
+
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}
+
+/*
+ * Path ids are taken as text and never fail validation: an id that is not a positive integer (or
+ * not a UUID) names a record that cannot exist, so the domain answers 404 exactly as for a missing
+ * or foreign id (docs/decisions.md). The document still says what a valid id looks like.
+ */
+
+/** `{customer_id}`-style path parameter: a positive integer; anything else is a 404. */
+export const integerPathId = z.string().meta({
+  type: 'integer',
+  minimum: 1,
+  description: 'A positive integer id. Any other value answers 404, like an id that does not exist.',
+});
+
+/** `{invoice_id}`-style path parameter: a UUID; anything else is a 404. */
+export const uuidPathId = z.string().meta({
+  format: 'uuid',
+  description: 'A UUID. Any other value answers 404, like an id that does not exist.',
+});
+
+/**
+ * A query filter naming a record by integer id (`customer_id`): digits only, positive. Unlike a
+ * path id, a malformed filter is the caller's mistake to fix, so it is a 422 naming the parameter.
+ */
+export const integerIdQuery = z
+  .string()
+  .transform((text, ctx) => {
+    const id = parseIntegerId(text);
+    if (id !== undefined) return id;
+    ctx.addIssue({
+      code: 'invalid_format',
+      format: 'integer',
+      message: 'Must be a positive integer.',
+      input: text,
+    });
+    return z.NEVER;
+  })
+  .meta({ type: 'integer', minimum: 1 });

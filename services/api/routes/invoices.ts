@@ -1,0 +1,166 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import {
+  INVOICE_HTML_HEADERS,
+  invoicePdfFilename,
+  loadPrintableInvoice,
+  renderInvoiceHtml,
+  renderInvoicePdf,
+} from '../../../libs/invoice-documents/index.js';
+import { getInvoice, listInvoices, listInvoiceTransactions } from '../../../libs/invoices/index.js';
+import {
+  INVOICE_STATUSES,
+  Invoice,
+  InvoiceTransaction,
+  integerIdQuery,
+  listOf,
+  paginationOf,
+  paginationQuery,
+  single,
+  uuidPathId,
+} from '../../../libs/schemas/index.js';
+import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
+import { orgIdOf } from '../types.js';
+
+const InvoiceListQuery = paginationQuery.extend({
+  customer_id: integerIdQuery.optional().meta({ description: "Only this customer's invoices." }),
+  status: z
+    .enum(INVOICE_STATUSES)
+    .optional()
+    .meta({ description: 'Only invoices in this status (uppercase).' }),
+});
+const InvoicePath = z.object({ invoice_id: uuidPathId });
+/** Sent as raw bytes: Fastify never serializes a Buffer. */
+const PdfBytes = z
+  .custom<Buffer>((value) => Buffer.isBuffer(value))
+  .meta({ type: 'string', format: 'binary' });
+
+const documentErrors = errorResponses(...AUTHENTICATED_ERRORS, 404);
+
+export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { db } = app.deps.platform;
+
+  app.get(
+    '/invoices',
+    {
+      schema: {
+        operationId: 'listInvoices',
+        tags: ['Invoices'],
+        summary: 'List invoices with their items, newest first',
+        querystring: InvoiceListQuery,
+        response: { 200: listOf(Invoice), ...errorResponses(...AUTHENTICATED_ERRORS, 422) },
+      },
+    },
+    async (request) => {
+      const { customer_id, status, ...page } = request.query;
+      const filter = { customerId: customer_id, status };
+      const { data, total } = await listInvoices(db, orgIdOf(request), filter, page);
+      return { data, pagination: paginationOf(page, total) };
+    },
+  );
+
+  app.get(
+    '/invoices/:invoice_id',
+    {
+      schema: {
+        operationId: 'getInvoice',
+        tags: ['Invoices'],
+        summary: 'Retrieve an invoice with its items',
+        params: InvoicePath,
+        response: { 200: single(Invoice), ...errorResponses(...AUTHENTICATED_ERRORS, 404) },
+      },
+    },
+    async (request) => ({ data: await getInvoice(db, orgIdOf(request), request.params.invoice_id) }),
+  );
+
+  app.get(
+    '/invoices/:invoice_id/html',
+    {
+      schema: {
+        operationId: 'getInvoiceHtml',
+        tags: ['Invoices'],
+        summary: 'The printable invoice as an HTML document',
+        params: InvoicePath,
+        response: {
+          200: {
+            description: 'A self-contained printable invoice (no script, inline styles).',
+            content: { 'text/html': { schema: z.string() } },
+          },
+          ...documentErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const printable = await loadPrintableInvoice(db, orgIdOf(request), request.params.invoice_id);
+      return reply
+        .headers(INVOICE_HTML_HEADERS)
+        .type('text/html; charset=utf-8')
+        .send(renderInvoiceHtml(printable));
+    },
+  );
+
+  app.get(
+    '/invoices/:invoice_id/pdf',
+    {
+      schema: {
+        operationId: 'getInvoicePdf',
+        tags: ['Invoices'],
+        summary: 'The printable invoice as a PDF',
+        description: 'Content-Disposition names the file `<invoice_number>.pdf`.',
+        params: InvoicePath,
+        response: {
+          200: {
+            description: 'The invoice as a PDF document.',
+            headers: {
+              'Content-Disposition': {
+                description: 'attachment; filename="<invoice_number>.pdf"',
+                schema: { type: 'string' },
+              },
+            },
+            content: { 'application/pdf': { schema: PdfBytes } },
+          },
+          ...documentErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const printable = await loadPrintableInvoice(db, orgIdOf(request), request.params.invoice_id);
+      const pdf = await renderInvoicePdf(printable);
+      return reply
+        .header('Cache-Control', 'private, no-store')
+        .header(
+          'Content-Disposition',
+          `attachment; filename="${invoicePdfFilename(printable.invoice.invoice_number)}"`,
+        )
+        .type('application/pdf')
+        .send(pdf);
+    },
+  );
+
+  app.get(
+    '/invoices/:invoice_id/transactions',
+    {
+      schema: {
+        operationId: 'listInvoiceTransactions',
+        tags: ['Invoices'],
+        summary: "The invoice's payments, credit memos and refunds, newest first",
+        params: InvoicePath,
+        querystring: paginationQuery,
+        response: {
+          200: listOf(InvoiceTransaction),
+          ...errorResponses(...AUTHENTICATED_ERRORS, 404, 422),
+        },
+      },
+    },
+    async (request) => {
+      const page = request.query;
+      const { data, total } = await listInvoiceTransactions(
+        db,
+        orgIdOf(request),
+        request.params.invoice_id,
+        page,
+      );
+      return { data, pagination: paginationOf(page, total) };
+    },
+  );
+};
