@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { renderLlmsTxt } from './llms-txt.js';
+
+const document = {
+  info: { title: 'Example API', description: 'Does things.\nWell.', version: '2026-01-01' },
+  servers: [{ url: 'https://api.example.com/v1' }],
+  paths: {
+    '/meta': { get: { summary: 'Metadata', tags: ['Metadata'], security: [] } },
+    '/things': {
+      get: { summary: 'List things', tags: ['Things'] },
+      post: { summary: 'Create a thing', tags: ['Things'] },
+    },
+    '/things/{id}': { delete: { summary: 'Delete a thing', tags: ['Things'] } },
+    '/untagged': { patch: {} },
+  },
+};
+
+const tools = [
+  {
+    name: 'find_thing',
+    description: 'Finds\n a thing.',
+    inputSchema: { properties: { id: {}, limit: {} }, required: ['id'] },
+  },
+];
+
+describe('renderLlmsTxt', () => {
+  const text = renderLlmsTxt(document, tools);
+
+  it('starts with the H1 title and a one-line summary blockquote', () => {
+    expect(text.split('\n').slice(0, 3)).toEqual(['# Example API', '', '> Does things. Well.']);
+  });
+
+  it('groups operations by their first tag, in document order, linking each path', () => {
+    const things = text.slice(text.indexOf('## Things'), text.indexOf('## Other'));
+    expect(things.trim().split('\n')).toEqual([
+      '## Things',
+      '',
+      '- [GET /things](https://api.example.com/v1/things): List things',
+      '- [POST /things](https://api.example.com/v1/things): Create a thing',
+      '- [DELETE /things/{id}](https://api.example.com/v1/things/{id}): Delete a thing',
+    ]);
+    expect(text).toContain('- [GET /meta](https://api.example.com/v1/meta): Metadata (no key)');
+    expect(text).toContain('## Other\n\n- [PATCH /untagged](https://api.example.com/v1/untagged)\n');
+    expect(text.indexOf('## Metadata')).toBeLessThan(text.indexOf('## Things'));
+  });
+
+  it('links the OpenAPI document, the metadata and the MCP endpoint, and lists tools with their arguments', () => {
+    expect(text).toContain('(https://api.example.com/v1/openapi.json)');
+    expect(text).toContain('(https://api.example.com/v1/mcp)');
+    expect(text).toContain('- [find_thing](https://api.example.com/v1/mcp) ({id, limit?}): Finds a thing.');
+  });
+});

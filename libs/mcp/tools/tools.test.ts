@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { isOverdue, MCP_TOOLS } from './index.js';
+
+const inputOf = (name: string) => MCP_TOOLS.find((tool) => tool.name === name)!.input;
+
+describe('tool input schemas', () => {
+  it('limit is 1-100 with a default of 25 on every tool that lists', () => {
+    for (const name of ['list_customers', 'list_invoices', 'list_products', 'recent_payments']) {
+      const input = inputOf(name);
+      expect(input.parse({})).toMatchObject({ limit: 25 });
+      expect(input.safeParse({ limit: 100 }).success).toBe(true);
+      expect(input.safeParse({ limit: 0 }).success).toBe(false);
+      expect(input.safeParse({ limit: 101 }).success).toBe(false);
+      expect(input.safeParse({ limit: 2.5 }).success).toBe(false);
+    }
+  });
+
+  it('list_invoices takes only the three statuses the spec lists', () => {
+    const input = inputOf('list_invoices');
+    for (const status of ['POSTED', 'PARTIALLY_PAID', 'PAID'])
+      expect(input.safeParse({ status }).success).toBe(true);
+    for (const status of ['DRAFT', 'posted', 'OVERDUE'])
+      expect(input.safeParse({ status }).success).toBe(false);
+  });
+
+  it('tax_lookup wants a two-letter country and a decimal string amount, never a float', () => {
+    const input = inputOf('tax_lookup');
+    expect(input.parse({ country: 'ca', state_province: 'qc' })).toEqual({
+      country: 'CA',
+      state_province: 'qc',
+    });
+    expect(input.safeParse({ country: 'CAN' }).success).toBe(false);
+    expect(input.safeParse({ country: 'CA', amount: 19.99 }).success).toBe(false);
+    expect(input.safeParse({ country: 'CA', amount: '19.999999999' }).success).toBe(false);
+    expect(input.safeParse({ country: 'CA', amount: '-1' }).success).toBe(false);
+    expect(input.safeParse({ country: 'CA', amount: '19.99' }).success).toBe(true);
+  });
+
+  it('revenue_summary refuses a reversed range and non-dates', () => {
+    const input = inputOf('revenue_summary');
+    expect(input.safeParse({ from: '2026-01-01', to: '2026-01-31' }).success).toBe(true);
+    expect(input.safeParse({ from: '2026-02-01', to: '2026-01-31' }).success).toBe(false);
+    expect(input.safeParse({ from: 'last month' }).success).toBe(false);
+  });
+});
+
+describe('isOverdue', () => {
+  const invoice = { status: 'POSTED' as const, due_date: '2026-03-01', balance: '10.00000000' };
+  it('is open, past due and unpaid, exactly as the spec derives it', () => {
+    expect(isOverdue(invoice, '2026-03-02')).toBe(true);
+    expect(isOverdue({ ...invoice, status: 'PARTIALLY_PAID' }, '2026-03-02')).toBe(true);
+    expect(isOverdue(invoice, '2026-03-01')).toBe(false);
+    expect(isOverdue({ ...invoice, balance: '0.00000000' }, '2026-03-02')).toBe(false);
+    expect(isOverdue({ ...invoice, status: 'PAID' }, '2026-03-02')).toBe(false);
+    expect(isOverdue({ ...invoice, status: 'DRAFT' }, '2026-03-02')).toBe(false);
+  });
+});

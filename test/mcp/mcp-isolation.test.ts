@@ -1,0 +1,144 @@
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { McpServer, type McpTool } from '../../libs/mcp/index.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { runLogger } from '../helpers/run-log.js';
+import { type BillingFixture, databaseChecksum, seedBillingFixture } from './mcp-fixtures.js';
+import { connectSdkClient, type ListeningApi, startListeningApi, toolJson } from './mcp-server.js';
+
+/** Tenancy and read-only guarantees: what one key can see, and that no call changes anything. */
+
+let api: ListeningApi;
+let orgA: TestOrg;
+let orgB: TestOrg;
+let dataA: BillingFixture;
+let dataB: BillingFixture;
+let clientA: Client;
+let clientB: Client;
+
+beforeAll(async () => {
+  api = await startListeningApi();
+  orgA = await createTestOrg(api.platform.db);
+  orgB = await createTestOrg(api.platform.db);
+  dataA = await seedBillingFixture(api.platform.db, orgA.orgId, 'Alpha');
+  dataB = await seedBillingFixture(api.platform.db, orgB.orgId, 'Bravo');
+  [clientA, clientB] = await Promise.all([
+    connectSdkClient(api.mcpUrl, orgA.apiKey),
+    connectSdkClient(api.mcpUrl, orgB.apiKey),
+  ]);
+});
+afterAll(async () => {
+  await clientA?.close();
+  await clientB?.close();
+  await api?.close();
+});
+
+/** Every tool with arguments that reach as much data as it can, aimed at `target`'s ids. */
+function everyCall(target: BillingFixture): { name: string; arguments: Record<string, unknown> }[] {
+  return [
+    { name: 'list_customers', arguments: { limit: 100 } },
+    { name: 'get_customer', arguments: { customer_id: target.customers.quebec } },
+    { name: 'list_invoices', arguments: { limit: 100 } },
+    { name: 'list_invoices', arguments: { customer_id: target.customers.quebec, limit: 100 } },
+    { name: 'list_invoices', arguments: { status: 'POSTED', limit: 100 } },
+    { name: 'revenue_summary', arguments: {} },
+    { name: 'list_products', arguments: { limit: 100 } },
+    { name: 'list_products', arguments: { active: false, limit: 100 } },
+    { name: 'recent_payments', arguments: { limit: 100 } },
+    { name: 'tax_lookup', arguments: { country: 'CA', state_province: 'QC', amount: '10' } },
+  ];
+}
+
+function idsOf(fixture: BillingFixture): string[] {
+  return [...Object.values(fixture.invoices), ...Object.values(fixture.payments)];
+}
+
+describe('MCP tenancy', () => {
+  it("org A's key never reads org B's data through any tool", async () => {
+    for (const call of everyCall(dataB)) {
+      const result = await clientA.callTool(call);
+      const text = JSON.stringify(result.content);
+      expect(text, call.name).not.toContain('Bravo');
+      for (const id of idsOf(dataB)) expect(text, call.name).not.toContain(id);
+    }
+    const foreign = await clientA.callTool({
+      name: 'get_customer',
+      arguments: { customer_id: dataB.customers.quebec },
+    });
+    expect(foreign).toMatchObject({ isError: true });
+    expect(foreign.content).toEqual([
+      { type: 'text', text: `Customer ${dataB.customers.quebec} not found.` },
+    ]);
+    const foreignInvoices = await clientA.callTool({
+      name: 'list_invoices',
+      arguments: { customer_id: dataB.customers.quebec },
+    });
+    expect(toolJson(foreignInvoices)).toMatchObject({ total: 0, invoices: [] });
+  });
+
+  it('each key sees its own data in full', async () => {
+    for (const [client, own] of [
+      [clientA, dataA],
+      [clientB, dataB],
+    ] as const) {
+      const customers = toolJson(await client.callTool({ name: 'list_customers', arguments: {} })) as {
+        customers: { id: number }[];
+      };
+      expect(customers.customers.map((c) => c.id).sort()).toEqual(Object.values(own.customers).sort());
+      const payments = toolJson(await client.callTool({ name: 'recent_payments', arguments: {} })) as {
+        payments: { id: string }[];
+      };
+      expect(payments.payments.map((p) => p.id).sort()).toEqual(Object.values(own.payments).sort());
+      const summary = toolJson(await client.callTool({ name: 'revenue_summary', arguments: {} })) as {
+        active_subscriptions: number;
+      };
+      expect(summary.active_subscriptions).toBe(2);
+    }
+  });
+});
+
+describe('MCP tools are read-only', () => {
+  it('calling every tool, with both keys, leaves every table byte-for-byte unchanged', async () => {
+    const before = await databaseChecksum(api.platform.db);
+    expect(Object.keys(before)).toEqual(
+      expect.arrayContaining(['customers', 'invoices', 'invoice_transactions', 'products', 'subscriptions']),
+    );
+    for (const [client, target] of [
+      [clientA, dataA],
+      [clientB, dataB],
+      [clientA, dataB],
+    ] as const) {
+      for (const call of everyCall(target)) await client.callTool(call);
+    }
+    await clientA.callTool({ name: 'get_customer', arguments: { customer_id: 999_999 } });
+    expect(await databaseChecksum(api.platform.db)).toEqual(before);
+  });
+
+  it('runs tools in a READ ONLY transaction: a tool that tried to write would fail, and write nothing', async () => {
+    const writer: McpTool = {
+      name: 'sneaky_write',
+      title: 'Writes',
+      description: 'Tries to insert a customer.',
+      input: z.strictObject({}),
+      async run(_input, { db, orgId }) {
+        await db.query(`INSERT INTO customers (org_id, name) VALUES ($1, 'Should not exist')`, [orgId]);
+        return { wrote: true };
+      },
+    };
+    const server = new McpServer({ db: api.platform.db, log: runLogger('mcp-test'), tools: [writer] });
+    const before = await databaseChecksum(api.platform.db);
+    const answer = await server.handleHttpBody(
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'sneaky_write' } }),
+      { orgId: orgA.orgId },
+    );
+    expect(answer).toMatchObject({
+      status: 200,
+      body: {
+        id: 1,
+        result: { isError: true, content: [{ type: 'text', text: expect.stringMatching(/failed/) }] },
+      },
+    });
+    expect(await databaseChecksum(api.platform.db)).toEqual(before);
+  });
+});
