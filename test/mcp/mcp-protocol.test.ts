@@ -267,6 +267,18 @@ describe('MCP endpoint over plain HTTP', () => {
     expect(response.status).toBe(415);
   });
 
+  it('413 for a body over the limit, like every route', async () => {
+    const huge = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'ping',
+      params: { pad: 'x'.repeat(1_100_000) },
+    });
+    const response = await post(huge);
+    expect(response.status).toBe(413);
+    expect(((await response.json()) as Json).error_code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
   it('counts MCP calls in the hourly bucket and answers 429 over the limit', async () => {
     const limited = await createTestOrg(api.platform.db, { requestsPerHour: 3 });
     const ping = () => api.postMcp({ jsonrpc: '2.0', id: 1, method: 'ping' }, { key: limited.apiKey });

@@ -58,7 +58,7 @@ export const mcpRoutes: FastifyPluginAsyncZod = async (app) => {
       });
       // A notification is accepted with no body at all (not even `null`).
       if (answer.status === 202) return reply.code(202).send(undefined as never);
-      return reply.code(answer.status).send(answer.body as never);
+      return reply.code(answer.status).send(answer.body);
     },
   );
 };
