@@ -1,4 +1,57 @@
 export {
+  type BillingRunOptions,
+  type BillingRunSummary,
+  DEFAULT_BATCH_SIZE,
+  runBilling,
+  type UsageForTransaction,
+  usageSource,
+} from './billing-run.js';
+export { type BillingScheduler, startBillingScheduler } from './billing-scheduler.js';
+export { addCustomerCredit } from './customer-credit.js';
+export { applyDunning } from './dunning.js';
+export { invoiceEventData, paymentEventData, subscriptionEventData } from './event-data.js';
+export { moneyInput, parseInput, quantityInput } from './inputs.js';
+export {
+  type BillableItem,
+  buildInvoiceLines,
+  type InvoiceDraft,
+  type InvoiceLine,
+} from './invoice-lines.js';
+export { type InvoiceRef, postInvoice, withdrawInvoice } from './invoice-operations.js';
+export {
+  createCreditMemo,
+  createRefund,
+  type MoneyInput,
+  type MoneyResult,
+  recordPayment,
+} from './payments.js';
+export {
+  addDays,
+  addDaysToInstant,
+  addMonthsAnchored,
+  invoicePeriodDates,
+  PERIOD_MONTHS,
+  periodEndAfter,
+  utcDate,
+} from './periods.js';
+export {
+  billableUsage,
+  type PriceTier,
+  type ProductPricing,
+  priceQuantity,
+  tierProblems,
+} from './pricing.js';
+export { BILLABLE_STATUSES, planBilling, type ScheduleStep, type SubscriptionSchedule } from './schedule.js';
+export { parseAmount, settleOnPosting, statusAfterRefund, statusForAmountPaid } from './settlement.js';
+export {
+  assertInvoiceTransition,
+  assertSubscriptionTransition,
+  canMoveInvoice,
+  canMoveSubscription,
+  INVOICE_TRANSITIONS,
+  SUBSCRIPTION_TRANSITIONS,
+} from './state-machines.js';
+export {
   CANADIAN_PROVINCES,
   computeTax,
   type TaxComponent,

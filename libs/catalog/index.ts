@@ -1,1 +1,8 @@
+export {
+  createProduct,
+  getPriceTiers,
+  NewPriceTier,
+  NewProduct,
+  type ProductWithTiers,
+} from './product-admin.js';
 export { getProduct, listProducts, type ProductFilter } from './products.js';

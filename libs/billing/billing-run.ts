@@ -1,0 +1,435 @@
+import { randomUUID } from 'node:crypto';
+import type { Database, Queryable } from '../db/index.js';
+import { emitDomainEvent } from '../events/index.js';
+import { formatMoney, parseMoney } from '../money/index.js';
+import { billingRunDuration, billingRunInvoices, secondsSince } from '../observability/index.js';
+import { PostgresUsageAggregator, type UsageAggregator } from '../usage/index.js';
+import {
+  applyCredits,
+  type BillingCustomer,
+  type CreditApplication,
+  claimDueSubscriptions,
+  type DueSubscription,
+  formatInvoiceNumber,
+  insertInvoices,
+  loadBillableItems,
+  loadCustomers,
+  type NewInvoice,
+  reserveInvoiceNumbers,
+  updateSubscriptions,
+} from './billing-store.js';
+import { applyDunning } from './dunning.js';
+import { invoiceEventData, subscriptionEventData } from './event-data.js';
+import { type BillableItem, buildInvoiceLines } from './invoice-lines.js';
+import { addDays, invoicePeriodDates, utcDate } from './periods.js';
+import { planBilling, type ScheduleStep } from './schedule.js';
+import { settleOnPosting } from './settlement.js';
+import { taxRuleFor } from './tax.js';
+
+/**
+ * The billing run (DESIGN §6 Billing): every subscription whose next_billing_date has passed is
+ * moved forward to `now`: pending ones start, trials end (never charged), each ended period gets
+ * one invoice (posted unless asked for drafts, the customer's credit consumed as a CREDIT_MEMO),
+ * subscriptions canceled at period end or at the end of a term stop, termed ones renew.
+ *
+ * Work goes in batches, each one transaction that claims its subscriptions with FOR NO KEY UPDATE
+ * SKIP LOCKED: two runs at once split the work, and the unique key (subscription_id, period_start)
+ * is the last line of defence. Events go to the outbox in the batch's transaction.
+ */
+
+/**
+ * Where a batch reads usage totals. The Postgres implementation of the aggregation port must read
+ * through the batch's own transaction: the embedded database serializes connections, so a second
+ * connection would wait for the batch to commit, forever.
+ */
+export type UsageForTransaction = (tx: Queryable) => UsageAggregator;
+
+export function usageSource(aggregator: UsageAggregator): UsageForTransaction {
+  return aggregator instanceof PostgresUsageAggregator
+    ? (tx) => new PostgresUsageAggregator(tx)
+    : () => aggregator;
+}
+
+export interface BillingRunOptions {
+  usage: UsageForTransaction;
+  /** Bill what is due as of this instant (default: now). */
+  now?: Date;
+  /** Only this organization's subscriptions. */
+  orgId?: number;
+  /** Only these subscriptions (the seed uses it to leave some invoices in DRAFT). */
+  subscriptionIds?: readonly number[];
+  /** Post the invoices (default true); false leaves them DRAFT for `invoice post`. */
+  post?: boolean;
+  batchSize?: number;
+  progress?: (message: string) => void;
+}
+
+export interface BillingRunSummary {
+  now: string;
+  org_id: number | null;
+  posted: boolean;
+  subscriptions_processed: number;
+  invoices_created: number;
+  invoice_ids: string[];
+  subscriptions_started: number;
+  trials_ended: number;
+  renewed: number;
+  canceled: number;
+  expired: number;
+  marked_past_due: number;
+  back_to_active: number;
+  /** Subscriptions that could not be billed (the rest of the run went on without them). */
+  failures: { subscription_id: number; error: string }[];
+  duration_ms: number;
+}
+
+export const DEFAULT_BATCH_SIZE = 200;
+
+/**
+ * `db` is a Database (each batch its own transaction) or a client already inside a transaction
+ * (the seed), in which case the whole run joins that transaction.
+ */
+export async function runBilling(
+  db: Database | Queryable,
+  options: BillingRunOptions,
+): Promise<BillingRunSummary> {
+  const started = process.hrtime.bigint();
+  const now = options.now ?? new Date();
+  const post = options.post ?? true;
+  const summary: BillingRunSummary = {
+    now: now.toISOString(),
+    org_id: options.orgId ?? null,
+    posted: post,
+    subscriptions_processed: 0,
+    invoices_created: 0,
+    invoice_ids: [],
+    subscriptions_started: 0,
+    trials_ended: 0,
+    renewed: 0,
+    canceled: 0,
+    expired: 0,
+    marked_past_due: 0,
+    back_to_active: 0,
+    failures: [],
+    duration_ms: 0,
+  };
+  const batch: BatchContext = {
+    now,
+    post,
+    orgId: options.orgId,
+    subscriptionIds: options.subscriptionIds,
+    exclude: [],
+    usage: options.usage,
+  };
+  const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  let reportedAt = Date.now();
+  const report = () =>
+    options.progress?.(
+      `billing run: ${summary.subscriptions_processed} subscriptions processed, ${summary.invoices_created} invoices created`,
+    );
+
+  for (;;) {
+    let claimed: number[] = [];
+    try {
+      const result = await inTransaction(db, (tx) =>
+        billBatch(tx, batch, batchSize, (ids) => (claimed = ids)),
+      );
+      if (result.claimed === 0) break;
+      addToSummary(summary, result);
+    } catch (error) {
+      // One bad subscription must not stop everyone's billing: retry the batch one by one and set
+      // aside what still fails. Inside a caller's transaction there is nothing to retry with.
+      if (!isDatabase(db) || claimed.length === 0) throw error;
+      for (const id of claimed) {
+        try {
+          const result = await db.transaction((tx) =>
+            billBatch(tx, { ...batch, subscriptionIds: [id] }, 1, () => {}),
+          );
+          addToSummary(summary, result);
+        } catch (single) {
+          batch.exclude.push(id);
+          summary.failures.push({ subscription_id: id, error: (single as Error).message });
+          options.progress?.(
+            `billing run: subscription ${id} could not be billed: ${(single as Error).message}`,
+          );
+        }
+      }
+    }
+    if (Date.now() - reportedAt >= 1000) {
+      reportedAt = Date.now();
+      report();
+    }
+  }
+
+  const dunning = await inTransaction(db, (tx) =>
+    applyDunning(tx, utcDate(now), { orgId: options.orgId, subscriptionIds: options.subscriptionIds }),
+  );
+  summary.marked_past_due = dunning.pastDue.length;
+  summary.back_to_active = dunning.restored.length;
+
+  billingRunInvoices.inc(summary.invoices_created);
+  billingRunDuration.observe(secondsSince(started));
+  summary.duration_ms = Math.round(Number(process.hrtime.bigint() - started) / 1e6);
+  report();
+  return summary;
+}
+
+interface BatchContext {
+  now: Date;
+  post: boolean;
+  orgId: number | undefined;
+  subscriptionIds: readonly number[] | undefined;
+  exclude: number[];
+  usage: UsageForTransaction;
+}
+
+/** What one committed batch did; added to the summary only once its transaction committed. */
+type BatchResult = Pick<
+  BillingRunSummary,
+  'subscriptions_started' | 'trials_ended' | 'renewed' | 'canceled' | 'expired' | 'invoice_ids'
+> & { claimed: number };
+
+function addToSummary(summary: BillingRunSummary, result: BatchResult): void {
+  summary.subscriptions_processed += result.claimed;
+  summary.invoices_created += result.invoice_ids.length;
+  summary.invoice_ids.push(...result.invoice_ids);
+  summary.subscriptions_started += result.subscriptions_started;
+  summary.trials_ended += result.trials_ended;
+  summary.renewed += result.renewed;
+  summary.canceled += result.canceled;
+  summary.expired += result.expired;
+}
+
+type InvoiceStep = Extract<ScheduleStep, { kind: 'invoice' }>;
+
+/** One batch in one transaction; `claimed` 0 means nothing is due any more. */
+async function billBatch(
+  tx: Queryable,
+  context: BatchContext,
+  limit: number,
+  onClaimed: (ids: number[]) => void,
+): Promise<BatchResult> {
+  const claimed = await claimDueSubscriptions(
+    tx,
+    {
+      now: context.now,
+      orgId: context.orgId,
+      subscriptionIds: context.subscriptionIds,
+      exclude: context.exclude,
+    },
+    limit,
+  );
+  onClaimed(claimed.map((s) => s.id));
+  const result: BatchResult = {
+    claimed: claimed.length,
+    invoice_ids: [],
+    subscriptions_started: 0,
+    trials_ended: 0,
+    renewed: 0,
+    canceled: 0,
+    expired: 0,
+  };
+  if (claimed.length === 0) return result;
+
+  const plans = claimed.map((subscription) => ({ subscription, ...planBilling(subscription, context.now) }));
+  const toInvoice = plans.flatMap(({ subscription, steps }) =>
+    steps
+      .filter((step): step is InvoiceStep => step.kind === 'invoice')
+      .map((step) => ({ subscription, step })),
+  );
+  const invoices = toInvoice.length ? await createInvoices(tx, context, toInvoice) : [];
+
+  await updateSubscriptions(
+    tx,
+    plans.map(({ subscription, next }) => ({
+      id: subscription.id,
+      org_id: subscription.org_id,
+      status: next.status,
+      current_period_start: next.current_period_start,
+      current_period_end: next.current_period_end,
+      next_billing_date: next.next_billing_date,
+      subscription_end_date: next.subscription_end_date,
+      ended_at: next.ended_at,
+    })),
+  );
+
+  for (const invoice of invoices) {
+    if (!invoice.posted) continue;
+    await emitDomainEvent(tx, {
+      orgId: invoice.org_id,
+      type: 'invoice.posted',
+      data: invoiceEventData(invoice),
+    });
+    if (invoice.status === 'PAID') {
+      await emitDomainEvent(tx, {
+        orgId: invoice.org_id,
+        type: 'invoice.paid',
+        data: invoiceEventData(invoice),
+      });
+    }
+  }
+  for (const { subscription, steps } of plans) {
+    for (const step of steps) {
+      if (step.kind === 'renewed') result.renewed++;
+      if (step.kind !== 'status') continue;
+      if (step.reason === 'started') result.subscriptions_started++;
+      if (step.reason === 'trial_ended') result.trials_ended++;
+      if (step.to === 'expired') result.expired++;
+      if (step.to === 'canceled') {
+        result.canceled++;
+        await emitDomainEvent(tx, {
+          orgId: subscription.org_id,
+          type: 'subscription.canceled',
+          data: subscriptionEventData({ ...subscription, status: 'canceled' }),
+        });
+      }
+    }
+  }
+  result.invoice_ids = invoices.map((invoice) => invoice.id);
+  return result;
+}
+
+async function createInvoices(
+  tx: Queryable,
+  context: BatchContext,
+  toInvoice: { subscription: DueSubscription; step: InvoiceStep }[],
+): Promise<NewInvoice[]> {
+  const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
+  const items = await loadBillableItems(
+    tx,
+    orgIds,
+    unique(toInvoice.map(({ subscription }) => subscription.id)),
+  );
+  const customers = await loadCustomers(
+    tx,
+    orgIds,
+    unique(toInvoice.map(({ subscription }) => subscription.customer_id)),
+    context.post,
+  );
+  const usage = await periodUsage(context.usage(tx), toInvoice, items);
+
+  // numbers are reserved per organization in id order, the lock order every run follows
+  const numbering = new Map<number, { next: number; paymentTermsDays: number }>();
+  for (const orgId of orgIds.sort((a, b) => a - b)) {
+    const count = toInvoice.filter(({ subscription }) => subscription.org_id === orgId).length;
+    const reserved = await reserveInvoiceNumbers(tx, orgId, count);
+    numbering.set(orgId, { next: reserved.first, paymentTermsDays: reserved.paymentTermsDays });
+  }
+
+  const creditLeft = new Map<number, bigint>();
+  const credits: CreditApplication[] = [];
+  const invoices: NewInvoice[] = [];
+  for (const { subscription, step } of toInvoice) {
+    const customer = customers.get(subscription.customer_id);
+    if (!customer || customer.org_id !== subscription.org_id) {
+      throw new Error(`customer ${subscription.customer_id} of subscription ${subscription.id} not found`);
+    }
+    const org = numbering.get(subscription.org_id)!;
+    const invoiceDate = utcDate(step.periodEnd);
+    const draft = buildInvoiceLines(items.get(subscription.id) ?? [], {
+      currency: subscription.currency.trim(),
+      usage: usage.get(usageKey(subscription, step)) ?? new Map(),
+      firstPeriod: step.firstPeriod,
+      taxRule: taxRuleFor(destinationOf(customer), invoiceDate),
+    });
+    const id = randomUUID();
+    let status: NewInvoice['status'] = 'DRAFT';
+    let amountPaid = formatMoney(0n);
+    if (context.post) {
+      const available = creditLeft.get(customer.id) ?? parseMoney(customer.credit_balance);
+      const settled = settleOnPosting(draft.total, formatMoney(available));
+      status = settled.status;
+      amountPaid = settled.credit_applied;
+      const applied = parseMoney(settled.credit_applied);
+      creditLeft.set(customer.id, available - applied);
+      if (applied > 0n) {
+        credits.push({
+          org_id: subscription.org_id,
+          customer_id: customer.id,
+          invoice_id: id,
+          amount: amountPaid,
+        });
+      }
+    }
+    invoices.push({
+      id,
+      org_id: subscription.org_id,
+      invoice_number: formatInvoiceNumber(org.next++),
+      customer_id: subscription.customer_id,
+      subscription_id: subscription.id,
+      invoice_date: invoiceDate,
+      ...invoicePeriodDates(step.periodStart, step.periodEnd),
+      due_date: addDays(invoiceDate, org.paymentTermsDays),
+      status,
+      subtotal: draft.subtotal,
+      tax_amount: draft.tax_amount,
+      total: draft.total,
+      amount_paid: amountPaid,
+      currency: subscription.currency.trim(),
+      posted: context.post,
+      lines: draft.lines,
+    });
+  }
+  await insertInvoices(tx, invoices);
+  await applyCredits(tx, credits);
+  return invoices;
+}
+
+const usageKey = (subscription: DueSubscription, step: InvoiceStep) =>
+  `${subscription.id}|${step.periodStart.toISOString()}`;
+
+/**
+ * Usage of every metered item over its invoice's period, one aggregation call per (organization,
+ * period): in a batch of subscriptions renewing together that is one call for all of them.
+ */
+async function periodUsage(
+  aggregator: UsageAggregator,
+  toInvoice: { subscription: DueSubscription; step: InvoiceStep }[],
+  items: Map<number, BillableItem[]>,
+): Promise<Map<string, Map<number, string>>> {
+  const groups = new Map<
+    string,
+    { orgId: number; from: Date; to: Date; itemIds: number[]; keys: string[] }
+  >();
+  for (const { subscription, step } of toInvoice) {
+    const metered = (items.get(subscription.id) ?? []).filter((item) => item.usage_type === 'metered');
+    if (metered.length === 0) continue;
+    const groupKey = `${subscription.org_id}|${step.periodStart.toISOString()}|${step.periodEnd.toISOString()}`;
+    const group = groups.get(groupKey) ?? {
+      orgId: subscription.org_id,
+      from: step.periodStart,
+      to: step.periodEnd,
+      itemIds: [],
+      keys: [],
+    };
+    group.itemIds.push(...metered.map((item) => item.subscription_item_id));
+    group.keys.push(usageKey(subscription, step));
+    groups.set(groupKey, group);
+  }
+  const usage = new Map<string, Map<number, string>>();
+  for (const group of groups.values()) {
+    const totals = await aggregator.totals(group.orgId, group.itemIds, group.from, group.to);
+    for (const key of group.keys) usage.set(key, totals);
+  }
+  return usage;
+}
+
+function destinationOf(customer: BillingCustomer) {
+  return {
+    country: customer.country,
+    stateProvince: customer.state_province,
+    taxExempt: customer.tax_exempt,
+  };
+}
+
+function unique(values: number[]): number[] {
+  return [...new Set(values)];
+}
+
+function isDatabase(db: Database | Queryable): db is Database {
+  return typeof (db as Partial<Database>).transaction === 'function';
+}
+
+function inTransaction<T>(db: Database | Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  return isDatabase(db) ? db.transaction(fn) : fn(db);
+}

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { ApiError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../errors/index.js';
+
+/**
+ * Input schemas shared by the write side (console, seed): decimals arrive as strings (or JSON
+ * numbers, which are turned into their shortest text) and are kept as exact decimal text.
+ */
+
+const decimalText = (integerDigits: number) =>
+  z
+    .union([z.string(), z.number()])
+    .transform((value) => (typeof value === 'number' ? String(value) : value.trim()))
+    .pipe(
+      z
+        .string()
+        .regex(
+          new RegExp(`^\\d{1,${integerDigits}}(\\.\\d{1,8})?$`),
+          `Must be a non-negative decimal with at most ${integerDigits} integer and 8 fractional digits.`,
+        ),
+    );
+
+/** A money amount, >= 0, fitting NUMERIC(20, 8). */
+export const moneyInput = decimalText(12);
+
+/** A unit quantity (included units, tier bounds), >= 0, fitting NUMERIC(38, 8). */
+export const quantityInput = decimalText(30);
+
+/** Parses domain input; every problem becomes a 422 entry naming its field. */
+export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const parsed = schema.safeParse(input, ZOD_PARSE_OPTIONS);
+  if (!parsed.success) throw ApiError.validation(fieldErrorsFromZod(parsed.error.issues));
+  return parsed.data;
+}

@@ -1,0 +1,274 @@
+import { z } from 'zod';
+import {
+  addDaysToInstant,
+  addMonthsAnchored,
+  assertSubscriptionTransition,
+  moneyInput,
+  PERIOD_MONTHS,
+  parseInput,
+  periodEndAfter,
+  quantityInput,
+  subscriptionEventData,
+} from '../billing/index.js';
+import type { Queryable } from '../db/index.js';
+import { ApiError, type FieldError } from '../errors/index.js';
+import { emitDomainEvent } from '../events/index.js';
+import {
+  BILLING_PERIODS,
+  type BillingPeriod,
+  type Subscription,
+  type SubscriptionStatus,
+} from '../schemas/index.js';
+import { getSubscription } from './subscriptions.js';
+
+/**
+ * Creating and canceling subscriptions (console operations). The state machine of DESIGN §6
+ * guards every status change; billing runs move subscriptions forward in time (libs/billing).
+ */
+
+export const NewSubscriptionItem = z.strictObject({
+  product_id: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  quantity: z.number().int().min(0).max(1_000_000).optional(),
+  /** Metered items only: usage per period that is not charged. */
+  included_units: quantityInput.optional(),
+  /** Default: the product's unit price (linear prices; tiered prices use the product's tiers). */
+  unit_price: moneyInput.optional(),
+});
+
+export const NewSubscription = z.strictObject({
+  customer_id: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  items: z.array(NewSubscriptionItem).min(1).max(100),
+  title: z.string().max(255).optional(),
+  trial_days: z.number().int().min(0).max(730).default(0),
+  /** Default: the first item's product's default billing period. */
+  billing_period: z.enum(BILLING_PERIODS).optional(),
+  term_type: z.enum(['evergreen', 'termed']).default('evergreen'),
+  /** Termed subscriptions only; a whole number of billing periods. */
+  initial_term_months: z.number().int().min(1).max(120).optional(),
+  auto_renew: z.boolean().default(true),
+  /** Default: now. In the future, the subscription is pending until then. */
+  start_date: z.date().optional(),
+});
+export type NewSubscription = z.input<typeof NewSubscription>;
+
+interface ProductRow {
+  id: number;
+  name: string;
+  pricing_type: 'one_time' | 'recurring' | 'usage';
+  unit_price: string;
+  currency: string;
+  is_active: boolean;
+  default_billing_period: BillingPeriod;
+}
+
+/**
+ * An item is metered when its product's pricing_type is `usage`. All items share one currency,
+ * which becomes the subscription's (an invoice never mixes currencies). Billing periods anchor on
+ * the day the first paid period starts: the trial end, or the start. Emits subscription.created.
+ */
+export async function createSubscription(
+  tx: Queryable,
+  orgId: number,
+  input: NewSubscription,
+  options: { now?: Date } = {},
+): Promise<Subscription> {
+  const data = parseInput(NewSubscription, input);
+  const now = options.now ?? new Date();
+
+  const customer = await tx.query('SELECT 1 FROM customers WHERE org_id = $1 AND id = $2', [
+    orgId,
+    data.customer_id,
+  ]);
+  if (customer.rowCount === 0) throw ApiError.notFound(`Customer ${data.customer_id}`);
+  const { rows } = await tx.query<ProductRow>(
+    `SELECT id, name, pricing_type, unit_price, currency, is_active, default_billing_period
+       FROM products WHERE org_id = $1 AND id = ANY($2::bigint[])`,
+    [orgId, data.items.map((item) => item.product_id)],
+  );
+  const products = new Map(rows.map((row) => [row.id, { ...row, currency: row.currency.trim() }]));
+  const problems: FieldError[] = [];
+  const lines = data.items.map((item, index) => {
+    const product = products.get(item.product_id);
+    if (!product) throw ApiError.notFound(`Product ${item.product_id}`);
+    const metered = product.pricing_type === 'usage';
+    if (!product.is_active) {
+      problems.push({
+        field: `items.${index}.product_id`,
+        message: `Product ${product.id} is not active.`,
+        code: 'invalid_value',
+      });
+    }
+    if (!metered && item.included_units !== undefined && /[1-9]/.test(item.included_units)) {
+      problems.push({
+        field: `items.${index}.included_units`,
+        message: 'Only metered items (products with pricing_type usage) have included units.',
+        code: 'invalid_value',
+      });
+    }
+    return { item, product, metered };
+  });
+  const currencies = [...new Set(lines.map((line) => line.product.currency))];
+  if (currencies.length > 1) {
+    problems.push({
+      field: 'items',
+      message: `All items must be priced in one currency; these products use ${currencies.join(' and ')}.`,
+      code: 'invalid_value',
+    });
+  }
+  const billingPeriod = data.billing_period ?? lines[0]!.product.default_billing_period;
+  if (data.term_type === 'termed') {
+    if (data.initial_term_months === undefined) {
+      problems.push({
+        field: 'initial_term_months',
+        message: 'A termed subscription needs an initial term in months.',
+        code: 'required',
+      });
+    } else if (data.initial_term_months % PERIOD_MONTHS[billingPeriod] !== 0) {
+      problems.push({
+        field: 'initial_term_months',
+        message: `Must be a whole number of ${billingPeriod} periods (a multiple of ${PERIOD_MONTHS[billingPeriod]}).`,
+        code: 'invalid_value',
+      });
+    }
+  } else if (data.initial_term_months !== undefined) {
+    problems.push({
+      field: 'initial_term_months',
+      message: 'Only a termed subscription has an initial term.',
+      code: 'invalid_value',
+    });
+  }
+  if (problems.length) throw ApiError.validation(problems);
+
+  const start = data.start_date ?? now;
+  const trialEnd = data.trial_days > 0 ? addDaysToInstant(start, data.trial_days) : null;
+  const firstPaidStart = trialEnd ?? start;
+  const anchorDay = firstPaidStart.getUTCDate();
+  const firstPeriodEnd = trialEnd ?? periodEndAfter(start, billingPeriod, anchorDay);
+  // A start in the future waits as pending; a start in the past is caught up by the next billing run.
+  const status: SubscriptionStatus = start > now ? 'pending' : trialEnd ? 'trialing' : 'active';
+  const termEnd =
+    data.term_type === 'termed'
+      ? addMonthsAnchored(firstPaidStart, data.initial_term_months!, anchorDay)
+      : null;
+  const title =
+    data.title ??
+    lines
+      .map((line) => line.product.name)
+      .join(', ')
+      .slice(0, 255);
+
+  const inserted = await tx.query<{ id: number; customer_id: number; status: SubscriptionStatus }>(
+    `INSERT INTO subscriptions (org_id, customer_id, status, title, currency, start_date, next_billing_date,
+       billing_period, billing_anchor_day, current_period_start, current_period_end, term_type, initial_term_months,
+       auto_renew, subscription_end_date, trial_end_date)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+     RETURNING id, customer_id, status`,
+    [
+      orgId,
+      data.customer_id,
+      status,
+      title,
+      currencies[0],
+      start,
+      status === 'pending' ? start : firstPeriodEnd,
+      billingPeriod,
+      anchorDay,
+      start,
+      firstPeriodEnd,
+      data.term_type,
+      data.initial_term_months ?? null,
+      data.auto_renew,
+      termEnd,
+      trialEnd,
+    ],
+  );
+  const subscription = inserted.rows[0]!;
+  await tx.query(
+    `INSERT INTO subscription_items (org_id, subscription_id, product_id, quantity, unit_price, usage_type,
+       included_units)
+     SELECT $1, $2, product_id, quantity, unit_price, usage_type, included_units
+       FROM jsonb_to_recordset($3::jsonb) AS x(product_id bigint, quantity integer, unit_price numeric,
+            usage_type text, included_units numeric)`,
+    [
+      orgId,
+      subscription.id,
+      JSON.stringify(
+        lines.map(({ item, product, metered }) => ({
+          product_id: product.id,
+          quantity: item.quantity ?? 1,
+          unit_price: item.unit_price ?? product.unit_price,
+          usage_type: metered ? 'metered' : 'licensed',
+          included_units: metered ? (item.included_units ?? '0') : '0',
+        })),
+      ),
+    ],
+  );
+  await emitDomainEvent(tx, {
+    orgId,
+    type: 'subscription.created',
+    data: subscriptionEventData(subscription),
+  });
+  return getSubscription(tx, orgId, subscription.id);
+}
+
+/**
+ * Cancels now (status canceled, billing stops, the current period is not invoiced; emits
+ * subscription.canceled) or at the end of the current period (the billing run invoices that last
+ * period, then cancels and emits subscription.canceled). Found by id, or only within `orgId`.
+ */
+export async function cancelSubscription(
+  tx: Queryable,
+  input: {
+    subscriptionId: number;
+    orgId?: number | undefined;
+    atPeriodEnd?: boolean | undefined;
+    now?: Date;
+  },
+): Promise<Subscription> {
+  const now = input.now ?? new Date();
+  const { rows } = await tx.query<{
+    id: number;
+    org_id: number;
+    customer_id: number;
+    status: SubscriptionStatus;
+    cancel_at_period_end: boolean;
+  }>(
+    `SELECT id, org_id, customer_id, status, cancel_at_period_end FROM subscriptions
+      WHERE id = $1 AND ($2::bigint IS NULL OR org_id = $2)
+        FOR NO KEY UPDATE`,
+    [input.subscriptionId, input.orgId ?? null],
+  );
+  const subscription = rows[0];
+  if (!subscription) throw ApiError.notFound(`Subscription ${input.subscriptionId}`);
+  assertSubscriptionTransition(subscription.id, subscription.status, 'canceled');
+
+  if (input.atPeriodEnd) {
+    if (subscription.status === 'paused') {
+      throw ApiError.conflict(
+        `Subscription ${subscription.id} is paused and has no running period to end; cancel it now instead.`,
+      );
+    }
+    if (subscription.cancel_at_period_end) {
+      throw ApiError.conflict(
+        `Subscription ${subscription.id} is already set to cancel at the end of its period.`,
+      );
+    }
+    await tx.query(
+      `UPDATE subscriptions SET cancel_at_period_end = true, canceled_at = $3, updated_at = now()
+        WHERE org_id = $1 AND id = $2`,
+      [subscription.org_id, subscription.id, now],
+    );
+  } else {
+    await tx.query(
+      `UPDATE subscriptions SET status = 'canceled', canceled_at = $3, ended_at = $3, updated_at = now()
+        WHERE org_id = $1 AND id = $2`,
+      [subscription.org_id, subscription.id, now],
+    );
+    await emitDomainEvent(tx, {
+      orgId: subscription.org_id,
+      type: 'subscription.canceled',
+      data: subscriptionEventData({ ...subscription, status: 'canceled' }),
+    });
+  }
+  return getSubscription(tx, subscription.org_id, subscription.id);
+}

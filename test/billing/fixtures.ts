@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import { createProduct, type NewProduct } from '../../libs/catalog/index.js';
+import { createCustomer } from '../../libs/customers/index.js';
+import type { Queryable } from '../../libs/db/index.js';
+import { CreateCustomer } from '../../libs/schemas/index.js';
+import { createSubscription, type NewSubscription } from '../../libs/subscriptions/index.js';
+
+/** Building blocks of the billing tests, all through the domain functions the console uses. */
+
+export async function customerIn(
+  db: Queryable,
+  orgId: number,
+  overrides: Partial<CreateCustomer> = {},
+): Promise<number> {
+  const customer = await createCustomer(
+    db,
+    orgId,
+    CreateCustomer.parse({ name: 'Acme Inc.', country: 'CA', state_province: 'ON', ...overrides }),
+  );
+  return customer.id;
+}
+
+export async function productIn(db: Queryable, orgId: number, product: NewProduct): Promise<number> {
+  return (await createProduct(db, orgId, product)).id;
+}
+
+/** Seats at 10.00 (licensed) and API calls (metered: 1-100 at 1.00, beyond at 0.50, graduated). */
+export async function basicCatalog(db: Queryable, orgId: number, currency = 'CAD') {
+  const seats = await productIn(db, orgId, {
+    name: 'Seats',
+    unit_price: '10.00',
+    pricing_type: 'recurring',
+    currency,
+    unit_label: 'seat',
+  });
+  const apiCalls = await productIn(db, orgId, {
+    name: 'API calls',
+    pricing_type: 'usage',
+    pricing_mode: 'graduated',
+    currency,
+    unit_label: 'calls',
+    tiers: [
+      { up_to: '100', unit_price: '1.00' },
+      { up_to: null, unit_price: '0.50' },
+    ],
+  });
+  return { seats, apiCalls };
+}
+
+export async function subscribe(
+  db: Queryable,
+  orgId: number,
+  input: NewSubscription,
+  now = new Date('2026-01-01T00:00:00Z'),
+) {
+  return createSubscription(db, orgId, input, { now });
+}
+
+/** What the pg sink writes for a usage event (the ingest pipeline is tested on its own). */
+export async function recordUsage(
+  db: Queryable,
+  orgId: number,
+  subscriptionItemId: number,
+  quantity: string,
+  occurredAt: string,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO usage_events (id, org_id, subscription_item_id, idempotency_key, quantity, occurred_at, recorded_at)
+     VALUES ($1, $2, $3, $4, $5, $6, now())`,
+    [randomUUID(), orgId, subscriptionItemId, randomUUID(), quantity, occurredAt],
+  );
+}
+
+export async function outbox(db: Queryable, orgId: number, type?: string) {
+  const { rows } = await db.query<{ id: number; event_type: string; data: Record<string, unknown> }>(
+    `SELECT id, event_type, data FROM outbox WHERE org_id = $1 AND ($2::text IS NULL OR event_type = $2) ORDER BY id`,
+    [orgId, type ?? null],
+  );
+  return rows;
+}
+
+export async function invoicesOf(db: Queryable, subscriptionId: number) {
+  const { rows } = await db.query<{
+    id: string;
+    invoice_number: string;
+    status: string;
+    period_start: string;
+    period_end: string;
+    total: string;
+  }>(
+    `SELECT id, invoice_number, status, period_start, period_end, total FROM invoices
+      WHERE subscription_id = $1 ORDER BY period_start`,
+    [subscriptionId],
+  );
+  return rows;
+}
