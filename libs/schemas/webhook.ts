@@ -64,7 +64,7 @@ export const CreatedWebhookEndpoint = WebhookEndpoint.extend({
 export type CreatedWebhookEndpoint = z.output<typeof CreatedWebhookEndpoint>;
 
 const endpointUrl = z
-  .url({ protocol: /^https?$/ })
+  .url({ protocol: /^https?$/, error: 'Must be an absolute https URL.' })
   .max(2048)
   .meta({
     description:

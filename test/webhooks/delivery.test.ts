@@ -58,7 +58,14 @@ describe('webhook delivery', () => {
   it('POSTs the compact JSON payload, signed over the raw body, with the spec headers', async () => {
     const target = await receiver();
     const endpoint = await createEndpoint(target.url, ['invoice.*']);
-    const data = { id: 'a1b2', object: 'invoice', customer_id: 7, status: 'PAID', total: '10.00000000', note: 'é ✓' };
+    const data = {
+      id: 'a1b2',
+      object: 'invoice',
+      customer_id: 7,
+      status: 'PAID',
+      total: '10.00000000',
+      note: 'é ✓',
+    };
     const before = Math.floor(Date.now() / 1000);
     await emit(api.platform.db, org.orgId, 'invoice.paid', data);
 
@@ -83,10 +90,17 @@ describe('webhook delivery', () => {
     const signature = headers['x-service-signature'] as string;
     expect(signature).toMatch(/^sha256=[0-9a-f]{64}$/);
     expect(await verify(endpoint.secret, body, signature)).toBe(true);
-    expect(signature).toBe(`sha256=${createHmac('sha256', endpoint.secret).update(Buffer.from(body)).digest('hex')}`);
+    expect(signature).toBe(
+      `sha256=${createHmac('sha256', endpoint.secret).update(Buffer.from(body)).digest('hex')}`,
+    );
     expect(await verify(endpoint.secret, JSON.stringify(payload, null, 1), signature)).toBe(false);
 
-    expect(stored).toMatchObject({ status: 'SUCCESS', attempts: 1, last_response_code: 200, last_response_body: 'ok' });
+    expect(stored).toMatchObject({
+      status: 'SUCCESS',
+      attempts: 1,
+      last_response_code: 200,
+      last_response_body: 'ok',
+    });
     expect(await attemptsOf(api.platform.db, stored!.id)).toEqual([
       expect.objectContaining({ attempt: 1, response_code: 200 }),
     ]);
@@ -99,9 +113,19 @@ describe('webhook delivery', () => {
     const mixed = await createEndpoint(`${target.url}?to=mixed`, ['subscription.*', 'payment.succeeded']);
     const posted = await createEndpoint(`${target.url}?to=posted`, ['invoice.posted']);
     const other = await createTestOrg(api.platform.db);
-    await createEndpoint(`${target.url}?to=other-org`, ['invoice.*', 'subscription.*', 'payment.*'], {}, other.apiKey);
+    await createEndpoint(
+      `${target.url}?to=other-org`,
+      ['invoice.*', 'subscription.*', 'payment.*'],
+      {},
+      other.apiKey,
+    );
 
-    for (const type of ['invoice.paid', 'subscription.created', 'payment.succeeded', 'invoice.posted'] as const) {
+    for (const type of [
+      'invoice.paid',
+      'subscription.created',
+      'payment.succeeded',
+      'invoice.posted',
+    ] as const) {
       await emit(api.platform.db, org.orgId, type);
     }
     // 1 (exact) + 2 (family) + 2 (mixed) + 1 (posted)
@@ -119,7 +143,9 @@ describe('webhook delivery', () => {
     expect(received('other-org')).toEqual([]);
     expect(target.deliveries).toHaveLength(6);
     for (const endpoint of [exact, family, mixed, posted]) {
-      expect((await storedEvents(api.platform.db, endpoint.id)).every((e) => e.status === 'SUCCESS')).toBe(true);
+      expect((await storedEvents(api.platform.db, endpoint.id)).every((e) => e.status === 'SUCCESS')).toBe(
+        true,
+      );
     }
   });
 
@@ -138,7 +164,11 @@ describe('webhook delivery', () => {
       payload: { status: 'DISABLED' },
     });
     expect(patch.statusCode).toBe(200);
-    const removal = await api.request({ method: 'DELETE', path: `/webhook-endpoints/${deleted.id}`, key: org.apiKey });
+    const removal = await api.request({
+      method: 'DELETE',
+      path: `/webhook-endpoints/${deleted.id}`,
+      key: org.apiKey,
+    });
     expect(removal.statusCode).toBe(204);
 
     await emit(api.platform.db, org.orgId, 'invoice.posted');
@@ -160,7 +190,11 @@ describe('webhook delivery', () => {
       () => storedEvents(api.platform.db, endpoint.id),
       (rows) => rows[0]?.status === 'RETRYING',
     );
-    const removal = await api.request({ method: 'DELETE', path: `/webhook-endpoints/${endpoint.id}`, key: org.apiKey });
+    const removal = await api.request({
+      method: 'DELETE',
+      path: `/webhook-endpoints/${endpoint.id}`,
+      key: org.apiKey,
+    });
     expect(removal.statusCode).toBe(204);
     await sleep(500);
     expect(target.deliveries).toHaveLength(1);
@@ -181,7 +215,9 @@ describe('webhook delivery', () => {
   });
 
   it('retries a 500 and succeeds on the next 200: RETRYING, then SUCCESS with two attempts', async () => {
-    const target = await receiver((_, count) => (count === 1 ? { status: 500, body: 'boom' } : { status: 200 }));
+    const target = await receiver((_, count) =>
+      count === 1 ? { status: 500, body: 'boom' } : { status: 200 },
+    );
     const endpoint = await createEndpoint(target.url, ['payment.succeeded']);
     await emit(api.platform.db, org.orgId, 'payment.succeeded');
 
@@ -189,13 +225,19 @@ describe('webhook delivery', () => {
       () => storedEvents(api.platform.db, endpoint.id),
       (rows) => rows[0]?.attempts === 1,
     );
-    expect(retrying).toMatchObject({ status: 'RETRYING', last_response_code: 500, last_response_body: 'boom' });
+    expect(retrying).toMatchObject({
+      status: 'RETRYING',
+      last_response_code: 500,
+      last_response_body: 'boom',
+    });
     const [succeeded] = await eventually(
       () => storedEvents(api.platform.db, endpoint.id),
       (rows) => rows[0]?.status === 'SUCCESS',
     );
     expect(succeeded).toMatchObject({ attempts: 2, last_response_code: 200 });
-    expect((await attemptsOf(api.platform.db, succeeded!.id)).map((a) => a.response_code)).toEqual([500, 200]);
+    expect((await attemptsOf(api.platform.db, succeeded!.id)).map((a) => a.response_code)).toEqual([
+      500, 200,
+    ]);
     const [first, second] = target.deliveries;
     // the same delivery: same id, same bytes, same signature
     expect(second!.body).toBe(first!.body);
@@ -211,7 +253,11 @@ describe('webhook delivery', () => {
       () => storedEvents(api.platform.db, endpoint.id),
       (rows) => rows[0]?.status === 'FAILED',
     );
-    expect(failed).toMatchObject({ attempts: 5, last_response_code: 500, last_response_body: 'still broken' });
+    expect(failed).toMatchObject({
+      attempts: 5,
+      last_response_code: 500,
+      last_response_body: 'still broken',
+    });
     expect((await attemptsOf(api.platform.db, failed!.id)).map((a) => a.attempt)).toEqual([1, 2, 3, 4, 5]);
     await sleep(300);
     expect(target.deliveries).toHaveLength(5);
@@ -248,7 +294,11 @@ describe('webhook delivery', () => {
     const tail = `${'é'.repeat(400)}${'😀'.repeat(100)}${'0123456789'.repeat(50)}`;
     const body = `${'x'.repeat(4000)}${tail}`;
     expect([...tail]).toHaveLength(1000);
-    const target = await receiver(() => ({ status: 200, body, headers: { 'content-type': 'text/plain; charset=utf-8' } }));
+    const target = await receiver(() => ({
+      status: 200,
+      body,
+      headers: { 'content-type': 'text/plain; charset=utf-8' },
+    }));
     const endpoint = await createEndpoint(target.url, ['invoice.paid']);
     await emit(api.platform.db, org.orgId, 'invoice.paid');
     const [event] = await eventually(
@@ -262,7 +312,11 @@ describe('webhook delivery', () => {
 
   it('treats a redirect as a failure and does not follow it', async () => {
     const elsewhere = await receiver();
-    const target = await receiver(() => ({ status: 302, headers: { location: elsewhere.url }, body: 'moved' }));
+    const target = await receiver(() => ({
+      status: 302,
+      headers: { location: elsewhere.url },
+      body: 'moved',
+    }));
     const endpoint = await createEndpoint(target.url, ['invoice.paid']);
     await emit(api.platform.db, org.orgId, 'invoice.paid');
     const [event] = await eventually(

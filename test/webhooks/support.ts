@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Database } from '../../libs/db/index.js';
@@ -5,6 +6,7 @@ import { emitDomainEvent } from '../../libs/events/index.js';
 import type { Logger } from '../../libs/log/index.js';
 import type { EmittedEventType } from '../../libs/schemas/index.js';
 import { type DispatcherSettings, WebhookDispatcher } from '../../libs/webhooks/index.js';
+import { PROJECT_ROOT } from '../helpers/processes.js';
 import { runLogger } from '../helpers/run-log.js';
 
 export interface ReceivedDelivery {
@@ -46,7 +48,10 @@ export async function startReceiver(responder: Responder = () => ({ status: 200 
     request.on('end', () => {
       const delivery = {
         url: request.url ?? '/',
-        headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now() };
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        receivedAt: Date.now(),
+      };
       deliveries.push(delivery);
       const answer = current(delivery, deliveries.length);
       const send = () => {
@@ -147,16 +152,83 @@ export async function attemptsOf(
 }
 
 /** Polls `read` until `done` holds for its value. */
-export async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
     if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    if (Date.now() > deadline)
+      throw new Error(`condition not met in ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
     await sleep(25);
   }
 }
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  match: RegExpMatchArray;
+  output(): string;
+  /** SIGTERM; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL, as a crash would; resolves once the process is gone. */
+  kill(): Promise<void>;
+}
+
+/**
+ * Starts an entry point as `node --import tsx <entry>`: ONE process, so a signal reaches the
+ * service itself (the tsx CLI runs the script in a child, which would outlive a SIGKILL).
+ */
+export async function startServiceProcess(
+  entry: string,
+  env: Record<string, string | undefined>,
+  ready: RegExp,
+  timeoutMs = 60_000,
+): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${entry} not ready after ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
+    const onData = (data: Buffer) => {
+      output += data;
+      const found = output.match(ready);
+      if (found) {
+        clearTimeout(timer);
+        resolve(found);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`${entry} exited with ${code}:\n${output}`));
+    });
+  });
+  return {
+    child,
+    match,
+    output: () => output,
+    stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
 }
