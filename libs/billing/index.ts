@@ -10,7 +10,7 @@ export { type BillingScheduler, startBillingScheduler } from './billing-schedule
 export { addCustomerCredit } from './customer-credit.js';
 export { applyDunning } from './dunning.js';
 export { invoiceEventData, paymentEventData, subscriptionEventData } from './event-data.js';
-export { moneyInput, parseInput, quantityInput } from './inputs.js';
+export { instantInput, moneyInput, parseInput, quantityInput } from './inputs.js';
 export {
   type BillableItem,
   buildInvoiceLines,

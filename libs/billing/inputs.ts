@@ -31,3 +31,18 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.ou
   if (!parsed.success) throw ApiError.validation(fieldErrorsFromZod(parsed.error.issues));
   return parsed.data;
 }
+
+/** An instant typed by an operator: an ISO 8601 date-time with offset, or a date (midnight UTC). */
+export const instantInput = z.string().transform((text, ctx) => {
+  const iso = /^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text;
+  const valid = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(iso);
+  const instant = new Date(iso);
+  if (!valid || Number.isNaN(instant.getTime())) {
+    ctx.addIssue({
+      code: 'custom',
+      message: 'Must be an ISO 8601 date-time with offset (2026-03-01T00:00:00Z) or a date.',
+    });
+    return z.NEVER;
+  }
+  return instant;
+});

@@ -1,8 +1,25 @@
 import type { Command } from '../command.js';
+import { billingCommands } from './billing.js';
+import { customerCommands } from './customer.js';
+import { invoiceCommands } from './invoice.js';
 import { keyCommands } from './key.js';
 import { migrateCommand } from './migrate.js';
 import { orgCommands } from './org.js';
+import { paymentCommands } from './payment.js';
+import { productCommands } from './product.js';
 import { seedCommand } from './seed.js';
+import { subscriptionCommands } from './subscription.js';
 
 /** Every console command; each module owns one area. */
-export const COMMANDS: Command[] = [migrateCommand, ...orgCommands, ...keyCommands, seedCommand] as Command[];
+export const COMMANDS: Command[] = [
+  migrateCommand,
+  ...orgCommands,
+  ...keyCommands,
+  seedCommand,
+  ...productCommands,
+  ...customerCommands,
+  ...subscriptionCommands,
+  ...billingCommands,
+  ...invoiceCommands,
+  ...paymentCommands,
+] as Command[];

@@ -1,0 +1,43 @@
+import { z } from 'zod';
+import { instantInput, runBilling, usageSource } from '../../billing/index.js';
+import { getOrganization } from '../../organizations/index.js';
+import { openUsageAggregator } from '../../usage/index.js';
+import { defineCommand } from '../command.js';
+import { booleanFlag, idFlag } from '../flags.js';
+
+export const billingCommands = [
+  defineCommand({
+    name: 'billing run',
+    summary: 'Invoice every subscription due as of --now (all organizations, or one) and post the invoices',
+    usage: '[--now ISO] [--org ID] [--draft] [--batch-size N]',
+    flags: z.strictObject({
+      now: instantInput.optional(),
+      org: idFlag.optional(),
+      /** Leave the invoices DRAFT, for review and `invoice post`. */
+      draft: booleanFlag,
+      'batch-size': z.coerce.number().int().min(1).max(5000).optional(),
+    }),
+    run: async ({ db, config, progress }, f) => {
+      if (f.org !== undefined) await getOrganization(db, f.org);
+      const usage = await openUsageAggregator(config, db);
+      try {
+        const summary = await runBilling(db, {
+          usage: usageSource(usage.aggregator),
+          now: f.now,
+          orgId: f.org,
+          post: !f.draft,
+          batchSize: f['batch-size'],
+          progress,
+        });
+        if (summary.failures.length) {
+          progress(
+            `billing run: ${summary.failures.length} subscription(s) could not be billed; see "failures"`,
+          );
+        }
+        return summary;
+      } finally {
+        await usage.close();
+      }
+    },
+  }),
+];

@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { instantInput } from '../../billing/index.js';
+import { getOrganization } from '../../organizations/index.js';
+import { BILLING_PERIODS } from '../../schemas/index.js';
+import { cancelSubscription, createSubscription, NewSubscriptionItem } from '../../subscriptions/index.js';
+import { defineCommand } from '../command.js';
+import { booleanFlag, idFlag, jsonFlag } from '../flags.js';
+
+export const subscriptionCommands = [
+  defineCommand({
+    name: 'subscription create',
+    summary:
+      'Subscribe a customer; an item is metered when its product is usage-priced (emits subscription.created)',
+    usage:
+      `--org ID --customer ID --items '[{"product_id":12,"quantity":2},{"product_id":14,"included_units":"1000"}]' ` +
+      '[--trial-days N] [--billing-period monthly|quarterly|annually] [--term-type evergreen|termed] ' +
+      '[--initial-term-months N] [--auto-renew true|false] [--start ISO] [--title T]',
+    flags: z.strictObject({
+      org: idFlag,
+      customer: idFlag,
+      items: jsonFlag(z.array(NewSubscriptionItem)),
+      'trial-days': z.coerce.number().int().min(0).max(730).optional(),
+      'billing-period': z.enum(BILLING_PERIODS).optional(),
+      'term-type': z.enum(['evergreen', 'termed']).optional(),
+      'initial-term-months': z.coerce.number().int().min(1).max(120).optional(),
+      'auto-renew': z.enum(['true', 'false']).optional(),
+      start: instantInput.optional(),
+      title: z.string().max(255).optional(),
+    }),
+    run: async ({ db }, f) => {
+      await getOrganization(db, f.org);
+      return db.transaction((tx) =>
+        createSubscription(tx, f.org, {
+          customer_id: f.customer,
+          items: f.items,
+          trial_days: f['trial-days'],
+          billing_period: f['billing-period'],
+          term_type: f['term-type'],
+          initial_term_months: f['initial-term-months'],
+          auto_renew: f['auto-renew'] === undefined ? undefined : f['auto-renew'] === 'true',
+          start_date: f.start,
+          title: f.title,
+        }),
+      );
+    },
+  }),
+  defineCommand({
+    name: 'subscription cancel',
+    summary:
+      'Cancel now (emits subscription.canceled) or at the end of the current period (the billing run does)',
+    usage: '--id ID [--at-period-end] [--org ID]',
+    flags: z.strictObject({ id: idFlag, 'at-period-end': booleanFlag, org: idFlag.optional() }),
+    run: ({ db }, f) =>
+      db.transaction((tx) =>
+        cancelSubscription(tx, { subscriptionId: f.id, orgId: f.org, atPeriodEnd: f['at-period-end'] }),
+      ),
+  }),
+];

@@ -1,0 +1,300 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProduct } from '../../libs/catalog/index.js';
+import { ApiError } from '../../libs/errors/index.js';
+import {
+  cancelSubscription,
+  createSubscription,
+  type NewSubscription,
+} from '../../libs/subscriptions/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg } from '../helpers/fixtures.js';
+import { basicCatalog, customerIn, outbox, productIn } from './fixtures.js';
+
+let database: TestDatabase;
+let orgId: number;
+let customerId: number;
+let catalog: { seats: number; apiCalls: number };
+
+beforeAll(async () => {
+  database = await createTestDatabase('subscriptions');
+  ({ orgId } = await createTestOrg(database.db));
+  catalog = await basicCatalog(database.db, orgId);
+  customerId = await customerIn(database.db, orgId);
+});
+afterAll(() => database.drop());
+
+async function failure(promise: Promise<unknown>): Promise<ApiError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ApiError);
+  return error as ApiError;
+}
+
+const now = new Date('2026-03-10T12:00:00Z');
+const create = (input: NewSubscription) =>
+  database.db.transaction((tx) => createSubscription(tx, orgId, input, { now }));
+
+describe('products', () => {
+  it('creates a tiered product with its tiers, in the public representation', async () => {
+    const product = await createProduct(database.db, orgId, {
+      name: 'Storage',
+      pricing_type: 'usage',
+      pricing_mode: 'volume',
+      unit_label: 'GB',
+      tiers: [
+        { up_to: '100', unit_price: '0.10' },
+        { up_to: null, unit_price: '0.05', flat_fee: '1' },
+      ],
+    });
+    expect(product).toMatchObject({
+      object: 'product',
+      name: 'Storage',
+      unit_price: '0.00000000',
+      currency: 'CAD',
+      category: 'usage',
+      pricing_type: 'usage',
+      pricing_model: 'per_unit',
+      pricing_scheme: 'tiered',
+      pricing_mode: 'volume',
+      is_active: true,
+      tiers: [
+        { up_to: '100.00000000', unit_price: '0.10000000', flat_fee: '0.00000000' },
+        { up_to: null, unit_price: '0.05000000', flat_fee: '1.00000000' },
+      ],
+    });
+  });
+
+  it('refuses inconsistent prices, naming the fields', async () => {
+    const noMode = await failure(
+      createProduct(database.db, orgId, {
+        name: 'X',
+        pricing_type: 'usage',
+        tiers: [{ up_to: null, unit_price: '1' }],
+      }),
+    );
+    expect(noMode.details).toEqual([expect.objectContaining({ field: 'pricing_mode' })]);
+    const closed = await failure(
+      createProduct(database.db, orgId, {
+        name: 'X',
+        pricing_type: 'usage',
+        pricing_mode: 'graduated',
+        tiers: [{ up_to: '10', unit_price: '1' }],
+      }),
+    );
+    expect(closed.details).toEqual([expect.objectContaining({ field: 'tiers.0.up_to' })]);
+    const linearWithMode = await failure(
+      createProduct(database.db, orgId, {
+        name: 'X',
+        pricing_type: 'recurring',
+        pricing_scheme: 'linear',
+        pricing_mode: 'flat',
+      }),
+    );
+    expect(linearWithMode.details?.[0]?.field).toBe('pricing_mode');
+    const badPrice = await failure(
+      createProduct(database.db, orgId, { name: 'X', pricing_type: 'recurring', unit_price: '-1' }),
+    );
+    expect(badPrice.details?.[0]?.field).toBe('unit_price');
+    expect(
+      (await failure(createProduct(database.db, 999_999, { name: 'X', pricing_type: 'recurring' }))).code,
+    ).toBe('NOT_FOUND');
+  });
+});
+
+describe('creating subscriptions', () => {
+  it('licensed and metered items (metered when the product is usage-priced), emits subscription.created', async () => {
+    const subscription = await create({
+      customer_id: customerId,
+      items: [
+        { product_id: catalog.seats, quantity: 3 },
+        { product_id: catalog.apiCalls, included_units: '1000' },
+      ],
+      start_date: new Date('2026-01-31T09:00:00Z'),
+    });
+    expect(subscription).toMatchObject({
+      object: 'subscription',
+      customer_id: customerId,
+      status: 'active',
+      title: 'Seats, API calls',
+      billing_period: 'monthly',
+      start_date: '2026-01-31T09:00:00.000Z',
+      current_period_start: '2026-01-31T09:00:00.000Z',
+      current_period_end: '2026-02-28T09:00:00.000Z',
+      next_billing_date: '2026-02-28T09:00:00.000Z',
+      term_type: 'evergreen',
+      initial_term_months: null,
+      auto_renew: true,
+      trial_end_date: null,
+      cancel_at_period_end: false,
+    });
+    expect(
+      subscription.items.map((i) => [
+        i.product_name,
+        i.usage_type,
+        i.quantity,
+        i.unit_price,
+        i.included_units,
+      ]),
+    ).toEqual([
+      ['Seats', 'licensed', 3, '10.00000000', '0.00000000'],
+      ['API calls', 'metered', 1, '0.00000000', '1000.00000000'],
+    ]);
+    const created = (await outbox(database.db, orgId, 'subscription.created')).at(-1);
+    expect(created?.data).toEqual({
+      id: subscription.id,
+      object: 'subscription',
+      customer_id: customerId,
+      status: 'active',
+    });
+  });
+
+  it('trials, quarterly and annual periods, termed subscriptions and future starts', async () => {
+    const trial = await create({
+      customer_id: customerId,
+      items: [{ product_id: catalog.seats }],
+      trial_days: 30,
+    });
+    expect(trial).toMatchObject({
+      status: 'trialing',
+      trial_end_date: '2026-04-09T12:00:00.000Z',
+      next_billing_date: '2026-04-09T12:00:00.000Z',
+    });
+    const termed = await create({
+      customer_id: customerId,
+      items: [{ product_id: catalog.seats }],
+      billing_period: 'quarterly',
+      term_type: 'termed',
+      initial_term_months: 12,
+      auto_renew: false,
+    });
+    expect(termed).toMatchObject({
+      current_period_end: '2026-06-10T12:00:00.000Z',
+      subscription_end_date: '2027-03-10T12:00:00.000Z',
+      initial_term_months: 12,
+      auto_renew: false,
+    });
+    const annual = await create({
+      customer_id: customerId,
+      items: [{ product_id: catalog.seats }],
+      billing_period: 'annually',
+    });
+    expect(annual.current_period_end).toBe('2027-03-10T12:00:00.000Z');
+    const future = await create({
+      customer_id: customerId,
+      items: [{ product_id: catalog.seats }],
+      start_date: new Date('2026-04-01T00:00:00Z'),
+    });
+    expect(future).toMatchObject({ status: 'pending', next_billing_date: '2026-04-01T00:00:00.000Z' });
+  });
+
+  it('refuses what cannot be billed, naming the fields', async () => {
+    const usd = await productIn(database.db, orgId, {
+      name: 'US seats',
+      pricing_type: 'recurring',
+      unit_price: '9',
+      currency: 'USD',
+    });
+    const mixed = await failure(
+      create({ customer_id: customerId, items: [{ product_id: catalog.seats }, { product_id: usd }] }),
+    );
+    expect(mixed.details).toEqual([
+      {
+        field: 'items',
+        message: 'All items must be priced in one currency; these products use CAD and USD.',
+        code: 'invalid_value',
+      },
+    ]);
+    const included = await failure(
+      create({ customer_id: customerId, items: [{ product_id: catalog.seats, included_units: '5' }] }),
+    );
+    expect(included.details?.[0]?.field).toBe('items.0.included_units');
+    const noTerm = await failure(
+      create({ customer_id: customerId, items: [{ product_id: catalog.seats }], term_type: 'termed' }),
+    );
+    expect(noTerm.details?.[0]).toMatchObject({ field: 'initial_term_months', code: 'required' });
+    const oddTerm = await failure(
+      create({
+        customer_id: customerId,
+        items: [{ product_id: catalog.seats }],
+        billing_period: 'quarterly',
+        term_type: 'termed',
+        initial_term_months: 4,
+      }),
+    );
+    expect(oddTerm.details?.[0]?.message).toMatch(/multiple of 3/);
+    const noItems = await failure(create({ customer_id: customerId, items: [] }));
+    expect(noItems.details?.[0]?.field).toBe('items');
+  });
+
+  it("an unknown customer or product, or another organization's, is not found", async () => {
+    const other = await createTestOrg(database.db);
+    const theirs = await basicCatalog(database.db, other.orgId);
+    const theirCustomer = await customerIn(database.db, other.orgId);
+    expect(
+      (await failure(create({ customer_id: theirCustomer, items: [{ product_id: catalog.seats }] }))).message,
+    ).toBe(`Customer ${theirCustomer} not found.`);
+    expect(
+      (await failure(create({ customer_id: customerId, items: [{ product_id: theirs.seats }] }))).message,
+    ).toBe(`Product ${theirs.seats} not found.`);
+    expect((await outbox(database.db, other.orgId)).length).toBe(0);
+  });
+});
+
+describe('canceling subscriptions', () => {
+  const cancel = (subscriptionId: number, atPeriodEnd = false, org?: number) =>
+    database.db.transaction((tx) => cancelSubscription(tx, { subscriptionId, atPeriodEnd, orgId: org, now }));
+
+  it('now: canceled and ended, subscription.canceled emitted; a second cancel is refused', async () => {
+    const subscription = await create({ customer_id: customerId, items: [{ product_id: catalog.seats }] });
+    const canceled = await cancel(subscription.id);
+    expect(canceled).toMatchObject({
+      status: 'canceled',
+      canceled_at: now.toISOString(),
+      ended_at: now.toISOString(),
+    });
+    const events = (await outbox(database.db, orgId, 'subscription.canceled')).filter(
+      (e) => e.data.id === subscription.id,
+    );
+    expect(events.map((e) => e.data.status)).toEqual(['canceled']);
+    const again = await failure(cancel(subscription.id));
+    expect(again.code).toBe('CONFLICT');
+    expect(again.message).toBe(
+      `Subscription ${subscription.id} is canceled and cannot become canceled (canceled is final).`,
+    );
+  });
+
+  it('at period end: flagged, still active, no event yet; flagging twice is refused', async () => {
+    const subscription = await create({ customer_id: customerId, items: [{ product_id: catalog.seats }] });
+    const flagged = await cancel(subscription.id, true);
+    expect(flagged).toMatchObject({
+      status: 'active',
+      cancel_at_period_end: true,
+      canceled_at: now.toISOString(),
+      ended_at: null,
+    });
+    expect(
+      (await outbox(database.db, orgId, 'subscription.canceled')).filter(
+        (e) => e.data.id === subscription.id,
+      ),
+    ).toEqual([]);
+    expect((await failure(cancel(subscription.id, true))).message).toMatch(/already set to cancel/);
+  });
+
+  it('a pending subscription cannot be canceled (DESIGN §6: pending -> trialing | active only)', async () => {
+    const pending = await create({
+      customer_id: customerId,
+      items: [{ product_id: catalog.seats }],
+      start_date: new Date('2026-05-01T00:00:00Z'),
+    });
+    expect((await failure(cancel(pending.id))).message).toMatch(/is pending and cannot become canceled/);
+  });
+
+  it("another organization's subscription is not found", async () => {
+    const subscription = await create({ customer_id: customerId, items: [{ product_id: catalog.seats }] });
+    const other = await createTestOrg(database.db);
+    expect((await failure(cancel(subscription.id, false, other.orgId))).code).toBe('NOT_FOUND');
+    expect((await failure(cancel(987_654))).message).toBe('Subscription 987654 not found.');
+  });
+});

@@ -1,0 +1,465 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runConsole } from '../../libs/console/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { runTs } from '../helpers/processes.js';
+import { outbox, recordUsage } from './fixtures.js';
+
+/**
+ * The console drives a subscription from creation through trial, billing, payment and
+ * cancellation (issue 5 "done when"), each step printed as JSON, every failure an exit code and a
+ * message on stderr.
+ */
+
+let database: TestDatabase;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  database = await createTestDatabase('billing_console');
+  env = {
+    DATABASE_URL: database.url,
+    LOG_LEVEL: 'silent',
+    PORT: '8080',
+    HOST: '127.0.0.1',
+    CLICKHOUSE_URL: '',
+  };
+});
+afterAll(() => database.drop());
+
+async function run(...argv: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runConsole(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) }, env);
+  return { code, stdout, stderr, json: () => JSON.parse(stdout) };
+}
+
+/** Runs a command that must succeed and returns its JSON. */
+async function ok(...argv: string[]) {
+  const result = await run(...argv);
+  expect(result.stderr.replace(/^billing run:.*\n/gm, ''), argv.join(' ')).toBe('');
+  expect(result.code, result.stderr).toBe(0);
+  return result.json();
+}
+
+describe('billing console, end to end', () => {
+  let org: number;
+
+  beforeAll(async () => {
+    org = (await ok('org', 'create', '--name', 'Console Billing Co')).id;
+  });
+
+  it('product, customer, subscription with a trial, billing, payment, cancellation', async () => {
+    const seats = await ok(
+      'product',
+      'create',
+      '--org',
+      String(org),
+      '--name',
+      'Seats',
+      '--unit-price',
+      '25',
+      '--pricing-type',
+      'recurring',
+      '--sku',
+      'SEAT',
+      '--unit-label',
+      'seat',
+    );
+    expect(seats).toMatchObject({
+      object: 'product',
+      id: expect.any(Number),
+      unit_price: '25.00000000',
+      pricing_scheme: 'linear',
+      tiers: [],
+    });
+    const calls = await ok(
+      'product',
+      'create',
+      '--org',
+      String(org),
+      '--name',
+      'API calls',
+      '--unit-price',
+      '0',
+      '--pricing-type',
+      'usage',
+      '--pricing-mode',
+      'graduated',
+      '--tiers',
+      '[{"up_to":"100","unit_price":"1.00"},{"up_to":null,"unit_price":"0.50"}]',
+    );
+    expect(calls).toMatchObject({ pricing_scheme: 'tiered', pricing_mode: 'graduated', category: 'usage' });
+    expect(calls.tiers).toHaveLength(2);
+
+    const customer = await ok(
+      'customer',
+      'create',
+      '--org',
+      String(org),
+      '--name',
+      'Québec Ltée',
+      '--email',
+      'ap@quebec.example',
+      '--country',
+      'CA',
+      '--state-province',
+      'QC',
+      '--notes',
+      'never shown',
+    );
+    expect(customer).toMatchObject({ object: 'customer', name: 'Québec Ltée', credit_balance: '0.00000000' });
+    expect(customer.notes).toBeUndefined();
+
+    const subscription = await ok(
+      'subscription',
+      'create',
+      '--org',
+      String(org),
+      '--customer',
+      String(customer.id),
+      '--items',
+      JSON.stringify([
+        { product_id: seats.id, quantity: 2 },
+        { product_id: calls.id, included_units: '100' },
+      ]),
+      '--trial-days',
+      '14',
+      '--start',
+      '2026-01-01T00:00:00Z',
+    );
+    expect(subscription).toMatchObject({
+      object: 'subscription',
+      status: 'trialing',
+      trial_end_date: '2026-01-15T00:00:00.000Z',
+      next_billing_date: '2026-01-15T00:00:00.000Z',
+    });
+    expect(subscription.items.map((i: { usage_type: string }) => i.usage_type)).toEqual([
+      'licensed',
+      'metered',
+    ]);
+    const metered = subscription.items[1].id;
+    await recordUsage(database.db, org, metered, '150', '2026-01-10T00:00:00Z'); // during the trial: not billed
+    await recordUsage(database.db, org, metered, '300', '2026-02-01T00:00:00Z'); // 300 - 100 included = 200
+
+    const trialEnd = await ok('billing', 'run', '--now', '2026-01-16', '--org', String(org));
+    expect(trialEnd).toMatchObject({ invoices_created: 0, trials_ended: 1, invoice_ids: [] });
+
+    const billed = await ok('billing', 'run', '--now', '2026-02-15T00:00:00Z', '--org', String(org));
+    expect(billed).toMatchObject({ invoices_created: 1, posted: true, failures: [] });
+    const invoiceId = billed.invoice_ids[0];
+    const { rows } = await database.db.query('SELECT total, status, tax_amount FROM invoices WHERE id = $1', [
+      invoiceId,
+    ]);
+    // 2 x 25 + (100 x 1.00 + 100 x 0.50) = 200.00; QC GST 5 % + QST 9.975 % = 29.95
+    expect(rows[0]).toEqual({ total: '229.95000000', status: 'POSTED', tax_amount: '29.95000000' });
+
+    const part = await ok(
+      'payment',
+      'record',
+      '--invoice',
+      invoiceId,
+      '--amount',
+      '100',
+      '--method',
+      'CARD',
+      '--reference',
+      'ch_42',
+    );
+    expect(part).toMatchObject({
+      object: 'invoice_transaction',
+      type: 'PAYMENT',
+      amount: '100.00000000',
+      method: 'CARD',
+      reference: 'ch_42',
+      invoice: { id: invoiceId, status: 'PARTIALLY_PAID', balance: '129.95000000' },
+    });
+    const memo = await ok(
+      'credit-memo',
+      'create',
+      '--invoice',
+      invoiceId,
+      '--amount',
+      '9.95',
+      '--note',
+      'Goodwill',
+    );
+    expect(memo).toMatchObject({
+      type: 'CREDIT_MEMO',
+      invoice: { status: 'PARTIALLY_PAID', balance: '120.00000000' },
+    });
+    const rest = await ok(
+      'payment',
+      'record',
+      '--invoice',
+      invoiceId,
+      '--amount',
+      '120',
+      '--method',
+      'BANK_TRANSFER',
+    );
+    expect(rest.invoice).toMatchObject({
+      status: 'PAID',
+      balance: '0.00000000',
+      amount_paid: '229.95000000',
+    });
+    const refund = await ok('refund', 'create', '--invoice', invoiceId, '--amount', '20');
+    expect(refund).toMatchObject({
+      type: 'REFUND',
+      invoice: { status: 'PARTIALLY_REFUNDED', amount_refunded: '20.00000000' },
+    });
+
+    const canceling = await ok('subscription', 'cancel', '--id', String(subscription.id), '--at-period-end');
+    expect(canceling).toMatchObject({ status: 'active', cancel_at_period_end: true });
+    const last = await ok('billing', 'run', '--now', '2026-03-16', '--org', String(org));
+    expect(last).toMatchObject({ invoices_created: 1, canceled: 1 });
+
+    const types = (await outbox(database.db, org)).map((e) => e.event_type);
+    expect(types).toEqual([
+      'subscription.created',
+      'invoice.posted',
+      'payment.succeeded',
+      'payment.succeeded',
+      'invoice.paid',
+      'invoice.posted',
+      'subscription.canceled',
+    ]);
+  });
+
+  it('draft invoices: billing run --draft, then invoice post / withdraw', async () => {
+    const product = await ok(
+      'product',
+      'create',
+      '--org',
+      String(org),
+      '--name',
+      'Plan',
+      '--unit-price',
+      '10',
+      '--pricing-type',
+      'recurring',
+    );
+    const customer = await ok(
+      'customer',
+      'create',
+      '--org',
+      String(org),
+      '--name',
+      'Drafty',
+      '--country',
+      'US',
+      '--state-province',
+      'OR',
+    );
+    for (let i = 0; i < 2; i++) {
+      await ok(
+        'subscription',
+        'create',
+        '--org',
+        String(org),
+        '--customer',
+        String(customer.id),
+        '--items',
+        JSON.stringify([{ product_id: product.id }]),
+        '--start',
+        '2026-05-01',
+      );
+    }
+    const drafts = await ok('billing', 'run', '--now', '2026-06-01', '--org', String(org), '--draft');
+    expect(drafts).toMatchObject({ posted: false, invoices_created: 2 });
+    const [first, second] = drafts.invoice_ids;
+    const posted = await ok('invoice', 'post', '--id', first);
+    expect(posted).toMatchObject({
+      object: 'invoice',
+      id: first,
+      status: 'POSTED',
+      total: '10.00000000',
+      tax_amount: '0.00000000',
+    });
+    expect(posted.items[0]).toMatchObject({ tax_type: 'US_SALES_TAX' });
+    const withdrawn = await ok('invoice', 'withdraw', '--id', second, '--org', String(org));
+    expect(withdrawn.status).toBe('WITHDRAWN');
+  });
+
+  it('credit added to a customer is consumed by the next posted invoice', async () => {
+    const product = await ok(
+      'product',
+      'create',
+      '--org',
+      String(org),
+      '--name',
+      'Support',
+      '--unit-price',
+      '40',
+      '--pricing-type',
+      'recurring',
+    );
+    const customer = await ok(
+      'customer',
+      'create',
+      '--org',
+      String(org),
+      '--name',
+      'Prepaid',
+      '--state-province',
+      'AB',
+    );
+    const credited = await ok('customer', 'add-credit', '--id', String(customer.id), '--amount', '100');
+    expect(credited.credit_balance).toBe('100.00000000');
+    await ok(
+      'subscription',
+      'create',
+      '--org',
+      String(org),
+      '--customer',
+      String(customer.id),
+      '--items',
+      JSON.stringify([{ product_id: product.id }]),
+      '--start',
+      '2026-07-01',
+    );
+    await ok('billing', 'run', '--now', '2026-08-01', '--org', String(org));
+    const { rows } = await database.db.query(
+      'SELECT status, amount_paid FROM invoices WHERE customer_id = $1',
+      [customer.id],
+    );
+    expect(rows[0]).toEqual({ status: 'PAID', amount_paid: '42.00000000' });
+  });
+
+  it('fails with exit 1 and a message for unknown organizations and records, and illegal moves', async () => {
+    const cases: [string[], RegExp][] = [
+      [
+        [
+          'product',
+          'create',
+          '--org',
+          '999999',
+          '--name',
+          'X',
+          '--unit-price',
+          '1',
+          '--pricing-type',
+          'recurring',
+        ],
+        /NOT_FOUND.*Organization 999999 not found/,
+      ],
+      [['customer', 'create', '--org', '999999', '--name', 'X'], /Organization 999999 not found/],
+      [
+        [
+          'subscription',
+          'create',
+          '--org',
+          String(org),
+          '--customer',
+          '999999',
+          '--items',
+          '[{"product_id":1}]',
+        ],
+        /Customer 999999 not found/,
+      ],
+      [['subscription', 'cancel', '--id', '999999'], /Subscription 999999 not found/],
+      [['billing', 'run', '--org', '999999'], /Organization 999999 not found/],
+      [
+        ['invoice', 'post', '--id', '00000000-0000-4000-8000-000000000000'],
+        /Invoice 00000000-0000-4000-8000-000000000000 not found/,
+      ],
+      [
+        ['payment', 'record', '--invoice', '00000000-0000-4000-8000-000000000000', '--amount', '1'],
+        /NOT_FOUND/,
+      ],
+      [
+        ['customer', 'create', '--org', String(org), '--name', 'X', '--email', 'not-an-email'],
+        /VALIDATION_ERROR[\s\S]*email/,
+      ],
+    ];
+    for (const [argv, message] of cases) {
+      const result = await run(...argv);
+      expect(result.code, argv.join(' ')).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(message);
+    }
+    const { rows } = await database.db.query(
+      `SELECT id FROM invoices WHERE org_id = $1 AND status = 'PAID' LIMIT 1`,
+      [org],
+    );
+    const illegal = await run('invoice', 'withdraw', '--id', rows[0]!.id);
+    expect(illegal.code).toBe(1);
+    expect(illegal.stderr).toMatch(/CONFLICT.*is PAID and cannot become WITHDRAWN/);
+  });
+
+  it('refuses bad flags with usage (exit 2)', async () => {
+    const cases: [string[], RegExp][] = [
+      [
+        [
+          'product',
+          'create',
+          '--org',
+          String(org),
+          '--name',
+          'X',
+          '--unit-price',
+          'ten',
+          '--pricing-type',
+          'recurring',
+        ],
+        /--unit-price/,
+      ],
+      [
+        [
+          'product',
+          'create',
+          '--org',
+          String(org),
+          '--name',
+          'X',
+          '--unit-price',
+          '1',
+          '--pricing-type',
+          'weekly',
+        ],
+        /--pricing-type/,
+      ],
+      [
+        ['subscription', 'create', '--org', String(org), '--customer', '1', '--items', 'not json'],
+        /--items: must be valid JSON/,
+      ],
+      [['billing', 'run', '--now', 'yesterday'], /--now/],
+      [['payment', 'record', '--invoice', 'abc', '--amount', '1'], /--invoice/],
+      [
+        [
+          'payment',
+          'record',
+          '--invoice',
+          '00000000-0000-4000-8000-000000000000',
+          '--amount',
+          '1',
+          '--method',
+          'CASH',
+        ],
+        /--method/,
+      ],
+    ];
+    for (const [argv, message] of cases) {
+      const result = await run(...argv);
+      expect(result.code, argv.join(' ')).toBe(2);
+      expect(result.stderr).toMatch(message);
+    }
+  });
+
+  it('runs as its own process: the billing run prints its summary on stdout, progress on stderr', async () => {
+    const result = await runTs(
+      'bin/console.ts',
+      ['billing', 'run', '--now', '2026-01-01', '--org', String(org)],
+      env,
+    );
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      now: '2026-01-01T00:00:00.000Z',
+      org_id: org,
+      invoices_created: 0,
+    });
+    expect(result.stderr).toMatch(/billing run: 0 subscriptions processed, 0 invoices created/);
+    const failed = await runTs('bin/console.ts', ['subscription', 'cancel', '--id', '424242'], env);
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toBe('');
+    expect(failed.stderr).toMatch(/Subscription 424242 not found/);
+  });
+});

@@ -1,0 +1,250 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createCreditMemo,
+  createRefund,
+  type MoneyInput,
+  postInvoice,
+  recordPayment,
+  runBilling,
+  usageSource,
+  withdrawInvoice,
+} from '../../libs/billing/index.js';
+import { ApiError } from '../../libs/errors/index.js';
+import { getInvoice, listInvoiceTransactions } from '../../libs/invoices/index.js';
+import { PostgresUsageAggregator } from '../../libs/usage/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg } from '../helpers/fixtures.js';
+import { basicCatalog, customerIn, outbox, subscribe } from './fixtures.js';
+
+let database: TestDatabase;
+let orgId: number;
+let customerId: number;
+let seats: number;
+
+beforeAll(async () => {
+  database = await createTestDatabase('payments');
+  ({ orgId } = await createTestOrg(database.db));
+  ({ seats } = await basicCatalog(database.db, orgId));
+  customerId = await customerIn(database.db, orgId, { state_province: 'AB' }); // GST 5 %
+});
+afterAll(() => database.drop());
+
+/** A fresh invoice of 100.00 + 5 % GST = 105.00, POSTED (or DRAFT). */
+async function invoice(options: { post?: boolean } = {}): Promise<string> {
+  const subscription = await subscribe(database.db, orgId, {
+    customer_id: customerId,
+    items: [{ product_id: seats, quantity: 10 }],
+    start_date: new Date('2026-01-01T00:00:00Z'),
+  });
+  const run = await runBilling(database.db, {
+    usage: usageSource(new PostgresUsageAggregator(database.db)),
+    subscriptionIds: [subscription.id],
+    now: new Date('2026-02-01T00:00:00Z'),
+    post: options.post ?? true,
+  });
+  return run.invoice_ids[0]!;
+}
+
+const pay = (input: MoneyInput) => database.db.transaction((tx) => recordPayment(tx, input));
+const refund = (input: MoneyInput) => database.db.transaction((tx) => createRefund(tx, input));
+const credit = (input: MoneyInput) => database.db.transaction((tx) => createCreditMemo(tx, input));
+
+async function failure(promise: Promise<unknown>): Promise<ApiError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ApiError);
+  return error as ApiError;
+}
+
+const eventsFor = async (type: string, invoiceId: string) =>
+  (await outbox(database.db, orgId, type)).filter(
+    (e) => e.data.id === invoiceId || e.data.invoice_id === invoiceId,
+  );
+
+describe('payments', () => {
+  it('POSTED -> PARTIALLY_PAID -> PAID, with payment.succeeded each time and invoice.paid once', async () => {
+    const id = await invoice();
+    const first = await pay({ invoiceId: id, amount: '40', method: 'CARD', reference: 'ch_1' });
+    expect(first.transaction).toMatchObject({
+      object: 'invoice_transaction',
+      invoice_id: id,
+      type: 'PAYMENT',
+      amount: '40.00000000',
+      method: 'CARD',
+      status: 'COMPLETED',
+      reference: 'ch_1',
+    });
+    expect(first.invoice).toMatchObject({
+      status: 'PARTIALLY_PAID',
+      amount_paid: '40.00000000',
+      balance: '65.00000000',
+    });
+    expect(await eventsFor('invoice.paid', id)).toEqual([]);
+
+    const second = await pay({ invoiceId: id, amount: '65.00', method: 'BANK_TRANSFER' });
+    expect(second.invoice).toMatchObject({
+      status: 'PAID',
+      amount_paid: '105.00000000',
+      balance: '0.00000000',
+    });
+
+    const succeeded = await eventsFor('payment.succeeded', id);
+    expect(succeeded.map((e) => e.data)).toEqual([
+      { ...first.transaction, customer_id: customerId },
+      { ...second.transaction, customer_id: customerId },
+    ]);
+    const paid = await eventsFor('invoice.paid', id);
+    expect(paid.map((e) => e.data)).toEqual([
+      {
+        id,
+        object: 'invoice',
+        customer_id: customerId,
+        status: 'PAID',
+        invoice_number: second.invoice.invoice_number,
+        total: '105.00000000',
+        balance: '0.00000000',
+        currency: 'CAD',
+      },
+    ]);
+
+    // nothing more can be paid, so invoice.paid can never come twice
+    const again = await failure(pay({ invoiceId: id, amount: '1' }));
+    expect(again.code).toBe('CONFLICT');
+    expect(again.message).toMatch(
+      /is PAID: a payment can only be applied to a POSTED or PARTIALLY_PAID invoice/,
+    );
+    expect(await eventsFor('invoice.paid', id)).toHaveLength(1);
+    const timeline = await listInvoiceTransactions(database.db, orgId, id, { limit: 10, offset: 0 });
+    expect(timeline.total).toBe(2);
+  });
+
+  it('refuses more than the balance, a zero or malformed amount, and a DRAFT invoice', async () => {
+    const id = await invoice();
+    const over = await failure(pay({ invoiceId: id, amount: '105.00000001' }));
+    expect(over.code).toBe('VALIDATION_ERROR');
+    expect(over.details?.[0]).toMatchObject({ field: 'amount', code: 'out_of_range' });
+    expect((await failure(pay({ invoiceId: id, amount: '0' }))).code).toBe('VALIDATION_ERROR');
+    expect((await failure(pay({ invoiceId: id, amount: '1.5e2' }))).code).toBe('VALIDATION_ERROR');
+    const draft = await invoice({ post: false });
+    expect((await failure(pay({ invoiceId: draft, amount: '1' }))).message).toMatch(
+      /is DRAFT.*\(post it first\)/,
+    );
+    expect(
+      (await failure(pay({ invoiceId: '00000000-0000-4000-8000-000000000000', amount: '1' }))).code,
+    ).toBe('NOT_FOUND');
+  });
+
+  it('a credit memo lowers the balance like a payment, without a payment event', async () => {
+    const id = await invoice();
+    const memo = await credit({ invoiceId: id, amount: '5', note: 'Goodwill' });
+    expect(memo.transaction).toMatchObject({ type: 'CREDIT_MEMO', method: 'EXTERNAL', note: 'Goodwill' });
+    expect(memo.invoice).toMatchObject({
+      status: 'PARTIALLY_PAID',
+      amount_paid: '5.00000000',
+      balance: '100.00000000',
+    });
+    expect(await eventsFor('payment.succeeded', id)).toEqual([]);
+    const settled = await credit({ invoiceId: id, amount: '100' });
+    expect(settled.invoice.status).toBe('PAID');
+    expect(await eventsFor('invoice.paid', id)).toHaveLength(1);
+  });
+
+  it('refunds: PAID -> PARTIALLY_REFUNDED -> REFUNDED; the balance ignores refunds', async () => {
+    const id = await invoice();
+    await pay({ invoiceId: id, amount: '105' });
+    const part = await refund({ invoiceId: id, amount: '5', method: 'CARD' });
+    expect(part.transaction).toMatchObject({ type: 'REFUND', amount: '5.00000000', status: 'COMPLETED' });
+    expect(part.invoice).toMatchObject({
+      status: 'PARTIALLY_REFUNDED',
+      amount_refunded: '5.00000000',
+      amount_paid: '105.00000000',
+      balance: '0.00000000',
+    });
+    const tooMuch = await failure(refund({ invoiceId: id, amount: '100.01' }));
+    expect(tooMuch.code).toBe('VALIDATION_ERROR');
+    const rest = await refund({ invoiceId: id, amount: '100' });
+    expect(rest.invoice).toMatchObject({ status: 'REFUNDED', amount_refunded: '105.00000000' });
+    expect((await failure(refund({ invoiceId: id, amount: '1' }))).message).toMatch(/is REFUNDED/);
+  });
+
+  it('refunds a partly paid invoice; nothing to refund when credit memos settled it; never a POSTED one', async () => {
+    const partly = await invoice();
+    await pay({ invoiceId: partly, amount: '50' });
+    expect((await refund({ invoiceId: partly, amount: '50' })).invoice.status).toBe('REFUNDED');
+
+    const byMemo = await invoice();
+    await credit({ invoiceId: byMemo, amount: '105' });
+    const nothing = await failure(refund({ invoiceId: byMemo, amount: '1' }));
+    expect(nothing.code).toBe('CONFLICT');
+    expect(nothing.message).toMatch(/nothing left to refund/);
+
+    const posted = await invoice();
+    expect((await failure(refund({ invoiceId: posted, amount: '1' }))).message).toMatch(
+      /is POSTED: only a PAID, PARTIALLY_PAID or PARTIALLY_REFUNDED invoice can be refunded/,
+    );
+  });
+
+  it('withdraw DRAFT or POSTED; post only a DRAFT; illegal moves are 409', async () => {
+    const posted = await invoice();
+    const withdrawn = await database.db.transaction((tx) => withdrawInvoice(tx, { invoiceId: posted }));
+    expect(withdrawn.status).toBe('WITHDRAWN');
+    expect(
+      (await failure(database.db.transaction((tx) => postInvoice(tx, { invoiceId: posted })))).message,
+    ).toMatch(/is WITHDRAWN and cannot become POSTED \(WITHDRAWN is final\)/);
+    expect((await failure(pay({ invoiceId: posted, amount: '1' }))).code).toBe('CONFLICT');
+
+    const draft = await invoice({ post: false });
+    expect((await database.db.transaction((tx) => withdrawInvoice(tx, { invoiceId: draft }))).status).toBe(
+      'WITHDRAWN',
+    );
+
+    const paid = await invoice();
+    await pay({ invoiceId: paid, amount: '105' });
+    const refused = await failure(database.db.transaction((tx) => withdrawInvoice(tx, { invoiceId: paid })));
+    expect(refused.code).toBe('CONFLICT');
+    expect(refused.message).toMatch(/is PAID and cannot become WITHDRAWN/);
+    expect((await failure(database.db.transaction((tx) => postInvoice(tx, { invoiceId: paid })))).code).toBe(
+      'CONFLICT',
+    );
+  });
+
+  it('finds an invoice only within the organization it is asked for', async () => {
+    const id = await invoice();
+    const other = await createTestOrg(database.db);
+    const error = await failure(pay({ invoiceId: id, orgId: other.orgId, amount: '1' }));
+    expect(error.code).toBe('NOT_FOUND');
+    expect((await getInvoice(database.db, orgId, id)).amount_paid).toBe('0.00000000');
+  });
+
+  it('a change that rolls back leaves no outbox row, no transaction and an unchanged invoice', async () => {
+    const id = await invoice();
+    const before = (await outbox(database.db, orgId)).length;
+    await expect(
+      database.db.transaction(async (tx) => {
+        await recordPayment(tx, { invoiceId: id, amount: '105' });
+        throw new Error('the caller failed after the payment');
+      }),
+    ).rejects.toThrow(/caller failed/);
+    expect(await outbox(database.db, orgId)).toHaveLength(before);
+    expect(await getInvoice(database.db, orgId, id)).toMatchObject({
+      status: 'POSTED',
+      amount_paid: '0.00000000',
+    });
+    expect((await listInvoiceTransactions(database.db, orgId, id, { limit: 10, offset: 0 })).total).toBe(0);
+  });
+
+  it('concurrent payments on one invoice apply one after the other: never more than the balance', async () => {
+    const id = await invoice();
+    const results = await Promise.allSettled([
+      pay({ invoiceId: id, amount: '60' }),
+      pay({ invoiceId: id, amount: '60' }),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(await getInvoice(database.db, orgId, id)).toMatchObject({
+      status: 'PARTIALLY_PAID',
+      amount_paid: '60.00000000',
+    });
+  });
+});
