@@ -11,6 +11,7 @@ import { BASE_PATH } from '../libs/schemas/index.js';
 import { seedDemoData } from '../libs/seed/index.js';
 import { buildApiApp } from '../services/api/app.js';
 import { buildDispatcher } from '../services/dispatcher/dispatcher.js';
+import { startIngest } from '../services/ingest/start.js';
 
 const config = loadConfigOrExit(embeddedSettings);
 const platform = await openPlatform(config, 'embedded');
@@ -22,11 +23,22 @@ if (applied.length) log.info({ applied }, 'migrations applied');
 const credentialsFile = path.resolve(config.DATA_DIR, 'demo-credentials.json');
 const demo = await demoCredentials();
 
+// Usage ingest: the uWS server on INGEST_PORT and the api's usage routes share one core, whose
+// in-process log writes to Postgres (and ClickHouse when CLICKHOUSE_URL is set).
+const ingest = await startIngest({
+  platform,
+  host: config.HOST,
+  port: config.INGEST_PORT,
+  bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
+});
+
 const api = await buildApiApp({
   platform,
   bodyLimit: config.BODY_LIMIT_BYTES,
   publicBaseUrl: config.PUBLIC_BASE_URL,
   webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
+  usageIngest: ingest.usage,
+  extraReadinessChecks: ingest.pipeline.checks,
 });
 await api.listen({ host: config.HOST, port: config.PORT });
 
@@ -40,6 +52,7 @@ process.stdout.write(
     '',
     `Billing service running (embedded mode, data in ${path.resolve(config.DATA_DIR)})`,
     `  base URL: ${origin}${BASE_PATH}`,
+    `  ingest:   http://${config.HOST}:${ingest.server.port}${BASE_PATH}/usage/events (usage only)`,
     `  API key:  ${demo.api_key}   (organization ${demo.id}, "${demo.name}")`,
     `  try:      curl -H "Authorization: Bearer ${demo.api_key}" ${origin}${BASE_PATH}/meta`,
     '',
@@ -65,7 +78,9 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     if (stopping) return;
     stopping = true;
     const deadline = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS).unref();
+    await ingest.server.close();
     await api.close();
+    await ingest.pipeline.close();
     await dispatcher.stop();
     await platform.close();
     clearTimeout(deadline);

@@ -69,6 +69,13 @@ export {
   UsageEvent,
 } from './usage-event.js';
 export {
+  CreateUsageEventBatch,
+  MAX_USAGE_BATCH_EVENTS,
+  UsageEventBatchEnvelope,
+  UsageEventBatchItemResult,
+  UsageEventBatchResult,
+} from './usage-batch.js';
+export {
   CreatedWebhookEndpoint,
   CreateWebhookEndpoint,
   EMITTED_EVENT_TYPES,

@@ -1,2 +1,37 @@
 export { PostgresUsageAggregator, type UsageAggregator, ZERO_QUANTITY } from './aggregation.js';
-export { type OpenedUsageAggregator, openUsageAggregator } from './open.js';
+export { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
+export { clickhouseUsageDdl, migrateClickHouse } from './clickhouse-schema.js';
+export {
+  type BatchOutcome,
+  type Counting,
+  type IngestReply,
+  type RecordedEvent,
+  UsageIngest,
+  type UsageIngestOptions,
+} from './core.js';
+export {
+  decodeLogMessage,
+  encodeLogMessage,
+  toPublicUsageEvent,
+  type UsageEventRecord,
+} from './event.js';
+export { InProcessUsageEventLog } from './in-process-log.js';
+export { SubscriptionItemCache } from './items.js';
+export { KafkaUsageEventLog } from './kafka-log.js';
+export type { UsageEventLog } from './log.js';
+export { MemoryUsageDedupStore } from './memory.js';
+export {
+  type OpenedUsageAggregator,
+  openUsageAggregator,
+  openUsageIngest,
+  startUsageSinks,
+  type UsagePipeline,
+  type UsageSinks,
+} from './open.js';
+export { RedisUsageDedupStore } from './redis.js';
+export { batchResultBody } from './responses.js';
+export type { UsageSink } from './sink.js';
+export { ClickHouseUsageSink } from './sink-clickhouse.js';
+export { type KafkaSinkOptions, KafkaSinkRunner } from './sink-consumer.js';
+export { PostgresUsageSink } from './sink-postgres.js';
+export type { UsageDedupStore } from './store.js';

@@ -1,6 +1,24 @@
+import { type ClickHouse, openClickHouse } from '../clickhouse/index.js';
 import type { CommonConfig } from '../config/index.js';
 import type { Queryable } from '../db/index.js';
+import { createKafka, ensureTopic, type Kafka, kafkaCheck } from '../kafka/index.js';
+import type { Logger } from '../log/index.js';
+import { clickhouseCheck, type DependencyCheck } from '../observability/index.js';
+import type { Platform } from '../platform/index.js';
 import { PostgresUsageAggregator, type UsageAggregator } from './aggregation.js';
+import { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
+import { migrateClickHouse } from './clickhouse-schema.js';
+import { UsageIngest } from './core.js';
+import { InProcessUsageEventLog } from './in-process-log.js';
+import { SubscriptionItemCache } from './items.js';
+import { KafkaUsageEventLog } from './kafka-log.js';
+import type { UsageEventLog } from './log.js';
+import { MemoryUsageDedupStore } from './memory.js';
+import { RedisUsageDedupStore } from './redis.js';
+import type { UsageSink } from './sink.js';
+import { ClickHouseUsageSink } from './sink-clickhouse.js';
+import { KafkaSinkRunner } from './sink-consumer.js';
+import { PostgresUsageSink } from './sink-postgres.js';
 
 export interface OpenedUsageAggregator {
   aggregator: UsageAggregator;
@@ -16,8 +34,158 @@ export async function openUsageAggregator(
   db: Queryable,
 ): Promise<OpenedUsageAggregator> {
   if (config.CLICKHOUSE_URL) {
-    // Filled in with the ClickHouse sink (issue 4).
-    throw new Error('ClickHouse usage aggregation is not available yet');
+    const clickhouse = openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE });
+    return { aggregator: new ClickHouseUsageAggregator(clickhouse), close: () => clickhouse.close() };
   }
   return { aggregator: new PostgresUsageAggregator(db), close: async () => {} };
+}
+
+/** The ingest core with its ports, as one process uses it. */
+export interface UsagePipeline {
+  ingest: UsageIngest;
+  /** Dependencies beyond the platform's that serving usage needs (Kafka when it is the log). */
+  checks(): DependencyCheck[];
+  /** After the HTTP front ends drained: commits still on their way, the log's last batch, connections. */
+  close(): Promise<void>;
+}
+
+/** How long an item's usage type is cached; unknown items for less, so a new item is found soon. */
+const ITEM_CACHE = { ttlMs: 60_000, negativeTtlMs: 2000, maxEntries: 100_000 };
+
+/**
+ * Builds the ingest core on this process's ports (DESIGN §2): Redis or in-process maps for
+ * idempotency, Kafka or the in-process log (which writes to Postgres, and ClickHouse when set).
+ */
+export async function openUsageIngest(
+  platform: Platform,
+  options: { log?: Logger } = {},
+): Promise<UsagePipeline> {
+  const { config, db } = platform;
+  const log = options.log ?? platform.log;
+  const store = platform.redis
+    ? new RedisUsageDedupStore(platform.redis, config.REDIS_KEY_PREFIX)
+    : new MemoryUsageDedupStore(platform.rateLimitStore);
+
+  let eventLog: UsageEventLog;
+  let clickhouse: ClickHouse | undefined;
+  if (config.KAFKA_BROKERS) {
+    const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: config.KAFKA_CLIENT_ID }, log);
+    await ensureTopic(kafka, config.KAFKA_USAGE_TOPIC, config.KAFKA_TOPIC_PARTITIONS, log);
+    const kafkaLog = new KafkaUsageEventLog(kafka, {
+      topic: config.KAFKA_USAGE_TOPIC,
+      lingerMs: config.KAFKA_LINGER_MS,
+    });
+    await kafkaLog.connect().catch((error) => {
+      log.warn({ err: error }, 'Kafka is not reachable yet; usage requests get 503 until it is');
+    });
+    eventLog = kafkaLog;
+  } else {
+    const sinks: UsageSink[] = [];
+    if (config.CLICKHOUSE_URL) {
+      clickhouse = openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE });
+      await migrateClickHouse(clickhouse);
+      sinks.push(new ClickHouseUsageSink(clickhouse));
+    }
+    eventLog = new InProcessUsageEventLog(new PostgresUsageSink(db), sinks, {
+      lingerMs: config.KAFKA_LINGER_MS,
+    });
+  }
+
+  const ingest = new UsageIngest({
+    store,
+    log: eventLog,
+    items: new SubscriptionItemCache(db, ITEM_CACHE),
+    rateLimiter: platform.rateLimiter,
+    keyPrefix: config.REDIS_KEY_PREFIX,
+    idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_DAYS * 86_400,
+    logger: log,
+  });
+  return {
+    ingest,
+    checks: () => [
+      ...eventLog.checks(),
+      ...(clickhouse && config.CLICKHOUSE_URL ? [clickhouseCheck(config.CLICKHOUSE_URL)] : []),
+    ],
+    async close() {
+      await ingest.drain();
+      await eventLog.close();
+      await store.flush();
+      await clickhouse?.close();
+    },
+  };
+}
+
+export interface UsageSinks {
+  runners: KafkaSinkRunner[];
+  checks(): DependencyCheck[];
+  /** Each sink writes and commits what it buffered, then leaves its group. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The sinks of the distributed mode, each its own consumer group on the usage topic: `pg-sink`
+ * into Postgres and, when CLICKHOUSE_URL is set, `ch-sink` into ClickHouse (its table is created
+ * if missing).
+ */
+export async function startUsageSinks(options: {
+  config: Pick<
+    CommonConfig,
+    | 'KAFKA_BROKERS'
+    | 'KAFKA_CLIENT_ID'
+    | 'KAFKA_USAGE_TOPIC'
+    | 'KAFKA_TOPIC_PARTITIONS'
+    | 'CLICKHOUSE_URL'
+    | 'CLICKHOUSE_DATABASE'
+  > & { SINK_BATCH_SIZE: number; SINK_FLUSH_MS: number; KAFKA_CONSUMER_GROUP_PREFIX: string };
+  db: Queryable;
+  log: Logger;
+}): Promise<UsageSinks> {
+  const { config, db, log } = options;
+  if (!config.KAFKA_BROKERS) {
+    throw new Error('the sinks read Kafka: set KAFKA_BROKERS (without it, ingest writes to Postgres itself)');
+  }
+  const kafka: Kafka = createKafka(
+    { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-sinks` },
+    log,
+  );
+  await ensureTopic(kafka, config.KAFKA_USAGE_TOPIC, config.KAFKA_TOPIC_PARTITIONS, log);
+  const sinks: UsageSink[] = [new PostgresUsageSink(db)];
+  let clickhouse: ClickHouse | undefined;
+  if (config.CLICKHOUSE_URL) {
+    clickhouse = openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE });
+    await migrateClickHouse(clickhouse);
+    sinks.push(new ClickHouseUsageSink(clickhouse));
+  }
+  const runners = sinks.map(
+    (sink) =>
+      new KafkaSinkRunner({
+        kafka,
+        topic: config.KAFKA_USAGE_TOPIC,
+        groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}${sink.name}`,
+        sink,
+        batchSize: config.SINK_BATCH_SIZE,
+        flushMs: config.SINK_FLUSH_MS,
+        log,
+      }),
+  );
+  const admin = kafka.admin();
+  try {
+    await Promise.all([admin.connect(), ...runners.map((runner) => runner.start())]);
+  } catch (error) {
+    await Promise.allSettled([...runners.map((runner) => runner.stop()), admin.disconnect()]);
+    await clickhouse?.close();
+    throw error;
+  }
+  return {
+    runners,
+    checks: () => [
+      kafkaCheck(admin),
+      ...(config.CLICKHOUSE_URL ? [clickhouseCheck(config.CLICKHOUSE_URL)] : []),
+    ],
+    async stop() {
+      await Promise.all(runners.map((runner) => runner.stop()));
+      await admin.disconnect();
+      await clickhouse?.close();
+    },
+  };
 }

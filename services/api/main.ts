@@ -1,14 +1,18 @@
 import { apiSettings, loadConfigOrExit } from '../../libs/config/index.js';
 import { openPlatform } from '../../libs/platform/index.js';
+import { openUsageIngest } from '../../libs/usage/index.js';
 import { buildApiApp } from './app.js';
 
 const config = loadConfigOrExit(apiSettings);
 const platform = await openPlatform(config, 'api');
+const usage = await openUsageIngest(platform);
 const app = await buildApiApp({
   platform,
   bodyLimit: config.BODY_LIMIT_BYTES,
   publicBaseUrl: config.PUBLIC_BASE_URL,
   webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
+  usageIngest: usage.ingest,
+  extraReadinessChecks: usage.checks,
 });
 await app.listen({ host: config.HOST, port: config.PORT });
 
@@ -19,6 +23,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     stopping = true;
     const deadline = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS).unref();
     await app.close();
+    await usage.close();
     await platform.close();
     clearTimeout(deadline);
   });

@@ -10,6 +10,7 @@ import type { AuthContext } from '../../libs/auth/index.js';
 import type { DependencyCheck } from '../../libs/observability/index.js';
 import type { Platform } from '../../libs/platform/index.js';
 import type { RateLimitDecision } from '../../libs/rate-limit/index.js';
+import type { UsageIngest } from '../../libs/usage/index.js';
 
 /** Everything a route may use, built once per process (see app.ts). */
 export interface ApiDeps {
@@ -19,6 +20,11 @@ export interface ApiDeps {
   /** External base URL (scheme://host[:port]) when configured; otherwise derived from the request. */
   publicBaseUrl: string | undefined;
   webhookAllowLocalhost: boolean;
+  /**
+   * The usage ingest core, shared with the ingest service when both run in one process. Every
+   * entry point sets it; without it the usage routes answer 503.
+   */
+  usageIngest?: UsageIngest;
   /** Dependencies beyond the platform's (database, Redis, ClickHouse) that /readyz checks, e.g. the usage log. */
   extraReadinessChecks?: () => DependencyCheck[];
 }

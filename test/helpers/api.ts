@@ -1,5 +1,6 @@
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { BASE_PATH } from '../../libs/schemas/index.js';
+import { openUsageIngest, type UsagePipeline } from '../../libs/usage/index.js';
 import { buildApiApp } from '../../services/api/app.js';
 import type { ApiInstance } from '../../services/api/types.js';
 import { createTestPlatform, type TestPlatform } from './platform.js';
@@ -7,23 +8,33 @@ import { recordCredentials } from './run-log.js';
 
 export interface TestApi extends TestPlatform {
   app: ApiInstance;
+  /** The usage ingest pipeline the usage routes run on (in-process log unless KAFKA_BROKERS is in `env`). */
+  usage: UsagePipeline;
   /** `inject` with the path relative to the base path and an optional API key. */
   request(options: InjectOptions & { path: string; key?: string }): Promise<LightMyRequestResponse>;
 }
 
-/** The api service on a fresh database (see createTestPlatform), ready for `inject`. */
+/**
+ * The api service on a fresh database (see createTestPlatform), ready for `inject`. Usage events go
+ * through the in-process log into this database; pass `env: { KAFKA_BROKERS, KAFKA_USAGE_TOPIC }`
+ * to publish them to Kafka instead.
+ */
 export async function startTestApi(options: Parameters<typeof createTestPlatform>[0] = {}): Promise<TestApi> {
   const base = await createTestPlatform(options);
+  const usage = await openUsageIngest(base.platform);
   const app = await buildApiApp({
     platform: base.platform,
     bodyLimit: base.config.BODY_LIMIT_BYTES,
     publicBaseUrl: undefined,
     webhookAllowLocalhost: true,
+    usageIngest: usage.ingest,
+    extraReadinessChecks: usage.checks,
   });
   await app.ready();
   return {
     ...base,
     app,
+    usage,
     async request({ path, key, headers, ...rest }) {
       const response = await app.inject({
         ...rest,
@@ -35,6 +46,7 @@ export async function startTestApi(options: Parameters<typeof createTestPlatform
     },
     async close() {
       await app.close();
+      await usage.close();
       await base.close();
     },
   };

@@ -1,5 +1,6 @@
 import type { Command } from '../command.js';
 import { billingCommands } from './billing.js';
+import { clickhouseCommands } from './clickhouse.js';
 import { customerCommands } from './customer.js';
 import { invoiceCommands } from './invoice.js';
 import { keyCommands } from './key.js';
@@ -22,4 +23,5 @@ export const COMMANDS: Command[] = [
   ...billingCommands,
   ...invoiceCommands,
   ...paymentCommands,
+  ...clickhouseCommands,
 ] as Command[];

@@ -6,12 +6,14 @@ import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
 import { productRoutes } from './products.js';
 import { subscriptionRoutes } from './subscriptions.js';
+import { usageRoutes } from './usage.js';
 import { webhookEndpointRoutes } from './webhook-endpoints.js';
 import { webhookEventRoutes } from './webhook-events.js';
 
 /** Every route under the public base path, one plugin per resource. */
 export const publicRoutes: FastifyPluginAsyncZod = async (app) => {
   await app.register(metaRoutes);
+  await app.register(usageRoutes);
   await app.register(customerRoutes);
   await app.register(productRoutes);
   await app.register(subscriptionRoutes);

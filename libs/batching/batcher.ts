@@ -1,0 +1,81 @@
+export interface BatcherOptions<I> {
+  /**
+   * How long the first item of a batch waits for others. 0 still gathers every item submitted in
+   * the same turn of the event loop (a batch closes on setImmediate), which is what many requests
+   * that arrived in one network read produce.
+   */
+  lingerMs: number;
+  /** A batch closes at once when the total weight of its items reaches this. */
+  maxWeight: number;
+  /** Weight of one item (default 1), e.g. the number of events it carries. */
+  weight?: (item: I) => number;
+}
+
+interface Pending<I, O> {
+  item: I;
+  resolve(output: O): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Gathers items submitted by concurrent callers and hands them to `run` as one batch; each caller
+ * gets the output at its own position, or the batch's error. Batches do not wait for earlier ones
+ * still running. The one tool behind "many requests, one Redis call" and "many requests, one
+ * produce call".
+ */
+export class Batcher<I, O> {
+  private open: Pending<I, O>[] = [];
+  private openWeight = 0;
+  private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(
+    private readonly run: (items: I[]) => Promise<readonly O[]>,
+    private readonly options: BatcherOptions<I>,
+  ) {}
+
+  submit(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.open.push({ item, resolve, reject });
+      this.openWeight += this.options.weight?.(item) ?? 1;
+      if (this.openWeight >= this.options.maxWeight) this.close();
+      else if (this.timer === undefined) {
+        this.timer =
+          this.options.lingerMs > 0
+            ? setTimeout(() => this.close(), this.options.lingerMs)
+            : setImmediate(() => this.close());
+      }
+    });
+  }
+
+  /** Closes the open batch now and waits until every batch has settled. */
+  async flush(): Promise<void> {
+    this.close();
+    while (this.running.size) await Promise.allSettled([...this.running]);
+  }
+
+  private close(): void {
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer as NodeJS.Timeout);
+      clearImmediate(this.timer as NodeJS.Immediate);
+      this.timer = undefined;
+    }
+    const batch = this.open;
+    if (!batch.length) return;
+    this.open = [];
+    this.openWeight = 0;
+    const running = this.execute(batch).finally(() => this.running.delete(running));
+    this.running.add(running);
+  }
+
+  private async execute(batch: Pending<I, O>[]): Promise<void> {
+    let outputs: readonly O[];
+    try {
+      outputs = await this.run(batch.map((pending) => pending.item));
+    } catch (error) {
+      for (const pending of batch) pending.reject(error);
+      return;
+    }
+    for (let i = 0; i < batch.length; i++) batch[i]!.resolve(outputs[i] as O);
+  }
+}

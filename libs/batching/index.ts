@@ -1,0 +1,1 @@
+export { Batcher, type BatcherOptions } from './batcher.js';

@@ -1,0 +1,31 @@
+import { Kafka, type LogEntry, logLevel } from 'kafkajs';
+import type { Logger } from '../log/index.js';
+
+export interface KafkaSettings {
+  brokers: string[];
+  clientId: string;
+}
+
+/**
+ * A kafkajs client tuned to fail fast: an unreachable broker surfaces within about a second, so
+ * ingest answers 503 (and the client retries) instead of holding requests for kafkajs' default
+ * 30 s of retries. kafkajs' own log lines go to our logger under `kafka`.
+ */
+export function createKafka(settings: KafkaSettings, log?: Logger): Kafka {
+  return new Kafka({
+    clientId: settings.clientId,
+    brokers: settings.brokers,
+    connectionTimeout: 1000,
+    requestTimeout: 5000,
+    retry: { initialRetryTime: 100, maxRetryTime: 1000, retries: 3 },
+    logLevel: log ? logLevel.WARN : logLevel.NOTHING,
+    logCreator: () => (entry: LogEntry) => {
+      if (!log) return;
+      const { message, timestamp: _timestamp, ...extra } = entry.log;
+      const fields = { kafka: entry.namespace, ...extra };
+      if (entry.level === logLevel.ERROR) log.error(fields, message);
+      else if (entry.level === logLevel.WARN) log.warn(fields, message);
+      else log.debug(fields, message);
+    },
+  });
+}

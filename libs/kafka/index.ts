@@ -1,0 +1,4 @@
+export type { Admin, Consumer, Kafka, KafkaMessage, Message } from 'kafkajs';
+export { createKafka, type KafkaSettings } from './client.js';
+export { LingeringProducer } from './lingering-producer.js';
+export { ensureTopic, kafkaCheck } from './topics.js';

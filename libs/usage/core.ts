@@ -1,0 +1,492 @@
+import { randomUUID } from 'node:crypto';
+import type { AuthContext } from '../auth/index.js';
+import { ApiError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import { ingestEvents } from '../observability/index.js';
+import {
+  bucketKey,
+  hourWindow,
+  type RateLimitDecision,
+  type RateLimiter,
+  rateLimitedError,
+  rateLimitHeaders,
+  requestsPerHour,
+} from '../rate-limit/index.js';
+import type { UsageEvent } from '../schemas/index.js';
+import {
+  decodeDedupRecord,
+  dedupKey,
+  encodeDedupRecord,
+  toPublicUsageEvent,
+  type UsageEventRecord,
+} from './event.js';
+import type { SubscriptionItemCache } from './items.js';
+import type { UsageEventLog } from './log.js';
+import { parseUsageEvent, parseUsageEventBatch, type ValidUsageEvent } from './request.js';
+import type { DedupEntry, UsageDedupStore } from './store.js';
+
+/**
+ * Who counts a request against the organization's hourly bucket: `here` (the ingest service: the
+ * core counts it in the same Redis round trip that reserves its events) or `already` (the api
+ * service's authentication hook counted it, as for every route).
+ */
+export type Counting = 'here' | 'already';
+
+export interface IngestReply<T> {
+  value: T;
+  /** Rate-limit headers, when the core counted the request. */
+  headers: Record<string, string>;
+}
+
+export interface RecordedEvent {
+  event: UsageEvent;
+  /** The key had been used before: `event` is the stored one. */
+  deduplicated: boolean;
+}
+
+/** One event of a batch: the stored event, or the error that event alone would have got. */
+export type BatchOutcome = { event: UsageEvent } | { error: ApiError };
+
+export interface UsageIngestOptions {
+  store: UsageDedupStore;
+  log: UsageEventLog;
+  items: Pick<SubscriptionItemCache, 'usageType'>;
+  /** Counts requests that never reach the reservation (invalid ones), with the same buckets. */
+  rateLimiter: RateLimiter;
+  /** REDIS_KEY_PREFIX: the rate limiter's buckets and the dedup keys live under it. */
+  keyPrefix: string;
+  idempotencyTtlSeconds: number;
+  logger: Logger;
+  now?: () => number;
+}
+
+/** A pending record outlives its owner by this much if the owner dies before committing. */
+const PENDING_TTL_SECONDS = 60;
+/** How long a duplicate waits for the first request of its key before answering 503. */
+const DUPLICATE_WAIT_MS = 10_000;
+/** A duplicate whose first request failed tries as new; this bounds that under contention. */
+const MAX_ATTEMPTS = 3;
+/** As the rate limiter's own buckets: a little over the hour, for replicas with skewed clocks. */
+const BUCKET_TTL_SECONDS = 3600 + 300;
+
+interface Settled {
+  record: UsageEventRecord;
+  deduplicated: boolean;
+}
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(value: T): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The ingest core both HTTP front ends call (DESIGN §1, §6). Per request: validate, resolve the
+ * idempotency key, check the item through a cache, then ONE store round trip that counts the
+ * request and reserves each event's identity (SET NX). New events go to the log and are answered
+ * only once the log acknowledged them; a repeated key gets the stored event. A duplicate that finds
+ * its identity pending waits for the first request (through memory when it runs in this process,
+ * else by polling the store) and proceeds as new if that one failed, so no answer ever carries an
+ * event that is not durable. When the store or the log fails, the reserved identities are released
+ * and the answer is 503, so the client's retry starts afresh.
+ */
+export class UsageIngest {
+  private readonly now: () => number;
+  /** Events of this process between reservation and the log's answer, by event id. */
+  private readonly inFlight = new Map<string, Deferred<UsageEventRecord>>();
+  private readonly background = new Set<Promise<void>>();
+
+  constructor(private readonly options: UsageIngestOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** POST /usage/events. Throws ApiError (with the rate-limit headers when counted here). */
+  async recordEvent(
+    auth: AuthContext,
+    input: { body: unknown; idempotencyKey: string | undefined },
+    counting: Counting,
+  ): Promise<IngestReply<RecordedEvent>> {
+    const receivedAtMs = this.now();
+    let candidate: UsageEventRecord;
+    try {
+      const valid = parseUsageEvent(input.body, input.idempotencyKey, receivedAtMs);
+      await this.checkItem(auth.orgId, valid.subscriptionItemId);
+      candidate = this.candidate(auth.orgId, valid, receivedAtMs);
+    } catch (error) {
+      return this.refuse(auth, error, counting);
+    }
+    const { decision, settled } = await this.recordCounted(auth, [candidate], counting === 'here');
+    const [outcome] = settled;
+    countOutcome(outcome!.deduplicated ? DEDUPLICATED : ACCEPTED);
+    return {
+      value: { event: toPublicUsageEvent(outcome!.record), deduplicated: outcome!.deduplicated },
+      headers: decision ? rateLimitHeaders(decision) : {},
+    };
+  }
+
+  /**
+   * POST /usage/events/batch: up to 1000 events, ONE request against the hourly limit. Outcomes in
+   * request order. A failure of the store or the log fails the whole batch (503), nothing half
+   * recorded: the client retries it whole, and events already recorded come back as stored.
+   */
+  async recordBatch(
+    auth: AuthContext,
+    body: unknown,
+    counting: Counting,
+  ): Promise<IngestReply<BatchOutcome[]>> {
+    const receivedAtMs = this.now();
+    let events: unknown[];
+    try {
+      events = parseUsageEventBatch(body);
+    } catch (error) {
+      return this.refuse(auth, error, counting);
+    }
+    const outcomes: BatchOutcome[] = new Array(events.length);
+    const candidates: (UsageEventRecord | undefined)[] = new Array(events.length);
+    await Promise.all(
+      events.map(async (event, index) => {
+        try {
+          const valid = parseUsageEvent(event, undefined, receivedAtMs);
+          await this.checkItem(auth.orgId, valid.subscriptionItemId);
+          candidates[index] = this.candidate(auth.orgId, valid, receivedAtMs);
+        } catch (error) {
+          if (!(error instanceof ApiError) || error.code === 'SERVICE_UNAVAILABLE') throw error;
+          countOutcome(rejected(error.code));
+          outcomes[index] = { error };
+        }
+      }),
+    ).catch((error) => this.refuse(auth, error, counting));
+
+    const positions: number[] = [];
+    const valid: UsageEventRecord[] = [];
+    candidates.forEach((candidate, index) => {
+      if (candidate) {
+        positions.push(index);
+        valid.push(candidate);
+      }
+    });
+    let decision: RateLimitDecision | undefined;
+    if (valid.length) {
+      const recorded = await this.recordCounted(auth, valid, counting === 'here');
+      decision = recorded.decision;
+      recorded.settled.forEach((outcome, i) => {
+        countOutcome(outcome.deduplicated ? DEDUPLICATED : ACCEPTED);
+        outcomes[positions[i]!] = { event: toPublicUsageEvent(outcome.record) };
+      });
+    } else if (counting === 'here') {
+      decision = await this.countOnly(auth);
+    }
+    return { value: outcomes, headers: decision ? rateLimitHeaders(decision) : {} };
+  }
+
+  /**
+   * For a request the transport refused before the core saw its events (malformed JSON, wrong media
+   * type, too large): it still counts, whatever its status. Throws `error` with the rate-limit headers.
+   */
+  async refuse(auth: AuthContext, error: unknown, counting: Counting): Promise<never> {
+    if (!(error instanceof ApiError)) throw error;
+    countOutcome(rejected(error.code));
+    if (counting === 'already') throw error;
+    const decision = await this.countOnly(auth);
+    throw withHeaders(error, rateLimitHeaders(decision));
+  }
+
+  /** Waits for commits still on their way to the store (at shutdown). */
+  async drain(): Promise<void> {
+    while (this.background.size) await Promise.allSettled([...this.background]);
+    await this.options.store.flush();
+  }
+
+  private async countOnly(auth: AuthContext): Promise<RateLimitDecision> {
+    let decision: RateLimitDecision;
+    try {
+      decision = await this.options.rateLimiter.consume(auth);
+    } catch (cause) {
+      throw unavailable('The rate-limit store is unavailable.', cause);
+    }
+    if (!decision.allowed) throw withHeaders(rateLimitedError(decision), rateLimitHeaders(decision));
+    return decision;
+  }
+
+  private async checkItem(orgId: number, subscriptionItemId: number): Promise<void> {
+    let usageType: string | undefined;
+    try {
+      usageType = await this.options.items.usageType(orgId, subscriptionItemId);
+    } catch (cause) {
+      throw unavailable('The database is unavailable.', cause);
+    }
+    if (usageType === undefined) throw ApiError.notFound(`Subscription item ${subscriptionItemId}`);
+    if (usageType !== 'metered') {
+      throw ApiError.badRequest(
+        `Subscription item ${subscriptionItemId} is not metered; usage can only be reported for metered items.`,
+      );
+    }
+  }
+
+  private candidate(orgId: number, valid: ValidUsageEvent, receivedAtMs: number): UsageEventRecord {
+    return {
+      id: randomUUID(),
+      orgId,
+      subscriptionItemId: valid.subscriptionItemId,
+      idempotencyKey: valid.idempotencyKey,
+      quantity: valid.quantity,
+      occurredAtMs: valid.occurredAtMs,
+      recordedAtMs: receivedAtMs,
+    };
+  }
+
+  private async recordCounted(
+    auth: AuthContext,
+    candidates: UsageEventRecord[],
+    countHere: boolean,
+  ): Promise<{ decision: RateLimitDecision | undefined; settled: Settled[] }> {
+    try {
+      return await this.record(auth, candidates, countHere);
+    } catch (error) {
+      const counter = rejected(error instanceof ApiError ? error.code : 'INTERNAL_SERVER_ERROR');
+      counter.inc(candidates.length);
+      throw error;
+    }
+  }
+
+  /** Reserves, appends the new events, resolves the duplicates. Throws ApiError 429 or 503. */
+  private async record(
+    auth: AuthContext,
+    candidates: UsageEventRecord[],
+    countHere: boolean,
+  ): Promise<{ decision: RateLimitDecision | undefined; settled: Settled[] }> {
+    const { keyPrefix } = this.options;
+    const entries: DedupEntry[] = candidates.map((candidate) => ({
+      key: dedupKey(keyPrefix, candidate.orgId, candidate.subscriptionItemId, candidate.idempotencyKey),
+      pending: encodeDedupRecord('pending', candidate),
+    }));
+    // Known before the reservation: a duplicate in this process that finds our pending record
+    // must find us here, even if its reply from the store arrives first.
+    for (const candidate of candidates) this.inFlight.set(candidate.id, deferred());
+
+    const bucket = countHere ? this.bucketOf(auth) : undefined;
+    let reservation: Awaited<ReturnType<UsageDedupStore['reserve']>>;
+    try {
+      reservation = await this.options.store.reserve({
+        bucket: bucket?.bucket,
+        entries,
+        pendingTtlSeconds: PENDING_TTL_SECONDS,
+      });
+    } catch (cause) {
+      for (const candidate of candidates) this.inFlight.delete(candidate.id);
+      throw unavailable('The idempotency store is unavailable.', cause);
+    }
+    const decision = bucket && this.decisionOf(bucket, reservation.count, reservation.allowed);
+    const headers = decision ? rateLimitHeaders(decision) : {};
+    if (!reservation.allowed) {
+      for (const candidate of candidates) this.inFlight.delete(candidate.id);
+      this.options.rateLimiter.noteExhausted(auth.orgId, decision!.limit);
+      throw withHeaders(rateLimitedError(decision!), headers);
+    }
+
+    const fresh: number[] = [];
+    const duplicates: number[] = [];
+    reservation.existing.forEach((existing, i) => {
+      if (existing === null) fresh.push(i);
+      else {
+        this.inFlight.delete(candidates[i]!.id);
+        duplicates.push(i);
+      }
+    });
+    const settled: Settled[] = new Array(candidates.length);
+    const work: Promise<void>[] = [];
+    if (fresh.length) {
+      work.push(
+        this.append(
+          fresh.map((i) => candidates[i]!),
+          fresh.map((i) => entries[i]!),
+        ).then((stored) => {
+          fresh.forEach((i, at) => {
+            settled[i] = { record: stored[at]!, deduplicated: stored[at]!.id !== candidates[i]!.id };
+          });
+        }),
+      );
+    }
+    for (const i of duplicates) {
+      work.push(
+        this.settleDuplicate(auth, candidates[i]!, entries[i]!.key, reservation.existing[i]!).then(
+          (outcome) => {
+            settled[i] = outcome;
+          },
+        ),
+      );
+    }
+    const results = await Promise.allSettled(work);
+    const failure = results.find((result) => result.status === 'rejected');
+    if (failure) throw withHeaders(asApiError(failure.reason), headers);
+    return { decision, settled };
+  }
+
+  /** Appends new events; answers with the stored ones, or releases the identities and throws 503. */
+  private async append(events: UsageEventRecord[], entries: DedupEntry[]): Promise<UsageEventRecord[]> {
+    let stored: UsageEventRecord[];
+    try {
+      stored = await this.options.log.append(events);
+    } catch (cause) {
+      // Released before anyone hears of the failure, so the client's retry finds the key free. If
+      // the store is down too, the pending records expire after PENDING_TTL_SECONDS instead.
+      await this.options.store.release(entries).catch((error) => {
+        this.options.logger.warn({ err: error }, 'could not release usage idempotency keys');
+      });
+      for (const event of events) this.settleInFlight(event.id, { error: cause });
+      throw unavailable('The usage log is unavailable.', cause);
+    }
+    for (let i = 0; i < events.length; i++) this.settleInFlight(events[i]!.id, { stored: stored[i]! });
+    // Durable now: duplicates in this process already have it; others find it committed in the
+    // store shortly (until then they wait, as for any pending record).
+    const commits = entries.map((entry, i) => ({
+      key: entry.key,
+      pending: entry.pending,
+      committed: encodeDedupRecord('committed', stored[i]!),
+    }));
+    this.track(this.options.store.commit(commits, this.options.idempotencyTtlSeconds));
+    return stored;
+  }
+
+  /** A duplicate: the stored event once it is durable, or a new attempt if the first one failed. */
+  private async settleDuplicate(
+    auth: AuthContext,
+    candidate: UsageEventRecord,
+    key: string,
+    found: string,
+    attempt = 1,
+  ): Promise<Settled> {
+    const deadline = this.now() + DUPLICATE_WAIT_MS;
+    let current: string | null = found;
+    let delayMs = 2;
+    for (;;) {
+      if (current === null) {
+        // The first request failed and released the key: this one proceeds as new (counted already).
+        if (attempt >= MAX_ATTEMPTS) throw unavailable('The usage event could not be recorded; retry.');
+        const retried = await this.record(auth, [{ ...candidate, id: randomUUID() }], false);
+        return retried.settled[0]!;
+      }
+      const { state, record } = decodeDedupRecord(current, candidate);
+      if (state === 'committed') return { record, deduplicated: true };
+      const local = this.inFlight.get(record.id);
+      if (local) {
+        try {
+          return { record: await local.promise, deduplicated: true };
+        } catch {
+          attempt++;
+        }
+      } else {
+        if (this.now() > deadline) {
+          throw unavailable('An earlier request with this idempotency key is still being recorded; retry.');
+        }
+        await sleep(delayMs);
+        delayMs = Math.min(delayMs * 2, 50);
+      }
+      try {
+        current = await this.options.store.get(key);
+      } catch (cause) {
+        throw unavailable('The idempotency store is unavailable.', cause);
+      }
+    }
+  }
+
+  private settleInFlight(id: string, result: { stored: UsageEventRecord } | { error: unknown }): void {
+    const waiting = this.inFlight.get(id);
+    if (!waiting) return;
+    this.inFlight.delete(id);
+    if ('stored' in result) waiting.resolve(result.stored);
+    else waiting.reject(result.error);
+  }
+
+  private track(work: Promise<void>): void {
+    const tracked = work
+      .catch((error) => {
+        // The event is durable; only the key's upgrade to committed was lost. Duplicates wait until
+        // the pending record expires, then record again, and the sinks keep the first one.
+        this.options.logger.warn({ err: error }, 'could not commit usage idempotency keys');
+      })
+      .finally(() => this.background.delete(tracked));
+    this.background.add(tracked);
+  }
+
+  private bucketOf(auth: AuthContext) {
+    const window = hourWindow(this.now());
+    const limit = requestsPerHour(auth.plan, auth.rateLimitOverride);
+    return {
+      bucket: {
+        key: bucketKey(this.options.keyPrefix, auth.orgId, window.hour),
+        limit,
+        ttlSeconds: BUCKET_TTL_SECONDS,
+      },
+      window,
+      plan: auth.plan,
+    };
+  }
+
+  private decisionOf(
+    { bucket, window, plan }: ReturnType<UsageIngest['bucketOf']>,
+    count: number,
+    allowed: boolean,
+  ): RateLimitDecision {
+    return {
+      allowed,
+      plan,
+      limit: bucket.limit,
+      remaining: Math.max(0, bucket.limit - count),
+      resetEpochSeconds: window.resetEpochSeconds,
+      secondsToReset: window.secondsToReset,
+    };
+  }
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Nobody may be waiting when it fails; that is not an unhandled rejection.
+  promise.catch(() => {});
+  return { promise, resolve, reject };
+}
+
+function unavailable(detail: string, cause?: unknown): ApiError {
+  return ApiError.serviceUnavailable(detail, 1, cause);
+}
+
+function asApiError(error: unknown): ApiError {
+  return error instanceof ApiError
+    ? error
+    : unavailable('The usage event could not be recorded; retry.', error);
+}
+
+/** The same error with more headers (the rate-limit headers every authenticated answer carries). */
+function withHeaders(error: ApiError, headers: Record<string, string>): ApiError {
+  return new ApiError(error.code, error.message, {
+    ...(error.details ? { details: error.details } : {}),
+    headers: { ...headers, ...error.headers },
+    cause: error.cause,
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+const ACCEPTED = ingestEvents.labels('accepted', '');
+const DEDUPLICATED = ingestEvents.labels('deduplicated', '');
+const REJECTED = new Map<string, ReturnType<typeof ingestEvents.labels>>();
+
+function rejected(reason: string): ReturnType<typeof ingestEvents.labels> {
+  let counter = REJECTED.get(reason);
+  if (!counter) {
+    counter = ingestEvents.labels('rejected', reason);
+    REJECTED.set(reason, counter);
+  }
+  return counter;
+}
+
+function countOutcome(counter: ReturnType<typeof ingestEvents.labels>): void {
+  counter.inc();
+}

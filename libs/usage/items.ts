@@ -1,0 +1,63 @@
+import type { Queryable } from '../db/index.js';
+
+export type UsageType = 'metered' | 'licensed';
+
+interface CacheEntry {
+  usageType: UsageType | undefined;
+  expiresAt: number;
+}
+
+/**
+ * Whether a subscription item exists in an organization and is metered, cached in-process so the
+ * ingest hot path does not query Postgres per event. An item's usage type never changes; entries
+ * expire anyway (bounded staleness, bounded memory). Unknown items are cached briefly so a sender
+ * with a wrong id does not become a query per event; concurrent misses share one query.
+ */
+export class SubscriptionItemCache {
+  private readonly cache = new Map<string, CacheEntry>();
+  private readonly inFlight = new Map<string, Promise<UsageType | undefined>>();
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly options: {
+      ttlMs: number;
+      negativeTtlMs: number;
+      maxEntries: number;
+      now?: () => number;
+    },
+  ) {}
+
+  /** undefined: no such item in this organization (another org's item looks the same). */
+  async usageType(orgId: number, subscriptionItemId: number): Promise<UsageType | undefined> {
+    const key = `${orgId}:${subscriptionItemId}`;
+    const now = (this.options.now ?? Date.now)();
+    const cached = this.cache.get(key);
+    if (cached && cached.expiresAt > now) return cached.usageType;
+    let pending = this.inFlight.get(key);
+    if (!pending) {
+      pending = this.lookup(orgId, subscriptionItemId).finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, pending);
+    }
+    const usageType = await pending;
+    this.remember(key, usageType, now);
+    return usageType;
+  }
+
+  private async lookup(orgId: number, subscriptionItemId: number): Promise<UsageType | undefined> {
+    const { rows } = await this.db.query<{ usage_type: UsageType }>(
+      'SELECT usage_type FROM subscription_items WHERE org_id = $1 AND id = $2',
+      [orgId, subscriptionItemId],
+    );
+    return rows[0]?.usage_type;
+  }
+
+  private remember(key: string, usageType: UsageType | undefined, now: number): void {
+    this.cache.delete(key);
+    if (this.cache.size >= this.options.maxEntries) {
+      const oldest = this.cache.keys().next().value;
+      if (oldest !== undefined) this.cache.delete(oldest);
+    }
+    const ttl = usageType ? this.options.ttlMs : this.options.negativeTtlMs;
+    this.cache.set(key, { usageType, expiresAt: now + ttl });
+  }
+}

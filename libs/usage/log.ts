@@ -1,0 +1,18 @@
+import type { DependencyCheck } from '../observability/index.js';
+import type { UsageEventRecord } from './event.js';
+
+/**
+ * Where accepted usage events go before anything else: Kafka in the distributed mode, an
+ * in-process log writing straight to Postgres in the embedded one. `append` resolves only once
+ * every event is durable; ingest answers 201 only after that.
+ */
+export interface UsageEventLog {
+  /**
+   * Resolves, per event, with the event the log holds for its identity: the event itself, or (when
+   * the log can tell) one recorded earlier under the same identity, which then wins.
+   */
+  append(events: readonly UsageEventRecord[]): Promise<UsageEventRecord[]>;
+  checks(): DependencyCheck[];
+  /** Waits for appends in flight, then lets go of connections. */
+  close(): Promise<void>;
+}

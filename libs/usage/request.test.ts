@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../errors/index.js';
+import { parseUsageEvent, parseUsageEventBatch } from './request.js';
+
+const NOW = Date.UTC(2026, 10, 20, 12, 0, 0);
+
+function failure(run: () => unknown): ApiError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ApiError) return error;
+    throw error;
+  }
+  throw new Error('expected an ApiError');
+}
+
+describe('usage event validation', () => {
+  it('takes the header key over the body key, and the body key without a header', () => {
+    const body = { subscription_item_id: 7, quantity: 2, idempotency_key: 'from-body' };
+    expect(parseUsageEvent(body, 'from-header', NOW).idempotencyKey).toBe('from-header');
+    expect(parseUsageEvent(body, undefined, NOW).idempotencyKey).toBe('from-body');
+    expect(parseUsageEvent(body, '', NOW).idempotencyKey).toBe('from-body');
+  });
+
+  it('answers 400 BAD_REQUEST without any key', () => {
+    const error = failure(() => parseUsageEvent({ subscription_item_id: 7, quantity: 2 }, undefined, NOW));
+    expect(error.code).toBe('BAD_REQUEST');
+  });
+
+  it('refuses a key over 255 characters with 422, naming where it came from', () => {
+    const long = 'k'.repeat(256);
+    const fromHeader = failure(() => parseUsageEvent({ subscription_item_id: 7, quantity: 1 }, long, NOW));
+    expect(fromHeader.code).toBe('VALIDATION_ERROR');
+    expect(fromHeader.details).toEqual([
+      expect.objectContaining({ field: 'Idempotency-Key', code: 'too_long' }),
+    ]);
+    const fromBody = failure(() =>
+      parseUsageEvent({ subscription_item_id: 7, quantity: 1, idempotency_key: long }, undefined, NOW),
+    );
+    expect(fromBody.details).toEqual([
+      expect.objectContaining({ field: 'idempotency_key', code: 'too_long' }),
+    ]);
+    expect(
+      parseUsageEvent({ subscription_item_id: 7, quantity: 1 }, 'k'.repeat(255), NOW).idempotencyKey,
+    ).toHaveLength(255);
+  });
+
+  it('refuses keys with control characters or lone surrogates', () => {
+    for (const key of ['a\u0000b', 'tab\there', 'bad\ud800']) {
+      expect(failure(() => parseUsageEvent({ subscription_item_id: 7, quantity: 1 }, key, NOW)).code).toBe(
+        'VALIDATION_ERROR',
+      );
+    }
+    expect(parseUsageEvent({ subscription_item_id: 7, quantity: 1 }, 'émoji-😀', NOW).idempotencyKey).toBe(
+      'émoji-😀',
+    );
+  });
+
+  it('wants a finite quantity greater than zero with at most 8 fractional digits', () => {
+    for (const quantity of [0, -1, '5', null, 1.123456789, 1e16]) {
+      const error = failure(() => parseUsageEvent({ subscription_item_id: 7, quantity }, 'k', NOW));
+      expect(error.code, String(quantity)).toBe('VALIDATION_ERROR');
+      expect(error.details?.[0]?.field).toBe('quantity');
+    }
+    expect(parseUsageEvent({ subscription_item_id: 7, quantity: 0.00000001 }, 'k', NOW).quantity).toBe(
+      '0.00000001',
+    );
+    expect(parseUsageEvent({ subscription_item_id: 7, quantity: 12.5 }, 'k', NOW).quantity).toBe('12.5');
+  });
+
+  it('defaults the timestamp to receipt and keeps a given one, within DateTime range', () => {
+    expect(parseUsageEvent({ subscription_item_id: 7, quantity: 1 }, 'k', NOW).occurredAtMs).toBe(NOW);
+    const given = parseUsageEvent(
+      { subscription_item_id: 7, quantity: 1, timestamp: '2026-11-01T10:00:00.250+02:00' },
+      'k',
+      NOW,
+    );
+    expect(given.occurredAtMs).toBe(Date.UTC(2026, 10, 1, 8, 0, 0, 250));
+    const tooLate = failure(() =>
+      parseUsageEvent({ subscription_item_id: 7, quantity: 1, timestamp: '2200-01-01T00:00:00Z' }, 'k', NOW),
+    );
+    expect(tooLate.details).toEqual([expect.objectContaining({ field: 'timestamp', code: 'out_of_range' })]);
+    expect(
+      failure(() =>
+        parseUsageEvent({ subscription_item_id: 7, quantity: 1, timestamp: 'yesterday' }, 'k', NOW),
+      ).code,
+    ).toBe('VALIDATION_ERROR');
+  });
+
+  it('rejects unknown fields and a non-object body', () => {
+    expect(
+      failure(() => parseUsageEvent({ subscription_item_id: 7, quantity: 1, colour: 'red' }, 'k', NOW))
+        .details,
+    ).toEqual([expect.objectContaining({ field: 'colour', code: 'unknown_field' })]);
+    expect(failure(() => parseUsageEvent(undefined, 'k', NOW)).code).toBe('VALIDATION_ERROR');
+    expect(failure(() => parseUsageEvent([1], 'k', NOW)).code).toBe('VALIDATION_ERROR');
+  });
+});
+
+describe('usage batch envelope', () => {
+  it('takes 1 to 1000 events of any shape (each is checked on its own)', () => {
+    expect(parseUsageEventBatch({ events: [1, 'x', {}] })).toHaveLength(3);
+    expect(failure(() => parseUsageEventBatch({ events: [] })).details?.[0]?.field).toBe('events');
+    expect(failure(() => parseUsageEventBatch({ events: new Array(1001).fill({}) })).details?.[0]?.code).toBe(
+      'too_long',
+    );
+    expect(failure(() => parseUsageEventBatch({ events: [{}], extra: 1 })).code).toBe('VALIDATION_ERROR');
+    expect(failure(() => parseUsageEventBatch(null)).code).toBe('VALIDATION_ERROR');
+  });
+});

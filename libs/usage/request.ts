@@ -1,0 +1,100 @@
+import { ApiError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../errors/index.js';
+import {
+  CreateUsageEvent,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  quantityToDecimal,
+  UsageEventBatchEnvelope,
+} from '../schemas/index.js';
+
+/** A usage event that passed every check that needs no storage. */
+export interface ValidUsageEvent {
+  subscriptionItemId: number;
+  /** Exact decimal text. */
+  quantity: string;
+  occurredAtMs: number;
+  idempotencyKey: string;
+}
+
+/**
+ * Timestamps ClickHouse's DateTime (seconds since 1970 in 32 bits) and every billing period can
+ * hold; anything outside is a client error, not a poison message for the sinks.
+ */
+const EARLIEST_TIMESTAMP_MS = 0;
+const LATEST_TIMESTAMP_MS = Date.UTC(2100, 0, 1);
+// A lone UTF-16 surrogate has no UTF-8 form: stores would each replace it differently.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Checks one event's body and resolves its idempotency key (DESIGN §6): the header wins over the
+ * body's key; neither is a 400; a key over 255 characters is a 422. Throws ApiError.
+ * `headerKey` is undefined for events of a batch, which carry their own keys only.
+ */
+export function parseUsageEvent(
+  body: unknown,
+  headerKey: string | undefined,
+  receivedAtMs: number,
+): ValidUsageEvent {
+  const parsed = CreateUsageEvent.safeParse(body, ZOD_PARSE_OPTIONS);
+  if (!parsed.success) throw ApiError.validation(fieldErrorsFromZod(parsed.error.issues));
+  const event = parsed.data;
+
+  const idempotencyKey = resolveIdempotencyKey(headerKey, event.idempotency_key);
+
+  let occurredAtMs = receivedAtMs;
+  if (event.timestamp !== undefined) {
+    occurredAtMs = Date.parse(event.timestamp);
+    if (!(occurredAtMs >= EARLIEST_TIMESTAMP_MS && occurredAtMs < LATEST_TIMESTAMP_MS)) {
+      throw ApiError.validation([
+        {
+          field: 'timestamp',
+          message: 'Must be between 1970-01-01T00:00:00Z and 2100-01-01T00:00:00Z.',
+          code: 'out_of_range',
+        },
+      ]);
+    }
+  }
+  return {
+    subscriptionItemId: event.subscription_item_id,
+    quantity: quantityToDecimal(event.quantity),
+    occurredAtMs,
+    idempotencyKey,
+  };
+}
+
+function resolveIdempotencyKey(headerKey: string | undefined, bodyKey: string | undefined): string {
+  const fromHeader = headerKey !== undefined && headerKey !== '';
+  const key = fromHeader ? headerKey : bodyKey;
+  const field = fromHeader ? 'Idempotency-Key' : 'idempotency_key';
+  if (key === undefined) {
+    throw ApiError.badRequest(
+      'An idempotency key is required: send the Idempotency-Key header (or idempotency_key in the body).',
+    );
+  }
+  if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+    throw ApiError.validation([
+      { field, message: `Must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`, code: 'too_long' },
+    ]);
+  }
+  if (hasControlCharacter(key) || LONE_SURROGATE.test(key)) {
+    throw ApiError.validation([
+      { field, message: 'Must not contain control characters.', code: 'invalid_format' },
+    ]);
+  }
+  return key;
+}
+
+/** C0 controls and DEL: a NUL would not even fit in a Postgres text column. */
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
+}
+
+/** The batch envelope: `{ "events": [...] }` with 1 to 1000 entries, each checked on its own later. */
+export function parseUsageEventBatch(body: unknown): unknown[] {
+  const parsed = UsageEventBatchEnvelope.safeParse(body, ZOD_PARSE_OPTIONS);
+  if (!parsed.success) throw ApiError.validation(fieldErrorsFromZod(parsed.error.issues));
+  return parsed.data.events;
+}

@@ -1,0 +1,188 @@
+import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import type { Logger } from '../log/index.js';
+import {
+  sinkEventsWritten,
+  sinkLagMessages,
+  sinkLagSeconds,
+  sinkWriteDuration,
+} from '../observability/index.js';
+import { decodeLogMessage, type UsageEventRecord } from './event.js';
+import type { UsageSink } from './sink.js';
+
+export interface KafkaSinkOptions {
+  kafka: Kafka;
+  topic: string;
+  groupId: string;
+  sink: UsageSink;
+  /** Flush when this many events are buffered... */
+  batchSize: number;
+  /** ...or when the oldest buffered event has waited this long. */
+  flushMs: number;
+  log: Logger;
+}
+
+/**
+ * One sink as a Kafka consumer group (OpenMeter's sink worker): messages are buffered across
+ * fetches and partitions, flushed on count or timer, written, and only then are their offsets
+ * committed. A crash between write and commit replays the batch, which the idempotent sink absorbs;
+ * a crash before the write loses nothing, since nothing was committed.
+ */
+export class KafkaSinkRunner {
+  private readonly consumer: Consumer;
+  private buffer: UsageEventRecord[] = [];
+  /** Per partition, the next offset to commit once the buffer is written. */
+  private bufferedOffsets = new Map<number, string>();
+  private readonly committed = new Map<number, bigint>();
+  private readonly highWatermarks = new Map<number, bigint>();
+  private bufferedSince = 0;
+  private flushing: Promise<void> = Promise.resolve();
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly options: KafkaSinkOptions) {
+    this.consumer = options.kafka.consumer({
+      groupId: options.groupId,
+      // The broker holds a fetch until it has data or this long: the buffer's timer does the rest.
+      maxWaitTimeInMs: Math.min(options.flushMs, 500),
+      maxBytesPerPartition: 4 * 1024 * 1024,
+      sessionTimeout: 30_000,
+      heartbeatInterval: 3000,
+      retry: { initialRetryTime: 200, maxRetryTime: 5000, retries: 10 },
+    });
+  }
+
+  get name(): string {
+    return this.options.sink.name;
+  }
+
+  async start(): Promise<void> {
+    await this.consumer.connect();
+    // A new group reads the topic from its beginning: nothing produced before it existed is skipped.
+    await this.consumer.subscribe({ topic: this.options.topic, fromBeginning: true });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 8,
+      eachBatch: (payload) => this.onBatch(payload),
+    });
+    this.loop = this.flushLoop();
+  }
+
+  /** Stops fetching, writes and commits what is buffered, then leaves the group. */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.consumer.pause([{ topic: this.options.topic }]);
+    this.wake?.();
+    await this.loop;
+    await this.flush();
+    await this.consumer.disconnect();
+  }
+
+  private async onBatch({ batch, resolveOffset, heartbeat, isStale }: EachBatchPayload): Promise<void> {
+    // Left unresolved: whoever owns the partition next fetches these again.
+    if (this.stopping || isStale() || !batch.messages.length) return;
+    for (const message of batch.messages) {
+      try {
+        this.buffer.push(decodeLogMessage(message.value));
+      } catch (error) {
+        // It can never be written; holding the partition for it would stop every later event.
+        this.options.log.error(
+          { err: error, partition: batch.partition, offset: message.offset, sink: this.name },
+          'skipping a malformed usage message',
+        );
+      }
+    }
+    if (!this.bufferedSince) this.bufferedSince = Date.now();
+    const last = batch.messages[batch.messages.length - 1]!;
+    this.bufferedOffsets.set(batch.partition, (BigInt(last.offset) + 1n).toString());
+    this.highWatermarks.set(batch.partition, BigInt(batch.highWatermark));
+    resolveOffset(last.offset);
+    if (this.buffer.length >= this.options.batchSize) {
+      // Back-pressure: fetching waits for the write; heartbeats keep the group membership meanwhile.
+      const flushed = this.flush();
+      while (!(await settlesWithin(flushed, 3000))) await heartbeat().catch(() => {});
+    }
+  }
+
+  private async flushLoop(): Promise<void> {
+    while (!this.stopping) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(10, Math.min(this.options.flushMs, 100)));
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      if (this.buffer.length && Date.now() - this.bufferedSince >= this.options.flushMs) await this.flush();
+    }
+  }
+
+  /** One flush at a time; each takes what is buffered when it starts. Never rejects. */
+  private flush(): Promise<void> {
+    this.flushing = this.flushing
+      .then(() => this.flushOnce())
+      .catch((error) => this.options.log.error({ err: error, sink: this.name }, 'usage sink flush failed'));
+    return this.flushing;
+  }
+
+  private async flushOnce(): Promise<void> {
+    if (!this.buffer.length && !this.bufferedOffsets.size) return;
+    const events = this.buffer;
+    const offsets = this.bufferedOffsets;
+    this.buffer = [];
+    this.bufferedOffsets = new Map();
+    this.bufferedSince = 0;
+    const sink = this.name;
+
+    for (let attempt = 1; ; attempt++) {
+      const started = process.hrtime.bigint();
+      try {
+        await this.options.sink.write(events);
+        sinkWriteDuration.observe({ sink }, Number(process.hrtime.bigint() - started) / 1e9);
+        break;
+      } catch (error) {
+        this.options.log.error(
+          { err: error, sink, events: events.length, attempt },
+          'usage sink write failed',
+        );
+        // Nothing is committed until the write succeeds; retry the same batch.
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 5000)));
+      }
+    }
+    sinkEventsWritten.inc({ sink }, events.length);
+    let newest = 0;
+    for (const event of events) if (event.recordedAtMs > newest) newest = event.recordedAtMs;
+    if (newest) sinkLagSeconds.set({ sink }, Math.max(0, (Date.now() - newest) / 1000));
+
+    if (offsets.size) {
+      try {
+        await this.consumer.commitOffsets(
+          [...offsets].map(([partition, offset]) => ({ topic: this.options.topic, partition, offset })),
+        );
+        for (const [partition, offset] of offsets) this.committed.set(partition, BigInt(offset));
+      } catch (error) {
+        // After a rebalance the partition is someone else's: it re-reads from the last commit and
+        // the sink absorbs the repeat.
+        this.options.log.warn({ err: error, sink }, 'could not commit sink offsets');
+      }
+    }
+    let lag = 0n;
+    for (const [partition, highWatermark] of this.highWatermarks) {
+      const committed = this.committed.get(partition) ?? 0n;
+      if (highWatermark > committed) lag += highWatermark - committed;
+    }
+    sinkLagMessages.set({ sink }, Number(lag));
+  }
+}
+
+function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise.then(() => true),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

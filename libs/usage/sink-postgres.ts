@@ -1,0 +1,105 @@
+import type { Queryable } from '../db/index.js';
+import type { UsageEventRecord } from './event.js';
+import type { UsageSink } from './sink.js';
+
+const INSERT = `
+  INSERT INTO usage_events (id, org_id, subscription_item_id, idempotency_key, quantity, occurred_at, recorded_at)
+  SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::numeric[], $6::timestamptz[], $7::timestamptz[])
+  ON CONFLICT (org_id, subscription_item_id, idempotency_key) DO NOTHING`;
+
+/**
+ * `usage_events` in Postgres, the source of truth billing reads. The unique key on
+ * (org_id, subscription_item_id, idempotency_key) absorbs redeliveries: the first event of an
+ * identity stays, later ones are dropped.
+ */
+export class PostgresUsageSink implements UsageSink {
+  readonly name = 'pg-sink';
+
+  constructor(private readonly db: Queryable) {}
+
+  async write(events: readonly UsageEventRecord[]): Promise<void> {
+    if (events.length) await this.db.query(INSERT, columns(events));
+  }
+
+  /**
+   * Writes and reports, per event, the event Postgres holds for its identity: the event itself when
+   * it was inserted, else the one stored earlier. `inserted` lists the events that are new.
+   */
+  async writeReturningStored(
+    events: readonly UsageEventRecord[],
+  ): Promise<{ stored: UsageEventRecord[]; inserted: UsageEventRecord[] }> {
+    if (!events.length) return { stored: [], inserted: [] };
+    const { rows } = await this.db.query<{ id: string }>(`${INSERT} RETURNING id`, columns(events));
+    const insertedIds = new Set(rows.map((row) => row.id));
+    const inserted = events.filter((event) => insertedIds.has(event.id));
+    if (inserted.length === events.length) return { stored: [...events], inserted };
+
+    const conflicting = events.filter((event) => !insertedIds.has(event.id));
+    const { rows: existing } = await this.db.query<{
+      id: string;
+      org_id: number;
+      subscription_item_id: number;
+      idempotency_key: string;
+      quantity: string;
+      occurred_at: Date;
+      recorded_at: Date;
+    }>(
+      `SELECT id, org_id, subscription_item_id, idempotency_key, quantity::text AS quantity, occurred_at, recorded_at
+         FROM usage_events
+        WHERE (org_id, subscription_item_id, idempotency_key) IN
+              (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]))`,
+      [
+        conflicting.map((e) => e.orgId),
+        conflicting.map((e) => e.subscriptionItemId),
+        conflicting.map((e) => e.idempotencyKey),
+      ],
+    );
+    const byIdentity = new Map<string, UsageEventRecord>();
+    for (const row of existing) {
+      byIdentity.set(identityOf(row.org_id, row.subscription_item_id, row.idempotency_key), {
+        id: row.id,
+        orgId: row.org_id,
+        subscriptionItemId: row.subscription_item_id,
+        idempotencyKey: row.idempotency_key,
+        quantity: row.quantity,
+        occurredAtMs: row.occurred_at.getTime(),
+        recordedAtMs: row.recorded_at.getTime(),
+      });
+    }
+    // An identity twice in one batch: the first one was inserted, and it is the stored one.
+    for (const event of inserted) {
+      const identity = identityOf(event.orgId, event.subscriptionItemId, event.idempotencyKey);
+      if (!byIdentity.has(identity)) byIdentity.set(identity, event);
+    }
+    const stored = events.map((event) =>
+      insertedIds.has(event.id)
+        ? event
+        : (byIdentity.get(identityOf(event.orgId, event.subscriptionItemId, event.idempotencyKey)) ?? event),
+    );
+    return { stored, inserted };
+  }
+}
+
+function identityOf(orgId: number, subscriptionItemId: number, key: string): string {
+  return `${orgId}\u0000${subscriptionItemId}\u0000${key}`;
+}
+
+function columns(events: readonly UsageEventRecord[]): unknown[] {
+  const ids: string[] = [];
+  const orgs: number[] = [];
+  const items: number[] = [];
+  const keys: string[] = [];
+  const quantities: string[] = [];
+  const occurred: string[] = [];
+  const recorded: string[] = [];
+  for (const event of events) {
+    ids.push(event.id);
+    orgs.push(event.orgId);
+    items.push(event.subscriptionItemId);
+    keys.push(event.idempotencyKey);
+    quantities.push(event.quantity);
+    occurred.push(new Date(event.occurredAtMs).toISOString());
+    recorded.push(new Date(event.recordedAtMs).toISOString());
+  }
+  return [ids, orgs, items, keys, quantities, occurred, recorded];
+}

@@ -1,0 +1,11 @@
+import type { UsageEventRecord } from './event.js';
+
+/**
+ * A store the usage log is copied into. `write` is idempotent: an event written again (Kafka
+ * redelivers after a crash or a rebalance) changes nothing, so offsets can be committed after the
+ * write, never before, and nothing is lost or counted twice.
+ */
+export interface UsageSink {
+  readonly name: string;
+  write(events: readonly UsageEventRecord[]): Promise<void>;
+}

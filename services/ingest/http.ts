@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import type { HttpResponse } from './uws.js';
+
+const STATUS_LINES: Record<number, string> = {
+  200: '200 OK',
+  201: '201 Created',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  409: '409 Conflict',
+  413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type',
+  422: '422 Unprocessable Entity',
+  429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
+};
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** As the api service: a caller's own X-Request-ID is kept when it is a UUID, else a new one. */
+export function requestIdFrom(given: string): string {
+  return given && UUID.test(given) ? given.toLowerCase() : randomUUID();
+}
+
+/**
+ * The life of one uWS response: it may be written once, and never after the client went away
+ * (uWS forbids touching an aborted response).
+ */
+export class Exchange {
+  aborted = false;
+  answered = false;
+  status = 0;
+  /** Called once if the client goes away before the answer. */
+  onAbort: (() => void) | undefined;
+
+  constructor(readonly res: HttpResponse) {
+    // The JS fallback also calls this after a normal end; `answered` tells the two apart.
+    res.onAborted(() => {
+      if (this.answered || this.aborted) return;
+      this.aborted = true;
+      this.onAbort?.();
+    });
+  }
+
+  get open(): boolean {
+    return !this.aborted && !this.answered;
+  }
+
+  send(
+    status: number,
+    headers: Record<string, string>,
+    body: string,
+    contentType = 'application/json; charset=utf-8',
+    closeConnection = false,
+  ): void {
+    if (!this.open) return;
+    this.answered = true;
+    this.status = status;
+    this.res.cork(() => {
+      this.res.writeStatus(STATUS_LINES[status] ?? String(status));
+      this.res.writeHeader('content-type', contentType);
+      for (const name in headers) this.res.writeHeader(name, headers[name]!);
+      this.res.end(body, closeConnection);
+    });
+  }
+}
+
+/**
+ * Collects the request body. uWS hands chunks it reuses after the callback, so each is copied.
+ * Beyond `limit` bytes the rest is drained unread and `tooLarge` is reported.
+ */
+export function readBody(
+  res: HttpResponse,
+  limit: number,
+  done: (body: Buffer, tooLarge: boolean) => void,
+): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let tooLarge = false;
+  res.onData((chunk, isLast) => {
+    if (!tooLarge) {
+      const length = chunk.byteLength;
+      size += length;
+      if (size > limit) {
+        tooLarge = true;
+        chunks.length = 0;
+      } else if (length) {
+        chunks.push(
+          chunk instanceof ArrayBuffer ? Buffer.from(chunk.slice(0)) : Buffer.from(chunk as Uint8Array),
+        );
+      }
+    }
+    if (isLast) done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), tooLarge);
+  });
+}

@@ -1,0 +1,41 @@
+/**
+ * The ingest service: usage routes on uWebSockets.js, deduplicated in Redis, published to Kafka
+ * (or, without KAFKA_BROKERS, written to Postgres by the in-process log). Health, readiness and
+ * metrics on the same port. SIGTERM: stop accepting, finish requests in flight, flush the
+ * producer, exit within SHUTDOWN_TIMEOUT_MS.
+ */
+import { ingestSettings, loadConfigOrExit } from '../../libs/config/index.js';
+import { openPlatform } from '../../libs/platform/index.js';
+import { startIngest } from './start.js';
+
+const config = loadConfigOrExit(ingestSettings);
+const platform = await openPlatform(config, 'ingest');
+const ingest = await startIngest({
+  platform,
+  host: config.HOST,
+  port: config.INGEST_PORT,
+  bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
+});
+platform.log.info({ port: ingest.server.port }, 'ingest service listening');
+process.stdout.write(`ingest service listening on http://${config.HOST}:${ingest.server.port}\n`);
+
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, async () => {
+    if (stopping) return;
+    stopping = true;
+    const deadline = setTimeout(() => {
+      platform.log.error('shutdown deadline passed; exiting');
+      process.exit(1);
+    }, config.SHUTDOWN_TIMEOUT_MS).unref();
+    try {
+      await ingest.close();
+      await platform.close();
+      clearTimeout(deadline);
+      process.exit(0);
+    } catch (error) {
+      platform.log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
+  });
+}

@@ -1,0 +1,285 @@
+import type { ApiKeyAuthenticator, AuthContext } from '../../libs/auth/index.js';
+import { ApiError, toErrorBody } from '../../libs/errors/index.js';
+import type { Logger } from '../../libs/log/index.js';
+import {
+  answerOpsRequest,
+  type DependencyCheck,
+  httpRequestDuration,
+  httpRequests,
+  OPS_PATHS,
+} from '../../libs/observability/index.js';
+import { BASE_PATH } from '../../libs/schemas/index.js';
+import { batchResultBody, type UsageIngest } from '../../libs/usage/index.js';
+import { Exchange, readBody, requestIdFrom } from './http.js';
+import { type HttpRequest, type HttpResponse, type us_listen_socket, uws } from './uws.js';
+
+export const USAGE_EVENTS_PATH = `${BASE_PATH}/usage/events`;
+export const USAGE_BATCH_PATH = `${BASE_PATH}/usage/events/batch`;
+
+export interface IngestServerOptions {
+  host: string;
+  port: number;
+  bodyLimit: number;
+  authenticator: ApiKeyAuthenticator;
+  usage: UsageIngest;
+  /** What /readyz checks. */
+  checks: () => readonly DependencyCheck[];
+  log: Logger;
+}
+
+export interface IngestServer {
+  port: number;
+  /** Stops accepting, answers new requests on open connections with 503, waits for those in flight. */
+  close(): Promise<void>;
+}
+
+type Kind = 'event' | 'batch';
+
+/**
+ * The usage routes on uWebSockets.js, the same contract as the api service's: auth, rate-limit
+ * headers, error bodies and X-Request-ID, with the ingest core doing the work. This file only
+ * moves bytes: headers are read while the handler runs (uWS frees the request after), the body is
+ * collected with a limit, and each response is written once, corked, unless the client left.
+ */
+export async function startIngestServer(options: IngestServerOptions): Promise<IngestServer> {
+  const { usage, authenticator, log } = options;
+  let inFlight = 0;
+  let draining = false;
+  let drained: (() => void) | undefined;
+
+  const app = uws.App();
+
+  const usageRoute = (route: string, kind: Kind) => (res: HttpResponse, req: HttpRequest) => {
+    const started = performance.now();
+    const exchange = new Exchange(res);
+    const requestId = requestIdFrom(req.getHeader('x-request-id'));
+    const authorization = req.getHeader('authorization');
+    const contentType = req.getHeader('content-type');
+    const idempotencyKey = req.getHeader('idempotency-key');
+    inFlight++;
+    let orgId: number | undefined;
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      inFlight--;
+      observe('post', route, exchange, started, requestId, orgId, log);
+      if (draining && inFlight === 0) drained?.();
+    };
+    exchange.onAbort = finish;
+    if (draining) {
+      exchange.send(
+        503,
+        { 'X-Request-ID': requestId, 'Retry-After': '1' },
+        JSON.stringify(
+          toErrorBody(ApiError.serviceUnavailable('The service is shutting down; retry.'), requestId).body,
+        ),
+        undefined,
+        true,
+      );
+      finish();
+      return;
+    }
+    // Authentication starts at once, while the body arrives.
+    const authenticated = authenticate(authenticator, authorization);
+    authenticated.catch(() => {});
+    readBody(res, options.bodyLimit, (body, tooLarge) => {
+      handle(kind, requestId, authenticated, body, tooLarge, contentType, idempotencyKey, (auth) => {
+        orgId = auth.orgId;
+      })
+        .then(
+          ({ status, headers, payload }) => {
+            exchange.send(status, { ...headers, 'X-Request-ID': requestId }, payload);
+          },
+          (error) => sendError(exchange, requestId, error, log, orgId),
+        )
+        .finally(finish);
+    });
+  };
+
+  const handle = async (
+    kind: Kind,
+    requestId: string,
+    authenticated: Promise<AuthContext>,
+    body: Buffer,
+    tooLarge: boolean,
+    contentType: string,
+    idempotencyKey: string,
+    onAuthenticated: (auth: AuthContext) => void,
+  ): Promise<{ status: number; headers: Record<string, string>; payload: string }> => {
+    const auth = await authenticated;
+    onAuthenticated(auth);
+    if (tooLarge) {
+      await usage.refuse(auth, new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.'), 'here');
+    }
+    let parsed: unknown;
+    if (body.length) {
+      if (!isJson(contentType)) {
+        await usage.refuse(
+          auth,
+          new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type; send application/json.'),
+          'here',
+        );
+      }
+      try {
+        parsed = JSON.parse(body.toString('utf8'));
+      } catch {
+        await usage.refuse(auth, ApiError.badRequest('The request body is not valid JSON.'), 'here');
+      }
+    } else if (isJson(contentType)) {
+      await usage.refuse(
+        auth,
+        ApiError.badRequest('The request body is empty but Content-Type is application/json.'),
+        'here',
+      );
+    }
+    if (kind === 'event') {
+      const reply = await usage.recordEvent(
+        auth,
+        { body: parsed, idempotencyKey: idempotencyKey || undefined },
+        'here',
+      );
+      return { status: 201, headers: reply.headers, payload: JSON.stringify({ data: reply.value.event }) };
+    }
+    const reply = await usage.recordBatch(auth, parsed, 'here');
+    return {
+      status: 200,
+      headers: reply.headers,
+      payload: JSON.stringify(batchResultBody(reply.value, requestId)),
+    };
+  };
+
+  for (const [route, kind] of [
+    [USAGE_EVENTS_PATH, 'event'],
+    [USAGE_BATCH_PATH, 'batch'],
+  ] as const) {
+    app.post(route, usageRoute(route, kind));
+    app.any(route, (res, req) => {
+      const exchange = new Exchange(res);
+      const requestId = requestIdFrom(req.getHeader('x-request-id'));
+      sendError(
+        exchange,
+        requestId,
+        new ApiError('METHOD_NOT_ALLOWED', 'This path supports POST.', { headers: { Allow: 'POST' } }),
+        log,
+      );
+      observe(req.getMethod(), route, exchange, performance.now(), requestId, undefined, log);
+    });
+  }
+
+  for (const path of Object.values(OPS_PATHS)) {
+    app.get(path, (res) => {
+      const exchange = new Exchange(res);
+      answerOpsRequest(path, options.checks).then(
+        (answer) => {
+          const { status, contentType, body } = answer ?? {
+            status: 404,
+            contentType: 'text/plain',
+            body: '',
+          };
+          exchange.send(status, { 'cache-control': 'no-store' }, body, contentType);
+        },
+        (error) => {
+          log.error({ err: error, path }, 'operations route failed');
+          exchange.send(500, {}, JSON.stringify({ error: 'internal error' }));
+        },
+      );
+    });
+  }
+
+  app.any('/*', (res, req) => {
+    const exchange = new Exchange(res);
+    const requestId = requestIdFrom(req.getHeader('x-request-id'));
+    const path = req.getUrl().split('?')[0];
+    sendError(
+      exchange,
+      requestId,
+      new ApiError('NOT_FOUND', `No route ${req.getMethod().toUpperCase()} ${path}.`),
+      log,
+    );
+    observe(req.getMethod(), 'unmatched', exchange, performance.now(), requestId, undefined, log);
+  });
+
+  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen(options.host, options.port, (socket) => {
+      if (socket) resolve(socket);
+      else reject(new Error(`the ingest service cannot listen on ${options.host}:${options.port}`));
+    });
+  });
+  const port = uws.us_socket_local_port(listenSocket);
+
+  return {
+    port,
+    async close() {
+      if (draining) return;
+      draining = true;
+      uws.us_listen_socket_close(listenSocket);
+      if (inFlight > 0) await new Promise<void>((resolve) => (drained = resolve));
+    },
+  };
+}
+
+async function authenticate(authenticator: ApiKeyAuthenticator, header: string): Promise<AuthContext> {
+  try {
+    return await authenticator.authenticate(header || undefined);
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    // A cache miss needs the database; while it is down this is a dependency failure, not a bug.
+    throw ApiError.serviceUnavailable('The database is unavailable.', 1, error);
+  }
+}
+
+function isJson(contentType: string): boolean {
+  const type = contentType.split(';', 1)[0]!.trim().toLowerCase();
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+}
+
+function sendError(exchange: Exchange, requestId: string, error: unknown, log: Logger, orgId?: number): void {
+  const apiError = error instanceof ApiError ? error : undefined;
+  if (!apiError || apiError.status >= 500) {
+    // Internals go to the log with the request id, never to the client.
+    log.error({ err: error, reqId: requestId, orgId }, 'request failed');
+  }
+  const { status, body } = toErrorBody(error, requestId);
+  exchange.send(status, { ...apiError?.headers, 'X-Request-ID': requestId }, JSON.stringify(body));
+}
+
+type Child = { inc(): void };
+type HistogramChild = { observe(value: number): void };
+const counters = new Map<string, [Child, HistogramChild]>();
+
+/** Request metrics by route pattern and status; a client that left is recorded as 499. */
+function observe(
+  method: string,
+  route: string,
+  exchange: Exchange,
+  started: number,
+  requestId: string,
+  orgId: number | undefined,
+  log: Logger,
+): void {
+  const status = exchange.aborted ? 499 : exchange.status;
+  const verb = method.toUpperCase();
+  const key = `${verb} ${route} ${status}`;
+  let instruments = counters.get(key);
+  if (!instruments) {
+    const labels = { service: 'ingest', method: verb, route, status: String(status) };
+    instruments = [httpRequests.labels(labels), httpRequestDuration.labels(labels)];
+    counters.set(key, instruments);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  instruments[0].inc();
+  instruments[1].observe(seconds);
+  // 20,000 lines a second would cost more than the requests: successes are logged at debug.
+  const line = {
+    reqId: requestId,
+    orgId,
+    method: verb,
+    route,
+    status,
+    ms: Math.round(seconds * 100_000) / 100,
+  };
+  if (status >= 500) log.error(line, 'request');
+  else if (status >= 300) log.info(line, 'request');
+  else log.debug(line, 'request');
+}

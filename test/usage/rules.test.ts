@@ -1,0 +1,395 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import {
+  createUsageItems,
+  eventually,
+  freshKey,
+  MODES,
+  startUsageStack,
+  type UsageFrontEnd,
+  type UsageItems,
+  type UsageStack,
+  usageRows,
+} from './support.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const BODY_LIMIT = 256 * 1024;
+
+/**
+ * Every rule of the spec's "Usage events" section and DESIGN §6, each its own test, on both front
+ * ends (the uWS ingest service over HTTP, the api service through inject) and in both modes
+ * (Redis + Kafka, and the in-process twins).
+ */
+describe.each(MODES)('usage events, %s', (mode) => {
+  let stack: UsageStack;
+  let org: TestOrg;
+  let items: UsageItems;
+  let otherOrgItems: UsageItems;
+
+  beforeAll(async () => {
+    stack = await startUsageStack(mode, {
+      sinks: true,
+      env: { BODY_LIMIT_BYTES: String(BODY_LIMIT), INGEST_BODY_LIMIT_BYTES: String(BODY_LIMIT) },
+    });
+    const db = stack.api.platform.db;
+    org = await createTestOrg(db);
+    items = await createUsageItems(db, org.orgId);
+    const other = await createTestOrg(db);
+    otherOrgItems = await createUsageItems(db, other.orgId);
+  });
+  afterAll(() => stack?.close());
+
+  /** Rows in Postgres for this org and key, once the sinks caught up (at once in-process). */
+  const storedWithKey = (key: string) =>
+    usageRows(stack.api.platform.db, org.orgId).then((rows) =>
+      rows.filter((row) => row.idempotency_key === key),
+    );
+
+  describe.each(['uws', 'api'] as const)('through %s', (name) => {
+    const frontEnd = (): UsageFrontEnd => stack.frontEnds.find((f) => f.name === name)!;
+    const post = (request: Parameters<UsageFrontEnd['post']>[1]) =>
+      frontEnd().post('/usage/events', { key: org.apiKey, ...request });
+
+    it('records an event: 201 with the usage event, rate-limit headers and X-Request-ID', async () => {
+      const key = freshKey();
+      const before = Date.now();
+      const response = await post({
+        idempotencyKey: key,
+        body: { subscription_item_id: items.metered, quantity: 2.5 },
+      });
+      expect(response.status).toBe(201);
+      const event = response.body.data;
+      expect(event).toEqual({
+        id: expect.stringMatching(UUID),
+        object: 'usage_event',
+        subscription_item_id: items.metered,
+        quantity: 2.5,
+        timestamp: expect.any(String),
+        idempotency_key: key,
+        recorded_at: expect.any(String),
+      });
+      // No timestamp sent: the time of receipt.
+      expect(event.timestamp).toBe(event.recorded_at);
+      expect(Date.parse(event.recorded_at)).toBeGreaterThanOrEqual(before - 5);
+      expect(response.headers['x-request-id']).toMatch(UUID);
+      expect(Number(response.headers['x-ratelimit-limit'])).toBeGreaterThan(0);
+      expect(response.headers['x-ratelimit-remaining']).toMatch(/^\d+$/);
+      expect(response.headers['ratelimit-policy']).toContain('"hourly"');
+      await eventually(async () =>
+        expect(await storedWithKey(key)).toEqual([
+          { id: event.id, subscription_item_id: items.metered, idempotency_key: key, quantity: '2.50000000' },
+        ]),
+      );
+    });
+
+    it('keeps the timestamp the client sent, in UTC', async () => {
+      const response = await post({
+        idempotencyKey: freshKey(),
+        body: { subscription_item_id: items.metered, quantity: 1, timestamp: '2026-11-01T10:00:00.5+02:00' },
+      });
+      expect(response.status).toBe(201);
+      expect(response.body.data.timestamp).toBe('2026-11-01T08:00:00.500Z');
+    });
+
+    it('lets the Idempotency-Key header win over the body key', async () => {
+      const headerKey = freshKey('header');
+      const bodyKey = freshKey('body');
+      const first = await post({
+        idempotencyKey: headerKey,
+        body: { subscription_item_id: items.metered, quantity: 1, idempotency_key: bodyKey },
+      });
+      expect(first.status).toBe(201);
+      expect(first.body.data.idempotency_key).toBe(headerKey);
+      // The body key alone is a fallback: the header key is the one recorded.
+      const byBodyKey = await post({
+        body: { subscription_item_id: items.metered, quantity: 1, idempotency_key: headerKey },
+      });
+      expect(byBodyKey.status).toBe(201);
+      expect(byBodyKey.body.data.id).toBe(first.body.data.id);
+    });
+
+    it('answers 400 BAD_REQUEST when neither the header nor the body has a key', async () => {
+      const response = await post({ body: { subscription_item_id: items.metered, quantity: 1 } });
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({
+        error_code: 'BAD_REQUEST',
+        detail: expect.stringContaining('Idempotency-Key'),
+        request_id: response.headers['x-request-id'],
+      });
+    });
+
+    it('answers 422 for a key over 255 characters, from the header or the body', async () => {
+      const long = 'x'.repeat(256);
+      const header = await post({
+        idempotencyKey: long,
+        body: { subscription_item_id: items.metered, quantity: 1 },
+      });
+      expect(header.status).toBe(422);
+      expect(header.body.error_code).toBe('VALIDATION_ERROR');
+      expect(header.body.details).toEqual([
+        expect.objectContaining({ field: 'Idempotency-Key', code: 'too_long' }),
+      ]);
+      const body = await post({
+        body: { subscription_item_id: items.metered, quantity: 1, idempotency_key: long },
+      });
+      expect(body.status).toBe(422);
+      expect(body.body.details).toEqual([
+        expect.objectContaining({ field: 'idempotency_key', code: 'too_long' }),
+      ]);
+      const exactly255 = await post({
+        idempotencyKey: 'y'.repeat(255),
+        body: { subscription_item_id: items.metered, quantity: 1 },
+      });
+      expect(exactly255.status).toBe(201);
+    });
+
+    it('answers 422 unless quantity is a finite number greater than zero with at most 8 decimals', async () => {
+      for (const quantity of [0, -3, '4', null, 1.000000001]) {
+        const response = await post({
+          idempotencyKey: freshKey(),
+          body: { subscription_item_id: items.metered, quantity },
+        });
+        expect(response.status, JSON.stringify(quantity)).toBe(422);
+        expect(response.body.details[0]).toMatchObject({ field: 'quantity' });
+      }
+      const missing = await post({
+        idempotencyKey: freshKey(),
+        body: { subscription_item_id: items.metered },
+      });
+      expect(missing.body.details).toEqual([{ field: 'quantity', message: 'Required.', code: 'required' }]);
+      const finest = await post({
+        idempotencyKey: freshKey(),
+        body: { subscription_item_id: items.metered, quantity: 0.00000001 },
+      });
+      expect(finest.status).toBe(201);
+    });
+
+    it("answers 404 for an unknown item and, identically, for another organization's item", async () => {
+      const unknown = await post({
+        idempotencyKey: freshKey(),
+        body: { subscription_item_id: 987654321, quantity: 1 },
+      });
+      const foreign = await post({
+        idempotencyKey: freshKey(),
+        body: { subscription_item_id: otherOrgItems.metered, quantity: 1 },
+      });
+      for (const response of [unknown, foreign]) {
+        expect(response.status).toBe(404);
+        expect(response.body.error_code).toBe('NOT_FOUND');
+      }
+      expect(foreign.body.detail).toBe(
+        unknown.body.detail.replace('987654321', String(otherOrgItems.metered)),
+      );
+    });
+
+    it('answers 400 BAD_REQUEST for an item that is not metered', async () => {
+      const response = await post({
+        idempotencyKey: freshKey(),
+        body: { subscription_item_id: items.licensed, quantity: 1 },
+      });
+      expect(response.status).toBe(400);
+      expect(response.body.error_code).toBe('BAD_REQUEST');
+      expect(response.body.detail).toContain('not metered');
+    });
+
+    it('answers a repeated key with the stored event and 201, whatever the new body says', async () => {
+      const key = freshKey();
+      const first = await post({
+        idempotencyKey: key,
+        body: { subscription_item_id: items.metered, quantity: 7 },
+      });
+      const again = await post({
+        idempotencyKey: key,
+        body: { subscription_item_id: items.metered, quantity: 99, timestamp: '2026-01-01T00:00:00Z' },
+      });
+      expect(first.status).toBe(201);
+      expect(again.status).toBe(201);
+      expect(again.body.data).toEqual(first.body.data);
+      await eventually(async () =>
+        expect((await storedWithKey(key)).map((row) => row.quantity)).toEqual(['7.00000000']),
+      );
+    });
+
+    it('scopes a key to its subscription item', async () => {
+      const key = freshKey();
+      const one = await post({
+        idempotencyKey: key,
+        body: { subscription_item_id: items.metered, quantity: 1 },
+      });
+      const other = await post({
+        idempotencyKey: key,
+        body: { subscription_item_id: items.otherMetered, quantity: 2 },
+      });
+      expect(one.status).toBe(201);
+      expect(other.status).toBe(201);
+      expect(other.body.data.id).not.toBe(one.body.data.id);
+      await eventually(async () => expect(await storedWithKey(key)).toHaveLength(2));
+    });
+
+    it('creates ONE event for 50 concurrent requests with one key: 50 identical ids', async () => {
+      const key = freshKey('concurrent');
+      const responses = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          post({ idempotencyKey: key, body: { subscription_item_id: items.metered, quantity: i + 1 } }),
+        ),
+      );
+      expect(responses.map((r) => r.status)).toEqual(new Array(50).fill(201));
+      const ids = new Set(responses.map((r) => r.body.data.id));
+      expect(ids.size).toBe(1);
+      const quantities = new Set(responses.map((r) => r.body.data.quantity));
+      expect(quantities.size).toBe(1);
+      await eventually(async () => expect((await storedWithKey(key)).map((row) => row.id)).toEqual([...ids]));
+    });
+
+    it('keeps a caller UUID as X-Request-ID and names it in error bodies', async () => {
+      const requestId = crypto.randomUUID();
+      const response = await post({
+        headers: { 'x-request-id': requestId },
+        body: { subscription_item_id: items.metered, quantity: 1 },
+      });
+      expect(response.status).toBe(400);
+      expect(response.headers['x-request-id']).toBe(requestId);
+      expect(response.body.request_id).toBe(requestId);
+    });
+
+    it('answers 401 without a valid key, without rate-limit headers', async () => {
+      const response = await frontEnd().post('/usage/events', {
+        idempotencyKey: freshKey(),
+        body: { subscription_item_id: items.metered, quantity: 1 },
+      });
+      expect(response.status).toBe(401);
+      expect(response.body.error_code).toBe('UNAUTHORIZED');
+      expect(response.headers['x-ratelimit-limit']).toBeUndefined();
+      expect(response.headers['x-request-id']).toMatch(UUID);
+    });
+
+    it('answers 400 for malformed JSON, 415 for another media type and 413 beyond the body limit', async () => {
+      const malformed = await post({ idempotencyKey: freshKey(), rawBody: '{"subscription_item_id": ' });
+      expect(malformed.status).toBe(400);
+      expect(malformed.body.error_code).toBe('BAD_REQUEST');
+      const text = await post({
+        idempotencyKey: freshKey(),
+        rawBody: 'quantity=1',
+        contentType: 'text/plain',
+      });
+      expect(text.status).toBe(415);
+      expect(text.body.error_code).toBe('UNSUPPORTED_MEDIA_TYPE');
+      const huge = await post({
+        idempotencyKey: freshKey(),
+        body: { subscription_item_id: items.metered, quantity: 1, idempotency_key: 'z'.repeat(BODY_LIMIT) },
+      });
+      expect(huge.status).toBe(413);
+      expect(huge.body.error_code).toBe('PAYLOAD_TOO_LARGE');
+    });
+
+    it('counts every authenticated request, invalid ones too, and answers 429 with Retry-After over the limit', async () => {
+      const limited = await createTestOrg(stack.api.platform.db, { plan: 'beta', requestsPerHour: 3 });
+      const limitedItems = await createUsageItems(stack.api.platform.db, limited.orgId);
+      const send = (body: unknown) =>
+        frontEnd().post('/usage/events', { key: limited.apiKey, idempotencyKey: freshKey(), body });
+      const valid = await send({ subscription_item_id: limitedItems.metered, quantity: 1 });
+      const invalid = await send({ subscription_item_id: limitedItems.metered, quantity: -1 });
+      const missing = await send({ subscription_item_id: 987654321, quantity: 1 });
+      expect([valid.status, invalid.status, missing.status]).toEqual([201, 422, 404]);
+      expect([valid, invalid, missing].map((r) => r.headers['x-ratelimit-remaining'])).toEqual([
+        '2',
+        '1',
+        '0',
+      ]);
+      const refused = await send({ subscription_item_id: limitedItems.metered, quantity: 1 });
+      expect(refused.status).toBe(429);
+      expect(refused.body.error_code).toBe('RATE_LIMITED');
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      expect(refused.headers['x-ratelimit-remaining']).toBe('0');
+    });
+
+    describe('batch', () => {
+      const batch = (events: unknown[], key = org.apiKey) =>
+        frontEnd().post('/usage/events/batch', { key, body: { events } });
+
+      it('answers per event, in request order, with the status each alone would have got', async () => {
+        const keys = [freshKey('b'), freshKey('b'), freshKey('b'), freshKey('b')];
+        const response = await batch([
+          { subscription_item_id: items.metered, quantity: 1.25, idempotency_key: keys[0] },
+          { subscription_item_id: items.metered, quantity: -1, idempotency_key: keys[1] },
+          { subscription_item_id: items.licensed, quantity: 1, idempotency_key: keys[2] },
+          { subscription_item_id: 987654321, quantity: 1, idempotency_key: keys[3] },
+          { subscription_item_id: items.metered, quantity: 1 },
+          { subscription_item_id: items.otherMetered, quantity: 3, idempotency_key: keys[0] },
+        ]);
+        expect(response.status).toBe(200);
+        const results = response.body.data;
+        expect(results.map((r: { status: number }) => r.status)).toEqual([201, 422, 400, 404, 400, 201]);
+        expect(results[0].data).toMatchObject({
+          object: 'usage_event',
+          quantity: 1.25,
+          idempotency_key: keys[0],
+        });
+        expect(results[1].error).toMatchObject({
+          error_code: 'VALIDATION_ERROR',
+          details: [expect.objectContaining({ field: 'quantity' })],
+          request_id: response.headers['x-request-id'],
+        });
+        expect(results[2].error.error_code).toBe('BAD_REQUEST');
+        expect(results[3].error.error_code).toBe('NOT_FOUND');
+        expect(results[4].error.error_code).toBe('BAD_REQUEST');
+        expect(results[5].data.subscription_item_id).toBe(items.otherMetered);
+        await eventually(async () => expect(await storedWithKey(keys[0]!)).toHaveLength(2));
+      });
+
+      it('returns stored events for keys seen before or repeated inside the batch', async () => {
+        const key = freshKey('dup');
+        const single = await post({
+          idempotencyKey: key,
+          body: { subscription_item_id: items.metered, quantity: 5 },
+        });
+        const inside = freshKey('inside');
+        const response = await batch([
+          { subscription_item_id: items.metered, quantity: 6, idempotency_key: key },
+          { subscription_item_id: items.metered, quantity: 1, idempotency_key: inside },
+          { subscription_item_id: items.metered, quantity: 2, idempotency_key: inside },
+        ]);
+        const [seen, first, repeat] = response.body.data;
+        expect(seen.data).toEqual(single.body.data);
+        expect(repeat.data).toEqual(first.data);
+        expect(first.data.quantity).toBe(1);
+        await eventually(async () => expect(await storedWithKey(inside)).toHaveLength(1));
+      });
+
+      it('counts the whole batch as ONE request against the hourly limit', async () => {
+        const limited = await createTestOrg(stack.api.platform.db, { plan: 'beta', requestsPerHour: 2 });
+        const limitedItems = await createUsageItems(stack.api.platform.db, limited.orgId);
+        const events = Array.from({ length: 300 }, (_, i) => ({
+          subscription_item_id: limitedItems.metered,
+          quantity: 1,
+          idempotency_key: `bulk-${i}`,
+        }));
+        const first = await batch(events, limited.apiKey);
+        expect(first.status).toBe(200);
+        expect(first.body.data.every((r: { status: number }) => r.status === 201)).toBe(true);
+        expect(first.headers['x-ratelimit-remaining']).toBe('1');
+        const second = await batch(events, limited.apiKey);
+        expect(second.headers['x-ratelimit-remaining']).toBe('0');
+        expect(second.body.data.map((r: { data: { id: string } }) => r.data.id)).toEqual(
+          first.body.data.map((r: { data: { id: string } }) => r.data.id),
+        );
+        expect((await batch(events, limited.apiKey)).status).toBe(429);
+      });
+
+      it('refuses an empty batch or one over 1000 events as a whole (422)', async () => {
+        const empty = await batch([]);
+        expect(empty.status).toBe(422);
+        expect(empty.body.details[0]).toMatchObject({ field: 'events' });
+        const tooMany = await batch(
+          Array.from({ length: 1001 }, (_, i) => ({
+            subscription_item_id: items.metered,
+            quantity: 1,
+            idempotency_key: `t${i}`,
+          })),
+        );
+        expect(tooMany.status).toBe(422);
+        expect(tooMany.body.details[0]).toMatchObject({ field: 'events', code: 'too_long' });
+      });
+    });
+  });
+});

@@ -1,0 +1,206 @@
+import type { Queryable } from '../../libs/db/index.js';
+import { BASE_PATH } from '../../libs/schemas/index.js';
+import { startUsageSinks, type UsageSinks } from '../../libs/usage/index.js';
+import { type IngestServer, startIngestServer } from '../../services/ingest/server.js';
+import { startTestApi, type TestApi } from '../helpers/api.js';
+import { insertCustomer, insertProduct, insertSubscription } from '../helpers/billing-fixtures.js';
+import { runLogger } from '../helpers/run-log.js';
+import { testServices, uniqueName } from '../helpers/services.js';
+
+/** The two modes of DESIGN §2 the usage rules must hold in. */
+export type UsageMode = 'redis+kafka' | 'in-process';
+export const MODES: UsageMode[] = ['redis+kafka', 'in-process'];
+
+export interface UsageResponse {
+  status: number;
+  headers: Record<string, string>;
+  // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field
+  body: any;
+}
+
+export interface UsageRequest {
+  key?: string;
+  /** The Idempotency-Key header. */
+  idempotencyKey?: string;
+  body?: unknown;
+  /** Sent as is instead of `body`. */
+  rawBody?: string;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+/** One HTTP front end of the ingest core. */
+export interface UsageFrontEnd {
+  name: 'uws' | 'api';
+  post(path: '/usage/events' | '/usage/events/batch', request: UsageRequest): Promise<UsageResponse>;
+}
+
+export interface UsageStack {
+  api: TestApi;
+  ingest: IngestServer;
+  frontEnds: UsageFrontEnd[];
+  sinks: UsageSinks | undefined;
+  topic: string | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * Both front ends on ONE ingest core, as `npm start` runs them: the api service (through inject)
+ * and the uWS ingest service (over real HTTP). `redis+kafka` publishes to a topic of the file's
+ * own on the run's Kafka test broker, with the Postgres sink consuming it when `sinks` is set;
+ * `in-process` uses the embedded twins (memory store, in-process log writing to Postgres).
+ */
+export async function startUsageStack(
+  mode: UsageMode,
+  options: { sinks?: boolean; env?: Record<string, string | undefined> } = {},
+): Promise<UsageStack> {
+  const topic = mode === 'redis+kafka' ? uniqueName('usage') : undefined;
+  const api = await startTestApi({
+    ...(mode === 'in-process' ? { redis: false } : {}),
+    env: {
+      ...(topic ? { KAFKA_BROKERS: testServices().kafkaBrokers.join(','), KAFKA_USAGE_TOPIC: topic } : {}),
+      ...options.env,
+    },
+  });
+  const ingest = await startIngestServer({
+    host: '127.0.0.1',
+    port: 0,
+    bodyLimit: api.config.INGEST_BODY_LIMIT_BYTES,
+    authenticator: api.platform.authenticator,
+    usage: api.usage.ingest,
+    checks: () => api.usage.checks(),
+    log: runLogger('ingest'),
+  });
+  let sinks: UsageSinks | undefined;
+  if (topic && options.sinks) {
+    sinks = await startUsageSinks({
+      config: { ...api.config, KAFKA_CONSUMER_GROUP_PREFIX: `${topic}-`, SINK_FLUSH_MS: 50 },
+      db: api.platform.db,
+      log: runLogger('sinks'),
+    });
+  }
+  return {
+    api,
+    ingest,
+    sinks,
+    topic,
+    frontEnds: [uwsFrontEnd(ingest.port), apiFrontEnd(api)],
+    async close() {
+      await ingest.close();
+      await sinks?.stop();
+      await api.close();
+    },
+  };
+}
+
+export function uwsFrontEnd(port: number): UsageFrontEnd {
+  return {
+    name: 'uws',
+    async post(path, request) {
+      const response = await fetch(`http://127.0.0.1:${port}${BASE_PATH}${path}`, {
+        method: 'POST',
+        headers: requestHeaders(request),
+        body: request.rawBody ?? (request.body === undefined ? undefined : JSON.stringify(request.body)),
+      });
+      const text = await response.text();
+      return {
+        status: response.status,
+        headers: Object.fromEntries(response.headers),
+        body: text ? JSON.parse(text) : undefined,
+      };
+    },
+  };
+}
+
+export function apiFrontEnd(api: TestApi): UsageFrontEnd {
+  return {
+    name: 'api',
+    async post(path, request) {
+      const response = await api.app.inject({
+        method: 'POST',
+        url: `${BASE_PATH}${path}`,
+        headers: requestHeaders(request),
+        ...(request.rawBody !== undefined
+          ? { payload: request.rawBody }
+          : request.body !== undefined
+            ? { payload: JSON.stringify(request.body) }
+            : {}),
+      });
+      return {
+        status: response.statusCode,
+        headers: Object.fromEntries(
+          Object.entries(response.headers).map(([name, value]) => [name, String(value)]),
+        ),
+        body: response.body ? response.json() : undefined,
+      };
+    },
+  };
+}
+
+function requestHeaders(request: UsageRequest): Record<string, string> {
+  return {
+    ...(request.body !== undefined || request.rawBody !== undefined
+      ? { 'content-type': request.contentType ?? 'application/json' }
+      : {}),
+    ...(request.key ? { authorization: `Bearer ${request.key}` } : {}),
+    ...(request.idempotencyKey !== undefined ? { 'idempotency-key': request.idempotencyKey } : {}),
+    ...request.headers,
+  };
+}
+
+export interface UsageItems {
+  metered: number;
+  otherMetered: number;
+  licensed: number;
+}
+
+/** A customer with a subscription holding two metered items and a licensed one. */
+export async function createUsageItems(db: Queryable, orgId: number): Promise<UsageItems> {
+  const product = await insertProduct(db, orgId, {
+    name: 'API calls',
+    pricingType: 'usage',
+    category: 'usage',
+  });
+  const seat = await insertProduct(db, orgId, { name: 'Seat', pricingType: 'recurring' });
+  const customer = await insertCustomer(db, orgId, { name: 'Usage customer' });
+  const { itemIds } = await insertSubscription(db, orgId, {
+    customerId: customer.id,
+    items: [
+      { productId: product.id, usageType: 'metered' },
+      { productId: product.id, usageType: 'metered' },
+      { productId: seat.id, usageType: 'licensed' },
+    ],
+  });
+  return { metered: itemIds[0]!, otherMetered: itemIds[1]!, licensed: itemIds[2]! };
+}
+
+export async function usageRows(
+  db: Queryable,
+  orgId: number,
+): Promise<{ id: string; subscription_item_id: number; idempotency_key: string; quantity: string }[]> {
+  const { rows } = await db.query(
+    `SELECT id, subscription_item_id, idempotency_key, quantity::text AS quantity
+       FROM usage_events WHERE org_id = $1 ORDER BY recorded_at, id`,
+    [orgId],
+  );
+  return rows as never;
+}
+
+/** Polls until `check` passes (sinks are asynchronous), failing with its last error after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+let keyCounter = 0;
+/** A fresh idempotency key. */
+export function freshKey(label = 'k'): string {
+  return `${label}-${process.pid}-${Date.now().toString(36)}-${++keyCounter}`;
+}
