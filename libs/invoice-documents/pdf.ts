@@ -55,10 +55,65 @@ const COLUMNS: Column[] = [
 ];
 const CELL_GAP = 6;
 
+/**
+ * pdfkit parses a standard font's metrics file (AFM, ~2,500 lines) for every document that uses
+ * it, which costs more than drawing the whole invoice. The parsed metrics never change, so each
+ * font is parsed once per process and lent to every document, bound to that document. This leans
+ * on pdfkit internals (0.17: `_fontFamilies`, `_fontCount`, the StandardFont fields); should they
+ * change, `lendParsedFonts` throws and the document loads its fonts the ordinary way.
+ */
+const parsedFonts = new Map<string, object>();
+
+interface FontInternals {
+  _font: object | null;
+  _fontFamilies: Record<string, object>;
+  _fontCount: number;
+}
+
+function parsedFont(name: string): object {
+  const cached = parsedFonts.get(name);
+  if (cached) return cached;
+  const font = (new PDFDocument({ font: name }) as unknown as FontInternals)._font;
+  if (!font || !('font' in font) || !('name' in font)) throw new Error('unexpected pdfkit font internals');
+  parsedFonts.set(name, font);
+  return font;
+}
+
+/** Exported for its unit test, which fails if pdfkit's internals moved and documents fell back. */
+export function lendParsedFonts(doc: PDFKit.PDFDocument): void {
+  const internals = doc as unknown as FontInternals;
+  if (typeof internals._fontCount !== 'number' || typeof internals._fontFamilies !== 'object') {
+    throw new Error('unexpected pdfkit font internals');
+  }
+  for (const name of [FONT, BOLD]) {
+    const parsed = parsedFont(name);
+    // a per-document copy: its own id and PDF object, the shared read-only metrics
+    const font = Object.assign(Object.create(Object.getPrototypeOf(parsed)), parsed, {
+      document: doc,
+      id: `F${++internals._fontCount}`,
+      dictionary: null,
+      embedded: false,
+    });
+    internals._fontFamilies[name] = font;
+  }
+  doc.font(FONT);
+}
+
+function newDocument(options: PDFKit.PDFDocumentOptions): PDFKit.PDFDocument {
+  try {
+    // font: null keeps pdfkit from parsing Helvetica itself before the parsed fonts are lent
+    const doc = new PDFDocument({ ...options, font: null as unknown as string });
+    lendParsedFonts(doc);
+    return doc;
+  } catch {
+    return new PDFDocument(options);
+  }
+}
+
 /** The printable invoice as a PDF document (the same content as the HTML one). */
 export function renderInvoicePdf(printable: PrintableInvoice): Promise<Buffer> {
   const { invoice } = printable;
-  const doc = new PDFDocument({
+  const doc = newDocument({
     size: 'LETTER',
     margin: PAGE_MARGIN,
     info: {
@@ -94,28 +149,27 @@ function drawDocument(doc: PDFKit.PDFDocument, printable: PrintableInvoice): voi
     .text(text(seller.name), left, top, { width: width * 0.6 });
   doc.y = Math.max(doc.y, top + 44) + 16;
 
-  // Seller, customer and the invoice's particulars, side by side.
+  // Seller above customer on the left, the invoice's particulars on the right.
   const blockTop = doc.y;
-  const blockWidth = (width - 2 * 16) / 3;
-  const bottoms = [
-    drawParty(doc, 'From', seller, left, blockTop, blockWidth),
-    drawParty(doc, 'Bill to', customer, left + blockWidth + 16, blockTop, blockWidth),
-    drawDetails(
-      doc,
-      [
-        ['Invoice number', invoice.invoice_number],
-        ['Invoice date', invoice.invoice_date],
-        ['Due date', invoice.due_date],
-        ['Period', `${invoice.period_start} to ${invoice.period_end}`],
-        ['Status', overdue ? `${invoice.status} (OVERDUE)` : invoice.status],
-        ['Currency', invoice.currency],
-      ],
-      left + 2 * (blockWidth + 16),
-      blockTop,
-      blockWidth,
-    ),
-  ];
-  doc.y = Math.max(...bottoms) + 24;
+  const detailsWidth = 240;
+  const partyWidth = width - detailsWidth - 24;
+  const sellerBottom = drawParty(doc, 'From', seller, left, blockTop, partyWidth);
+  const customerBottom = drawParty(doc, 'Bill to', customer, left, sellerBottom + 14, partyWidth);
+  const detailsBottom = drawDetails(
+    doc,
+    [
+      ['Invoice number', invoice.invoice_number],
+      ['Invoice date', invoice.invoice_date],
+      ['Due date', invoice.due_date],
+      ['Period', `${invoice.period_start} to ${invoice.period_end}`],
+      ['Status', overdue ? `${invoice.status} (OVERDUE)` : invoice.status],
+      ['Currency', invoice.currency],
+    ],
+    left + width - detailsWidth,
+    blockTop,
+    detailsWidth,
+  );
+  doc.y = Math.max(customerBottom, detailsBottom) + 24;
 
   drawItems(doc, printable);
 

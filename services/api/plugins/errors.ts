@@ -14,6 +14,8 @@ const FASTIFY_CODES: Record<string, (error: FastifyError) => ApiError> = {
   FST_ERR_CTP_INVALID_TYPE: () =>
     new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The Content-Type header is invalid.'),
   FST_ERR_BAD_URL: () => ApiError.badRequest('The request URL is malformed.'),
+  // a path segment longer than any id names nothing, like any other unknown id
+  FST_ERR_MAX_PARAM_LENGTH: () => new ApiError('NOT_FOUND', 'No record has this id.'),
   FST_ERR_ASYNC_CONSTRAINT: () => ApiError.badRequest('The request could not be routed.'),
 };
 

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { PLAN_LIMITS } from '../../../libs/rate-limit/index.js';
 import { API_VERSION, BASE_PATH, Meta, single } from '../../../libs/schemas/index.js';
-import { errorResponses, publicOpenApiDocument } from '../plugins/openapi.js';
+import { AUTHENTICATED_ERRORS, errorResponses, publicOpenApiDocument } from '../plugins/openapi.js';
 import { baseUrlOf } from '../public-url.js';
 
 export const metaRoutes: FastifyPluginAsyncZod = async (app) => {
@@ -57,6 +58,10 @@ export const metaRoutes: FastifyPluginAsyncZod = async (app) => {
         operationId: 'getOpenApi',
         tags: ['Metadata'],
         summary: 'This OpenAPI document',
+        response: {
+          200: z.record(z.string(), z.unknown()).meta({ description: 'An OpenAPI 3.1 document.' }),
+          ...errorResponses(...AUTHENTICATED_ERRORS),
+        },
       },
     },
     async (request) => publicOpenApiDocument(app, baseUrlOf(request)),

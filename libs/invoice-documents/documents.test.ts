@@ -1,0 +1,131 @@
+import PDFDocument from 'pdfkit';
+import { describe, expect, it } from 'vitest';
+import type { Invoice } from '../schemas/index.js';
+import { formatAmount, formatQuantity } from './format.js';
+import { escapeHtml, renderInvoiceHtml } from './html.js';
+import { invoicePdfFilename, lendParsedFonts, renderInvoicePdf, toWinAnsi } from './pdf.js';
+import { isOverdue, type PrintableInvoice } from './printable-invoice.js';
+
+function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
+  return {
+    invoice: {
+      id: '7d1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
+      object: 'invoice',
+      invoice_number: 'INV-000042',
+      customer_id: 7,
+      subscription_id: 3,
+      invoice_date: '2026-03-01',
+      period_start: '2026-03-01',
+      period_end: '2026-03-31',
+      due_date: '2026-03-31',
+      status: 'POSTED',
+      total: '57.49000000',
+      amount_paid: '0.00000000',
+      amount_refunded: '0.00000000',
+      balance: '57.49000000',
+      tax_amount: '7.50000000',
+      currency: 'CAD',
+      items: [
+        {
+          id: 1,
+          product_id: 2,
+          description: 'Seats',
+          quantity: '1.0000',
+          unit_price: '49.99000000',
+          line_total_pre_tax: '49.99000000',
+          tax_amount: '7.50000000',
+          tax_type: 'GST_QST',
+        },
+      ],
+      created_at: '2026-03-01T00:00:00.000Z',
+      updated_at: '2026-03-01T00:00:00.000Z',
+      ...overrides,
+    },
+    seller: {
+      name: 'Seller & Co',
+      contactName: null,
+      addressLines: ['1 Main St'],
+      email: null,
+      taxId: 'T-1',
+    },
+    customer: {
+      name: 'Amélie Côté',
+      contactName: null,
+      addressLines: ['Montréal'],
+      email: null,
+      taxId: null,
+    },
+    subtotal: '49.99000000',
+    overdue: false,
+  };
+}
+
+describe('amount formatting', () => {
+  it('keeps every significant digit, at least two decimals, grouped thousands', () => {
+    expect(formatAmount('49.99000000')).toBe('49.99');
+    expect(formatAmount('0.00125000')).toBe('0.00125');
+    expect(formatAmount('1234567.50000000')).toBe('1,234,567.50');
+    expect(formatAmount('-12.00000000')).toBe('-12.00');
+    expect(formatAmount('0.00000000')).toBe('0.00');
+    expect(formatQuantity('2.0000')).toBe('2');
+    expect(formatQuantity('12345.5000')).toBe('12,345.5');
+  });
+});
+
+describe('overdue', () => {
+  it('is derived: POSTED or PARTIALLY_PAID, due date passed, balance left', () => {
+    const { invoice } = printable();
+    expect(isOverdue(invoice, '2026-04-01')).toBe(true);
+    expect(isOverdue(invoice, '2026-03-31')).toBe(false);
+    expect(isOverdue({ ...invoice, status: 'PARTIALLY_PAID' }, '2026-04-01')).toBe(true);
+    expect(isOverdue({ ...invoice, status: 'PAID', balance: '0.00000000' }, '2026-04-01')).toBe(false);
+    expect(isOverdue({ ...invoice, status: 'DRAFT' }, '2026-04-01')).toBe(false);
+    expect(isOverdue({ ...invoice, balance: '0.00000000' }, '2026-04-01')).toBe(false);
+  });
+});
+
+describe('invoice HTML', () => {
+  it('escapes the five HTML metacharacters', () => {
+    expect(escapeHtml(`<a href="x" onclick='y'>&</a>`)).toBe(
+      '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;',
+    );
+  });
+
+  it('escapes database text wherever it is printed', () => {
+    const document = printable({ invoice_number: '<i>INV</i>' });
+    document.customer.name = '<script>alert(1)</script>';
+    const html = renderInvoiceHtml(document);
+    expect(html).not.toContain('<script>');
+    expect(html).not.toContain('<i>INV</i>');
+    expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(html).toContain('Seller &amp; Co');
+  });
+});
+
+describe('invoice PDF', () => {
+  it('maps text to what WinAnsi Helvetica can print', () => {
+    expect(toWinAnsi('Amélie Côté, Montréal — 5 €')).toBe('Amélie Côté, Montréal — 5 €');
+    expect(toWinAnsi('Łódź Żółć ő ﬁle')).toBe('?ódz Zó?c o file');
+    expect(toWinAnsi('李小龍 😀')).toBe('??? ?');
+    expect(toWinAnsi('tab\there\nnew line\u0007')).toBe('tab here new line');
+  });
+
+  it('renders a PDF, and the built-in fonts are parsed once and lent to each document', async () => {
+    const pdf = await renderInvoicePdf(printable());
+    expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+    expect(pdf.toString('latin1')).toMatch(/\/BaseFont \/Helvetica-Bold/);
+
+    const doc = new PDFDocument({ font: null as unknown as string });
+    lendParsedFonts(doc);
+    const internals = doc as unknown as { _font: { name: string; document: unknown } };
+    expect(internals._font.name).toBe('Helvetica');
+    expect(internals._font.document).toBe(doc);
+    doc.end();
+  });
+
+  it('names the file after the invoice number and keeps the header safe', () => {
+    expect(invoicePdfFilename('INV-000042')).toBe('INV-000042.pdf');
+    expect(invoicePdfFilename('INV "1"\r\n/..')).toBe('INV_1_...pdf');
+    expect(invoicePdfFilename('')).toBe('invoice.pdf');
+  });
+});

@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi, type TestApi } from '../helpers/api.js';
+import { type BillingScenario, insertBillingScenario } from '../helpers/billing-fixtures.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+let api: TestApi;
+let org: TestOrg;
+let scenario: BillingScenario;
+
+beforeAll(async () => {
+  api = await startTestApi();
+  org = await createTestOrg(api.platform.db);
+  scenario = await insertBillingScenario(api.platform.db, org.orgId);
+});
+afterAll(() => api?.close());
+
+describe('errors and headers across the REST routes (DESIGN §6)', () => {
+  it('answers 429 RATE_LIMITED with Retry-After once the hourly limit is spent; the 429 is not counted', async () => {
+    const limited = await createTestOrg(api.platform.db, { plan: 'beta', requestsPerHour: 3 });
+    const statuses: number[] = [];
+    for (const path of ['/customers', '/products', '/invoices', '/subscriptions', '/customers']) {
+      const response = await api.request({ path, key: limited.apiKey });
+      statuses.push(response.statusCode);
+      if (response.statusCode === 429) {
+        const retryAfter = Number(response.headers['retry-after']);
+        const secondsToHour = 3600 - (Math.floor(Date.now() / 1000) % 3600);
+        expect(retryAfter).toBeGreaterThan(0);
+        expect(Math.abs(retryAfter - secondsToHour)).toBeLessThanOrEqual(2);
+        expect(response.headers['x-ratelimit-remaining']).toBe('0');
+        expect(response.json()).toMatchObject({
+          error_code: 'RATE_LIMITED',
+          request_id: response.headers['x-request-id'],
+        });
+      }
+    }
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+  });
+
+  it('answers 405 METHOD_NOT_ALLOWED with Allow on the read-only resources', async () => {
+    for (const [method, path, allow] of [
+      ['DELETE', '/customers', 'GET, POST'],
+      ['PUT', '/customers/1', 'GET'],
+      ['POST', '/invoices', 'GET'],
+      ['DELETE', `/invoices/${scenario.invoices.PAID.id}`, 'GET'],
+      ['POST', `/invoices/${scenario.invoices.PAID.id}/transactions`, 'GET'],
+      ['PATCH', '/subscriptions/1', 'GET'],
+    ] as const) {
+      const response = await api.request({ method, path, key: org.apiKey });
+      expect(response.statusCode, `${method} ${path}`).toBe(405);
+      expect(response.headers.allow).toBe(allow);
+      expect(response.headers['x-request-id']).toMatch(UUID);
+      expect(response.json().error_code).toBe('METHOD_NOT_ALLOWED');
+    }
+  });
+
+  it('answers an unknown route with 404 NOT_FOUND and a request id', async () => {
+    const response = await api.request({ path: '/invoices/x/y/z', key: org.apiKey });
+    expect(response.statusCode).toBe(404);
+    expect(response.json().error_code).toBe('NOT_FOUND');
+    expect(response.json().request_id).toBe(response.headers['x-request-id']);
+  });
+
+  it('never answers 500 to hostile input', async () => {
+    const cases: [string, number][] = [
+      ['/customers/%00', 404],
+      ['/customers/1%27%20OR%201=1', 404],
+      [`/customers/${'9'.repeat(400)}`, 404],
+      ['/invoices/%E2%80%AE', 404],
+      [`/invoices/${'a'.repeat(2000)}`, 404],
+      ['/invoices/00000000-0000-0000-0000-00000000000g/pdf', 404],
+      ['/invoices?status=PAID&status=POSTED', 422],
+      ['/invoices?customer_id=1&customer_id=2', 422],
+      ['/invoices?limit=1e2', 200],
+      ['/invoices?offset=99999999999999999999999', 422],
+      ['/subscriptions?status=%00', 422],
+      ['/products?active=%00', 422],
+      ['/customers?limit=%F0%9F%98%80', 422],
+      // unknown query parameters are ignored (docs/decisions.md)
+      ['/invoices?status[]=PAID', 200],
+    ];
+    for (const [path, status] of cases) {
+      const response = await api.request({ path, key: org.apiKey });
+      expect(response.statusCode, `${path}: ${response.body.slice(0, 300)}`).toBe(status);
+      expect(response.headers['x-request-id']).toMatch(UUID);
+    }
+  });
+
+  it('keeps a page stable under ties and answers the same page twice', async () => {
+    const first = await api.request({ path: '/invoices?limit=3&offset=2', key: org.apiKey });
+    const again = await api.request({ path: '/invoices?limit=3&offset=2', key: org.apiKey });
+    expect(first.json()).toEqual(again.json());
+  });
+});
