@@ -4,6 +4,7 @@
  */
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { startBillingScheduler } from '../libs/billing/index.js';
 import { embeddedSettings, loadConfigOrExit } from '../libs/config/index.js';
 import { migrate } from '../libs/db/index.js';
 import { openPlatform } from '../libs/platform/index.js';
@@ -46,6 +47,15 @@ await api.listen({ host: config.HOST, port: config.PORT });
 const dispatcher = buildDispatcher({ db, log: log.child({ service: 'dispatcher' }), config });
 dispatcher.start();
 
+// Billing runs: once shortly after start, then every BILLING_INTERVAL_SECONDS (a deployment
+// schedules `console billing run` instead). A failed run is logged; the next one still happens.
+const billing = startBillingScheduler({
+  db,
+  config,
+  intervalSeconds: config.BILLING_INTERVAL_SECONDS,
+  log: log.child({ service: 'billing' }),
+});
+
 const origin = config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`;
 process.stdout.write(
   [
@@ -82,6 +92,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     await api.close();
     await ingest.pipeline.close();
     await dispatcher.stop();
+    await billing.stop();
     await platform.close();
     clearTimeout(deadline);
   });

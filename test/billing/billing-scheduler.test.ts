@@ -1,0 +1,85 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBillingScheduler } from '../../libs/billing/index.js';
+import { Database } from '../../libs/db/index.js';
+import { createLogger } from '../../libs/log/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg } from '../helpers/fixtures.js';
+import { basicCatalog, customerIn, invoicesOf, subscribe } from './fixtures.js';
+
+let database: TestDatabase;
+beforeAll(async () => {
+  database = await createTestDatabase('billing_scheduler');
+});
+afterAll(() => database.drop());
+
+function capturingLogger() {
+  const lines: { level: string; msg: string; billingRun?: { invoices_created: number } }[] = [];
+  const log = createLogger({
+    level: 'info',
+    service: 'billing',
+    destination: { write: (line: string) => lines.push(JSON.parse(line)) },
+  });
+  return { log, lines };
+}
+
+const until = async (condition: () => boolean | Promise<boolean>, timeoutMs = 10_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+};
+
+const config = { CLICKHOUSE_URL: undefined, CLICKHOUSE_DATABASE: 'billing' };
+
+describe('billing on an interval (npm start)', () => {
+  it('runs shortly after start, then on every interval, and stops cleanly', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const { seats } = await basicCatalog(database.db, orgId);
+    const customerId = await customerIn(database.db, orgId);
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }],
+      start_date: new Date(Date.now() - 40 * 86_400_000),
+    });
+    const { log, lines } = capturingLogger();
+    const scheduler = startBillingScheduler({
+      db: database.db,
+      config,
+      intervalSeconds: 1,
+      log,
+      firstRunDelayMs: 10,
+    });
+    try {
+      await until(() => lines.filter((l) => l.msg === 'billing run finished').length >= 2);
+    } finally {
+      await scheduler.stop();
+    }
+    const runs = lines.filter((l) => l.msg === 'billing run finished');
+    expect(runs[0]!.billingRun!.invoices_created).toBe(1);
+    expect(runs[1]!.billingRun!.invoices_created).toBe(0);
+    expect(await invoicesOf(database.db, subscription.id)).toHaveLength(1);
+    const count = lines.length;
+    await new Promise((resolve) => setTimeout(resolve, 1300));
+    expect(lines.length).toBe(count); // stopped: no more runs
+  });
+
+  it('logs a failed run as an error and tries again on the next interval', async () => {
+    const unreachable = new Database('postgres://postgres@127.0.0.1:1/nowhere', { poolSize: 1 });
+    const { log, lines } = capturingLogger();
+    const scheduler = startBillingScheduler({
+      db: unreachable,
+      config,
+      intervalSeconds: 1,
+      log,
+      firstRunDelayMs: 10,
+    });
+    try {
+      await until(() => lines.filter((l) => l.msg === 'billing run failed').length >= 2);
+    } finally {
+      await scheduler.stop();
+      await unreachable.close();
+    }
+    expect(lines.every((l) => l.level === 'error')).toBe(true);
+  });
+});
