@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
-import { type PaginationQuery, type Product, parseIntegerId, totalImpliedByPage } from '../schemas/index.js';
+import { readPage } from '../list-pages/index.js';
+import { type PaginationQuery, type Product, parseIntegerId } from '../schemas/index.js';
 
 const COLUMNS = `p.id, p.name, p.sku, p.description, p.unit_price, p.currency, p.unit_label, p.category,
   p.product_type, p.pricing_type, p.pricing_model, p.pricing_scheme, p.pricing_mode, p.default_billing_period,
@@ -38,7 +39,7 @@ export interface ProductFilter {
   active?: boolean | undefined;
 }
 
-/** Newest first; the page's ids come from an index-only scan, then only those rows are read. */
+/** Newest first (see libs/list-pages for how a page is read). */
 export async function listProducts(
   db: Queryable,
   orgId: number,
@@ -47,17 +48,10 @@ export async function listProducts(
 ): Promise<{ data: Product[]; total: number }> {
   const where = filter.active === undefined ? 'org_id = $1' : 'org_id = $1 AND is_active = $2';
   const values: unknown[] = filter.active === undefined ? [orgId] : [orgId, filter.active];
-  const { rows } = await db.query<ProductRow>(
-    `SELECT ${COLUMNS}
-       FROM (SELECT id FROM products WHERE ${where} ORDER BY created_at DESC, id DESC
-              LIMIT $${values.length + 1} OFFSET $${values.length + 2}) page
-       JOIN products p ON p.id = page.id AND p.org_id = $1
-      ORDER BY p.created_at DESC, p.id DESC`,
-    [...values, page.limit, page.offset],
+  const { rows, total } = await readPage<ProductRow>(
+    db,
+    { table: 'products', alias: 'p', columns: COLUMNS, where, values },
+    page,
   );
-  const total =
-    totalImpliedByPage(page, rows.length) ??
-    (await db.query<{ total: number }>(`SELECT count(*) AS total FROM products WHERE ${where}`, values))
-      .rows[0]!.total;
-  return { data: rows.map(toProduct), total };
+  return { data: rows.map(toProduct), total: await total };
 }

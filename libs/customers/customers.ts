@@ -1,11 +1,11 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError, type FieldError } from '../errors/index.js';
+import { readPage } from '../list-pages/index.js';
 import {
   type CreateCustomer,
   type Customer,
   type PaginationQuery,
   parseIntegerId,
-  totalImpliedByPage,
 } from '../schemas/index.js';
 
 const COLUMNS = `c.id, c.name, c.contact_name, c.email, c.phone, c.address_line1, c.address_line2, c.city,
@@ -83,25 +83,16 @@ export async function getCustomer(
   return toCustomer(rows[0]);
 }
 
-/**
- * Newest first. The page's ids come from an index-only scan of (org_id, created_at, id) and only
- * those rows are read in full, so a deep offset skips index entries, not wide rows.
- */
+/** Newest first (see libs/list-pages for how a page is read). */
 export async function listCustomers(
   db: Queryable,
   orgId: number,
   page: PaginationQuery,
 ): Promise<{ data: Customer[]; total: number }> {
-  const { rows } = await db.query<CustomerRow>(
-    `SELECT ${COLUMNS}
-       FROM (SELECT id FROM customers WHERE org_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3) page
-       JOIN customers c ON c.id = page.id AND c.org_id = $1
-      ORDER BY c.created_at DESC, c.id DESC`,
-    [orgId, page.limit, page.offset],
+  const { rows, total } = await readPage<CustomerRow>(
+    db,
+    { table: 'customers', alias: 'c', columns: COLUMNS, where: 'org_id = $1', values: [orgId] },
+    page,
   );
-  const total =
-    totalImpliedByPage(page, rows.length) ??
-    (await db.query<{ total: number }>('SELECT count(*) AS total FROM customers WHERE org_id = $1', [orgId]))
-      .rows[0]!.total;
-  return { data: rows.map(toCustomer), total };
+  return { data: rows.map(toCustomer), total: await total };
 }

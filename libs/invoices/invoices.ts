@@ -1,12 +1,12 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
+import { readPage } from '../list-pages/index.js';
 import {
   type Invoice,
   type InvoiceItem,
   type InvoiceStatus,
   isUuid,
   type PaginationQuery,
-  totalImpliedByPage,
 } from '../schemas/index.js';
 
 // balance is derived (total - amount_paid; refunds are not subtracted), never stored
@@ -69,9 +69,8 @@ export interface InvoiceFilter {
 }
 
 /**
- * Newest first. Each filter combination has a matching (org_id, ..., created_at, id) index, so the
- * page's ids come from an index-only scan and only those invoices are read in full: a deep offset
- * skips index entries, not wide rows. The page's items come in one more query.
+ * Newest first (see libs/list-pages for how a page is read); each filter combination has its
+ * (org_id, ..., created_at, id) index. The page's items come in one more query.
  */
 export async function listInvoices(
   db: Queryable,
@@ -89,26 +88,18 @@ export async function listInvoices(
     values.push(filter.status);
     conditions.push(`status = $${values.length}`);
   }
-  const where = conditions.join(' AND ');
-  const { rows } = await db.query<InvoiceRow>(
-    `SELECT ${COLUMNS}
-       FROM (SELECT id FROM invoices WHERE ${where} ORDER BY created_at DESC, id DESC
-              LIMIT $${values.length + 1} OFFSET $${values.length + 2}) page
-       JOIN invoices i ON i.id = page.id AND i.org_id = $1
-      ORDER BY i.created_at DESC, i.id DESC`,
-    [...values, page.limit, page.offset],
+  const { rows, total } = await readPage<InvoiceRow>(
+    db,
+    { table: 'invoices', alias: 'i', columns: COLUMNS, where: conditions.join(' AND '), values },
+    page,
   );
-  const implied = totalImpliedByPage(page, rows.length);
-  const [items, total] = await Promise.all([
+  const [items, count] = await Promise.all([
     itemsByInvoice(
       db,
       orgId,
       rows.map((r) => r.id),
     ),
-    implied ??
-      db
-        .query<{ total: number }>(`SELECT count(*) AS total FROM invoices WHERE ${where}`, values)
-        .then((result) => result.rows[0]!.total),
+    total,
   ]);
-  return { data: rows.map((row) => toInvoice(row, items.get(row.id) ?? [])), total };
+  return { data: rows.map((row) => toInvoice(row, items.get(row.id) ?? [])), total: count };
 }

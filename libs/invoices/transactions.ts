@@ -1,11 +1,7 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
-import {
-  type InvoiceTransaction,
-  isUuid,
-  type PaginationQuery,
-  totalImpliedByPage,
-} from '../schemas/index.js';
+import { totalImpliedByPage } from '../list-pages/index.js';
+import { type InvoiceTransaction, isUuid, type PaginationQuery } from '../schemas/index.js';
 
 type TransactionRow = Omit<InvoiceTransaction, 'object' | 'created_at'> & { created_at: Date };
 

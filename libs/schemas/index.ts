@@ -16,7 +16,6 @@ export {
   type TransactionStatus,
   type TransactionType,
 } from './invoice.js';
-export { totalImpliedByPage } from './list-page.js';
 export { API_VERSION, BASE_PATH, Meta } from './meta.js';
 export {
   booleanQuery,
@@ -60,6 +59,13 @@ export {
   type SubscriptionStatus,
 } from './subscription.js';
 export {
+  CreateUsageEventBatch,
+  MAX_USAGE_BATCH_EVENTS,
+  UsageEventBatchEnvelope,
+  UsageEventBatchItemResult,
+  UsageEventBatchResult,
+} from './usage-batch.js';
+export {
   CreateUsageEvent,
   fractionalDigits,
   idempotencyKey,
@@ -68,13 +74,6 @@ export {
   USAGE_QUANTITY_SCALE,
   UsageEvent,
 } from './usage-event.js';
-export {
-  CreateUsageEventBatch,
-  MAX_USAGE_BATCH_EVENTS,
-  UsageEventBatchEnvelope,
-  UsageEventBatchItemResult,
-  UsageEventBatchResult,
-} from './usage-batch.js';
 export {
   CreatedWebhookEndpoint,
   CreateWebhookEndpoint,

@@ -1,12 +1,12 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
+import { readPage } from '../list-pages/index.js';
 import {
   type PaginationQuery,
   parseIntegerId,
   type Subscription,
   type SubscriptionItem,
   type SubscriptionStatus,
-  totalImpliedByPage,
 } from '../schemas/index.js';
 
 const COLUMNS = `s.id, s.customer_id, s.status, s.title, s.start_date, s.next_billing_date, s.billing_period,
@@ -105,8 +105,8 @@ export interface SubscriptionFilter {
 }
 
 /**
- * Newest first. Each filter has a matching (org_id, ..., created_at, id) index: the page's ids come
- * from an index-only scan and only those rows are read in full; their items in one more query.
+ * Newest first (see libs/list-pages for how a page is read); each filter combination has its
+ * (org_id, ..., created_at, id) index. The page's items come in one more query.
  */
 export async function listSubscriptions(
   db: Queryable,
@@ -124,26 +124,18 @@ export async function listSubscriptions(
     values.push(filter.status);
     conditions.push(`status = $${values.length}`);
   }
-  const where = conditions.join(' AND ');
-  const { rows } = await db.query<SubscriptionRow>(
-    `SELECT ${COLUMNS}
-       FROM (SELECT id FROM subscriptions WHERE ${where} ORDER BY created_at DESC, id DESC
-              LIMIT $${values.length + 1} OFFSET $${values.length + 2}) page
-       JOIN subscriptions s ON s.id = page.id AND s.org_id = $1
-      ORDER BY s.created_at DESC, s.id DESC`,
-    [...values, page.limit, page.offset],
+  const { rows, total } = await readPage<SubscriptionRow>(
+    db,
+    { table: 'subscriptions', alias: 's', columns: COLUMNS, where: conditions.join(' AND '), values },
+    page,
   );
-  const implied = totalImpliedByPage(page, rows.length);
-  const [items, total] = await Promise.all([
+  const [items, count] = await Promise.all([
     itemsBySubscription(
       db,
       orgId,
       rows.map((r) => r.id),
     ),
-    implied ??
-      db
-        .query<{ total: number }>(`SELECT count(*) AS total FROM subscriptions WHERE ${where}`, values)
-        .then((result) => result.rows[0]!.total),
+    total,
   ]);
-  return { data: rows.map((row) => toSubscription(row, items.get(row.id) ?? [])), total };
+  return { data: rows.map((row) => toSubscription(row, items.get(row.id) ?? [])), total: count };
 }

@@ -1,0 +1,52 @@
+import type { Queryable } from '../db/index.js';
+import type { PaginationQuery } from '../schemas/index.js';
+import { orderBy, planPage, totalImpliedByPage } from './page-plan.js';
+import { sharedCount } from './shared-count.js';
+
+/**
+ * A newest-first list of one organization: `table` (with `org_id`, `id`, `created_at` and an
+ * index on (org_id, <filter columns>, created_at DESC, id DESC)), `where` over its own columns
+ * with `values` as $1..$n where $1 is the organization, and the full row's `columns` under `alias`.
+ */
+export interface ListSource {
+  table: string;
+  alias: string;
+  columns: string;
+  where: string;
+  values: unknown[];
+}
+
+/**
+ * One page and the list's total. The page's ids come from an index-only scan (from the nearer
+ * end once the total is known) and only those rows are read in full, so a deep offset skips
+ * index entries, not wide rows. The total is implied by a short last page, else counted (the
+ * count shared with concurrent requests, see sharedCount); it is returned as a promise so the
+ * caller can fetch the page's children meanwhile.
+ */
+export async function readPage<Row>(
+  db: Queryable,
+  source: ListSource,
+  page: PaginationQuery,
+): Promise<{ rows: Row[]; total: Promise<number> }> {
+  const startedAt = performance.now();
+  const { table, alias, columns, where, values } = source;
+  const count = () =>
+    sharedCount(db, `SELECT count(*) AS total FROM ${table} WHERE ${where}`, values, startedAt);
+
+  // The first page needs no total to be read; any other page is planned from it.
+  const known = page.offset > 0 ? await count() : undefined;
+  const plan = planPage(page, known);
+  if (plan.direction === 'none') return { rows: [], total: Promise.resolve(known ?? 0) };
+
+  const { rows } = await db.query<Row & object>(
+    `SELECT ${columns}
+       FROM (SELECT id FROM ${table} WHERE ${where} ORDER BY ${orderBy(plan)}
+              LIMIT $${values.length + 1} OFFSET $${values.length + 2}) page
+       JOIN ${table} ${alias} ON ${alias}.id = page.id AND ${alias}.org_id = $1
+      ORDER BY ${alias}.created_at DESC, ${alias}.id DESC`,
+    [...values, plan.limit, plan.offset],
+  );
+  if (known !== undefined) return { rows, total: Promise.resolve(known) };
+  const implied = totalImpliedByPage(page, rows.length);
+  return { rows, total: implied === undefined ? count() : Promise.resolve(implied) };
+}
