@@ -1,0 +1,345 @@
+/**
+ * `npm run bench:billing-run`: BENCH_SUBSCRIPTIONS subscriptions (default 10,000), one monthly
+ * period due, half of them with a metered item whose usage (BENCH_EVENTS_PER_ITEM events each,
+ * default 20) lives in ClickHouse, the aggregation port of the distributed mode. The billing run
+ * is the console command in its own process (`bin/console.ts billing run`), exactly as cron runs
+ * it, against real Postgres and ClickHouse. Bar (issue 5): the run completes in <= 60 s, and a
+ * second run creates nothing.
+ *
+ * Scenarios:
+ * - run: BENCH_CONCURRENT_RUNS processes at once (default 1) bill everything that is due;
+ * - rerun: the same command again: nothing is due, so it measures the fixed cost of a run (process
+ *   start, connections, one empty claim) and is the baseline the first run is compared with.
+ *
+ * Settings (env): BENCH_SUBSCRIPTIONS, BENCH_METERED_SHARE (0.5), BENCH_EVENTS_PER_ITEM (20),
+ * BENCH_CUSTOMERS (2,000), BENCH_BATCH_SIZE (the run's default), BENCH_CONCURRENT_RUNS (1),
+ * BENCH_USAGE_STORE (clickhouse | postgres; default clickhouse), BENCH_TIMEOUT_SECONDS (300),
+ * DATABASE_URL (an admin URL of the Postgres to use; a database bench_billing_run_<pid> is
+ * created in it and dropped after), CLICKHOUSE_URL (default http://127.0.0.1:8123; a database of
+ * the same name is created and dropped).
+ */
+
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import pg from 'pg';
+import { createProduct } from '../../libs/catalog/index.js';
+import { openClickHouse } from '../../libs/clickhouse/index.js';
+import { Database, migrate } from '../../libs/db/index.js';
+import { createOrganization } from '../../libs/organizations/index.js';
+import {
+  ClickHouseUsageSink,
+  migrateClickHouse,
+  PostgresUsageSink,
+  type UsageEventRecord,
+  type UsageSink,
+} from '../../libs/usage/index.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const settings = {
+  subscriptions: intEnv('BENCH_SUBSCRIPTIONS', 10_000),
+  meteredShare: Number(process.env.BENCH_METERED_SHARE ?? 0.5),
+  eventsPerItem: intEnv('BENCH_EVENTS_PER_ITEM', 20),
+  customers: intEnv('BENCH_CUSTOMERS', 2000),
+  batchSize: process.env.BENCH_BATCH_SIZE ? intEnv('BENCH_BATCH_SIZE', 200) : undefined,
+  concurrentRuns: intEnv('BENCH_CONCURRENT_RUNS', 1),
+  usageStore: (process.env.BENCH_USAGE_STORE ?? 'clickhouse') as 'clickhouse' | 'postgres',
+  timeoutSeconds: intEnv('BENCH_TIMEOUT_SECONDS', 300),
+  adminUrl: process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres',
+  clickhouseUrl: process.env.CLICKHOUSE_URL ?? 'http://127.0.0.1:8123',
+};
+const BAR_SECONDS = 60;
+
+const databaseName = `bench_billing_run_${process.pid}`;
+let db: Database | undefined;
+
+try {
+  await main();
+} finally {
+  await db?.close();
+  await admin(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch(() => {});
+  if (settings.usageStore === 'clickhouse') {
+    const clickhouse = openClickHouse({ url: settings.clickhouseUrl, database: databaseName });
+    await clickhouse.command(`DROP DATABASE IF EXISTS ${databaseName}`).catch(() => {});
+    await clickhouse.close();
+  }
+}
+
+interface RunResult {
+  scenario: string;
+  processes: number;
+  invoices: number;
+  /** The run itself (summary.duration_ms of the slowest process). */
+  runSeconds: number;
+  /** Wall time of the process(es), start to exit. */
+  wallSeconds: number;
+  invoicesPerSecond: number;
+}
+
+async function main(): Promise<void> {
+  await admin(`CREATE DATABASE "${databaseName}"`);
+  const url = withDatabase(settings.adminUrl, databaseName);
+  db = new Database(url, { poolSize: 4, applicationName: 'bench-billing-run' });
+  await migrate(db);
+
+  const now = new Date();
+  const periodStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1));
+  const periodEnd = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  const loadStarted = Date.now();
+  const { meteredItems } = await loadData(db, periodStart, periodEnd);
+  const events = await loadUsage(meteredItems, periodStart, periodEnd);
+  const loadSeconds = (Date.now() - loadStarted) / 1000;
+  log(
+    `loaded ${settings.subscriptions} subscriptions (${meteredItems.length} with a metered item), ` +
+      `${events} usage events in ${settings.usageStore}, in ${loadSeconds.toFixed(1)} s`,
+  );
+
+  const runAt = new Date(periodEnd.getTime() + 60_000).toISOString();
+  const env = {
+    DATABASE_URL: url,
+    CLICKHOUSE_URL: settings.usageStore === 'clickhouse' ? settings.clickhouseUrl : '',
+    CLICKHOUSE_DATABASE: databaseName,
+    LOG_LEVEL: 'warn',
+  };
+  const args = [
+    'billing',
+    'run',
+    '--now',
+    runAt,
+    ...(settings.batchSize ? ['--batch-size', String(settings.batchSize)] : []),
+  ];
+  const results = [
+    await scenario('run', settings.concurrentRuns, args, env),
+    await scenario('rerun (nothing due)', 1, args, env),
+  ];
+  const { rows } = await db.query<{ invoices: number; periods: number }>(
+    'SELECT count(*)::int AS invoices, count(DISTINCT (subscription_id, period_start))::int AS periods FROM invoices',
+  );
+  await report(results, rows[0]!, { loadSeconds, events });
+}
+
+/** One org, customers across provinces and states, seats and a tiered usage product. */
+async function loadData(database: Database, periodStart: Date, periodEnd: Date) {
+  const org = await createOrganization(database, { name: 'Bench Billing Co' });
+  const seats = await createProduct(database, org.id, {
+    name: 'Seats',
+    pricing_type: 'recurring',
+    unit_price: '25.00',
+  });
+  const calls = await createProduct(database, org.id, {
+    name: 'API calls',
+    pricing_type: 'usage',
+    pricing_mode: 'graduated',
+    tiers: [
+      { up_to: '1000', unit_price: '0.002' },
+      { up_to: null, unit_price: '0.001' },
+    ],
+  });
+  const places = ["('CA','ON')", "('CA','QC')", "('CA','BC')", "('US','NY')", "('US','OR')", "('CA','NS')"];
+  // Bulk set-up (what subscription create does, 10,000 times over, in a few statements): the
+  // measured part is the billing run, not the loading.
+  await database.query(
+    `INSERT INTO customers (org_id, name, country, state_province)
+     SELECT $1, 'Customer ' || n, p.country, p.province
+       FROM generate_series(1, $2) n
+       JOIN (SELECT row_number() OVER () - 1 AS i, country, province
+               FROM (VALUES ${places.join(', ')}) v(country, province)) p ON p.i = n % ${places.length}`,
+    [org.id, settings.customers],
+  );
+  const anchor = periodStart.getUTCDate();
+  await database.query(
+    `INSERT INTO subscriptions (org_id, customer_id, status, title, currency, start_date, next_billing_date,
+       billing_period, billing_anchor_day, current_period_start, current_period_end)
+     SELECT $1, c.id, 'active', 'Bench ' || n, 'CAD', $3, $4, 'monthly', $5, $3, $4
+       FROM generate_series(1, $2) n
+       JOIN (SELECT id, row_number() OVER (ORDER BY id) - 1 AS i FROM customers WHERE org_id = $1) c
+         ON c.i = n % $6`,
+    [org.id, settings.subscriptions, periodStart, periodEnd, anchor, settings.customers],
+  );
+  await database.query(
+    `INSERT INTO subscription_items (org_id, subscription_id, product_id, quantity, unit_price, usage_type)
+     SELECT $1, id, $2, 1 + id % 10, '25.00', 'licensed' FROM subscriptions WHERE org_id = $1`,
+    [org.id, seats.id],
+  );
+  const everyNth = Math.max(1, Math.round(1 / settings.meteredShare));
+  const { rows } = await database.query<{ id: number }>(
+    `INSERT INTO subscription_items (org_id, subscription_id, product_id, quantity, unit_price, usage_type,
+       included_units)
+     SELECT $1, id, $2, 1, 0, 'metered', 100 FROM subscriptions WHERE org_id = $1 AND id % $3 = 0
+     RETURNING id`,
+    [org.id, calls.id, everyNth],
+  );
+  return { orgId: org.id, meteredItems: rows.map((r) => ({ orgId: org.id, id: r.id })) };
+}
+
+/** Usage written by the sinks' own writers, in batches as a sink flushes them. */
+async function loadUsage(items: { orgId: number; id: number }[], periodStart: Date, periodEnd: Date) {
+  let sink: UsageSink;
+  let close = async () => {};
+  if (settings.usageStore === 'clickhouse') {
+    const clickhouse = openClickHouse({ url: settings.clickhouseUrl, database: databaseName });
+    await migrateClickHouse(clickhouse);
+    sink = new ClickHouseUsageSink(clickhouse);
+    close = () => clickhouse.close();
+  } else {
+    sink = new PostgresUsageSink(db!);
+  }
+  const span = periodEnd.getTime() - periodStart.getTime();
+  let batch: UsageEventRecord[] = [];
+  let total = 0;
+  try {
+    for (const item of items) {
+      for (let n = 0; n < settings.eventsPerItem; n++) {
+        const at = periodStart.getTime() + Math.floor(((n + 0.5) / settings.eventsPerItem) * span);
+        batch.push({
+          id: randomUUID(),
+          orgId: item.orgId,
+          subscriptionItemId: item.id,
+          idempotencyKey: `bench-${item.id}-${n}`,
+          quantity: String(10 + ((item.id * 7 + n * 13) % 90)),
+          occurredAtMs: at,
+          recordedAtMs: at + 500,
+        });
+        if (batch.length === 5000) {
+          await sink.write(batch);
+          total += batch.length;
+          batch = [];
+        }
+      }
+    }
+    await sink.write(batch);
+    total += batch.length;
+  } finally {
+    await close();
+  }
+  return total;
+}
+
+async function scenario(name: string, processes: number, args: string[], env: Record<string, string>) {
+  log(`${name}: ${processes} billing run process(es)`);
+  const started = process.hrtime.bigint();
+  const outputs = await Promise.all(Array.from({ length: processes }, () => consoleRun(args, env)));
+  const wallSeconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const invoices = outputs.reduce((sum, o) => sum + o.invoices_created, 0);
+  const runSeconds = Math.max(...outputs.map((o) => o.duration_ms)) / 1000;
+  const result: RunResult = {
+    scenario: name,
+    processes,
+    invoices,
+    runSeconds,
+    wallSeconds,
+    invoicesPerSecond: runSeconds > 0 ? invoices / runSeconds : 0,
+  };
+  return result;
+}
+
+function consoleRun(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ invoices_created: number; duration_ms: number; failures: unknown[] }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      path.join(ROOT, 'node_modules/.bin/tsx'),
+      [path.join(ROOT, 'bin/console.ts'), ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => process.stderr.write(`  | ${d}`));
+    const timer = setTimeout(() => child.kill('SIGTERM'), settings.timeoutSeconds * 1000);
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      if (code !== 0) return reject(new Error(`billing run exited with ${code}`));
+      const summary = JSON.parse(stdout);
+      if (summary.failures.length)
+        reject(new Error(`billing run failures: ${JSON.stringify(summary.failures)}`));
+      resolve(summary);
+    });
+  });
+}
+
+async function report(
+  results: RunResult[],
+  stored: { invoices: number; periods: number },
+  setup: { loadSeconds: number; events: number },
+): Promise<void> {
+  const [run, rerun] = results as [RunResult, RunResult];
+  const rows = results.map((r) => ({
+    scenario: r.scenario,
+    processes: r.processes,
+    invoices: r.invoices,
+    'run s': r.runSeconds.toFixed(2),
+    'wall s': r.wallSeconds.toFixed(2),
+    'invoices/s': r.invoicesPerSecond.toFixed(0),
+    'x rerun (wall)': (r.wallSeconds / rerun.wallSeconds).toFixed(2),
+  }));
+  console.table(rows);
+  const checks = [
+    {
+      check: `run completes in <= ${BAR_SECONDS} s (wall, process start included)`,
+      value: `${run.wallSeconds.toFixed(2)} s`,
+      pass: run.wallSeconds <= BAR_SECONDS,
+    },
+    {
+      check: 'every due subscription invoiced once',
+      value: `${run.invoices} of ${settings.subscriptions}`,
+      pass: run.invoices === settings.subscriptions && stored.invoices === stored.periods,
+    },
+    {
+      check: 'a second run creates nothing',
+      value: `${rerun.invoices} invoices`,
+      pass: rerun.invoices === 0,
+    },
+  ];
+  console.table(checks.map((c) => ({ ...c, pass: c.pass ? 'PASS' : 'FAIL' })));
+  const file = path.join(
+    ROOT,
+    'bench/results',
+    `billing-run-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+  );
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(
+    file,
+    JSON.stringify(
+      { settings: { ...settings, adminUrl: undefined }, setup, results, stored, checks },
+      null,
+      2,
+    ),
+  );
+  log(`report written to ${path.relative(ROOT, file)}`);
+  if (checks.some((c) => !c.pass)) process.exitCode = 1;
+}
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: settings.adminUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+function withDatabase(adminUrl: string, database: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+function intEnv(name: string, fallback: number): number {
+  const value = process.env[name];
+  if (value === undefined || value === '') return fallback;
+  const parsed = Number(value);
+  if (!Number.isSafeInteger(parsed) || parsed <= 0) throw new Error(`${name} must be a positive integer`);
+  return parsed;
+}
+
+function log(message: string): void {
+  process.stderr.write(`[bench:billing-run] ${message}\n`);
+}
