@@ -257,8 +257,9 @@ function consoleRun(
       clearTimeout(timer);
       if (code !== 0) return reject(new Error(`billing run exited with ${code}`));
       const summary = JSON.parse(stdout);
-      if (summary.failures.length)
-        reject(new Error(`billing run failures: ${JSON.stringify(summary.failures)}`));
+      if (summary.failures.length) {
+        return reject(new Error(`billing run failures: ${JSON.stringify(summary.failures)}`));
+      }
       resolve(summary);
     });
   });
