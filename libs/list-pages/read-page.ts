@@ -3,6 +3,9 @@ import type { PaginationQuery } from '../schemas/index.js';
 import { orderBy, planPage, totalImpliedByPage } from './page-plan.js';
 import { sharedCount } from './shared-count.js';
 
+/** Up to this offset, rows are read straight from the list index rather than by id. */
+const DIRECT_READ_MAX_OFFSET = 500;
+
 /**
  * A newest-first list of one organization: `table` (with `org_id`, `id`, `created_at` and an
  * index on (org_id, <filter columns>, created_at DESC, id DESC)), `where` over its own columns
@@ -17,11 +20,10 @@ export interface ListSource {
 }
 
 /**
- * One page and the list's total. The page's ids come from an index-only scan (from the nearer
- * end once the total is known) and only those rows are read in full, so a deep offset skips
- * index entries, not wide rows. The total is implied by a short last page, else counted (the
- * count shared with concurrent requests, see sharedCount); it is returned as a promise so the
- * caller can fetch the page's children meanwhile.
+ * One page and the list's total. Once the total is known the page is read from the nearer end
+ * of the list (planPage). The total is implied by a short last page, else counted (the count
+ * shared with concurrent requests, see sharedCount); it is returned as a promise so the caller
+ * can fetch the page's children meanwhile.
  */
 export async function readPage<Row>(
   db: Queryable,
@@ -38,14 +40,21 @@ export async function readPage<Row>(
   const plan = planPage(page, known);
   if (plan.direction === 'none') return { rows: [], total: Promise.resolve(known ?? 0) };
 
-  const { rows } = await db.query<Row & object>(
-    `SELECT ${columns}
-       FROM (SELECT id FROM ${table} WHERE ${where} ORDER BY ${orderBy(plan)}
-              LIMIT $${values.length + 1} OFFSET $${values.length + 2}) page
-       JOIN ${table} ${alias} ON ${alias}.id = page.id AND ${alias}.org_id = $1
-      ORDER BY ${alias}.created_at DESC, ${alias}.id DESC`,
-    [...values, plan.limit, plan.offset],
-  );
+  // Near an end of the list the rows are read straight from the list index (few heap pages:
+  // neighbours in the list were written together); further in, the ids come from an index-only
+  // scan and only the page's rows are read in full, so skipped entries never touch the heap.
+  const limitOffset = `LIMIT $${values.length + 1} OFFSET $${values.length + 2}`;
+  const direct = `SELECT ${columns} FROM ${table} ${alias} WHERE ${where} ORDER BY ${orderBy(plan, alias)} ${limitOffset}`;
+  const pageSql =
+    plan.offset > DIRECT_READ_MAX_OFFSET
+      ? `SELECT ${columns}
+           FROM (SELECT id FROM ${table} WHERE ${where} ORDER BY ${orderBy(plan)} ${limitOffset}) page
+           JOIN ${table} ${alias} ON ${alias}.id = page.id AND ${alias}.org_id = $1
+          ORDER BY ${alias}.created_at DESC, ${alias}.id DESC`
+      : plan.direction === 'oldest-first'
+        ? `SELECT * FROM (${direct}) page ORDER BY created_at DESC, id DESC`
+        : direct;
+  const { rows } = await db.query<Row & object>(pageSql, [...values, plan.limit, plan.offset]);
   if (known !== undefined) return { rows, total: Promise.resolve(known) };
   const implied = totalImpliedByPage(page, rows.length);
   return { rows, total: implied === undefined ? count() : Promise.resolve(implied) };

@@ -144,52 +144,74 @@ export function judge(
 }
 
 /**
- * Records the attempt and the event's new state in one statement (atomic), only while this
- * dispatcher still holds the lease. Returns false when it did not (the attempt is then made again
- * by whoever holds it: at-least-once).
+ * Records settled attempts, each with its event's new state, in ONE statement (atomic), each only
+ * while this dispatcher still holds its lease. Returns the ids of the events recorded; one missing
+ * lost its lease (taken over, or reset by a manual retry), and whoever holds it makes the attempt
+ * again: at-least-once. Handles both final states: succeeded -> SUCCESS, failed -> RETRYING (due
+ * after its delay, on the database clock) or FAILED.
  */
-async function recordAttempt(
+export async function recordSettled(
   db: Queryable,
-  attempted: AttemptedDelivery,
-  status: 'SUCCESS' | 'RETRYING' | 'FAILED',
-  retryDelayMs: number | null,
-): Promise<boolean> {
-  const { pending, outcome, attemptedAt } = attempted;
-  const { rowCount } = await db.query(
-    `WITH updated AS (
-       UPDATE webhook_events SET
-         status = $4, attempts = $3,
-         next_attempt_at = CASE WHEN $4 = 'RETRYING' THEN now() + $8::double precision * interval '1 millisecond' END,
-         last_attempt_at = $5, last_response_code = $6, last_response_body = $7, updated_at = now()
-       WHERE id = $1 AND next_attempt_at = $2::timestamptz AND attempts = $3 - 1
-         AND status IN ('PENDING', 'RETRYING')
-       RETURNING id, org_id
+  settled: readonly (SucceededDelivery | FailedDelivery)[],
+): Promise<Set<string>> {
+  if (!settled.length) return new Set();
+  const columns = {
+    id: [] as string[],
+    lease: [] as string[],
+    attempt: [] as number[],
+    status: [] as string[],
+    attemptedAt: [] as Date[],
+    code: [] as number[],
+    body: [] as (string | null)[],
+    delayMs: [] as (number | null)[],
+    durationMs: [] as number[],
+  };
+  for (const delivery of settled) {
+    const { pending, outcome, attemptedAt } = delivery.attempted;
+    const next = delivery.kind === 'succeeded' ? undefined : delivery.next;
+    columns.id.push(pending.eventId);
+    columns.lease.push(pending.lease);
+    columns.attempt.push(pending.attempt);
+    columns.status.push(next ? next.status : 'SUCCESS');
+    columns.attemptedAt.push(attemptedAt);
+    columns.code.push(outcome.responseCode);
+    columns.body.push(outcome.responseBody);
+    columns.delayMs.push(next?.status === 'RETRYING' ? next.delayMs : null);
+    columns.durationMs.push(outcome.durationMs);
+  }
+  const { rows } = await db.query<{ id: string }>(
+    `WITH input AS (
+       SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[], $5::timestamptz[],
+                            $6::int[], $7::text[], $8::float8[], $9::int[])
+         AS t (id, lease, attempt, status, attempted_at, code, body, delay_ms, duration_ms)
+     ), updated AS (
+       UPDATE webhook_events e SET
+         status = i.status, attempts = i.attempt,
+         next_attempt_at = CASE WHEN i.status = 'RETRYING' THEN now() + i.delay_ms * interval '1 millisecond' END,
+         last_attempt_at = i.attempted_at, last_response_code = i.code, last_response_body = i.body,
+         updated_at = now()
+       FROM input i
+       WHERE e.id = i.id AND e.next_attempt_at = i.lease AND e.attempts = i.attempt - 1
+         AND e.status IN ('PENDING', 'RETRYING')
+       RETURNING e.id, e.org_id, i.attempt, i.attempted_at, i.code, i.duration_ms, i.body
      )
      INSERT INTO webhook_attempts (org_id, webhook_event_id, attempt, attempted_at, response_code, duration_ms, response_body)
-     SELECT org_id, id, $3, $5, $6, $9, $7 FROM updated
-     ON CONFLICT (webhook_event_id, attempt) DO NOTHING`,
+     SELECT org_id, id, attempt, attempted_at, code, duration_ms, body FROM updated
+     ON CONFLICT (webhook_event_id, attempt) DO NOTHING
+     RETURNING webhook_event_id AS id`,
     [
-      pending.eventId,
-      pending.lease,
-      pending.attempt,
-      status,
-      attemptedAt,
-      outcome.responseCode,
-      outcome.responseBody,
-      retryDelayMs,
-      outcome.durationMs,
+      columns.id,
+      columns.lease,
+      columns.attempt,
+      columns.status,
+      columns.attemptedAt,
+      columns.code,
+      columns.body,
+      columns.delayMs,
+      columns.durationMs,
     ],
   );
-  return rowCount === 1;
-}
-
-export function recordSucceeded(db: Queryable, succeeded: SucceededDelivery): Promise<boolean> {
-  return recordAttempt(db, succeeded.attempted, 'SUCCESS', null);
-}
-
-export function recordFailed(db: Queryable, failed: FailedDelivery): Promise<boolean> {
-  const { next } = failed;
-  return recordAttempt(db, failed.attempted, next.status, next.status === 'RETRYING' ? next.delayMs : null);
+  return new Set(rows.map((row) => row.id));
 }
 
 /** The endpoint was disabled or deleted after the event was created: end it without an attempt. */

@@ -3,16 +3,9 @@ import type { Database } from '../db/index.js';
 import { OUTBOX_CHANNEL } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import { webhookAttempts, webhookDeliveryDuration } from '../observability/index.js';
-import {
-  attempt,
-  claimDueDeliveries,
-  judge,
-  type PendingDelivery,
-  recordFailed,
-  recordSucceeded,
-  recordUndeliverable,
-} from './delivery.js';
+import { attempt, claimDueDeliveries, judge, type PendingDelivery, recordUndeliverable } from './delivery.js';
 import { fanOutOutbox } from './outbox-fan-out.js';
+import { SettledRecorder } from './settled-recorder.js';
 import type { HostResolver } from './ssrf-guard.js';
 import { WebhookSender } from './webhook-sender.js';
 
@@ -44,7 +37,11 @@ const MIN_SLEEP_MS = 5;
  */
 export class WebhookDispatcher {
   private readonly sender: WebhookSender;
+  private readonly recorder: SettledRecorder;
+  /** Every claimed delivery until it is recorded (what a shutdown waits for). */
   private readonly inFlight = new Set<Promise<void>>();
+  /** Deliveries whose HTTP request is under way: what the concurrency limits. */
+  private attempting = 0;
   private readonly wake = new WakeSignal();
   private readonly leaseMs: number;
   private loop: Promise<void> | undefined;
@@ -65,6 +62,7 @@ export class WebhookDispatcher {
       maxSocketsPerHost: settings.concurrency,
       ...(settings.resolveHost ? { resolveHost: settings.resolveHost } : {}),
     });
+    this.recorder = new SettledRecorder(db);
     // An attempt lasts at most the timeout; twice that leaves room to record it before another
     // dispatcher may take the event over.
     this.leaseMs = 2 * settings.timeoutMs;
@@ -95,8 +93,7 @@ export class WebhookDispatcher {
       let sleepMs = this.settings.pollMs;
       try {
         await this.ensureListening();
-        const more = await this.turn();
-        sleepMs = more ? 0 : await this.msUntilNextDue();
+        sleepMs = await this.turn();
       } catch (error) {
         // Postgres unreachable or a statement failed: nothing is lost (the outbox and the leases
         // are in the database), so log and try again after the poll interval.
@@ -106,8 +103,12 @@ export class WebhookDispatcher {
     }
   }
 
-  /** One pass: fan out the outbox when it may hold rows, claim what fits. True when more is waiting now. */
-  private async turn(): Promise<boolean> {
+  /**
+   * One pass: fan out the outbox when it may hold rows, claim what fits. Returns how long to sleep:
+   * 0 when more is waiting now; until the next due event when nothing is due; otherwise the poll
+   * interval (a finished attempt wakes the loop earlier).
+   */
+  private async turn(): Promise<number> {
     const batchSize = this.settings.outboxBatchSize ?? 500;
     let moreOutbox = false;
     // A finished attempt also wakes the loop; the outbox only needs a look when a NOTIFY came,
@@ -125,17 +126,24 @@ export class WebhookDispatcher {
       moreOutbox = fannedOut.outboxRows === batchSize;
       this.outboxMayHaveRows ||= moreOutbox;
     }
-    const free = this.settings.concurrency - this.inFlight.size;
-    if (free > 0 && !this.stopping) {
-      const due = await claimDueDeliveries(this.db, free, this.leaseMs);
-      for (const pending of due) this.track(this.deliver(pending));
+    const { concurrency } = this.settings;
+    // A slot frees when the HTTP request ends; recording follows in batches. Deliveries waiting to
+    // be recorded are bounded too, so a slow database slows claiming instead of piling up.
+    const free = Math.min(concurrency - this.attempting, 4 * concurrency - this.inFlight.size);
+    // Claims come in batches of at least a quarter of the slots while attempts are running: one
+    // claim per finished attempt would cost a statement per delivery.
+    const batch = Math.max(1, Math.floor(concurrency / 4));
+    if (this.stopping || free <= 0 || (free < batch && this.attempting > 0)) {
+      return moreOutbox ? 0 : this.settings.pollMs;
     }
-    return moreOutbox;
+    const due = await claimDueDeliveries(this.db, free, this.leaseMs);
+    for (const pending of due) this.track(this.deliver(pending));
+    if (moreOutbox || due.length === free) return 0;
+    return due.length ? this.settings.pollMs : this.msUntilNextDue();
   }
 
   /** Milliseconds until the earliest due (or leased) event, capped by the poll interval. */
   private async msUntilNextDue(): Promise<number> {
-    if (this.inFlight.size >= this.settings.concurrency) return this.settings.pollMs;
     const { rows } = await this.db.query<{ ms: number | null }>(
       `SELECT (EXTRACT(EPOCH FROM min(next_attempt_at) - now()) * 1000)::float8 AS ms
        FROM webhook_events WHERE status IN ('PENDING', 'RETRYING')`,
@@ -166,15 +174,16 @@ export class WebhookDispatcher {
         await recordUndeliverable(this.db, { kind: 'undeliverable', pending, reason });
         return;
       }
-      const attempted = await attempt(pending, this.sender);
+      this.attempting++;
+      const attempted = await attempt(pending, this.sender).finally(() => {
+        this.attempting--;
+        this.wake.notify();
+      });
       const { outcome } = attempted;
       webhookAttempts.inc({ result: outcome.result });
       webhookDeliveryDuration.observe(outcome.durationMs / 1000);
       const judged = judge(attempted, this.settings.retryDelaysMs);
-      const recorded =
-        judged.kind === 'succeeded'
-          ? await recordSucceeded(this.db, judged)
-          : await recordFailed(this.db, judged);
+      const recorded = await this.recorder.record(judged);
       const details = { ...context, result: outcome.result, response_code: outcome.responseCode };
       if (!recorded) this.log.warn(details, 'webhook attempt not recorded: its lease was taken over');
       else if (judged.kind === 'failed')

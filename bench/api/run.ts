@@ -1,0 +1,405 @@
+/**
+ * `npm run bench:api`: the public REST API on real Postgres and Redis, loaded with one
+ * organization of BENCH_CUSTOMERS customers (default 20,000) and BENCH_INVOICES invoices with two
+ * items each (default 100,000), set-based (see load-data.ts), into a fresh database.
+ *
+ * The api service (services/api/main.ts) and a bare Fastify hello route (hello-server.ts) each run
+ * as their own process; autocannon drives them from this one, BENCH_CONNECTIONS connections
+ * (default 50) for BENCH_DURATION_SECONDS each (default 15) after BENCH_WARMUP_SECONDS (default
+ * 3) of warm-up, on:
+ *
+ *   hello                 GET /hello (the baseline, same run)
+ *   customer              GET /customers/{id}, a random customer per request
+ *   invoices_page         GET /invoices?limit=100
+ *   invoices_filtered     GET /invoices?status=POSTED&customer_id=<a customer with POSTED invoices>
+ *   invoices_deep_page    GET /invoices?limit=100&offset=<invoices - 100>
+ *   invoice_pdf           GET /invoices/{id}/pdf, a random invoice of 1,000 per request
+ *
+ * It prints req/s, p50, p99, throughput relative to the hello route and the issue's bars:
+ * customer p99 <= 20 ms; 100-invoice pages p99 <= 60 ms; the deep page's p99 no more than 3x the
+ * first page's. The report goes to bench/results/api-<time>.json.
+ *
+ * Other settings (env): BENCH_SCENARIOS (comma list, default all), BENCH_DB_POOL_SIZE (the api's
+ * DATABASE_POOL_SIZE, default 20), DATABASE_URL (an admin URL; a database bench_api_<pid> is
+ * created in it and dropped afterwards unless BENCH_KEEP_DATABASE=true), REDIS_URL.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { type AddressInfo, createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import pg from 'pg';
+import { createApiKey } from '../../libs/auth/index.js';
+import { Database, migrate } from '../../libs/db/index.js';
+import { setRateLimitOverride } from '../../libs/organizations/index.js';
+import { connectRedis } from '../../libs/redis/index.js';
+import { BASE_PATH } from '../../libs/schemas/index.js';
+import { type BenchData, loadBenchData } from './load-data.js';
+
+interface AutocannonRequest {
+  method?: string;
+  path?: string;
+  headers?: Record<string, string>;
+}
+
+interface AutocannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; max: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+
+/** The part of autocannon's API used here (the package ships no types). */
+const autocannon = createRequire(import.meta.url)('autocannon') as (options: {
+  url: string;
+  connections: number;
+  duration: number;
+  headers?: Record<string, string>;
+  requests?: { setupRequest: (request: AutocannonRequest) => AutocannonRequest }[];
+}) => Promise<AutocannonResult>;
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+const SCENARIOS = [
+  'hello',
+  'customer',
+  'invoices_page',
+  'invoices_filtered',
+  'invoices_deep_page',
+  'invoice_pdf',
+] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+const settings = {
+  customers: intEnv('BENCH_CUSTOMERS', 20_000),
+  invoices: intEnv('BENCH_INVOICES', 100_000),
+  connections: intEnv('BENCH_CONNECTIONS', 50),
+  durationSeconds: intEnv('BENCH_DURATION_SECONDS', 15),
+  warmupSeconds: intEnv('BENCH_WARMUP_SECONDS', 3),
+  poolSize: intEnv('BENCH_DB_POOL_SIZE', 20),
+  scenarios: (process.env.BENCH_SCENARIOS ?? SCENARIOS.join(','))
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s): s is Scenario => (SCENARIOS as readonly string[]).includes(s)),
+  adminUrl: process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres',
+  redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+  keepDatabase: process.env.BENCH_KEEP_DATABASE === 'true',
+};
+
+const BARS = { customerP99Ms: 20, invoicePageP99Ms: 60, deepPageRatio: 3 };
+
+interface ScenarioResult {
+  scenario: Scenario;
+  request: string;
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+}
+
+const databaseName = `bench_api_${process.pid}`;
+const redisPrefix = `bench_api_${process.pid}:`;
+const children: ChildProcess[] = [];
+let stopping = false;
+
+try {
+  await main();
+} finally {
+  stopping = true;
+  for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+  await cleanUp();
+}
+
+async function main(): Promise<void> {
+  log(`settings: ${JSON.stringify({ ...settings, adminUrl: undefined, redisUrl: undefined })}`);
+  await admin(`CREATE DATABASE "${databaseName}"`);
+  const databaseUrl = databaseUrlFor(settings.adminUrl, databaseName);
+  const db = new Database(databaseUrl, { poolSize: 2 });
+  let data: BenchData;
+  let apiKey: string;
+  try {
+    await migrate(db);
+    const loadStart = Date.now();
+    data = await loadBenchData(db, {
+      customers: settings.customers,
+      invoices: settings.invoices,
+      progress: (message) => log(`  ${message}`),
+    });
+    log(`data loaded in ${((Date.now() - loadStart) / 1000).toFixed(1)} s`);
+    // high enough that the run never meets the hourly limit (the limiter still runs per request)
+    await setRateLimitOverride(db, data.orgId, 2_000_000_000);
+    apiKey = (await createApiKey(db, { orgId: data.orgId, name: 'bench' })).api_key;
+  } finally {
+    await db.close();
+  }
+
+  const hello = await startProcess('bench/api/hello-server.ts', {});
+  const helloPort = (JSON.parse(hello.firstLine) as { port: number }).port;
+  const apiPort = await freePort();
+  await startProcess(
+    'services/api/main.ts',
+    {
+      DATABASE_URL: databaseUrl,
+      DATABASE_POOL_SIZE: String(settings.poolSize),
+      REDIS_URL: settings.redisUrl,
+      REDIS_KEY_PREFIX: redisPrefix,
+      HOST: '127.0.0.1',
+      PORT: String(apiPort),
+      LOG_LEVEL: 'warn',
+      APP_ENV: 'production',
+    },
+    false,
+  );
+  const apiBase = `http://127.0.0.1:${apiPort}`;
+  await waitUntilReady(`${apiBase}/readyz`);
+
+  const randomOf = <T>(values: T[]) => values[Math.floor(Math.random() * values.length)]!;
+  const deepOffset = Math.max(0, data.invoices - 100);
+  const targets: Record<Scenario, { url: string; request: string; path?: () => string }> = {
+    hello: { url: `http://127.0.0.1:${helloPort}/hello`, request: 'GET /hello' },
+    customer: {
+      url: apiBase,
+      request: 'GET /customers/{id}',
+      path: () => `${BASE_PATH}/customers/${1 + Math.floor(Math.random() * data.customers)}`,
+    },
+    invoices_page: { url: `${apiBase}${BASE_PATH}/invoices?limit=100`, request: 'GET /invoices?limit=100' },
+    invoices_filtered: {
+      url: `${apiBase}${BASE_PATH}/invoices?status=POSTED&customer_id=${data.postedCustomerId}`,
+      request: `GET /invoices?status=POSTED&customer_id=${data.postedCustomerId}`,
+    },
+    invoices_deep_page: {
+      url: `${apiBase}${BASE_PATH}/invoices?limit=100&offset=${deepOffset}`,
+      request: `GET /invoices?limit=100&offset=${deepOffset}`,
+    },
+    invoice_pdf: {
+      url: apiBase,
+      request: 'GET /invoices/{id}/pdf',
+      path: () => `${BASE_PATH}/invoices/${randomOf(data.invoiceIds)}/pdf`,
+    },
+  };
+
+  const results: ScenarioResult[] = [];
+  for (const scenario of settings.scenarios) {
+    const target = targets[scenario];
+    const headers = scenario === 'hello' ? undefined : { authorization: `Bearer ${apiKey}` };
+    const options = {
+      url: target.url,
+      connections: settings.connections,
+      ...(headers ? { headers } : {}),
+      ...(target.path
+        ? {
+            requests: [
+              { setupRequest: (request: AutocannonRequest) => ({ ...request, path: target.path!() }) },
+            ],
+          }
+        : {}),
+    };
+    log(`${scenario}: warm-up ${settings.warmupSeconds} s, then ${settings.durationSeconds} s`);
+    if (settings.warmupSeconds > 0) await autocannon({ ...options, duration: settings.warmupSeconds });
+    const result = await autocannon({ ...options, duration: settings.durationSeconds });
+    results.push({
+      scenario,
+      request: target.request,
+      requestsPerSecond: result.requests.average,
+      p50Ms: result.latency.p50,
+      p99Ms: result.latency.p99,
+      maxMs: result.latency.max,
+      requests: result.requests.total,
+      non2xx: result.non2xx,
+      errors: result.errors + result.timeouts,
+    });
+  }
+
+  const report = evaluate(results);
+  printTable(results, report.bars);
+  const file = path.join(ROOT, 'bench/results', `api-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(
+    file,
+    `${JSON.stringify({ settings: { ...settings, adminUrl: undefined, redisUrl: undefined }, machine: machine(), results, bars: report.bars }, null, 2)}\n`,
+  );
+  log(`report: ${path.relative(ROOT, file)}`);
+  if (report.bars.some((bar) => bar.pass === false)) process.exitCode = 1;
+}
+
+interface Bar {
+  bar: string;
+  measured: string;
+  pass: boolean | undefined;
+}
+
+function evaluate(results: ScenarioResult[]): { bars: Bar[] } {
+  const of = (scenario: Scenario) => results.find((r) => r.scenario === scenario);
+  const bars: Bar[] = [];
+  for (const result of results) {
+    if (result.non2xx > 0 || result.errors > 0) {
+      bars.push({
+        bar: `${result.scenario}: every response 2xx`,
+        measured: `${result.non2xx} non-2xx, ${result.errors} errors`,
+        pass: false,
+      });
+    }
+  }
+  const customer = of('customer');
+  if (customer) {
+    bars.push({
+      bar: `GET /customers/{id} p99 <= ${BARS.customerP99Ms} ms`,
+      measured: `${customer.p99Ms} ms`,
+      pass: customer.p99Ms <= BARS.customerP99Ms,
+    });
+  }
+  for (const scenario of ['invoices_page', 'invoices_deep_page'] as const) {
+    const page = of(scenario);
+    if (!page) continue;
+    bars.push({
+      bar: `${page.request} p99 <= ${BARS.invoicePageP99Ms} ms (${settings.connections} connections)`,
+      measured: `${page.p99Ms} ms`,
+      pass: page.p99Ms <= BARS.invoicePageP99Ms,
+    });
+  }
+  const first = of('invoices_page');
+  const deep = of('invoices_deep_page');
+  if (first && deep) {
+    const ratio = deep.p99Ms / Math.max(first.p99Ms, 1);
+    bars.push({
+      bar: `deep page p99 <= ${BARS.deepPageRatio}x first page p99`,
+      measured: `${ratio.toFixed(2)}x`,
+      pass: ratio <= BARS.deepPageRatio,
+    });
+  }
+  return { bars };
+}
+
+function printTable(results: ScenarioResult[], bars: Bar[]): void {
+  const hello = results.find((r) => r.scenario === 'hello');
+  const rows = results.map((r) => [
+    r.scenario,
+    r.request.length > 48 ? `${r.request.slice(0, 45)}...` : r.request,
+    r.requestsPerSecond.toFixed(0),
+    String(r.p50Ms),
+    String(r.p99Ms),
+    hello ? `${((100 * r.requestsPerSecond) / hello.requestsPerSecond).toFixed(1)} %` : '-',
+    r.non2xx + r.errors > 0 ? `${r.non2xx + r.errors} failed` : 'ok',
+  ]);
+  table(['scenario', 'request', 'req/s', 'p50 ms', 'p99 ms', 'req/s vs hello', 'responses'], rows);
+  console.log('');
+  table(
+    ['bar', 'measured', 'result'],
+    bars.map((b) => [b.bar, b.measured, b.pass === undefined ? '-' : b.pass ? 'PASS' : 'FAIL']),
+  );
+}
+
+function table(header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
+  console.log(line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const row of rows) console.log(line(row));
+}
+
+async function startProcess(
+  entry: string,
+  env: Record<string, string>,
+  waitForLine = true,
+): Promise<{ child: ChildProcess; firstLine: string }> {
+  const child = spawn(TSX, [path.join(ROOT, entry)], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    // a child whose output nobody reads must not write into a pipe that fills up
+    stdio: ['ignore', waitForLine ? 'pipe' : 'inherit', 'inherit'],
+  });
+  children.push(child);
+  child.once('exit', (code) => {
+    if (!stopping && code !== 0) log(`${entry} exited with ${code}`);
+  });
+  if (!waitForLine) return { child, firstLine: '' };
+  const firstLine = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`${entry} exited with ${code}`)));
+  });
+  return { child, firstLine };
+}
+
+async function waitUntilReady(url: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`${url} not ready after 60 s`);
+}
+
+async function cleanUp(): Promise<void> {
+  if (!settings.keepDatabase) {
+    await admin(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch((error) =>
+      log(`could not drop ${databaseName}: ${(error as Error).message}`),
+    );
+  } else {
+    log(`kept database ${databaseName}`);
+  }
+  const redis = await connectRedis(settings.redisUrl).catch(() => undefined);
+  if (!redis) return;
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${redisPrefix}*`, 'COUNT', 1000);
+      if (keys.length) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: settings.adminUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+function databaseUrlFor(adminUrl: string, database: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+function machine() {
+  return { node: process.version, cpus: os.cpus().length, loadAverage: os.loadavg() };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function intEnv(name: string, fallback: number): number {
+  const value = process.env[name];
+  if (value === undefined || value === '') return fallback;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0) throw new Error(`${name} must be a non-negative integer`);
+  return parsed;
+}
+
+function log(message: string): void {
+  process.stderr.write(`[bench:api] ${message}\n`);
+}

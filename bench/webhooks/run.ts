@@ -1,0 +1,422 @@
+/**
+ * `npm run bench:webhooks`: BENCH_EVENTS outbox events (default 10,000) fanned out to
+ * BENCH_RECEIVERS local receivers (default 2, in their own process) by the dispatcher (its own
+ * process, services/dispatcher/main.ts) on real Postgres. Measures deliveries per second and the
+ * time from the outbox commit to the receiver, against the issue's bar: >= 1,000 deliveries/s and
+ * p99 <= 1 s.
+ *
+ * Scenarios, each on the same processes:
+ * - baseline: autocannon POSTs a payload of the same size straight to a receiver (the ceiling of
+ *   HTTP on this machine, measured in this run; ratios are against it);
+ * - burst: every event committed at once, as fast as Postgres takes them: the drain rate;
+ * - steady: events committed at BENCH_RATE per second (default 500, i.e. 1,000 deliveries/s with
+ *   two receivers): commit-to-receipt latency at the bar's rate.
+ *
+ * Settings (env): BENCH_EVENTS, BENCH_RECEIVERS, BENCH_RATE, BENCH_CONCURRENCY (dispatcher, default
+ * 50), BENCH_BASELINE_SECONDS (5), BENCH_TIMEOUT_SECONDS (per scenario, 120), BENCH_SCENARIOS
+ * (comma list, default all), BENCH_DISPATCHER_NODE_ARGS (extra node flags for the dispatcher), DATABASE_URL (an admin URL of the Postgres to use; a database
+ * bench_webhooks_<pid> is created in it and dropped after).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { createInterface, type Interface } from 'node:readline';
+import pg from 'pg';
+import { Database, migrate } from '../../libs/db/index.js';
+import { emitDomainEvent } from '../../libs/events/index.js';
+import { createOrganization } from '../../libs/organizations/index.js';
+import { createEndpoint, signPayload } from '../../libs/webhooks/index.js';
+
+/** The part of autocannon's API used here (the package ships no types). */
+const autocannon = createRequire(import.meta.url)('autocannon') as (options: {
+  url: string;
+  method: string;
+  connections: number;
+  duration: number;
+  body: string;
+  headers: Record<string, string>;
+}) => Promise<{
+  requests: { total: number; average: number };
+  latency: { p50: number; p99: number; max: number };
+}>;
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const settings = {
+  events: intEnv('BENCH_EVENTS', 10_000),
+  receivers: intEnv('BENCH_RECEIVERS', 2),
+  rate: intEnv('BENCH_RATE', 500),
+  concurrency: intEnv('BENCH_CONCURRENCY', 50),
+  baselineSeconds: intEnv('BENCH_BASELINE_SECONDS', 5),
+  timeoutSeconds: intEnv('BENCH_TIMEOUT_SECONDS', 120),
+  scenarios: (process.env.BENCH_SCENARIOS ?? 'baseline,burst,steady').split(',').map((s) => s.trim()),
+  adminUrl: process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres',
+};
+const BAR = { deliveriesPerSecond: 1000, p99Ms: 1000 };
+
+interface ScenarioResult {
+  scenario: string;
+  deliveries: number;
+  requests: number;
+  seconds: number;
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+}
+
+const databaseName = `bench_webhooks_${process.pid}`;
+const children: ChildProcess[] = [];
+let db: Database | undefined;
+
+try {
+  await main();
+} finally {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+  await db?.close();
+  await admin(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch(() => {});
+}
+
+async function main(): Promise<void> {
+  log(`settings: ${JSON.stringify({ ...settings, adminUrl: undefined })}`);
+  await admin(`CREATE DATABASE "${databaseName}"`);
+  const url = new URL(settings.adminUrl);
+  url.pathname = `/${databaseName}`;
+  db = new Database(url.toString(), { poolSize: 4, applicationName: 'bench-webhooks' });
+  await migrate(db);
+  const org = await createOrganization(db, { name: 'Bench', plan: 'scale' });
+
+  const receivers = await startReceivers();
+  const endpoints = [];
+  for (const port of receivers.ports) {
+    endpoints.push(
+      await createEndpoint(
+        db,
+        org.id,
+        {
+          url: `http://127.0.0.1:${port}/hooks`,
+          events: ['invoice.*'],
+          description: 'bench',
+          status: 'ACTIVE',
+        },
+        { allowLocalhost: true },
+      ),
+    );
+  }
+
+  const results: ScenarioResult[] = [];
+  if (settings.scenarios.includes('baseline')) {
+    results.push(await baseline(receivers.ports[0]!, endpoints[0]!.secret));
+  }
+  const dispatcher = await startDispatcher(url.toString());
+  log(`dispatcher ready (pid ${dispatcher.pid})`);
+  for (const scenario of ['burst', 'steady'] as const) {
+    if (!settings.scenarios.includes(scenario)) continue;
+    await receivers.command('reset');
+    const started = Date.now();
+    const startedAt = new Date((await db!.query<{ now: Date }>('SELECT now()')).rows[0]!.now);
+    const emitting = scenario === 'burst' ? emitBurst(org.id) : emitSteady(org.id);
+    await emitting;
+    log(
+      `${scenario}: ${settings.events} events committed in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
+    results.push(await collect(scenario, receivers, settings.events * endpoints.length, startedAt));
+  }
+  await report(results);
+}
+
+/**
+ * Commits every event as fast as Postgres takes them: 500 outbox rows per INSERT and one NOTIFY
+ * per transaction (what emitDomainEvent writes, in bulk), so the emitter is not what is measured.
+ */
+async function emitBurst(orgId: number): Promise<void> {
+  for (let from = 0; from < settings.events; from += 500) {
+    const count = Math.min(500, settings.events - from);
+    await db!.transaction(async (tx) => {
+      const committingAt = Date.now();
+      const data = Array.from({ length: count }, (_, index) =>
+        JSON.stringify({ ...eventData(from + index), committing_at_ms: committingAt }),
+      );
+      await tx.query(
+        `INSERT INTO outbox (org_id, event_type, data) SELECT $1, 'invoice.posted', d::jsonb FROM unnest($2::text[]) AS d`,
+        [orgId, data],
+      );
+      await tx.query("SELECT pg_notify('outbox', '')");
+    });
+  }
+}
+
+function eventData(seq: number) {
+  return { id: `inv-${seq}`, object: 'invoice', customer_id: 1, status: 'POSTED', seq };
+}
+
+/** Commits BENCH_RATE events per second, in small transactions every 10 ms. */
+async function emitSteady(orgId: number): Promise<void> {
+  const started = performance.now();
+  let emitted = 0;
+  while (emitted < settings.events) {
+    const due = Math.min(settings.events, Math.floor(((performance.now() - started) / 1000) * settings.rate));
+    if (due > emitted) {
+      await emitBatch(orgId, emitted, due - emitted);
+      emitted = due;
+    }
+    await sleep(10);
+  }
+}
+
+/** One transaction of `count` domain events, emitted the way the billing engine emits them. */
+async function emitBatch(orgId: number, from: number, count: number): Promise<void> {
+  await db!.transaction(async (tx) => {
+    for (let seq = from; seq < from + count; seq++) {
+      await emitDomainEvent(tx, {
+        orgId,
+        type: 'invoice.posted',
+        // the time just before COMMIT: latency is measured from here (it includes the commit)
+        data: { ...eventData(seq), committing_at_ms: Date.now() },
+      });
+    }
+  });
+}
+
+/** Waits until every delivery arrived (or the timeout), then measures from the receivers' notes. */
+async function collect(
+  scenario: string,
+  receivers: Receivers,
+  expected: number,
+  startedAt: Date,
+): Promise<ScenarioResult> {
+  const deadline = Date.now() + settings.timeoutSeconds * 1000;
+  let report = await receivers.report();
+  while (report.arrivals.length < expected && Date.now() < deadline) {
+    await sleep(250);
+    report = await receivers.report();
+  }
+  if (report.arrivals.length < expected) {
+    log(
+      `${scenario}: only ${report.arrivals.length} of ${expected} deliveries within ${settings.timeoutSeconds} s`,
+    );
+  }
+  const latencies = report.arrivals
+    .map(([, sentAt, arrivedAt]) => Math.max(0, arrivedAt - sentAt))
+    .sort((a, b) => a - b);
+  const firstSent = Math.min(...report.arrivals.map(([, sentAt]) => sentAt));
+  const lastArrived = Math.max(...report.arrivals.map(([, , arrivedAt]) => arrivedAt));
+  const seconds = (lastArrived - firstSent) / 1000;
+  // Where the time goes, from the dispatcher's own records: waiting for a slot, then the request.
+  const { rows } = await db!.query<{
+    wait_p50: number;
+    wait_p99: number;
+    http_p50: number;
+    http_p99: number;
+  }>(
+    `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM a.attempted_at - e.created_at) * 1000) AS wait_p50,
+            percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM a.attempted_at - e.created_at) * 1000) AS wait_p99,
+            percentile_cont(0.5) WITHIN GROUP (ORDER BY a.duration_ms) AS http_p50,
+            percentile_cont(0.99) WITHIN GROUP (ORDER BY a.duration_ms) AS http_p99
+     FROM webhook_attempts a JOIN webhook_events e ON e.id = a.webhook_event_id WHERE e.created_at >= $1`,
+    [startedAt],
+  );
+  const split = rows[0]!;
+  log(
+    `${scenario}: fan-out to attempt p50 ${round(split.wait_p50)} ms, p99 ${round(split.wait_p99)} ms; ` +
+      `HTTP attempt p50 ${round(split.http_p50)} ms, p99 ${round(split.http_p99)} ms`,
+  );
+  return {
+    scenario: scenario === 'steady' ? `steady ${settings.rate} events/s` : `burst ${settings.events} events`,
+    deliveries: report.arrivals.length,
+    requests: report.requests,
+    seconds,
+    perSecond: report.arrivals.length / seconds,
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    maxMs: latencies.at(-1) ?? Number.NaN,
+  };
+}
+
+/** The same signed POST, straight from autocannon to one receiver: what HTTP alone allows here. */
+async function baseline(port: number, secret: string): Promise<ScenarioResult> {
+  const body = JSON.stringify({
+    id: '00000000-0000-4000-8000-000000000000',
+    type: 'invoice.posted',
+    created: Math.floor(Date.now() / 1000),
+    data: {
+      id: 'inv-0',
+      object: 'invoice',
+      customer_id: 1,
+      status: 'POSTED',
+      seq: 0,
+      committing_at_ms: Date.now(),
+    },
+  });
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/hooks`,
+    method: 'POST',
+    connections: settings.concurrency,
+    duration: settings.baselineSeconds,
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'x-service-event': 'invoice.posted',
+      'x-service-signature': signPayload(secret, body),
+    },
+  });
+  return {
+    scenario: 'baseline: direct POST',
+    deliveries: result.requests.total,
+    requests: result.requests.total,
+    seconds: settings.baselineSeconds,
+    perSecond: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    maxMs: result.latency.max,
+  };
+}
+
+async function report(results: ScenarioResult[]): Promise<void> {
+  const base = results.find((r) => r.scenario.startsWith('baseline'));
+  const burst = results.find((r) => r.scenario.startsWith('burst'));
+  const steady = results.find((r) => r.scenario.startsWith('steady'));
+  const rows = results.map((r) => ({
+    scenario: r.scenario,
+    deliveries: r.deliveries,
+    'per second': Math.round(r.perSecond),
+    'p50 ms': round(r.p50Ms),
+    'p99 ms': round(r.p99Ms),
+    'max ms': round(r.maxMs),
+    'vs baseline': base && r !== base ? `${((r.perSecond / base.perSecond) * 100).toFixed(1)} %` : '',
+  }));
+  console.table(rows);
+  const expected = settings.events * settings.receivers;
+  const checks = [
+    burst && {
+      bar: `burst: >= ${BAR.deliveriesPerSecond} deliveries/s, all ${expected} delivered`,
+      value: `${Math.round(burst.perSecond)}/s, ${burst.deliveries}`,
+      pass: burst.perSecond >= BAR.deliveriesPerSecond && burst.deliveries === expected,
+    },
+    steady && {
+      bar: `steady: p99 <= ${BAR.p99Ms} ms from commit to receipt`,
+      value: `${round(steady.p99Ms)} ms`,
+      pass: steady.p99Ms <= BAR.p99Ms && steady.deliveries === expected,
+    },
+    steady && {
+      bar: `steady: keeps up with ${settings.rate * settings.receivers} deliveries/s offered`,
+      value: `${Math.round(steady.perSecond)}/s`,
+      pass: steady.perSecond >= 0.95 * settings.rate * settings.receivers,
+    },
+  ].filter((check) => !!check);
+  console.table(checks.map((c) => ({ bar: c.bar, measured: c.value, result: c.pass ? 'PASS' : 'FAIL' })));
+  const file = path.join(
+    ROOT,
+    'bench/results',
+    `webhooks-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+  );
+  await mkdir(path.dirname(file), { recursive: true });
+  const summary = { settings: { ...settings, adminUrl: undefined }, bar: BAR, results, checks };
+  await writeFile(file, JSON.stringify(summary, null, 2));
+  log(`results written to ${path.relative(ROOT, file)}`);
+}
+
+interface Receivers {
+  ports: number[];
+  command(line: string): Promise<string>;
+  report(): Promise<{ arrivals: [string, number, number][]; requests: number }>;
+}
+
+async function startReceivers(): Promise<Receivers> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/webhooks/receivers.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, BENCH_RECEIVERS: String(settings.receivers) },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  children.push(child);
+  const lines = createInterface({ input: child.stdout! });
+  const next = lineReader(lines);
+  const { ports } = JSON.parse(await next());
+  let queue = Promise.resolve('');
+  const command = (line: string) => {
+    queue = queue.then(() => {
+      const answer = next();
+      child.stdin!.write(`${line}\n`);
+      return answer;
+    });
+    return queue;
+  };
+  return { ports, command, report: async () => JSON.parse(await command('report')) };
+}
+
+async function startDispatcher(databaseUrl: string): Promise<ChildProcess> {
+  // e.g. BENCH_DISPATCHER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it
+  const nodeArgs = (process.env.BENCH_DISPATCHER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'services/dispatcher/main.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      APP_ENV: 'development',
+      DATABASE_URL: databaseUrl,
+      DATABASE_POOL_SIZE: '10',
+      DISPATCHER_PORT: '0',
+      DISPATCHER_CONCURRENCY: String(settings.concurrency),
+      WEBHOOK_ALLOW_LOCALHOST: 'true',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(child);
+  const next = lineReader(createInterface({ input: child.stdout! }));
+  for (;;) {
+    const line = await next();
+    if (line.includes('"msg":"dispatcher started"')) break;
+  }
+  // keep draining its log so a full pipe never blocks it
+  child.stdout!.resume();
+  return child;
+}
+
+function lineReader(lines: Interface): () => Promise<string> {
+  const buffered: string[] = [];
+  const waiting: ((line: string) => void)[] = [];
+  lines.on('line', (line) => {
+    const waiter = waiting.shift();
+    if (waiter) waiter(line);
+    else buffered.push(line);
+  });
+  return () => {
+    const line = buffered.shift();
+    return line !== undefined ? Promise.resolve(line) : new Promise((resolve) => waiting.push(resolve));
+  };
+}
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: settings.adminUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (!sorted.length) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!;
+}
+
+function intEnv(name: string, fallback: number): number {
+  const value = process.env[name];
+  if (!value) return fallback;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed <= 0) throw new Error(`${name} must be a positive integer`);
+  return parsed;
+}
+
+function round(value: number): number {
+  return Math.round(value * 10) / 10;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function log(message: string): void {
+  process.stderr.write(`[bench:webhooks] ${message}\n`);
+}
