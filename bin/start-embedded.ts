@@ -44,7 +44,7 @@ const api = await buildApiApp({
 await api.listen({ host: config.HOST, port: config.PORT });
 
 // Webhooks: the dispatcher shares this process's pool; /healthz and /metrics are the api's.
-const dispatcher = buildDispatcher({ db, log: log.child({ service: 'dispatcher' }), config });
+const dispatcher = buildDispatcher({ db, log: log.child({ component: 'dispatcher' }), config });
 dispatcher.start();
 
 // Billing runs: once shortly after start, then every BILLING_INTERVAL_SECONDS (a deployment
