@@ -25,16 +25,9 @@ import type { UsageEventLog } from './log.js';
 import { parseUsageEvent, parseUsageEventBatch, type ValidUsageEvent } from './request.js';
 import type { DedupEntry, UsageDedupStore } from './store.js';
 
-/**
- * Who counts a request against the organization's hourly bucket: `here` (the ingest service: the
- * core counts it in the same Redis round trip that reserves its events) or `already` (the api
- * service's authentication hook counted it, as for every route).
- */
-export type Counting = 'here' | 'already';
-
 export interface IngestReply<T> {
   value: T;
-  /** Rate-limit headers, when the core counted the request. */
+  /** The rate-limit headers: the core counts every request it sees. */
   headers: Record<string, string>;
 }
 
@@ -64,8 +57,12 @@ export interface UsageIngestOptions {
 const PENDING_TTL_SECONDS = 60;
 /** How long a duplicate waits for the first request of its key before answering 503. */
 const DUPLICATE_WAIT_MS = 10_000;
-/** A duplicate whose first request failed tries as new; this bounds that under contention. */
-const MAX_ATTEMPTS = 3;
+/**
+ * A duplicate whose first request failed tries once as new; if that attempt fails too (or waits on
+ * yet another that fails), the answer is 503. While the log is down this keeps every request's
+ * answer within two produce timeouts instead of a chain of them.
+ */
+const MAX_ATTEMPTS = 2;
 /** As the rate limiter's own buckets: a little over the hour, for replicas with skewed clocks. */
 const BUCKET_TTL_SECONDS = 3600 + 300;
 
@@ -100,11 +97,13 @@ export class UsageIngest {
     this.now = options.now ?? Date.now;
   }
 
-  /** POST /usage/events. Throws ApiError (with the rate-limit headers when counted here). */
+  /**
+   * POST /usage/events. Counts the request against the organization's hourly bucket, whatever the
+   * outcome; throws ApiError carrying the rate-limit headers once the request was counted.
+   */
   async recordEvent(
     auth: AuthContext,
     input: { body: unknown; idempotencyKey: string | undefined },
-    counting: Counting,
   ): Promise<IngestReply<RecordedEvent>> {
     const receivedAtMs = this.now();
     let candidate: UsageEventRecord;
@@ -113,14 +112,14 @@ export class UsageIngest {
       await this.checkItem(auth.orgId, valid.subscriptionItemId);
       candidate = this.candidate(auth.orgId, valid, receivedAtMs);
     } catch (error) {
-      return this.refuse(auth, error, counting);
+      return this.refuse(auth, error);
     }
-    const { decision, settled } = await this.recordCounted(auth, [candidate], counting === 'here');
+    const { decision, settled } = await this.recordCounted(auth, [candidate]);
     const [outcome] = settled;
     countOutcome(outcome!.deduplicated ? DEDUPLICATED : ACCEPTED);
     return {
       value: { event: toPublicUsageEvent(outcome!.record), deduplicated: outcome!.deduplicated },
-      headers: decision ? rateLimitHeaders(decision) : {},
+      headers: rateLimitHeaders(decision),
     };
   }
 
@@ -129,17 +128,13 @@ export class UsageIngest {
    * request order. A failure of the store or the log fails the whole batch (503), nothing half
    * recorded: the client retries it whole, and events already recorded come back as stored.
    */
-  async recordBatch(
-    auth: AuthContext,
-    body: unknown,
-    counting: Counting,
-  ): Promise<IngestReply<BatchOutcome[]>> {
+  async recordBatch(auth: AuthContext, body: unknown): Promise<IngestReply<BatchOutcome[]>> {
     const receivedAtMs = this.now();
     let events: unknown[];
     try {
       events = parseUsageEventBatch(body);
     } catch (error) {
-      return this.refuse(auth, error, counting);
+      return this.refuse(auth, error);
     }
     const outcomes: BatchOutcome[] = new Array(events.length);
     const candidates: (UsageEventRecord | undefined)[] = new Array(events.length);
@@ -155,7 +150,7 @@ export class UsageIngest {
           outcomes[index] = { error };
         }
       }),
-    ).catch((error) => this.refuse(auth, error, counting));
+    ).catch((error) => this.refuse(auth, error));
 
     const positions: number[] = [];
     const valid: UsageEventRecord[] = [];
@@ -165,28 +160,27 @@ export class UsageIngest {
         valid.push(candidate);
       }
     });
-    let decision: RateLimitDecision | undefined;
+    let decision: RateLimitDecision;
     if (valid.length) {
-      const recorded = await this.recordCounted(auth, valid, counting === 'here');
+      const recorded = await this.recordCounted(auth, valid);
       decision = recorded.decision;
       recorded.settled.forEach((outcome, i) => {
         countOutcome(outcome.deduplicated ? DEDUPLICATED : ACCEPTED);
         outcomes[positions[i]!] = { event: toPublicUsageEvent(outcome.record) };
       });
-    } else if (counting === 'here') {
+    } else {
       decision = await this.countOnly(auth);
     }
-    return { value: outcomes, headers: decision ? rateLimitHeaders(decision) : {} };
+    return { value: outcomes, headers: rateLimitHeaders(decision) };
   }
 
   /**
    * For a request the transport refused before the core saw its events (malformed JSON, wrong media
    * type, too large): it still counts, whatever its status. Throws `error` with the rate-limit headers.
    */
-  async refuse(auth: AuthContext, error: unknown, counting: Counting): Promise<never> {
+  async refuse(auth: AuthContext, error: unknown): Promise<never> {
     if (!(error instanceof ApiError)) throw error;
     countOutcome(rejected(error.code));
-    if (counting === 'already') throw error;
     const decision = await this.countOnly(auth);
     throw withHeaders(error, rateLimitHeaders(decision));
   }
@@ -235,25 +229,29 @@ export class UsageIngest {
     };
   }
 
+  /** `record` for a request seen for the first time: counted, and its rejections counted too. */
   private async recordCounted(
     auth: AuthContext,
     candidates: UsageEventRecord[],
-    countHere: boolean,
-  ): Promise<{ decision: RateLimitDecision | undefined; settled: Settled[] }> {
+  ): Promise<{ decision: RateLimitDecision; settled: Settled[] }> {
     try {
-      return await this.record(auth, candidates, countHere);
+      const { decision, settled } = await this.record(auth, candidates, true);
+      return { decision: decision!, settled };
     } catch (error) {
-      const counter = rejected(error instanceof ApiError ? error.code : 'INTERNAL_SERVER_ERROR');
-      counter.inc(candidates.length);
+      rejected(error instanceof ApiError ? error.code : 'INTERNAL_SERVER_ERROR').inc(candidates.length);
       throw error;
     }
   }
 
-  /** Reserves, appends the new events, resolves the duplicates. Throws ApiError 429 or 503. */
+  /**
+   * Reserves, appends the new events, resolves the duplicates. Throws ApiError 429 or 503.
+   * `attempt` is 2 when a duplicate proceeds as new after the first request with its key failed.
+   */
   private async record(
     auth: AuthContext,
     candidates: UsageEventRecord[],
     countHere: boolean,
+    attempt = 1,
   ): Promise<{ decision: RateLimitDecision | undefined; settled: Settled[] }> {
     const { keyPrefix } = this.options;
     const entries: DedupEntry[] = candidates.map((candidate) => ({
@@ -309,7 +307,7 @@ export class UsageIngest {
     }
     for (const i of duplicates) {
       work.push(
-        this.settleDuplicate(auth, candidates[i]!, entries[i]!.key, reservation.existing[i]!).then(
+        this.settleDuplicate(auth, candidates[i]!, entries[i]!.key, reservation.existing[i]!, attempt).then(
           (outcome) => {
             settled[i] = outcome;
           },
@@ -354,7 +352,7 @@ export class UsageIngest {
     candidate: UsageEventRecord,
     key: string,
     found: string,
-    attempt = 1,
+    attempt: number,
   ): Promise<Settled> {
     const deadline = this.now() + DUPLICATE_WAIT_MS;
     let current: string | null = found;
@@ -363,7 +361,7 @@ export class UsageIngest {
       if (current === null) {
         // The first request failed and released the key: this one proceeds as new (counted already).
         if (attempt >= MAX_ATTEMPTS) throw unavailable('The usage event could not be recorded; retry.');
-        const retried = await this.record(auth, [{ ...candidate, id: randomUUID() }], false);
+        const retried = await this.record(auth, [{ ...candidate, id: randomUUID() }], false, attempt + 1);
         return retried.settled[0]!;
       }
       const { state, record } = decodeDedupRecord(current, candidate);
@@ -373,7 +371,8 @@ export class UsageIngest {
         try {
           return { record: await local.promise, deduplicated: true };
         } catch {
-          attempt++;
+          // The first request failed; its key is released by now. Read it again: free, or taken
+          // by another request since.
         }
       } else {
         if (this.now() > deadline) {

@@ -3,7 +3,6 @@ export { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
 export { clickhouseUsageDdl, migrateClickHouse } from './clickhouse-schema.js';
 export {
   type BatchOutcome,
-  type Counting,
   type IngestReply,
   type RecordedEvent,
   UsageIngest,

@@ -147,6 +147,7 @@ export async function startUsageSinks(options: {
   const kafka: Kafka = createKafka(
     { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-sinks` },
     log,
+    'patient',
   );
   await ensureTopic(kafka, config.KAFKA_USAGE_TOPIC, config.KAFKA_TOPIC_PARTITIONS, log);
   const sinks: UsageSink[] = [new PostgresUsageSink(db)];

@@ -46,9 +46,9 @@ export class KafkaSinkRunner {
       // The broker holds a fetch until it has data or this long: the buffer's timer does the rest.
       maxWaitTimeInMs: Math.min(options.flushMs, 500),
       maxBytesPerPartition: 4 * 1024 * 1024,
-      sessionTimeout: 30_000,
-      heartbeatInterval: 3000,
-      retry: { initialRetryTime: 200, maxRetryTime: 5000, retries: 10 },
+      // A member that died is replaced after this long (its partitions wait until then).
+      sessionTimeout: 10_000,
+      heartbeatInterval: 1000,
     });
   }
 
@@ -102,7 +102,7 @@ export class KafkaSinkRunner {
     if (this.buffer.length >= this.options.batchSize) {
       // Back-pressure: fetching waits for the write; heartbeats keep the group membership meanwhile.
       const flushed = this.flush();
-      while (!(await settlesWithin(flushed, 3000))) await heartbeat().catch(() => {});
+      while (!(await settlesWithin(flushed, 1000))) await heartbeat().catch(() => {});
     }
   }
 

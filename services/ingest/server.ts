@@ -110,7 +110,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     const auth = await authenticated;
     onAuthenticated(auth);
     if (tooLarge) {
-      await usage.refuse(auth, new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.'), 'here');
+      await usage.refuse(auth, new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.'));
     }
     let parsed: unknown;
     if (body.length) {
@@ -118,30 +118,27 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
         await usage.refuse(
           auth,
           new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type; send application/json.'),
-          'here',
         );
       }
       try {
         parsed = JSON.parse(body.toString('utf8'));
       } catch {
-        await usage.refuse(auth, ApiError.badRequest('The request body is not valid JSON.'), 'here');
+        await usage.refuse(auth, ApiError.badRequest('The request body is not valid JSON.'));
       }
     } else if (isJson(contentType)) {
       await usage.refuse(
         auth,
         ApiError.badRequest('The request body is empty but Content-Type is application/json.'),
-        'here',
       );
     }
     if (kind === 'event') {
-      const reply = await usage.recordEvent(
-        auth,
-        { body: parsed, idempotencyKey: idempotencyKey || undefined },
-        'here',
-      );
+      const reply = await usage.recordEvent(auth, {
+        body: parsed,
+        idempotencyKey: idempotencyKey || undefined,
+      });
       return { status: 201, headers: reply.headers, payload: JSON.stringify({ data: reply.value.event }) };
     }
-    const reply = await usage.recordBatch(auth, parsed, 'here');
+    const reply = await usage.recordBatch(auth, parsed);
     return {
       status: 200,
       headers: reply.headers,

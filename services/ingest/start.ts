@@ -15,6 +15,15 @@ export interface RunningIngest {
   close(): Promise<void>;
 }
 
+/** What the ingest service needs to serve: the database (keys, items), Redis, the usage log. */
+export function ingestReadinessChecks(platform: Platform, pipeline: UsagePipeline): DependencyCheck[] {
+  return [
+    databaseCheck(platform.db),
+    ...(platform.redis ? [redisCheck(platform.redis)] : []),
+    ...pipeline.checks(),
+  ];
+}
+
 /**
  * The ingest service on a platform: the usage pipeline of this process's mode and the uWS server
  * on `port` (0 picks a free one). `services/ingest/main.ts` and `npm start` both build it here.
@@ -27,11 +36,7 @@ export async function startIngest(options: {
 }): Promise<RunningIngest> {
   const { platform } = options;
   const pipeline = await openUsageIngest(platform);
-  const checks = (): DependencyCheck[] => [
-    databaseCheck(platform.db),
-    ...(platform.redis ? [redisCheck(platform.redis)] : []),
-    ...pipeline.checks(),
-  ];
+  const checks = () => ingestReadinessChecks(platform, pipeline);
   let server: IngestServer;
   try {
     server = await startIngestServer({

@@ -303,6 +303,30 @@ describe.each(MODES)('usage events, %s', (mode) => {
       expect(refused.headers['x-ratelimit-remaining']).toBe('0');
     });
 
+    it('counts a request refused before its events were read (malformed JSON) too', async () => {
+      const limited = await createTestOrg(stack.api.platform.db, { plan: 'beta', requestsPerHour: 2 });
+      const limitedItems = await createUsageItems(stack.api.platform.db, limited.orgId);
+      const malformed = await frontEnd().post('/usage/events', {
+        key: limited.apiKey,
+        idempotencyKey: freshKey(),
+        rawBody: '{"quantity": 1',
+      });
+      expect(malformed.status).toBe(400);
+      expect(malformed.headers['x-ratelimit-remaining']).toBe('1');
+      const valid = await frontEnd().post('/usage/events', {
+        key: limited.apiKey,
+        idempotencyKey: freshKey(),
+        body: { subscription_item_id: limitedItems.metered, quantity: 1 },
+      });
+      expect(valid.headers['x-ratelimit-remaining']).toBe('0');
+      const over = await frontEnd().post('/usage/events', {
+        key: limited.apiKey,
+        idempotencyKey: freshKey(),
+        body: { subscription_item_id: limitedItems.metered, quantity: 1 },
+      });
+      expect(over.status).toBe(429);
+    });
+
     describe('batch', () => {
       const batch = (events: unknown[], key = org.apiKey) =>
         frontEnd().post('/usage/events/batch', { key, body: { events } });

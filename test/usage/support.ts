@@ -2,6 +2,7 @@ import type { Queryable } from '../../libs/db/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { startUsageSinks, type UsageSinks } from '../../libs/usage/index.js';
 import { type IngestServer, startIngestServer } from '../../services/ingest/server.js';
+import { ingestReadinessChecks } from '../../services/ingest/start.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { insertCustomer, insertProduct, insertSubscription } from '../helpers/billing-fixtures.js';
 import { runLogger } from '../helpers/run-log.js';
@@ -68,7 +69,7 @@ export async function startUsageStack(
     bodyLimit: api.config.INGEST_BODY_LIMIT_BYTES,
     authenticator: api.platform.authenticator,
     usage: api.usage.ingest,
-    checks: () => api.usage.checks(),
+    checks: () => ingestReadinessChecks(api.platform, api.usage),
     log: runLogger('ingest'),
   });
   let sinks: UsageSinks | undefined;

@@ -1,4 +1,9 @@
-import type { FastifySchemaCompiler } from 'fastify';
+import type {
+  FastifyRequest,
+  FastifySchemaCompiler,
+  onErrorHookHandler,
+  onRequestHookHandler,
+} from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ApiError } from '../../../libs/errors/index.js';
@@ -10,16 +15,43 @@ import {
   UsageEvent,
   UsageEventBatchResult,
 } from '../../../libs/schemas/index.js';
-import { batchResultBody } from '../../../libs/usage/index.js';
+import { batchResultBody, type UsageIngest } from '../../../libs/usage/index.js';
+import { toApiError } from '../plugins/errors.js';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
 
 /**
  * The usage routes, answered by the same ingest core as the ingest service (DESIGN §2), so the
- * single base URL serves the whole API in every mode. The schemas document the routes; the core
- * validates, so both front ends give the same answer to the same request (a batch reports each
- * event's errors in its own result instead of failing whole).
+ * single base URL serves the whole API in every mode and both front ends give the same answer to
+ * the same request.
+ *
+ * Two things differ from the other routes, both so the core's rules hold here too:
+ * - The core validates (the schemas below document the routes only): a batch reports each event's
+ *   errors in that event's result instead of failing whole.
+ * - The core counts the request against the hourly bucket, in the one Redis round trip that also
+ *   reserves its events, so these routes authenticate here without the shared hook's count
+ *   (`auth: 'none'` for that hook). A request Fastify refuses before the handler (malformed JSON,
+ *   wrong media type, too large) is counted by `countRefused`.
  */
 const validatedByTheCore: FastifySchemaCompiler<unknown> = () => (value) => ({ value });
+
+/** Requests that reached the core, which counted them. */
+const counted = new WeakSet<FastifyRequest>();
+
+const authenticate: onRequestHookHandler = async (request) => {
+  request.auth = await request.server.deps.platform.authenticator.authenticate(request.headers.authorization);
+};
+
+const countRefused: onErrorHookHandler = async (request, reply, error) => {
+  const usage = request.server.deps.usageIngest;
+  if (!request.auth || !usage || counted.has(request)) return;
+  counted.add(request);
+  const refused = toApiError(error) ?? new ApiError('INTERNAL_SERVER_ERROR', 'unexpected');
+  await usage.refuse(request.auth, refused).catch((withHeaders: unknown) => {
+    // The answer stays the refusal; it gains the rate-limit headers (and Retry-After when the
+    // organization is over its limit).
+    if (withHeaders instanceof ApiError && withHeaders !== refused) reply.headers(withHeaders.headers);
+  });
+};
 
 const headers = z.object({
   'idempotency-key': idempotencyKey
@@ -28,14 +60,19 @@ const headers = z.object({
 });
 
 export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
-  const usage = () => {
-    if (!app.deps.usageIngest) throw ApiError.serviceUnavailable('Usage ingest is not configured here.');
-    return app.deps.usageIngest;
+  const core = (request: FastifyRequest): UsageIngest => {
+    const usage = app.deps.usageIngest;
+    if (!usage) throw ApiError.serviceUnavailable('Usage ingest is not configured here.');
+    counted.add(request);
+    return usage;
   };
 
   app.post(
     '/usage/events',
     {
+      config: { auth: 'none' },
+      onRequest: authenticate,
+      onError: countRefused,
       validatorCompiler: validatedByTheCore,
       schema: {
         operationId: 'createUsageEvent',
@@ -55,11 +92,10 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const key = request.headers['idempotency-key'];
-      const recorded = await usage().recordEvent(
-        request.auth!,
-        { body: request.body, idempotencyKey: Array.isArray(key) ? key[0] : key },
-        'already',
-      );
+      const recorded = await core(request).recordEvent(request.auth!, {
+        body: request.body,
+        idempotencyKey: Array.isArray(key) ? key[0] : key,
+      });
       return reply.code(201).headers(recorded.headers).send({ data: recorded.value.event });
     },
   );
@@ -67,6 +103,9 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
   app.post(
     '/usage/events/batch',
     {
+      config: { auth: 'none' },
+      onRequest: authenticate,
+      onError: countRefused,
       validatorCompiler: validatedByTheCore,
       schema: {
         operationId: 'createUsageEventBatch',
@@ -85,7 +124,7 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const recorded = await usage().recordBatch(request.auth!, request.body, 'already');
+      const recorded = await core(request).recordBatch(request.auth!, request.body);
       return reply.code(200).headers(recorded.headers).send(batchResultBody(recorded.value, request.id));
     },
   );

@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { type KafkaTestBroker, startKafkaTestBroker } from '../helpers/kafka-test-broker.js';
+import { type OwnRedisServer, startOwnRedisServer } from '../helpers/redis-server.js';
+import { uniqueName } from '../helpers/services.js';
+import {
+  createUsageItems,
+  eventually,
+  freshKey,
+  startUsageStack,
+  type UsageFrontEnd,
+  type UsageItems,
+  type UsageStack,
+  usageRows,
+} from './support.js';
+
+/** Kafka API key of Produce, and a non-retriable error (MESSAGE_TOO_LARGE) to inject into it. */
+const PRODUCE = 0;
+const MESSAGE_TOO_LARGE = 10;
+
+/**
+ * Dependencies really stopped: a Kafka test broker and a Redis server of this file's own, set
+ * down and brought back. The answer is 503 with Retry-After and nothing half-written; once the
+ * dependency is back, the client's retry with the same key succeeds, exactly once.
+ */
+describe('usage ingest when Kafka or Redis fail', () => {
+  let broker: KafkaTestBroker;
+  let redis: OwnRedisServer;
+  let stack: UsageStack;
+  let org: TestOrg;
+  let items: UsageItems;
+
+  beforeAll(async () => {
+    [broker, redis] = await Promise.all([startKafkaTestBroker(), startOwnRedisServer()]);
+    const topic = uniqueName('usage_failures');
+    await broker.createTopic(topic, 2);
+    stack = await startUsageStack('redis+kafka', {
+      sinks: true,
+      env: { KAFKA_BROKERS: broker.brokers.join(','), KAFKA_USAGE_TOPIC: topic, REDIS_URL: redis.url },
+    });
+    org = await createTestOrg(stack.api.platform.db);
+    items = await createUsageItems(stack.api.platform.db, org.orgId);
+  });
+  afterAll(async () => {
+    await broker?.setUp().catch(() => {});
+    await stack?.close();
+    await broker?.stop();
+    await redis?.stop();
+  });
+
+  const rowsWithKey = async (key: string) =>
+    (await usageRows(stack.api.platform.db, org.orgId)).filter((row) => row.idempotency_key === key);
+
+  describe.each(['uws', 'api'] as const)('through %s', (name) => {
+    const frontEnd = (): UsageFrontEnd => stack.frontEnds.find((f) => f.name === name)!;
+    const post = (key: string, quantity = 1) =>
+      frontEnd().post('/usage/events', {
+        key: org.apiKey,
+        idempotencyKey: key,
+        body: { subscription_item_id: items.metered, quantity },
+      });
+
+    it('answers 503 with Retry-After while Kafka is down, never 201, and the retry succeeds once it is up', async () => {
+      const key = freshKey('kafka-down');
+      await broker.setDown();
+      let responses: Awaited<ReturnType<typeof post>>[];
+      try {
+        // Concurrent duplicates of a request that cannot be made durable get no 201 either.
+        responses = await Promise.all(Array.from({ length: 10 }, () => post(key)));
+      } finally {
+        await broker.setUp();
+      }
+      for (const response of responses) {
+        expect(response.status).toBe(503);
+        expect(response.body).toMatchObject({ error_code: 'SERVICE_UNAVAILABLE' });
+        expect(Number(response.headers['retry-after'])).toBeGreaterThan(0);
+      }
+      const retry = await post(key, 4);
+      expect(retry.status).toBe(201);
+      expect(retry.body.data.quantity).toBe(4);
+      const again = await post(key, 5);
+      expect(again.body.data.id).toBe(retry.body.data.id);
+      await eventually(async () =>
+        expect((await rowsWithKey(key)).map((row) => [row.id, row.quantity])).toEqual([
+          [retry.body.data.id, '4.00000000'],
+        ]),
+      );
+    });
+
+    it('answers 503 when the broker refuses the produce request, and the retry succeeds', async () => {
+      const key = freshKey('produce-error');
+      await broker.injectErrors(PRODUCE, MESSAGE_TOO_LARGE, 1);
+      const refused = await post(key);
+      expect(refused.status).toBe(503);
+      expect(refused.headers['retry-after']).toBeDefined();
+      // The request was counted before the log failed: its rate-limit headers are there.
+      expect(refused.headers['x-ratelimit-remaining']).toMatch(/^\d+$/);
+      const retry = await post(key);
+      expect(retry.status).toBe(201);
+      await eventually(async () => expect(await rowsWithKey(key)).toHaveLength(1));
+    });
+
+    it('answers 503 for a batch while Kafka is down, and records it whole on retry', async () => {
+      const keys = [freshKey('batch-down'), freshKey('batch-down')];
+      const events = keys.map((key) => ({
+        subscription_item_id: items.metered,
+        quantity: 2,
+        idempotency_key: key,
+      }));
+      await broker.setDown();
+      let refused: Awaited<ReturnType<UsageFrontEnd['post']>>;
+      try {
+        refused = await frontEnd().post('/usage/events/batch', { key: org.apiKey, body: { events } });
+      } finally {
+        await broker.setUp();
+      }
+      expect(refused.status).toBe(503);
+      const retry = await frontEnd().post('/usage/events/batch', { key: org.apiKey, body: { events } });
+      expect(retry.body.data.map((r: { status: number }) => r.status)).toEqual([201, 201]);
+      await eventually(async () => {
+        for (const key of keys) expect(await rowsWithKey(key)).toHaveLength(1);
+      });
+    });
+
+    it('answers 503 while Redis is stopped, and serves again once it is back', async () => {
+      const key = freshKey('redis-down');
+      await redis.stop();
+      let refused: Awaited<ReturnType<typeof post>>;
+      try {
+        refused = await post(key);
+      } finally {
+        await redis.start();
+      }
+      expect(refused.status).toBe(503);
+      expect(refused.body.error_code).toBe('SERVICE_UNAVAILABLE');
+      expect(refused.headers['retry-after']).toBeDefined();
+      // ioredis reconnects on its own; the client's retry then succeeds.
+      const retry = await eventually(async () => {
+        const response = await post(key);
+        expect(response.status).toBe(201);
+        return response;
+      });
+      await eventually(async () =>
+        expect((await rowsWithKey(key)).map((row) => row.id)).toEqual([retry.body.data.id]),
+      );
+    });
+  });
+});

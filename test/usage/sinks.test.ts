@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ClickHouse, openClickHouse } from '../../libs/clickhouse/index.js';
+import { createKafka } from '../../libs/kafka/index.js';
+import {
+  ClickHouseUsageAggregator,
+  ClickHouseUsageSink,
+  encodeLogMessage,
+  KafkaSinkRunner,
+  migrateClickHouse,
+  PostgresUsageAggregator,
+  PostgresUsageSink,
+  type UsageEventRecord,
+} from '../../libs/usage/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { runLogger } from '../helpers/run-log.js';
+import { testServices, uniqueName } from '../helpers/services.js';
+import { eventually } from './support.js';
+
+const ORG = 1;
+const ITEM = 10;
+const OTHER_ITEM = 11;
+
+function usageEvent(
+  key: string,
+  quantity: string,
+  overrides: Partial<UsageEventRecord> = {},
+): UsageEventRecord {
+  return {
+    id: randomUUID(),
+    orgId: ORG,
+    subscriptionItemId: ITEM,
+    idempotencyKey: key,
+    quantity,
+    occurredAtMs: Date.UTC(2026, 9, 15, 12, 0, 0, 123),
+    recordedAtMs: Date.UTC(2026, 9, 15, 12, 0, 1),
+    ...overrides,
+  };
+}
+
+const OCTOBER = [new Date(Date.UTC(2026, 9, 1)), new Date(Date.UTC(2026, 10, 1))] as const;
+
+/**
+ * The two sinks are idempotent: a batch delivered twice (as Kafka redelivers after a crash or a
+ * rebalance) leaves no second row in Postgres and no second count in ClickHouse, and both
+ * aggregation ports give the same exact decimal for the same events.
+ */
+describe('usage sinks', () => {
+  let database: TestDatabase;
+  let clickhouse: ClickHouse;
+  let postgresSink: PostgresUsageSink;
+  let clickhouseSink: ClickHouseUsageSink;
+  let postgresTotals: PostgresUsageAggregator;
+  let clickhouseTotals: ClickHouseUsageAggregator;
+
+  beforeAll(async () => {
+    database = await createTestDatabase('usage_sinks');
+    clickhouse = openClickHouse({ url: testServices().clickhouseUrl, database: uniqueName('usage_sinks') });
+    await migrateClickHouse(clickhouse);
+    postgresSink = new PostgresUsageSink(database.db);
+    clickhouseSink = new ClickHouseUsageSink(clickhouse);
+    postgresTotals = new PostgresUsageAggregator(database.db);
+    clickhouseTotals = new ClickHouseUsageAggregator(clickhouse);
+  });
+  afterAll(async () => {
+    await clickhouse?.command(`DROP DATABASE IF EXISTS ${clickhouse.database}`);
+    await clickhouse?.close();
+    await database?.drop();
+  });
+
+  const clickhouseRows = async (item: number) => {
+    const rows = await clickhouse.rows<{ rows: string; total: string }>(
+      `SELECT count() AS rows, toString(sum(quantity)) AS total FROM ${clickhouse.database}.usage_events FINAL
+        WHERE org_id = ${ORG} AND subscription_item_id = ${item}`,
+    );
+    return rows[0];
+  };
+
+  it('writes a batch delivered twice once, to each sink', async () => {
+    const batch = [
+      usageEvent('twice-1', '0.1'),
+      usageEvent('twice-2', '0.2'),
+      usageEvent('twice-3', '123456789.12345678'),
+      usageEvent('twice-4', '0.00000001', { subscriptionItemId: OTHER_ITEM }),
+    ];
+    for (let delivery = 0; delivery < 2; delivery++) {
+      await postgresSink.write(batch);
+      await clickhouseSink.write(batch);
+    }
+    const { rows } = await database.db.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM usage_events WHERE idempotency_key LIKE 'twice-%'",
+    );
+    expect(rows).toEqual([{ n: 4 }]);
+    expect(await clickhouseRows(ITEM)).toEqual({ rows: '3', total: '123456789.42345678' });
+    expect(await clickhouseRows(OTHER_ITEM)).toEqual({ rows: '1', total: '0.00000001' });
+  });
+
+  it('keeps the first event of an identity in both stores, as a client retry after a lost ack would', async () => {
+    const first = usageEvent('retried', '5', { subscriptionItemId: 12 });
+    const retry = usageEvent('retried', '7', {
+      subscriptionItemId: 12,
+      recordedAtMs: first.recordedAtMs + 2000,
+    });
+    for (const event of [first, retry]) {
+      await postgresSink.write([event]);
+      await clickhouseSink.write([event]);
+    }
+    const { rows } = await database.db.query(
+      "SELECT id, quantity::text AS quantity FROM usage_events WHERE idempotency_key = 'retried'",
+    );
+    expect(rows).toEqual([{ id: first.id, quantity: '5.00000000' }]);
+    const [stored] = await clickhouse.rows<{ id: string; quantity: string }>(
+      `SELECT toString(id) AS id, toString(quantity) AS quantity FROM ${clickhouse.database}.usage_events FINAL
+        WHERE org_id = ${ORG} AND subscription_item_id = 12`,
+    );
+    expect(stored).toEqual({ id: first.id, quantity: '5.00000000' });
+  });
+
+  it('tells the in-process log which event Postgres holds for an identity', async () => {
+    const original = usageEvent('stored-1', '3', { subscriptionItemId: 13 });
+    await postgresSink.write([original]);
+    const fresh = usageEvent('stored-2', '4', { subscriptionItemId: 13 });
+    const repeat = usageEvent('stored-1', '9', { subscriptionItemId: 13 });
+    const { stored, inserted } = await postgresSink.writeReturningStored([fresh, repeat]);
+    expect(inserted.map((e) => e.id)).toEqual([fresh.id]);
+    expect(stored[0]).toEqual(fresh);
+    expect(stored[1]).toMatchObject({ id: original.id, quantity: '3.00000000', idempotencyKey: 'stored-1' });
+    expect(stored[1]!.occurredAtMs).toBe(original.occurredAtMs);
+  });
+
+  it('aggregates the same exact decimal from Postgres and ClickHouse over [from, to)', async () => {
+    const item = 14;
+    const events = [
+      usageEvent('a', '0.1', { subscriptionItemId: item, occurredAtMs: OCTOBER[0].getTime() }),
+      usageEvent('b', '0.2', { subscriptionItemId: item, occurredAtMs: OCTOBER[1].getTime() - 1 }),
+      usageEvent('c', '5', { subscriptionItemId: item, occurredAtMs: OCTOBER[1].getTime() }),
+      usageEvent('d', '99999999999.99999999', {
+        subscriptionItemId: item,
+        occurredAtMs: Date.UTC(2026, 9, 20),
+      }),
+    ];
+    await postgresSink.write(events);
+    await clickhouseSink.write(events);
+    await clickhouseSink.write(events.slice(0, 2));
+    const fromPostgres = await postgresTotals.totals(ORG, [item, 999], ...OCTOBER);
+    const fromClickHouse = await clickhouseTotals.totals(ORG, [item, 999], ...OCTOBER);
+    expect(Object.fromEntries(fromClickHouse)).toEqual({
+      [item]: '100000000000.29999999',
+      999: '0.00000000',
+    });
+    expect(fromClickHouse).toEqual(fromPostgres);
+  });
+
+  it('writes each message of a topic once even when the topic carries it twice, then commits', async () => {
+    const topic = uniqueName('usage_sinks');
+    const kafka = createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' });
+    const producer = kafka.producer();
+    await producer.connect();
+    const events = Array.from({ length: 500 }, (_, i) =>
+      usageEvent(`topic-${i}`, `${i}.5`, { subscriptionItemId: 20 + (i % 3) }),
+    );
+    const messages = events.map(encodeLogMessage);
+    // Delivered twice: the second copy stands for a redelivery after a crash before the commit.
+    await producer.send({ topic, acks: -1, messages });
+    await producer.send({ topic, acks: -1, messages: messages.slice(0, 250) });
+    await producer.disconnect();
+
+    const log = runLogger('sinks');
+    const runners = [postgresSink, clickhouseSink].map(
+      (sink) =>
+        new KafkaSinkRunner({
+          kafka: createKafka(
+            { brokers: testServices().kafkaBrokers, clientId: 'sinks-test' },
+            log,
+            'patient',
+          ),
+          topic,
+          groupId: `${topic}-${sink.name}`,
+          sink,
+          batchSize: 100,
+          flushMs: 50,
+          log,
+        }),
+    );
+    await Promise.all(runners.map((runner) => runner.start()));
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      // Done when each group committed every offset of the topic (offsets go after the writes).
+      const high = (await admin.fetchTopicOffsets(topic)).reduce(
+        (sum, partition) => sum + Number(partition.high),
+        0,
+      );
+      expect(high).toBe(750);
+      await eventually(async () => {
+        for (const sink of ['pg-sink', 'ch-sink']) {
+          const [committed] = await admin.fetchOffsets({ groupId: `${topic}-${sink}`, topics: [topic] });
+          const total = committed!.partitions.reduce(
+            (sum, partition) => sum + Math.max(0, Number(partition.offset)),
+            0,
+          );
+          expect(total, sink).toBe(high);
+        }
+      });
+    } finally {
+      await admin.disconnect();
+      await Promise.all(runners.map((runner) => runner.stop()));
+    }
+    const expectedTotal = `${events.reduce((sum, e) => sum + Number(e.quantity), 0)}.00000000`;
+    const { rows } = await database.db.query<{ n: number; total: string }>(
+      "SELECT count(*)::int AS n, sum(quantity)::text AS total FROM usage_events WHERE idempotency_key LIKE 'topic-%'",
+    );
+    expect(rows[0]).toEqual({ n: 500, total: expectedTotal });
+    const [row] = await clickhouse.rows<{ rows: string; total: string }>(
+      `SELECT count() AS rows, toString(sum(quantity)) AS total FROM ${clickhouse.database}.usage_events FINAL
+        WHERE idempotency_key LIKE 'topic-%'`,
+    );
+    expect(row).toEqual({ rows: '500', total: expectedTotal });
+  });
+});
