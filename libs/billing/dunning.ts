@@ -40,3 +40,21 @@ export async function applyDunning(
   );
   return { pastDue: pastDue.rows.map((r) => r.id), restored: restored.rows.map((r) => r.id) };
 }
+
+/**
+ * Only the way back: after a payment, credit memo or withdrawal nothing new can be overdue, so a
+ * past_due (or unpaid) subscription whose overdue invoices are all settled becomes active again.
+ */
+export async function restoreIfSettled(
+  tx: Queryable,
+  today: string,
+  orgId: number,
+  subscriptionId: number,
+): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `UPDATE subscriptions s SET status = 'active', updated_at = now()
+      WHERE s.org_id = $2 AND s.id = $3 AND s.status IN ('past_due', 'unpaid') AND NOT ${HAS_OVERDUE_INVOICE}`,
+    [today, orgId, subscriptionId],
+  );
+  return (rowCount ?? 0) > 0;
+}

@@ -5,7 +5,7 @@ import { getInvoice } from '../invoices/index.js';
 import { formatMoney, parseMoney } from '../money/index.js';
 import { type Invoice, type InvoiceStatus, uuid } from '../schemas/index.js';
 import { applyCredits } from './billing-store.js';
-import { applyDunning } from './dunning.js';
+import { restoreIfSettled } from './dunning.js';
 import { invoiceEventData } from './event-data.js';
 import { utcDate } from './periods.js';
 import { settleOnPosting } from './settlement.js';
@@ -93,9 +93,6 @@ export async function withdrawInvoice(tx: Queryable, ref: InvoiceRef & { now?: D
     `UPDATE invoices SET status = 'WITHDRAWN', updated_at = now() WHERE org_id = $1 AND id = $2`,
     [invoice.org_id, invoice.id],
   );
-  await applyDunning(tx, utcDate(ref.now ?? new Date()), {
-    orgId: invoice.org_id,
-    subscriptionIds: [invoice.subscription_id],
-  });
+  await restoreIfSettled(tx, utcDate(ref.now ?? new Date()), invoice.org_id, invoice.subscription_id);
   return getInvoice(tx, invoice.org_id, invoice.id);
 }

@@ -4,7 +4,7 @@ import { emitDomainEvent } from '../events/index.js';
 import { getInvoice, TRANSACTION_COLUMNS, toInvoiceTransaction } from '../invoices/index.js';
 import { formatMoney, parseMoney } from '../money/index.js';
 import type { Invoice, InvoiceTransaction, TransactionMethod, TransactionType } from '../schemas/index.js';
-import { applyDunning } from './dunning.js';
+import { restoreIfSettled } from './dunning.js';
 import { invoiceEventData, paymentEventData } from './event-data.js';
 import { type InvoiceRef, type LockedInvoice, lockInvoice } from './invoice-operations.js';
 import { utcDate } from './periods.js';
@@ -96,10 +96,7 @@ async function collect(
       data: invoiceEventData({ ...invoice, status, amount_paid: amountPaid }),
     });
   }
-  await applyDunning(tx, utcDate(input.now ?? new Date()), {
-    orgId: invoice.org_id,
-    subscriptionIds: [invoice.subscription_id],
-  });
+  await restoreIfSettled(tx, utcDate(input.now ?? new Date()), invoice.org_id, invoice.subscription_id);
   return { transaction, invoice: await getInvoice(tx, invoice.org_id, invoice.id) };
 }
 

@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto';
 import {
   addCustomerCredit,
   addDaysToInstant,
+  applyDunning,
   createCreditMemo,
   createRefund,
   postInvoice,
   recordPayment,
   runBilling,
+  utcDate,
   withdrawInvoice,
 } from '../billing/index.js';
 import { createProduct, type NewProduct } from '../catalog/index.js';
@@ -405,8 +407,8 @@ export async function seedBillingDemo(
     [orgId],
   );
   if (draftRows[0]) await postInvoice(tx, { invoiceId: draftRows[0].id });
-  // the subscriptions left with overdue invoices become past due
-  await runBilling(tx, { usage: usageSource, orgId, now });
+  // the subscriptions left with overdue invoices become past due, as at the next billing run
+  await applyDunning(tx, utcDate(now), { orgId });
 
   return {
     products: Object.keys(products).length,
