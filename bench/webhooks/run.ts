@@ -13,7 +13,7 @@
  *   two receivers): commit-to-receipt latency at the bar's rate.
  *
  * Settings (env): BENCH_EVENTS, BENCH_RECEIVERS, BENCH_RATE, BENCH_CONCURRENCY (dispatcher, default
- * 50), BENCH_BASELINE_SECONDS (5), BENCH_TIMEOUT_SECONDS (per scenario, 120), BENCH_SCENARIOS
+ * 50), BENCH_BASELINE_SECONDS (5), BENCH_WARMUP_EVENTS (200, delivered before measuring), BENCH_TIMEOUT_SECONDS (per scenario, 120), BENCH_SCENARIOS
  * (comma list, default all), BENCH_DISPATCHER_NODE_ARGS (extra node flags for the dispatcher), DATABASE_URL (an admin URL of the Postgres to use; a database
  * bench_webhooks_<pid> is created in it and dropped after).
  */
@@ -48,6 +48,7 @@ const settings = {
   rate: intEnv('BENCH_RATE', 500),
   concurrency: intEnv('BENCH_CONCURRENCY', 50),
   baselineSeconds: intEnv('BENCH_BASELINE_SECONDS', 5),
+  warmupEvents: intEnv('BENCH_WARMUP_EVENTS', 200, 0),
   timeoutSeconds: intEnv('BENCH_TIMEOUT_SECONDS', 120),
   scenarios: (process.env.BENCH_SCENARIOS ?? 'baseline,burst,steady').split(',').map((s) => s.trim()),
   adminUrl: process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres',
@@ -110,6 +111,12 @@ async function main(): Promise<void> {
   }
   const dispatcher = await startDispatcher(url.toString());
   log(`dispatcher ready (pid ${dispatcher.pid})`);
+  if (settings.warmupEvents) {
+    // a fresh process compiles and warms up on its first deliveries: not what is measured
+    await receivers.command('reset');
+    await emitBurst(org.id, settings.warmupEvents);
+    await collect('warm-up', receivers, settings.warmupEvents * endpoints.length, new Date(0), false);
+  }
   for (const scenario of ['burst', 'steady'] as const) {
     if (!settings.scenarios.includes(scenario)) continue;
     await receivers.command('reset');
@@ -129,9 +136,9 @@ async function main(): Promise<void> {
  * Commits every event as fast as Postgres takes them: 500 outbox rows per INSERT and one NOTIFY
  * per transaction (what emitDomainEvent writes, in bulk), so the emitter is not what is measured.
  */
-async function emitBurst(orgId: number): Promise<void> {
-  for (let from = 0; from < settings.events; from += 500) {
-    const count = Math.min(500, settings.events - from);
+async function emitBurst(orgId: number, events = settings.events): Promise<void> {
+  for (let from = 0; from < events; from += 500) {
+    const count = Math.min(500, events - from);
     await db!.transaction(async (tx) => {
       const committingAt = Date.now();
       const data = Array.from({ length: count }, (_, index) =>
@@ -184,6 +191,7 @@ async function collect(
   receivers: Receivers,
   expected: number,
   startedAt: Date,
+  explain = true,
 ): Promise<ScenarioResult> {
   const deadline = Date.now() + settings.timeoutSeconds * 1000;
   let report = await receivers.report();
@@ -202,7 +210,21 @@ async function collect(
   const firstSent = Math.min(...report.arrivals.map(([, sentAt]) => sentAt));
   const lastArrived = Math.max(...report.arrivals.map(([, , arrivedAt]) => arrivedAt));
   const seconds = (lastArrived - firstSent) / 1000;
-  // Where the time goes, from the dispatcher's own records: waiting for a slot, then the request.
+  if (explain) await explainLatency(scenario, startedAt);
+  return {
+    scenario: scenario === 'steady' ? `steady ${settings.rate} events/s` : `burst ${settings.events} events`,
+    deliveries: report.arrivals.length,
+    requests: report.requests,
+    seconds,
+    perSecond: report.arrivals.length / seconds,
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    maxMs: latencies.at(-1) ?? Number.NaN,
+  };
+}
+
+/** Where the time goes, from the dispatcher's own records: waiting for a slot, then the request. */
+async function explainLatency(scenario: string, startedAt: Date): Promise<void> {
   const { rows } = await db!.query<{
     wait_p50: number;
     wait_p99: number;
@@ -221,16 +243,6 @@ async function collect(
     `${scenario}: fan-out to attempt p50 ${round(split.wait_p50)} ms, p99 ${round(split.wait_p99)} ms; ` +
       `HTTP attempt p50 ${round(split.http_p50)} ms, p99 ${round(split.http_p99)} ms`,
   );
-  return {
-    scenario: scenario === 'steady' ? `steady ${settings.rate} events/s` : `burst ${settings.events} events`,
-    deliveries: report.arrivals.length,
-    requests: report.requests,
-    seconds,
-    perSecond: report.arrivals.length / seconds,
-    p50Ms: percentile(latencies, 0.5),
-    p99Ms: percentile(latencies, 0.99),
-    maxMs: latencies.at(-1) ?? Number.NaN,
-  };
 }
 
 /** The same signed POST, straight from autocannon to one receiver: what HTTP alone allows here. */
@@ -293,15 +305,11 @@ async function report(results: ScenarioResult[]): Promise<void> {
       value: `${Math.round(burst.perSecond)}/s, ${burst.deliveries}`,
       pass: burst.perSecond >= BAR.deliveriesPerSecond && burst.deliveries === expected,
     },
+    // p99 within the bar at the offered rate (1,000/s by default) also means it kept up with it
     steady && {
-      bar: `steady: p99 <= ${BAR.p99Ms} ms from commit to receipt`,
+      bar: `steady ${settings.rate * settings.receivers} deliveries/s offered: p99 <= ${BAR.p99Ms} ms from commit to receipt`,
       value: `${round(steady.p99Ms)} ms`,
       pass: steady.p99Ms <= BAR.p99Ms && steady.deliveries === expected,
-    },
-    steady && {
-      bar: `steady: keeps up with ${settings.rate * settings.receivers} deliveries/s offered`,
-      value: `${Math.round(steady.perSecond)}/s`,
-      pass: steady.perSecond >= 0.95 * settings.rate * settings.receivers,
     },
   ].filter((check) => !!check);
   console.table(checks.map((c) => ({ bar: c.bar, measured: c.value, result: c.pass ? 'PASS' : 'FAIL' })));
@@ -401,11 +409,11 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!;
 }
 
-function intEnv(name: string, fallback: number): number {
+function intEnv(name: string, fallback: number, min = 1): number {
   const value = process.env[name];
   if (!value) return fallback;
   const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed <= 0) throw new Error(`${name} must be a positive integer`);
+  if (!Number.isInteger(parsed) || parsed < min) throw new Error(`${name} must be an integer >= ${min}`);
   return parsed;
 }
 
