@@ -279,6 +279,83 @@ describe('billing console, end to end', () => {
     expect(withdrawn.status).toBe('WITHDRAWN');
   });
 
+  it('termed subscriptions from flags: period, term, auto-renew', async () => {
+    const product = await ok(
+      'product',
+      'create',
+      '--org',
+      String(org),
+      '--name',
+      'Term plan',
+      '--unit-price',
+      '30',
+      '--pricing-type',
+      'recurring',
+    );
+    const customer = await ok(
+      'customer',
+      'create',
+      '--org',
+      String(org),
+      '--name',
+      'Termed',
+      '--state-province',
+      'ON',
+    );
+    const items = JSON.stringify([{ product_id: product.id }]);
+    const base = [
+      'subscription',
+      'create',
+      '--org',
+      String(org),
+      '--customer',
+      String(customer.id),
+      '--items',
+      items,
+    ];
+    const termed = await ok(
+      ...base,
+      '--billing-period',
+      'quarterly',
+      '--term-type',
+      'termed',
+      '--initial-term-months',
+      '6',
+      '--auto-renew',
+      'false',
+      '--start',
+      '2026-01-31',
+      '--title',
+      'Two quarters',
+    );
+    expect(termed).toMatchObject({
+      title: 'Two quarters',
+      billing_period: 'quarterly',
+      term_type: 'termed',
+      initial_term_months: 6,
+      auto_renew: false,
+      current_period_end: '2026-04-30T00:00:00.000Z',
+      subscription_end_date: '2026-07-31T00:00:00.000Z',
+    });
+    expect(
+      (await ok(...base, '--term-type', 'termed', '--initial-term-months', '12', '--auto-renew')).auto_renew,
+    ).toBe(true);
+    expect((await ok(...base)).auto_renew).toBe(true);
+    const odd = await run(
+      ...base,
+      '--billing-period',
+      'annually',
+      '--term-type',
+      'termed',
+      '--initial-term-months',
+      '6',
+    );
+    expect(odd.code).toBe(1);
+    expect(odd.stderr).toMatch(
+      /VALIDATION_ERROR[\s\S]*initial_term_months: Must be a whole number of annually periods/,
+    );
+  });
+
   it('credit added to a customer is consumed by the next posted invoice', async () => {
     const product = await ok(
       'product',

@@ -23,7 +23,11 @@ export const subscriptionCommands = [
       'billing-period': z.enum(BILLING_PERIODS).optional(),
       'term-type': z.enum(['evergreen', 'termed']).optional(),
       'initial-term-months': z.coerce.number().int().min(1).max(120).optional(),
-      'auto-renew': z.enum(['true', 'false']).optional(),
+      // --auto-renew alone means true; omitted, the default applies (true)
+      'auto-renew': z
+        .union([z.literal(true), z.enum(['true', 'false'])])
+        .transform((v) => v === true || v === 'true')
+        .optional(),
       start: instantInput.optional(),
       title: z.string().max(255).optional(),
     }),
@@ -37,7 +41,7 @@ export const subscriptionCommands = [
           billing_period: f['billing-period'],
           term_type: f['term-type'],
           initial_term_months: f['initial-term-months'],
-          auto_renew: f['auto-renew'] === undefined ? undefined : f['auto-renew'] === 'true',
+          auto_renew: f['auto-renew'],
           start_date: f.start,
           title: f.title,
         }),
