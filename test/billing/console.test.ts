@@ -521,7 +521,7 @@ describe('billing console, end to end', () => {
     }
   });
 
-  it('runs as its own process: the billing run prints its summary on stdout, progress on stderr', async () => {
+  it('runs as its own process: the summary as JSON on stdout, progress on stderr', async () => {
     const result = await runTs(
       'bin/console.ts',
       ['billing', 'run', '--now', '2026-01-01', '--org', String(org)],
@@ -534,9 +534,5 @@ describe('billing console, end to end', () => {
       invoices_created: 0,
     });
     expect(result.stderr).toMatch(/billing run: 0 subscriptions processed, 0 invoices created/);
-    const failed = await runTs('bin/console.ts', ['subscription', 'cancel', '--id', '424242'], env);
-    expect(failed.code).toBe(1);
-    expect(failed.stdout).toBe('');
-    expect(failed.stderr).toMatch(/Subscription 424242 not found/);
   });
 });
