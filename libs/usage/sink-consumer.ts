@@ -73,7 +73,11 @@ export class KafkaSinkRunner {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    this.consumer.pause([{ topic: this.options.topic }]);
+    try {
+      this.consumer.pause([{ topic: this.options.topic }]);
+    } catch {
+      // Between a crash and kafkajs' restart of the consumer nothing is fetching: nothing to pause.
+    }
     this.wake?.();
     await this.loop;
     await this.flush();
