@@ -48,6 +48,81 @@ describe('usage ingest when Kafka or Redis fail', () => {
     await redis?.stop();
   });
 
+  describe('operations routes of the ingest service', () => {
+    const ops = (path: string) => fetch(`http://127.0.0.1:${stack.ingest.port}${path}`);
+
+    it('is live, and ready only while the database, Redis and Kafka answer', async () => {
+      const ready = await ops('/readyz');
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({
+        status: 'ready',
+        checks: { database: { status: 'ok' }, redis: { status: 'ok' }, kafka: { status: 'ok' } },
+      });
+
+      await redis.stop();
+      try {
+        const down = await ops('/readyz');
+        expect(down.status).toBe(503);
+        expect(await down.json()).toMatchObject({
+          status: 'not_ready',
+          checks: { redis: { status: 'down' } },
+        });
+        expect((await ops('/healthz')).status).toBe(200);
+      } finally {
+        await redis.start();
+      }
+      await eventually(async () => expect((await ops('/readyz')).status).toBe(200));
+
+      await broker.setDown();
+      try {
+        const down = await ops('/readyz');
+        expect(down.status).toBe(503);
+        expect(await down.json()).toMatchObject({ checks: { kafka: { status: 'down' } } });
+      } finally {
+        await broker.setUp();
+      }
+      await eventually(async () => expect((await ops('/readyz')).status).toBe(200));
+    });
+
+    it('exposes request, ingest and produce metrics after traffic', async () => {
+      const uws = stack.frontEnds.find((f) => f.name === 'uws')!;
+      const key = freshKey('metrics');
+      const send = () =>
+        uws.post('/usage/events', {
+          key: org.apiKey,
+          idempotencyKey: key,
+          body: { subscription_item_id: items.metered, quantity: 1 },
+        });
+      await send();
+      await send();
+      await uws.post('/usage/events', {
+        key: org.apiKey,
+        body: { subscription_item_id: items.metered, quantity: 1 },
+      });
+      const response = await ops('/metrics');
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+      const text = await response.text();
+      expect(text).toMatch(
+        /billing_http_requests_total\{service="ingest",method="POST",route="\/api\/public\/v1\/usage\/events",status="201"\} [1-9]/,
+      );
+      expect(text).toMatch(/billing_http_request_duration_seconds_bucket\{[^}]*service="ingest"/);
+      expect(text).toMatch(/billing_ingest_events_total\{outcome="accepted",reason=""\} [1-9]/);
+      expect(text).toMatch(/billing_ingest_events_total\{outcome="deduplicated",reason=""\} [1-9]/);
+      expect(text).toMatch(/billing_ingest_events_total\{outcome="rejected",reason="BAD_REQUEST"\} [1-9]/);
+      expect(text).toMatch(/billing_kafka_produce_duration_seconds_count [1-9]/);
+      expect(text).toMatch(/billing_kafka_produce_batch_size_count [1-9]/);
+    });
+
+    it('keeps the operations routes outside the public base path, and answers unknown routes 404', async () => {
+      const unknown = await ops('/api/public/v1/customers');
+      expect(unknown.status).toBe(404);
+      expect(await unknown.json()).toMatchObject({ error_code: 'NOT_FOUND' });
+      const wrongMethod = await ops('/api/public/v1/usage/events');
+      expect(wrongMethod.status).toBe(405);
+      expect(wrongMethod.headers.get('allow')).toBe('POST');
+    });
+  });
+
   const rowsWithKey = async (key: string) =>
     (await usageRows(stack.api.platform.db, org.orgId)).filter((row) => row.idempotency_key === key);
 

@@ -119,7 +119,7 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
         body: CreateUsageEventBatch,
         response: {
           200: UsageEventBatchResult,
-          ...errorResponses(413, 415, 422, 503, ...AUTHENTICATED_ERRORS),
+          ...errorResponses(400, 413, 415, 422, 503, ...AUTHENTICATED_ERRORS),
         },
       },
     },
