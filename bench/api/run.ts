@@ -13,6 +13,8 @@
  *   invoices_page         GET /invoices?limit=100
  *   invoices_filtered     GET /invoices?status=POSTED&customer_id=<a customer with POSTED invoices>
  *   invoices_deep_page    GET /invoices?limit=100&offset=<invoices - 100>
+ *   invoices_middle_page  GET /invoices?limit=100&offset=<invoices / 2>: no bar; since pages past
+ *                         the middle are read from the other end, this is the costliest offset
  *   invoice_pdf           GET /invoices/{id}/pdf, a random invoice of 1,000 per request
  *
  * It prints req/s, p50, p99, throughput relative to the hello route and the issue's bars:
@@ -69,6 +71,7 @@ const SCENARIOS = [
   'invoices_page',
   'invoices_filtered',
   'invoices_deep_page',
+  'invoices_middle_page',
   'invoice_pdf',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
@@ -161,6 +164,7 @@ async function main(): Promise<void> {
 
   const randomOf = <T>(values: T[]) => values[Math.floor(Math.random() * values.length)]!;
   const deepOffset = Math.max(0, data.invoices - 100);
+  const middleOffset = Math.floor(data.invoices / 2);
   const targets: Record<Scenario, { url: string; request: string; path?: () => string }> = {
     hello: { url: `http://127.0.0.1:${helloPort}/hello`, request: 'GET /hello' },
     customer: {
@@ -176,6 +180,10 @@ async function main(): Promise<void> {
     invoices_deep_page: {
       url: `${apiBase}${BASE_PATH}/invoices?limit=100&offset=${deepOffset}`,
       request: `GET /invoices?limit=100&offset=${deepOffset}`,
+    },
+    invoices_middle_page: {
+      url: `${apiBase}${BASE_PATH}/invoices?limit=100&offset=${middleOffset}`,
+      request: `GET /invoices?limit=100&offset=${middleOffset}`,
     },
     invoice_pdf: {
       url: apiBase,

@@ -50,7 +50,17 @@ export async function listProducts(
   const values: unknown[] = filter.active === undefined ? [orgId] : [orgId, filter.active];
   const { rows, total } = await readPage<ProductRow>(
     db,
-    { table: 'products', alias: 'p', columns: COLUMNS, where, values },
+    {
+      table: 'products',
+      alias: 'p',
+      columns: COLUMNS,
+      where,
+      values,
+      // catalogs are short: a count costs less than keeping totals up to date
+      total: async () =>
+        (await db.query<{ total: number }>(`SELECT count(*) AS total FROM products WHERE ${where}`, values))
+          .rows[0]!.total,
+    },
     page,
   );
   return { data: rows.map(toProduct), total: await total };

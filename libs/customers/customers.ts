@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError, type FieldError } from '../errors/index.js';
-import { readPage } from '../list-pages/index.js';
+import { listTotal, readPage } from '../list-pages/index.js';
 import {
   type CreateCustomer,
   type Customer,
@@ -91,7 +91,14 @@ export async function listCustomers(
 ): Promise<{ data: Customer[]; total: number }> {
   const { rows, total } = await readPage<CustomerRow>(
     db,
-    { table: 'customers', alias: 'c', columns: COLUMNS, where: 'org_id = $1', values: [orgId] },
+    {
+      table: 'customers',
+      alias: 'c',
+      columns: COLUMNS,
+      where: 'org_id = $1',
+      values: [orgId],
+      total: () => listTotal(db, { orgId, list: 'customers' }),
+    },
     page,
   );
   return { data: rows.map(toCustomer), total: await total };

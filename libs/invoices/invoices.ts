@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
-import { readPage } from '../list-pages/index.js';
+import { listTotal, readPage } from '../list-pages/index.js';
 import {
   type Invoice,
   type InvoiceItem,
@@ -90,7 +90,14 @@ export async function listInvoices(
   }
   const { rows, total } = await readPage<InvoiceRow>(
     db,
-    { table: 'invoices', alias: 'i', columns: COLUMNS, where: conditions.join(' AND '), values },
+    {
+      table: 'invoices',
+      alias: 'i',
+      columns: COLUMNS,
+      where: conditions.join(' AND '),
+      values,
+      total: () => listTotal(db, { orgId, list: 'invoices', ...filter }),
+    },
     page,
   );
   const [items, count] = await Promise.all([

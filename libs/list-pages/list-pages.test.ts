@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Queryable } from '../db/index.js';
 import { planPage, totalImpliedByPage } from './page-plan.js';
-import { sharedCount } from './shared-count.js';
 
 describe('planPage', () => {
   it('reads the first half newest first and the second half from the other end', () => {
@@ -64,58 +62,5 @@ describe('totalImpliedByPage', () => {
     expect(totalImpliedByPage({ limit: 25, offset: 0 }, 0)).toBe(0);
     expect(totalImpliedByPage({ limit: 25, offset: 0 }, 25)).toBeUndefined();
     expect(totalImpliedByPage({ limit: 25, offset: 50 }, 0)).toBeUndefined();
-  });
-});
-
-/** A database handle whose count queries finish only when the test says so. */
-function controlledDatabase() {
-  const pending: { resolve: (total: number) => void }[] = [];
-  const db: Queryable = {
-    query: (() =>
-      new Promise((resolve) => {
-        pending.push({ resolve: (total) => resolve({ rows: [{ total }] } as never) });
-      })) as Queryable['query'],
-  };
-  return { db, pending };
-}
-
-describe('sharedCount', () => {
-  it('lets a caller join a count that started after it began, never one that started before', async () => {
-    const { db, pending } = controlledDatabase();
-    const before = performance.now();
-    const first = sharedCount(db, 'SELECT count(*)', [1], before);
-    // began before the running count started: may join it
-    const joined = sharedCount(db, 'SELECT count(*)', [1], before);
-    expect(pending).toHaveLength(1);
-    // began after it started: a count of its own, which could miss its own writes otherwise
-    await new Promise((resolve) => setTimeout(resolve, 2));
-    const later = sharedCount(db, 'SELECT count(*)', [1], performance.now());
-    expect(pending).toHaveLength(2);
-    // another list or filter never shares
-    sharedCount(db, 'SELECT count(*)', [2], before);
-    expect(pending).toHaveLength(3);
-
-    pending[0]!.resolve(10);
-    pending[1]!.resolve(11);
-    pending[2]!.resolve(99);
-    expect(await first).toBe(10);
-    expect(await joined).toBe(10);
-    expect(await later).toBe(11);
-  });
-
-  it('keeps nothing once a count returns, and never shares between database handles', async () => {
-    const a = controlledDatabase();
-    const b = controlledDatabase();
-    const notBefore = performance.now() - 1000;
-    const one = sharedCount(a.db, 'q', [], notBefore);
-    sharedCount(b.db, 'q', [], notBefore);
-    expect(a.pending).toHaveLength(1);
-    expect(b.pending).toHaveLength(1);
-    a.pending[0]!.resolve(1);
-    await one;
-    const again = sharedCount(a.db, 'q', [], notBefore);
-    expect(a.pending).toHaveLength(2);
-    a.pending[1]!.resolve(2);
-    expect(await again).toBe(2);
   });
 });

@@ -1,7 +1,6 @@
 import type { Queryable } from '../db/index.js';
 import type { PaginationQuery } from '../schemas/index.js';
 import { orderBy, planPage, totalImpliedByPage } from './page-plan.js';
-import { sharedCount } from './shared-count.js';
 
 /** Up to this offset, rows are read straight from the list index rather than by id. */
 const DIRECT_READ_MAX_OFFSET = 500;
@@ -9,7 +8,8 @@ const DIRECT_READ_MAX_OFFSET = 500;
 /**
  * A newest-first list of one organization: `table` (with `org_id`, `id`, `created_at` and an
  * index on (org_id, <filter columns>, created_at DESC, id DESC)), `where` over its own columns
- * with `values` as $1..$n where $1 is the organization, and the full row's `columns` under `alias`.
+ * with `values` as $1..$n where $1 is the organization, the full row's `columns` under `alias`,
+ * and how to get the number of rows `where` selects.
  */
 export interface ListSource {
   table: string;
@@ -17,26 +17,21 @@ export interface ListSource {
   columns: string;
   where: string;
   values: unknown[];
+  total: () => Promise<number>;
 }
 
 /**
  * One page and the list's total. Once the total is known the page is read from the nearer end
- * of the list (planPage). The total is implied by a short last page, else counted (the count
- * shared with concurrent requests, see sharedCount); it is returned as a promise so the caller
- * can fetch the page's children meanwhile.
+ * of the list (planPage). The first page needs no total first, and a short last page implies
+ * it; the total is returned as a promise so the caller can fetch the page's children meanwhile.
  */
 export async function readPage<Row>(
   db: Queryable,
   source: ListSource,
   page: PaginationQuery,
 ): Promise<{ rows: Row[]; total: Promise<number> }> {
-  const startedAt = performance.now();
   const { table, alias, columns, where, values } = source;
-  const count = () =>
-    sharedCount(db, `SELECT count(*) AS total FROM ${table} WHERE ${where}`, values, startedAt);
-
-  // The first page needs no total to be read; any other page is planned from it.
-  const known = page.offset > 0 ? await count() : undefined;
+  const known = page.offset > 0 ? await source.total() : undefined;
   const plan = planPage(page, known);
   if (plan.direction === 'none') return { rows: [], total: Promise.resolve(known ?? 0) };
 
@@ -57,5 +52,5 @@ export async function readPage<Row>(
   const { rows } = await db.query<Row & object>(pageSql, [...values, plan.limit, plan.offset]);
   if (known !== undefined) return { rows, total: Promise.resolve(known) };
   const implied = totalImpliedByPage(page, rows.length);
-  return { rows, total: implied === undefined ? count() : Promise.resolve(implied) };
+  return { rows, total: implied === undefined ? source.total() : Promise.resolve(implied) };
 }

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
-import { readPage } from '../list-pages/index.js';
+import { listTotal, readPage } from '../list-pages/index.js';
 import {
   type PaginationQuery,
   parseIntegerId,
@@ -126,7 +126,14 @@ export async function listSubscriptions(
   }
   const { rows, total } = await readPage<SubscriptionRow>(
     db,
-    { table: 'subscriptions', alias: 's', columns: COLUMNS, where: conditions.join(' AND '), values },
+    {
+      table: 'subscriptions',
+      alias: 's',
+      columns: COLUMNS,
+      where: conditions.join(' AND '),
+      values,
+      total: () => listTotal(db, { orgId, list: 'subscriptions', ...filter }),
+    },
     page,
   );
   const [items, count] = await Promise.all([
