@@ -47,6 +47,7 @@ export class WebhookDispatcher {
   private loop: Promise<void> | undefined;
   private stopping = false;
   private listener: pg.PoolClient | undefined;
+  private releaseListener: (() => void) | undefined;
   private listenRetryAt = 0;
   private outboxMayHaveRows = true;
   private lastFanOutAt = 0;
@@ -83,8 +84,7 @@ export class WebhookDispatcher {
     this.wake.notify();
     await this.loop;
     await Promise.all(this.inFlight);
-    this.listener?.release();
-    this.listener = undefined;
+    this.releaseListener?.();
     this.sender.close();
   }
 
@@ -201,23 +201,34 @@ export class WebhookDispatcher {
    */
   private async ensureListening(): Promise<void> {
     if (this.listener || this.stopping || Date.now() < this.listenRetryAt) return;
-    let client: pg.PoolClient | undefined;
+    let connection: pg.PoolClient | undefined;
+    let released = false;
+    // A dropped connection can emit several errors (the server's notice, then the closed socket):
+    // the client goes back to the pool once, and the listener stays to absorb the later ones.
+    const drop = (error: Error) => {
+      if (this.listener === connection) this.listener = undefined;
+      if (released) return;
+      released = true;
+      connection?.release(error);
+    };
     try {
-      client = await this.db.pool.connect();
-      const connection = client;
+      connection = await this.db.pool.connect();
       connection.on('notification', () => {
         this.outboxMayHaveRows = true;
         this.wake.notify();
       });
       connection.on('error', (error) => {
-        this.log.warn({ err: error }, 'outbox listener connection lost; polling until it is back');
-        if (this.listener === connection) this.listener = undefined;
-        connection.release(error);
+        if (!released)
+          this.log.warn({ err: error }, 'outbox listener connection lost; polling until it is back');
+        drop(error);
       });
       await connection.query(`LISTEN ${OUTBOX_CHANNEL}`);
-      this.listener = connection;
+      if (!released) {
+        this.listener = connection;
+        this.releaseListener = () => drop(new Error('dispatcher stopped'));
+      }
     } catch (error) {
-      client?.release(error as Error);
+      drop(error as Error);
       this.listenRetryAt = Date.now() + Math.max(this.settings.pollMs, 1000);
       this.log.warn({ err: error }, 'cannot LISTEN for outbox notifications; polling');
     }

@@ -8,6 +8,7 @@ import type {
   WebhookEndpoint,
 } from '../schemas/index.js';
 import { normalizeSelectors } from './event-matching.js';
+import { safeTransaction } from './safe-transaction.js';
 import { generateSigningSecret } from './signing.js';
 import { endpointUrlProblem } from './url-policy.js';
 
@@ -107,7 +108,7 @@ export async function updateEndpoint(
   policy: EndpointPolicy,
 ): Promise<WebhookEndpoint> {
   if (patch.url !== undefined) checkUrl(patch.url, policy);
-  return db.transaction(async (tx) => {
+  return safeTransaction(db, async (tx) => {
     const { rows } = await tx.query<EndpointRow>(
       `UPDATE webhook_endpoints SET
          url = coalesce($3, url),
@@ -137,7 +138,7 @@ export async function updateEndpoint(
 
 /** A soft delete: the endpoint disappears from the API, its pending deliveries end, its history stays. */
 export async function deleteEndpoint(db: Database, orgId: number, endpointId: string): Promise<void> {
-  await db.transaction(async (tx) => {
+  await safeTransaction(db, async (tx) => {
     const { rowCount } = await tx.query(
       `UPDATE webhook_endpoints SET deleted_at = now(), updated_at = now()
        WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
