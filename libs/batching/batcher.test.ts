@@ -35,6 +35,31 @@ describe('Batcher', () => {
     expect(batches.at(-1)).toEqual(['late']);
   });
 
+  it('with maxInFlight, goes at once while a slot is free and lingers only while none is', async () => {
+    const batches: number[][] = [];
+    const releases: (() => void)[] = [];
+    const batcher = new Batcher<number, number>(
+      (items) => {
+        batches.push(items);
+        return new Promise((resolve) => releases.push(() => resolve(items)));
+      },
+      { lingerMs: 10_000, maxInFlight: 1, maxWeight: 100 },
+    );
+    const first = batcher.submit(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches).toEqual([[1]]);
+    // The slot is taken: these wait, for the linger at most, or until the slot frees.
+    const waiting = [batcher.submit(2), batcher.submit(3)];
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(batches).toEqual([[1]]);
+    releases.shift()!();
+    await first;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(batches).toEqual([[1], [2, 3]]);
+    releases.shift()!();
+    expect(await Promise.all(waiting)).toEqual([2, 3]);
+  });
+
   it("rejects every item of a failed batch with the batch's error", async () => {
     const batcher = new Batcher<number, number>(
       async () => {

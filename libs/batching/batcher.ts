@@ -1,10 +1,16 @@
 export interface BatcherOptions<I> {
   /**
-   * How long the first item of a batch waits for others. 0 still gathers every item submitted in
-   * the same turn of the event loop (a batch closes on setImmediate), which is what many requests
-   * that arrived in one network read produce.
+   * How long the first item of a batch may wait for others. 0 still gathers every item submitted
+   * in the same turn of the event loop (a batch closes on setImmediate), which is what many
+   * requests that arrived in one network read produce.
    */
   lingerMs: number;
+  /**
+   * With it, a batch waits out the linger only while this many batches are already running; with a
+   * free slot it goes at the end of the current turn. Latency stays low under light load, and
+   * batches grow with the load (Nagle's algorithm, with the linger as its bound).
+   */
+  maxInFlight?: number;
   /** A batch closes at once when the total weight of its items reaches this. */
   maxWeight: number;
   /** Weight of one item (default 1), e.g. the number of events it carries. */
@@ -19,14 +25,14 @@ interface Pending<I, O> {
 
 /**
  * Gathers items submitted by concurrent callers and hands them to `run` as one batch; each caller
- * gets the output at its own position, or the batch's error. Batches do not wait for earlier ones
- * still running. The one tool behind "many requests, one Redis call" and "many requests, one
- * produce call".
+ * gets the output at its own position, or the batch's error. The one tool behind "many requests,
+ * one Redis call" and "many requests, one produce call".
  */
 export class Batcher<I, O> {
   private open: Pending<I, O>[] = [];
   private openWeight = 0;
-  private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
   private readonly running = new Set<Promise<void>>();
 
   constructor(
@@ -39,12 +45,7 @@ export class Batcher<I, O> {
       this.open.push({ item, resolve, reject });
       this.openWeight += this.options.weight?.(item) ?? 1;
       if (this.openWeight >= this.options.maxWeight) this.close();
-      else if (this.timer === undefined) {
-        this.timer =
-          this.options.lingerMs > 0
-            ? setTimeout(() => this.close(), this.options.lingerMs)
-            : setImmediate(() => this.close());
-      }
+      else this.schedule();
     });
   }
 
@@ -54,17 +55,31 @@ export class Batcher<I, O> {
     while (this.running.size) await Promise.allSettled([...this.running]);
   }
 
-  private close(): void {
-    if (this.timer !== undefined) {
-      clearTimeout(this.timer as NodeJS.Timeout);
-      clearImmediate(this.timer as NodeJS.Immediate);
-      this.timer = undefined;
+  private schedule(): void {
+    if (this.immediate !== undefined) return;
+    const { lingerMs, maxInFlight } = this.options;
+    const slotFree = maxInFlight !== undefined && this.running.size < maxInFlight;
+    if (lingerMs > 0 && !slotFree) {
+      this.timer ??= setTimeout(() => this.close(), lingerMs);
+    } else {
+      this.immediate = setImmediate(() => this.close());
     }
+  }
+
+  private close(): void {
+    clearTimeout(this.timer);
+    clearImmediate(this.immediate);
+    this.timer = undefined;
+    this.immediate = undefined;
     const batch = this.open;
     if (!batch.length) return;
     this.open = [];
     this.openWeight = 0;
-    const running = this.execute(batch).finally(() => this.running.delete(running));
+    const running = this.execute(batch).finally(() => {
+      this.running.delete(running);
+      // A slot is free: a batch that was lingering for one goes now.
+      if (this.open.length && this.options.maxInFlight !== undefined) this.schedule();
+    });
     this.running.add(running);
   }
 

@@ -1,31 +1,46 @@
-import { type Kafka, type Message, Partitioners, type Producer } from 'kafkajs';
+import { type Admin, type Kafka, type Message, Partitioners, type Producer } from 'kafkajs';
 import { Batcher } from '../batching/index.js';
 import { kafkaProduceBatchSize, kafkaProduceDuration } from '../observability/index.js';
+import { TopicPartitionCount } from './partitions.js';
 
 /**
- * Gathers the messages of many concurrent callers into one produce call: the first `send` opens a
- * window of `lingerMs`, every `send` during it joins, and the window goes out as one request with
- * `acks: -1` (every in-sync replica). Each caller's promise settles with its window, so a caller
- * knows exactly whether its messages are durable.
+ * Gathers the items of many concurrent callers into one produce call with `acks: -1` (every
+ * in-sync replica). A window goes out at the end of the event-loop turn while fewer than
+ * `maxInFlight` produce calls are running; otherwise it gathers until one returns, `lingerMs` at
+ * most. So a lone request is not held for the linger, and under load each call carries more.
+ * `toMessages` turns a whole window into messages, given the topic's partition count when known,
+ * so items can share a message: kafkajs spends far more per message than per item. Each caller's
+ * promise settles with its window: a caller knows exactly whether its items are durable.
  */
-export class LingeringProducer {
+export class LingeringProducer<T> {
   private readonly producer: Producer;
-  private readonly windows: Batcher<Message[], void>;
+  private readonly windows: Batcher<readonly T[], undefined>;
+  private readonly partitions: TopicPartitionCount;
   private connecting: Promise<void> | undefined;
 
   constructor(
     kafka: Kafka,
-    private readonly options: { topic: string; lingerMs: number; maxBatchMessages?: number },
+    admin: Admin,
+    private readonly options: {
+      topic: string;
+      lingerMs: number;
+      toMessages: (items: readonly T[], partitions: number | undefined) => Message[];
+      maxItems?: number;
+      /** Produce calls in flight before a window waits out its linger (see BatcherOptions). */
+      maxInFlight?: number;
+    },
   ) {
     this.producer = kafka.producer({
       createPartitioner: Partitioners.DefaultPartitioner,
       allowAutoTopicCreation: true,
       retry: { initialRetryTime: 100, maxRetryTime: 1000, retries: 2 },
     });
+    this.partitions = new TopicPartitionCount(admin, options.topic);
     this.windows = new Batcher((windows) => this.produce(windows), {
       lingerMs: options.lingerMs,
-      maxWeight: options.maxBatchMessages ?? 10_000,
-      weight: (messages) => messages.length,
+      maxInFlight: options.maxInFlight ?? 2,
+      maxWeight: options.maxItems ?? 10_000,
+      weight: (items) => items.length,
     });
   }
 
@@ -36,11 +51,12 @@ export class LingeringProducer {
       throw error;
     });
     await this.connecting;
+    await this.partitions.current();
   }
 
-  /** Resolves once the log acknowledged every message; rejects if any may not have been written. */
-  send(messages: Message[]): Promise<void> {
-    return this.windows.submit(messages);
+  /** Resolves once the log acknowledged every item; rejects if any may not have been written. */
+  send(items: readonly T[]): Promise<undefined> {
+    return this.windows.submit(items);
   }
 
   /** Sends the open window now and waits for every produce call in flight. */
@@ -53,13 +69,14 @@ export class LingeringProducer {
     await this.producer.disconnect();
   }
 
-  private async produce(windows: Message[][]): Promise<undefined[]> {
-    const messages = windows.length === 1 ? windows[0]! : windows.flat();
+  private async produce(windows: (readonly T[])[]): Promise<undefined[]> {
+    const items = windows.length === 1 ? windows[0]! : windows.flat();
     const started = process.hrtime.bigint();
     await this.connect();
+    const messages = this.options.toMessages(items, await this.partitions.current());
     await this.producer.send({ topic: this.options.topic, acks: -1, messages });
     kafkaProduceDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
-    kafkaProduceBatchSize.observe(messages.length);
+    kafkaProduceBatchSize.observe(items.length);
     return windows.map(() => undefined);
   }
 }

@@ -10,7 +10,7 @@ export {
 } from './core.js';
 export {
   decodeLogMessage,
-  encodeLogMessage,
+  encodeLogMessages,
   toPublicUsageEvent,
   type UsageEventRecord,
 } from './event.js';

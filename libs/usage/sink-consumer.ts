@@ -89,7 +89,7 @@ export class KafkaSinkRunner {
     if (this.stopping || isStale() || !batch.messages.length) return;
     for (const message of batch.messages) {
       try {
-        this.buffer.push(decodeLogMessage(message.value));
+        for (const event of decodeLogMessage(message.value)) this.buffer.push(event);
       } catch (error) {
         // It can never be written; holding the partition for it would stop every later event.
         this.options.log.error(

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ClickHouse, openClickHouse } from '../../libs/clickhouse/index.js';
 import { createKafka } from '../../libs/kafka/index.js';
-import { encodeLogMessage, migrateClickHouse } from '../../libs/usage/index.js';
+import { encodeLogMessages, migrateClickHouse } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { runTs } from '../helpers/processes.js';
 import { testServices, uniqueName } from '../helpers/services.js';
@@ -69,10 +69,10 @@ describe('sinks process', () => {
     await producer.connect();
     let expectedUnits = 0n;
     for (let sent = 0; sent < EVENTS; sent += 5000) {
-      const messages = Array.from({ length: 5000 }, (_, i) => {
+      const events = Array.from({ length: 5000 }, (_, i) => {
         const n = sent + i;
         expectedUnits += BigInt((n % 7) + 1);
-        return encodeLogMessage({
+        return {
           id: randomUUID(),
           orgId: 1,
           subscriptionItemId: 100 + (n % 5),
@@ -80,8 +80,12 @@ describe('sinks process', () => {
           quantity: `${(n % 7) + 1}`,
           occurredAtMs: Date.UTC(2026, 9, 1) + n,
           recordedAtMs: Date.now(),
-        });
+        };
       });
+      // Messages of 100 events: the sinks commit and resume between messages, as in production.
+      const messages = [];
+      for (let at = 0; at < events.length; at += 100)
+        messages.push(...encodeLogMessages(events.slice(at, at + 100)));
       await producer.send({ topic, acks: -1, messages });
     }
     await producer.disconnect();

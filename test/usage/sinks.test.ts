@@ -5,7 +5,7 @@ import { createKafka } from '../../libs/kafka/index.js';
 import {
   ClickHouseUsageAggregator,
   ClickHouseUsageSink,
-  encodeLogMessage,
+  encodeLogMessages,
   KafkaSinkRunner,
   migrateClickHouse,
   PostgresUsageAggregator,
@@ -159,10 +159,18 @@ describe('usage sinks', () => {
     const events = Array.from({ length: 500 }, (_, i) =>
       usageEvent(`topic-${i}`, `${i}.5`, { subscriptionItemId: 20 + (i % 3) }),
     );
-    const messages = events.map(encodeLogMessage);
+    // Windows of 20 events, as many produce calls would write them.
+    const messagesOf = (slice: UsageEventRecord[]) => {
+      const messages = [];
+      for (let at = 0; at < slice.length; at += 20)
+        messages.push(...encodeLogMessages(slice.slice(at, at + 20)));
+      return messages;
+    };
+    const messages = messagesOf(events);
+    const redelivered = messagesOf(events.slice(0, 250));
     // Delivered twice: the second copy stands for a redelivery after a crash before the commit.
     await producer.send({ topic, acks: -1, messages });
-    await producer.send({ topic, acks: -1, messages: messages.slice(0, 250) });
+    await producer.send({ topic, acks: -1, messages: redelivered });
     await producer.disconnect();
 
     const log = runLogger('sinks');
@@ -191,7 +199,7 @@ describe('usage sinks', () => {
         (sum, partition) => sum + Number(partition.high),
         0,
       );
-      expect(high).toBe(750);
+      expect(high).toBe(messages.length + redelivered.length);
       await eventually(async () => {
         for (const sink of ['pg-sink', 'ch-sink']) {
           const [committed] = await admin.fetchOffsets({ groupId: `${topic}-${sink}`, topics: [topic] });
