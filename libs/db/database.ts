@@ -54,6 +54,11 @@ export class Database implements Queryable {
   /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
   async transaction<T>(fn: (tx: pg.PoolClient) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const client = await this.pool.connect();
+    // A connection lost between two statements makes pg emit 'error' on the checked-out client,
+    // and an 'error' nobody listens to crashes the process. With a listener the next statement
+    // fails instead, the transaction rolls back as usual, and release() drops the broken client.
+    const ignoreLostConnection = () => {};
+    client.on('error', ignoreLostConnection);
     try {
       const modes = [
         options.isolation ? `ISOLATION LEVEL ${options.isolation.toUpperCase()}` : '',
@@ -69,6 +74,7 @@ export class Database implements Queryable {
       await client.query('ROLLBACK').catch(() => {});
       throw error;
     } finally {
+      client.off('error', ignoreLostConnection);
       client.release();
     }
   }

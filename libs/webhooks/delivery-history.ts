@@ -6,7 +6,6 @@ import type {
   WebhookEventStatus,
   WebhookEventWithHistory,
 } from '../schemas/index.js';
-import { safeTransaction } from './safe-transaction.js';
 
 const COLUMNS = `id, endpoint_id, event_type, status, payload, attempts, max_attempts, next_attempt_at,
   last_attempt_at, last_response_code, last_response_body, created_at, updated_at`;
@@ -107,7 +106,7 @@ export async function getWebhookEvent(
  * when it is used up); a RETRYING one keeps its remaining automatic retries.
  */
 export async function retryWebhookEvent(db: Database, orgId: number, eventId: string): Promise<WebhookEvent> {
-  return safeTransaction(db, async (tx) => {
+  return db.transaction(async (tx) => {
     const { rows } = await tx.query<{
       status: WebhookEventStatus;
       endpoint_status: string;

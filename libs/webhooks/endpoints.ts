@@ -8,7 +8,6 @@ import type {
   WebhookEndpoint,
 } from '../schemas/index.js';
 import { normalizeSelectors } from './event-matching.js';
-import { safeTransaction } from './safe-transaction.js';
 import { generateSigningSecret } from './signing.js';
 import { endpointUrlProblem } from './url-policy.js';
 
@@ -108,7 +107,7 @@ export async function updateEndpoint(
   policy: EndpointPolicy,
 ): Promise<WebhookEndpoint> {
   if (patch.url !== undefined) checkUrl(patch.url, policy);
-  return safeTransaction(db, async (tx) => {
+  return db.transaction(async (tx) => {
     const { rows } = await tx.query<EndpointRow>(
       `UPDATE webhook_endpoints SET
          url = coalesce($3, url),
@@ -138,7 +137,7 @@ export async function updateEndpoint(
 
 /** A soft delete: the endpoint disappears from the API, its pending deliveries end, its history stays. */
 export async function deleteEndpoint(db: Database, orgId: number, endpointId: string): Promise<void> {
-  await safeTransaction(db, async (tx) => {
+  await db.transaction(async (tx) => {
     const { rowCount } = await tx.query(
       `UPDATE webhook_endpoints SET deleted_at = now(), updated_at = now()
        WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/index.js';
 import { endpointReceives } from './event-matching.js';
 import { buildPayload } from './payload.js';
-import { safeTransaction } from './safe-transaction.js';
 
 interface OutboxRow {
   id: number;
@@ -29,7 +28,7 @@ export async function fanOutOutbox(
   db: Database,
   options: { batchSize: number; maxAttempts: number },
 ): Promise<{ outboxRows: number; webhookEvents: number }> {
-  return safeTransaction(db, async (tx) => {
+  return db.transaction(async (tx) => {
     const { rows: events } = await tx.query<OutboxRow>(
       `SELECT id, org_id, event_type, data, created_at FROM outbox
        WHERE processed_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,

@@ -2,7 +2,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 
 export const PROJECT_ROOT = path.resolve(import.meta.dirname, '../..');
-const TSX = path.join(PROJECT_ROOT, 'node_modules/.bin/tsx');
 
 export interface ProcessResult {
   code: number | null;
@@ -17,7 +16,7 @@ export function runTs(
   env: Record<string, string | undefined>,
 ): Promise<ProcessResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(TSX, [path.join(PROJECT_ROOT, entry), ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, entry), ...args], {
       cwd: PROJECT_ROOT,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -31,29 +30,39 @@ export function runTs(
   });
 }
 
-/** Starts a long-running entry point and resolves once its stdout matches `ready`. */
+export interface ServiceProcess {
+  child: ChildProcess;
+  output: () => string;
+  match: RegExpMatchArray;
+  /** SIGTERM; resolves with the exit code once the process is gone. */
+  stop(): Promise<number | null>;
+  /** SIGKILL, as a crash would; resolves once the process is gone. */
+  kill(): Promise<void>;
+}
+
+/**
+ * Starts a long-running entry point as `node --import tsx <entry>` (ONE process, so a signal
+ * reaches the service itself: the tsx CLI would run it in a child that outlives a SIGKILL) and
+ * resolves once its output matches `ready`.
+ */
 export async function startTs(
   entry: string,
   env: Record<string, string | undefined>,
   ready: RegExp,
   timeoutMs = 60_000,
-): Promise<{
-  child: ChildProcess;
-  output: () => string;
-  match: RegExpMatchArray;
-  stop(): Promise<number | null>;
-}> {
-  const child = spawn(TSX, [path.join(PROJECT_ROOT, entry)], {
+): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, entry)], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${entry} not ready after ${timeoutMs} ms:\n${output}`)),
-      timeoutMs,
-    );
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${entry} not ready after ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
     const onData = (data: Buffer) => {
       output += data;
       const found = output.match(ready);
@@ -64,22 +73,24 @@ export async function startTs(
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
-    child.once('exit', (code) => {
+    void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`${entry} exited with ${code}:\n${output}`));
     });
   });
+  const running = () => child.exitCode === null && child.signalCode === null;
   return {
     child,
-    output: () => output,
     match,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve(child.exitCode);
-        child.removeAllListeners('exit');
-        child.once('exit', (code) => resolve(code));
-        child.kill('SIGTERM');
-      }),
+    output: () => output,
+    stop() {
+      if (running()) child.kill('SIGTERM');
+      return exited;
+    },
+    async kill() {
+      if (running()) child.kill('SIGKILL');
+      await exited;
+    },
   };
 }
 

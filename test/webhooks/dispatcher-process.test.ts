@@ -4,15 +4,9 @@ import { emitDomainEvent } from '../../libs/events/index.js';
 import { createEndpoint } from '../../libs/webhooks/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { type ServiceProcess, startTs } from '../helpers/processes.js';
 import { testServices } from '../helpers/services.js';
-import {
-  eventually,
-  type Receiver,
-  type ServiceProcess,
-  startReceiver,
-  startServiceProcess,
-  storedEvents,
-} from './support.js';
+import { eventually, type Receiver, startReceiver, storedEvents } from './support.js';
 
 /**
  * The dispatcher as the separate process production runs (services/dispatcher/main.ts): killed,
@@ -43,7 +37,7 @@ describe('the dispatcher process', { timeout: 90_000 }, () => {
   });
 
   async function startDispatcherProcess(env: Record<string, string> = {}): Promise<DispatcherProcess> {
-    const started = await startServiceProcess(
+    const started = await startTs(
       'services/dispatcher/main.ts',
       {
         APP_ENV: 'test',
