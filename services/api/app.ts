@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
-import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import { registerAuthentication } from './plugins/authentication.js';
@@ -8,6 +8,7 @@ import { registerErrorHandling, sendError } from './plugins/errors.js';
 import { collectRoutesForMethodNotAllowed } from './plugins/method-not-allowed.js';
 import { registerOpenApi } from './plugins/openapi.js';
 import { registerOperations } from './plugins/operations.js';
+import { responseSerializerCompiler } from './plugins/serialization.js';
 import { zodValidatorCompiler } from './plugins/validation.js';
 import { publicRoutes } from './routes/index.js';
 import { siteRootLlmsRoutes } from './routes/llms.js';
@@ -34,7 +35,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(zodValidatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  app.setSerializerCompiler(responseSerializerCompiler);
   app.decorate('deps', deps);
   // JSON only: anything else is a 415, not a body handed to a route as a string.
   app.removeContentTypeParser('text/plain');
