@@ -1,10 +1,11 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
- * Two projects: `unit` (pure logic beside the code, no service) and `integration` (under test/,
- * against real Postgres, Redis, ClickHouse and the Kafka test broker, which the global set-up
- * finds or starts). Each integration file gets its own database, Redis prefix, ClickHouse
- * database and Kafka topics, so files run in parallel.
+ * Three projects, run in this order: `unit` (pure logic beside the code, no service),
+ * `integration` (under test/, against real Postgres, Redis, ClickHouse and the Kafka test broker,
+ * which the global set-up finds or starts; each file gets its own database, Redis prefix,
+ * ClickHouse database and Kafka topics, so files run in parallel) and `embedded` (npm start and
+ * PGlite, one file at a time, needing no service).
  */
 export default defineConfig({
   test: {
@@ -21,6 +22,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, 'test/embedded/**'],
           environment: 'node',
           globalSetup: ['test/setup/global-setup.ts'],
           testTimeout: 30_000,
@@ -28,6 +30,20 @@ export default defineConfig({
           pool: 'forks',
           maxWorkers: 3,
           sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        // PGlite (WASM) is CPU-bound: `npm start` and the embedded database are measured on their
+        // own, after the integration files, as a newcomer's quiet machine would run them.
+        test: {
+          name: 'embedded',
+          include: ['test/embedded/**/*.test.ts'],
+          environment: 'node',
+          testTimeout: 90_000,
+          hookTimeout: 60_000,
+          pool: 'forks',
+          maxWorkers: 1,
+          sequence: { groupOrder: 2 },
         },
       },
     ],

@@ -4,7 +4,7 @@ export type CountedList = 'invoices' | 'subscriptions' | 'customers';
 
 /**
  * The number of rows of an organization's list, optionally of one customer and/or one status,
- * read from list_totals (kept by triggers, migration 002_list_totals) instead of counted: one
+ * read from list_totals (kept by triggers, migration 003_list_totals) instead of counted: one
  * primary-key read however long the list. Inside a transaction that changed the list, its own
  * changes not yet folded in (that happens at commit) are added, so it reads its own writes.
  */

@@ -9,7 +9,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 
 /**
- * list_totals (migration 002_list_totals) must equal count(*) for every organization, list,
+ * list_totals (migration 003_list_totals) must equal count(*) for every organization, list,
  * customer and status after any write: the public lists report it as `pagination.total`.
  */
 let database: TestDatabase;
@@ -170,7 +170,7 @@ describe('list totals kept by triggers', () => {
   });
 });
 
-describe('migration 002_list_totals', () => {
+describe('migration 003_list_totals', () => {
   let directory: string;
   let scratch: Database;
   let name: string;
@@ -213,10 +213,10 @@ describe('migration 002_list_totals', () => {
          FROM subscriptions s CROSS JOIN generate_series(1, 4) g`,
     );
     await copyFile(
-      path.join(MIGRATIONS_DIR, '002_list_totals.sql'),
-      path.join(directory, '002_list_totals.sql'),
+      path.join(MIGRATIONS_DIR, '003_list_totals.sql'),
+      path.join(directory, '003_list_totals.sql'),
     );
-    expect(await migrate(scratch, directory)).toEqual(['002_list_totals']);
+    expect(await migrate(scratch, directory)).toEqual(['003_list_totals']);
     expect(await mismatches(scratch)).toEqual([]);
     expect(await listTotal(scratch, { orgId: org, list: 'invoices', status: 'POSTED' })).toBe(9);
   });
