@@ -6,6 +6,7 @@ import type {
   WebhookEventStatus,
   WebhookEventWithHistory,
 } from '../schemas/index.js';
+import { isUuid } from '../schemas/index.js';
 
 const COLUMNS = `id, endpoint_id, event_type, status, payload, attempts, max_attempts, next_attempt_at,
   last_attempt_at, last_response_code, last_response_body, created_at, updated_at`;
@@ -77,6 +78,7 @@ export async function getWebhookEvent(
   orgId: number,
   eventId: string,
 ): Promise<WebhookEventWithHistory> {
+  assertEventId(eventId);
   const [event, attempts] = await Promise.all([
     db.query<EventRow>(`SELECT ${COLUMNS} FROM webhook_events WHERE org_id = $1 AND id = $2`, [
       orgId,
@@ -106,6 +108,7 @@ export async function getWebhookEvent(
  * when it is used up); a RETRYING one keeps its remaining automatic retries.
  */
 export async function retryWebhookEvent(db: Database, orgId: number, eventId: string): Promise<WebhookEvent> {
+  assertEventId(eventId);
   return db.transaction(async (tx) => {
     const { rows } = await tx.query<{
       status: WebhookEventStatus;
@@ -137,4 +140,9 @@ export async function retryWebhookEvent(db: Database, orgId: number, eventId: st
     );
     return toEvent(updated.rows[0]!);
   });
+}
+
+/** A path id that is not a UUID names no event: 404, exactly like a missing one. */
+function assertEventId(eventId: string): void {
+  if (!isUuid(eventId)) throw ApiError.notFound(`Webhook event ${eventId}`);
 }

@@ -7,6 +7,7 @@ import type {
   UpdateWebhookEndpoint,
   WebhookEndpoint,
 } from '../schemas/index.js';
+import { isUuid } from '../schemas/index.js';
 import { normalizeSelectors } from './event-matching.js';
 import { generateSigningSecret } from './signing.js';
 import { endpointUrlProblem } from './url-policy.js';
@@ -68,6 +69,7 @@ export async function getEndpoint(
   orgId: number,
   endpointId: string,
 ): Promise<WebhookEndpoint> {
+  assertEndpointId(endpointId);
   const { rows } = await db.query<EndpointRow>(
     `SELECT ${COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
     [orgId, endpointId],
@@ -106,6 +108,7 @@ export async function updateEndpoint(
   patch: UpdateWebhookEndpoint,
   policy: EndpointPolicy,
 ): Promise<WebhookEndpoint> {
+  assertEndpointId(endpointId);
   if (patch.url !== undefined) checkUrl(patch.url, policy);
   return db.transaction(async (tx) => {
     const { rows } = await tx.query<EndpointRow>(
@@ -137,6 +140,7 @@ export async function updateEndpoint(
 
 /** A soft delete: the endpoint disappears from the API, its pending deliveries end, its history stays. */
 export async function deleteEndpoint(db: Database, orgId: number, endpointId: string): Promise<void> {
+  assertEndpointId(endpointId);
   await db.transaction(async (tx) => {
     const { rowCount } = await tx.query(
       `UPDATE webhook_endpoints SET deleted_at = now(), updated_at = now()
@@ -159,4 +163,9 @@ async function endPendingDeliveries(
      WHERE org_id = $1 AND endpoint_id = $2 AND status IN ('PENDING', 'RETRYING')`,
     [orgId, endpointId, reason],
   );
+}
+
+/** A path id that is not a UUID names no endpoint: 404, exactly like a missing one. */
+function assertEndpointId(endpointId: string): void {
+  if (!isUuid(endpointId)) throw ApiError.notFound(`Webhook endpoint ${endpointId}`);
 }

@@ -323,11 +323,20 @@ describe('webhook endpoints API', () => {
       { namesRecord: true },
     );
 
-    it('answers 422 for an id that is not a UUID', async () => {
-      expectValidationError(
-        await api.request({ path: '/webhook-endpoints/123', key: org.apiKey }),
-        'endpoint_id',
-      );
+    it('answers 404 for an id that is not a UUID, like a missing one', async () => {
+      for (const path of [
+        '/webhook-endpoints/123',
+        '/webhook-events/not-a-uuid',
+        '/webhook-events/123/retry',
+      ]) {
+        const response = await api.request({
+          path,
+          key: org.apiKey,
+          method: path.endsWith('retry') ? 'POST' : 'GET',
+        });
+        expect(response.statusCode, path).toBe(404);
+        expect(response.json().error_code).toBe('NOT_FOUND');
+      }
     });
   });
 

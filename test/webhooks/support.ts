@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Database } from '../../libs/db/index.js';
@@ -6,7 +5,6 @@ import { emitDomainEvent } from '../../libs/events/index.js';
 import type { Logger } from '../../libs/log/index.js';
 import type { EmittedEventType } from '../../libs/schemas/index.js';
 import { type DispatcherSettings, WebhookDispatcher } from '../../libs/webhooks/index.js';
-import { PROJECT_ROOT } from '../helpers/processes.js';
 import { runLogger } from '../helpers/run-log.js';
 
 export interface ReceivedDelivery {

@@ -8,7 +8,7 @@ import {
   paginationQuery,
   single,
   UpdateWebhookEndpoint,
-  uuidParam,
+  uuidPathId,
   WEBHOOK_ENDPOINT_STATUSES,
   WebhookEndpoint,
 } from '../../../libs/schemas/index.js';
@@ -23,7 +23,7 @@ import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
 import { orgIdOf } from '../types.js';
 
 const tags = ['Webhook endpoints'];
-const EndpointParams = z.object({ endpoint_id: uuidParam });
+const EndpointParams = z.object({ endpoint_id: uuidPathId });
 const ListQuery = paginationQuery.extend({
   status: z
     .enum(WEBHOOK_ENDPOINT_STATUSES)

@@ -6,6 +6,7 @@ import {
   paginationQuery,
   single,
   uuidParam,
+  uuidPathId,
   WEBHOOK_EVENT_STATUSES,
   WebhookEvent,
   WebhookEventWithHistory,
@@ -15,7 +16,7 @@ import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
 import { orgIdOf } from '../types.js';
 
 const tags = ['Webhook events'];
-const EventParams = z.object({ event_id: uuidParam });
+const EventParams = z.object({ event_id: uuidPathId });
 const ListQuery = paginationQuery.extend({
   endpoint_id: uuidParam.optional().meta({ description: 'Only deliveries to this endpoint.' }),
   status: z.enum(WEBHOOK_EVENT_STATUSES).optional().meta({ description: 'Only deliveries in this status.' }),
