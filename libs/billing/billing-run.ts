@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/index.js';
-import { emitDomainEvent } from '../events/index.js';
+import { type DomainEvent, emitDomainEvents } from '../events/index.js';
 import { formatMoney, parseMoney } from '../money/index.js';
 import { billingRunDuration, billingRunInvoices, secondsSince } from '../observability/index.js';
 import { PostgresUsageAggregator, type UsageAggregator } from '../usage/index.js';
@@ -253,19 +253,12 @@ async function billBatch(
     })),
   );
 
+  const events: DomainEvent[] = [];
   for (const invoice of invoices) {
     if (!invoice.posted) continue;
-    await emitDomainEvent(tx, {
-      orgId: invoice.org_id,
-      type: 'invoice.posted',
-      data: invoiceEventData(invoice),
-    });
+    events.push({ orgId: invoice.org_id, type: 'invoice.posted', data: invoiceEventData(invoice) });
     if (invoice.status === 'PAID') {
-      await emitDomainEvent(tx, {
-        orgId: invoice.org_id,
-        type: 'invoice.paid',
-        data: invoiceEventData(invoice),
-      });
+      events.push({ orgId: invoice.org_id, type: 'invoice.paid', data: invoiceEventData(invoice) });
     }
   }
   for (const { subscription, steps } of plans) {
@@ -277,7 +270,7 @@ async function billBatch(
       if (step.to === 'expired') result.expired++;
       if (step.to === 'canceled') {
         result.canceled++;
-        await emitDomainEvent(tx, {
+        events.push({
           orgId: subscription.org_id,
           type: 'subscription.canceled',
           data: subscriptionEventData({ ...subscription, status: 'canceled' }),
@@ -285,6 +278,7 @@ async function billBatch(
       }
     }
   }
+  await emitDomainEvents(tx, events);
   result.invoice_ids = invoices.map((invoice) => invoice.id);
   return result;
 }

@@ -8,18 +8,34 @@ export interface DomainEvent {
   data: Record<string, unknown>;
 }
 
+export const OUTBOX_CHANNEL = 'outbox';
+
 /**
  * Records a domain event in the outbox. Call it with the transaction that makes the change: the
  * event then exists exactly when the change does (never for a rollback, never lost on a crash).
  * The NOTIFY is delivered at commit and only wakes the dispatcher early; it also polls.
  */
 export async function emitDomainEvent(tx: Queryable, event: DomainEvent): Promise<number> {
-  const { rows } = await tx.query<{ id: number }>(
-    'INSERT INTO outbox (org_id, event_type, data) VALUES ($1, $2, $3) RETURNING id',
-    [event.orgId, event.type, JSON.stringify(event.data)],
-  );
-  await tx.query("SELECT pg_notify('outbox', '')");
-  return rows[0]!.id;
+  const [id] = await emitDomainEvents(tx, [event]);
+  return id!;
 }
 
-export const OUTBOX_CHANNEL = 'outbox';
+/**
+ * Many events of one transaction in one INSERT and one NOTIFY (a billing run posts thousands);
+ * ids are returned in the order given, which is also the order the dispatcher sees them in.
+ */
+export async function emitDomainEvents(tx: Queryable, events: readonly DomainEvent[]): Promise<number[]> {
+  if (events.length === 0) return [];
+  const { rows } = await tx.query<{ id: number }>(
+    `WITH emitted AS (
+       INSERT INTO outbox (org_id, event_type, data)
+       SELECT org_id, event_type, data::jsonb
+         FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY AS e(org_id, event_type, data, n)
+        ORDER BY n
+       RETURNING id
+     ), notified AS (SELECT pg_notify('${OUTBOX_CHANNEL}', ''))
+     SELECT id FROM emitted, notified ORDER BY id`,
+    [events.map((e) => e.orgId), events.map((e) => e.type), events.map((e) => JSON.stringify(e.data))],
+  );
+  return rows.map((row) => row.id);
+}

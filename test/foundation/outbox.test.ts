@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emitDomainEvent, emitDomainEvents } from '../../libs/events/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+
+describe('the outbox', () => {
+  let database: TestDatabase;
+  let org: TestOrg;
+  beforeAll(async () => {
+    database = await createTestDatabase('outbox');
+    org = await createTestOrg(database.db);
+  });
+  afterAll(() => database?.drop());
+
+  const outbox = async () =>
+    (
+      await database.db.query<{ id: number; event_type: string; data: { n: number } }>(
+        'SELECT id, event_type, data FROM outbox ORDER BY id',
+      )
+    ).rows;
+
+  it('records many events of one transaction in the order given, and wakes the dispatcher once', async () => {
+    const listener = await database.db.pool.connect();
+    const notifications: string[] = [];
+    listener.on('notification', (message) => notifications.push(message.channel));
+    await listener.query('LISTEN outbox');
+    try {
+      const types = ['invoice.posted', 'invoice.paid', 'subscription.canceled'] as const;
+      const ids = await database.db.transaction((tx) =>
+        emitDomainEvents(
+          tx,
+          types.map((type, n) => ({ orgId: org.orgId, type, data: { n } })),
+        ),
+      );
+      const rows = await outbox();
+      expect(rows.map((r) => r.id)).toEqual(ids);
+      expect(rows.map((r) => [r.event_type, r.data.n])).toEqual(types.map((type, n) => [type, n]));
+      await expect.poll(() => notifications.length).toBe(1);
+    } finally {
+      listener.release();
+    }
+  });
+
+  it('keeps nothing of a transaction that rolls back', async () => {
+    const before = (await outbox()).length;
+    await expect(
+      database.db.transaction(async (tx) => {
+        await emitDomainEvent(tx, { orgId: org.orgId, type: 'payment.succeeded', data: {} });
+        throw new Error('the change failed');
+      }),
+    ).rejects.toThrow('the change failed');
+    expect(await outbox()).toHaveLength(before);
+    expect(await database.db.transaction((tx) => emitDomainEvents(tx, []))).toEqual([]);
+  });
+});
