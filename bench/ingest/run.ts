@@ -8,16 +8,18 @@
  *   ingest  POST /usage/events on the ingest service (uWS, Redis + Kafka): the full path
  *   api     the same route on the api service (Fastify), same core, same Redis and Kafka
  *   batch   POST /usage/events/batch on the ingest service, BENCH_BATCH_EVENTS events per request
- *           (default 1000)
+ *           (default 1000) on BENCH_BATCH_CONNECTIONS connections (default 10: 10,000 events in
+ *           flight, where 100 connections would keep 100,000 waiting behind each other)
  *
- * Then the sinks (services/ingest/sinks.ts) start and drain the topic into Postgres and
- * ClickHouse; the report compares the events the services accepted (their own counters) with
+ * The sinks (services/ingest/sinks.ts) run during the load, as in production; after it the
+ * report compares the events the services accepted (their own counters) with
  * the rows in Postgres and the count and exact decimal sum in ClickHouse, and says how long the
- * sinks took. Bars (issue 4): ingest >= 20,000 events/s with p99 <= 25 ms, ingest/api >= 1.5,
+ * sinks took to catch up once the load stopped. The Kafka test broker keeps only about 5 MB per
+ * partition: a backlog beyond that is cut, which the report flags instead of judging loss. Bars (issue 4): ingest >= 20,000 events/s with p99 <= 25 ms, ingest/api >= 1.5,
  * batch >= 100,000 events/s, zero lost, zero doubled. Report: bench/results/ingest-<time>.json.
  *
  * Other settings (env): BENCH_SCENARIOS (comma list, default all), BENCH_PARTITIONS (topic
- * partitions, default 6), BENCH_ITEMS (metered items the events spread over, default 50),
+ * partitions, default 12), BENCH_ITEMS (metered items the events spread over, default 50),
  * BENCH_CATCHUP_TIMEOUT_SECONDS (default 900), KAFKA_LINGER_MS (passed to the services),
  * DATABASE_URL (admin URL; a database bench_ingest_<pid> is created and dropped), CLICKHOUSE_URL,
  * KAFKA_BROKERS (default: a Kafka test broker of this run), BENCH_REDIS_URL (default: a
@@ -25,7 +27,8 @@
  * process started here writes a V8 CPU profile there).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { type AddressInfo, createServer } from 'node:net';
 import os from 'node:os';
@@ -34,10 +37,11 @@ import pg from 'pg';
 import { createApiKey } from '../../libs/auth/index.js';
 import { openClickHouse } from '../../libs/clickhouse/index.js';
 import { Database, migrate } from '../../libs/db/index.js';
+import { createKafka } from '../../libs/kafka/index.js';
 import { formatScaled, parseScaled } from '../../libs/money/index.js';
 import { createOrganization, setRateLimitOverride } from '../../libs/organizations/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
-import { type KafkaTestBroker, startKafkaTestBroker } from '../../test/helpers/kafka-test-broker.js';
+import { KAFKA_TEST_BROKER_BINARY } from '../../test/helpers/kafka-test-broker.js';
 
 interface AutocannonRequest {
   method?: string;
@@ -75,7 +79,8 @@ const settings = {
   durationSeconds: intEnv('BENCH_DURATION_SECONDS', 20),
   warmupSeconds: intEnv('BENCH_WARMUP_SECONDS', 3),
   batchEvents: intEnv('BENCH_BATCH_EVENTS', 1000),
-  partitions: intEnv('BENCH_PARTITIONS', 6),
+  batchConnections: intEnv('BENCH_BATCH_CONNECTIONS', 10),
+  partitions: intEnv('BENCH_PARTITIONS', 12),
   items: intEnv('BENCH_ITEMS', 50),
   catchupTimeoutSeconds: intEnv('BENCH_CATCHUP_TIMEOUT_SECONDS', 900),
   lingerMs: process.env.KAFKA_LINGER_MS,
@@ -109,17 +114,19 @@ interface ScenarioResult {
   requests: number;
   non2xx: number;
   errors: number;
+  /** CPU time per event during the measured run, in microseconds, by process. */
+  cpuMicrosPerEvent: { server: number; redis: number; kafka: number; autocannon: number };
 }
 
 const runId = `bench_ingest_${process.pid}`;
 const children: ChildProcess[] = [];
-let broker: KafkaTestBroker | undefined;
+/** Processes whose CPU time each scenario reports, besides the server under test. */
+const helpers: { redis?: number; kafka?: number } = {};
 
 try {
   await main();
 } finally {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-  await broker?.stop();
   await cleanUp();
 }
 
@@ -130,12 +137,7 @@ async function main(): Promise<void> {
   const { apiKey, itemIds } = await prepareDatabase(databaseUrl);
 
   const redisUrl = settings.redisUrl ?? (await startRedis());
-  let brokers = settings.kafkaBrokers;
-  if (!brokers) {
-    broker = await startKafkaTestBroker();
-    await broker.createTopic(runId, settings.partitions);
-    brokers = broker.brokers.join(',');
-  }
+  const brokers = settings.kafkaBrokers ?? (await startKafkaBroker(runId, settings.partitions));
   const serviceEnv: Record<string, string | undefined> = {
     APP_ENV: 'production',
     LOG_LEVEL: 'warn',
@@ -152,9 +154,19 @@ async function main(): Promise<void> {
     CLICKHOUSE_DATABASE: runId,
   };
 
+  // The sinks run during the load, as in production: the Kafka test broker keeps only about 5 MB
+  // per partition and drops older data, so a backlog left for later would be cut short.
+  const sinksPort = await freePort();
+  const sinks = await startProcess(
+    'services/ingest/sinks.ts',
+    { ...serviceEnv, SINKS_PORT: String(sinksPort) },
+    sinksPort,
+  );
+
   const results: ScenarioResult[] = [];
-  let accepted = 0;
-  let deduplicated = 0;
+  const catchUps: Record<string, number | null> = {};
+  const counted = { ingest: { accepted: 0, deduplicated: 0 }, api: { accepted: 0, deduplicated: 0 } };
+  const totalOf = (field: 'accepted' | 'deduplicated') => counted.ingest[field] + counted.api[field];
   const ingestPort = await freePort();
   const ingestNeeded = settings.scenarios.some((s) => s === 'ingest' || s === 'batch');
   const ingest = ingestNeeded
@@ -165,6 +177,7 @@ async function main(): Promise<void> {
       )
     : undefined;
 
+  let drained: Awaited<ReturnType<typeof drain>> | undefined;
   for (const scenario of settings.scenarios) {
     let port = ingestPort;
     let server: ChildProcess | undefined;
@@ -175,24 +188,28 @@ async function main(): Promise<void> {
       port = await freePort();
       server = await startProcess('services/api/main.ts', { ...serviceEnv, PORT: String(port) }, port);
     }
-    results.push(await measure(scenario, port, apiKey, itemIds));
-    if (scenario === 'api') {
-      const counts = await ingestCounters(port);
-      accepted += counts.accepted;
-      deduplicated += counts.deduplicated;
-    }
+    results.push(await measure(scenario, port, apiKey, itemIds, (server ?? ingest)?.pid));
+    if (scenario !== 'bare') counted[scenario === 'api' ? 'api' : 'ingest'] = await ingestCounters(port);
     if (server) await stopProcess(server);
+    // Each scenario starts with the sinks caught up, so backlogs do not pile up across scenarios.
+    drained = await drain(databaseUrl, totalOf('accepted'));
+    catchUps[scenario] = drained.catchUpSeconds;
   }
-  if (ingest) {
-    const counts = await ingestCounters(ingestPort);
-    accepted += counts.accepted;
-    deduplicated += counts.deduplicated;
-    await stopProcess(ingest);
-  }
+  if (ingest) await stopProcess(ingest);
 
   printScenarios(results);
-  const drained = await drain(databaseUrl, serviceEnv, accepted);
-  const report = buildReport(results, { accepted, deduplicated, ...drained });
+  drained ??= await drain(databaseUrl, 0);
+  const truncated = settings.kafkaBrokers ? [] : await truncatedPartitions(brokers);
+  await stopProcess(sinks);
+  const accepted = totalOf('accepted');
+  const deduplicated = totalOf('deduplicated');
+  const report = buildReport(results, {
+    accepted,
+    deduplicated,
+    ...drained,
+    catchUpSecondsByScenario: catchUps,
+    truncatedPartitions: truncated,
+  });
   await mkdir(path.join(ROOT, 'bench/results'), { recursive: true });
   const file = path.join(ROOT, `bench/results/ingest-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
@@ -239,6 +256,7 @@ async function measure(
   port: number,
   apiKey: string,
   itemIds: number[],
+  serverPid: number | undefined,
 ): Promise<ScenarioResult> {
   const batch = scenario === 'batch';
   const eventsPerRequest = batch ? settings.batchEvents : 1;
@@ -263,14 +281,22 @@ async function measure(
   const options = {
     url: `http://127.0.0.1:${port}${BASE_PATH}/usage/events${batch ? '/batch' : ''}`,
     method: 'POST',
-    connections: settings.connections,
+    connections: batch ? settings.batchConnections : settings.connections,
     headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
     requests: [{ setupRequest }],
   };
   log(`${scenario}: warm-up ${settings.warmupSeconds} s, then ${settings.durationSeconds} s`);
   if (settings.warmupSeconds > 0) await autocannon({ ...options, duration: settings.warmupSeconds });
+  const pids = [serverPid, helpers.redis, helpers.kafka];
+  const cpuBefore = await Promise.all(pids.map(cpuSeconds));
+  const selfBefore = process.cpuUsage();
   const result = await autocannon({ ...options, duration: settings.durationSeconds });
+  const selfCpu = process.cpuUsage(selfBefore);
+  const cpuAfter = await Promise.all(pids.map(cpuSeconds));
   const requestsPerSecond = result['2xx'] / result.duration;
+  const events = Math.max(1, result['2xx'] * eventsPerRequest);
+  const micros = (seconds: number) => round((seconds * 1e6) / events);
+  const cpu = cpuAfter.map((after, i) => after - cpuBefore[i]!);
   return {
     scenario,
     eventsPerRequest,
@@ -282,6 +308,12 @@ async function measure(
     requests: result.requests.total,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
+    cpuMicrosPerEvent: {
+      server: micros(cpu[0]!),
+      redis: micros(cpu[1]!),
+      kafka: micros(cpu[2]!),
+      autocannon: micros((selfCpu.user + selfCpu.system) / 1e6),
+    },
   };
 }
 
@@ -296,6 +328,10 @@ async function ingestCounters(port: number): Promise<{ accepted: number; dedupli
       const pattern = new RegExp(`billing_ingest_events_total\\{outcome="${outcome}",reason=""\\} (\\d+)`);
       return Number(pattern.exec(text)?.[1] ?? 0);
     };
+    const produced = Number(/billing_kafka_produce_batch_size_sum (\d+)/.exec(text)?.[1] ?? 0);
+    log(
+      `  ${port}: accepted ${value('accepted')}, deduplicated ${value('deduplicated')}, acknowledged by Kafka ${produced}`,
+    );
     return { accepted: value('accepted'), deduplicated: value('deduplicated') };
   };
   let last = await read();
@@ -310,7 +346,6 @@ async function ingestCounters(port: number): Promise<{ accepted: number; dedupli
 /** Starts the sinks after the load and waits until Postgres and ClickHouse hold every event. */
 async function drain(
   databaseUrl: string,
-  serviceEnv: Record<string, string | undefined>,
   accepted: number,
 ): Promise<{
   catchUpSeconds: number | null;
@@ -320,13 +355,7 @@ async function drain(
   clickhouseRowsBeforeMerge: number;
   clickhouseSum: string;
 }> {
-  const sinksPort = await freePort();
   const started = Date.now();
-  const sinks = await startProcess(
-    'services/ingest/sinks.ts',
-    { ...serviceEnv, SINKS_PORT: String(sinksPort) },
-    sinksPort,
-  );
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   const clickhouse = openClickHouse({ url: settings.clickhouseUrl, database: runId });
@@ -347,7 +376,7 @@ async function drain(
     };
   };
   try {
-    log(`sinks draining ${accepted} events into Postgres and ClickHouse...`);
+    log(`waiting for the sinks to hold all ${accepted} events in Postgres and ClickHouse...`);
     let state = await read();
     let lastLog = Date.now();
     while (state.postgresRows < accepted || state.clickhouseRows < accepted) {
@@ -369,7 +398,23 @@ async function drain(
   } finally {
     await db.end();
     await clickhouse.close();
-    await stopProcess(sinks);
+  }
+}
+
+/**
+ * Partitions the Kafka test broker cut from the front (low watermark above 0): it keeps about
+ * 5 MB per partition. Events in the cut part that the sinks had not read yet are gone, which is
+ * the test broker's limit, not the service's; the report says so instead of counting them lost.
+ */
+async function truncatedPartitions(brokers: string): Promise<number[]> {
+  const kafka = createKafka({ brokers: brokers.split(','), clientId: 'bench-ingest' });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const offsets = await admin.fetchTopicOffsets(runId);
+    return offsets.filter((partition) => Number(partition.low) > 0).map((partition) => partition.partition);
+  } finally {
+    await admin.disconnect();
   }
 }
 
@@ -384,6 +429,8 @@ function buildReport(
     clickhouseRows: number;
     clickhouseRowsBeforeMerge: number;
     clickhouseSum: string;
+    catchUpSecondsByScenario: Record<string, number | null>;
+    truncatedPartitions: number[];
   },
 ) {
   const byName = Object.fromEntries(results.map((r) => [r.scenario, r])) as Partial<
@@ -399,6 +446,7 @@ function buildReport(
     Math.max(0, totals.clickhouseRows - totals.accepted) +
     totals.deduplicated;
   const ingest = byName.ingest;
+  const brokerLimited = totals.truncatedPartitions.length > 0 && lost > 0;
   const checks = [
     check(
       `ingest >= ${BARS.ingestEventsPerSecond} events/s`,
@@ -412,10 +460,15 @@ function buildReport(
       byName.batch?.eventsPerSecond,
       (v) => v >= BARS.batchEventsPerSecond,
     ),
-    check('zero lost', lost, (v) => v === 0),
+    // Events the test broker dropped before the sinks read them cannot be judged here.
+    brokerLimited ? check('zero lost', null, () => false) : check('zero lost', lost, (v) => v === 0),
     check('zero doubled', doubled, (v) => v === 0),
-    check('Postgres sum exact', totals.postgresSum === expectedSum ? 1 : 0, (v) => v === 1),
-    check('ClickHouse sum exact', totals.clickhouseSum === expectedSum ? 1 : 0, (v) => v === 1),
+    brokerLimited
+      ? check('Postgres sum exact', null, () => false)
+      : check('Postgres sum exact', totals.postgresSum === expectedSum ? 1 : 0, (v) => v === 1),
+    brokerLimited
+      ? check('ClickHouse sum exact', null, () => false)
+      : check('ClickHouse sum exact', totals.clickhouseSum === expectedSum ? 1 : 0, (v) => v === 1),
   ];
   const ratios = { ingestOverBare: ratio(ingest, byName.bare), ingestOverApi: ratio(ingest, byName.api) };
 
@@ -430,7 +483,18 @@ function buildReport(
       `sum ${totals.postgresSum}  |  ClickHouse rows ${totals.clickhouseRows} (before merges ${totals.clickhouseRowsBeforeMerge}), ` +
       `sum ${totals.clickhouseSum}  |  expected sum ${expectedSum}`,
   );
-  console.log(`sinks caught up in ${totals.catchUpSeconds ?? 'n/a (timed out)'} s after the load\n`);
+  console.log(
+    `sinks caught up after each scenario in (s): ${Object.entries(totals.catchUpSecondsByScenario)
+      .map(([scenario, seconds]) => `${scenario} ${seconds ?? 'n/a (timed out)'}`)
+      .join(', ')}\n`,
+  );
+  if (brokerLimited) {
+    console.log(
+      `WARNING: the Kafka test broker cut partitions ${totals.truncatedPartitions.join(', ')} (it keeps about 5 MB ` +
+        'per partition): events the sinks had not read yet are gone, so lost/sum checks are n/a. Raise ' +
+        'BENCH_PARTITIONS, or point KAFKA_BROKERS at a real Kafka.\n',
+    );
+  }
   console.log('bar                                   value        pass');
   for (const c of checks) {
     console.log(
@@ -454,13 +518,19 @@ function check(bar: string, value: number | null | undefined, pass: (value: numb
 }
 
 function printScenarios(results: ScenarioResult[]): void {
-  console.log('\nscenario   events/req   req/s      events/s     p50 ms   p99 ms   max ms   non-2xx  errors');
+  console.log(
+    '\nscenario   events/req   req/s      events/s     p50 ms   p99 ms   max ms   non-2xx  errors' +
+      '   CPU µs/event: server  redis  kafka  autocannon',
+  );
   for (const r of results) {
+    const cpu = r.cpuMicrosPerEvent;
     console.log(
       `${r.scenario.padEnd(11)}${String(r.eventsPerRequest).padStart(10)}` +
         `${String(r.requestsPerSecond).padStart(10)}${String(r.eventsPerSecond).padStart(13)}` +
         `${String(r.p50Ms).padStart(9)}${String(r.p99Ms).padStart(9)}${String(r.maxMs).padStart(9)}` +
-        `${String(r.non2xx).padStart(10)}${String(r.errors).padStart(8)}`,
+        `${String(r.non2xx).padStart(10)}${String(r.errors).padStart(8)}` +
+        `${String(cpu.server).padStart(22)}${String(cpu.redis).padStart(7)}${String(cpu.kafka).padStart(7)}` +
+        `${String(cpu.autocannon).padStart(12)}`,
     );
   }
 }
@@ -476,15 +546,33 @@ async function startProcess(
   const profile = process.env.BENCH_PROFILE_DIR
     ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
     : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(ROOT, entry)], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  // The sinks run at the lowest CPU priority: on a small machine they use what the servers under
+  // test leave, instead of taking CPU from the measurement (in production they run elsewhere).
+  const lowPriority = entry.endsWith('sinks.ts');
+  const command = [...profile, '--import', 'tsx', path.join(ROOT, entry)];
+  const child = spawn(
+    lowPriority ? 'nice' : process.execPath,
+    lowPriority ? ['-n', '19', process.execPath, ...command] : command,
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   children.push(child);
   let output = '';
-  child.stdout!.on('data', (data) => (output += data));
-  child.stderr!.on('data', (data) => (output += data));
+  // Each process's own log lines (LOG_LEVEL=warn: problems only) go beside the report.
+  const logFile = path.join(ROOT, 'bench/results', `${runId}-${path.basename(entry, '.ts')}.log`);
+  await mkdir(path.dirname(logFile), { recursive: true });
+  const log = createWriteStream(logFile, { flags: 'a' });
+  child.stdout!.on('data', (data) => {
+    output += data;
+    log.write(data);
+  });
+  child.stderr!.on('data', (data) => {
+    output += data;
+    log.write(data);
+  });
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${entry} exited with ${child.exitCode}:\n${output}`);
@@ -520,6 +608,7 @@ async function startRedis(): Promise<string> {
     },
   );
   children.push(child);
+  helpers.redis = child.pid;
   await new Promise<void>((resolve, reject) => {
     let output = '';
     child.stdout!.on('data', (data: Buffer) => {
@@ -529,6 +618,47 @@ async function startRedis(): Promise<string> {
     child.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${output}`)));
   });
   return `redis://127.0.0.1:${port}`;
+}
+
+/**
+ * A Kafka test broker of this run (librdkafka's mock cluster, see deploy/dev-services) with the
+ * topic created at `partitions`; started here rather than through the test helper so its CPU
+ * time can be read.
+ */
+async function startKafkaBroker(topic: string, partitions: number): Promise<string> {
+  const child = spawn(KAFKA_TEST_BROKER_BINARY, ['1'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  children.push(child);
+  helpers.kafka = child.pid;
+  const lines: string[] = [];
+  const waiters: (() => void)[] = [];
+  let buffered = '';
+  child.stdout!.on('data', (data: Buffer) => {
+    buffered += data;
+    let newline = buffered.indexOf('\n');
+    while (newline >= 0) {
+      lines.push(buffered.slice(0, newline));
+      buffered = buffered.slice(newline + 1);
+      newline = buffered.indexOf('\n');
+      waiters.shift()?.();
+    }
+  });
+  const nextLine = async () => {
+    while (!lines.length) {
+      if (child.exitCode !== null)
+        throw new Error('the Kafka test broker exited; run `npm test` once to build it');
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
+    return lines.shift()!;
+  };
+  child.once('exit', () => {
+    for (const wake of waiters.splice(0)) wake();
+  });
+  const bootstrap = /^BOOTSTRAP (\S+)/.exec(await nextLine())?.[1];
+  if (!bootstrap) throw new Error('unexpected output from the Kafka test broker');
+  child.stdin!.write(`topic ${topic} ${partitions}\n`);
+  const answer = await nextLine();
+  if (answer !== 'OK') throw new Error(`Kafka test broker: ${answer}`);
+  return bootstrap;
 }
 
 async function cleanUp(): Promise<void> {
@@ -567,6 +697,19 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** CPU seconds a process used so far (user + system), from /proc; 0 where /proc is missing. */
+async function cpuSeconds(pid: number | undefined): Promise<number> {
+  if (!pid) return 0;
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime, in clock ticks of 1/100 s (USER_HZ on Linux)
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
 }
 
 function intEnv(name: string, fallback: number): number {

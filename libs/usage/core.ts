@@ -43,7 +43,7 @@ export type BatchOutcome = { event: UsageEvent } | { error: ApiError };
 export interface UsageIngestOptions {
   store: UsageDedupStore;
   log: UsageEventLog;
-  items: Pick<SubscriptionItemCache, 'usageType'>;
+  items: Pick<SubscriptionItemCache, 'usageType' | 'cached'>;
   /** Counts requests that never reach the reservation (invalid ones), with the same buckets. */
   rateLimiter: RateLimiter;
   /** REDIS_KEY_PREFIX: the rate limiter's buckets and the dedup keys live under it. */
@@ -89,9 +89,11 @@ interface Deferred<T> {
  */
 export class UsageIngest {
   private readonly now: () => number;
-  /** Events of this process between reservation and the log's answer, by event id. */
-  private readonly inFlight = new Map<string, Deferred<UsageEventRecord>>();
-  private readonly background = new Set<Promise<void>>();
+  /**
+   * Events of this process between reservation and the log's answer, by event id; a waiter is
+   * made only when a duplicate in this process comes to wait (null until then).
+   */
+  private readonly inFlight = new Map<string, Deferred<UsageEventRecord> | null>();
 
   constructor(private readonly options: UsageIngestOptions) {
     this.now = options.now ?? Date.now;
@@ -138,19 +140,38 @@ export class UsageIngest {
     }
     const outcomes: BatchOutcome[] = new Array(events.length);
     const candidates: (UsageEventRecord | undefined)[] = new Array(events.length);
-    await Promise.all(
-      events.map(async (event, index) => {
-        try {
-          const valid = parseUsageEvent(event, undefined, receivedAtMs);
-          await this.checkItem(auth.orgId, valid.subscriptionItemId);
-          candidates[index] = this.candidate(auth.orgId, valid, receivedAtMs);
-        } catch (error) {
-          if (!(error instanceof ApiError) || error.code === 'SERVICE_UNAVAILABLE') throw error;
-          countOutcome(rejected(error.code));
-          outcomes[index] = { error };
-        }
-      }),
-    ).catch((error) => this.refuse(auth, error));
+    // Items known to the cache are checked without waiting; the others are looked up together.
+    const lookups: Promise<void>[] = [];
+    const check = (index: number, valid: ValidUsageEvent, usageType: string | undefined) => {
+      const problem = itemProblem(valid.subscriptionItemId, usageType);
+      if (problem) {
+        countOutcome(rejected(problem.code));
+        outcomes[index] = { error: problem };
+      } else {
+        candidates[index] = this.candidate(auth.orgId, valid, receivedAtMs);
+      }
+    };
+    for (let index = 0; index < events.length; index++) {
+      let valid: ValidUsageEvent;
+      try {
+        valid = parseUsageEvent(events[index], undefined, receivedAtMs);
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        countOutcome(rejected(error.code));
+        outcomes[index] = { error };
+        continue;
+      }
+      const known = this.options.items.cached(auth.orgId, valid.subscriptionItemId);
+      if (known) check(index, valid, known.usageType);
+      else {
+        lookups.push(
+          this.usageTypeOf(auth.orgId, valid.subscriptionItemId).then((usageType) =>
+            check(index, valid, usageType),
+          ),
+        );
+      }
+    }
+    if (lookups.length) await Promise.all(lookups).catch((error) => this.refuse(auth, error));
 
     const positions: number[] = [];
     const valid: UsageEventRecord[] = [];
@@ -187,7 +208,6 @@ export class UsageIngest {
 
   /** Waits for commits still on their way to the store (at shutdown). */
   async drain(): Promise<void> {
-    while (this.background.size) await Promise.allSettled([...this.background]);
     await this.options.store.flush();
   }
 
@@ -203,17 +223,19 @@ export class UsageIngest {
   }
 
   private async checkItem(orgId: number, subscriptionItemId: number): Promise<void> {
-    let usageType: string | undefined;
+    const known = this.options.items.cached(orgId, subscriptionItemId);
+    const problem = itemProblem(
+      subscriptionItemId,
+      known ? known.usageType : await this.usageTypeOf(orgId, subscriptionItemId),
+    );
+    if (problem) throw problem;
+  }
+
+  private async usageTypeOf(orgId: number, subscriptionItemId: number): Promise<string | undefined> {
     try {
-      usageType = await this.options.items.usageType(orgId, subscriptionItemId);
+      return await this.options.items.usageType(orgId, subscriptionItemId);
     } catch (cause) {
       throw unavailable('The database is unavailable.', cause);
-    }
-    if (usageType === undefined) throw ApiError.notFound(`Subscription item ${subscriptionItemId}`);
-    if (usageType !== 'metered') {
-      throw ApiError.badRequest(
-        `Subscription item ${subscriptionItemId} is not metered; usage can only be reported for metered items.`,
-      );
     }
   }
 
@@ -260,7 +282,7 @@ export class UsageIngest {
     }));
     // Known before the reservation: a duplicate in this process that finds our pending record
     // must find us here, even if its reply from the store arrives first.
-    for (const candidate of candidates) this.inFlight.set(candidate.id, deferred());
+    for (const candidate of candidates) this.inFlight.set(candidate.id, null);
 
     const bucket = countHere ? this.bucketOf(auth) : undefined;
     let reservation: Awaited<ReturnType<UsageDedupStore['reserve']>>;
@@ -292,6 +314,18 @@ export class UsageIngest {
       }
     });
     const settled: Settled[] = new Array(candidates.length);
+    if (!duplicates.length) {
+      // The common case: every event is new.
+      try {
+        const stored = await this.append(candidates, entries);
+        for (let i = 0; i < stored.length; i++) {
+          settled[i] = { record: stored[i]!, deduplicated: stored[i]!.id !== candidates[i]!.id };
+        }
+      } catch (error) {
+        throw withHeaders(asApiError(error), headers);
+      }
+      return { decision, settled };
+    }
     const work: Promise<void>[] = [];
     if (fresh.length) {
       work.push(
@@ -342,7 +376,11 @@ export class UsageIngest {
       pending: entry.pending,
       committed: encodeDedupRecord('committed', stored[i]!),
     }));
-    this.track(this.options.store.commit(commits, this.options.idempotencyTtlSeconds));
+    this.options.store.commit(commits, this.options.idempotencyTtlSeconds).catch((error) => {
+      // The event is durable; only the key's upgrade to committed was lost. Duplicates wait until
+      // the pending record expires, then record again, and the sinks keep the first one.
+      this.options.logger.warn({ err: error }, 'could not commit usage idempotency keys');
+    });
     return stored;
   }
 
@@ -366,7 +404,7 @@ export class UsageIngest {
       }
       const { state, record } = decodeDedupRecord(current, candidate);
       if (state === 'committed') return { record, deduplicated: true };
-      const local = this.inFlight.get(record.id);
+      const local = this.waiterFor(record.id);
       if (local) {
         try {
           return { record: await local.promise, deduplicated: true };
@@ -389,23 +427,21 @@ export class UsageIngest {
     }
   }
 
-  private settleInFlight(id: string, result: { stored: UsageEventRecord } | { error: unknown }): void {
-    const waiting = this.inFlight.get(id);
-    if (!waiting) return;
-    this.inFlight.delete(id);
-    if ('stored' in result) waiting.resolve(result.stored);
-    else waiting.reject(result.error);
+  /** A promise of the outcome of an event of this process still on its way to the log. */
+  private waiterFor(id: string): Deferred<UsageEventRecord> | undefined {
+    const waiter = this.inFlight.get(id);
+    if (waiter !== null) return waiter;
+    const created = deferred<UsageEventRecord>();
+    this.inFlight.set(id, created);
+    return created;
   }
 
-  private track(work: Promise<void>): void {
-    const tracked = work
-      .catch((error) => {
-        // The event is durable; only the key's upgrade to committed was lost. Duplicates wait until
-        // the pending record expires, then record again, and the sinks keep the first one.
-        this.options.logger.warn({ err: error }, 'could not commit usage idempotency keys');
-      })
-      .finally(() => this.background.delete(tracked));
-    this.background.add(tracked);
+  private settleInFlight(id: string, result: { stored: UsageEventRecord } | { error: unknown }): void {
+    const waiting = this.inFlight.get(id);
+    this.inFlight.delete(id);
+    if (!waiting) return;
+    if ('stored' in result) waiting.resolve(result.stored);
+    else waiting.reject(result.error);
   }
 
   private bucketOf(auth: AuthContext) {
@@ -436,6 +472,17 @@ export class UsageIngest {
       secondsToReset: window.secondsToReset,
     };
   }
+}
+
+/** Why usage cannot be recorded for this item: unknown here (404) or not metered (400). */
+function itemProblem(subscriptionItemId: number, usageType: string | undefined): ApiError | undefined {
+  if (usageType === undefined) return ApiError.notFound(`Subscription item ${subscriptionItemId}`);
+  if (usageType !== 'metered') {
+    return ApiError.badRequest(
+      `Subscription item ${subscriptionItemId} is not metered; usage can only be reported for metered items.`,
+    );
+  }
+  return undefined;
 }
 
 function deferred<T>(): Deferred<T> {

@@ -22,10 +22,22 @@ export function toPublicUsageEvent(record: UsageEventRecord): UsageEvent {
     object: 'usage_event',
     subscription_item_id: record.subscriptionItemId,
     quantity: Number(record.quantity),
-    timestamp: new Date(record.occurredAtMs).toISOString(),
+    timestamp: isoString(record.occurredAtMs),
     idempotency_key: record.idempotencyKey,
-    recorded_at: new Date(record.recordedAtMs).toISOString(),
+    recorded_at: isoString(record.recordedAtMs),
   };
+}
+
+let lastMs = Number.NaN;
+let lastIso = '';
+
+/** toISOString, remembering the last answer: the events of a batch share their times. */
+function isoString(ms: number): string {
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString();
+    lastMs = ms;
+  }
+  return lastIso;
 }
 
 /** Message key on the log: one item's events share a partition, so they stay in order. */

@@ -27,6 +27,15 @@ export class SubscriptionItemCache {
     },
   ) {}
 
+  /**
+   * The cached answer without waiting: `{ usageType }` when the cache knows (usageType undefined:
+   * no such item), undefined when it must ask the database (usageType()).
+   */
+  cached(orgId: number, subscriptionItemId: number): { usageType: UsageType | undefined } | undefined {
+    const cached = this.cache.get(`${orgId}:${subscriptionItemId}`);
+    return cached && cached.expiresAt > (this.options.now ?? Date.now)() ? cached : undefined;
+  }
+
   /** undefined: no such item in this organization (another org's item looks the same). */
   async usageType(orgId: number, subscriptionItemId: number): Promise<UsageType | undefined> {
     const key = `${orgId}:${subscriptionItemId}`;

@@ -4,20 +4,34 @@ import type { Redis } from '../redis/index.js';
 import type { DedupEntry, Reservation, ReservationResult, UsageDedupStore } from './store.js';
 
 /**
- * Many reservations in one script call. The rate-limit step is the shared RATE_LIMIT_LUA, run as
- * a function whose parameters shadow KEYS and ARGV, so every route counts with the same rule.
- *   KEYS: per reservation, its bucket then one key per entry
- *   ARGV[1] pending ttl, ARGV[2] number of reservations, then per reservation:
- *     limit ('-1': not counted), bucket ttl, entry count, one pending record per entry
- * Returns, per reservation: count, allowed, then per entry the record found (nil when reserved).
+ * Commits, then reservations, of many requests in ONE script call (one Redis round trip per turn
+ * of the event loop, whatever the number of requests). The rate-limit step is the shared
+ * RATE_LIMIT_LUA, run as a function whose parameters shadow KEYS and ARGV, so every route counts
+ * with the same rule.
+ *   ARGV[1] pending ttl, ARGV[2] committed ttl, ARGV[3] commits, ARGV[4] reservations, then
+ *   per commit: pending record, committed record (KEYS: its identity);
+ *   per reservation: limit ('-1': not counted), bucket ttl, entry count, one pending record per
+ *   entry (KEYS: its bucket, then one identity per entry).
+ * A commit replaces the record only if it is still the caller's pending one; a reservation is a
+ * SET NX GET. Returns, per reservation: count, allowed, then per entry the record found (nil when
+ * it was free and is now reserved).
  */
 export const RESERVE_LUA = `
 local function consume_request(KEYS, ARGV)
 ${RATE_LIMIT_LUA}
 end
+local k, a = 1, 5
+for _ = 1, tonumber(ARGV[3]) do
+  local previous = redis.call('SET', KEYS[k], ARGV[a + 1], 'XX', 'GET', 'EX', ARGV[2])
+  if previous and previous ~= ARGV[a] then
+    -- Not ours any more (ours expired and another request reserved it): put that one back.
+    redis.call('SET', KEYS[k], previous, 'EX', ARGV[1])
+  end
+  k = k + 1
+  a = a + 2
+end
 local out = {}
-local k, a = 1, 3
-for _ = 1, tonumber(ARGV[2]) do
+for _ = 1, tonumber(ARGV[4]) do
   local limit, bucket_ttl, n = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
   a = a + 3
   local count, allowed = 0, 1
@@ -31,8 +45,7 @@ for _ = 1, tonumber(ARGV[2]) do
   for _ = 1, n do
     local existing = false
     if allowed == 1 then
-      existing = redis.call('GET', KEYS[k])
-      if not existing then redis.call('SET', KEYS[k], ARGV[a], 'EX', ARGV[1]) end
+      existing = redis.call('SET', KEYS[k], ARGV[a], 'NX', 'GET', 'EX', ARGV[1])
     end
     out[#out + 1] = existing
     k = k + 1
@@ -40,16 +53,6 @@ for _ = 1, tonumber(ARGV[2]) do
   end
 end
 return out
-`;
-
-/** KEYS: identities; ARGV[1] ttl, then per key its pending and committed records. */
-const COMMIT_LUA = `
-for i = 1, #KEYS do
-  if redis.call('GET', KEYS[i]) == ARGV[2 * i] then
-    redis.call('SET', KEYS[i], ARGV[2 * i + 1], 'EX', ARGV[1])
-  end
-end
-return #KEYS
 `;
 
 /** KEYS: identities; ARGV: per key its pending record. */
@@ -63,45 +66,42 @@ return #KEYS
 type ScriptArgument = string | number;
 type WithUsageScripts = Redis & {
   billingUsageReserve(numberOfKeys: number, ...args: ScriptArgument[]): Promise<(number | string | null)[]>;
-  billingUsageCommit(numberOfKeys: number, ...args: ScriptArgument[]): Promise<number>;
   billingUsageRelease(numberOfKeys: number, ...args: ScriptArgument[]): Promise<number>;
 };
 
-interface Commit {
-  entries: readonly { key: string; pending: string; committed: string }[];
-  ttlSeconds: number;
-}
+type Operation =
+  | { kind: 'reserve'; reservation: Reservation }
+  | {
+      kind: 'commit';
+      entries: readonly { key: string; pending: string; committed: string }[];
+      ttlSeconds: number;
+    };
 
 /**
- * Redis behind the dedup port. Concurrent reservations (every request that arrived in one turn of
- * the event loop) go to Redis as ONE script call; so do commits and releases. Each request still
- * costs exactly one round trip on its way in, shared with its neighbours.
+ * Redis behind the dedup port. Every reservation and commit of one turn of the event loop (all the
+ * requests that arrived in one network read, all the events one produce call acknowledged) go to
+ * Redis as ONE script call: each request costs exactly one round trip on its way in, shared with
+ * its neighbours, and its commit rides along with later requests' reservations.
  */
 export class RedisUsageDedupStore implements UsageDedupStore {
   private readonly redis: WithUsageScripts;
-  private readonly reservations: Batcher<Reservation, ReservationResult>;
-  private readonly commits: Batcher<Commit, void>;
-  private readonly releases: Batcher<readonly DedupEntry[], void>;
+  private readonly operations: Batcher<Operation, ReservationResult | undefined>;
+  private readonly releases: Batcher<readonly DedupEntry[], undefined>;
   private readonly placeholderBucket: string;
 
   constructor(redis: Redis, keyPrefix: string) {
     if (!('billingUsageReserve' in redis)) {
       redis.defineCommand('billingUsageReserve', { lua: RESERVE_LUA });
-      redis.defineCommand('billingUsageCommit', { lua: COMMIT_LUA });
       redis.defineCommand('billingUsageRelease', { lua: RELEASE_LUA });
     }
     this.redis = redis as WithUsageScripts;
     this.placeholderBucket = `${keyPrefix}usage:uncounted`;
     const maxWeight = 5000;
-    this.reservations = new Batcher((batch) => this.reserveMany(batch), {
+    this.operations = new Batcher((batch) => this.run(batch), {
       lingerMs: 0,
       maxWeight,
-      weight: (reservation) => reservation.entries.length + 1,
-    });
-    this.commits = new Batcher((batch) => this.commitMany(batch), {
-      lingerMs: 0,
-      maxWeight,
-      weight: (commit) => commit.entries.length,
+      weight: (operation) =>
+        operation.kind === 'reserve' ? operation.reservation.entries.length + 1 : operation.entries.length,
     });
     this.releases = new Batcher((batch) => this.releaseMany(batch), {
       lingerMs: 0,
@@ -110,16 +110,19 @@ export class RedisUsageDedupStore implements UsageDedupStore {
     });
   }
 
-  reserve(reservation: Reservation): Promise<ReservationResult> {
-    return this.reservations.submit(reservation);
+  async reserve(reservation: Reservation): Promise<ReservationResult> {
+    return (await this.operations.submit({ kind: 'reserve', reservation }))!;
   }
 
-  commit(entries: Commit['entries'], ttlSeconds: number): Promise<void> {
-    return this.commits.submit({ entries, ttlSeconds });
+  async commit(
+    entries: readonly { key: string; pending: string; committed: string }[],
+    ttlSeconds: number,
+  ): Promise<void> {
+    await this.operations.submit({ kind: 'commit', entries, ttlSeconds });
   }
 
-  release(entries: readonly DedupEntry[]): Promise<void> {
-    return this.releases.submit(entries);
+  async release(entries: readonly DedupEntry[]): Promise<void> {
+    await this.releases.submit(entries);
   }
 
   get(key: string): Promise<string | null> {
@@ -127,13 +130,30 @@ export class RedisUsageDedupStore implements UsageDedupStore {
   }
 
   async flush(): Promise<void> {
-    await Promise.all([this.reservations.flush(), this.commits.flush(), this.releases.flush()]);
+    await Promise.all([this.operations.flush(), this.releases.flush()]);
   }
 
-  private async reserveMany(batch: Reservation[]): Promise<ReservationResult[]> {
+  /** One script call. Every caller passes the same two ttls (the configured ones). */
+  private async run(batch: Operation[]): Promise<(ReservationResult | undefined)[]> {
+    const commitKeys: string[] = [];
+    const commitArgs: ScriptArgument[] = [];
     const keys: string[] = [];
-    const args: ScriptArgument[] = [batch[0]!.pendingTtlSeconds, batch.length];
-    for (const { bucket, entries } of batch) {
+    const args: ScriptArgument[] = [];
+    let reservations = 0;
+    let pendingTtl = 60;
+    let committedTtl = 60;
+    for (const operation of batch) {
+      if (operation.kind === 'commit') {
+        committedTtl = operation.ttlSeconds;
+        for (const entry of operation.entries) {
+          commitKeys.push(entry.key);
+          commitArgs.push(entry.pending, entry.committed);
+        }
+        continue;
+      }
+      const { bucket, entries, pendingTtlSeconds } = operation.reservation;
+      pendingTtl = pendingTtlSeconds;
+      reservations++;
       keys.push(bucket?.key ?? this.placeholderBucket);
       args.push(bucket ? bucket.limit : -1, bucket ? bucket.ttlSeconds : 0, entries.length);
       for (const entry of entries) {
@@ -141,32 +161,29 @@ export class RedisUsageDedupStore implements UsageDedupStore {
         args.push(entry.pending);
       }
     }
-    const reply = await this.redis.billingUsageReserve(keys.length, ...keys, ...args);
-    const results: ReservationResult[] = [];
+    const reply = await this.redis.billingUsageReserve(
+      commitKeys.length + keys.length,
+      ...commitKeys,
+      ...keys,
+      pendingTtl,
+      committedTtl,
+      commitKeys.length,
+      reservations,
+      ...commitArgs,
+      ...args,
+    );
     let at = 0;
-    for (const { entries } of batch) {
+    return batch.map((operation) => {
+      if (operation.kind === 'commit') return undefined;
       const count = Number(reply[at]);
       const allowed = Number(reply[at + 1]) === 1;
       at += 2;
       const existing: (string | null)[] = [];
-      for (let i = 0; i < entries.length; i++) existing.push((reply[at++] as string | null) ?? null);
-      results.push({ count, allowed, existing });
-    }
-    return results;
-  }
-
-  private async commitMany(batch: Commit[]): Promise<undefined[]> {
-    // One ttl per call: every caller passes the configured idempotency ttl.
-    const keys: string[] = [];
-    const args: ScriptArgument[] = [batch[0]!.ttlSeconds];
-    for (const { entries } of batch) {
-      for (const entry of entries) {
-        keys.push(entry.key);
-        args.push(entry.pending, entry.committed);
+      for (let i = 0; i < operation.reservation.entries.length; i++) {
+        existing.push((reply[at++] as string | null) ?? null);
       }
-    }
-    if (keys.length) await this.redis.billingUsageCommit(keys.length, ...keys, ...args);
-    return batch.map(() => undefined);
+      return { count, allowed, existing };
+    });
   }
 
   private async releaseMany(batch: (readonly DedupEntry[])[]): Promise<undefined[]> {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../errors/index.js';
-import { parseUsageEvent, parseUsageEventBatch } from './request.js';
+import { CreateUsageEvent } from '../schemas/index.js';
+import { parseUsageEvent, parseUsageEventBatch, wellFormedEvent } from './request.js';
 
 const NOW = Date.UTC(2026, 10, 20, 12, 0, 0);
 
@@ -94,6 +95,75 @@ describe('usage event validation', () => {
     ).toEqual([expect.objectContaining({ field: 'colour', code: 'unknown_field' })]);
     expect(failure(() => parseUsageEvent(undefined, 'k', NOW)).code).toBe('VALIDATION_ERROR');
     expect(failure(() => parseUsageEvent([1], 'k', NOW)).code).toBe('VALIDATION_ERROR');
+  });
+});
+
+describe('the shortcut past zod', () => {
+  it('accepts only bodies zod accepts, with the same output', () => {
+    const values = [
+      undefined,
+      null,
+      0,
+      -1,
+      1,
+      7,
+      1.5,
+      0.1,
+      1e-8,
+      1e-9,
+      1.123456789,
+      1e15,
+      1e15 + 2,
+      2 ** 53,
+      Number.MAX_SAFE_INTEGER,
+      '',
+      'k',
+      'x'.repeat(255),
+      'x'.repeat(256),
+      '2026-01-01T00:00:00Z',
+      true,
+      [],
+      {},
+    ];
+    let random = 42;
+    const next = () => {
+      random = (random * 1103515245 + 12345) % 2 ** 31;
+      return random;
+    };
+    // Each field absent a third of the time, else a value of its own kind (valid or not) or any other.
+    const own: Record<string, unknown[]> = {
+      subscription_item_id: [1, 7, Number.MAX_SAFE_INTEGER, 0, -1, 1.5, 2 ** 53],
+      quantity: [1, 1.5, 0.1, 1e-8, 1e15, 0, -1, 1e-9, 1.123456789, 1e15 + 2],
+      timestamp: ['2026-01-01T00:00:00Z', 'yesterday'],
+      idempotency_key: ['k', 'x'.repeat(255), '', 'x'.repeat(256)],
+      extra: [1],
+    };
+    const pick = (field: string) => {
+      const roll = next() % 12;
+      if (roll < 4) return undefined;
+      const pool = roll < 10 ? own[field]! : values;
+      return pool[next() % pool.length];
+    };
+    let accepted = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const body: Record<string, unknown> = {};
+      for (const field of ['subscription_item_id', 'quantity', 'timestamp', 'idempotency_key', 'extra']) {
+        const value = pick(field);
+        if (value !== undefined) body[field] = value;
+      }
+      const fast = wellFormedEvent(body);
+      if (!fast) continue;
+      accepted++;
+      const slow = CreateUsageEvent.safeParse(body);
+      expect(slow.success, JSON.stringify(body)).toBe(true);
+      expect(fast).toEqual(slow.data);
+    }
+    expect(accepted).toBeGreaterThan(50);
+    expect(wellFormedEvent({ subscription_item_id: 3, quantity: 2, idempotency_key: 'k' })).toEqual({
+      subscription_item_id: 3,
+      quantity: 2,
+      idempotency_key: 'k',
+    });
   });
 });
 

@@ -68,30 +68,32 @@ export class Exchange {
 }
 
 /**
- * Collects the request body. uWS hands chunks it reuses after the callback, so each is copied.
- * Beyond `limit` bytes the rest is drained unread and `tooLarge` is reported.
+ * Collects the request body as text. uWS hands chunks it reuses after the callback: a body in one
+ * chunk (the usual case) is decoded right away, others are copied until the last one. Beyond
+ * `limit` bytes the rest is drained unread and `tooLarge` is reported.
  */
 export function readBody(
   res: HttpResponse,
   limit: number,
-  done: (body: Buffer, tooLarge: boolean) => void,
+  done: (body: string, tooLarge: boolean) => void,
 ): void {
-  const chunks: Buffer[] = [];
+  let chunks: Buffer[] | undefined;
   let size = 0;
   let tooLarge = false;
   res.onData((chunk, isLast) => {
     if (!tooLarge) {
-      const length = chunk.byteLength;
-      size += length;
+      const view = Buffer.from(chunk as ArrayBuffer);
+      size += view.byteLength;
       if (size > limit) {
         tooLarge = true;
-        chunks.length = 0;
-      } else if (length) {
-        chunks.push(
-          chunk instanceof ArrayBuffer ? Buffer.from(chunk.slice(0)) : Buffer.from(chunk as Uint8Array),
-        );
+        chunks = undefined;
+      } else if (isLast && !chunks) {
+        return done(view.toString('utf8'), false);
+      } else if (view.byteLength) {
+        chunks ??= [];
+        chunks.push(Buffer.from(view));
       }
     }
-    if (isLast) done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), tooLarge);
+    if (isLast) done(tooLarge || !chunks ? '' : Buffer.concat(chunks).toString('utf8'), tooLarge);
   });
 }
