@@ -1,13 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { killServices, startService } from './service-process.js';
+import { type ServiceProcess, startTs } from '../helpers/processes.js';
 import { createUsageItems, type UsageItems } from './support.js';
 
 const LISTENING = /ingest service listening on http:\/\/127\.0\.0\.1:(\d+)/;
 
 /** The ingest service process on the JS fallback of uWebSockets.js (UWS_USE_FALLBACK=1). */
 describe('ingest service process', () => {
+  const started: ServiceProcess[] = [];
+  const start = async (...args: Parameters<typeof startTs>) => {
+    const service = await startTs(...args);
+    started.push(service);
+    return service;
+  };
   let database: TestDatabase;
   let org: TestOrg;
   let items: UsageItems;
@@ -18,7 +24,8 @@ describe('ingest service process', () => {
     items = await createUsageItems(database.db, org.orgId);
   });
   afterAll(async () => {
-    await killServices();
+    // No service outlives the file, whatever failed.
+    await Promise.all(started.map((service) => service.kill()));
     await database?.drop();
   });
 
@@ -35,11 +42,7 @@ describe('ingest service process', () => {
 
   it('works on the JS fallback of uWebSockets.js too', async () => {
     // Embedded twins here: memory store, in-process log writing to this database.
-    const ingest = await startService(
-      'services/ingest/main.ts',
-      { ...baseEnv(), UWS_USE_FALLBACK: '1' },
-      LISTENING,
-    );
+    const ingest = await start('services/ingest/main.ts', { ...baseEnv(), UWS_USE_FALLBACK: '1' }, LISTENING);
     try {
       expect(ingest.output()).toContain('fallback');
       const base = `http://127.0.0.1:${ingest.match[1]}`;

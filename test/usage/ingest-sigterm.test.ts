@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startUsageSinks, type UsageSinks } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { type ServiceProcess, startTs } from '../helpers/processes.js';
 import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
-import { killServices, startService } from './service-process.js';
 import { createUsageItems, eventually, type UsageItems } from './support.js';
 
 const LISTENING = /ingest service listening on http:\/\/127\.0\.0\.1:(\d+)/;
@@ -14,6 +14,12 @@ const LISTENING = /ingest service listening on http:\/\/127\.0\.0\.1:(\d+)/;
  * SIGTERM while clients send events. Every request answered 201 must reach Postgres.
  */
 describe('ingest service process', () => {
+  const started: ServiceProcess[] = [];
+  const start = async (...args: Parameters<typeof startTs>) => {
+    const service = await startTs(...args);
+    started.push(service);
+    return service;
+  };
   let database: TestDatabase;
   let org: TestOrg;
   let items: UsageItems;
@@ -24,7 +30,8 @@ describe('ingest service process', () => {
     items = await createUsageItems(database.db, org.orgId);
   });
   afterAll(async () => {
-    await killServices();
+    // No service outlives the file, whatever failed.
+    await Promise.all(started.map((service) => service.kill()));
     await database?.drop();
   });
 
@@ -49,7 +56,7 @@ describe('ingest service process', () => {
       KAFKA_USAGE_TOPIC: topic,
       SHUTDOWN_TIMEOUT_MS: '10000',
     };
-    const ingest = await startService('services/ingest/main.ts', env, LISTENING);
+    const ingest = await start('services/ingest/main.ts', env, LISTENING);
     const url = `http://127.0.0.1:${ingest.match[1]}/api/public/v1/usage/events`;
     let sinks: UsageSinks | undefined;
     try {

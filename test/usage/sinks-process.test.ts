@@ -4,9 +4,8 @@ import { type ClickHouse, openClickHouse } from '../../libs/clickhouse/index.js'
 import { createKafka } from '../../libs/kafka/index.js';
 import { encodeLogMessages, migrateClickHouse } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
-import { runTs } from '../helpers/processes.js';
+import { runTs, type ServiceProcess, startTs } from '../helpers/processes.js';
 import { testServices, uniqueName } from '../helpers/services.js';
-import { killServices, startService } from './service-process.js';
 import { eventually } from './support.js';
 
 const EVENTS = 20_000;
@@ -18,6 +17,12 @@ const RUNNING = /sinks running \(pg-sink, ch-sink\); ops on port (\d+)/;
  * writes) and nothing is doubled (the redelivered part lands on the idempotent sinks).
  */
 describe('sinks process', () => {
+  const started: ServiceProcess[] = [];
+  const start = async (...args: Parameters<typeof startTs>) => {
+    const service = await startTs(...args);
+    started.push(service);
+    return service;
+  };
   let database: TestDatabase;
   let clickhouse: ClickHouse;
   let topic: string;
@@ -44,7 +49,8 @@ describe('sinks process', () => {
     };
   });
   afterAll(async () => {
-    await killServices();
+    // No service outlives the file, whatever failed.
+    await Promise.all(started.map((service) => service.kill()));
     await clickhouse?.close();
     await database?.drop();
   });
@@ -94,13 +100,13 @@ describe('sinks process', () => {
       return rows[0]!.n;
     };
 
-    const first = await startService('services/ingest/sinks.ts', env, RUNNING);
+    const first = await start('services/ingest/sinks.ts', env, RUNNING);
     await eventually(async () => expect(await count()).toBeGreaterThan(0), 30_000);
     await first.kill();
     const killedAt = await count();
     expect(killedAt).toBeLessThan(EVENTS);
 
-    const second = await startService('services/ingest/sinks.ts', env, RUNNING);
+    const second = await start('services/ingest/sinks.ts', env, RUNNING);
     try {
       await eventually(async () => expect(await count()).toBe(EVENTS), 60_000);
       await eventually(async () => {
