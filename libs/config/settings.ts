@@ -75,7 +75,10 @@ const sinkOnly = z.object({
   SINK_BATCH_SIZE: positiveInt(5000),
   SINK_FLUSH_MS: positiveInt(200),
   /** Prefixes the sinks' consumer group names (`pg-sink`, `ch-sink`), e.g. per deployment on a shared cluster. */
-  KAFKA_CONSUMER_GROUP_PREFIX: z.string().regex(/^[\w.-]*$/).default(''),
+  KAFKA_CONSUMER_GROUP_PREFIX: z
+    .string()
+    .regex(/^[\w.-]*$/)
+    .default(''),
 });
 
 /** Read where webhook URLs are accepted (api) and where they are called (dispatcher). */

@@ -20,11 +20,8 @@ export interface ApiDeps {
   /** External base URL (scheme://host[:port]) when configured; otherwise derived from the request. */
   publicBaseUrl: string | undefined;
   webhookAllowLocalhost: boolean;
-  /**
-   * The usage ingest core, shared with the ingest service when both run in one process. Every
-   * entry point sets it; without it the usage routes answer 503.
-   */
-  usageIngest?: UsageIngest;
+  /** The usage ingest core, shared with the ingest service when both run in one process. */
+  usageIngest: UsageIngest;
   /** Dependencies beyond the platform's (database, Redis, ClickHouse) that /readyz checks, e.g. the usage log. */
   extraReadinessChecks?: () => DependencyCheck[];
 }

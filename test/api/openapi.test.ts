@@ -26,15 +26,6 @@ const PUBLIC_OPERATIONS = new Set(['getMeta', 'getLlmsTxt']);
  */
 const JSON_RPC_OPERATIONS = new Set(['postMcp']);
 
-/**
- * Undocumented errors in routes outside issue 3 when this test was written, reported to the lead.
- * Remove an entry once its route documents the status; a new gap fails the test.
- */
-const KNOWN_GAPS = [
-  'POST /webhook-endpoints: 413',
-  'PATCH /webhook-endpoints/{endpoint_id}: 413',
-];
-
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
 interface Operation {
@@ -178,7 +169,7 @@ describe('GET /openapi.json', () => {
           missing.push(`${where}: ${status} body ${schema}`);
       }
     }
-    expect(missing.filter((gap) => !KNOWN_GAPS.includes(gap))).toEqual([]);
+    expect(missing).toEqual([]);
   });
 
   it('pages every list operation with limit and offset', () => {

@@ -150,6 +150,7 @@ describe('webhook endpoints API', () => {
         bodyLimit: api.config.BODY_LIMIT_BYTES,
         publicBaseUrl: undefined,
         webhookAllowLocalhost: false,
+        usageIngest: api.usage.ingest,
       });
       try {
         for (const url of [

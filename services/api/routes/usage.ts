@@ -43,7 +43,7 @@ const authenticate: onRequestHookHandler = async (request) => {
 
 const countRefused: onErrorHookHandler = async (request, reply, error) => {
   const usage = request.server.deps.usageIngest;
-  if (!request.auth || !usage || counted.has(request)) return;
+  if (!request.auth || counted.has(request)) return;
   counted.add(request);
   const refused = toApiError(error) ?? new ApiError('INTERNAL_SERVER_ERROR', 'unexpected');
   await usage.refuse(request.auth, refused).catch((withHeaders: unknown) => {
@@ -61,10 +61,8 @@ const headers = z.object({
 
 export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
   const core = (request: FastifyRequest): UsageIngest => {
-    const usage = app.deps.usageIngest;
-    if (!usage) throw ApiError.serviceUnavailable('Usage ingest is not configured here.');
     counted.add(request);
-    return usage;
+    return app.deps.usageIngest;
   };
 
   app.post(

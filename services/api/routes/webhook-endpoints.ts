@@ -47,7 +47,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncZod = async (app) => {
         body: CreateWebhookEndpoint,
         response: {
           201: single(CreatedWebhookEndpoint),
-          ...errorResponses(400, 415, 422, ...AUTHENTICATED_ERRORS),
+          ...errorResponses(400, 413, 415, 422, ...AUTHENTICATED_ERRORS),
         },
       },
     },
@@ -83,7 +83,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncZod = async (app) => {
         tags,
         summary: 'Retrieve a webhook endpoint',
         params: EndpointParams,
-        response: { 200: single(WebhookEndpoint), ...errorResponses(404, 422, ...AUTHENTICATED_ERRORS) },
+        response: { 200: single(WebhookEndpoint), ...errorResponses(404, ...AUTHENTICATED_ERRORS) },
       },
     },
     async (request) => ({ data: await getEndpoint(db, orgIdOf(request), request.params.endpoint_id) }),
@@ -102,7 +102,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncZod = async (app) => {
         body: UpdateWebhookEndpoint,
         response: {
           200: single(WebhookEndpoint),
-          ...errorResponses(400, 404, 415, 422, ...AUTHENTICATED_ERRORS),
+          ...errorResponses(400, 404, 413, 415, 422, ...AUTHENTICATED_ERRORS),
         },
       },
     },
@@ -123,7 +123,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncZod = async (app) => {
         params: EndpointParams,
         response: {
           204: z.undefined().meta({ description: 'Deleted.' }),
-          ...errorResponses(404, 422, ...AUTHENTICATED_ERRORS),
+          ...errorResponses(404, ...AUTHENTICATED_ERRORS),
         },
       },
     },

@@ -61,7 +61,7 @@ export const webhookEventRoutes: FastifyPluginAsyncZod = async (app) => {
         params: EventParams,
         response: {
           200: single(WebhookEventWithHistory),
-          ...errorResponses(404, 422, ...AUTHENTICATED_ERRORS),
+          ...errorResponses(404, ...AUTHENTICATED_ERRORS),
         },
       },
     },
@@ -78,7 +78,7 @@ export const webhookEventRoutes: FastifyPluginAsyncZod = async (app) => {
         description:
           'Answers 202 with the event, now RETRYING and due at once; the dispatcher makes one attempt right away. A SUCCESS or PENDING event answers 409.',
         params: EventParams,
-        response: { 202: single(WebhookEvent), ...errorResponses(404, 409, 422, ...AUTHENTICATED_ERRORS) },
+        response: { 202: single(WebhookEvent), ...errorResponses(404, 409, ...AUTHENTICATED_ERRORS) },
       },
     },
     async (request, reply) => {
