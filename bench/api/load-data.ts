@@ -1,4 +1,5 @@
 import type { Database } from '../../libs/db/index.js';
+import { INVOICE_STATUSES } from '../../libs/schemas/index.js';
 
 export interface BenchData {
   orgId: number;
@@ -9,8 +10,6 @@ export interface BenchData {
   /** A sample of invoice ids, for the PDF scenario. */
   invoiceIds: string[];
 }
-
-const STATUSES = ['DRAFT', 'POSTED', 'PAID', 'PARTIALLY_PAID', 'WITHDRAWN', 'REFUNDED', 'PARTIALLY_REFUNDED'];
 
 /**
  * One organization with `customers` customers (one subscription each, with a licensed item) and
@@ -79,7 +78,7 @@ export async function loadBenchData(
          FROM generate_series(1, $2) g
          JOIN subs s ON s.n = (g - 1) % $3
          CROSS JOIN LATERAL (SELECT ('2020-01-01'::date + make_interval(months => ((g - 1) / $3)::int))::date AS d) period`,
-      [org, invoices, customers, STATUSES],
+      [org, invoices, customers, INVOICE_STATUSES],
     );
     await tx.query(
       `INSERT INTO invoice_items (org_id, invoice_id, position, product_id, description, quantity, unit_price,

@@ -25,46 +25,30 @@
  * DATABASE_POOL_SIZE, default 20), DATABASE_URL (an admin URL; a database bench_api_<pid> is
  * created in it and dropped afterwards unless BENCH_KEEP_DATABASE=true), REDIS_URL.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { type AddressInfo, createServer } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
-import pg from 'pg';
 import { createApiKey } from '../../libs/auth/index.js';
 import { Database, migrate } from '../../libs/db/index.js';
 import { setRateLimitOverride } from '../../libs/organizations/index.js';
 import { connectRedis } from '../../libs/redis/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
+import {
+  type AutocannonRequest,
+  autocannon,
+  createDatabase,
+  dropDatabase,
+  freePort,
+  intEnv,
+  logger,
+  printBars,
+  printTable,
+  scenariosEnv,
+  spawnTs,
+  stopChildren,
+  waitForLine,
+  waitUntilReady,
+  writeReport,
+} from '../support.js';
 import { type BenchData, loadBenchData } from './load-data.js';
 
-interface AutocannonRequest {
-  method?: string;
-  path?: string;
-  headers?: Record<string, string>;
-}
-
-interface AutocannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number; max: number };
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-}
-
-/** The part of autocannon's API used here (the package ships no types). */
-const autocannon = createRequire(import.meta.url)('autocannon') as (options: {
-  url: string;
-  connections: number;
-  duration: number;
-  headers?: Record<string, string>;
-  requests?: { setupRequest: (request: AutocannonRequest) => AutocannonRequest }[];
-}) => Promise<AutocannonResult>;
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
 const SCENARIOS = [
   'hello',
   'customer',
@@ -83,11 +67,7 @@ const settings = {
   durationSeconds: intEnv('BENCH_DURATION_SECONDS', 15),
   warmupSeconds: intEnv('BENCH_WARMUP_SECONDS', 3),
   poolSize: intEnv('BENCH_DB_POOL_SIZE', 20),
-  scenarios: (process.env.BENCH_SCENARIOS ?? SCENARIOS.join(','))
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s): s is Scenario => (SCENARIOS as readonly string[]).includes(s)),
-  adminUrl: process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres',
+  scenarios: scenariosEnv(SCENARIOS),
   redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
   keepDatabase: process.env.BENCH_KEEP_DATABASE === 'true',
 };
@@ -108,21 +88,18 @@ interface ScenarioResult {
 
 const databaseName = `bench_api_${process.pid}`;
 const redisPrefix = `bench_api_${process.pid}:`;
-const children: ChildProcess[] = [];
-let stopping = false;
+const log = logger('api');
 
 try {
   await main();
 } finally {
-  stopping = true;
-  for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+  await stopChildren();
   await cleanUp();
 }
 
 async function main(): Promise<void> {
-  log(`settings: ${JSON.stringify({ ...settings, adminUrl: undefined, redisUrl: undefined })}`);
-  await admin(`CREATE DATABASE "${databaseName}"`);
-  const databaseUrl = databaseUrlFor(settings.adminUrl, databaseName);
+  log(`settings: ${JSON.stringify({ ...settings, redisUrl: undefined })}`);
+  const databaseUrl = await createDatabase(databaseName);
   const db = new Database(databaseUrl, { poolSize: 2 });
   let data: BenchData;
   let apiKey: string;
@@ -142,12 +119,11 @@ async function main(): Promise<void> {
     await db.close();
   }
 
-  const hello = await startProcess('bench/api/hello-server.ts', {});
-  const helloPort = (JSON.parse(hello.firstLine) as { port: number }).port;
+  const hello = spawnTs('bench/api/hello-server.ts', { stdio: ['ignore', 'pipe', 'inherit'] });
+  const helloPort = (JSON.parse(await waitForLine(hello)) as { port: number }).port;
   const apiPort = await freePort();
-  await startProcess(
-    'services/api/main.ts',
-    {
+  const api = spawnTs('services/api/main.ts', {
+    env: {
       DATABASE_URL: databaseUrl,
       DATABASE_POOL_SIZE: String(settings.poolSize),
       REDIS_URL: settings.redisUrl,
@@ -157,10 +133,9 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'warn',
       APP_ENV: 'production',
     },
-    false,
-  );
+  });
   const apiBase = `http://127.0.0.1:${apiPort}`;
-  await waitUntilReady(`${apiBase}/readyz`);
+  await waitUntilReady(`${apiBase}/readyz`, api);
 
   const randomOf = <T>(values: T[]) => values[Math.floor(Math.random() * values.length)]!;
   const deepOffset = Math.max(0, data.invoices - 100);
@@ -225,14 +200,13 @@ async function main(): Promise<void> {
   }
 
   const report = evaluate(results);
-  printTable(results, report.bars);
-  const file = path.join(ROOT, 'bench/results', `api-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  await mkdir(path.dirname(file), { recursive: true });
-  await writeFile(
-    file,
-    `${JSON.stringify({ settings: { ...settings, adminUrl: undefined, redisUrl: undefined }, machine: machine(), results, bars: report.bars }, null, 2)}\n`,
-  );
-  log(`report: ${path.relative(ROOT, file)}`);
+  printResults(results, report.bars);
+  const file = await writeReport('api', {
+    settings: { ...settings, redisUrl: undefined },
+    results,
+    bars: report.bars,
+  });
+  log(`report: ${file}`);
   if (report.bars.some((bar) => bar.pass === false)) process.exitCode = 1;
 }
 
@@ -284,7 +258,7 @@ function evaluate(results: ScenarioResult[]): { bars: Bar[] } {
   return { bars };
 }
 
-function printTable(results: ScenarioResult[], bars: Bar[]): void {
+function printResults(results: ScenarioResult[], bars: Bar[]): void {
   const hello = results.find((r) => r.scenario === 'hello');
   const rows = results.map((r) => [
     r.scenario,
@@ -295,63 +269,13 @@ function printTable(results: ScenarioResult[], bars: Bar[]): void {
     hello ? `${((100 * r.requestsPerSecond) / hello.requestsPerSecond).toFixed(1)} %` : '-',
     r.non2xx + r.errors > 0 ? `${r.non2xx + r.errors} failed` : 'ok',
   ]);
-  table(['scenario', 'request', 'req/s', 'p50 ms', 'p99 ms', 'req/s vs hello', 'responses'], rows);
-  console.log('');
-  table(
-    ['bar', 'measured', 'result'],
-    bars.map((b) => [b.bar, b.measured, b.pass === undefined ? '-' : b.pass ? 'PASS' : 'FAIL']),
-  );
-}
-
-function table(header: string[], rows: string[][]): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
-  console.log(line(header));
-  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  for (const row of rows) console.log(line(row));
-}
-
-async function startProcess(
-  entry: string,
-  env: Record<string, string>,
-  waitForLine = true,
-): Promise<{ child: ChildProcess; firstLine: string }> {
-  const child = spawn(TSX, [path.join(ROOT, entry)], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    // a child whose output nobody reads must not write into a pipe that fills up
-    stdio: ['ignore', waitForLine ? 'pipe' : 'inherit', 'inherit'],
-  });
-  children.push(child);
-  child.once('exit', (code) => {
-    if (!stopping && code !== 0) log(`${entry} exited with ${code}`);
-  });
-  if (!waitForLine) return { child, firstLine: '' };
-  const firstLine = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`${entry} exited with ${code}`)));
-  });
-  return { child, firstLine };
-}
-
-async function waitUntilReady(url: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`${url} not ready after 60 s`);
+  printTable(['scenario', 'request', 'req/s', 'p50 ms', 'p99 ms', 'req/s vs hello', 'responses'], rows);
+  printBars(bars);
 }
 
 async function cleanUp(): Promise<void> {
   if (!settings.keepDatabase) {
-    await admin(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch((error) =>
-      log(`could not drop ${databaseName}: ${(error as Error).message}`),
-    );
+    await dropDatabase(databaseName, log);
   } else {
     log(`kept database ${databaseName}`);
   }
@@ -367,47 +291,4 @@ async function cleanUp(): Promise<void> {
   } finally {
     redis.disconnect();
   }
-}
-
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: settings.adminUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-function databaseUrlFor(adminUrl: string, database: string): string {
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
-function machine() {
-  return { node: process.version, cpus: os.cpus().length, loadAverage: os.loadavg() };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function intEnv(name: string, fallback: number): number {
-  const value = process.env[name];
-  if (value === undefined || value === '') return fallback;
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 0) throw new Error(`${name} must be a non-negative integer`);
-  return parsed;
-}
-
-function log(message: string): void {
-  process.stderr.write(`[bench:api] ${message}\n`);
 }

@@ -19,11 +19,7 @@
  * the same name is created and dropped).
  */
 
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
-import path from 'node:path';
-import pg from 'pg';
 import { createProduct } from '../../libs/catalog/index.js';
 import { openClickHouse } from '../../libs/clickhouse/index.js';
 import { Database, migrate } from '../../libs/db/index.js';
@@ -35,30 +31,39 @@ import {
   type UsageEventRecord,
   type UsageSink,
 } from '../../libs/usage/index.js';
+import {
+  createDatabase,
+  dropDatabase,
+  intEnv,
+  logger,
+  printBars,
+  printTable,
+  spawnTs,
+  writeReport,
+} from '../support.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const settings = {
-  subscriptions: intEnv('BENCH_SUBSCRIPTIONS', 10_000),
+  subscriptions: intEnv('BENCH_SUBSCRIPTIONS', 10_000, 1),
   meteredShare: Number(process.env.BENCH_METERED_SHARE ?? 0.5),
-  eventsPerItem: intEnv('BENCH_EVENTS_PER_ITEM', 20),
-  customers: intEnv('BENCH_CUSTOMERS', 2000),
-  batchSize: process.env.BENCH_BATCH_SIZE ? intEnv('BENCH_BATCH_SIZE', 200) : undefined,
-  concurrentRuns: intEnv('BENCH_CONCURRENT_RUNS', 1),
+  eventsPerItem: intEnv('BENCH_EVENTS_PER_ITEM', 20, 1),
+  customers: intEnv('BENCH_CUSTOMERS', 2000, 1),
+  batchSize: process.env.BENCH_BATCH_SIZE ? intEnv('BENCH_BATCH_SIZE', 200, 1) : undefined,
+  concurrentRuns: intEnv('BENCH_CONCURRENT_RUNS', 1, 1),
   usageStore: (process.env.BENCH_USAGE_STORE ?? 'clickhouse') as 'clickhouse' | 'postgres',
-  timeoutSeconds: intEnv('BENCH_TIMEOUT_SECONDS', 300),
-  adminUrl: process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres',
+  timeoutSeconds: intEnv('BENCH_TIMEOUT_SECONDS', 300, 1),
   clickhouseUrl: process.env.CLICKHOUSE_URL ?? 'http://127.0.0.1:8123',
 };
 const BAR_SECONDS = 60;
 
 const databaseName = `bench_billing_run_${process.pid}`;
+const log = logger('billing-run');
 let db: Database | undefined;
 
 try {
   await main();
 } finally {
   await db?.close();
-  await admin(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch(() => {});
+  await dropDatabase(databaseName, log);
   if (settings.usageStore === 'clickhouse') {
     const clickhouse = openClickHouse({ url: settings.clickhouseUrl, database: databaseName });
     await clickhouse.command(`DROP DATABASE IF EXISTS ${databaseName}`).catch(() => {});
@@ -78,8 +83,7 @@ interface RunResult {
 }
 
 async function main(): Promise<void> {
-  await admin(`CREATE DATABASE "${databaseName}"`);
-  const url = withDatabase(settings.adminUrl, databaseName);
+  const url = await createDatabase(databaseName);
   db = new Database(url, { poolSize: 4, applicationName: 'bench-billing-run' });
   await migrate(db);
 
@@ -239,18 +243,10 @@ function consoleRun(
   env: Record<string, string>,
 ): Promise<{ invoices_created: number; duration_ms: number; failures: unknown[] }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      path.join(ROOT, 'node_modules/.bin/tsx'),
-      [path.join(ROOT, 'bin/console.ts'), ...args],
-      {
-        cwd: ROOT,
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const child = spawnTs('bin/console.ts', { args, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => process.stderr.write(`  | ${d}`));
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => process.stderr.write(`  | ${d}`));
     const timer = setTimeout(() => child.kill('SIGTERM'), settings.timeoutSeconds * 1000);
     child.once('error', reject);
     child.once('exit', (code) => {
@@ -271,16 +267,18 @@ async function report(
   setup: { loadSeconds: number; events: number },
 ): Promise<void> {
   const [run, rerun] = results as [RunResult, RunResult];
-  const rows = results.map((r) => ({
-    scenario: r.scenario,
-    processes: r.processes,
-    invoices: r.invoices,
-    'run s': r.runSeconds.toFixed(2),
-    'wall s': r.wallSeconds.toFixed(2),
-    'invoices/s': r.invoicesPerSecond.toFixed(0),
-    'x rerun (wall)': (r.wallSeconds / rerun.wallSeconds).toFixed(2),
-  }));
-  console.table(rows);
+  printTable(
+    ['scenario', 'processes', 'invoices', 'run s', 'wall s', 'invoices/s', 'x rerun (wall)'],
+    results.map((r) => [
+      r.scenario,
+      r.processes,
+      r.invoices,
+      r.runSeconds.toFixed(2),
+      r.wallSeconds.toFixed(2),
+      r.invoicesPerSecond.toFixed(0),
+      (r.wallSeconds / rerun.wallSeconds).toFixed(2),
+    ]),
+  );
   const checks = [
     {
       check: `run completes in <= ${BAR_SECONDS} s (wall, process start included)`,
@@ -298,49 +296,8 @@ async function report(
       pass: rerun.invoices === 0,
     },
   ];
-  console.table(checks.map((c) => ({ ...c, pass: c.pass ? 'PASS' : 'FAIL' })));
-  const file = path.join(
-    ROOT,
-    'bench/results',
-    `billing-run-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
-  );
-  await mkdir(path.dirname(file), { recursive: true });
-  await writeFile(
-    file,
-    JSON.stringify(
-      { settings: { ...settings, adminUrl: undefined }, setup, results, stored, checks },
-      null,
-      2,
-    ),
-  );
-  log(`report written to ${path.relative(ROOT, file)}`);
+  printBars(checks.map((c) => ({ bar: c.check, measured: c.value, pass: c.pass })));
+  const file = await writeReport('billing-run', { settings, setup, results, stored, checks });
+  log(`report written to ${file}`);
   if (checks.some((c) => !c.pass)) process.exitCode = 1;
-}
-
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: settings.adminUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-function withDatabase(adminUrl: string, database: string): string {
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
-function intEnv(name: string, fallback: number): number {
-  const value = process.env[name];
-  if (value === undefined || value === '') return fallback;
-  const parsed = Number(value);
-  if (!Number.isSafeInteger(parsed) || parsed <= 0) throw new Error(`${name} must be a positive integer`);
-  return parsed;
-}
-
-function log(message: string): void {
-  process.stderr.write(`[bench:billing-run] ${message}\n`);
 }

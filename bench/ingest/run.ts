@@ -28,11 +28,9 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { type AddressInfo, createServer } from 'node:net';
-import os from 'node:os';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createApiKey } from '../../libs/auth/index.js';
 import { openClickHouse } from '../../libs/clickhouse/index.js';
@@ -42,35 +40,28 @@ import { formatScaled, parseScaled } from '../../libs/money/index.js';
 import { createOrganization, setRateLimitOverride } from '../../libs/organizations/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { KAFKA_TEST_BROKER_BINARY } from '../../test/helpers/kafka-test-broker.js';
+import {
+  type AutocannonRequest,
+  autocannon,
+  createDatabase,
+  dropDatabase,
+  freePort,
+  intEnv,
+  lineReader,
+  logger,
+  printBars,
+  printTable,
+  ROOT,
+  scenariosEnv,
+  spawnTs,
+  stopChildren,
+  stopProcess,
+  track,
+  waitForLine,
+  waitUntilReady,
+  writeReport,
+} from '../support.js';
 
-interface AutocannonRequest {
-  method?: string;
-  path?: string;
-  headers?: Record<string, string>;
-  body?: string;
-}
-
-interface AutocannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number; max: number };
-  '2xx': number;
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-  duration: number;
-}
-
-/** The part of autocannon's API used here (the package ships no types). */
-const autocannon = createRequire(import.meta.url)('autocannon') as (options: {
-  url: string;
-  connections: number;
-  duration: number;
-  method: string;
-  headers?: Record<string, string>;
-  requests?: { setupRequest: (request: AutocannonRequest) => AutocannonRequest }[];
-}) => Promise<AutocannonResult>;
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const SCENARIOS = ['bare', 'ingest', 'api', 'batch'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
@@ -84,11 +75,7 @@ const settings = {
   items: intEnv('BENCH_ITEMS', 50),
   catchupTimeoutSeconds: intEnv('BENCH_CATCHUP_TIMEOUT_SECONDS', 900),
   lingerMs: process.env.KAFKA_LINGER_MS,
-  scenarios: (process.env.BENCH_SCENARIOS ?? SCENARIOS.join(','))
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s): s is Scenario => (SCENARIOS as readonly string[]).includes(s)),
-  adminUrl: process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres',
+  scenarios: scenariosEnv(SCENARIOS),
   clickhouseUrl: process.env.CLICKHOUSE_URL ?? 'http://127.0.0.1:8123',
   kafkaBrokers: process.env.KAFKA_BROKERS,
   redisUrl: process.env.BENCH_REDIS_URL,
@@ -119,21 +106,20 @@ interface ScenarioResult {
 }
 
 const runId = `bench_ingest_${process.pid}`;
-const children: ChildProcess[] = [];
+const log = logger('ingest');
 /** Processes whose CPU time each scenario reports, besides the server under test. */
 const helpers: { redis?: number; kafka?: number } = {};
 
 try {
   await main();
 } finally {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  await stopChildren('SIGKILL');
   await cleanUp();
 }
 
 async function main(): Promise<void> {
-  log(`settings: ${JSON.stringify({ ...settings, adminUrl: undefined })}`);
-  const databaseUrl = databaseUrlFor(settings.adminUrl, runId);
-  await admin(`CREATE DATABASE "${runId}"`);
+  log(`settings: ${JSON.stringify(settings)}`);
+  const databaseUrl = await createDatabase(runId);
   const { apiKey, itemIds } = await prepareDatabase(databaseUrl);
 
   const redisUrl = settings.redisUrl ?? (await startRedis());
@@ -177,7 +163,7 @@ async function main(): Promise<void> {
       )
     : undefined;
 
-  let drained: Awaited<ReturnType<typeof drain>> | undefined;
+  let drained: Drained | undefined;
   for (const scenario of settings.scenarios) {
     let port = ingestPort;
     let server: ChildProcess | undefined;
@@ -203,17 +189,14 @@ async function main(): Promise<void> {
   await stopProcess(sinks);
   const accepted = totalOf('accepted');
   const deduplicated = totalOf('deduplicated');
-  const report = buildReport(results, {
+  const report = evaluate(results, {
     accepted,
     deduplicated,
     ...drained,
     catchUpSecondsByScenario: catchUps,
     truncatedPartitions: truncated,
   });
-  await mkdir(path.join(ROOT, 'bench/results'), { recursive: true });
-  const file = path.join(ROOT, `bench/results/ingest-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
-  log(`report written to ${path.relative(ROOT, file)}`);
+  log(`report written to ${await writeReport('ingest', report)}`);
 }
 
 /** Migrations, one organization with a limit the run never meets, a subscription of metered items. */
@@ -336,25 +319,25 @@ async function ingestCounters(port: number): Promise<{ accepted: number; dedupli
   };
   let last = await read();
   for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await sleep(1000);
     const now = await read();
     if (now.accepted === last.accepted && now.deduplicated === last.deduplicated) return now;
     last = now;
   }
 }
 
-/** Starts the sinks after the load and waits until Postgres and ClickHouse hold every event. */
-async function drain(
-  databaseUrl: string,
-  accepted: number,
-): Promise<{
+/** What the sinks hold once they caught up (`catchUpSeconds` null: they did not in time). */
+interface Drained {
   catchUpSeconds: number | null;
   postgresRows: number;
   postgresSum: string;
   clickhouseRows: number;
   clickhouseRowsBeforeMerge: number;
   clickhouseSum: string;
-}> {
+}
+
+/** Waits until Postgres and ClickHouse hold every accepted event (the sinks run all along). */
+async function drain(databaseUrl: string, accepted: number): Promise<Drained> {
   const started = Date.now();
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
@@ -388,12 +371,12 @@ async function drain(
         log(`  postgres ${state.postgresRows}, clickhouse ${state.clickhouseRows} of ${accepted}`);
         lastLog = Date.now();
       }
-      await new Promise((resolve) => setTimeout(resolve, 250));
+      await sleep(250);
       state = await read();
     }
     const catchUpSeconds = round((Date.now() - started) / 1000);
     // A moment more: anything beyond `accepted` would show up now.
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await sleep(1000);
     return { catchUpSeconds, ...(await read()) };
   } finally {
     await db.end();
@@ -418,17 +401,11 @@ async function truncatedPartitions(brokers: string): Promise<number[]> {
   }
 }
 
-function buildReport(
+function evaluate(
   results: ScenarioResult[],
-  totals: {
+  totals: Drained & {
     accepted: number;
     deduplicated: number;
-    catchUpSeconds: number | null;
-    postgresRows: number;
-    postgresSum: string;
-    clickhouseRows: number;
-    clickhouseRowsBeforeMerge: number;
-    clickhouseSum: string;
     catchUpSecondsByScenario: Record<string, number | null>;
     truncatedPartitions: number[];
   },
@@ -486,7 +463,7 @@ function buildReport(
   console.log(
     `sinks caught up after each scenario in (s): ${Object.entries(totals.catchUpSecondsByScenario)
       .map(([scenario, seconds]) => `${scenario} ${seconds ?? 'n/a (timed out)'}`)
-      .join(', ')}\n`,
+      .join(', ')}`,
   );
   if (brokerLimited) {
     console.log(
@@ -495,17 +472,9 @@ function buildReport(
         'BENCH_PARTITIONS, or point KAFKA_BROKERS at a real Kafka.\n',
     );
   }
-  console.log('bar                                   value        pass');
-  for (const c of checks) {
-    console.log(
-      `${c.bar.padEnd(38)}${String(c.value ?? '-').padStart(10)}   ${c.pass === null ? 'n/a' : c.pass ? 'PASS' : 'FAIL'}`,
-    );
-  }
+  printBars(checks.map((c) => ({ bar: c.bar, measured: String(c.value ?? '-'), pass: c.pass })));
   return {
-    benchmark: 'ingest',
-    at: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
-    settings: { ...settings, adminUrl: undefined },
+    settings,
     scenarios: results,
     ratios,
     totals: { ...totals, expectedSum, lost, doubled },
@@ -518,105 +487,90 @@ function check(bar: string, value: number | null | undefined, pass: (value: numb
 }
 
 function printScenarios(results: ScenarioResult[]): void {
-  console.log(
-    '\nscenario   events/req   req/s      events/s     p50 ms   p99 ms   max ms   non-2xx  errors' +
-      '   CPU µs/event: server  redis  kafka  autocannon',
+  console.log('');
+  printTable(
+    [
+      'scenario',
+      'events/req',
+      'req/s',
+      'events/s',
+      'p50 ms',
+      'p99 ms',
+      'max ms',
+      'non-2xx',
+      'errors',
+      'CPU µs/event: server',
+      'redis',
+      'kafka',
+      'autocannon',
+    ],
+    results.map((r) => [
+      r.scenario,
+      r.eventsPerRequest,
+      r.requestsPerSecond,
+      r.eventsPerSecond,
+      r.p50Ms,
+      r.p99Ms,
+      r.maxMs,
+      r.non2xx,
+      r.errors,
+      r.cpuMicrosPerEvent.server,
+      r.cpuMicrosPerEvent.redis,
+      r.cpuMicrosPerEvent.kafka,
+      r.cpuMicrosPerEvent.autocannon,
+    ]),
   );
-  for (const r of results) {
-    const cpu = r.cpuMicrosPerEvent;
-    console.log(
-      `${r.scenario.padEnd(11)}${String(r.eventsPerRequest).padStart(10)}` +
-        `${String(r.requestsPerSecond).padStart(10)}${String(r.eventsPerSecond).padStart(13)}` +
-        `${String(r.p50Ms).padStart(9)}${String(r.p99Ms).padStart(9)}${String(r.maxMs).padStart(9)}` +
-        `${String(r.non2xx).padStart(10)}${String(r.errors).padStart(8)}` +
-        `${String(cpu.server).padStart(22)}${String(cpu.redis).padStart(7)}${String(cpu.kafka).padStart(7)}` +
-        `${String(cpu.autocannon).padStart(12)}`,
-    );
-  }
 }
 
-/** A service entry point as ONE node process (node --import tsx), ready once /healthz answers. */
+/** A service entry point as ONE node process, ready once /healthz answers (or, bare, once it printed its port). */
 async function startProcess(
   entry: string,
   env: Record<string, string | undefined>,
   port: number,
   healthCheck = true,
 ): Promise<ChildProcess> {
-  // BENCH_PROFILE_DIR: each service process writes a V8 CPU profile there when it exits.
-  const profile = process.env.BENCH_PROFILE_DIR
-    ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
-    : [];
-  // The sinks run at the lowest CPU priority: on a small machine they use what the servers under
-  // test leave, instead of taking CPU from the measurement (in production they run elsewhere).
-  const lowPriority = entry.endsWith('sinks.ts');
-  const command = [...profile, '--import', 'tsx', path.join(ROOT, entry)];
-  const child = spawn(
-    lowPriority ? 'nice' : process.execPath,
-    lowPriority ? ['-n', '19', process.execPath, ...command] : command,
-    {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  children.push(child);
-  let output = '';
+  const child = spawnTs(entry, {
+    env,
+    // BENCH_PROFILE_DIR: each service process writes a V8 CPU profile there when it exits.
+    nodeArgs: process.env.BENCH_PROFILE_DIR
+      ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
+      : [],
+    // The sinks run at the lowest CPU priority: on a small machine they use what the servers under
+    // test leave, instead of taking CPU from the measurement (in production they run elsewhere).
+    lowPriority: entry.endsWith('sinks.ts'),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   // Each process's own log lines (LOG_LEVEL=warn: problems only) go beside the report.
   const logFile = path.join(ROOT, 'bench/results', `${runId}-${path.basename(entry, '.ts')}.log`);
   await mkdir(path.dirname(logFile), { recursive: true });
-  const log = createWriteStream(logFile, { flags: 'a' });
-  child.stdout!.on('data', (data) => {
-    output += data;
-    log.write(data);
-  });
-  child.stderr!.on('data', (data) => {
-    output += data;
-    log.write(data);
-  });
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${entry} exited with ${child.exitCode}:\n${output}`);
-    if (Date.now() > deadline) throw new Error(`${entry} did not start:\n${output}`);
-    const up = healthCheck
-      ? await fetch(`http://127.0.0.1:${port}/healthz`).then(
-          (response) => response.ok,
-          () => false,
-        )
-      : output.includes('"port"');
-    if (up) return child;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  const processLog = createWriteStream(logFile, { flags: 'a' });
+  child.stdout!.on('data', (data) => processLog.write(data));
+  child.stderr!.on('data', (data) => processLog.write(data));
+  try {
+    if (healthCheck) await waitUntilReady(`http://127.0.0.1:${port}/healthz`, child);
+    else await waitForLine(child, (line) => line.includes('"port"'));
+  } catch (error) {
+    throw new Error(
+      `${entry} did not start (see ${path.relative(ROOT, logFile)}): ${(error as Error).message}`,
+    );
   }
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-  await exited;
-  clearTimeout(timer);
+  return child;
 }
 
 /** A redis-server of this run: its keys (one per event) go away with it. */
 async function startRedis(): Promise<string> {
   const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
+  const child = track(
+    spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    ),
   );
-  children.push(child);
   helpers.redis = child.pid;
-  await new Promise<void>((resolve, reject) => {
-    let output = '';
-    child.stdout!.on('data', (data: Buffer) => {
-      output += data;
-      if (output.includes('Ready to accept connections')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${output}`)));
-  });
+  await waitForLine(child, (line) => line.includes('Ready to accept connections'));
   return `redis://127.0.0.1:${port}`;
 }
 
@@ -626,33 +580,13 @@ async function startRedis(): Promise<string> {
  * time can be read.
  */
 async function startKafkaBroker(topic: string, partitions: number): Promise<string> {
-  const child = spawn(KAFKA_TEST_BROKER_BINARY, ['1'], { stdio: ['pipe', 'pipe', 'inherit'] });
-  children.push(child);
+  const child = track(spawn(KAFKA_TEST_BROKER_BINARY, ['1'], { stdio: ['pipe', 'pipe', 'inherit'] }));
   helpers.kafka = child.pid;
-  const lines: string[] = [];
-  const waiters: (() => void)[] = [];
-  let buffered = '';
-  child.stdout!.on('data', (data: Buffer) => {
-    buffered += data;
-    let newline = buffered.indexOf('\n');
-    while (newline >= 0) {
-      lines.push(buffered.slice(0, newline));
-      buffered = buffered.slice(newline + 1);
-      newline = buffered.indexOf('\n');
-      waiters.shift()?.();
-    }
-  });
-  const nextLine = async () => {
-    while (!lines.length) {
-      if (child.exitCode !== null)
-        throw new Error('the Kafka test broker exited; run `npm test` once to build it');
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-    return lines.shift()!;
-  };
-  child.once('exit', () => {
-    for (const wake of waiters.splice(0)) wake();
-  });
+  const next = lineReader(child);
+  const nextLine = () =>
+    next().catch(() => {
+      throw new Error('the Kafka test broker exited; run `npm test` once to build it');
+    });
   const bootstrap = /^BOOTSTRAP (\S+)/.exec(await nextLine())?.[1];
   if (!bootstrap) throw new Error('unexpected output from the Kafka test broker');
   child.stdin!.write(`topic ${topic} ${partitions}\n`);
@@ -662,41 +596,12 @@ async function startKafkaBroker(topic: string, partitions: number): Promise<stri
 }
 
 async function cleanUp(): Promise<void> {
-  await admin(`DROP DATABASE IF EXISTS "${runId}" WITH (FORCE)`).catch((error) =>
-    log(`cleanup: ${error.message}`),
-  );
+  await dropDatabase(runId, log);
   const clickhouse = openClickHouse({ url: settings.clickhouseUrl, database: runId });
   await clickhouse
     .command(`DROP DATABASE IF EXISTS ${runId}`)
     .catch((error) => log(`cleanup: ${(error as Error).message}`));
   await clickhouse.close();
-}
-
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: settings.adminUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-function databaseUrlFor(adminUrl: string, database: string): string {
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** CPU seconds a process used so far (user + system), from /proc; 0 where /proc is missing. */
@@ -712,16 +617,6 @@ async function cpuSeconds(pid: number | undefined): Promise<number> {
   }
 }
 
-function intEnv(name: string, fallback: number): number {
-  const value = Number(process.env[name] ?? fallback);
-  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer`);
-  return value;
-}
-
 function round(value: number): number {
   return Math.round(value * 100) / 100;
-}
-
-function log(message: string): void {
-  process.stderr.write(`[bench:ingest] ${message}\n`);
 }

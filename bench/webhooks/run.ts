@@ -17,41 +17,37 @@
  * (comma list, default all), BENCH_DISPATCHER_NODE_ARGS (extra node flags for the dispatcher), DATABASE_URL (an admin URL of the Postgres to use; a database
  * bench_webhooks_<pid> is created in it and dropped after).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { createInterface, type Interface } from 'node:readline';
-import pg from 'pg';
+import type { ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Database, migrate } from '../../libs/db/index.js';
 import { emitDomainEvent } from '../../libs/events/index.js';
 import { createOrganization } from '../../libs/organizations/index.js';
 import { createEndpoint, signPayload } from '../../libs/webhooks/index.js';
+import {
+  autocannon,
+  createDatabase,
+  dropDatabase,
+  intEnv,
+  lineReader,
+  logger,
+  printBars,
+  printTable,
+  scenariosEnv,
+  spawnTs,
+  stopChildren,
+  waitForLine,
+  writeReport,
+} from '../support.js';
 
-/** The part of autocannon's API used here (the package ships no types). */
-const autocannon = createRequire(import.meta.url)('autocannon') as (options: {
-  url: string;
-  method: string;
-  connections: number;
-  duration: number;
-  body: string;
-  headers: Record<string, string>;
-}) => Promise<{
-  requests: { total: number; average: number };
-  latency: { p50: number; p99: number; max: number };
-}>;
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const settings = {
-  events: intEnv('BENCH_EVENTS', 10_000),
-  receivers: intEnv('BENCH_RECEIVERS', 2),
-  rate: intEnv('BENCH_RATE', 500),
-  concurrency: intEnv('BENCH_CONCURRENCY', 50),
-  baselineSeconds: intEnv('BENCH_BASELINE_SECONDS', 5),
-  warmupEvents: intEnv('BENCH_WARMUP_EVENTS', 200, 0),
-  timeoutSeconds: intEnv('BENCH_TIMEOUT_SECONDS', 120),
-  scenarios: (process.env.BENCH_SCENARIOS ?? 'baseline,burst,steady').split(',').map((s) => s.trim()),
-  adminUrl: process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres',
+  events: intEnv('BENCH_EVENTS', 10_000, 1),
+  receivers: intEnv('BENCH_RECEIVERS', 2, 1),
+  rate: intEnv('BENCH_RATE', 500, 1),
+  concurrency: intEnv('BENCH_CONCURRENCY', 50, 1),
+  baselineSeconds: intEnv('BENCH_BASELINE_SECONDS', 5, 1),
+  warmupEvents: intEnv('BENCH_WARMUP_EVENTS', 200),
+  timeoutSeconds: intEnv('BENCH_TIMEOUT_SECONDS', 120, 1),
+  scenarios: scenariosEnv(['baseline', 'burst', 'steady']),
 };
 const BAR = { deliveriesPerSecond: 1000, p99Ms: 1000 };
 
@@ -67,23 +63,21 @@ interface ScenarioResult {
 }
 
 const databaseName = `bench_webhooks_${process.pid}`;
-const children: ChildProcess[] = [];
+const log = logger('webhooks');
 let db: Database | undefined;
 
 try {
   await main();
 } finally {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+  await stopChildren();
   await db?.close();
-  await admin(`DROP DATABASE IF EXISTS "${databaseName}" WITH (FORCE)`).catch(() => {});
+  await dropDatabase(databaseName, log);
 }
 
 async function main(): Promise<void> {
-  log(`settings: ${JSON.stringify({ ...settings, adminUrl: undefined })}`);
-  await admin(`CREATE DATABASE "${databaseName}"`);
-  const url = new URL(settings.adminUrl);
-  url.pathname = `/${databaseName}`;
-  db = new Database(url.toString(), { poolSize: 4, applicationName: 'bench-webhooks' });
+  log(`settings: ${JSON.stringify(settings)}`);
+  const databaseUrl = await createDatabase(databaseName);
+  db = new Database(databaseUrl, { poolSize: 4, applicationName: 'bench-webhooks' });
   await migrate(db);
   const org = await createOrganization(db, { name: 'Bench', plan: 'scale' });
 
@@ -109,7 +103,7 @@ async function main(): Promise<void> {
   if (settings.scenarios.includes('baseline')) {
     results.push(await baseline(receivers.ports[0]!, endpoints[0]!.secret));
   }
-  const dispatcher = await startDispatcher(url.toString());
+  const dispatcher = await startDispatcher(databaseUrl);
   log(`dispatcher ready (pid ${dispatcher.pid})`);
   if (settings.warmupEvents) {
     // a fresh process compiles and warms up on its first deliveries: not what is measured
@@ -288,16 +282,18 @@ async function report(results: ScenarioResult[]): Promise<void> {
   const base = results.find((r) => r.scenario.startsWith('baseline'));
   const burst = results.find((r) => r.scenario.startsWith('burst'));
   const steady = results.find((r) => r.scenario.startsWith('steady'));
-  const rows = results.map((r) => ({
-    scenario: r.scenario,
-    deliveries: r.deliveries,
-    'per second': Math.round(r.perSecond),
-    'p50 ms': round(r.p50Ms),
-    'p99 ms': round(r.p99Ms),
-    'max ms': round(r.maxMs),
-    'vs baseline': base && r !== base ? `${((r.perSecond / base.perSecond) * 100).toFixed(1)} %` : '',
-  }));
-  console.table(rows);
+  printTable(
+    ['scenario', 'deliveries', 'per second', 'p50 ms', 'p99 ms', 'max ms', 'vs baseline'],
+    results.map((r) => [
+      r.scenario,
+      r.deliveries,
+      Math.round(r.perSecond),
+      round(r.p50Ms),
+      round(r.p99Ms),
+      round(r.maxMs),
+      base && r !== base ? `${((r.perSecond / base.perSecond) * 100).toFixed(1)} %` : '-',
+    ]),
+  );
   const expected = settings.events * settings.receivers;
   const checks = [
     burst && {
@@ -312,16 +308,9 @@ async function report(results: ScenarioResult[]): Promise<void> {
       pass: steady.p99Ms <= BAR.p99Ms && steady.deliveries === expected,
     },
   ].filter((check) => !!check);
-  console.table(checks.map((c) => ({ bar: c.bar, measured: c.value, result: c.pass ? 'PASS' : 'FAIL' })));
-  const file = path.join(
-    ROOT,
-    'bench/results',
-    `webhooks-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
-  );
-  await mkdir(path.dirname(file), { recursive: true });
-  const summary = { settings: { ...settings, adminUrl: undefined }, bar: BAR, results, checks };
-  await writeFile(file, JSON.stringify(summary, null, 2));
-  log(`results written to ${path.relative(ROOT, file)}`);
+  printBars(checks.map((c) => ({ bar: c.bar, measured: c.value, pass: c.pass })));
+  const file = await writeReport('webhooks', { settings, bar: BAR, results, checks });
+  log(`results written to ${file}`);
 }
 
 interface Receivers {
@@ -331,14 +320,11 @@ interface Receivers {
 }
 
 async function startReceivers(): Promise<Receivers> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/webhooks/receivers.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, BENCH_RECEIVERS: String(settings.receivers) },
+  const child = spawnTs('bench/webhooks/receivers.ts', {
+    env: { BENCH_RECEIVERS: String(settings.receivers) },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
-  children.push(child);
-  const lines = createInterface({ input: child.stdout! });
-  const next = lineReader(lines);
+  const next = lineReader(child);
   const { ports } = JSON.parse(await next());
   let queue = Promise.resolve('');
   const command = (line: string) => {
@@ -353,12 +339,10 @@ async function startReceivers(): Promise<Receivers> {
 }
 
 async function startDispatcher(databaseUrl: string): Promise<ChildProcess> {
-  // e.g. BENCH_DISPATCHER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it
-  const nodeArgs = (process.env.BENCH_DISPATCHER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'services/dispatcher/main.ts'], {
-    cwd: ROOT,
+  const child = spawnTs('services/dispatcher/main.ts', {
+    // e.g. BENCH_DISPATCHER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it
+    nodeArgs: (process.env.BENCH_DISPATCHER_NODE_ARGS ?? '').split(' ').filter(Boolean),
     env: {
-      ...process.env,
       APP_ENV: 'development',
       DATABASE_URL: databaseUrl,
       DATABASE_POOL_SIZE: '10',
@@ -369,39 +353,8 @@ async function startDispatcher(databaseUrl: string): Promise<ChildProcess> {
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  children.push(child);
-  const next = lineReader(createInterface({ input: child.stdout! }));
-  for (;;) {
-    const line = await next();
-    if (line.includes('"msg":"dispatcher started"')) break;
-  }
-  // keep draining its log so a full pipe never blocks it
-  child.stdout!.resume();
+  await waitForLine(child, (line) => line.includes('"msg":"dispatcher started"'));
   return child;
-}
-
-function lineReader(lines: Interface): () => Promise<string> {
-  const buffered: string[] = [];
-  const waiting: ((line: string) => void)[] = [];
-  lines.on('line', (line) => {
-    const waiter = waiting.shift();
-    if (waiter) waiter(line);
-    else buffered.push(line);
-  });
-  return () => {
-    const line = buffered.shift();
-    return line !== undefined ? Promise.resolve(line) : new Promise((resolve) => waiting.push(resolve));
-  };
-}
-
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: settings.adminUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -409,22 +362,6 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!;
 }
 
-function intEnv(name: string, fallback: number, min = 1): number {
-  const value = process.env[name];
-  if (!value) return fallback;
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < min) throw new Error(`${name} must be an integer >= ${min}`);
-  return parsed;
-}
-
 function round(value: number): number {
   return Math.round(value * 10) / 10;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function log(message: string): void {
-  process.stderr.write(`[bench:webhooks] ${message}\n`);
 }

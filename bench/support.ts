@@ -1,0 +1,298 @@
+/**
+ * What the benchmarks under bench/ share: settings from BENCH_* env vars, a database of the run in
+ * the admin Postgres (DATABASE_URL), autocannon with the types it does not ship, project processes
+ * started from here and awaited, and the printed tables and JSON report under bench/results/.
+ * Bench only: nothing in libs/, services/ or test/ imports this.
+ */
+import { type ChildProcess, type StdioOptions, spawn } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { type AddressInfo, createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+
+export const ROOT = path.resolve(import.meta.dirname, '..');
+
+// --- settings -------------------------------------------------------------------------------
+
+/** An integer env var of at least `min`; unset or empty means `fallback`. */
+export function intEnv(name: string, fallback: number, min = 0): number {
+  const value = process.env[name];
+  if (value === undefined || value === '') return fallback;
+  const parsed = Number(value);
+  if (!Number.isSafeInteger(parsed) || parsed < min) throw new Error(`${name} must be an integer >= ${min}`);
+  return parsed;
+}
+
+/** The scenarios BENCH_SCENARIOS names (a comma list; default all), in the order given. */
+export function scenariosEnv<T extends string>(all: readonly T[]): T[] {
+  return (process.env.BENCH_SCENARIOS ?? all.join(','))
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name): name is T => (all as readonly string[]).includes(name));
+}
+
+export function logger(benchmark: string): (message: string) => void {
+  return (message) => process.stderr.write(`[bench:${benchmark}] ${message}\n`);
+}
+
+// --- the run's database ---------------------------------------------------------------------
+
+/** The Postgres each benchmark creates its own database in: an admin URL, never written to the report. */
+const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates the database `name` next to the admin database and returns its URL. */
+export async function createDatabase(name: string): Promise<string> {
+  await admin(`CREATE DATABASE "${name}"`);
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Drops the database `name` (its connections too); a failure is logged, since this runs in clean-up. */
+export async function dropDatabase(name: string, log: (message: string) => void): Promise<void> {
+  await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch((error) =>
+    log(`could not drop database ${name}: ${(error as Error).message}`),
+  );
+}
+
+// --- autocannon -----------------------------------------------------------------------------
+
+export interface AutocannonRequest {
+  method?: string;
+  path?: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export interface AutocannonOptions {
+  url: string;
+  connections: number;
+  duration: number;
+  method?: string;
+  body?: string;
+  headers?: Record<string, string>;
+  requests?: { setupRequest: (request: AutocannonRequest) => AutocannonRequest }[];
+}
+
+export interface AutocannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; max: number };
+  '2xx': number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /** Seconds the run lasted. */
+  duration: number;
+}
+
+/** The part of autocannon's API the benchmarks use (the package ships no types). */
+export const autocannon = createRequire(import.meta.url)('autocannon') as (
+  options: AutocannonOptions,
+) => Promise<AutocannonResult>;
+
+// --- processes ------------------------------------------------------------------------------
+
+const children: ChildProcess[] = [];
+
+/**
+ * Starts a project entry point as `node --import tsx <entry>`: ONE process, whose CPU time and
+ * signals are its own (the tsx CLI would run it in a child). `lowPriority` runs it under
+ * `nice -n 19`. stopChildren() ends whatever is still running.
+ */
+export function spawnTs(
+  entry: string,
+  options: {
+    args?: string[];
+    env?: Record<string, string | undefined>;
+    nodeArgs?: string[];
+    stdio?: StdioOptions;
+    lowPriority?: boolean;
+  } = {},
+): ChildProcess {
+  const command = [
+    ...(options.nodeArgs ?? []),
+    '--import',
+    'tsx',
+    path.join(ROOT, entry),
+    ...(options.args ?? []),
+  ];
+  return track(
+    spawn(
+      options.lowPriority ? 'nice' : process.execPath,
+      options.lowPriority ? ['-n', '19', process.execPath, ...command] : command,
+      {
+        cwd: ROOT,
+        // an env value left undefined is not passed on
+        env: { ...process.env, ...options.env },
+        // a child whose output nobody reads must not write into a pipe that fills up
+        stdio: options.stdio ?? ['ignore', 'inherit', 'inherit'],
+      },
+    ),
+  );
+}
+
+/** Adds a process started elsewhere to those stopChildren() ends. */
+export function track(child: ChildProcess): ChildProcess {
+  children.push(child);
+  return child;
+}
+
+/**
+ * Ends every started process still running and waits until they are gone (the benchmark's last
+ * step, whatever failed, before its database is dropped): SIGTERM, or SIGKILL at once.
+ */
+export async function stopChildren(signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
+  await Promise.all(
+    children.map((child) => (signal === 'SIGKILL' ? stopProcess(child, 0) : stopProcess(child))),
+  );
+}
+
+/** SIGTERM (SIGKILL with `graceMs` 0), then SIGKILL if still there after `graceMs`; resolves once it is gone. */
+export async function stopProcess(child: ChildProcess, graceMs = 20_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill(graceMs > 0 ? 'SIGTERM' : 'SIGKILL');
+  const timer = graceMs > 0 ? setTimeout(() => child.kill('SIGKILL'), graceMs) : undefined;
+  await exited;
+  clearTimeout(timer);
+}
+
+/**
+ * Resolves with the first line of the child's stdout (a pipe) that `matches`, then leaves its
+ * stdout flowing so that a full pipe never blocks it; rejects if the output ends first.
+ */
+export function waitForLine(
+  child: ChildProcess,
+  matches: (line: string) => boolean = () => true,
+): Promise<string> {
+  const next = lineReader(child);
+  return (async () => {
+    for (;;) {
+      const line = await next();
+      if (matches(line)) {
+        next.close();
+        return line;
+      }
+    }
+  })();
+}
+
+/**
+ * The child's stdout (a pipe) line by line: each call resolves with the next line, and rejects
+ * once the output ended (the process exited) with the last lines it printed.
+ */
+export function lineReader(child: ChildProcess): (() => Promise<string>) & { close(): void } {
+  const lines = createInterface({ input: child.stdout! });
+  const buffered: string[] = [];
+  const recent: string[] = [];
+  const waiting: { resolve: (line: string) => void; reject: (error: Error) => void }[] = [];
+  let ended = false;
+  const endError = () =>
+    new Error(`${child.spawnargs.join(' ')} ended its output:\n${recent.join('\n')}`.trimEnd());
+  lines.on('line', (line) => {
+    recent.push(line);
+    if (recent.length > 20) recent.shift();
+    const waiter = waiting.shift();
+    if (waiter) waiter.resolve(line);
+    else buffered.push(line);
+  });
+  lines.once('close', () => {
+    ended = true;
+    for (const waiter of waiting.splice(0)) waiter.reject(endError());
+  });
+  const next = () => {
+    const line = buffered.shift();
+    if (line !== undefined) return Promise.resolve(line);
+    if (ended) return Promise.reject(endError());
+    return new Promise<string>((resolve, reject) => waiting.push({ resolve, reject }));
+  };
+  return Object.assign(next, {
+    /** Stops reading lines; the output keeps flowing (and is dropped). */
+    close() {
+      lines.removeAllListeners('line');
+      child.stdout!.resume();
+    },
+  });
+}
+
+/** Polls `url` until it answers 2xx; fails at once if `child` exits, or after `timeoutMs`. */
+export async function waitUntilReady(url: string, child?: ChildProcess, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child && (child.exitCode !== null || child.signalCode !== null)) {
+      throw new Error(`${child.spawnargs.join(' ')} exited (${child.exitCode ?? child.signalCode})`);
+    }
+    if (Date.now() > deadline) throw new Error(`${url} not ready after ${timeoutMs / 1000} s`);
+    const ready = await fetch(url).then(
+      (response) => response.ok,
+      () => false, // not listening yet
+    );
+    if (ready) return;
+    await sleep(100);
+  }
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+// --- output ---------------------------------------------------------------------------------
+
+/** A plain text table: numbers right-aligned, the rest left-aligned. */
+export function printTable(header: string[], rows: (string | number)[][]): void {
+  const cells = rows.map((row) => row.map(String));
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));
+  const numeric = header.map(
+    (_, i) => cells.length > 0 && cells.every((row) => /^[-\d.,]+( ?%|x)?$/.test(row[i]!)),
+  );
+  const line = (row: string[]) =>
+    row.map((cell, i) => (numeric[i] ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join('  ');
+  console.log(line(header));
+  console.log(widths.map((width) => '-'.repeat(width)).join('  '));
+  for (const row of cells) console.log(line(row));
+}
+
+/** The issue's bars and what this run measured; `pass` null or undefined where it cannot be judged. */
+export function printBars(bars: { bar: string; measured: string; pass: boolean | null | undefined }[]): void {
+  console.log('');
+  printTable(
+    ['bar', 'measured', 'result'],
+    bars.map((b) => [b.bar, b.measured, b.pass === true ? 'PASS' : b.pass === false ? 'FAIL' : 'n/a']),
+  );
+}
+
+/** Writes bench/results/<benchmark>-<time>.json (with the machine it ran on) and returns its path. */
+export async function writeReport(benchmark: string, report: object): Promise<string> {
+  const at = new Date().toISOString();
+  const file = path.join(ROOT, 'bench/results', `${benchmark}-${at.replace(/[:.]/g, '-')}.json`);
+  await mkdir(path.dirname(file), { recursive: true });
+  const machine = {
+    node: process.version,
+    cpus: os.cpus().length,
+    model: os.cpus()[0]?.model,
+    loadAverage: os.loadavg(),
+  };
+  await writeFile(file, `${JSON.stringify({ benchmark, at, machine, ...report }, null, 2)}\n`);
+  return path.relative(ROOT, file);
+}
