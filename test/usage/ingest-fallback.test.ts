@@ -1,48 +1,25 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { type ServiceProcess, startTs } from '../helpers/processes.js';
-import { createUsageItems, type UsageItems } from './support.js';
-
-const LISTENING = /ingest service listening on http:\/\/127\.0\.0\.1:(\d+)/;
+import { createUsageItems, INGEST_LISTENING, serviceProcesses, type UsageItems } from './support.js';
 
 /** The ingest service process on the JS fallback of uWebSockets.js (UWS_USE_FALLBACK=1). */
 describe('ingest service process', () => {
-  const started: ServiceProcess[] = [];
-  const start = async (...args: Parameters<typeof startTs>) => {
-    const service = await startTs(...args);
-    started.push(service);
-    return service;
-  };
-  let database: TestDatabase;
+  const processes = serviceProcesses('ingest_process');
   let org: TestOrg;
   let items: UsageItems;
 
   beforeAll(async () => {
-    database = await createTestDatabase('ingest_process');
-    org = await createTestOrg(database.db);
-    items = await createUsageItems(database.db, org.orgId);
-  });
-  afterAll(async () => {
-    // No service outlives the file, whatever failed.
-    await Promise.all(started.map((service) => service.kill()));
-    await database?.drop();
-  });
-
-  const baseEnv = () => ({
-    APP_ENV: 'test',
-    LOG_LEVEL: 'warn',
-    HOST: '127.0.0.1',
-    INGEST_PORT: '0',
-    DATABASE_URL: database.url,
-    REDIS_URL: undefined,
-    KAFKA_BROKERS: undefined,
-    CLICKHOUSE_URL: undefined,
+    org = await createTestOrg(processes.database.db);
+    items = await createUsageItems(processes.database.db, org.orgId);
   });
 
   it('works on the JS fallback of uWebSockets.js too', async () => {
     // Embedded twins here: memory store, in-process log writing to this database.
-    const ingest = await start('services/ingest/main.ts', { ...baseEnv(), UWS_USE_FALLBACK: '1' }, LISTENING);
+    const ingest = await processes.start(
+      'services/ingest/main.ts',
+      processes.env({ INGEST_PORT: '0', UWS_USE_FALLBACK: '1' }),
+      INGEST_LISTENING,
+    );
     try {
       expect(ingest.output()).toContain('fallback');
       const base = `http://127.0.0.1:${ingest.match[1]}`;
@@ -68,9 +45,10 @@ describe('ingest service process', () => {
       );
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
       expect((await fetch(`${base}/nowhere`)).status).toBe(404);
-      const { rows } = await database.db.query('SELECT id FROM usage_events WHERE idempotency_key = $1', [
-        'fallback-1',
-      ]);
+      const { rows } = await processes.database.db.query(
+        'SELECT id FROM usage_events WHERE idempotency_key = $1',
+        ['fallback-1'],
+      );
       expect(rows).toEqual([{ id: (event as { id: string }).id }]);
     } finally {
       expect(await ingest.stop()).toBe(0);

@@ -1,62 +1,41 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { startUsageSinks, type UsageSinks } from '../../libs/usage/index.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { type ServiceProcess, startTs } from '../helpers/processes.js';
 import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
-import { createUsageItems, eventually, type UsageItems } from './support.js';
-
-const LISTENING = /ingest service listening on http:\/\/127\.0\.0\.1:(\d+)/;
+import {
+  createUsageItems,
+  eventually,
+  INGEST_LISTENING,
+  serviceProcesses,
+  type UsageItems,
+} from './support.js';
 
 /**
  * Issue 8: the ingest service as the real process `npm run start:ingest` starts, stopped with
  * SIGTERM while clients send events. Every request answered 201 must reach Postgres.
  */
 describe('ingest service process', () => {
-  const started: ServiceProcess[] = [];
-  const start = async (...args: Parameters<typeof startTs>) => {
-    const service = await startTs(...args);
-    started.push(service);
-    return service;
-  };
-  let database: TestDatabase;
+  const processes = serviceProcesses('ingest_process');
   let org: TestOrg;
   let items: UsageItems;
 
   beforeAll(async () => {
-    database = await createTestDatabase('ingest_process');
-    org = await createTestOrg(database.db);
-    items = await createUsageItems(database.db, org.orgId);
-  });
-  afterAll(async () => {
-    // No service outlives the file, whatever failed.
-    await Promise.all(started.map((service) => service.kill()));
-    await database?.drop();
-  });
-
-  const baseEnv = () => ({
-    APP_ENV: 'test',
-    LOG_LEVEL: 'warn',
-    HOST: '127.0.0.1',
-    INGEST_PORT: '0',
-    DATABASE_URL: database.url,
-    REDIS_URL: undefined,
-    KAFKA_BROKERS: undefined,
-    CLICKHOUSE_URL: undefined,
+    org = await createTestOrg(processes.database.db);
+    items = await createUsageItems(processes.database.db, org.orgId);
   });
 
   it('loses no accepted event when SIGTERM arrives under load', async () => {
     const topic = uniqueName('usage_sigterm');
-    const env = {
-      ...baseEnv(),
+    const env = processes.env({
+      INGEST_PORT: '0',
       REDIS_URL: testServices().redisUrl,
       REDIS_KEY_PREFIX: `${uniqueName('sigterm')}:`,
       KAFKA_BROKERS: testServices().kafkaBrokers.join(','),
       KAFKA_USAGE_TOPIC: topic,
       SHUTDOWN_TIMEOUT_MS: '10000',
-    };
-    const ingest = await start('services/ingest/main.ts', env, LISTENING);
+    });
+    const ingest = await processes.start('services/ingest/main.ts', env, INGEST_LISTENING);
     const url = `http://127.0.0.1:${ingest.match[1]}/api/public/v1/usage/events`;
     let sinks: UsageSinks | undefined;
     try {
@@ -72,7 +51,7 @@ describe('ingest service process', () => {
           SINK_FLUSH_MS: 50,
           KAFKA_CONSUMER_GROUP_PREFIX: `${topic}-`,
         },
-        db: database.db,
+        db: processes.database.db,
         log: runLogger('sinks'),
       });
 
@@ -115,7 +94,7 @@ describe('ingest service process', () => {
       expect(shutdownMs).toBeLessThan(10_000);
       expect(other.length).toBeGreaterThan(0);
       await eventually(async () => {
-        const { rows } = await database.db.query<{ id: string }>(
+        const { rows } = await processes.database.db.query<{ id: string }>(
           'SELECT id FROM usage_events WHERE id = ANY($1::uuid[])',
           [accepted],
         );

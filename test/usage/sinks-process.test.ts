@@ -3,10 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ClickHouse, openClickHouse } from '../../libs/clickhouse/index.js';
 import { createKafka } from '../../libs/kafka/index.js';
 import { encodeLogMessages, migrateClickHouse } from '../../libs/usage/index.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
-import { runTs, type ServiceProcess, startTs } from '../helpers/processes.js';
+import { runTs } from '../helpers/processes.js';
 import { testServices, uniqueName } from '../helpers/services.js';
-import { eventually } from './support.js';
+import { eventually, serviceProcesses } from './support.js';
 
 const EVENTS = 20_000;
 const RUNNING = /sinks running \(pg-sink, ch-sink\); ops on port (\d+)/;
@@ -17,28 +16,16 @@ const RUNNING = /sinks running \(pg-sink, ch-sink\); ops on port (\d+)/;
  * writes) and nothing is doubled (the redelivered part lands on the idempotent sinks).
  */
 describe('sinks process', () => {
-  const started: ServiceProcess[] = [];
-  const start = async (...args: Parameters<typeof startTs>) => {
-    const service = await startTs(...args);
-    started.push(service);
-    return service;
-  };
-  let database: TestDatabase;
+  const processes = serviceProcesses('sinks_process');
   let clickhouse: ClickHouse;
   let topic: string;
   let env: Record<string, string | undefined>;
 
   beforeAll(async () => {
-    database = await createTestDatabase('sinks_process');
     topic = uniqueName('usage_sinks_process');
     clickhouse = openClickHouse({ url: testServices().clickhouseUrl, database: uniqueName('sinks_process') });
-    env = {
-      APP_ENV: 'test',
-      LOG_LEVEL: 'warn',
-      HOST: '127.0.0.1',
+    env = processes.env({
       SINKS_PORT: '0',
-      DATABASE_URL: database.url,
-      REDIS_URL: undefined,
       KAFKA_BROKERS: testServices().kafkaBrokers.join(','),
       KAFKA_USAGE_TOPIC: topic,
       KAFKA_CONSUMER_GROUP_PREFIX: `${topic}-`,
@@ -46,13 +33,10 @@ describe('sinks process', () => {
       CLICKHOUSE_DATABASE: clickhouse.database,
       SINK_BATCH_SIZE: '1000',
       SINK_FLUSH_MS: '50',
-    };
+    });
   });
   afterAll(async () => {
-    // No service outlives the file, whatever failed.
-    await Promise.all(started.map((service) => service.kill()));
     await clickhouse?.close();
-    await database?.drop();
   });
 
   it('creates the ClickHouse schema from the console (`clickhouse migrate`)', async () => {
@@ -96,17 +80,19 @@ describe('sinks process', () => {
     }
     await producer.disconnect();
     const count = async () => {
-      const { rows } = await database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM usage_events');
+      const { rows } = await processes.database.db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM usage_events',
+      );
       return rows[0]!.n;
     };
 
-    const first = await start('services/ingest/sinks.ts', env, RUNNING);
+    const first = await processes.start('services/ingest/sinks.ts', env, RUNNING);
     await eventually(async () => expect(await count()).toBeGreaterThan(0), 30_000);
     await first.kill();
     const killedAt = await count();
     expect(killedAt).toBeLessThan(EVENTS);
 
-    const second = await start('services/ingest/sinks.ts', env, RUNNING);
+    const second = await processes.start('services/ingest/sinks.ts', env, RUNNING);
     try {
       await eventually(async () => expect(await count()).toBe(EVENTS), 60_000);
       await eventually(async () => {
@@ -115,7 +101,7 @@ describe('sinks process', () => {
         );
         expect(rows).toEqual([{ n: String(EVENTS), total: `${expectedUnits}.00000000` }]);
       }, 60_000);
-      const { rows } = await database.db.query<{ total: string }>(
+      const { rows } = await processes.database.db.query<{ total: string }>(
         'SELECT sum(quantity)::text AS total FROM usage_events',
       );
       expect(rows[0]!.total).toBe(`${expectedUnits}.00000000`);

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import type { Queryable } from '../../libs/db/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { startUsageSinks, type UsageSinks } from '../../libs/usage/index.js';
@@ -5,6 +6,8 @@ import { type IngestServer, startIngestServer } from '../../services/ingest/serv
 import { ingestReadinessChecks } from '../../services/ingest/start.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { insertCustomer, insertProduct, insertSubscription } from '../helpers/billing-fixtures.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { type ServiceProcess, startTs } from '../helpers/processes.js';
 import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 
@@ -204,4 +207,62 @@ let keyCounter = 0;
 /** A fresh idempotency key. */
 export function freshKey(label = 'k'): string {
   return `${label}-${process.pid}-${Date.now().toString(36)}-${++keyCounter}`;
+}
+
+/** The line the ingest service process prints once it listens; group 1 is the port. */
+export const INGEST_LISTENING = /ingest service listening on http:\/\/127\.0\.0\.1:(\d+)/;
+
+export interface ServiceProcesses {
+  /** This file's database (set in beforeAll). */
+  readonly database: TestDatabase;
+  /** Starts a service process (see startTs); afterAll kills it if it still runs. */
+  start: typeof startTs;
+  /**
+   * The env of a service process on this file's database, with no Redis, Kafka or ClickHouse
+   * (the embedded twins) unless `overrides` name them.
+   */
+  env(overrides?: Record<string, string | undefined>): Record<string, string | undefined>;
+}
+
+/**
+ * For a file that tests the usage services as real processes (`npm run start:ingest`,
+ * `start:sinks`): a database of its own, created in beforeAll; afterAll kills every process
+ * started, whatever failed, before it drops the database. Call it at the top of a describe.
+ */
+export function serviceProcesses(databaseLabel: string): ServiceProcesses {
+  const started: ServiceProcess[] = [];
+  let database: TestDatabase | undefined;
+  const current = () => {
+    if (!database) throw new Error('the database is created in beforeAll');
+    return database;
+  };
+  beforeAll(async () => {
+    database = await createTestDatabase(databaseLabel);
+  });
+  afterAll(async () => {
+    await Promise.all(started.map((service) => service.kill()));
+    await database?.drop();
+  });
+  return {
+    get database() {
+      return current();
+    },
+    async start(...args) {
+      const service = await startTs(...args);
+      started.push(service);
+      return service;
+    },
+    env(overrides = {}) {
+      return {
+        APP_ENV: 'test',
+        LOG_LEVEL: 'warn',
+        HOST: '127.0.0.1',
+        DATABASE_URL: current().url,
+        REDIS_URL: undefined,
+        KAFKA_BROKERS: undefined,
+        CLICKHOUSE_URL: undefined,
+        ...overrides,
+      };
+    },
+  };
 }
