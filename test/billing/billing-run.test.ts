@@ -42,6 +42,22 @@ async function orgWithCatalog() {
   return { orgId, customerId, ...catalog };
 }
 
+/** A subscription of one unit of `productId`, from `start`, created at `createdAt` (default subscribe's). */
+function subscribeFrom(
+  orgId: number,
+  customerId: number,
+  productId: number,
+  start: string,
+  createdAt?: string,
+) {
+  return subscribe(
+    database.db,
+    orgId,
+    { customer_id: customerId, items: [{ product_id: productId }], start_date: at(start) },
+    createdAt ? at(createdAt) : undefined,
+  );
+}
+
 describe('billing run', () => {
   it('invoices an ended period: licensed items, metered usage above included units on tiers, tax, posted', async () => {
     const { orgId, customerId, seats, apiCalls } = await orgWithCatalog();
@@ -183,11 +199,7 @@ describe('billing run', () => {
     await addCustomerCredit(database.db, { customerId: partly, amount: '5' });
     await addCustomerCredit(database.db, { customerId: fully, amount: '100' });
     for (const customer of [partly, fully]) {
-      await subscribe(database.db, orgId, {
-        customer_id: customer,
-        items: [{ product_id: seats }],
-        start_date: at('2026-01-01T00:00:00Z'),
-      });
+      await subscribeFrom(orgId, customer, seats, '2026-01-01T00:00:00Z');
     }
     const run = await runBilling(database.db, { usage, orgId, now: at('2026-02-01T00:00:00Z') });
     expect(run.invoices_created).toBe(2);
@@ -269,12 +281,7 @@ describe('billing run', () => {
 
   it('cancel at period end: the last period is invoiced, then the subscription is canceled (once)', async () => {
     const { orgId, customerId, seats } = await orgWithCatalog();
-    const subscription = await subscribe(
-      database.db,
-      orgId,
-      { customer_id: customerId, items: [{ product_id: seats }], start_date: at('2026-01-10T00:00:00Z') },
-      at('2026-01-10T00:00:00Z'),
-    );
+    const subscription = await subscribeFrom(orgId, customerId, seats, '2026-01-10', '2026-01-10');
     const marked = await database.db.transaction((tx) =>
       cancelSubscription(tx, {
         subscriptionId: subscription.id,
@@ -303,12 +310,7 @@ describe('billing run', () => {
 
   it('cancel now stops billing at once', async () => {
     const { orgId, customerId, seats } = await orgWithCatalog();
-    const subscription = await subscribe(
-      database.db,
-      orgId,
-      { customer_id: customerId, items: [{ product_id: seats }], start_date: at('2026-01-10T00:00:00Z') },
-      at('2026-01-10T00:00:00Z'),
-    );
+    const subscription = await subscribeFrom(orgId, customerId, seats, '2026-01-10', '2026-01-10');
     const canceled = await database.db.transaction((tx) =>
       cancelSubscription(tx, { subscriptionId: subscription.id, now: at('2026-01-20T00:00:00Z') }),
     );
@@ -320,12 +322,7 @@ describe('billing run', () => {
 
   it('starts a pending subscription on its start date', async () => {
     const { orgId, customerId, seats } = await orgWithCatalog();
-    const subscription = await subscribe(
-      database.db,
-      orgId,
-      { customer_id: customerId, items: [{ product_id: seats }], start_date: at('2026-03-01T00:00:00Z') },
-      at('2026-02-01T00:00:00Z'),
-    );
+    const subscription = await subscribeFrom(orgId, customerId, seats, '2026-03-01', '2026-02-01');
     expect(subscription).toMatchObject({ status: 'pending', next_billing_date: '2026-03-01T00:00:00.000Z' });
     expect(
       (await runBilling(database.db, { usage, orgId, now: at('2026-02-15T00:00:00Z') }))
@@ -343,11 +340,7 @@ describe('billing run', () => {
     const a = await orgWithCatalog();
     const b = await orgWithCatalog();
     for (const org of [a, b]) {
-      await subscribe(database.db, org.orgId, {
-        customer_id: org.customerId,
-        items: [{ product_id: org.seats }],
-        start_date: at('2026-01-01T00:00:00Z'),
-      });
+      await subscribeFrom(org.orgId, org.customerId, org.seats, '2026-01-01T00:00:00Z');
     }
     const run = await runBilling(database.db, { usage, orgId: a.orgId, now: at('2026-02-01T00:00:00Z') });
     expect(run.invoices_created).toBe(1);
@@ -359,11 +352,7 @@ describe('billing run', () => {
 
   it('an overdue invoice makes the subscription past_due; paying it makes it active again', async () => {
     const { orgId, customerId, seats } = await orgWithCatalog();
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats }],
-      start_date: at('2026-01-01T00:00:00Z'),
-    });
+    const subscription = await subscribeFrom(orgId, customerId, seats, '2026-01-01T00:00:00Z');
     const early = await runBilling(database.db, { usage, orgId, now: at('2026-02-01T00:00:00Z') });
     expect(early.marked_past_due).toBe(0);
     // due 2026-03-03 (30 days); the next run after that marks the subscription past due
@@ -381,11 +370,7 @@ describe('billing run', () => {
 
   it('leaves invoices in DRAFT when asked, for `invoice post` later', async () => {
     const { orgId, customerId, seats } = await orgWithCatalog();
-    await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats }],
-      start_date: at('2026-01-01T00:00:00Z'),
-    });
+    await subscribeFrom(orgId, customerId, seats, '2026-01-01T00:00:00Z');
     const run = await runBilling(database.db, { usage, orgId, post: false, now: at('2026-02-01T00:00:00Z') });
     const draft = await getInvoice(database.db, orgId, run.invoice_ids[0]!);
     expect(draft.status).toBe('DRAFT');
@@ -397,16 +382,8 @@ describe('billing run', () => {
 
   it('one subscription that cannot be billed does not stop the others, and is reported', async () => {
     const { orgId, customerId, seats } = await orgWithCatalog();
-    const good = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats }],
-      start_date: at('2026-01-01T00:00:00Z'),
-    });
-    const broken = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats }],
-      start_date: at('2026-01-01T00:00:00Z'),
-    });
+    const good = await subscribeFrom(orgId, customerId, seats, '2026-01-01T00:00:00Z');
+    const broken = await subscribeFrom(orgId, customerId, seats, '2026-01-01T00:00:00Z');
     await runBilling(database.db, {
       usage,
       orgId,

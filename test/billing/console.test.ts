@@ -40,30 +40,67 @@ async function ok(...argv: string[]) {
   return result.json();
 }
 
+/** argv of `product create` in `orgId`, further flags appended. */
+function productArgs(
+  orgId: number | string,
+  name: string,
+  unitPrice: string,
+  pricingType: string,
+  ...more: string[]
+): string[] {
+  const flags = [
+    '--org',
+    String(orgId),
+    '--name',
+    name,
+    '--unit-price',
+    unitPrice,
+    '--pricing-type',
+    pricingType,
+  ];
+  return ['product', 'create', ...flags, ...more];
+}
+
+/** argv of `subscription create` in `orgId`; `items` is the flag's JSON. */
+function subscriptionArgs(
+  orgId: number,
+  customerId: number | string,
+  items: string,
+  ...more: string[]
+): string[] {
+  return [
+    'subscription',
+    'create',
+    '--org',
+    String(orgId),
+    '--customer',
+    String(customerId),
+    '--items',
+    items,
+    ...more,
+  ];
+}
+
+/** argv of `payment record`, further flags appended. */
+function paymentArgs(invoiceId: string, amount: string, ...more: string[]): string[] {
+  return ['payment', 'record', '--invoice', invoiceId, '--amount', amount, ...more];
+}
+
 describe('billing console, end to end', () => {
   let org: number;
+  const createProduct = (name: string, unitPrice: string, pricingType: string, ...more: string[]) =>
+    ok(...productArgs(org, name, unitPrice, pricingType, ...more));
+  const createCustomer = (name: string, ...more: string[]) =>
+    ok('customer', 'create', '--org', String(org), '--name', name, ...more);
+  const subscribe = (customerId: number, items: unknown[], ...more: string[]) =>
+    ok(...subscriptionArgs(org, customerId, JSON.stringify(items), ...more));
 
   beforeAll(async () => {
     org = (await ok('org', 'create', '--name', 'Console Billing Co')).id;
   });
 
   it('product, customer, subscription with a trial, billing, payment, cancellation', async () => {
-    const seats = await ok(
-      'product',
-      'create',
-      '--org',
-      String(org),
-      '--name',
-      'Seats',
-      '--unit-price',
-      '25',
-      '--pricing-type',
-      'recurring',
-      '--sku',
-      'SEAT',
-      '--unit-label',
-      'seat',
-    );
+    const seats = await createProduct('Seats', '25', 'recurring', '--sku', 'SEAT', '--unit-label', 'seat');
     expect(seats).toMatchObject({
       object: 'product',
       id: expect.any(Number),
@@ -71,16 +108,9 @@ describe('billing console, end to end', () => {
       pricing_scheme: 'linear',
       tiers: [],
     });
-    const calls = await ok(
-      'product',
-      'create',
-      '--org',
-      String(org),
-      '--name',
+    const calls = await createProduct(
       'API calls',
-      '--unit-price',
       '0',
-      '--pricing-type',
       'usage',
       '--pricing-mode',
       'graduated',
@@ -90,12 +120,7 @@ describe('billing console, end to end', () => {
     expect(calls).toMatchObject({ pricing_scheme: 'tiered', pricing_mode: 'graduated', category: 'usage' });
     expect(calls.tiers).toHaveLength(2);
 
-    const customer = await ok(
-      'customer',
-      'create',
-      '--org',
-      String(org),
-      '--name',
+    const customer = await createCustomer(
       'Québec Ltée',
       '--email',
       'ap@quebec.example',
@@ -109,18 +134,12 @@ describe('billing console, end to end', () => {
     expect(customer).toMatchObject({ object: 'customer', name: 'Québec Ltée', credit_balance: '0.00000000' });
     expect(customer.notes).toBeUndefined();
 
-    const subscription = await ok(
-      'subscription',
-      'create',
-      '--org',
-      String(org),
-      '--customer',
-      String(customer.id),
-      '--items',
-      JSON.stringify([
+    const subscription = await subscribe(
+      customer.id,
+      [
         { product_id: seats.id, quantity: 2 },
         { product_id: calls.id, included_units: '100' },
-      ]),
+      ],
       '--trial-days',
       '14',
       '--start',
@@ -152,18 +171,7 @@ describe('billing console, end to end', () => {
     // 2 x 25 + (100 x 1.00 + 100 x 0.50) = 200.00; QC GST 5 % + QST 9.975 % = 29.95
     expect(rows[0]).toEqual({ total: '229.95000000', status: 'POSTED', tax_amount: '29.95000000' });
 
-    const part = await ok(
-      'payment',
-      'record',
-      '--invoice',
-      invoiceId,
-      '--amount',
-      '100',
-      '--method',
-      'CARD',
-      '--reference',
-      'ch_42',
-    );
+    const part = await ok(...paymentArgs(invoiceId, '100', '--method', 'CARD', '--reference', 'ch_42'));
     expect(part).toMatchObject({
       object: 'invoice_transaction',
       type: 'PAYMENT',
@@ -186,16 +194,7 @@ describe('billing console, end to end', () => {
       type: 'CREDIT_MEMO',
       invoice: { status: 'PARTIALLY_PAID', balance: '120.00000000' },
     });
-    const rest = await ok(
-      'payment',
-      'record',
-      '--invoice',
-      invoiceId,
-      '--amount',
-      '120',
-      '--method',
-      'BANK_TRANSFER',
-    );
+    const rest = await ok(...paymentArgs(invoiceId, '120', '--method', 'BANK_TRANSFER'));
     expect(rest.invoice).toMatchObject({
       status: 'PAID',
       balance: '0.00000000',
@@ -225,43 +224,10 @@ describe('billing console, end to end', () => {
   });
 
   it('draft invoices: billing run --draft, then invoice post / withdraw', async () => {
-    const product = await ok(
-      'product',
-      'create',
-      '--org',
-      String(org),
-      '--name',
-      'Plan',
-      '--unit-price',
-      '10',
-      '--pricing-type',
-      'recurring',
-    );
-    const customer = await ok(
-      'customer',
-      'create',
-      '--org',
-      String(org),
-      '--name',
-      'Drafty',
-      '--country',
-      'US',
-      '--state-province',
-      'OR',
-    );
+    const product = await createProduct('Plan', '10', 'recurring');
+    const customer = await createCustomer('Drafty', '--country', 'US', '--state-province', 'OR');
     for (let i = 0; i < 2; i++) {
-      await ok(
-        'subscription',
-        'create',
-        '--org',
-        String(org),
-        '--customer',
-        String(customer.id),
-        '--items',
-        JSON.stringify([{ product_id: product.id }]),
-        '--start',
-        '2026-05-01',
-      );
+      await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-05-01');
     }
     const drafts = await ok('billing', 'run', '--now', '2026-06-01', '--org', String(org), '--draft');
     expect(drafts).toMatchObject({ posted: false, invoices_created: 2 });
@@ -280,39 +246,9 @@ describe('billing console, end to end', () => {
   });
 
   it('termed subscriptions from flags: period, term, auto-renew', async () => {
-    const product = await ok(
-      'product',
-      'create',
-      '--org',
-      String(org),
-      '--name',
-      'Term plan',
-      '--unit-price',
-      '30',
-      '--pricing-type',
-      'recurring',
-    );
-    const customer = await ok(
-      'customer',
-      'create',
-      '--org',
-      String(org),
-      '--name',
-      'Termed',
-      '--state-province',
-      'ON',
-    );
-    const items = JSON.stringify([{ product_id: product.id }]);
-    const base = [
-      'subscription',
-      'create',
-      '--org',
-      String(org),
-      '--customer',
-      String(customer.id),
-      '--items',
-      items,
-    ];
+    const product = await createProduct('Term plan', '30', 'recurring');
+    const customer = await createCustomer('Termed', '--state-province', 'ON');
+    const base = subscriptionArgs(org, customer.id, JSON.stringify([{ product_id: product.id }]));
     const termed = await ok(
       ...base,
       '--billing-period',
@@ -357,42 +293,11 @@ describe('billing console, end to end', () => {
   });
 
   it('credit added to a customer is consumed by the next posted invoice', async () => {
-    const product = await ok(
-      'product',
-      'create',
-      '--org',
-      String(org),
-      '--name',
-      'Support',
-      '--unit-price',
-      '40',
-      '--pricing-type',
-      'recurring',
-    );
-    const customer = await ok(
-      'customer',
-      'create',
-      '--org',
-      String(org),
-      '--name',
-      'Prepaid',
-      '--state-province',
-      'AB',
-    );
+    const product = await createProduct('Support', '40', 'recurring');
+    const customer = await createCustomer('Prepaid', '--state-province', 'AB');
     const credited = await ok('customer', 'add-credit', '--id', String(customer.id), '--amount', '100');
     expect(credited.credit_balance).toBe('100.00000000');
-    await ok(
-      'subscription',
-      'create',
-      '--org',
-      String(org),
-      '--customer',
-      String(customer.id),
-      '--items',
-      JSON.stringify([{ product_id: product.id }]),
-      '--start',
-      '2026-07-01',
-    );
+    await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-07-01');
     await ok('billing', 'run', '--now', '2026-08-01', '--org', String(org));
     const { rows } = await database.db.query(
       'SELECT status, amount_paid FROM invoices WHERE customer_id = $1',
@@ -403,45 +308,16 @@ describe('billing console, end to end', () => {
 
   it('fails with exit 1 and a message for unknown organizations and records, and illegal moves', async () => {
     const cases: [string[], RegExp][] = [
-      [
-        [
-          'product',
-          'create',
-          '--org',
-          '999999',
-          '--name',
-          'X',
-          '--unit-price',
-          '1',
-          '--pricing-type',
-          'recurring',
-        ],
-        /NOT_FOUND.*Organization 999999 not found/,
-      ],
+      [productArgs('999999', 'X', '1', 'recurring'), /NOT_FOUND.*Organization 999999 not found/],
       [['customer', 'create', '--org', '999999', '--name', 'X'], /Organization 999999 not found/],
-      [
-        [
-          'subscription',
-          'create',
-          '--org',
-          String(org),
-          '--customer',
-          '999999',
-          '--items',
-          '[{"product_id":1}]',
-        ],
-        /Customer 999999 not found/,
-      ],
+      [subscriptionArgs(org, '999999', '[{"product_id":1}]'), /Customer 999999 not found/],
       [['subscription', 'cancel', '--id', '999999'], /Subscription 999999 not found/],
       [['billing', 'run', '--org', '999999'], /Organization 999999 not found/],
       [
         ['invoice', 'post', '--id', '00000000-0000-4000-8000-000000000000'],
         /Invoice 00000000-0000-4000-8000-000000000000 not found/,
       ],
-      [
-        ['payment', 'record', '--invoice', '00000000-0000-4000-8000-000000000000', '--amount', '1'],
-        /NOT_FOUND/,
-      ],
+      [paymentArgs('00000000-0000-4000-8000-000000000000', '1'), /NOT_FOUND/],
       [
         ['customer', 'create', '--org', String(org), '--name', 'X', '--email', 'not-an-email'],
         /VALIDATION_ERROR[\s\S]*email/,
@@ -464,55 +340,12 @@ describe('billing console, end to end', () => {
 
   it('refuses bad flags with usage (exit 2)', async () => {
     const cases: [string[], RegExp][] = [
-      [
-        [
-          'product',
-          'create',
-          '--org',
-          String(org),
-          '--name',
-          'X',
-          '--unit-price',
-          'ten',
-          '--pricing-type',
-          'recurring',
-        ],
-        /--unit-price/,
-      ],
-      [
-        [
-          'product',
-          'create',
-          '--org',
-          String(org),
-          '--name',
-          'X',
-          '--unit-price',
-          '1',
-          '--pricing-type',
-          'weekly',
-        ],
-        /--pricing-type/,
-      ],
-      [
-        ['subscription', 'create', '--org', String(org), '--customer', '1', '--items', 'not json'],
-        /--items: must be valid JSON/,
-      ],
+      [productArgs(org, 'X', 'ten', 'recurring'), /--unit-price/],
+      [productArgs(org, 'X', '1', 'weekly'), /--pricing-type/],
+      [subscriptionArgs(org, '1', 'not json'), /--items: must be valid JSON/],
       [['billing', 'run', '--now', 'yesterday'], /--now/],
-      [['payment', 'record', '--invoice', 'abc', '--amount', '1'], /--invoice/],
-      [
-        [
-          'payment',
-          'record',
-          '--invoice',
-          '00000000-0000-4000-8000-000000000000',
-          '--amount',
-          '1',
-          '--method',
-          'CASH',
-        ],
-        /--method/,
-      ],
+      [paymentArgs('abc', '1'), /--invoice/],
+      [paymentArgs('00000000-0000-4000-8000-000000000000', '1', '--method', 'CASH'), /--method/],
     ];
     for (const [argv, message] of cases) {
       const result = await run(...argv);
