@@ -21,7 +21,11 @@ import {
   type BillingPeriod,
   CreateCustomer,
   type Customer,
+  INVOICE_STATUSES,
   type InvoiceStatus,
+  type Product,
+  type Subscription,
+  type SubscriptionItem,
   type SubscriptionStatus,
   type TaxType,
   type TransactionMethod,
@@ -36,13 +40,13 @@ export interface ProductFixture {
   unitPrice?: string;
   currency?: string;
   unitLabel?: string;
-  category?: 'software' | 'service' | 'usage' | 'hardware' | 'support' | 'other';
-  productType?: 'standard' | 'bundle';
-  pricingType?: 'one_time' | 'recurring' | 'usage';
-  pricingModel?: 'flat_fee' | 'per_unit';
+  category?: Product['category'];
+  productType?: Product['product_type'];
+  pricingType?: Product['pricing_type'];
+  pricingModel?: Product['pricing_model'];
   /** Tiers make the product `tiered` with this mode; without them it is `linear`. */
   tiers?: {
-    mode: 'flat' | 'volume' | 'graduated';
+    mode: NonNullable<Product['pricing_mode']>;
     steps: { upTo: string | null; unitPrice: string; flatFee?: string }[];
   };
   defaultBillingPeriod?: BillingPeriod;
@@ -117,7 +121,7 @@ export interface SubscriptionItemFixture {
   productId: number;
   quantity?: number;
   unitPrice?: string;
-  usageType?: 'licensed' | 'metered';
+  usageType?: SubscriptionItem['usage_type'];
   includedUnits?: string;
 }
 
@@ -127,7 +131,7 @@ export interface SubscriptionFixture {
   title?: string;
   billingPeriod?: BillingPeriod;
   startDate?: Date;
-  termType?: 'evergreen' | 'termed';
+  termType?: Subscription['term_type'];
   initialTermMonths?: number;
   trialEndDate?: Date | null;
   canceledAt?: Date | null;
@@ -543,17 +547,8 @@ export async function insertBillingScenario(db: Queryable, orgId: number): Promi
     items: [{ productId: apiCalls.id, usageType: 'metered', unitPrice: '0.002', includedUnits: '0' }],
   });
 
-  const statuses: InvoiceStatus[] = [
-    'DRAFT',
-    'POSTED',
-    'PAID',
-    'PARTIALLY_PAID',
-    'WITHDRAWN',
-    'REFUNDED',
-    'PARTIALLY_REFUNDED',
-  ];
   const invoices = {} as Record<InvoiceStatus, InsertedInvoice>;
-  for (const [n, status] of statuses.entries()) {
+  for (const [n, status] of INVOICE_STATUSES.entries()) {
     invoices[status] = await insertInvoice(db, orgId, {
       customerId: quebec.id,
       subscriptionId: active.id,
