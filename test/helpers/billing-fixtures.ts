@@ -130,6 +130,7 @@ export interface SubscriptionFixture {
   status?: SubscriptionStatus;
   title?: string;
   billingPeriod?: BillingPeriod;
+  currency?: string;
   startDate?: Date;
   termType?: Subscription['term_type'];
   initialTermMonths?: number;
@@ -152,8 +153,9 @@ export async function insertSubscription(
   const { rows } = await db.query<{ id: number }>(
     `INSERT INTO subscriptions (org_id, customer_id, status, title, start_date, next_billing_date, billing_period,
        billing_anchor_day, current_period_start, current_period_end, term_type, initial_term_months,
-       trial_end_date, cancel_at_period_end, canceled_at, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $5, $6, $9, $10, $11, $12, $13, COALESCE($14, now()), COALESCE($14, now()))
+       trial_end_date, cancel_at_period_end, canceled_at, currency, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $5, $6, $9, $10, $11, $12, $13, $14, COALESCE($15, now()),
+       COALESCE($15, now()))
      RETURNING id`,
     [
       orgId,
@@ -169,6 +171,7 @@ export async function insertSubscription(
       fixture.trialEndDate ?? null,
       fixture.cancelAtPeriodEnd ?? false,
       fixture.canceledAt ?? null,
+      fixture.currency ?? 'CAD',
       fixture.createdAt ?? null,
     ],
   );

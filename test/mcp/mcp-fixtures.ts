@@ -1,7 +1,18 @@
 import type { Queryable } from '../../libs/db/index.js';
+import type { InvoiceStatus, SubscriptionStatus, TaxType } from '../../libs/schemas/index.js';
+import {
+  insertCustomer,
+  insertInvoice,
+  insertProduct,
+  insertSubscription,
+  type ProductFixture,
+  type SubscriptionItemFixture,
+  type TransactionFixture,
+} from '../helpers/billing-fixtures.js';
 
 /**
- * A small, fully known billing data set for one organization, by plain SQL (tests only). Every
+ * A small, fully known billing data set for one organization, written with the shared SQL
+ * fixtures (test/helpers/billing-fixtures.ts), so amounts obey the model's invariants. Every
  * name carries `label`, so a test can tell whose data a tool returned. Dates are relative to
  * today (UTC) so "overdue" means the same thing whenever the test runs.
  *
@@ -30,213 +41,182 @@ function isoDate(offsetDays: number): string {
   return new Date(Date.now() + offsetDays * 86_400_000).toISOString().slice(0, 10);
 }
 
-async function insertOne<T>(db: Queryable, sql: string, values: unknown[]): Promise<T> {
-  const { rows } = await db.query<{ id: T }>(`${sql} RETURNING id`, values);
-  return rows[0]!.id;
-}
-
 export async function seedBillingFixture(
   db: Queryable,
   orgId: number,
   label: string,
 ): Promise<BillingFixture> {
-  const customer = (name: string, country: string, province: string, taxExempt: boolean, createdAt: string) =>
-    insertOne<number>(
-      db,
-      `INSERT INTO customers (org_id, name, email, country, state_province, tax_exempt, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
-      [
-        orgId,
-        `${label} ${name}`,
-        `${name.toLowerCase().replace(/\W+/g, '.')}@${label.toLowerCase()}.example`,
-        country,
-        province,
-        taxExempt,
-        createdAt,
-      ],
-    );
+  const customer = async (
+    name: string,
+    country: string,
+    province: string,
+    taxExempt: boolean,
+    at: string,
+  ) => {
+    const email = `${name.toLowerCase().replace(/\W+/g, '.')}@${label.toLowerCase()}.example`;
+    const input = {
+      name: `${label} ${name}`,
+      email,
+      country,
+      state_province: province,
+      tax_exempt: taxExempt,
+    };
+    return (await insertCustomer(db, orgId, input, new Date(at))).id;
+  };
   const quebec = await customer('Quebec Client', 'CA', 'QC', false, '2026-01-01T00:00:00Z');
   const ontario = await customer('Ontario Client', 'CA', 'ON', false, '2026-01-02T00:00:00Z');
   const newYork = await customer('New York Client', 'US', 'NY', true, '2026-01-03T00:00:00Z');
 
-  const product = (o: {
-    name: string;
-    pricingType: string;
-    unitPrice: string;
-    currency: string;
-    mode: string | null;
-    active: boolean;
-    createdAt: string;
-  }) =>
-    insertOne<number>(
-      db,
-      `INSERT INTO products (org_id, name, sku, pricing_type, unit_price, currency, pricing_scheme, pricing_mode,
-         is_active, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
-      [
-        orgId,
-        `${label} ${o.name}`,
-        `${label}-${o.name}`.toUpperCase().replace(/\W+/g, '-'),
-        o.pricingType,
-        o.unitPrice,
-        o.currency,
-        o.mode ? 'tiered' : 'linear',
-        o.mode,
-        o.active,
-        o.createdAt,
-      ],
-    );
-  const flat = await product({
-    name: 'Flat Plan',
-    pricingType: 'recurring',
-    unitPrice: '49.99',
-    currency: 'CAD',
-    mode: null,
-    active: true,
-    createdAt: '2026-01-01T00:00:00Z',
-  });
-  const tiered = await product({
-    name: 'Tiered API Calls',
+  const product = async (name: string, at: string, fixture: ProductFixture) =>
+    (
+      await insertProduct(db, orgId, {
+        name: `${label} ${name}`,
+        sku: `${label}-${name}`.toUpperCase().replace(/\W+/g, '-'),
+        createdAt: new Date(at),
+        ...fixture,
+      })
+    ).id;
+  const flat = await product('Flat Plan', '2026-01-01T00:00:00Z', { unitPrice: '49.99' });
+  const tiered = await product('Tiered API Calls', '2026-01-02T00:00:00Z', {
     pricingType: 'usage',
     unitPrice: '0',
-    currency: 'CAD',
-    mode: 'graduated',
-    active: true,
-    createdAt: '2026-01-02T00:00:00Z',
+    tiers: {
+      mode: 'graduated',
+      steps: [
+        { upTo: '1000', unitPrice: '0.01', flatFee: '0' },
+        { upTo: null, unitPrice: '0.005', flatFee: '5' },
+      ],
+    },
   });
-  const inactive = await product({
-    name: 'Old Plan',
-    pricingType: 'recurring',
+  const inactive = await product('Old Plan', '2026-01-03T00:00:00Z', {
     unitPrice: '10',
     currency: 'USD',
-    mode: null,
-    active: false,
-    createdAt: '2026-01-03T00:00:00Z',
+    isActive: false,
   });
-  await db.query(
-    `INSERT INTO product_price_tiers (org_id, product_id, position, up_to, unit_price, flat_fee)
-     VALUES ($1, $2, 0, 1000, 0.01, 0), ($1, $2, 1, NULL, 0.005, 5)`,
-    [orgId, tiered],
-  );
 
-  const subscription = (customerId: number, status: string, currency: string, createdAt: string) =>
-    insertOne<number>(
-      db,
-      `INSERT INTO subscriptions (org_id, customer_id, status, title, currency, start_date, next_billing_date,
-         billing_period, billing_anchor_day, current_period_start, current_period_end, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $6::timestamptz + interval '1 month', 'monthly', 1, $6,
-         $6::timestamptz + interval '1 month', $6, $6)`,
-      [orgId, customerId, status, `${label} subscription`, currency, createdAt],
-    );
-  const subQuebec = await subscription(quebec, 'active', 'CAD', '2026-01-05T00:00:00Z');
-  const subOntario = await subscription(ontario, 'trialing', 'CAD', '2026-01-06T00:00:00Z');
-  const subNewYork = await subscription(newYork, 'active', 'USD', '2026-01-07T00:00:00Z');
-  await db.query(
-    `INSERT INTO subscription_items (org_id, subscription_id, product_id, quantity, unit_price, usage_type, included_units)
-     VALUES ($1, $2, $3, 1, 49.99, 'licensed', 0), ($1, $2, $4, 0, 0, 'metered', 1000),
-            ($1, $5, $3, 2, 49.99, 'licensed', 0), ($1, $6, $7, 1, 10, 'licensed', 0)`,
-    [orgId, subQuebec, flat, tiered, subOntario, subNewYork, inactive],
-  );
+  const subscription = async (
+    customerId: number,
+    status: SubscriptionStatus,
+    currency: string,
+    at: string,
+    items: SubscriptionItemFixture[],
+  ) => {
+    const start = new Date(at);
+    const fixture = { customerId, status, title: `${label} subscription`, currency, items };
+    return (await insertSubscription(db, orgId, { ...fixture, startDate: start, createdAt: start })).id;
+  };
+  const seat = { productId: flat, unitPrice: '49.99' };
+  const subQuebec = await subscription(quebec, 'active', 'CAD', '2026-01-05T00:00:00Z', [
+    seat,
+    { productId: tiered, quantity: 0, unitPrice: '0', usageType: 'metered', includedUnits: '1000' },
+  ]);
+  const subOntario = await subscription(ontario, 'trialing', 'CAD', '2026-01-06T00:00:00Z', [
+    { ...seat, quantity: 2 },
+  ]);
+  const subNewYork = await subscription(newYork, 'active', 'USD', '2026-01-07T00:00:00Z', [
+    { productId: inactive, unitPrice: '10' },
+  ]);
 
   let invoiceCount = 0;
-  const invoice = async (o: {
+  /** One line of `subtotal` at `taxRate`, dated `issued` and due `due` days from today. */
+  const invoice = (o: {
     customerId: number;
     subscriptionId: number;
-    status: string;
+    status: InvoiceStatus;
     subtotal: string;
-    tax: string;
-    total: string;
-    paid: string;
+    taxRate: string;
+    taxType: TaxType | null;
     currency: string;
-    invoiceDate: string;
-    dueDate: string;
-    taxType: string | null;
+    issued: number;
+    due: number;
     productId: number;
-  }) => {
-    invoiceCount += 1;
-    const id = await insertOne<string>(
-      db,
-      `INSERT INTO invoices (org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start,
-         period_end, due_date, status, subtotal, tax_amount, total, amount_paid, currency, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $5, $5::date + 30, $6, $7, $8, $9, $10, $11, $12, $13, $13)`,
-      [
-        orgId,
-        `INV-${String(invoiceCount).padStart(6, '0')}`,
-        o.customerId,
-        o.subscriptionId,
-        o.invoiceDate,
-        o.dueDate,
-        o.status,
-        o.subtotal,
-        o.tax,
-        o.total,
-        o.paid,
-        o.currency,
-        `2026-02-0${invoiceCount}T00:00:00Z`,
+    transactions?: TransactionFixture[];
+  }) =>
+    insertInvoice(db, orgId, {
+      customerId: o.customerId,
+      subscriptionId: o.subscriptionId,
+      status: o.status,
+      periodStart: isoDate(o.issued),
+      dueDate: isoDate(o.due),
+      currency: o.currency,
+      createdAt: new Date(`2026-02-0${++invoiceCount}T00:00:00Z`),
+      items: [
+        {
+          productId: o.productId,
+          description: `${label} line`,
+          unitPrice: o.subtotal,
+          taxRate: o.taxRate,
+          taxType: o.taxType,
+        },
       ],
-    );
-    await db.query(
-      `INSERT INTO invoice_items (org_id, invoice_id, position, product_id, description, quantity, unit_price,
-         line_total_pre_tax, tax_amount, tax_type)
-       VALUES ($1, $2, 0, $3, $4, 1, $5, $5, $6, $7)`,
-      [orgId, id, o.productId, `${label} line`, o.subtotal, o.tax, o.taxType],
-    );
-    return id;
-  };
+      transactions: o.transactions ?? [],
+    });
+  const transaction = (
+    type: TransactionFixture['type'],
+    amount: string,
+    method: TransactionFixture['method'],
+    status: TransactionFixture['status'],
+    at: string,
+  ): TransactionFixture => ({
+    type,
+    amount,
+    method,
+    status,
+    reference: `${label}-ref-${amount}`,
+    createdAt: new Date(at),
+  });
   const posted = await invoice({
     customerId: quebec,
     subscriptionId: subQuebec,
     status: 'POSTED',
     subtotal: '100',
-    tax: '14.975',
-    total: '114.975',
-    paid: '0',
-    currency: 'CAD',
-    invoiceDate: isoDate(-40),
-    dueDate: isoDate(-10),
+    taxRate: '0.14975',
     taxType: 'GST_QST',
+    currency: 'CAD',
+    issued: -40,
+    due: -10,
     productId: flat,
+    transactions: [transaction('PAYMENT', '25', 'CARD', 'FAILED', '2026-02-12T00:00:00Z')],
   });
   const partiallyPaid = await invoice({
     customerId: quebec,
     subscriptionId: subQuebec,
     status: 'PARTIALLY_PAID',
     subtotal: '200',
-    tax: '0',
-    total: '200',
-    paid: '55',
-    currency: 'CAD',
-    invoiceDate: isoDate(-10),
-    dueDate: isoDate(20),
+    taxRate: '0',
     taxType: null,
+    currency: 'CAD',
+    issued: -10,
+    due: 20,
     productId: flat,
+    transactions: [
+      transaction('PAYMENT', '50', 'BANK_TRANSFER', 'COMPLETED', '2026-02-11T00:00:00Z'),
+      transaction('CREDIT_MEMO', '5', 'EXTERNAL', 'COMPLETED', '2026-02-09T00:00:00Z'),
+    ],
   });
   const paid = await invoice({
     customerId: ontario,
     subscriptionId: subOntario,
     status: 'PAID',
     subtotal: '100',
-    tax: '13',
-    total: '113',
-    paid: '113',
-    currency: 'CAD',
-    invoiceDate: isoDate(-60),
-    dueDate: isoDate(-30),
+    taxRate: '0.13',
     taxType: 'HST',
+    currency: 'CAD',
+    issued: -60,
+    due: -30,
     productId: flat,
+    transactions: [transaction('PAYMENT', '113', 'CARD', 'COMPLETED', '2026-02-10T00:00:00Z')],
   });
   const draft = await invoice({
     customerId: ontario,
     subscriptionId: subOntario,
     status: 'DRAFT',
     subtotal: '999',
-    tax: '0',
-    total: '999',
-    paid: '0',
-    currency: 'CAD',
-    invoiceDate: isoDate(-1),
-    dueDate: isoDate(29),
+    taxRate: '0',
     taxType: null,
+    currency: 'CAD',
+    issued: -1,
+    due: 29,
     productId: flat,
   });
   const postedUsd = await invoice({
@@ -244,42 +224,13 @@ export async function seedBillingFixture(
     subscriptionId: subNewYork,
     status: 'POSTED',
     subtotal: '100',
-    tax: '0',
-    total: '100',
-    paid: '0',
-    currency: 'USD',
-    invoiceDate: isoDate(-35),
-    dueDate: isoDate(-5),
+    taxRate: '0',
     taxType: 'EXEMPT',
+    currency: 'USD',
+    issued: -35,
+    due: -5,
     productId: inactive,
   });
-
-  const transaction = (
-    invoiceId: string,
-    type: string,
-    amount: string,
-    method: string,
-    status: string,
-    at: string,
-  ) =>
-    insertOne<string>(
-      db,
-      `INSERT INTO invoice_transactions (org_id, invoice_id, type, amount, method, status, reference, created_at,
-         updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
-      [orgId, invoiceId, type, amount, method, status, `${label}-ref-${amount}`, at],
-    );
-  const full = await transaction(paid, 'PAYMENT', '113', 'CARD', 'COMPLETED', '2026-02-10T00:00:00Z');
-  const partial = await transaction(
-    partiallyPaid,
-    'PAYMENT',
-    '50',
-    'BANK_TRANSFER',
-    'COMPLETED',
-    '2026-02-11T00:00:00Z',
-  );
-  const failed = await transaction(posted, 'PAYMENT', '25', 'CARD', 'FAILED', '2026-02-12T00:00:00Z');
-  await transaction(partiallyPaid, 'CREDIT_MEMO', '5', 'EXTERNAL', 'COMPLETED', '2026-02-09T00:00:00Z');
 
   return {
     orgId,
@@ -287,8 +238,18 @@ export async function seedBillingFixture(
     customers: { quebec, ontario, newYork },
     products: { flat, tiered, inactive },
     subscriptions: { quebec: subQuebec, ontario: subOntario, newYork: subNewYork },
-    invoices: { posted, partiallyPaid, paid, draft, postedUsd },
-    payments: { partial, full, failed },
+    invoices: {
+      posted: posted.id,
+      partiallyPaid: partiallyPaid.id,
+      paid: paid.id,
+      draft: draft.id,
+      postedUsd: postedUsd.id,
+    },
+    payments: {
+      partial: partiallyPaid.transactionIds[0]!,
+      full: paid.transactionIds[0]!,
+      failed: posted.transactionIds[0]!,
+    },
   };
 }
 
