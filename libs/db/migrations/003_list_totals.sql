@@ -54,41 +54,22 @@ BEGIN
   END IF;
 END $$;
 
--- Statement triggers, one function per list: customer_id and status of each row ('' / 0 where the
--- list has no such column). An UPDATE counts only rows whose keys changed.
-CREATE FUNCTION list_totals_on_invoices() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Statement triggers: customer_id and status of each row ('' / 0 where the list has no such
+-- column). An UPDATE counts only rows whose keys changed. Invoices and subscriptions share one
+-- function; the list's name is the trigger's argument.
+CREATE FUNCTION list_totals_on_customer_status_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  list_name text := TG_ARGV[0];
 BEGIN
   IF TG_OP = 'INSERT' THEN
-    PERFORM list_totals_record('invoices', array_agg(org_id), array_agg(customer_id), array_agg(status),
+    PERFORM list_totals_record(list_name, array_agg(org_id), array_agg(customer_id), array_agg(status),
       array_agg(1::bigint)) FROM added;
   ELSIF TG_OP = 'DELETE' THEN
-    PERFORM list_totals_record('invoices', array_agg(org_id), array_agg(customer_id), array_agg(status),
+    PERFORM list_totals_record(list_name, array_agg(org_id), array_agg(customer_id), array_agg(status),
       array_agg(-1::bigint)) FROM removed;
   ELSE
-    PERFORM list_totals_record('invoices', array_agg(c.org_id), array_agg(c.customer_id), array_agg(c.status),
+    PERFORM list_totals_record(list_name, array_agg(c.org_id), array_agg(c.customer_id), array_agg(c.status),
       array_agg(c.delta))
-      FROM (SELECT b.org_id, b.customer_id, b.status, -1::bigint AS delta
-              FROM removed b JOIN added a USING (id)
-             WHERE (a.org_id, a.customer_id, a.status) IS DISTINCT FROM (b.org_id, b.customer_id, b.status)
-            UNION ALL
-            SELECT a.org_id, a.customer_id, a.status, 1
-              FROM removed b JOIN added a USING (id)
-             WHERE (a.org_id, a.customer_id, a.status) IS DISTINCT FROM (b.org_id, b.customer_id, b.status)) c;
-  END IF;
-  RETURN NULL;
-END $$;
-
-CREATE FUNCTION list_totals_on_subscriptions() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF TG_OP = 'INSERT' THEN
-    PERFORM list_totals_record('subscriptions', array_agg(org_id), array_agg(customer_id), array_agg(status),
-      array_agg(1::bigint)) FROM added;
-  ELSIF TG_OP = 'DELETE' THEN
-    PERFORM list_totals_record('subscriptions', array_agg(org_id), array_agg(customer_id), array_agg(status),
-      array_agg(-1::bigint)) FROM removed;
-  ELSE
-    PERFORM list_totals_record('subscriptions', array_agg(c.org_id), array_agg(c.customer_id),
-      array_agg(c.status), array_agg(c.delta))
       FROM (SELECT b.org_id, b.customer_id, b.status, -1::bigint AS delta
               FROM removed b JOIN added a USING (id)
              WHERE (a.org_id, a.customer_id, a.status) IS DISTINCT FROM (b.org_id, b.customer_id, b.status)
@@ -119,18 +100,18 @@ BEGIN
 END $$;
 
 CREATE TRIGGER invoices_list_totals_insert AFTER INSERT ON invoices
-  REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION list_totals_on_invoices();
+  REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION list_totals_on_customer_status_rows('invoices');
 CREATE TRIGGER invoices_list_totals_update AFTER UPDATE ON invoices
-  REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION list_totals_on_invoices();
+  REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION list_totals_on_customer_status_rows('invoices');
 CREATE TRIGGER invoices_list_totals_delete AFTER DELETE ON invoices
-  REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION list_totals_on_invoices();
+  REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION list_totals_on_customer_status_rows('invoices');
 
 CREATE TRIGGER subscriptions_list_totals_insert AFTER INSERT ON subscriptions
-  REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION list_totals_on_subscriptions();
+  REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION list_totals_on_customer_status_rows('subscriptions');
 CREATE TRIGGER subscriptions_list_totals_update AFTER UPDATE ON subscriptions
-  REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION list_totals_on_subscriptions();
+  REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION list_totals_on_customer_status_rows('subscriptions');
 CREATE TRIGGER subscriptions_list_totals_delete AFTER DELETE ON subscriptions
-  REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION list_totals_on_subscriptions();
+  REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION list_totals_on_customer_status_rows('subscriptions');
 
 CREATE TRIGGER customers_list_totals_insert AFTER INSERT ON customers
   REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION list_totals_on_customers();
