@@ -23,16 +23,19 @@
  *
  * Other settings (env): BENCH_SCENARIOS (comma list, default all), BENCH_DB_POOL_SIZE (the api's
  * DATABASE_POOL_SIZE, default 20), DATABASE_URL (an admin URL; a database bench_api_<pid> is
- * created in it and dropped afterwards unless BENCH_KEEP_DATABASE=true), REDIS_URL.
+ * created in it and dropped afterwards unless BENCH_KEEP_DATABASE=true), REDIS_URL, BENCH_PROFILE_DIR
+ * (the api process writes a V8 CPU profile there).
  */
+import path from 'node:path';
 import { createApiKey } from '../../libs/auth/index.js';
 import { Database, migrate } from '../../libs/db/index.js';
 import { setRateLimitOverride } from '../../libs/organizations/index.js';
 import { connectRedis } from '../../libs/redis/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import {
-  type AutocannonRequest,
   autocannon,
+  commandCpuSeconds,
+  cpuSeconds,
   createDatabase,
   dropDatabase,
   freePort,
@@ -40,6 +43,8 @@ import {
   logger,
   printBars,
   printTable,
+  randomRequest,
+  requestBytes,
   scenariosEnv,
   spawnTs,
   stopChildren,
@@ -84,6 +89,26 @@ interface ScenarioResult {
   requests: number;
   non2xx: number;
   errors: number;
+  /** CPU time per request during the measured run, in microseconds, by process. */
+  cpuMicrosPerRequest: { server: number; postgres: number; redis: number; autocannon: number };
+}
+
+interface CpuNow {
+  server: number;
+  postgres: number;
+  redis: number;
+  autocannon: number;
+}
+
+/** CPU seconds so far of the server under test, all of Postgres, all of Redis and this process. */
+async function cpuNow(serverPid: number | undefined): Promise<CpuNow> {
+  const self = process.cpuUsage();
+  return {
+    server: await cpuSeconds(serverPid),
+    postgres: await commandCpuSeconds('postgres'),
+    redis: await commandCpuSeconds('redis-server'),
+    autocannon: (self.user + self.system) / 1e6,
+  };
 }
 
 const databaseName = `bench_api_${process.pid}`;
@@ -123,6 +148,10 @@ async function main(): Promise<void> {
   const helloPort = (JSON.parse(await waitForLine(hello)) as { port: number }).port;
   const apiPort = await freePort();
   const api = spawnTs('services/api/main.ts', {
+    // BENCH_PROFILE_DIR: the api process writes a V8 CPU profile there when it exits.
+    nodeArgs: process.env.BENCH_PROFILE_DIR
+      ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
+      : [],
     env: {
       DATABASE_URL: databaseUrl,
       DATABASE_POOL_SIZE: String(settings.poolSize),
@@ -137,15 +166,14 @@ async function main(): Promise<void> {
   const apiBase = `http://127.0.0.1:${apiPort}`;
   await waitUntilReady(`${apiBase}/readyz`, api);
 
-  const randomOf = <T>(values: T[]) => values[Math.floor(Math.random() * values.length)]!;
   const deepOffset = Math.max(0, data.invoices - 100);
   const middleOffset = Math.floor(data.invoices / 2);
-  const targets: Record<Scenario, { url: string; request: string; path?: () => string }> = {
+  const targets: Record<Scenario, { url: string; request: string; paths?: string[] }> = {
     hello: { url: `http://127.0.0.1:${helloPort}/hello`, request: 'GET /hello' },
     customer: {
       url: apiBase,
       request: 'GET /customers/{id}',
-      path: () => `${BASE_PATH}/customers/${1 + Math.floor(Math.random() * data.customers)}`,
+      paths: Array.from({ length: data.customers }, (_, i) => `${BASE_PATH}/customers/${i + 1}`),
     },
     invoices_page: { url: `${apiBase}${BASE_PATH}/invoices?limit=100`, request: 'GET /invoices?limit=100' },
     invoices_filtered: {
@@ -163,7 +191,7 @@ async function main(): Promise<void> {
     invoice_pdf: {
       url: apiBase,
       request: 'GET /invoices/{id}/pdf',
-      path: () => `${BASE_PATH}/invoices/${randomOf(data.invoiceIds)}/pdf`,
+      paths: data.invoiceIds.map((id) => `${BASE_PATH}/invoices/${id}/pdf`),
     },
   };
 
@@ -175,17 +203,21 @@ async function main(): Promise<void> {
       url: target.url,
       connections: settings.connections,
       ...(headers ? { headers } : {}),
-      ...(target.path
+      ...(target.paths
         ? {
             requests: [
-              { setupRequest: (request: AutocannonRequest) => ({ ...request, path: target.path!() }) },
+              randomRequest(target.paths.map((path) => requestBytes(`${target.url}${path}`, { headers }))),
             ],
           }
         : {}),
     };
     log(`${scenario}: warm-up ${settings.warmupSeconds} s, then ${settings.durationSeconds} s`);
     if (settings.warmupSeconds > 0) await autocannon({ ...options, duration: settings.warmupSeconds });
+    const cpuBefore = await cpuNow(scenario === 'hello' ? hello.pid : api.pid);
     const result = await autocannon({ ...options, duration: settings.durationSeconds });
+    const cpuAfter = await cpuNow(scenario === 'hello' ? hello.pid : api.pid);
+    const micros = (key: keyof CpuNow) =>
+      Math.round(((cpuAfter[key] - cpuBefore[key]) * 1e6) / Math.max(1, result.requests.total));
     results.push({
       scenario,
       request: target.request,
@@ -196,6 +228,12 @@ async function main(): Promise<void> {
       requests: result.requests.total,
       non2xx: result.non2xx,
       errors: result.errors + result.timeouts,
+      cpuMicrosPerRequest: {
+        server: micros('server'),
+        postgres: micros('postgres'),
+        redis: micros('redis'),
+        autocannon: micros('autocannon'),
+      },
     });
   }
 
@@ -268,8 +306,27 @@ function printResults(results: ScenarioResult[], bars: Bar[]): void {
     String(r.p99Ms),
     hello ? `${((100 * r.requestsPerSecond) / hello.requestsPerSecond).toFixed(1)} %` : '-',
     r.non2xx + r.errors > 0 ? `${r.non2xx + r.errors} failed` : 'ok',
+    r.cpuMicrosPerRequest.server,
+    r.cpuMicrosPerRequest.postgres,
+    r.cpuMicrosPerRequest.redis,
+    r.cpuMicrosPerRequest.autocannon,
   ]);
-  printTable(['scenario', 'request', 'req/s', 'p50 ms', 'p99 ms', 'req/s vs hello', 'responses'], rows);
+  printTable(
+    [
+      'scenario',
+      'request',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'req/s vs hello',
+      'responses',
+      'CPU µs/req: server',
+      'postgres',
+      'redis',
+      'autocannon',
+    ],
+    rows,
+  );
   printBars(bars);
 }
 

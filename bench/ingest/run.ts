@@ -28,7 +28,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
@@ -41,12 +41,14 @@ import { createOrganization, setRateLimitOverride } from '../../libs/organizatio
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { KAFKA_TEST_BROKER_BINARY } from '../../test/helpers/kafka-test-broker.js';
 import {
-  type AutocannonRequest,
   autocannon,
+  cpuSeconds,
   createDatabase,
   dropDatabase,
   freePort,
+  freshKeyRequest,
   intEnv,
+  KEY_SLOT,
   lineReader,
   logger,
   printBars,
@@ -243,30 +245,30 @@ async function measure(
 ): Promise<ScenarioResult> {
   const batch = scenario === 'batch';
   const eventsPerRequest = batch ? settings.batchEvents : 1;
-  let sequence = 0;
-  const prefix = `${scenario}-${Date.now().toString(36)}`;
-  const item = () => itemIds[sequence % itemIds.length];
-  const setupRequest = (request: AutocannonRequest): AutocannonRequest => {
-    if (!batch) {
-      const key = `${prefix}-${++sequence}`;
-      return {
-        ...request,
-        headers: { ...request.headers, 'idempotency-key': key },
-        body: `{"subscription_item_id":${item()},"quantity":${QUANTITY}}`,
-      };
-    }
-    let body = '{"events":[';
-    for (let i = 0; i < settings.batchEvents; i++) {
-      body += `${i ? ',' : ''}{"subscription_item_id":${item()},"quantity":${QUANTITY},"idempotency_key":"${prefix}-${++sequence}"}`;
-    }
-    return { ...request, body: `${body}]}` };
-  };
+  const url = `http://127.0.0.1:${port}${BASE_PATH}/usage/events${batch ? '/batch' : ''}`;
+  const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+  const event = (item: number) => `"subscription_item_id":${item},"quantity":${QUANTITY}`;
+  // A fresh idempotency key per event: the header of a single event, each event of a batch.
+  const templates = batch
+    ? [
+        {
+          method: 'POST',
+          headers,
+          body: `{"events":[${Array.from(
+            { length: settings.batchEvents },
+            (_, i) => `{${event(itemIds[i % itemIds.length]!)},"idempotency_key":"${KEY_SLOT}"}`,
+          ).join(',')}]}`,
+        },
+      ]
+    : itemIds.map((item) => ({
+        method: 'POST',
+        headers: { ...headers, 'idempotency-key': KEY_SLOT },
+        body: `{${event(item)}}`,
+      }));
   const options = {
-    url: `http://127.0.0.1:${port}${BASE_PATH}/usage/events${batch ? '/batch' : ''}`,
-    method: 'POST',
+    url,
     connections: batch ? settings.batchConnections : settings.connections,
-    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-    requests: [{ setupRequest }],
+    requests: [freshKeyRequest(url, `${scenario}-${Date.now().toString(36)}-`, templates)],
   };
   log(`${scenario}: warm-up ${settings.warmupSeconds} s, then ${settings.durationSeconds} s`);
   if (settings.warmupSeconds > 0) await autocannon({ ...options, duration: settings.warmupSeconds });
@@ -602,19 +604,6 @@ async function cleanUp(): Promise<void> {
     .command(`DROP DATABASE IF EXISTS ${runId}`)
     .catch((error) => log(`cleanup: ${(error as Error).message}`));
   await clickhouse.close();
-}
-
-/** CPU seconds a process used so far (user + system), from /proc; 0 where /proc is missing. */
-async function cpuSeconds(pid: number | undefined): Promise<number> {
-  if (!pid) return 0;
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime, in clock ticks of 1/100 s (USER_HZ on Linux)
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
 }
 
 function round(value: number): number {
