@@ -19,7 +19,11 @@ export async function openDatabase(
   applicationName: string,
 ): Promise<OpenedDatabase> {
   if (config.DATABASE_URL) {
-    const db = new Database(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE, applicationName });
+    const db = new Database(config.DATABASE_URL, {
+      poolSize: config.DATABASE_POOL_SIZE,
+      applicationName,
+      preparedStatements: true,
+    });
     return { db, mode: 'postgres', close: () => db.close() };
   }
   const host = '127.0.0.1';

@@ -15,7 +15,7 @@ export async function createTestDatabase(label = 'db'): Promise<TestDatabase> {
   const name = uniqueName(label);
   await adminQuery(databaseUrl, `CREATE DATABASE "${name}" TEMPLATE "${templateDatabase}"`);
   const url = urlFor(databaseUrl, name);
-  const db = new Database(url, { poolSize: 10, applicationName: 'billing-test' });
+  const db = new Database(url, { poolSize: 10, applicationName: 'billing-test', preparedStatements: true });
   return {
     name,
     url,
