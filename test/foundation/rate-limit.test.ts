@@ -65,6 +65,25 @@ function storeContract(name: string, makeStore: () => RateLimitStore) {
       });
     });
 
+    it('counts concurrent requests one by one (the Redis store sends them in one script call)', async () => {
+      const limiter = new RateLimiter(makeStore(), { keyPrefix: uniqueName('rl'), now: () => T0 });
+      const other = { ...orgB, rateLimitOverride: 10 };
+      const outcomes = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => limiter.consume(i % 2 === 0 ? orgA : other)),
+      );
+      const ofA = outcomes.filter((_, i) => i % 2 === 0);
+      const ofB = outcomes.filter((_, i) => i % 2 === 1);
+      expect(ofA.map((o) => [o.allowed, o.remaining])).toEqual([
+        [true, 2],
+        [true, 1],
+        [true, 0],
+        [false, 0],
+        [false, 0],
+        [false, 0],
+      ]);
+      expect(ofB.map((o) => o.remaining)).toEqual([9, 8, 7, 6, 5, 4]);
+    });
+
     it('does not count a rejected request: a raised limit frees exactly the difference', async () => {
       const limiter = new RateLimiter(makeStore(), { keyPrefix: uniqueName('rl'), now: () => T0 });
       for (let i = 0; i < 10; i++) await limiter.consume(orgA);
