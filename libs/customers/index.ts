@@ -1,1 +1,1 @@
-export { createCustomer, getCustomer, listCustomers } from './customers.js';
+export { CustomerReader, createCustomer, getCustomer, listCustomers } from './customers.js';

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CustomerReader } from '../../libs/customers/index.js';
 import type { Customer } from '../../libs/schemas/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { insertCustomer } from '../helpers/billing-fixtures.js';
@@ -221,6 +222,33 @@ describe('GET /customers/{customer_id}', () => {
       expect(response.statusCode, id).toBe(404);
       expect(response.json().error_code).toBe('NOT_FOUND');
     }
+  });
+
+  it('reads concurrent requests in one query, each answered for its own organization', async () => {
+    const own = await insertCustomer(api.platform.db, orgA.orgId, { name: 'Batched Customer' });
+    let queries = 0;
+    const reader = new CustomerReader({
+      query: (text, values) => {
+        queries++;
+        return api.platform.db.query(text, values);
+      },
+    });
+    const outcomes = await Promise.allSettled([
+      reader.get(orgA.orgId, own.id),
+      reader.get(orgA.orgId, customerOfB.id), // another org's customer: not found, as over HTTP
+      reader.get(orgB.orgId, customerOfB.id),
+      reader.get(orgA.orgId, 987654321),
+      reader.get(orgA.orgId, String(own.id)),
+      reader.get(orgA.orgId, 'abc'),
+    ]);
+    expect(queries).toBe(1);
+    expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value.name : (o.reason as Error).name))).toEqual(
+      ['Batched Customer', 'ApiError', 'Other Org Customer', 'ApiError', 'Batched Customer', 'ApiError'],
+    );
+    const response = await api.request({ path: `/customers/${own.id}`, key: orgA.apiKey });
+    expect(response.json().data).toEqual(
+      outcomes[0]!.status === 'fulfilled' ? outcomes[0]!.value : undefined,
+    );
   });
 
   describe('common route checks', () => {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { createCustomer, getCustomer, listCustomers } from '../../../libs/customers/index.js';
+import { CustomerReader, createCustomer, listCustomers } from '../../../libs/customers/index.js';
 import {
   CreateCustomer,
   Customer,
@@ -17,6 +17,7 @@ const CustomerPath = z.object({ customer_id: integerPathId });
 
 export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db } = app.deps.platform;
+  const customers = new CustomerReader(db);
 
   app.get(
     '/customers',
@@ -69,6 +70,6 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: single(Customer), ...errorResponses(...AUTHENTICATED_ERRORS, 404) },
       },
     },
-    async (request) => ({ data: await getCustomer(db, orgIdOf(request), request.params.customer_id) }),
+    async (request) => ({ data: await customers.get(orgIdOf(request), request.params.customer_id) }),
   );
 };
