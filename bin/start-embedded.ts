@@ -90,6 +90,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     const deadline = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS).unref();
     await ingest.server.close();
     await api.close();
+    await api.requestsSettled();
     await ingest.pipeline.close();
     await dispatcher.stop();
     await billing.stop();

@@ -5,6 +5,7 @@ import { BASE_PATH } from '../../libs/schemas/index.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import { registerAuthentication } from './plugins/authentication.js';
 import { registerErrorHandling, sendError } from './plugins/errors.js';
+import { registerInFlightTracking } from './plugins/in-flight.js';
 import { collectRoutesForMethodNotAllowed } from './plugins/method-not-allowed.js';
 import { registerOpenApi } from './plugins/openapi.js';
 import { registerOperations } from './plugins/operations.js';
@@ -37,6 +38,8 @@ export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
   app.setValidatorCompiler(zodValidatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);
   app.decorate('deps', deps);
+  // first, so that every later hook's work (authentication included) counts as in flight
+  registerInFlightTracking(app);
   // JSON only: anything else is a 415, not a body handed to a route as a string.
   app.removeContentTypeParser('text/plain');
 

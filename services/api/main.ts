@@ -23,6 +23,8 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     stopping = true;
     const deadline = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS).unref();
     await app.close();
+    // a handler whose client went away may still be using the database or Redis
+    await app.requestsSettled();
     await usage.close();
     await platform.close();
     clearTimeout(deadline);
