@@ -21,7 +21,15 @@ export interface Command<S extends z.ZodType = z.ZodType> {
   /** Whether the command needs the schema migrated first (all but `migrate`). */
   needsSchema?: boolean;
   run(context: ConsoleContext, flags: z.output<S>): Promise<unknown>;
+  /**
+   * The exit code of a run that returned `result` (default 0): a command that finished but left
+   * some of its work undone says so to cron and scripts, its JSON still on stdout.
+   */
+  exitCode?(result: unknown): number;
 }
+
+/** Exit code of a command that finished with some of its work failed (listed in its JSON). */
+export const PARTIAL_FAILURE = 3;
 
 export function defineCommand<S extends z.ZodType>(command: Command<S>): Command<S> {
   return command;

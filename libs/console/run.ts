@@ -12,7 +12,8 @@ export interface ConsoleIo {
 
 /**
  * Runs one console command and returns the exit code: 0 with JSON on stdout, 1 with a message on
- * stderr when the command fails, 2 for a usage error.
+ * stderr when the command fails, 2 for a usage error, PARTIAL_FAILURE with JSON on stdout when
+ * the command finished but some of its work failed (a billing run with failures).
  */
 export async function runConsole(
   argv: string[],
@@ -60,7 +61,7 @@ export async function runConsole(
       parsed.data,
     );
     io.stdout(`${JSON.stringify(result, null, 2)}\n`);
-    return 0;
+    return command.exitCode?.(result) ?? 0;
   } catch (error) {
     io.stderr(`${describe(error)}\n`);
     return 1;

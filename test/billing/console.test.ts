@@ -354,6 +354,27 @@ describe('billing console, end to end', () => {
     }
   });
 
+  it('billing run exits 3 when a subscription could not be billed, the failures listed on stdout', async () => {
+    const own = (await ok('org', 'create', '--name', 'Partly Billed Co')).id as number;
+    const product = await ok(...productArgs(own, 'Seats', '10', 'recurring'));
+    const customer = await ok('customer', 'create', '--org', String(own), '--name', 'Billed Twice');
+    const argv = subscriptionArgs(own, customer.id, JSON.stringify([{ product_id: product.id }]));
+    const subscription = await ok(...argv, '--start', '2026-01-01T00:00:00Z');
+    await ok('billing', 'run', '--now', '2026-02-01T00:00:00Z', '--org', String(own));
+    // a corrupted row: its billed period made due again; the unique key refuses a second invoice
+    await database.db.query(
+      `UPDATE subscriptions SET current_period_start = '2026-01-01', current_period_end = '2026-02-01',
+              next_billing_date = '2026-02-01' WHERE id = $1`,
+      [subscription.id],
+    );
+    const result = await run('billing', 'run', '--now', '2026-02-01T00:00:00Z', '--org', String(own));
+    expect(result.code).toBe(3);
+    expect(result.json().failures).toEqual([
+      { subscription_id: subscription.id, error: expect.stringMatching(/duplicate key/) },
+    ]);
+    expect(result.stderr).toMatch(/1 subscription\(s\) could not be billed/);
+  });
+
   it('runs as its own process: the summary as JSON on stdout, progress on stderr', async () => {
     const result = await runTs(
       'bin/console.ts',

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { instantInput, runBilling, usageSource } from '../../billing/index.js';
 import { getOrganization } from '../../organizations/index.js';
 import { openUsageAggregator } from '../../usage/index.js';
-import { defineCommand } from '../command.js';
+import { defineCommand, PARTIAL_FAILURE } from '../command.js';
 import { booleanFlag, idFlag } from '../flags.js';
 
 export const billingCommands = [
@@ -39,5 +39,6 @@ export const billingCommands = [
         await usage.close();
       }
     },
+    exitCode: (summary) => ((summary as { failures: unknown[] }).failures.length ? PARTIAL_FAILURE : 0),
   }),
 ];
