@@ -36,6 +36,7 @@ const ingest = await startIngest({
 const api = await buildApiApp({
   platform,
   bodyLimit: config.BODY_LIMIT_BYTES,
+  invoiceCacheBytes: config.INVOICE_CACHE_MB * 1024 * 1024,
   publicBaseUrl: config.PUBLIC_BASE_URL,
   webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
   usageIngest: ingest.usage,

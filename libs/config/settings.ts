@@ -62,6 +62,8 @@ const common = z.object({
 const apiOnly = z.object({
   PORT: port(8080),
   BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
+  /** Memory for invoices' public JSON kept between list requests, in MiB. */
+  INVOICE_CACHE_MB: positiveInt(64),
 });
 
 const ingestOnly = z.object({

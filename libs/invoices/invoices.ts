@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
-import { listTotal, readPage } from '../list-pages/index.js';
+import { type ListSource, type ListTotalReader, listTotal, readPage } from '../list-pages/index.js';
 import {
   type Invoice,
   type InvoiceItem,
@@ -69,15 +69,17 @@ export interface InvoiceFilter {
 }
 
 /**
- * Newest first (see libs/list-pages for how a page is read); each filter combination has its
- * (org_id, ..., created_at, id) index. The page's items come in one more query.
+ * The list of an organization's invoices under `filter`, newest first; each filter combination
+ * has its (org_id, ..., created_at, id) index. `columns` is what a row of a page holds; `totals`,
+ * when given, reads the list's total (through the pool) instead of listTotal.
  */
-export async function listInvoices(
+export function invoiceList(
   db: Queryable,
   orgId: number,
   filter: InvoiceFilter,
-  page: PaginationQuery,
-): Promise<{ data: Invoice[]; total: number }> {
+  columns: string,
+  totals?: ListTotalReader,
+): ListSource {
   const conditions = ['org_id = $1'];
   const values: unknown[] = [orgId];
   if (filter.customerId !== undefined) {
@@ -88,18 +90,27 @@ export async function listInvoices(
     values.push(filter.status);
     conditions.push(`status = $${values.length}`);
   }
-  const { rows, total } = await readPage<InvoiceRow>(
-    db,
-    {
-      table: 'invoices',
-      alias: 'i',
-      columns: COLUMNS,
-      where: conditions.join(' AND '),
-      values,
-      total: () => listTotal(db, { orgId, list: 'invoices', ...filter }),
+  return {
+    table: 'invoices',
+    alias: 'i',
+    columns,
+    where: conditions.join(' AND '),
+    values,
+    total: () => {
+      const key = { orgId, list: 'invoices' as const, ...filter };
+      return totals ? totals.total(key) : listTotal(db, key);
     },
-    page,
-  );
+  };
+}
+
+/** Newest first (see libs/list-pages for how a page is read); the page's items come in one more query. */
+export async function listInvoices(
+  db: Queryable,
+  orgId: number,
+  filter: InvoiceFilter,
+  page: PaginationQuery,
+): Promise<{ data: Invoice[]; total: number }> {
+  const { rows, total } = await readPage<InvoiceRow>(db, invoiceList(db, orgId, filter, COLUMNS), page);
   const [items, count] = await Promise.all([
     itemsByInvoice(
       db,
@@ -109,4 +120,25 @@ export async function listInvoices(
     total,
   ]);
   return { data: rows.map((row) => toInvoice(row, items.get(row.id) ?? [])), total: count };
+}
+
+/**
+ * The organization's invoices among `ids` (any order; unknown ids are left out), with the version
+ * each was read at. Run it in one snapshot (a repeatable-read transaction) so that an invoice's
+ * items are those of its version.
+ */
+export async function invoicesWithVersions(
+  tx: Queryable,
+  orgId: number,
+  ids: string[],
+): Promise<{ invoice: Invoice; version: number }[]> {
+  const invoices = await tx.query<InvoiceRow & { version: number }>(
+    `SELECT ${COLUMNS}, i.version FROM invoices i WHERE i.org_id = $1 AND i.id = ANY($2::uuid[])`,
+    [orgId, ids],
+  );
+  const items = await itemsByInvoice(tx, orgId, ids);
+  return invoices.rows.map(({ version, ...row }) => ({
+    invoice: toInvoice(row, items.get(row.id) ?? []),
+    version,
+  }));
 }

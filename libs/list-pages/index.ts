@@ -1,3 +1,3 @@
-export { type CountedList, listTotal } from './list-totals.js';
+export { type CountedList, type ListTotalKey, ListTotalReader, listTotal } from './list-totals.js';
 export { orderBy, type PagePlan, planPage, totalImpliedByPage } from './page-plan.js';
 export { type ListSource, readPage } from './read-page.js';

@@ -9,6 +9,7 @@ const usage = await openUsageIngest(platform);
 const app = await buildApiApp({
   platform,
   bodyLimit: config.BODY_LIMIT_BYTES,
+  invoiceCacheBytes: config.INVOICE_CACHE_MB * 1024 * 1024,
   publicBaseUrl: config.PUBLIC_BASE_URL,
   webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
   usageIngest: usage.ingest,

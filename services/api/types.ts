@@ -17,6 +17,8 @@ export interface ApiDeps {
   platform: Platform;
   /** Body size limit in bytes (413 beyond it). */
   bodyLimit: number;
+  /** Memory for invoices' public JSON kept between list requests (libs/invoices RenderedInvoicePages). */
+  invoiceCacheBytes: number;
   /** External base URL (scheme://host[:port]) when configured; otherwise derived from the request. */
   publicBaseUrl: string | undefined;
   webhookAllowLocalhost: boolean;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Database, MIGRATIONS_DIR, migrate, type Queryable } from '../../libs/db/index.js';
-import { listTotal } from '../../libs/list-pages/index.js';
+import { type ListTotalKey, ListTotalReader, listTotal } from '../../libs/list-pages/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 
@@ -117,6 +117,28 @@ describe('list totals kept by triggers', () => {
     await db.query('DELETE FROM invoices WHERE id = $1', [ids[0]]);
     expect(await listTotal(db, { orgId, list: 'invoices' })).toBe(3);
     expect(await mismatches(db)).toEqual([]);
+  });
+
+  it('are read for concurrent requests in one query by ListTotalReader, each its own key', async () => {
+    let queries = 0;
+    const reader = new ListTotalReader({
+      query: (text, values) => {
+        queries++;
+        return db.query(text, values);
+      },
+    });
+    const keys: ListTotalKey[] = [
+      { orgId, list: 'invoices' },
+      { orgId, list: 'invoices', status: 'POSTED' },
+      { orgId, list: 'invoices', customerId: customers[1] },
+      { orgId, list: 'customers' },
+      { orgId, list: 'subscriptions', status: 'canceled' },
+      { orgId: orgId + 1_000_000, list: 'invoices' }, // no such organization: 0
+    ];
+    const read = await Promise.all(keys.map((key) => reader.total(key)));
+    expect(queries).toBe(1);
+    expect(read).toEqual(await Promise.all(keys.map((key) => listTotal(db, key))));
+    expect(read.at(-1)).toBe(0);
   });
 
   it('forget what a rolled-back transaction or savepoint did', async () => {

@@ -25,6 +25,7 @@ export async function startTestApi(options: Parameters<typeof createTestPlatform
   const app = await buildApiApp({
     platform: base.platform,
     bodyLimit: base.config.BODY_LIMIT_BYTES,
+    invoiceCacheBytes: base.config.INVOICE_CACHE_MB * 1024 * 1024,
     publicBaseUrl: undefined,
     webhookAllowLocalhost: true,
     usageIngest: usage.ingest,

@@ -148,6 +148,7 @@ describe('webhook endpoints API', () => {
       const production: ApiInstance = await buildApiApp({
         platform: api.platform,
         bodyLimit: api.config.BODY_LIMIT_BYTES,
+        invoiceCacheBytes: 1024 * 1024,
         publicBaseUrl: undefined,
         webhookAllowLocalhost: false,
         usageIngest: api.usage.ingest,

@@ -1,3 +1,4 @@
+import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
@@ -7,12 +8,13 @@ import {
   renderInvoiceHtml,
   renderInvoicePdf,
 } from '../../../libs/invoice-documents/index.js';
-import { getInvoice, listInvoices, listInvoiceTransactions } from '../../../libs/invoices/index.js';
+import { getInvoice, listInvoiceTransactions, RenderedInvoicePages } from '../../../libs/invoices/index.js';
 import {
   INVOICE_STATUSES,
   Invoice,
   InvoiceTransaction,
   integerIdQuery,
+  listBodyJson,
   listOf,
   paginationOf,
   paginationQuery,
@@ -29,6 +31,7 @@ const InvoiceListQuery = paginationQuery.extend({
     .optional()
     .meta({ description: 'Only invoices in this status (uppercase).' }),
 });
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 const InvoicePath = z.object({ invoice_id: uuidPathId });
 /** Sent as raw bytes: Fastify never serializes a Buffer. */
 const PdfBytes = z
@@ -39,6 +42,7 @@ const documentErrors = errorResponses(...AUTHENTICATED_ERRORS, 404);
 
 export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db } = app.deps.platform;
+  const renderedPages = new RenderedInvoicePages(db, app.deps.invoiceCacheBytes);
 
   app.get(
     '/invoices',
@@ -51,11 +55,15 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: listOf(Invoice), ...errorResponses(...AUTHENTICATED_ERRORS, 422) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { customer_id, status, ...page } = request.query;
       const filter = { customerId: customer_id, status };
-      const { data, total } = await listInvoices(db, orgIdOf(request), filter, page);
-      return { data, pagination: paginationOf(page, total) };
+      const { items, total } = await renderedPages.list(orgIdOf(request), filter, page);
+      // Already JSON, written by the route's own schemas: Fastify sends a Buffer as it is (the
+      // reply's type, bound to the schema's object shape, is set aside for this one send).
+      return (reply as FastifyReply)
+        .type(JSON_CONTENT_TYPE)
+        .send(listBodyJson(items, paginationOf(page, total)));
     },
   );
 

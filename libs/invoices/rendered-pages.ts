@@ -1,0 +1,96 @@
+import type { Database } from '../db/index.js';
+import { ListTotalReader, readPage } from '../list-pages/index.js';
+import { Invoice, jsonWriter, type PaginationQuery } from '../schemas/index.js';
+import { type InvoiceFilter, invoiceList, invoicesWithVersions } from './invoices.js';
+
+interface Rendering {
+  version: number;
+  /** UTF-8: a page is then one Buffer.concat, with nothing to encode or measure again per request. */
+  json: Buffer;
+}
+
+/**
+ * Pages of invoices as their public JSON text, for the list route. Each invoice's JSON is kept
+ * in memory under its id and `version` (moved by every change to the invoice or its items,
+ * migration 004), so a page reads only 100 (id, version) pairs from the list index and writes
+ * the stored texts; the invoices not held, or held at another version, are read in full (one
+ * snapshot) and written by the Invoice schema's jsonWriter. A rendering is served only for the
+ * version the page just read, so it never outlives its data. Least recently used renderings go
+ * first once their text passes `maxBytes`.
+ */
+export class RenderedInvoicePages {
+  private readonly renderings = new Map<string, Rendering>();
+  private heldBytes = 0;
+  private readonly writeInvoice = jsonWriter(Invoice);
+  private readonly totals: ListTotalReader;
+
+  constructor(
+    private readonly db: Database,
+    private readonly maxBytes: number,
+  ) {
+    this.totals = new ListTotalReader(db);
+  }
+
+  async list(
+    orgId: number,
+    filter: InvoiceFilter,
+    page: PaginationQuery,
+  ): Promise<{ items: Buffer[]; total: number }> {
+    // created_at only orders the page (readPage may re-sort it): as epoch seconds, a numeric that
+    // sorts the same and costs no Date per row.
+    const columns = 'i.id, i.version, extract(epoch FROM i.created_at) AS created_at';
+    const source = invoiceList(this.db, orgId, filter, columns, this.totals);
+    const { rows, total } = await readPage<{ id: string; version: number }>(this.db, source, page);
+    const items: (Buffer | undefined)[] = rows.map((row) => this.held(row.id, row.version));
+    const missing = rows.filter((_, i) => items[i] === undefined).map((row) => row.id);
+    if (missing.length > 0) {
+      const read = await this.db.transaction((tx) => invoicesWithVersions(tx, orgId, missing), {
+        readOnly: true,
+        isolation: 'repeatable read',
+      });
+      const written = new Map(read.map(({ invoice, version }) => [invoice.id, this.hold(invoice, version)]));
+      rows.forEach((row, i) => {
+        items[i] ??= written.get(row.id);
+      });
+    }
+    // An invoice deleted between the two reads is left out, as a page read a moment later would.
+    return { items: items.filter((json): json is Buffer => json !== undefined), total: await total };
+  }
+
+  /** The held JSON of invoice `id` at `version`, marked as just used. */
+  private held(id: string, version: number): Buffer | undefined {
+    const rendering = this.renderings.get(id);
+    if (rendering?.version !== version) return undefined;
+    this.renderings.delete(id);
+    this.renderings.set(id, rendering);
+    return rendering.json;
+  }
+
+  private hold(invoice: Invoice, version: number): Buffer {
+    const json = Buffer.from(this.writeInvoice(invoice));
+    const previous = this.renderings.get(invoice.id);
+    if (previous) {
+      this.heldBytes -= sizeOf(previous);
+      this.renderings.delete(invoice.id);
+    }
+    const rendering = { version, json };
+    this.renderings.set(invoice.id, rendering);
+    this.heldBytes += sizeOf(rendering);
+    for (const [id, oldest] of this.renderings) {
+      if (this.heldBytes <= this.maxBytes) break;
+      this.renderings.delete(id);
+      this.heldBytes -= sizeOf(oldest);
+    }
+    return json;
+  }
+
+  /** Renderings held and their size, for tests and metrics. */
+  get stats(): { invoices: number; bytes: number } {
+    return { invoices: this.renderings.size, bytes: this.heldBytes };
+  }
+}
+
+/** Bytes a rendering holds: its text, plus the map entry. */
+function sizeOf(rendering: Rendering): number {
+  return rendering.json.length + 100;
+}
