@@ -7,6 +7,8 @@ interface Rendering {
   version: number;
   /** UTF-8: a page is then one Buffer.concat, with nothing to encode or measure again per request. */
   json: Buffer;
+  /** Read since the eviction pass last went by (see evict). */
+  used: boolean;
 }
 
 /**
@@ -15,8 +17,8 @@ interface Rendering {
  * migration 004), so a page reads only 100 (id, version) pairs from the list index and writes
  * the stored texts; the invoices not held, or held at another version, are read in full (one
  * snapshot) and written by the Invoice schema's jsonWriter. A rendering is served only for the
- * version the page just read, so it never outlives its data. Least recently used renderings go
- * first once their text passes `maxBytes`.
+ * version the page just read, so it never outlives its data. Once the text held passes
+ * `maxBytes`, renderings not read lately go first.
  */
 export class RenderedInvoicePages {
   private readonly renderings = new Map<string, Rendering>();
@@ -57,12 +59,11 @@ export class RenderedInvoicePages {
     return { items: items.filter((json): json is Buffer => json !== undefined), total: await total };
   }
 
-  /** The held JSON of invoice `id` at `version`, marked as just used. */
+  /** The held JSON of invoice `id` at `version`, marked as used since the last eviction pass. */
   private held(id: string, version: number): Buffer | undefined {
     const rendering = this.renderings.get(id);
     if (rendering?.version !== version) return undefined;
-    this.renderings.delete(id);
-    this.renderings.set(id, rendering);
+    rendering.used = true;
     return rendering.json;
   }
 
@@ -73,15 +74,34 @@ export class RenderedInvoicePages {
       this.heldBytes -= sizeOf(previous);
       this.renderings.delete(invoice.id);
     }
-    const rendering = { version, json };
+    const rendering = { version, json, used: false };
     this.renderings.set(invoice.id, rendering);
     this.heldBytes += sizeOf(rendering);
-    for (const [id, oldest] of this.renderings) {
-      if (this.heldBytes <= this.maxBytes) break;
-      this.renderings.delete(id);
-      this.heldBytes -= sizeOf(oldest);
-    }
+    this.evict();
     return json;
+  }
+
+  /**
+   * Second chance (CLOCK): from the oldest, a rendering used since it was last passed over moves
+   * to the back once, an unused one goes. A hit then only sets a flag, where a strict LRU would
+   * move the entry in the map on every read (measured: 6 % of the api's CPU on list pages).
+   */
+  private evict(): void {
+    for (const [id, rendering] of this.renderings) {
+      if (this.heldBytes <= this.maxBytes) return;
+      this.renderings.delete(id);
+      if (rendering.used) {
+        rendering.used = false;
+        this.renderings.set(id, rendering);
+      } else {
+        this.heldBytes -= sizeOf(rendering);
+      }
+    }
+  }
+
+  /** Whether a rendering of invoice `id` is held (at any version), for tests. */
+  holds(id: string): boolean {
+    return this.renderings.has(id);
   }
 
   /** Renderings held and their size, for tests and metrics. */
