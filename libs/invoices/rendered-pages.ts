@@ -70,6 +70,8 @@ export class RenderedInvoicePages {
   private hold(invoice: Invoice, version: number): Buffer {
     const json = Buffer.from(this.writeInvoice(invoice));
     const previous = this.renderings.get(invoice.id);
+    // a slower request read an older version than one already held: serve it, keep the newer
+    if (previous && previous.version > version) return json;
     if (previous) {
       this.heldBytes -= sizeOf(previous);
       this.renderings.delete(invoice.id);
