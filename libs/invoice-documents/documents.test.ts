@@ -1,9 +1,10 @@
+import { inflateSync } from 'node:zlib';
 import PDFDocument from 'pdfkit';
 import { describe, expect, it } from 'vitest';
 import type { Invoice } from '../schemas/index.js';
 import { formatAmount, formatQuantity } from './format.js';
 import { escapeHtml, renderInvoiceHtml } from './html.js';
-import { invoicePdfFilename, lendParsedFonts, renderInvoicePdf, toWinAnsi } from './pdf.js';
+import { invoicePdfFilename, lendParsedFonts, renderInvoicePdf, toDejaVu, toWinAnsi } from './pdf.js';
 import { isOverdue, type PrintableInvoice } from './printable-invoice.js';
 
 function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
@@ -110,17 +111,66 @@ describe('invoice PDF', () => {
     expect(toWinAnsi('tab\there\nnew line\u0007')).toBe('tab here new line');
   });
 
-  it('renders a PDF, and the built-in fonts are parsed once and lent to each document', async () => {
+  it('renders a PDF, and fonts are parsed once and lent to each document', async () => {
     const pdf = await renderInvoicePdf(printable());
     expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
     expect(pdf.toString('latin1')).toMatch(/\/BaseFont \/Helvetica-Bold/);
 
-    const doc = new PDFDocument({ font: null as unknown as string });
-    lendParsedFonts(doc);
-    const internals = doc as unknown as { _font: { name: string; document: unknown } };
-    expect(internals._font.name).toBe('Helvetica');
-    expect(internals._font.document).toBe(doc);
-    doc.end();
+    for (const [wide, name] of [
+      [false, 'Helvetica'],
+      [true, 'DejaVuSans'],
+    ] as const) {
+      const doc = new PDFDocument({ font: null as unknown as string });
+      lendParsedFonts(doc, wide);
+      const internals = doc as unknown as { _font: { name: string; document: unknown } };
+      expect(internals._font.name).toBe(name);
+      expect(internals._font.document).toBe(doc);
+      doc.end();
+    }
+  });
+
+  it('maps text to what DejaVu Sans can print: Latin, Greek, Cyrillic, not CJK', () => {
+    expect(toDejaVu('Łódź Żółć, Ελλάδα, Москва, Tiếng Việt')).toBe('Łódź Żółć, Ελλάδα, Москва, Tiếng Việt');
+    expect(toDejaVu('李小龍 ﬁle')).toBe('??? ﬁle');
+    expect(toDejaVu('tab\there\u0007')).toBe('tab here');
+  });
+
+  it('prints names beyond WinAnsi in embedded DejaVu Sans, and WinAnsi ones in Helvetica', async () => {
+    const western = (await renderInvoicePdf(printable())).toString('latin1');
+    expect(western).toMatch(/\/BaseFont \/Helvetica-Bold/);
+    expect(western).not.toMatch(/DejaVu|FontFile2/);
+
+    const polish = printable();
+    polish.customer = {
+      ...polish.customer,
+      name: 'Łódź Żółć sp. z o.o.',
+      addressLines: ['ul. Piotrkowska 1'],
+    };
+    polish.invoice = {
+      ...polish.invoice,
+      items: [{ ...polish.invoice.items[0]!, description: 'Подписка Ελλάδα' }],
+    };
+    const pdf = await renderInvoicePdf(polish);
+    const text = pdf.toString('latin1');
+    expect(text).toMatch(/\/BaseFont \/[A-Z]{6}\+DejaVuSans-Bold/);
+    expect(text).toMatch(/\/BaseFont \/[A-Z]{6}\+DejaVuSans\b/);
+    expect(text).not.toMatch(/\/BaseFont \/Helvetica/);
+    // The glyphs map back to the characters (ToUnicode): the text is there, not "?".
+    const mapped = new Set<string>();
+    for (const match of text.matchAll(/stream\r?\n([\s\S]*?)\r?\nendstream/g)) {
+      let body: string;
+      try {
+        body = inflateSync(Buffer.from(match[1]!, 'latin1')).toString('latin1');
+      } catch {
+        continue;
+      }
+      if (!body.includes('begincmap')) continue;
+      for (const [, hex] of body.matchAll(/<([0-9a-f]{4})>/gi)) {
+        mapped.add(String.fromCharCode(Number.parseInt(hex!, 16)));
+      }
+    }
+    // Ł Ż ł ź (Polish), П д (Cyrillic), Ε λ (Greek)
+    for (const char of '\u0141\u017b\u0142\u017a\u041f\u0434\u0395\u03bb') expect(mapped).toContain(char);
   });
 
   it('names the file after the invoice number and keeps the header safe', () => {

@@ -1,14 +1,19 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { type Font, create as parseFont } from 'fontkit';
 import PDFDocument from 'pdfkit';
 import { parseMoney } from '../money/index.js';
 import { formatAmount, formatQuantity } from './format.js';
 import type { InvoiceParty, PrintableInvoice } from './printable-invoice.js';
 
 /*
- * The PDF uses the built-in Helvetica, which needs no font file per request and prints with
- * WinAnsi (Windows-1252) encoding: Latin-1 plus a few typographic characters. That covers French
- * and the other Western European names our customers have (Amélie, Montréal, Côté). Anything
- * else is reduced to its unaccented letter where Unicode gives one (Łódź -> ?od?, Ş -> S) and
- * to "?" otherwise, so an unexpected name never breaks or garbles the document.
+ * Two typefaces. A document whose text fits WinAnsi (Windows-1252: Latin-1 and a few typographic
+ * characters: English, French, German, Spanish, the Nordic languages) prints in the built-in
+ * Helvetica, which needs no font file and is the cheap common case. Any other document (Łódź,
+ * Ελλάδα, Москва, Tiếng Việt) embeds a subset of DejaVu Sans, which covers Latin, Greek, Cyrillic
+ * and more. A character neither can print is reduced to its unaccented letter where Unicode gives
+ * one and to "?" otherwise (CJK, emoji), so an unexpected name never breaks or garbles the
+ * document.
  */
 
 /** Characters Windows-1252 has beyond Latin-1's printable ranges (0x80-0x9F). */
@@ -19,24 +24,40 @@ function isWinAnsi(char: string): boolean {
   return (code >= 0x20 && code <= 0x7e) || (code >= 0xa0 && code <= 0xff) || WIN_ANSI_EXTRAS.has(char);
 }
 
-/** Text the standard PDF fonts can print, character for character where possible. */
-export function toWinAnsi(text: string): string {
+/**
+ * `text` as a font that prints the characters `canPrint` accepts can show it: whitespace runs
+ * become one space, control characters go, others lose their accent or become "?".
+ */
+function printableWith(text: string, canPrint: (char: string) => boolean): string {
   let result = '';
   for (const char of text.replace(/[\t\r\n\f\v]+/g, ' ')) {
-    if (isWinAnsi(char)) {
+    if (canPrint(char)) {
       result += char;
       continue;
     }
     // Compatibility decomposition splits "ő" into "o" + a combining mark, "ﬁ" into "fi".
-    const base = char.normalize('NFKD').replace(/\p{M}/gu, '').split('').filter(isWinAnsi).join('');
+    const base = char.normalize('NFKD').replace(/\p{M}/gu, '').split('').filter(canPrint).join('');
     result += base || (/\p{C}/u.test(char) ? '' : '?');
   }
   return result;
 }
 
+/** Whether Helvetica prints every visible character of `text` as it is. */
+function fitsWinAnsi(text: string): boolean {
+  for (const char of text) if (!isWinAnsi(char) && !/\p{C}/u.test(char)) return false;
+  return true;
+}
+
+/** Text the standard PDF fonts can print, character for character where possible. */
+export function toWinAnsi(text: string): string {
+  return printableWith(text, isWinAnsi);
+}
+
 const PAGE_MARGIN = 50;
-const FONT = 'Helvetica';
-const BOLD = 'Helvetica-Bold';
+/** The document's font names; each document binds them to one of the two typefaces. */
+const FONT = 'Body';
+const BOLD = 'Body-Bold';
+type FontName = typeof FONT | typeof BOLD;
 const MUTED = '#555555';
 
 interface Column {
@@ -55,89 +76,197 @@ const COLUMNS: Column[] = [
 ];
 const CELL_GAP = 6;
 
-/**
- * pdfkit parses a standard font's metrics file (AFM, ~2,500 lines) for every document that uses
- * it, which costs more than drawing the whole invoice. The parsed metrics never change, so each
- * font is parsed once per process and lent to every document, bound to that document. This leans
- * on pdfkit internals (0.17: `_fontFamilies`, `_fontCount`, the StandardFont fields); should they
- * change, `lendParsedFonts` throws and the document loads its fonts the ordinary way.
+/*
+ * Fonts are parsed once per process and lent to each document. pdfkit would parse Helvetica's
+ * metrics file (AFM, ~2,500 lines) for every document, which costs more than drawing the whole
+ * invoice, and DejaVu Sans (750 KB, its layout tables decoded on first use) for every document,
+ * which costs ~60 ms. The parsed font is shared; what belongs to one document (its PDF object id,
+ * the subset of glyphs it embeds) is made per document. This leans on pdfkit internals (0.17:
+ * `_fontFamilies`, `_fontCount`, the StandardFont fields, the EmbeddedFont constructor); should
+ * they change, lending throws and the document loads its fonts the ordinary, slower way.
  */
-const parsedFonts = new Map<string, object>();
-
 interface FontInternals {
   _font: object | null;
   _fontFamilies: Record<string, object>;
   _fontCount: number;
 }
 
-function parsedFont(name: string): object {
-  const cached = parsedFonts.get(name);
-  if (cached) return cached;
-  const font = (new PDFDocument({ font: name }) as unknown as FontInternals)._font;
-  if (!font || !('font' in font) || !('name' in font)) throw new Error('unexpected pdfkit font internals');
-  parsedFonts.set(name, font);
-  return font;
+/** A typeface: what text it prints, and how one document gets its own copy of each font. */
+interface Typeface {
+  print: (text: string) => string;
+  /** The ordinary pdfkit source of each font. */
+  sources: Record<FontName, string | Buffer>;
+  /** A per-document font made from the shared parsed one; undefined if pdfkit's internals moved. */
+  lend: ((doc: PDFKit.PDFDocument, name: FontName, id: string) => object) | undefined;
 }
 
-/** Exported for its unit test, which fails if pdfkit's internals moved and documents fell back. */
-export function lendParsedFonts(doc: PDFKit.PDFDocument): void {
+function lendFonts(doc: PDFKit.PDFDocument, typeface: Typeface): void {
   const internals = doc as unknown as FontInternals;
-  if (typeof internals._fontCount !== 'number' || typeof internals._fontFamilies !== 'object') {
+  const { lend } = typeface;
+  if (!lend || typeof internals._fontCount !== 'number' || typeof internals._fontFamilies !== 'object') {
     throw new Error('unexpected pdfkit font internals');
   }
-  for (const name of [FONT, BOLD]) {
-    const parsed = parsedFont(name);
-    // a per-document copy: its own id and PDF object, the shared read-only metrics
-    const font = Object.assign(Object.create(Object.getPrototypeOf(parsed)), parsed, {
-      document: doc,
-      id: `F${++internals._fontCount}`,
-      dictionary: null,
-      embedded: false,
-    });
-    internals._fontFamilies[name] = font;
+  for (const name of [FONT, BOLD] as const) {
+    internals._fontFamilies[name] = lend(doc, name, `F${++internals._fontCount}`);
   }
   doc.font(FONT);
 }
 
-function newDocument(options: PDFKit.PDFDocumentOptions): PDFKit.PDFDocument {
+/** The font pdfkit makes for `source` in a document of its own (an instance to copy or to learn from). */
+function pdfkitFont(source: string | Buffer): object {
+  const doc = new PDFDocument({ font: null as unknown as string });
+  doc.registerFont('probe', source);
+  const font = (doc.font('probe') as unknown as FontInternals)._font;
+  if (!font || !('name' in font)) throw new Error('unexpected pdfkit font internals');
+  return font;
+}
+
+/** `make()`, or undefined when it throws (pdfkit internals not as expected). */
+function attempt<T>(make: () => T): T | undefined {
   try {
-    // font: null keeps pdfkit from parsing Helvetica itself before the parsed fonts are lent
-    const doc = new PDFDocument({ ...options, font: null as unknown as string });
-    lendParsedFonts(doc);
-    return doc;
+    return make();
   } catch {
-    return new PDFDocument(options);
+    return undefined;
   }
+}
+
+let helvetica: Typeface | undefined;
+
+function standardTypeface(): Typeface {
+  if (helvetica) return helvetica;
+  const sources = { [FONT]: 'Helvetica', [BOLD]: 'Helvetica-Bold' };
+  const lend = attempt(() => {
+    const parsed = { [FONT]: pdfkitFont(sources[FONT]), [BOLD]: pdfkitFont(sources[BOLD]) };
+    if (!('font' in parsed[FONT])) throw new Error('unexpected pdfkit font internals');
+    // a per-document copy: its own id and PDF object, the shared read-only metrics
+    return (doc: PDFKit.PDFDocument, name: FontName, id: string) =>
+      Object.assign(Object.create(Object.getPrototypeOf(parsed[name])), parsed[name], {
+        document: doc,
+        id,
+        dictionary: null,
+        embedded: false,
+      });
+  });
+  helvetica = { print: toWinAnsi, sources, lend };
+  return helvetica;
+}
+
+let dejaVu: Typeface | undefined;
+
+/** DejaVu Sans from its npm package, read and parsed on first need. */
+function dejaVuTypeface(): Typeface {
+  if (dejaVu) return dejaVu;
+  const fontDirectory = createRequire(import.meta.url)
+    .resolve('dejavu-fonts-ttf/package.json')
+    .replace(/package\.json$/, 'ttf/');
+  const sources = {
+    [FONT]: readFileSync(`${fontDirectory}DejaVuSans.ttf`),
+    [BOLD]: readFileSync(`${fontDirectory}DejaVuSans-Bold.ttf`),
+  };
+  const faces = { [FONT]: parseFont(sources[FONT]) as Font, [BOLD]: parseFont(sources[BOLD]) as Font };
+  const covers = (char: string) =>
+    !/\p{C}/u.test(char) &&
+    faces[FONT].hasGlyphForCodePoint(char.codePointAt(0)!) &&
+    faces[BOLD].hasGlyphForCodePoint(char.codePointAt(0)!);
+  const lend = attempt(() => {
+    // pdfkit's EmbeddedFont, learnt from an instance: (document, fontkit font, id), its own subset
+    const embedded = pdfkitFont(sources[FONT]);
+    if (!('subset' in embedded) || !('layoutCache' in embedded))
+      throw new Error('unexpected pdfkit font internals');
+    const EmbeddedFont = embedded.constructor as new (
+      doc: PDFKit.PDFDocument,
+      font: Font,
+      id: string,
+    ) => object;
+    return (doc: PDFKit.PDFDocument, name: FontName, id: string) => new EmbeddedFont(doc, faces[name], id);
+  });
+  dejaVu = { print: (text) => printableWith(text, covers), sources, lend };
+  return dejaVu;
+}
+
+/** Text in DejaVu Sans, character for character where it has the glyph (it has no CJK). */
+export function toDejaVu(text: string): string {
+  return dejaVuTypeface().print(text);
+}
+
+/** A document with its fonts: Helvetica when every text fits WinAnsi, else DejaVu Sans. */
+function newDocument(
+  options: PDFKit.PDFDocumentOptions,
+  texts: readonly string[],
+): { doc: PDFKit.PDFDocument; print: (text: string) => string } {
+  const typeface = texts.every(fitsWinAnsi) ? standardTypeface() : dejaVuTypeface();
+  if (typeface.lend) {
+    // font: null keeps pdfkit from loading Helvetica itself before the lent fonts are in place
+    const doc = new PDFDocument({ ...options, font: null as unknown as string });
+    lendFonts(doc, typeface);
+    return { doc, print: typeface.print };
+  }
+  const doc = new PDFDocument(options);
+  doc.registerFont(FONT, typeface.sources[FONT]);
+  doc.registerFont(BOLD, typeface.sources[BOLD]);
+  doc.font(FONT);
+  return { doc, print: typeface.print };
+}
+
+/** Exported for its unit test, which fails if pdfkit's internals moved and documents fell back. */
+export function lendParsedFonts(doc: PDFKit.PDFDocument, wide = false): void {
+  lendFonts(doc, wide ? dejaVuTypeface() : standardTypeface());
+}
+
+/** Every piece of database text the document prints, to choose its typeface. */
+function textsOf({ invoice, seller, customer }: PrintableInvoice): string[] {
+  const party = (who: InvoiceParty) => [
+    who.name,
+    who.contactName ?? '',
+    ...who.addressLines,
+    who.email ?? '',
+    who.taxId ?? '',
+  ];
+  return [
+    invoice.invoice_number,
+    invoice.currency,
+    ...party(seller),
+    ...party(customer),
+    ...invoice.items.flatMap((item) => [item.description, item.tax_type ?? '']),
+  ];
 }
 
 /** The printable invoice as a PDF document (the same content as the HTML one). */
 export function renderInvoicePdf(printable: PrintableInvoice): Promise<Buffer> {
   const { invoice } = printable;
-  const doc = newDocument({
-    size: 'LETTER',
-    margin: PAGE_MARGIN,
-    info: {
-      Title: toWinAnsi(`Invoice ${invoice.invoice_number}`),
-      Author: toWinAnsi(printable.seller.name),
-      Subject: toWinAnsi(`Invoice ${invoice.invoice_number} for ${printable.customer.name}`),
+  const plain = (text: string) => text.replace(/\p{C}+/gu, ' ');
+  const { doc, print } = newDocument(
+    {
+      size: 'LETTER',
+      margin: PAGE_MARGIN,
+      // document properties are Unicode strings in any PDF, whatever the fonts
+      info: {
+        Title: plain(`Invoice ${invoice.invoice_number}`),
+        Author: plain(printable.seller.name),
+        Subject: plain(`Invoice ${invoice.invoice_number} for ${printable.customer.name}`),
+      },
     },
-  });
+    textsOf(printable),
+  );
   const done = new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     doc.on('data', (chunk: Buffer) => chunks.push(chunk));
     doc.on('end', () => resolve(Buffer.concat(chunks)));
     doc.on('error', reject);
   });
-  drawDocument(doc, printable);
+  drawDocument(doc, printable, print);
   doc.end();
   return done;
 }
 
-function drawDocument(doc: PDFKit.PDFDocument, printable: PrintableInvoice): void {
+function drawDocument(
+  doc: PDFKit.PDFDocument,
+  printable: PrintableInvoice,
+  text: (value: string) => string,
+): void {
   const { invoice, seller, customer, subtotal, overdue } = printable;
   const left = PAGE_MARGIN;
   const width = doc.page.width - 2 * PAGE_MARGIN;
-  const text = (value: string) => toWinAnsi(value);
 
   // Heading: seller on the left, the document's title and number on the right.
   const top = doc.y;
@@ -153,10 +282,11 @@ function drawDocument(doc: PDFKit.PDFDocument, printable: PrintableInvoice): voi
   const blockTop = doc.y;
   const detailsWidth = 240;
   const partyWidth = width - detailsWidth - 24;
-  const sellerBottom = drawParty(doc, 'From', seller, left, blockTop, partyWidth);
-  const customerBottom = drawParty(doc, 'Bill to', customer, left, sellerBottom + 14, partyWidth);
+  const sellerBottom = drawParty(doc, text, 'From', seller, left, blockTop, partyWidth);
+  const customerBottom = drawParty(doc, text, 'Bill to', customer, left, sellerBottom + 14, partyWidth);
   const detailsBottom = drawDetails(
     doc,
+    text,
     [
       ['Invoice number', invoice.invoice_number],
       ['Invoice date', invoice.invoice_date],
@@ -171,7 +301,7 @@ function drawDocument(doc: PDFKit.PDFDocument, printable: PrintableInvoice): voi
   );
   doc.y = Math.max(customerBottom, detailsBottom) + 24;
 
-  drawItems(doc, printable);
+  drawItems(doc, text, printable);
 
   // Totals, right-aligned under the amount columns.
   const currency = invoice.currency;
@@ -214,6 +344,7 @@ function drawDocument(doc: PDFKit.PDFDocument, printable: PrintableInvoice): voi
 
 function drawParty(
   doc: PDFKit.PDFDocument,
+  print: (text: string) => string,
   title: string,
   who: InvoiceParty,
   x: number,
@@ -225,7 +356,7 @@ function drawParty(
     .fillColor('black')
     .font(BOLD)
     .fontSize(11)
-    .text(toWinAnsi(who.name), x, doc.y + 2, { width });
+    .text(print(who.name), x, doc.y + 2, { width });
   const lines = [
     who.contactName ? `Attn: ${who.contactName}` : null,
     ...who.addressLines,
@@ -233,12 +364,13 @@ function drawParty(
     who.taxId ? `Tax ID: ${who.taxId}` : null,
   ].filter((line): line is string => Boolean(line));
   doc.font(FONT).fontSize(9);
-  for (const line of lines) doc.text(toWinAnsi(line), x, doc.y, { width });
+  for (const line of lines) doc.text(print(line), x, doc.y, { width });
   return doc.y;
 }
 
 function drawDetails(
   doc: PDFKit.PDFDocument,
+  print: (text: string) => string,
   rows: [string, string][],
   x: number,
   y: number,
@@ -254,13 +386,17 @@ function drawDetails(
       .text(label, x, rowY, { width: width * 0.45 });
     doc
       .fillColor('black')
-      .text(toWinAnsi(value), x + width * 0.45, rowY, { width: width * 0.55, align: 'right' });
+      .text(print(value), x + width * 0.45, rowY, { width: width * 0.55, align: 'right' });
     rowY = Math.max(doc.y, rowY + 12);
   }
   return rowY;
 }
 
-function drawItems(doc: PDFKit.PDFDocument, { invoice }: PrintableInvoice): void {
+function drawItems(
+  doc: PDFKit.PDFDocument,
+  print: (text: string) => string,
+  { invoice }: PrintableInvoice,
+): void {
   const left = PAGE_MARGIN;
   const header = () => {
     const y = doc.y;
@@ -282,7 +418,7 @@ function drawItems(doc: PDFKit.PDFDocument, { invoice }: PrintableInvoice): void
   doc.font(FONT).fontSize(9);
   for (const item of invoice.items) {
     const cells = [
-      toWinAnsi(item.description),
+      print(item.description),
       formatQuantity(item.quantity),
       formatAmount(item.unit_price),
       item.tax_type ?? '—',
