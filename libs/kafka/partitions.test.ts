@@ -1,3 +1,4 @@
+import { Partitioners, type PartitionMetadata } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { partitionOfKey } from './partitions.js';
 
@@ -7,5 +8,20 @@ describe('partitionOfKey', () => {
     const spread = new Set(Array.from({ length: 200 }, (_, i) => partitionOfKey('t', `1:${i}`, 6)));
     expect([...spread].sort()).toEqual([0, 1, 2, 3, 4, 5]);
     for (let i = 0; i < 50; i++) expect(partitionOfKey('t', `7:${i}`, 1)).toBe(0);
+  });
+
+  it('answers as kafkajs routes a keyed message, from memory too', () => {
+    const kafkajs = Partitioners.DefaultPartitioner();
+    const partitionMetadata = Array.from(
+      { length: 12 },
+      (_, partitionId) => ({ partitionId }) as PartitionMetadata,
+    );
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 300; i++) {
+        const key = `${i % 7}:${i}`;
+        const expected = kafkajs({ topic: 't', partitionMetadata, message: { key, value: null } });
+        expect(partitionOfKey('t', key, 12)).toBe(expected);
+      }
+    }
   });
 });

@@ -2,6 +2,10 @@ import { type Admin, Partitioners, type PartitionMetadata } from 'kafkajs';
 
 const defaultPartitioner = Partitioners.DefaultPartitioner();
 const metadata = new Map<number, PartitionMetadata[]>();
+/** Answers by partition count, then key (the topic does not enter the hash): a producer asks for every event. */
+const answers = new Map<number, Map<string, number>>();
+/** Keys remembered per partition count; beyond it the memory starts over (keys are org:item pairs). */
+const MAX_REMEMBERED_KEYS = 100_000;
 
 /**
  * The partition Kafka's default partitioner (murmur2 of the key, as the Java client) gives `key`
@@ -9,6 +13,21 @@ const metadata = new Map<number, PartitionMetadata[]>();
  * many keys of one partition into one message and still route every key where its key would.
  */
 export function partitionOfKey(topic: string, key: string, partitions: number): number {
+  let known = answers.get(partitions);
+  if (!known) {
+    known = new Map();
+    answers.set(partitions, known);
+  }
+  let partition = known.get(key);
+  if (partition === undefined) {
+    if (known.size >= MAX_REMEMBERED_KEYS) known.clear();
+    partition = computePartition(topic, key, partitions);
+    known.set(key, partition);
+  }
+  return partition;
+}
+
+function computePartition(topic: string, key: string, partitions: number): number {
   let partitionMetadata = metadata.get(partitions);
   if (!partitionMetadata) {
     partitionMetadata = Array.from(
