@@ -105,20 +105,15 @@ export async function getWebhookEvent(
 /**
  * A manual retry: a FAILED or RETRYING event becomes RETRYING, due now, and the dispatcher makes
  * one attempt at once. A FAILED event gets exactly one more attempt (max_attempts grows by one
- * when it is used up); a RETRYING one keeps its remaining automatic retries.
+ * when it is used up); a RETRYING one keeps its remaining automatic retries. The spec accepts a
+ * retry of any FAILED or RETRYING event, so one whose endpoint is disabled or deleted is accepted
+ * too: the dispatcher then ends it FAILED without sending, saying why in last_response_body.
  */
 export async function retryWebhookEvent(db: Database, orgId: number, eventId: string): Promise<WebhookEvent> {
   assertEventId(eventId);
   return db.transaction(async (tx) => {
-    const { rows } = await tx.query<{
-      status: WebhookEventStatus;
-      endpoint_status: string;
-      deleted: boolean;
-    }>(
-      `SELECT e.status, ep.status AS endpoint_status, ep.deleted_at IS NOT NULL AS deleted
-       FROM webhook_events e JOIN webhook_endpoints ep ON ep.org_id = e.org_id AND ep.id = e.endpoint_id
-       WHERE e.org_id = $1 AND e.id = $2
-       FOR UPDATE OF e`,
+    const { rows } = await tx.query<{ status: WebhookEventStatus }>(
+      `SELECT status FROM webhook_events WHERE org_id = $1 AND id = $2 FOR UPDATE`,
       [orgId, eventId],
     );
     const current = rows[0];
@@ -127,10 +122,6 @@ export async function retryWebhookEvent(db: Database, orgId: number, eventId: st
       throw ApiError.conflict('The event was delivered; it cannot be retried.');
     if (current.status === 'PENDING') {
       throw ApiError.conflict('The event is pending its first attempt; it cannot be retried yet.');
-    }
-    if (current.deleted) throw ApiError.conflict('The endpoint of this event was deleted.');
-    if (current.endpoint_status !== 'ACTIVE') {
-      throw ApiError.conflict('The endpoint of this event is disabled; enable it before retrying.');
     }
     const updated = await tx.query<EventRow>(
       `UPDATE webhook_events SET status = 'RETRYING', next_attempt_at = now(),

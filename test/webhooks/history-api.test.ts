@@ -218,9 +218,12 @@ describe('webhook delivery history API', () => {
     expect(after.json().data).toMatchObject({ status: 'SUCCESS', attempts: succeeded.attempts });
   });
 
-  it('refuses to retry while the endpoint is disabled (409), and accepts once it is enabled', async () => {
+  it('accepts a retry while the endpoint is disabled; it ends FAILED unsent, saying why, and is delivered once enabled', async () => {
     succeedB = false;
     const [failed] = (await list(`?endpoint_id=${endpointB}&status=FAILED`)).json().data;
+    const sent = () =>
+      receiver.deliveries.filter((d) => d.headers['x-service-delivery'] === failed.id).length;
+    const sentBefore = sent();
     const patch = (status: string) =>
       api.request({
         method: 'PATCH',
@@ -229,15 +232,27 @@ describe('webhook delivery history API', () => {
         payload: { status },
       });
     expect((await patch('DISABLED')).statusCode).toBe(200);
-    const refused = await retry(failed.id);
-    expect(refused.statusCode).toBe(409);
-    expect(refused.json().detail).toContain('disabled');
+    const accepted = await retry(failed.id);
+    expect(accepted.statusCode).toBe(202);
+    expect(accepted.json().data).toMatchObject({ id: failed.id, status: 'RETRYING' });
+    const unsent = await eventually(
+      async () => (await api.request({ path: `/webhook-events/${failed.id}`, key: org.apiKey })).json().data,
+      (event) => event.status === 'FAILED',
+    );
+    expect(unsent).toMatchObject({
+      attempts: failed.attempts,
+      last_response_body: 'Not delivered: the endpoint was disabled.',
+      next_attempt_at: null,
+    });
+    expect(sent()).toBe(sentBefore);
+
     expect((await patch('ACTIVE')).statusCode).toBe(200);
     expect((await retry(failed.id)).statusCode).toBe(202);
     await eventually(
       async () => (await api.request({ path: `/webhook-events/${failed.id}`, key: org.apiKey })).json().data,
-      (event) => event.status === 'FAILED' && event.attempts === 2,
+      (event) => event.status === 'FAILED' && event.attempts === failed.attempts + 1,
     );
+    expect(sent()).toBe(sentBefore + 1);
   });
 
   it("never shows or retries another organization's events", async () => {
