@@ -325,6 +325,15 @@ describe.each(MODES)('usage events, %s', (mode) => {
         body: { subscription_item_id: limitedItems.metered, quantity: 1 },
       });
       expect(over.status).toBe(429);
+      // Over the limit, a malformed request is refused for the limit, as on every other route.
+      const malformedOver = await frontEnd().post('/usage/events', {
+        key: limited.apiKey,
+        idempotencyKey: freshKey(),
+        rawBody: '{"quantity": 1',
+      });
+      expect(malformedOver.status).toBe(429);
+      expect(malformedOver.body.error_code).toBe('RATE_LIMITED');
+      expect(Number(malformedOver.headers['retry-after'])).toBeGreaterThan(0);
     });
 
     describe('batch', () => {

@@ -1,9 +1,4 @@
-import type {
-  FastifyRequest,
-  FastifySchemaCompiler,
-  onErrorHookHandler,
-  onRequestHookHandler,
-} from 'fastify';
+import type { FastifyReply, FastifyRequest, FastifySchemaCompiler, onRequestHookHandler } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ApiError } from '../../../libs/errors/index.js';
@@ -16,7 +11,7 @@ import {
   UsageEventBatchResult,
 } from '../../../libs/schemas/index.js';
 import { batchResultBody, type UsageIngest } from '../../../libs/usage/index.js';
-import { toApiError } from '../plugins/errors.js';
+import { sendError, toApiError } from '../plugins/errors.js';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
 
 /**
@@ -30,7 +25,7 @@ import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
  * - The core counts the request against the hourly bucket, in the one Redis round trip that also
  *   reserves its events, so these routes authenticate here without the shared hook's count
  *   (`auth: 'none'` for that hook). A request Fastify refuses before the handler (malformed JSON,
- *   wrong media type, too large) is counted by `countRefused`.
+ *   wrong media type, too large) is counted by `countRefused`, the routes' error handler.
  */
 const validatedByTheCore: FastifySchemaCompiler<unknown> = () => (value) => ({ value });
 
@@ -41,16 +36,26 @@ const authenticate: onRequestHookHandler = async (request) => {
   request.auth = await request.server.deps.platform.authenticator.authenticate(request.headers.authorization);
 };
 
-const countRefused: onErrorHookHandler = async (request, reply, error) => {
-  const usage = request.server.deps.usageIngest;
-  if (!request.auth || counted.has(request)) return;
+/**
+ * The error handler of the usage routes: a request Fastify refused before the core saw it
+ * (malformed JSON, wrong media type, too large) still counts. Its answer is the refusal with the
+ * rate-limit headers, or 429 when the organization is over its limit, as the ingest service and
+ * every other route answer.
+ */
+const countRefused = async (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+  if (!request.auth || counted.has(request)) return sendError(error, request, reply);
   counted.add(request);
-  const refused = toApiError(error) ?? new ApiError('INTERNAL_SERVER_ERROR', 'unexpected');
-  await usage.refuse(request.auth, refused).catch((withHeaders: unknown) => {
-    // The answer stays the refusal; it gains the rate-limit headers (and Retry-After when the
-    // organization is over its limit).
-    if (withHeaders instanceof ApiError && withHeaders !== refused) reply.headers(withHeaders.headers);
-  });
+  const refused = toApiError(error);
+  try {
+    await request.server.deps.usageIngest.refuse(
+      request.auth,
+      refused ?? new ApiError('INTERNAL_SERVER_ERROR', 'unexpected'),
+    );
+  } catch (answer) {
+    // refuse always throws: the refusal with the headers, 429, or 503 when the count failed
+    return sendError(refused ? answer : error, request, reply);
+  }
+  return sendError(error, request, reply);
 };
 
 const headers = z.object({
@@ -70,7 +75,7 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       config: { auth: 'none' },
       onRequest: authenticate,
-      onError: countRefused,
+      errorHandler: countRefused,
       validatorCompiler: validatedByTheCore,
       schema: {
         operationId: 'createUsageEvent',
@@ -103,7 +108,7 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       config: { auth: 'none' },
       onRequest: authenticate,
-      onError: countRefused,
+      errorHandler: countRefused,
       validatorCompiler: validatedByTheCore,
       schema: {
         operationId: 'createUsageEventBatch',
