@@ -1,4 +1,5 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createConnection, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -45,4 +46,129 @@ describe('embedded PGlite', () => {
       /served by process/,
     );
   });
+
+  it("holds other connections off between one connection's Parse and its Sync", async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'billing-pglite-'));
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const server = await startEmbeddedPostgres({ dataDir, host: '127.0.0.1', port });
+    const a = await WireClient.connect(port);
+    const b = await WireClient.connect(port);
+    cleanups.push(async () => {
+      a.close();
+      b.close();
+      await server.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    });
+    // A parses a 2-parameter statement; B runs a whole 4-parameter query before A binds. PGlite
+    // is one backend: without the hold, A's Bind would meet B's unnamed statement ("bind message
+    // supplies 2 parameters, but prepared statement "" requires 4").
+    a.send(parse('SELECT $1::int + $2::int AS n'));
+    await sleep(50);
+    const bDone = b.until('Z');
+    b.send(parse('SELECT $1::text || $2::text || $3::text || $4::text AS s'));
+    b.send(bind(['a', 'b', 'c', 'd']), execute(), sync());
+    await sleep(50);
+    const aDone = a.until('Z');
+    a.send(bind(['40', '2']), execute(), sync());
+    const [fromA, fromB] = await Promise.all([aDone, bDone]);
+    expect(fromA.filter((m) => m.type === 'E').map((m) => m.text)).toEqual([]);
+    expect(fromB.filter((m) => m.type === 'E').map((m) => m.text)).toEqual([]);
+    expect(fromA.find((m) => m.type === 'D')?.text).toContain('42');
+    expect(fromB.find((m) => m.type === 'D')?.text).toContain('abcd');
+  });
 });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The frontend protocol's extended-query messages, written by hand to control their timing. */
+function message(type: string, body: Buffer): Buffer {
+  const header = Buffer.alloc(5);
+  header.write(type, 0, 'latin1');
+  header.writeInt32BE(body.length + 4, 1);
+  return Buffer.concat([header, body]);
+}
+const cstring = (text: string) => Buffer.from(`${text}\0`);
+const int16 = (n: number) => Buffer.from([(n >> 8) & 0xff, n & 0xff]);
+const parse = (sql: string) => message('P', Buffer.concat([cstring(''), cstring(sql), int16(0)]));
+const bind = (values: string[]) =>
+  message(
+    'B',
+    Buffer.concat([
+      cstring(''),
+      cstring(''),
+      int16(0),
+      int16(values.length),
+      ...values.flatMap((value) => {
+        const length = Buffer.alloc(4);
+        length.writeInt32BE(Buffer.byteLength(value));
+        return [length, Buffer.from(value)];
+      }),
+      int16(0),
+    ]),
+  );
+const execute = () => message('E', Buffer.concat([cstring(''), Buffer.alloc(4)]));
+const sync = () => message('S', Buffer.alloc(0));
+
+/** A raw protocol connection: startup (trust), then messages in and backend messages out. */
+class WireClient {
+  private buffered = Buffer.alloc(0);
+  private received: { type: string; text: string }[] = [];
+  private waiting:
+    | { type: string; resolve: (messages: { type: string; text: string }[]) => void }
+    | undefined;
+
+  private constructor(private readonly socket: Socket) {
+    socket.on('data', (chunk) => {
+      this.buffered = Buffer.concat([this.buffered, chunk]);
+      while (this.buffered.length >= 5) {
+        const length = this.buffered.readInt32BE(1);
+        if (this.buffered.length < length + 1) break;
+        const type = String.fromCharCode(this.buffered[0]!);
+        this.received.push({ type, text: this.buffered.subarray(5, length + 1).toString('latin1') });
+        this.buffered = this.buffered.subarray(length + 1);
+        if (this.waiting && type === this.waiting.type) {
+          const { resolve } = this.waiting;
+          this.waiting = undefined;
+          resolve(this.received.splice(0));
+        }
+      }
+    });
+  }
+
+  static async connect(port: number): Promise<WireClient> {
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const connection = createConnection({ host: '127.0.0.1', port }, () => resolve(connection));
+      connection.once('error', reject);
+    });
+    const client = new WireClient(socket);
+    const ready = client.until('Z');
+    const parameters = Buffer.concat([
+      cstring('user'),
+      cstring('postgres'),
+      cstring('database'),
+      cstring('postgres'),
+      cstring(''),
+    ]);
+    const startup = Buffer.alloc(8);
+    startup.writeInt32BE(parameters.length + 8, 0);
+    startup.writeInt32BE(196608, 4);
+    socket.write(Buffer.concat([startup, parameters]));
+    await ready;
+    return client;
+  }
+
+  /** Every backend message up to and including the next one of `type`. */
+  until(type: string): Promise<{ type: string; text: string }[]> {
+    return new Promise((resolve) => {
+      this.waiting = { type, resolve };
+    });
+  }
+
+  send(...messages: Buffer[]): void {
+    this.socket.write(Buffer.concat(messages));
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+}
