@@ -30,9 +30,11 @@ export interface ApiDeps {
 
 /**
  * How a route is authenticated: `required` (the default) answers 401 without a valid key;
- * `optional` authenticates when a key is sent (GET /meta); `none` never looks at the key.
+ * `optional` authenticates when a key is sent (GET /meta); `if-valid` counts the request when a
+ * valid key is sent and otherwise goes on without a 401 (unknown routes, wrong methods: their
+ * answer is 404 or 405 whoever asks); `none` never looks at the key.
  */
-export type AuthMode = 'required' | 'optional' | 'none';
+export type AuthMode = 'required' | 'optional' | 'if-valid' | 'none';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -151,18 +151,45 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     [USAGE_BATCH_PATH, 'batch'],
   ] as const) {
     app.post(route, usageRoute(route, kind));
-    app.any(route, (res, req) => {
-      const exchange = new Exchange(res);
-      const requestId = requestIdFrom(req.getHeader('x-request-id'));
-      sendError(
-        exchange,
-        requestId,
+    app.any(route, (res, req) =>
+      refuseUnrouted(
+        res,
+        req,
+        route,
         new ApiError('METHOD_NOT_ALLOWED', 'This path supports POST.', { headers: { Allow: 'POST' } }),
-        log,
-      );
-      observe(req.getMethod(), route, exchange, performance.now(), requestId, undefined, log);
-    });
+      ),
+    );
   }
+
+  /**
+   * 405 and 404, as on the api service: asked with a valid key, the request counts and carries the
+   * rate-limit headers (or is a 429 over the limit); without one it is answered all the same.
+   */
+  const refuseUnrouted = (res: HttpResponse, req: HttpRequest, route: string, error: ApiError) => {
+    const started = performance.now();
+    const exchange = new Exchange(res);
+    const requestId = requestIdFrom(req.getHeader('x-request-id'));
+    const authorization = req.getHeader('authorization');
+    const method = req.getMethod();
+    inFlight++;
+    let orgId: number | undefined;
+    const counted = authorization
+      ? authenticator.authenticate(authorization).then(
+          (auth) => {
+            orgId = auth.orgId;
+            return usage.refuse(auth, error);
+          },
+          () => Promise.reject(error),
+        )
+      : Promise.reject(error);
+    counted
+      .catch((answer: unknown) => sendError(exchange, requestId, answer, log, orgId))
+      .finally(() => {
+        inFlight--;
+        observe(method, route, exchange, started, requestId, orgId, log);
+        if (draining && inFlight === 0) drained?.();
+      });
+  };
 
   for (const path of Object.values(OPS_PATHS)) {
     app.get(path, (res) => {
@@ -185,16 +212,13 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
   }
 
   app.any('/*', (res, req) => {
-    const exchange = new Exchange(res);
-    const requestId = requestIdFrom(req.getHeader('x-request-id'));
     const path = req.getUrl().split('?')[0];
-    sendError(
-      exchange,
-      requestId,
+    refuseUnrouted(
+      res,
+      req,
+      'unmatched',
       new ApiError('NOT_FOUND', `No route ${req.getMethod().toUpperCase()} ${path}.`),
-      log,
     );
-    observe(req.getMethod(), 'unmatched', exchange, performance.now(), requestId, undefined, log);
   });
 
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {

@@ -52,6 +52,7 @@ describe('errors and headers across the REST routes (DESIGN §6)', () => {
       expect(response.headers.allow).toBe(allow);
       expect(response.headers['x-request-id']).toMatch(UUID);
       expect(response.json().error_code).toBe('METHOD_NOT_ALLOWED');
+      expect(response.headers['x-ratelimit-limit']).toBeDefined();
     }
   });
 
@@ -60,6 +61,29 @@ describe('errors and headers across the REST routes (DESIGN §6)', () => {
     expect(response.statusCode).toBe(404);
     expect(response.json().error_code).toBe('NOT_FOUND');
     expect(response.json().request_id).toBe(response.headers['x-request-id']);
+  });
+
+  it('counts 404s of unknown routes and 405s asked with a valid key, with the rate-limit headers; a bad key is still a 404 or 405', async () => {
+    const limited = await createTestOrg(api.platform.db, { plan: 'beta', requestsPerHour: 3 });
+    const unknown = await api.request({ path: '/nope', key: limited.apiKey });
+    const wrongMethod = await api.request({ method: 'DELETE', path: '/customers', key: limited.apiKey });
+    expect([unknown.statusCode, wrongMethod.statusCode]).toEqual([404, 405]);
+    expect([unknown, wrongMethod].map((r) => r.headers['x-ratelimit-remaining'])).toEqual(['2', '1']);
+    expect(unknown.headers['x-ratelimit-limit']).toBe('3');
+    for (const request of [
+      { path: '/nope', key: 'sk_test_not_a_key' },
+      { method: 'DELETE' as const, path: '/customers', key: 'sk_test_not_a_key' },
+    ]) {
+      const response = await api.request(request);
+      expect(response.statusCode).toBe(request.method ? 405 : 404);
+      expect(response.headers).not.toHaveProperty('x-ratelimit-limit');
+    }
+    expect(
+      (await api.request({ path: '/customers', key: limited.apiKey })).headers['x-ratelimit-remaining'],
+    ).toBe('0');
+    const over = await api.request({ path: '/nope', key: limited.apiKey });
+    expect(over.statusCode).toBe(429);
+    expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
   });
 
   it('never answers 500 to hostile input', async () => {

@@ -120,6 +120,23 @@ describe('usage ingest when Kafka or Redis fail', () => {
       const wrongMethod = await ops('/api/public/v1/usage/events');
       expect(wrongMethod.status).toBe(405);
       expect(wrongMethod.headers.get('allow')).toBe('POST');
+      expect(wrongMethod.headers.get('x-ratelimit-limit')).toBeNull();
+    });
+
+    it('counts a 404 or 405 asked with a valid key, with the rate-limit headers, as the api does', async () => {
+      const limited = await createTestOrg(stack.api.platform.db, { plan: 'beta', requestsPerHour: 2 });
+      const asked = (path: string) =>
+        fetch(`http://127.0.0.1:${stack.ingest.port}${path}`, {
+          headers: { authorization: `Bearer ${limited.apiKey}` },
+        });
+      const unknown = await asked('/api/public/v1/usage/nope');
+      const wrongMethod = await asked('/api/public/v1/usage/events');
+      expect([unknown.status, wrongMethod.status]).toEqual([404, 405]);
+      expect([unknown, wrongMethod].map((r) => r.headers.get('x-ratelimit-remaining'))).toEqual(['1', '0']);
+      expect(wrongMethod.headers.get('allow')).toBe('POST');
+      const over = await asked('/api/public/v1/usage/nope');
+      expect(over.status).toBe(429);
+      expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
     });
   });
 

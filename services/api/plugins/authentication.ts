@@ -5,7 +5,8 @@ import type { ApiInstance } from '../types.js';
 /**
  * Authenticates each request (before its body is read) and counts it against the organization's
  * hourly bucket. Every authenticated request counts whatever its outcome, except one answered
- * 429; the rate-limit headers go on every authenticated response, errors included.
+ * 429; the rate-limit headers go on every authenticated response, errors included, and so on the
+ * 404 of an unknown route asked with a valid key.
  */
 export function registerAuthentication(app: ApiInstance): void {
   const { authenticator, rateLimiter } = app.deps.platform;
@@ -13,12 +14,17 @@ export function registerAuthentication(app: ApiInstance): void {
   app.decorateRequest('rateLimit', undefined);
 
   app.addHook('onRequest', async (request: FastifyRequest, reply) => {
-    if (request.is404) return;
-    const mode = request.routeOptions.config.auth ?? 'required';
+    const mode = request.is404 ? 'if-valid' : (request.routeOptions.config.auth ?? 'required');
     if (mode === 'none') return;
     const header = request.headers.authorization;
-    if (mode === 'optional' && header === undefined) return;
-    request.auth = await authenticator.authenticate(header);
+    if ((mode === 'optional' || mode === 'if-valid') && header === undefined) return;
+    if (mode === 'if-valid') {
+      const auth = await authenticator.authenticate(header).catch(() => undefined);
+      if (!auth) return;
+      request.auth = auth;
+    } else {
+      request.auth = await authenticator.authenticate(header);
+    }
     const decision = await rateLimiter.consume(request.auth);
     request.rateLimit = decision;
     reply.headers(rateLimitHeaders(decision));

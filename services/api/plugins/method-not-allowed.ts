@@ -24,7 +24,7 @@ export function collectRoutesForMethodNotAllowed(app: ApiInstance): () => void {
       app.route({
         method: missing,
         url,
-        config: { auth: 'none' },
+        config: { auth: 'if-valid' },
         schema: { hide: true } as object,
         handler: async () => {
           throw new ApiError('METHOD_NOT_ALLOWED', `This path supports ${allow}.`, {
