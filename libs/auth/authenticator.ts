@@ -15,11 +15,20 @@ interface CacheEntry {
   expiresAt: number;
 }
 
+/** How often `watchRevocations` reads the keys revoked lately. */
+const REVOCATION_POLL_MS = 1000;
+/**
+ * How far back each read looks: a revocation is seen even if its transaction committed late or a
+ * few reads failed. Evicting a key twice costs one lookup.
+ */
+const REVOCATION_LOOKBACK_SECONDS = 120;
+
 /**
  * Resolves a bearer key to its organization. Lookups are cached in-process (bounded, short TTL)
- * so the hot path does not query Postgres per request; a revoked key, a plan change or a new
- * override takes effect within the TTL. Unknown keys are cached too, briefly, so a flood of bad
- * keys does not become a flood of queries. Concurrent misses for one key share one query.
+ * so the hot path does not query Postgres per request; a plan change or a new override takes
+ * effect within the TTL, a revoked key within about a second (`watchRevocations`), or the TTL
+ * if the database cannot be read. Unknown keys are cached too, briefly, so a flood of bad keys
+ * does not become a flood of queries. Concurrent misses for one key share one query.
  * The key itself is never logged nor put in an error: only its hash is kept.
  */
 export class ApiKeyAuthenticator {
@@ -48,6 +57,45 @@ export class ApiKeyAuthenticator {
     const context = await this.resolve(hashApiKey(token));
     if (!context) throw ApiError.unauthorized('The API key is invalid or has been revoked.');
     return context;
+  }
+
+  /**
+   * Drops the keys revoked in the last minutes from the cache: one indexed query (the console
+   * that revokes a key is another process, and NOTIFY does not cross the embedded database's
+   * connections, so every mode polls). Returns how many cached keys it dropped.
+   */
+  async evictRevoked(): Promise<number> {
+    if (this.cache.size === 0) return 0;
+    const { rows } = await this.db.query<{ key_hash: string }>(
+      `SELECT key_hash FROM api_keys
+        WHERE revoked_at IS NOT NULL AND revoked_at > now() - make_interval(secs => $1)`,
+      [REVOCATION_LOOKBACK_SECONDS],
+    );
+    let evicted = 0;
+    for (const { key_hash: hash } of rows) {
+      const cached = this.cache.get(hash);
+      if (cached?.context) {
+        this.cache.delete(hash);
+        evicted++;
+      }
+    }
+    return evicted;
+  }
+
+  /** Evicts revoked keys every second until the returned function is called; failures wait for the next. */
+  watchRevocations(onError: (error: unknown) => void): () => void {
+    let running = false;
+    const timer = setInterval(() => {
+      if (running) return;
+      running = true;
+      this.evictRevoked()
+        .catch(onError)
+        .finally(() => {
+          running = false;
+        });
+    }, REVOCATION_POLL_MS);
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   private async resolve(hash: string): Promise<AuthContext | null> {

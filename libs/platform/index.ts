@@ -43,6 +43,14 @@ export async function openPlatform(
   }
   const rateLimitStore = redis ? new RedisRateLimitStore(redis) : new MemoryRateLimitStore();
   const now = options.now;
+  const authenticator = new ApiKeyAuthenticator(opened.db, {
+    ttlSeconds: config.AUTH_CACHE_TTL_SECONDS,
+    maxEntries: config.AUTH_CACHE_MAX_ENTRIES,
+    ...(now ? { now } : {}),
+  });
+  const stopWatchingRevocations = authenticator.watchRevocations((error) =>
+    log.debug({ err: error }, 'could not read revoked API keys; retrying'),
+  );
   return {
     config,
     log,
@@ -54,12 +62,9 @@ export async function openPlatform(
       keyPrefix: config.REDIS_KEY_PREFIX,
       ...(now ? { now } : {}),
     }),
-    authenticator: new ApiKeyAuthenticator(opened.db, {
-      ttlSeconds: config.AUTH_CACHE_TTL_SECONDS,
-      maxEntries: config.AUTH_CACHE_MAX_ENTRIES,
-      ...(now ? { now } : {}),
-    }),
+    authenticator,
     async close() {
+      stopWatchingRevocations();
       redis?.disconnect();
       await opened.close();
     },

@@ -92,6 +92,36 @@ describe('API key authentication', () => {
     await expect(authenticator.authenticate(header)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
   });
 
+  it('drops a revoked key from the cache at the next read of revocations, whatever the TTL', async () => {
+    const authenticator = new ApiKeyAuthenticator(api.platform.db, { ttlSeconds: 3600, maxEntries: 100 });
+    const kept = await createApiKey(api.platform.db, { orgId: orgA.orgId });
+    const revoked = await createApiKey(api.platform.db, { orgId: orgA.orgId });
+    for (const key of [kept, revoked]) await authenticator.authenticate(`Bearer ${key.api_key}`);
+    await revokeApiKey(api.platform.db, revoked.id);
+    expect((await authenticator.authenticate(`Bearer ${revoked.api_key}`)).orgId).toBe(orgA.orgId);
+    expect(await authenticator.evictRevoked()).toBe(1);
+    await expect(authenticator.authenticate(`Bearer ${revoked.api_key}`)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+    });
+    expect((await authenticator.authenticate(`Bearer ${kept.api_key}`)).orgId).toBe(orgA.orgId);
+    expect(await authenticator.evictRevoked()).toBe(0);
+  });
+
+  it('refuses a key revoked by another process within seconds over HTTP', async () => {
+    const key = await createApiKey(api.platform.db, { orgId: orgA.orgId });
+    const get = () => api.request({ method: 'GET', path: '/customers', key: key.api_key });
+    expect((await get()).statusCode).toBe(200);
+    await revokeApiKey(api.platform.db, key.id);
+    const started = Date.now();
+    let status = 200;
+    while (status === 200 && Date.now() - started < 5000) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      status = (await get()).statusCode;
+    }
+    expect(status).toBe(401);
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
   it('refuses a revoked key over HTTP once the cache entry expires', async () => {
     const key = await createApiKey(api.platform.db, { orgId: orgA.orgId });
     await revokeApiKey(api.platform.db, key.id);
