@@ -42,7 +42,12 @@ export const CreateCustomer = z
     country: countryCode.default('CA'),
     tax_exempt: z.boolean().default(false),
     tax_id: optionalText(100),
-    notes: z.string().max(10_000).nullish().meta({ description: 'Internal notes: stored, never returned.' }),
+    notes: z
+      .string()
+      .nullish()
+      .meta({
+        description: 'Internal notes: stored, never returned. No length rule: the body limit bounds it.',
+      }),
   })
   .meta({ id: 'CreateCustomerRequest' });
 export type CreateCustomer = z.output<typeof CreateCustomer>;

@@ -197,6 +197,14 @@ describe('POST /customers', () => {
     expect(text.statusCode).toBe(415);
     expect(text.json().error_code).toBe('UNSUPPORTED_MEDIA_TYPE');
 
+    // notes has no length rule in the contract: long notes are kept, only the body limit bounds them
+    const long = await create({ name: 'Long notes', notes: 'n'.repeat(50_000) });
+    expect(long.statusCode).toBe(201);
+    const stored = await api.platform.db.query('SELECT length(notes) AS n FROM customers WHERE id = $1', [
+      long.json().data.id,
+    ]);
+    expect(stored.rows[0]!.n).toBe(50_000);
+
     const huge = await create({ name: 'Big', notes: 'x'.repeat(1024 * 1024) });
     expect(huge.statusCode).toBe(413);
     expect(huge.json().error_code).toBe('PAYLOAD_TOO_LARGE');
