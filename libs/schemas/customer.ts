@@ -42,12 +42,9 @@ export const CreateCustomer = z
     country: countryCode.default('CA'),
     tax_exempt: z.boolean().default(false),
     tax_id: optionalText(100),
-    notes: z
-      .string()
-      .nullish()
-      .meta({
-        description: 'Internal notes: stored, never returned. No length rule: the body limit bounds it.',
-      }),
+    notes: z.string().nullish().meta({
+      description: 'Internal notes: stored, never returned. No length rule: the body limit bounds it.',
+    }),
   })
   .meta({ id: 'CreateCustomerRequest' });
 export type CreateCustomer = z.output<typeof CreateCustomer>;
