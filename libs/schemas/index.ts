@@ -35,10 +35,12 @@ export {
   date,
   dateTime,
   decimal8,
+  inputDate,
   integerId,
   integerIdParam,
   money,
   quantity4,
+  storableText,
   uuid,
   uuidParam,
 } from './primitives.js';

@@ -20,6 +20,16 @@ export const quantity4 = z
 
 export const dateTime = z.iso.datetime().meta({ description: 'ISO 8601 UTC date-time.' });
 export const date = z.iso.date().meta({ description: 'Date, YYYY-MM-DD.' });
+/** A date given by a client: also one Postgres can hold (it has no year 0000). */
+export const inputDate = z.iso
+  .date()
+  .refine((value) => !value.startsWith('0000'), 'Must be a date from year 0001 on.');
+
+/** Whether Postgres can store `value`: a text column refuses U+0000. */
+export const withoutNul = (value: string): boolean => !value.includes('\u0000');
+export const NUL_MESSAGE = 'Must not contain NUL characters.';
+/** Text from a client that Postgres can store. */
+export const storableText = z.string().refine(withoutNul, NUL_MESSAGE);
 export const uuid = z.uuid();
 export const integerId = z.number().int().positive();
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dateTime, uuid } from './primitives.js';
+import { dateTime, NUL_MESSAGE, storableText, uuid, withoutNul } from './primitives.js';
 
 /** Every event name a webhook endpoint may subscribe to (spec "Event types"). */
 export const EVENT_TYPES = [
@@ -66,6 +66,7 @@ export type CreatedWebhookEndpoint = z.output<typeof CreatedWebhookEndpoint>;
 const endpointUrl = z
   .url({ protocol: /^https?$/, error: 'Must be an absolute https URL.' })
   .max(2048)
+  .refine(withoutNul, NUL_MESSAGE)
   .meta({
     description:
       'HTTPS URL that receives the POSTs. `http://localhost[:port]` and `http://127.0.0.1[:port]` are accepted where the service allows them (development and test).',
@@ -76,7 +77,7 @@ export const CreateWebhookEndpoint = z
   .strictObject({
     url: endpointUrl,
     events: endpointEvents,
-    description: z.string().max(500).default(''),
+    description: storableText.max(500).default(''),
     status: z.enum(WEBHOOK_ENDPOINT_STATUSES).default('ACTIVE'),
   })
   .meta({ id: 'CreateWebhookEndpointRequest' });
@@ -86,7 +87,7 @@ export const UpdateWebhookEndpoint = z
   .strictObject({
     url: endpointUrl.optional(),
     events: endpointEvents.optional(),
-    description: z.string().max(500).optional(),
+    description: storableText.max(500).optional(),
     status: z.enum(WEBHOOK_ENDPOINT_STATUSES).optional(),
   })
   .meta({ id: 'UpdateWebhookEndpointRequest' });

@@ -170,6 +170,14 @@ describe('MCP endpoint over plain HTTP', () => {
       params: { name: 'revenue_summary', arguments: { from: '2026-03-01', to: '2026-01-01' } },
     });
     expect(reversed.error).toMatchObject({ code: -32602, data: { details: [{ field: 'from' }] } });
+    // a date Postgres cannot hold is the caller's mistake, not a tool failure
+    const yearZero = await rpc({
+      jsonrpc: '2.0',
+      id: 11,
+      method: 'tools/call',
+      params: { name: 'revenue_summary', arguments: { from: '0000-01-01' } },
+    });
+    expect(yearZero.error).toMatchObject({ code: -32602, data: { details: [{ field: 'from' }] } });
     const noName = await rpc({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: {} });
     expect(noName.error).toMatchObject({ code: -32602, data: { details: [{ field: 'params.name' }] } });
   });

@@ -233,6 +233,9 @@ describe('webhook endpoints API', () => {
       expect(expectValidationError(await create({ ...base, secret: 'whsec_mine' }), 'secret').code).toBe(
         'unknown_field',
       );
+      // text Postgres cannot store is a 422 naming the field, not a failed insert
+      expectValidationError(await create({ ...base, description: 'a\u0000b' }), 'description');
+      expectValidationError(await create({ ...base, url: 'https://h.example.com/\u0000' }), 'url');
     });
 
     it('answers 400 for malformed JSON and 415 for another content type', async () => {
@@ -403,6 +406,8 @@ describe('webhook endpoints API', () => {
       expectValidationError(await patch({ events: ['invoice.paid', 'nope.*'] }), 'events.1');
       expectValidationError(await patch({ status: 'PAUSED' }), 'status');
       expectValidationError(await patch({ description: null }), 'description');
+      expectValidationError(await patch({ description: '\u0000' }), 'description');
+      expectValidationError(await patch({ url: 'https://h.example.com/a\u0000b' }), 'url');
       expectValidationError(await patch({ secret: 'x' }), 'secret');
       const read = await api.request({ path, key: org.apiKey });
       expect(read.json().data.events).toEqual(['invoice.*']);

@@ -161,6 +161,7 @@ describe('webhook delivery history API', () => {
       ['?limit=101', 'limit'],
       ['?offset=-5', 'offset'],
       [`?event_type=${'x'.repeat(101)}`, 'event_type'],
+      ['?event_type=x%00y', 'event_type'],
     ] as const) {
       const response = await list(query);
       expect(response.statusCode, query).toBe(422);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { inputDate } from '../../schemas/index.js';
 import { revenueSummary } from '../read-models/revenue-summary.js';
 import { defineTool } from './tool.js';
 
@@ -12,8 +13,8 @@ export const revenueSummaryTool = defineTool({
     '(open, due date before today UTC, balance > 0), and active subscriptions now. Amounts are exact decimal strings.',
   input: z
     .strictObject({
-      from: z.iso.date().optional().describe('First invoice date included, YYYY-MM-DD.'),
-      to: z.iso.date().optional().describe('Last invoice date included, YYYY-MM-DD.'),
+      from: inputDate.optional().describe('First invoice date included, YYYY-MM-DD.'),
+      to: inputDate.optional().describe('Last invoice date included, YYYY-MM-DD.'),
     })
     .refine((range) => !range.from || !range.to || range.from <= range.to, {
       message: '"from" must not be after "to".',

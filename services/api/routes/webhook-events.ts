@@ -5,6 +5,7 @@ import {
   paginationOf,
   paginationQuery,
   single,
+  storableText,
   uuidParam,
   uuidPathId,
   WEBHOOK_EVENT_STATUSES,
@@ -20,7 +21,7 @@ const EventParams = z.object({ event_id: uuidPathId });
 const ListQuery = paginationQuery.extend({
   endpoint_id: uuidParam.optional().meta({ description: 'Only deliveries to this endpoint.' }),
   status: z.enum(WEBHOOK_EVENT_STATUSES).optional().meta({ description: 'Only deliveries in this status.' }),
-  event_type: z.string().min(1).max(100).optional().meta({ description: 'Only events of this type.' }),
+  event_type: storableText.min(1).max(100).optional().meta({ description: 'Only events of this type.' }),
 });
 
 export const webhookEventRoutes: FastifyPluginAsyncZod = async (app) => {
