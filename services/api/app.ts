@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import { registerAuthentication } from './plugins/authentication.js';
-import { registerErrorHandling, sendError } from './plugins/errors.js';
+import { answerClientError, registerErrorHandling, sendError } from './plugins/errors.js';
 import { registerInFlightTracking } from './plugins/in-flight.js';
 import { collectRoutesForMethodNotAllowed } from './plugins/method-not-allowed.js';
 import { registerOpenApi } from './plugins/openapi.js';
@@ -33,6 +33,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
     },
     routerOptions: { ignoreTrailingSlash: true },
     frameworkErrors: (error, request, reply) => sendError(error, request, reply),
+    clientErrorHandler: answerClientError,
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(zodValidatorCompiler);

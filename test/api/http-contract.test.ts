@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import { createConnection } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { type BillingScenario, insertBillingScenario } from '../helpers/billing-fixtures.js';
@@ -84,6 +86,43 @@ describe('errors and headers across the REST routes (DESIGN §6)', () => {
     const over = await api.request({ path: '/nope', key: limited.apiKey });
     expect(over.statusCode).toBe(429);
     expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
+  it('answers requests the HTTP parser refuses with the error body and X-Request-ID, then closes', async () => {
+    const address = await api.app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = new URL(address);
+    const raw = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = createConnection({ host: '127.0.0.1', port: Number(port) }, () => socket.end(request));
+        let answer = '';
+        socket.on('data', (chunk) => (answer += chunk.toString('latin1')));
+        socket.on('close', () => resolve(answer));
+        socket.on('error', reject);
+      });
+    for (const [request, status, code] of [
+      [
+        `GET /api/public/v1/customers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'a'.repeat(20_000)}\r\n\r\n`,
+        431,
+        'REQUEST_HEADERS_TOO_LARGE',
+      ],
+      [
+        'GET /api/public/v1/customers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk\x01\r\n\r\n',
+        400,
+        'BAD_REQUEST',
+      ],
+      ['FOO /api/public/v1/customers HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'BAD_REQUEST'],
+    ] as const) {
+      const answer = await raw(request);
+      const [head, body] = answer.split('\r\n\r\n');
+      expect(head!.split('\r\n')[0]).toBe(`HTTP/1.1 ${status} ${STATUS_CODES[status]}`);
+      const requestId = /^x-request-id: (.+)$/im.exec(head!)?.[1];
+      expect(requestId).toMatch(UUID);
+      expect(JSON.parse(body!)).toEqual({
+        error_code: code,
+        detail: expect.any(String),
+        request_id: requestId,
+      });
+    }
   });
 
   it('never answers 500 to hostile input', async () => {

@@ -1,3 +1,6 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, toErrorBody } from '../../../libs/errors/index.js';
 import type { ApiInstance } from '../types.js';
@@ -40,6 +43,32 @@ export function sendError(error: unknown, request: FastifyRequest, reply: Fastif
   const { status, body } = toErrorBody(apiError ?? error, request.id);
   if (apiError) reply.headers(apiError.headers);
   return reply.code(status).header('X-Request-ID', request.id).type('application/json').send(body);
+}
+
+/**
+ * A request Node's HTTP parser refused before Fastify saw it (headers too large, a control
+ * character in a header, an unknown method, a bad Content-Length): answered with the same error
+ * body and X-Request-ID as every other error, then the connection is closed, as the parser cannot
+ * tell where the next request would start. Fastify's `clientErrorHandler`.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const apiError =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? new ApiError('REQUEST_HEADERS_TOO_LARGE', 'The request headers are too large.')
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new ApiError('REQUEST_TIMEOUT', 'The request took too long to arrive.')
+        : ApiError.badRequest('The request is not valid HTTP.');
+  const requestId = randomUUID();
+  const { status, body } = toErrorBody(apiError, requestId);
+  const json = JSON.stringify(body);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(json)}\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${json}`,
+    );
+  }
+  socket.destroy();
 }
 
 /** The one place where failures become HTTP responses. */
