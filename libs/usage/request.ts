@@ -126,6 +126,17 @@ function resolveIdempotencyKey(headerKey: string | undefined, bodyKey: string | 
       { field, message: `Must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`, code: 'too_long' },
     ]);
   }
+  if (fromHeader && !PRINTABLE_ASCII.test(key)) {
+    // Header values are bytes: servers decode them differently (Node as Latin-1, uWS not at all),
+    // and a key stored as something other than what the client meant would not match its retry.
+    throw ApiError.validation([
+      {
+        field,
+        message: 'Must be printable ASCII; send a key with other characters as idempotency_key in the body.',
+        code: 'invalid_format',
+      },
+    ]);
+  }
   if (hasControlCharacter(key) || LONE_SURROGATE.test(key)) {
     throw ApiError.validation([
       { field, message: 'Must not contain control characters.', code: 'invalid_format' },
@@ -133,6 +144,8 @@ function resolveIdempotencyKey(headerKey: string | undefined, bodyKey: string | 
   }
   return key;
 }
+
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 /** C0 controls and DEL: a NUL would not even fit in a Postgres text column. */
 function hasControlCharacter(text: string): boolean {

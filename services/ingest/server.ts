@@ -150,15 +150,18 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     [USAGE_EVENTS_PATH, 'event'],
     [USAGE_BATCH_PATH, 'batch'],
   ] as const) {
-    app.post(route, usageRoute(route, kind));
-    app.any(route, (res, req) =>
-      refuseUnrouted(
-        res,
-        req,
-        route,
-        new ApiError('METHOD_NOT_ALLOWED', 'This path supports POST.', { headers: { Allow: 'POST' } }),
-      ),
-    );
+    // with or without a trailing slash, as the api service routes
+    for (const path of [route, `${route}/`]) {
+      app.post(path, usageRoute(route, kind));
+      app.any(path, (res, req) =>
+        refuseUnrouted(
+          res,
+          req,
+          route,
+          new ApiError('METHOD_NOT_ALLOWED', 'This path supports POST.', { headers: { Allow: 'POST' } }),
+        ),
+      );
+    }
   }
 
   /**

@@ -263,6 +263,40 @@ describe.each(MODES)('usage events, %s', (mode) => {
       expect(response.headers['x-request-id']).toMatch(UUID);
     });
 
+    it('answers on the path with a trailing slash too', async () => {
+      const key = freshKey();
+      const response = await frontEnd().post('/usage/events/', {
+        key: org.apiKey,
+        idempotencyKey: key,
+        body: { subscription_item_id: items.metered, quantity: 1 },
+      });
+      expect(response.status).toBe(201);
+      expect(response.body.data.idempotency_key).toBe(key);
+    });
+
+    it('refuses a header key that is not ASCII rather than store it as the server decoded it', async () => {
+      // "é" sent as UTF-8 bytes: Node reads them as Latin-1 ("Ã©"), uWS does not read them at all
+      const response = await post({
+        idempotencyKey: '\u00c3\u00a9',
+        body: { subscription_item_id: items.metered, quantity: 1 },
+      });
+      if (name === 'api') {
+        expect(response.status).toBe(422);
+        expect(response.body.details).toEqual([expect.objectContaining({ field: 'Idempotency-Key' })]);
+      } else {
+        expect(response.status).toBe(400);
+        expect(response.body.detail).toMatch(/idempotency key is required/i);
+      }
+      expect(await storedWithKey('\u00c3\u00a9')).toEqual([]);
+      // the same key in the body is kept exactly
+      const key = `é-${freshKey()}`;
+      const inBody = await post({
+        body: { subscription_item_id: items.metered, quantity: 1, idempotency_key: key },
+      });
+      expect(inBody.status).toBe(201);
+      expect(inBody.body.data.idempotency_key).toBe(key);
+    });
+
     it('answers 400 for malformed JSON, 415 for another media type and 413 beyond the body limit', async () => {
       const malformed = await post({ idempotencyKey: freshKey(), rawBody: '{"subscription_item_id": ' });
       expect(malformed.status).toBe(400);

@@ -36,7 +36,10 @@ export interface UsageRequest {
 /** One HTTP front end of the ingest core. */
 export interface UsageFrontEnd {
   name: 'uws' | 'api';
-  post(path: '/usage/events' | '/usage/events/batch', request: UsageRequest): Promise<UsageResponse>;
+  post(
+    path: '/usage/events' | '/usage/events/' | '/usage/events/batch',
+    request: UsageRequest,
+  ): Promise<UsageResponse>;
 }
 
 export interface UsageStack {
