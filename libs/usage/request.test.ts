@@ -52,9 +52,17 @@ describe('usage event validation', () => {
         'VALIDATION_ERROR',
       );
     }
-    expect(parseUsageEvent({ subscription_item_id: 7, quantity: 1 }, 'émoji-😀', NOW).idempotencyKey).toBe(
-      'émoji-😀',
+    // beyond ASCII only in the body: header bytes are decoded differently by each server
+    const inHeader = failure(() =>
+      parseUsageEvent({ subscription_item_id: 7, quantity: 1 }, 'émoji-😀', NOW),
     );
+    expect(inHeader.details?.[0]?.field).toBe('Idempotency-Key');
+    const inBody = parseUsageEvent(
+      { subscription_item_id: 7, quantity: 1, idempotency_key: 'émoji-😀' },
+      '',
+      NOW,
+    );
+    expect(inBody.idempotencyKey).toBe('émoji-😀');
   });
 
   it('wants a finite quantity greater than zero with at most 8 fractional digits', () => {
