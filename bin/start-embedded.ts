@@ -5,9 +5,9 @@
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startBillingScheduler } from '../libs/billing/index.js';
-import { embeddedSettings, loadConfigOrExit } from '../libs/config/index.js';
+import { embeddedSettings, loadConfigOrExit, startOrExit } from '../libs/config/index.js';
 import { migrate } from '../libs/db/index.js';
-import { openPlatform } from '../libs/platform/index.js';
+import { openPlatform, type Platform } from '../libs/platform/index.js';
 import { BASE_PATH } from '../libs/schemas/index.js';
 import { seedDemoData } from '../libs/seed/index.js';
 import { buildApiApp } from '../services/api/app.js';
@@ -15,34 +15,36 @@ import { buildDispatcher } from '../services/dispatcher/dispatcher.js';
 import { startIngest } from '../services/ingest/start.js';
 
 const config = loadConfigOrExit(embeddedSettings);
-const platform = await openPlatform(config, 'embedded');
-const { db, log } = platform;
-
-const applied = await migrate(db);
-if (applied.length) log.info({ applied }, 'migrations applied');
-
 const credentialsFile = path.resolve(config.DATA_DIR, 'demo-credentials.json');
-const demo = await demoCredentials();
 
-// Usage ingest: the uWS server on INGEST_PORT and the api's usage routes share one core, whose
-// in-process log writes to Postgres (and ClickHouse when CLICKHOUSE_URL is set).
-const ingest = await startIngest({
-  platform,
-  host: config.HOST,
-  port: config.INGEST_PORT,
-  bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
-});
+const { platform, ingest, api, demo } = await startOrExit('the billing service', async () => {
+  const platform = await openPlatform(config, 'embedded');
+  const applied = await migrate(platform.db);
+  if (applied.length) platform.log.info({ applied }, 'migrations applied');
+  const demo = await demoCredentials(platform);
 
-const api = await buildApiApp({
-  platform,
-  bodyLimit: config.BODY_LIMIT_BYTES,
-  invoiceCacheBytes: config.INVOICE_CACHE_MB * 1024 * 1024,
-  publicBaseUrl: config.PUBLIC_BASE_URL,
-  webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
-  usageIngest: ingest.usage,
-  extraReadinessChecks: ingest.pipeline.checks,
+  // Usage ingest: the uWS server on INGEST_PORT and the api's usage routes share one core, whose
+  // in-process log writes to Postgres (and ClickHouse when CLICKHOUSE_URL is set).
+  const ingest = await startIngest({
+    platform,
+    host: config.HOST,
+    port: config.INGEST_PORT,
+    bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
+  });
+
+  const api = await buildApiApp({
+    platform,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    invoiceCacheBytes: config.INVOICE_CACHE_MB * 1024 * 1024,
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
+    usageIngest: ingest.usage,
+    extraReadinessChecks: ingest.pipeline.checks,
+  });
+  await api.listen({ host: config.HOST, port: config.PORT });
+  return { platform, ingest, api, demo };
 });
-await api.listen({ host: config.HOST, port: config.PORT });
+const { db, log } = platform;
 
 // Webhooks: the dispatcher shares this process's pool; /healthz and /metrics are the api's.
 const dispatcher = buildDispatcher({ db, log: log.child({ component: 'dispatcher' }), config });
@@ -54,7 +56,7 @@ const billing = startBillingScheduler({
   db,
   config,
   intervalSeconds: config.BILLING_INTERVAL_SECONDS,
-  log: log.child({ service: 'billing' }),
+  log: log.child({ component: 'billing' }),
 });
 
 const origin = config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`;
@@ -74,7 +76,10 @@ process.stdout.write(
  * First start: seed one demo organization and keep its key in DATA_DIR (mode 0600) so later
  * starts can print it again. Only the embedded mode does this; the database keeps hashes only.
  */
-async function demoCredentials(): Promise<{ id: number; name: string; api_key: string }> {
+async function demoCredentials({
+  db,
+  log,
+}: Platform): Promise<{ id: number; name: string; api_key: string }> {
   const existing = await readFile(credentialsFile, 'utf8').then(JSON.parse, () => undefined);
   if (existing?.api_key) return existing;
   const [org] = await seedDemoData(db, { orgs: 1, progress: (message) => log.info(message) });
@@ -85,7 +90,7 @@ async function demoCredentials(): Promise<{ id: number; name: string; api_key: s
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, async () => {
+  process.on(signal, async () => {
     if (stopping) return;
     stopping = true;
     const deadline = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS).unref();

@@ -38,3 +38,16 @@ export function loadConfigOrExit<S extends z.ZodType>(
     throw error;
   }
 }
+
+/**
+ * For entry points: start-up that fails (a port in use, Redis or the database unreachable, the
+ * broker missing) is one line on stderr and exit code 1, not an unhandled rejection's stack trace.
+ */
+export async function startOrExit<T>(service: string, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (error) {
+    process.stderr.write(`${service} could not start: ${(error as Error)?.message ?? String(error)}\n`);
+    process.exit(1);
+  }
+}

@@ -1,25 +1,28 @@
-import { apiSettings, loadConfigOrExit } from '../../libs/config/index.js';
+import { apiSettings, loadConfigOrExit, startOrExit } from '../../libs/config/index.js';
 import { openPlatform } from '../../libs/platform/index.js';
 import { openUsageIngest } from '../../libs/usage/index.js';
 import { buildApiApp } from './app.js';
 
 const config = loadConfigOrExit(apiSettings);
-const platform = await openPlatform(config, 'api');
-const usage = await openUsageIngest(platform);
-const app = await buildApiApp({
-  platform,
-  bodyLimit: config.BODY_LIMIT_BYTES,
-  invoiceCacheBytes: config.INVOICE_CACHE_MB * 1024 * 1024,
-  publicBaseUrl: config.PUBLIC_BASE_URL,
-  webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
-  usageIngest: usage.ingest,
-  extraReadinessChecks: usage.checks,
+const { platform, usage, app } = await startOrExit('the api service', async () => {
+  const platform = await openPlatform(config, 'api');
+  const usage = await openUsageIngest(platform);
+  const app = await buildApiApp({
+    platform,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    invoiceCacheBytes: config.INVOICE_CACHE_MB * 1024 * 1024,
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
+    usageIngest: usage.ingest,
+    extraReadinessChecks: usage.checks,
+  });
+  await app.listen({ host: config.HOST, port: config.PORT });
+  return { platform, usage, app };
 });
-await app.listen({ host: config.HOST, port: config.PORT });
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, async () => {
+  process.on(signal, async () => {
     if (stopping) return;
     stopping = true;
     const deadline = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS).unref();

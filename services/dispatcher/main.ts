@@ -2,7 +2,7 @@
  * The webhook dispatcher as its own process (any number of replicas; they share the work through
  * Postgres row locks). Serves /healthz, /readyz and /metrics on DISPATCHER_PORT.
  */
-import { dispatcherSettings, loadConfigOrExit } from '../../libs/config/index.js';
+import { dispatcherSettings, loadConfigOrExit, startOrExit } from '../../libs/config/index.js';
 import { openDatabase } from '../../libs/db/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { databaseCheck, startOpsServer } from '../../libs/observability/index.js';
@@ -10,19 +10,22 @@ import { buildDispatcher } from './dispatcher.js';
 
 const config = loadConfigOrExit(dispatcherSettings);
 const log = createLogger({ level: config.LOG_LEVEL, service: 'dispatcher' });
-const database = await openDatabase(config, 'billing-dispatcher');
-const dispatcher = buildDispatcher({ db: database.db, log, config });
-const ops = await startOpsServer({
-  host: config.HOST,
-  port: config.DISPATCHER_PORT,
-  checks: () => [databaseCheck(database.db)],
+const { database, dispatcher, ops } = await startOrExit('the dispatcher', async () => {
+  const database = await openDatabase(config, 'billing-dispatcher');
+  const dispatcher = buildDispatcher({ db: database.db, log, config });
+  const ops = await startOpsServer({
+    host: config.HOST,
+    port: config.DISPATCHER_PORT,
+    checks: () => [databaseCheck(database.db)],
+  });
+  return { database, dispatcher, ops };
 });
 dispatcher.start();
 log.info({ port: ops.port, concurrency: config.DISPATCHER_CONCURRENCY }, 'dispatcher started');
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, async () => {
+  process.on(signal, async () => {
     if (stopping) return;
     stopping = true;
     // Past the deadline the leases of unfinished attempts expire and another replica makes them.

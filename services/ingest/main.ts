@@ -4,24 +4,27 @@
  * metrics on the same port. SIGTERM: stop accepting, finish requests in flight, flush the
  * producer, exit within SHUTDOWN_TIMEOUT_MS.
  */
-import { ingestSettings, loadConfigOrExit } from '../../libs/config/index.js';
+import { ingestSettings, loadConfigOrExit, startOrExit } from '../../libs/config/index.js';
 import { openPlatform } from '../../libs/platform/index.js';
 import { startIngest } from './start.js';
 
 const config = loadConfigOrExit(ingestSettings);
-const platform = await openPlatform(config, 'ingest');
-const ingest = await startIngest({
-  platform,
-  host: config.HOST,
-  port: config.INGEST_PORT,
-  bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
+const { platform, ingest } = await startOrExit('the ingest service', async () => {
+  const platform = await openPlatform(config, 'ingest');
+  const ingest = await startIngest({
+    platform,
+    host: config.HOST,
+    port: config.INGEST_PORT,
+    bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
+  });
+  return { platform, ingest };
 });
 platform.log.info({ port: ingest.server.port }, 'ingest service listening');
 process.stdout.write(`ingest service listening on http://${config.HOST}:${ingest.server.port}\n`);
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, async () => {
+  process.on(signal, async () => {
     if (stopping) return;
     stopping = true;
     const deadline = setTimeout(() => {

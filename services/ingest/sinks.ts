@@ -4,7 +4,7 @@
  * after each write. Health, readiness and metrics on SINKS_PORT. SIGTERM: stop fetching, write and
  * commit the current batch, leave the groups, exit within SHUTDOWN_TIMEOUT_MS.
  */
-import { loadConfigOrExit, sinkSettings } from '../../libs/config/index.js';
+import { loadConfigOrExit, sinkSettings, startOrExit } from '../../libs/config/index.js';
 import { openDatabase } from '../../libs/db/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { databaseCheck, startOpsServer } from '../../libs/observability/index.js';
@@ -12,12 +12,15 @@ import { startUsageSinks } from '../../libs/usage/index.js';
 
 const config = loadConfigOrExit(sinkSettings);
 const log = createLogger({ level: config.LOG_LEVEL, service: 'sinks' });
-const opened = await openDatabase(config, 'billing-sinks');
-const sinks = await startUsageSinks({ config, db: opened.db, log });
-const ops = await startOpsServer({
-  host: config.HOST,
-  port: config.SINKS_PORT,
-  checks: () => [databaseCheck(opened.db), ...sinks.checks()],
+const { opened, sinks, ops } = await startOrExit('the sinks', async () => {
+  const opened = await openDatabase(config, 'billing-sinks');
+  const sinks = await startUsageSinks({ config, db: opened.db, log });
+  const ops = await startOpsServer({
+    host: config.HOST,
+    port: config.SINKS_PORT,
+    checks: () => [databaseCheck(opened.db), ...sinks.checks()],
+  });
+  return { opened, sinks, ops };
 });
 log.info({ port: ops.port, sinks: sinks.runners.map((runner) => runner.name) }, 'sinks running');
 process.stdout.write(
@@ -26,7 +29,7 @@ process.stdout.write(
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, async () => {
+  process.on(signal, async () => {
     if (stopping) return;
     stopping = true;
     const deadline = setTimeout(() => {

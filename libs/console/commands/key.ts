@@ -17,7 +17,7 @@ export const keyCommands = [
   }),
   defineCommand({
     name: 'key revoke',
-    summary: 'Revoke an API key (effective within AUTH_CACHE_TTL_SECONDS)',
+    summary: 'Revoke an API key (refused by every service within about a second)',
     usage: '--key-id ID',
     flags: z.strictObject({ 'key-id': idFlag }),
     run: ({ db }, f) => revokeApiKey(db, f['key-id']),

@@ -7,8 +7,8 @@ import type { ApiInstance } from '../types.js';
 export function registerAccessLog(app: ApiInstance): void {
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
+      // request.log already carries reqId
       {
-        reqId: request.id,
         orgId: request.auth?.orgId,
         method: request.method,
         route: request.routeOptions.url ?? 'unknown',

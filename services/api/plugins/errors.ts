@@ -38,7 +38,7 @@ export function sendError(error: unknown, request: FastifyRequest, reply: Fastif
   const apiError = toApiError(error);
   if (!apiError || apiError.status >= 500) {
     // Internals go to the log with the request id, never to the client.
-    request.log.error({ err: error, reqId: request.id }, 'request failed');
+    request.log.error({ err: error }, 'request failed');
   }
   const { status, body } = toErrorBody(apiError ?? error, request.id);
   if (apiError) reply.headers(apiError.headers);
