@@ -20,7 +20,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 # --- runtime ---------------------------------------------------------------------------------
 FROM node:20-bookworm-slim
-ENV NODE_ENV=production APP_ENV=production HOST=0.0.0.0
+ENV NODE_ENV=production APP_ENV=production HOST=0.0.0.0 \
+    NODE_OPTIONS=--max-semi-space-size=32
 WORKDIR /app
 COPY --from=deps /app/node_modules node_modules
 COPY --from=build /app/dist dist

