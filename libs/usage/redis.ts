@@ -6,8 +6,7 @@ import type { DedupEntry, Reservation, ReservationResult, UsageDedupStore } from
 /**
  * Commits, then reservations, of many requests in ONE script call (one Redis round trip per turn
  * of the event loop, whatever the number of requests). The rate-limit step is the shared
- * RATE_LIMIT_LUA, run as a function whose parameters shadow KEYS and ARGV, so every route counts
- * with the same rule.
+ * RATE_LIMIT_LUA (consume_request, save_buckets), so every route counts with the same rule.
  *   ARGV[1] pending ttl, ARGV[2] committed ttl, ARGV[3] commits, ARGV[4] reservations, then
  *   per commit: pending record, committed record (KEYS: its identity);
  *   per reservation: limit ('-1': not counted), bucket ttl, entry count, one pending record per
@@ -17,9 +16,7 @@ import type { DedupEntry, Reservation, ReservationResult, UsageDedupStore } from
  * it was free and is now reserved).
  */
 export const RESERVE_LUA = `
-local function consume_request(KEYS, ARGV)
 ${RATE_LIMIT_LUA}
-end
 local k, a = 1, 5
 for _ = 1, tonumber(ARGV[3]) do
   local previous = redis.call('SET', KEYS[k], ARGV[a + 1], 'XX', 'GET', 'EX', ARGV[2])
@@ -36,7 +33,7 @@ for _ = 1, tonumber(ARGV[4]) do
   a = a + 3
   local count, allowed = 0, 1
   if limit ~= '-1' then
-    local decision = consume_request({ KEYS[k] }, { limit, bucket_ttl })
+    local decision = consume_request(KEYS[k], limit, bucket_ttl)
     count, allowed = decision[1], decision[2]
   end
   k = k + 1
@@ -52,6 +49,7 @@ for _ = 1, tonumber(ARGV[4]) do
     a = a + 1
   end
 end
+save_buckets()
 return out
 `;
 

@@ -130,6 +130,12 @@ describe('rate limiter across replicas', () => {
       replica1.consume(orgA),
     ]);
     expect(outcomes.filter((o) => o.allowed)).toHaveLength(3);
+    // the bucket expires a little after its hour (set once, when the script created it)
+    const [bucket] = await redis.keys(`${prefix}*`);
+    expect(await redis.get(bucket!)).toBe('3');
+    const ttl = await redis.ttl(bucket!);
+    expect(ttl).toBeGreaterThan(3600);
+    expect(ttl).toBeLessThanOrEqual(3600 + 300);
   });
 
   it('the headers follow DESIGN §6', () => {
