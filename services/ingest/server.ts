@@ -8,7 +8,13 @@ import {
   httpRequests,
   OPS_PATHS,
 } from '../../libs/observability/index.js';
-import { BASE_PATH } from '../../libs/schemas/index.js';
+import {
+  BASE_PATH,
+  jsonWriter,
+  single,
+  UsageEvent,
+  UsageEventBatchResult,
+} from '../../libs/schemas/index.js';
 import { batchResultBody, type UsageIngest } from '../../libs/usage/index.js';
 import { Exchange, readBody, requestIdFrom } from './http.js';
 import { type HttpRequest, type HttpResponse, type us_listen_socket, uws } from './uws.js';
@@ -34,6 +40,10 @@ export interface IngestServer {
 }
 
 type Kind = 'event' | 'batch';
+
+/** The response bodies, written from the same schemas as the api service's (fast-json-stringify). */
+const writeEvent = jsonWriter(single(UsageEvent));
+const writeBatchResult = jsonWriter(UsageEventBatchResult);
 
 /**
  * The usage routes on uWebSockets.js, the same contract as the api service's: auth, rate-limit
@@ -136,13 +146,13 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
         body: parsed,
         idempotencyKey: idempotencyKey || undefined,
       });
-      return { status: 201, headers: reply.headers, payload: JSON.stringify({ data: reply.value.event }) };
+      return { status: 201, headers: reply.headers, payload: writeEvent({ data: reply.value.event }) };
     }
     const reply = await usage.recordBatch(auth, parsed);
     return {
       status: 200,
       headers: reply.headers,
-      payload: JSON.stringify(batchResultBody(reply.value, requestId)),
+      payload: writeBatchResult(batchResultBody(reply.value, requestId)),
     };
   };
 
