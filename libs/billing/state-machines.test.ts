@@ -81,8 +81,14 @@ describe('invoice state machine', () => {
     else expect(() => assertInvoiceTransition('INV-000001', from, to)).toThrow(ApiError);
   });
 
-  it('staying in the same status is not a move (a second partial payment)', () => {
+  it('a further partial payment or refund may keep the status; posting or withdrawing twice may not', () => {
     expect(() => assertInvoiceTransition('INV-000001', 'PARTIALLY_PAID', 'PARTIALLY_PAID')).not.toThrow();
+    expect(() =>
+      assertInvoiceTransition('INV-000001', 'PARTIALLY_REFUNDED', 'PARTIALLY_REFUNDED'),
+    ).not.toThrow();
+    for (const status of ['DRAFT', 'POSTED', 'PAID', 'WITHDRAWN', 'REFUNDED'] as const) {
+      expect(() => assertInvoiceTransition('INV-000001', status, status), status).toThrow(ApiError);
+    }
   });
 
   it('explains what is allowed instead', () => {

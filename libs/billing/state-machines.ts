@@ -49,12 +49,19 @@ export function assertSubscriptionTransition(
   );
 }
 
+/** Statuses a further payment or refund may keep: a second partial payment stays PARTIALLY_PAID. */
+const REPEATABLE_INVOICE_STATUSES: ReadonlySet<InvoiceStatus> = new Set([
+  'PARTIALLY_PAID',
+  'PARTIALLY_REFUNDED',
+]);
+
 /**
- * `label` names the invoice in the message (its number). Staying in the same status is not a
- * move: a second partial payment keeps an invoice PARTIALLY_PAID.
+ * `label` names the invoice in the message (its number). Staying PARTIALLY_PAID or
+ * PARTIALLY_REFUNDED is allowed (a further partial payment or refund); any other "move" to the
+ * same status, such as posting a POSTED invoice again, is refused like any unlisted move.
  */
 export function assertInvoiceTransition(label: string, from: InvoiceStatus, to: InvoiceStatus): void {
-  if (from === to || canMoveInvoice(from, to)) return;
+  if ((from === to && REPEATABLE_INVOICE_STATUSES.has(from)) || canMoveInvoice(from, to)) return;
   const allowed = INVOICE_TRANSITIONS[from];
   throw ApiError.conflict(
     `Invoice ${label} is ${from} and cannot become ${to}` +

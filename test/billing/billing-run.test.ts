@@ -378,6 +378,11 @@ describe('billing run', () => {
     const posted = await database.db.transaction((tx) => postInvoice(tx, { invoiceId: draft.id }));
     expect(posted.status).toBe('POSTED');
     expect(await outbox(database.db, orgId, 'invoice.posted')).toHaveLength(1);
+    // posting it again is not a move: 409, and no second invoice.posted
+    await expect(
+      database.db.transaction((tx) => postInvoice(tx, { invoiceId: draft.id })),
+    ).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(await outbox(database.db, orgId, 'invoice.posted')).toHaveLength(1);
   });
 
   it('one subscription that cannot be billed does not stop the others, and is reported', async () => {
