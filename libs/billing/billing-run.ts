@@ -303,11 +303,11 @@ async function createInvoices(
   const usage = await periodUsage(context.usage(tx), toInvoice, items);
 
   // numbers are reserved per organization in id order, the lock order every run follows
-  const numbering = new Map<number, { next: number; paymentTermsDays: number }>();
+  const numbering = new Map<number, { next: number; paymentTermsDays: number; creditCurrency: string }>();
   for (const orgId of orgIds.sort((a, b) => a - b)) {
     const count = toInvoice.filter(({ subscription }) => subscription.org_id === orgId).length;
     const reserved = await reserveInvoiceNumbers(tx, orgId, count);
-    numbering.set(orgId, { next: reserved.first, paymentTermsDays: reserved.paymentTermsDays });
+    numbering.set(orgId, { ...reserved, next: reserved.first });
   }
 
   const creditLeft = new Map<number, bigint>();
@@ -330,12 +330,14 @@ async function createInvoices(
     let status: NewInvoice['status'] = 'DRAFT';
     let amountPaid = formatMoney(0n);
     if (context.post) {
-      const available = creditLeft.get(customer.id) ?? parseMoney(customer.credit_balance);
+      // a customer's credit is in the organization's default currency: other invoices do not use it
+      const inCreditCurrency = subscription.currency.trim() === org.creditCurrency;
+      const available = inCreditCurrency ? (creditLeft.get(customer.id) ?? parseMoney(customer.credit_balance)) : 0n;
       const settled = settleOnPosting(draft.total, formatMoney(available));
       status = settled.status;
       amountPaid = settled.credit_applied;
       const applied = parseMoney(settled.credit_applied);
-      creditLeft.set(customer.id, available - applied);
+      if (inCreditCurrency) creditLeft.set(customer.id, available - applied);
       if (applied > 0n) {
         credits.push({
           org_id: subscription.org_id,

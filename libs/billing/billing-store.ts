@@ -172,15 +172,19 @@ export async function reserveInvoiceNumbers(
   tx: Queryable,
   orgId: number,
   count: number,
-): Promise<{ first: number; paymentTermsDays: number }> {
-  const { rows } = await tx.query<{ last: number; payment_terms_days: number }>(
+): Promise<{ first: number; paymentTermsDays: number; creditCurrency: string }> {
+  const { rows } = await tx.query<{ last: number; payment_terms_days: number; default_currency: string }>(
     `UPDATE organizations SET invoice_number_seq = invoice_number_seq + $2 WHERE id = $1
-     RETURNING invoice_number_seq AS last, payment_terms_days`,
+     RETURNING invoice_number_seq AS last, payment_terms_days, default_currency`,
     [orgId, count],
   );
   const row = rows[0];
   if (!row) throw new Error(`organization ${orgId} disappeared during a billing run`);
-  return { first: row.last - count + 1, paymentTermsDays: row.payment_terms_days };
+  return {
+    first: row.last - count + 1,
+    paymentTermsDays: row.payment_terms_days,
+    creditCurrency: row.default_currency.trim(),
+  };
 }
 
 export function formatInvoiceNumber(sequence: number): string {

@@ -6,8 +6,9 @@ import type { Customer } from '../schemas/index.js';
 import { parseAmount } from './settlement.js';
 
 /**
- * Adds to a customer's credit balance (a goodwill credit, a prepayment). The next invoice posted
- * for the customer consumes it first, as a CREDIT_MEMO (DESIGN §6).
+ * Adds to a customer's credit balance (a goodwill credit, a prepayment), held in the
+ * organization's default currency. The next invoice posted for the customer in that currency
+ * consumes it first, as a CREDIT_MEMO (DESIGN §6); invoices in another currency do not.
  */
 export async function addCustomerCredit(
   tx: Queryable,

@@ -57,9 +57,12 @@ export async function lockInvoice(tx: Queryable, ref: InvoiceRef): Promise<Locke
 export async function postInvoice(tx: Queryable, ref: InvoiceRef): Promise<Invoice> {
   const invoice = await lockInvoice(tx, ref);
   assertInvoiceTransition(invoice.invoice_number, invoice.status, 'POSTED');
+  // a customer's credit is in the organization's default currency: other invoices do not use it
   const { rows } = await tx.query<{ credit_balance: string }>(
-    'SELECT credit_balance FROM customers WHERE org_id = $1 AND id = $2 FOR NO KEY UPDATE',
-    [invoice.org_id, invoice.customer_id],
+    `SELECT c.credit_balance FROM customers c JOIN organizations o ON o.id = c.org_id
+      WHERE c.org_id = $1 AND c.id = $2 AND o.default_currency = $3
+        FOR NO KEY UPDATE OF c`,
+    [invoice.org_id, invoice.customer_id, invoice.currency],
   );
   const settled = settleOnPosting(invoice.total, rows[0]?.credit_balance ?? '0');
   const amountPaid = formatMoney(parseMoney(invoice.amount_paid) + parseMoney(settled.credit_applied));

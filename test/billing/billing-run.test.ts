@@ -192,6 +192,39 @@ describe('billing run', () => {
     ]);
   });
 
+  it("credit is in the organization's currency: a USD invoice of a CAD organization does not use it", async () => {
+    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { seats: usdSeats } = await basicCatalog(database.db, orgId, 'USD');
+    await addCustomerCredit(database.db, { customerId, amount: '100' });
+    await subscribeFrom(orgId, customerId, usdSeats, '2026-01-01T00:00:00Z');
+    await subscribeFrom(orgId, customerId, seats, '2026-01-01T00:00:00Z');
+    await runBilling(database.db, { usage, orgId, now: at('2026-02-01T00:00:00Z') });
+    const { rows } = await database.db.query<{ currency: string; status: string; amount_paid: string }>(
+      `SELECT trim(currency) AS currency, status, amount_paid FROM invoices WHERE org_id = $1 ORDER BY currency`,
+      [orgId],
+    );
+    expect(rows.map((r) => [r.currency, r.status, r.amount_paid])).toEqual([
+      ['CAD', 'PAID', '11.30000000'],
+      ['USD', 'POSTED', '0.00000000'],
+    ]);
+    const credit = await database.db.query('SELECT credit_balance FROM customers WHERE id = $1', [
+      customerId,
+    ]);
+    expect(credit.rows[0]!.credit_balance).toBe('88.70000000');
+
+    // posting a USD draft later leaves the credit alone too
+    await runBilling(database.db, { usage, orgId, post: false, now: at('2026-03-01T00:00:00Z') });
+    const drafts = await database.db.query<{ id: string; currency: string }>(
+      `SELECT id, trim(currency) AS currency FROM invoices WHERE org_id = $1 AND status = 'DRAFT'`,
+      [orgId],
+    );
+    const usdDraft = drafts.rows.find((row) => row.currency === 'USD')!;
+    const posted = await database.db.transaction((tx) => postInvoice(tx, { invoiceId: usdDraft.id }));
+    expect(posted).toMatchObject({ status: 'POSTED', amount_paid: '0.00000000' });
+    const after = await database.db.query('SELECT credit_balance FROM customers WHERE id = $1', [customerId]);
+    expect(after.rows[0]!.credit_balance).toBe('88.70000000');
+  });
+
   it("posting consumes the customer's credit balance as a CREDIT_MEMO", async () => {
     const { orgId, seats } = await orgWithCatalog();
     const partly = await customerIn(database.db, orgId, { name: 'Partly Credited' });
