@@ -28,7 +28,9 @@ import { PostgresUsageAggregator, PostgresUsageSink, type UsageEventRecord } fro
 type ProductKey =
   | 'platform'
   | 'seats'
+  | 'seatsAnnual'
   | 'analytics'
+  | 'analyticsQuarterly'
   | 'support'
   | 'onboarding'
   | 'gateway'
@@ -36,6 +38,7 @@ type ProductKey =
   | 'storage'
   | 'compute'
   | 'messages'
+  | 'messagesQuarterly'
   | 'legacy'
   | 'seatsUsd'
   | 'platformUsd'
@@ -64,6 +67,15 @@ export const DEMO_PRODUCTS: Record<ProductKey, NewProduct> = {
     unit_price: '25.00',
     unit_label: 'seat',
   },
+  seatsAnnual: {
+    name: 'Team seats (annual)',
+    sku: 'SEAT-Y',
+    pricing_type: 'recurring',
+    unit_price: '250.00',
+    unit_label: 'seat',
+    description: 'Two months free against monthly seats.',
+    default_billing_period: 'annually',
+  },
   analytics: {
     name: 'Analytics seats',
     sku: 'ANL-SEAT',
@@ -75,6 +87,19 @@ export const DEMO_PRODUCTS: Record<ProductKey, NewProduct> = {
       { up_to: '10', unit_price: '20' },
       { up_to: '50', unit_price: '15' },
       { up_to: null, unit_price: '10' },
+    ],
+  },
+  analyticsQuarterly: {
+    name: 'Analytics seats (quarterly)',
+    sku: 'ANL-SEAT-Q',
+    pricing_type: 'recurring',
+    pricing_mode: 'volume',
+    unit_label: 'seat',
+    default_billing_period: 'quarterly',
+    tiers: [
+      { up_to: '10', unit_price: '60' },
+      { up_to: '50', unit_price: '45' },
+      { up_to: null, unit_price: '30' },
     ],
   },
   support: {
@@ -139,6 +164,14 @@ export const DEMO_PRODUCTS: Record<ProductKey, NewProduct> = {
     pricing_type: 'usage',
     unit_price: '0.0005',
     unit_label: 'message',
+  },
+  messagesQuarterly: {
+    name: 'Messages (quarterly)',
+    sku: 'USG-MSG-Q',
+    pricing_type: 'usage',
+    unit_price: '0.0005',
+    unit_label: 'message',
+    default_billing_period: 'quarterly',
   },
   legacy: {
     name: 'Legacy plan',
@@ -212,8 +245,8 @@ const RECIPES: Recipe[] = [
     startDaysAgo: 200,
     billingPeriod: 'quarterly',
     items: (p, n) => [
-      { product_id: p.analytics, quantity: 8 + n * 6 },
-      { product_id: p.messages, included_units: '10000' },
+      { product_id: p.analyticsQuarterly, quantity: 8 + n * 6 },
+      { product_id: p.messagesQuarterly, included_units: '10000' },
     ],
   },
   {
@@ -230,7 +263,7 @@ const RECIPES: Recipe[] = [
     startDaysAgo: 400,
     billingPeriod: 'annually',
     term: { months: 12, autoRenew: true },
-    items: (p) => [{ product_id: p.seats, quantity: 40 }],
+    items: (p) => [{ product_id: p.seatsAnnual, quantity: 40 }],
   },
   {
     currency: 'CAD',

@@ -115,7 +115,20 @@ export async function createSubscription(
       code: 'invalid_value',
     });
   }
-  const billingPeriod = data.billing_period ?? lines[0]!.product.default_billing_period;
+  // A price is per its product's billing period: a monthly price billed once a year (or an annual
+  // one every month) would be a wrong bill, so recurring and metered items must all have the
+  // subscription's period. One-time items are charged once, whatever the period.
+  const periodic = lines.filter((line) => line.product.pricing_type !== 'one_time');
+  const billingPeriod = data.billing_period ?? (periodic[0] ?? lines[0]!).product.default_billing_period;
+  periodic.forEach((line) => {
+    if (line.product.default_billing_period !== billingPeriod) {
+      problems.push({
+        field: `items.${lines.indexOf(line)}.product_id`,
+        message: `Product ${line.product.id} is priced ${line.product.default_billing_period}; this subscription is billed ${billingPeriod}.`,
+        code: 'invalid_value',
+      });
+    }
+  });
   if (data.term_type === 'termed') {
     if (data.initial_term_months === undefined) {
       problems.push({

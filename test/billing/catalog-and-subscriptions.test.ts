@@ -151,6 +151,18 @@ describe('creating subscriptions', () => {
   });
 
   it('trials, quarterly and annual periods, termed subscriptions and future starts', async () => {
+    const quarterlySeats = await productIn(database.db, orgId, {
+      name: 'Seats (quarterly)',
+      unit_price: '30.00',
+      pricing_type: 'recurring',
+      default_billing_period: 'quarterly',
+    });
+    const annualSeats = await productIn(database.db, orgId, {
+      name: 'Seats (annual)',
+      unit_price: '120.00',
+      pricing_type: 'recurring',
+      default_billing_period: 'annually',
+    });
     const trial = await create({
       customer_id: customerId,
       items: [{ product_id: catalog.seats }],
@@ -163,7 +175,7 @@ describe('creating subscriptions', () => {
     });
     const termed = await create({
       customer_id: customerId,
-      items: [{ product_id: catalog.seats }],
+      items: [{ product_id: quarterlySeats }],
       billing_period: 'quarterly',
       term_type: 'termed',
       initial_term_months: 12,
@@ -175,12 +187,12 @@ describe('creating subscriptions', () => {
       initial_term_months: 12,
       auto_renew: false,
     });
-    const annual = await create({
-      customer_id: customerId,
-      items: [{ product_id: catalog.seats }],
+    // the period follows the product when not given
+    const annual = await create({ customer_id: customerId, items: [{ product_id: annualSeats }] });
+    expect(annual).toMatchObject({
       billing_period: 'annually',
+      current_period_end: '2027-03-10T12:00:00.000Z',
     });
-    expect(annual.current_period_end).toBe('2027-03-10T12:00:00.000Z');
     const future = await create({
       customer_id: customerId,
       items: [{ product_id: catalog.seats }],
@@ -214,16 +226,41 @@ describe('creating subscriptions', () => {
       create({ customer_id: customerId, items: [{ product_id: catalog.seats }], term_type: 'termed' }),
     );
     expect(noTerm.details?.[0]).toMatchObject({ field: 'initial_term_months', code: 'required' });
+    const quarterly = await productIn(database.db, orgId, {
+      name: 'Support (quarterly)',
+      unit_price: '90',
+      pricing_type: 'recurring',
+      default_billing_period: 'quarterly',
+    });
     const oddTerm = await failure(
       create({
         customer_id: customerId,
-        items: [{ product_id: catalog.seats }],
+        items: [{ product_id: quarterly }],
         billing_period: 'quarterly',
         term_type: 'termed',
         initial_term_months: 4,
       }),
     );
     expect(oddTerm.details?.[0]?.message).toMatch(/multiple of 3/);
+    // a price is per its product's period: a monthly product billed quarterly would be a wrong bill
+    const otherPeriod = await failure(
+      create({
+        customer_id: customerId,
+        items: [{ product_id: catalog.seats }],
+        billing_period: 'quarterly',
+      }),
+    );
+    expect(otherPeriod.details).toEqual([
+      {
+        field: 'items.0.product_id',
+        message: `Product ${catalog.seats} is priced monthly; this subscription is billed quarterly.`,
+        code: 'invalid_value',
+      },
+    ]);
+    const mixedPeriods = await failure(
+      create({ customer_id: customerId, items: [{ product_id: catalog.seats }, { product_id: quarterly }] }),
+    );
+    expect(mixedPeriods.details?.map((d) => d.field)).toEqual(['items.1.product_id']);
     const noItems = await failure(create({ customer_id: customerId, items: [] }));
     expect(noItems.details?.[0]?.field).toBe('items');
   });

@@ -246,7 +246,7 @@ describe('billing console, end to end', () => {
   });
 
   it('termed subscriptions from flags: period, term, auto-renew', async () => {
-    const product = await createProduct('Term plan', '30', 'recurring');
+    const product = await createProduct('Term plan', '30', 'recurring', '--billing-period', 'quarterly');
     const customer = await createCustomer('Termed', '--state-province', 'ON');
     const base = subscriptionArgs(org, customer.id, JSON.stringify([{ product_id: product.id }]));
     const termed = await ok(
@@ -276,19 +276,16 @@ describe('billing console, end to end', () => {
     expect(
       (await ok(...base, '--term-type', 'termed', '--initial-term-months', '12', '--auto-renew')).auto_renew,
     ).toBe(true);
-    expect((await ok(...base)).auto_renew).toBe(true);
-    const odd = await run(
-      ...base,
-      '--billing-period',
-      'annually',
-      '--term-type',
-      'termed',
-      '--initial-term-months',
-      '6',
-    );
+    expect(await ok(...base)).toMatchObject({ auto_renew: true, billing_period: 'quarterly' });
+    const odd = await run(...base, '--term-type', 'termed', '--initial-term-months', '4');
     expect(odd.code).toBe(1);
     expect(odd.stderr).toMatch(
-      /VALIDATION_ERROR[\s\S]*initial_term_months: Must be a whole number of annually periods/,
+      /VALIDATION_ERROR[\s\S]*initial_term_months: Must be a whole number of quarterly periods/,
+    );
+    const otherPeriod = await run(...base, '--billing-period', 'annually');
+    expect(otherPeriod.code).toBe(1);
+    expect(otherPeriod.stderr).toMatch(
+      /items\.0\.product_id: Product \d+ is priced quarterly; this subscription is billed annually/,
     );
   });
 
