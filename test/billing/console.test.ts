@@ -206,7 +206,15 @@ describe('billing console, end to end', () => {
       invoice: { status: 'PARTIALLY_REFUNDED', amount_refunded: '20.00000000' },
     });
 
-    const canceling = await ok('subscription', 'cancel', '--id', String(subscription.id), '--at-period-end');
+    const canceling = await ok(
+      'subscription',
+      'cancel',
+      '--id',
+      String(subscription.id),
+      '--at-period-end',
+      '--now',
+      '2026-02-20',
+    );
     expect(canceling).toMatchObject({ status: 'active', cancel_at_period_end: true });
     const last = await ok('billing', 'run', '--now', '2026-03-16', '--org', String(org));
     expect(last).toMatchObject({ invoices_created: 1, canceled: 1 });
@@ -287,6 +295,42 @@ describe('billing console, end to end', () => {
     expect(otherPeriod.stderr).toMatch(
       /items\.0\.product_id: Product \d+ is priced quarterly; this subscription is billed annually/,
     );
+  });
+
+  it('canceling invoices the periods that already ended first, then cancels', async () => {
+    const product = await createProduct('Monthly plan', '100', 'recurring');
+    const customer = await createCustomer('Leaving', '--state-province', 'AB');
+    const subscription = await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-05-01');
+    // the May period ended on June 1; no billing run has happened since
+    const canceled = await ok(
+      'subscription',
+      'cancel',
+      '--id',
+      String(subscription.id),
+      '--now',
+      '2026-06-10',
+    );
+    expect(canceled).toMatchObject({ status: 'canceled' });
+    const { rows } = await database.db.query<{ period_start: string; total: string }>(
+      `SELECT to_char(period_start, 'YYYY-MM-DD') AS period_start, total FROM invoices WHERE subscription_id = $1`,
+      [subscription.id],
+    );
+    // 100 + 5 % GST (AB)
+    expect(rows).toEqual([{ period_start: '2026-05-01', total: '105.00000000' }]);
+
+    // at period end, after an unbilled period: the period meant is the one running now
+    const other = await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-05-01');
+    const later = await ok(
+      'subscription',
+      'cancel',
+      '--id',
+      String(other.id),
+      '--at-period-end',
+      '--now',
+      '2026-06-10',
+    );
+    expect(later).toMatchObject({ status: 'active', cancel_at_period_end: true });
+    expect(later.current_period_end).toBe('2026-07-01T00:00:00.000Z');
   });
 
   it('credit added to a customer is consumed by the next posted invoice', async () => {

@@ -1,8 +1,10 @@
 import { z } from 'zod';
-import { instantInput } from '../../billing/index.js';
+import { instantInput, runBilling, usageSource } from '../../billing/index.js';
+import { ApiError } from '../../errors/index.js';
 import { getOrganization } from '../../organizations/index.js';
 import { BILLING_PERIODS } from '../../schemas/index.js';
 import { cancelSubscription, createSubscription, NewSubscriptionItem } from '../../subscriptions/index.js';
+import { openUsageAggregator } from '../../usage/index.js';
 import { defineCommand } from '../command.js';
 import { booleanFlag, idFlag, jsonFlag } from '../flags.js';
 
@@ -51,12 +53,46 @@ export const subscriptionCommands = [
   defineCommand({
     name: 'subscription cancel',
     summary:
-      'Cancel now (emits subscription.canceled) or at the end of the current period (the billing run does)',
-    usage: '--id ID [--at-period-end] [--org ID]',
-    flags: z.strictObject({ id: idFlag, 'at-period-end': booleanFlag, org: idFlag.optional() }),
-    run: ({ db }, f) =>
-      db.transaction((tx) =>
-        cancelSubscription(tx, { subscriptionId: f.id, orgId: f.org, atPeriodEnd: f['at-period-end'] }),
-      ),
+      'Cancel now (emits subscription.canceled) or at the end of the current period (the billing run does); ' +
+      'periods that already ended are invoiced first',
+    usage: '--id ID [--at-period-end] [--org ID] [--now ISO]',
+    flags: z.strictObject({
+      id: idFlag,
+      'at-period-end': booleanFlag,
+      org: idFlag.optional(),
+      /** As of this instant (default: now), like `billing run --now`. */
+      now: instantInput.optional(),
+    }),
+    run: async ({ db, config }, f) => {
+      // Billing is in arrears: a period that ended before the next billing run is invoiced here,
+      // in the same transaction, so canceling never loses it, and --at-period-end means the
+      // period running now rather than one that already ended.
+      const usage = await openUsageAggregator(config, db);
+      try {
+        return await db.transaction(async (tx) => {
+          const billed = await runBilling(tx, {
+            usage: usageSource(usage.aggregator),
+            orgId: f.org,
+            subscriptionIds: [f.id],
+            now: f.now,
+          });
+          if (billed.failures.length) {
+            throw ApiError.conflict(
+              `Subscription ${f.id} has ended periods that could not be invoiced (${billed.failures
+                .map((failure) => failure.error)
+                .join('; ')}); nothing was canceled.`,
+            );
+          }
+          return cancelSubscription(tx, {
+            subscriptionId: f.id,
+            orgId: f.org,
+            atPeriodEnd: f['at-period-end'],
+            now: f.now,
+          });
+        });
+      } finally {
+        await usage.close();
+      }
+    },
   }),
 ];
