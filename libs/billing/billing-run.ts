@@ -332,7 +332,9 @@ async function createInvoices(
     if (context.post) {
       // a customer's credit is in the organization's default currency: other invoices do not use it
       const inCreditCurrency = subscription.currency.trim() === org.creditCurrency;
-      const available = inCreditCurrency ? (creditLeft.get(customer.id) ?? parseMoney(customer.credit_balance)) : 0n;
+      const available = inCreditCurrency
+        ? (creditLeft.get(customer.id) ?? parseMoney(customer.credit_balance))
+        : 0n;
       const settled = settleOnPosting(draft.total, formatMoney(available));
       status = settled.status;
       amountPaid = settled.credit_applied;

@@ -43,6 +43,25 @@ describe('destination sales tax', () => {
     expect(taxOn('CA', 'XX').amount).toBe('5.00000000');
   });
 
+  it('reads provinces and states written out, in English or French, with or without accents', () => {
+    for (const [country, region, taxType, tax] of [
+      ['CA', 'Ontario', 'HST', '13.00000000'],
+      ['CA', 'Québec', 'GST_QST', '14.97500000'],
+      ['CA', 'quebec', 'GST_QST', '14.97500000'],
+      ['CA', 'Île-du-Prince-Édouard', 'HST', '15.00000000'],
+      ['CA', 'British Columbia', 'GST_PST', '12.00000000'],
+      ['CA', ' on ', 'HST', '13.00000000'],
+      ['US', 'California', 'US_SALES_TAX', '7.25000000'],
+      ['US', 'new york', 'US_SALES_TAX', '4.00000000'],
+      ['US', 'District of Columbia', 'US_SALES_TAX', '6.00000000'],
+    ] as const) {
+      const result = taxOn(country, region);
+      expect([result.taxType, result.amount], `${country} ${region}`).toEqual([taxType, tax]);
+    }
+    // a name that is no province stays unrecognised: GST only
+    expect(taxOn('CA', 'Atlantis').taxType).toBe('GST');
+  });
+
   it('charges the US state base rate, and nothing in the five states without one', () => {
     expect(taxOn('US', 'CA').amount).toBe('7.25000000');
     expect(taxOn('US', 'NY').amount).toBe('4.00000000');

@@ -1,5 +1,6 @@
 import { formatMoney, formatScaled, MONEY_SCALE, multiplyScaled, parseScaled } from '../money/index.js';
 import type { TaxType } from '../schemas/index.js';
+import { regionCode } from './regions.js';
 
 /**
  * Destination-based sales tax (DESIGN §6): Canada's GST, HST, QST and PST by province, the base
@@ -128,7 +129,9 @@ export const CANADIAN_PROVINCES = [
 /** The tax rule for a destination on a date (YYYY-MM-DD, the invoice date; rates change over time). */
 export function taxRuleFor(destination: TaxDestination, onDate: string = today()): TaxRule {
   const country = destination.country.trim().toUpperCase();
-  const region = destination.stateProvince?.trim().toUpperCase() || undefined;
+  const region = destination.stateProvince?.trim()
+    ? regionCode(country, destination.stateProvince)
+    : undefined;
   if (destination.taxExempt) {
     return rule('EXEMPT', [], 'The customer is tax-exempt: no sales tax is charged.');
   }

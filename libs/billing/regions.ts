@@ -1,0 +1,103 @@
+/**
+ * Province and state names as customers type them ("Ontario", "Québec", "new york"), mapped to the
+ * two-letter codes the tax rules use, so a name written out is taxed like its code instead of
+ * falling back to federal GST or no tax. Keys are normalized by `regionKey`.
+ */
+const CANADIAN_NAMES: Record<string, string> = {
+  ALBERTA: 'AB',
+  BRITISH_COLUMBIA: 'BC',
+  COLOMBIE_BRITANNIQUE: 'BC',
+  MANITOBA: 'MB',
+  NEW_BRUNSWICK: 'NB',
+  NOUVEAU_BRUNSWICK: 'NB',
+  NEWFOUNDLAND_AND_LABRADOR: 'NL',
+  NEWFOUNDLAND: 'NL',
+  TERRE_NEUVE_ET_LABRADOR: 'NL',
+  NOVA_SCOTIA: 'NS',
+  NOUVELLE_ECOSSE: 'NS',
+  NORTHWEST_TERRITORIES: 'NT',
+  TERRITOIRES_DU_NORD_OUEST: 'NT',
+  NUNAVUT: 'NU',
+  ONTARIO: 'ON',
+  PRINCE_EDWARD_ISLAND: 'PE',
+  ILE_DU_PRINCE_EDOUARD: 'PE',
+  QUEBEC: 'QC',
+  SASKATCHEWAN: 'SK',
+  YUKON: 'YT',
+};
+
+const US_NAMES: Record<string, string> = {
+  ALABAMA: 'AL',
+  ALASKA: 'AK',
+  ARIZONA: 'AZ',
+  ARKANSAS: 'AR',
+  CALIFORNIA: 'CA',
+  COLORADO: 'CO',
+  CONNECTICUT: 'CT',
+  DELAWARE: 'DE',
+  DISTRICT_OF_COLUMBIA: 'DC',
+  WASHINGTON_DC: 'DC',
+  FLORIDA: 'FL',
+  GEORGIA: 'GA',
+  HAWAII: 'HI',
+  IDAHO: 'ID',
+  ILLINOIS: 'IL',
+  INDIANA: 'IN',
+  IOWA: 'IA',
+  KANSAS: 'KS',
+  KENTUCKY: 'KY',
+  LOUISIANA: 'LA',
+  MAINE: 'ME',
+  MARYLAND: 'MD',
+  MASSACHUSETTS: 'MA',
+  MICHIGAN: 'MI',
+  MINNESOTA: 'MN',
+  MISSISSIPPI: 'MS',
+  MISSOURI: 'MO',
+  MONTANA: 'MT',
+  NEBRASKA: 'NE',
+  NEVADA: 'NV',
+  NEW_HAMPSHIRE: 'NH',
+  NEW_JERSEY: 'NJ',
+  NEW_MEXICO: 'NM',
+  NEW_YORK: 'NY',
+  NORTH_CAROLINA: 'NC',
+  NORTH_DAKOTA: 'ND',
+  OHIO: 'OH',
+  OKLAHOMA: 'OK',
+  OREGON: 'OR',
+  PENNSYLVANIA: 'PA',
+  RHODE_ISLAND: 'RI',
+  SOUTH_CAROLINA: 'SC',
+  SOUTH_DAKOTA: 'SD',
+  TENNESSEE: 'TN',
+  TEXAS: 'TX',
+  UTAH: 'UT',
+  VERMONT: 'VT',
+  VIRGINIA: 'VA',
+  WASHINGTON: 'WA',
+  WEST_VIRGINIA: 'WV',
+  WISCONSIN: 'WI',
+  WYOMING: 'WY',
+};
+
+/** Upper case, accents dropped, runs of anything but letters as one "_": "Île-du-Prince-Édouard" -> ILE_DU_PRINCE_EDOUARD. */
+function regionKey(text: string): string {
+  return text
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .toUpperCase()
+    .replace(/[^A-Z]+/g, '_')
+    .replace(/^_|_$/g, '');
+}
+
+/**
+ * The two-letter code of a Canadian province or US state given as a code ("on", "QC") or a name
+ * ("Ontario", "Québec", "New York"); other text comes back upper-cased, as before.
+ */
+export function regionCode(country: string, stateProvince: string): string {
+  const key = regionKey(stateProvince);
+  const names = country === 'CA' ? CANADIAN_NAMES : country === 'US' ? US_NAMES : undefined;
+  if (key.length === 2) return key;
+  return names?.[key] ?? stateProvince.trim().toUpperCase();
+}
