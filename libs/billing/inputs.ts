@@ -2,13 +2,23 @@ import { z } from 'zod';
 import { ApiError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../errors/index.js';
 
 /**
- * Input schemas shared by the write side (console, seed): decimals arrive as strings (or JSON
- * numbers, which are turned into their shortest text) and are kept as exact decimal text.
+ * Input schemas shared by the write side (console, seed): decimals arrive as strings and are kept
+ * as exact decimal text. A JSON number is accepted only when it is a whole number JavaScript holds
+ * exactly ("quantity": 3): a fraction or a long number may already have lost digits in JSON.parse
+ * (99999999999.99999999 arrives as 100000000000), and a bill must not be built on a guess.
  */
 
 const decimalText = (integerDigits: number) =>
   z
-    .union([z.string(), z.number()])
+    .union([
+      z.string(),
+      z
+        .number()
+        .refine(
+          Number.isSafeInteger,
+          'Send a decimal as a string ("0.002"): as a JSON number it may lose digits.',
+        ),
+    ])
     .transform((value) => (typeof value === 'number' ? String(value) : value.trim()))
     .pipe(
       z
