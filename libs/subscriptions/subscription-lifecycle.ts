@@ -152,7 +152,9 @@ export async function createSubscription(
   }
   if (problems.length) throw ApiError.validation(problems);
 
-  const start = data.start_date ?? now;
+  // Periods run from midnight UTC: invoices label them by date, so a boundary at another time of
+  // day would bill usage of the boundary date's early hours on the invoice of the period before.
+  const start = startOfUtcDay(data.start_date ?? now);
   const trialEnd = data.trial_days > 0 ? addDaysToInstant(start, data.trial_days) : null;
   const firstPaidStart = trialEnd ?? start;
   const anchorDay = firstPaidStart.getUTCDate();
@@ -284,4 +286,8 @@ export async function cancelSubscription(
     });
   }
   return getSubscription(tx, subscription.org_id, subscription.id);
+}
+
+function startOfUtcDay(instant: Date): Date {
+  return new Date(Date.UTC(instant.getUTCFullYear(), instant.getUTCMonth(), instant.getUTCDate()));
 }

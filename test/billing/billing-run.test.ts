@@ -192,6 +192,30 @@ describe('billing run', () => {
     ]);
   });
 
+  it('bills usage on the invoice whose dates hold it, whatever time of day the subscription started', async () => {
+    const { orgId, customerId, apiCalls } = await orgWithCatalog();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: apiCalls }],
+      start_date: at('2026-01-15T10:00:00Z'),
+    });
+    const metered = subscription.items[0]!;
+    await recordUsage(database.db, orgId, metered.id, '7', '2026-02-14T23:00:00Z');
+    await recordUsage(database.db, orgId, metered.id, '100', '2026-02-15T05:00:00Z');
+    await runBilling(database.db, { usage, orgId, now: at('2026-03-16T00:00:00Z') });
+    const { rows } = await database.db.query<{ period_start: string; period_end: string; quantity: string }>(
+      `SELECT to_char(i.period_start, 'YYYY-MM-DD') AS period_start, to_char(i.period_end, 'YYYY-MM-DD') AS period_end,
+              it.quantity
+         FROM invoices i JOIN invoice_items it ON it.invoice_id = i.id
+        WHERE i.subscription_id = $1 ORDER BY i.period_start`,
+      [subscription.id],
+    );
+    expect(rows).toEqual([
+      { period_start: '2026-01-15', period_end: '2026-02-14', quantity: '7.0000' },
+      { period_start: '2026-02-15', period_end: '2026-03-14', quantity: '100.0000' },
+    ]);
+  });
+
   it("credit is in the organization's currency: a USD invoice of a CAD organization does not use it", async () => {
     const { orgId, customerId, seats } = await orgWithCatalog();
     const { seats: usdSeats } = await basicCatalog(database.db, orgId, 'USD');

@@ -119,10 +119,11 @@ describe('creating subscriptions', () => {
       status: 'active',
       title: 'Seats, API calls',
       billing_period: 'monthly',
-      start_date: '2026-01-31T09:00:00.000Z',
-      current_period_start: '2026-01-31T09:00:00.000Z',
-      current_period_end: '2026-02-28T09:00:00.000Z',
-      next_billing_date: '2026-02-28T09:00:00.000Z',
+      // periods run from midnight UTC, whatever the start's time of day
+      start_date: '2026-01-31T00:00:00.000Z',
+      current_period_start: '2026-01-31T00:00:00.000Z',
+      current_period_end: '2026-02-28T00:00:00.000Z',
+      next_billing_date: '2026-02-28T00:00:00.000Z',
       term_type: 'evergreen',
       initial_term_months: null,
       auto_renew: true,
@@ -170,8 +171,8 @@ describe('creating subscriptions', () => {
     });
     expect(trial).toMatchObject({
       status: 'trialing',
-      trial_end_date: '2026-04-09T12:00:00.000Z',
-      next_billing_date: '2026-04-09T12:00:00.000Z',
+      trial_end_date: '2026-04-09T00:00:00.000Z',
+      next_billing_date: '2026-04-09T00:00:00.000Z',
     });
     const termed = await create({
       customer_id: customerId,
@@ -182,8 +183,8 @@ describe('creating subscriptions', () => {
       auto_renew: false,
     });
     expect(termed).toMatchObject({
-      current_period_end: '2026-06-10T12:00:00.000Z',
-      subscription_end_date: '2027-03-10T12:00:00.000Z',
+      current_period_end: '2026-06-10T00:00:00.000Z',
+      subscription_end_date: '2027-03-10T00:00:00.000Z',
       initial_term_months: 12,
       auto_renew: false,
     });
@@ -191,7 +192,7 @@ describe('creating subscriptions', () => {
     const annual = await create({ customer_id: customerId, items: [{ product_id: annualSeats }] });
     expect(annual).toMatchObject({
       billing_period: 'annually',
-      current_period_end: '2027-03-10T12:00:00.000Z',
+      current_period_end: '2027-03-10T00:00:00.000Z',
     });
     const future = await create({
       customer_id: customerId,
