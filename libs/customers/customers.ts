@@ -7,6 +7,8 @@ import {
   type Customer,
   type PaginationQuery,
   parseIntegerId,
+  storable,
+  UNSTORABLE_MESSAGE,
 } from '../schemas/index.js';
 
 const COLUMNS = `c.id, c.name, c.contact_name, c.email, c.phone, c.address_line1, c.address_line2, c.city,
@@ -27,12 +29,12 @@ function toCustomer(row: CustomerRow): Customer {
   };
 }
 
-/** Postgres text cannot hold U+0000; refuse it by field rather than fail the insert. */
+/** Text Postgres cannot store as sent (U+0000, a lone surrogate) is refused by field, not mangled or failed. */
 function assertStorableText(input: CreateCustomer): void {
   const invalid: FieldError[] = [];
   for (const [field, value] of Object.entries(input)) {
-    if (typeof value === 'string' && value.includes('\u0000')) {
-      invalid.push({ field, message: 'Must not contain NUL characters.', code: 'invalid_value' });
+    if (typeof value === 'string' && !storable(value)) {
+      invalid.push({ field, message: UNSTORABLE_MESSAGE, code: 'invalid_value' });
     }
   }
   if (invalid.length) throw ApiError.validation(invalid);

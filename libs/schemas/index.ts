@@ -40,7 +40,9 @@ export {
   integerIdParam,
   money,
   quantity4,
+  storable,
   storableText,
+  UNSTORABLE_MESSAGE,
   uuid,
   uuidParam,
 } from './primitives.js';

@@ -25,11 +25,14 @@ export const inputDate = z.iso
   .date()
   .refine((value) => !value.startsWith('0000'), 'Must be a date from year 0001 on.');
 
-/** Whether Postgres can store `value`: a text column refuses U+0000. */
-export const withoutNul = (value: string): boolean => !value.includes('\u0000');
-export const NUL_MESSAGE = 'Must not contain NUL characters.';
+// A lone UTF-16 surrogate has no UTF-8 form: Postgres would store U+FFFD instead of what was sent.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Whether Postgres stores `value` as sent: a text column refuses U+0000 and cannot hold a lone surrogate. */
+export const storable = (value: string): boolean => !value.includes('\u0000') && !LONE_SURROGATE.test(value);
+export const UNSTORABLE_MESSAGE = 'Must not contain NUL characters or unpaired surrogates.';
 /** Text from a client that Postgres can store. */
-export const storableText = z.string().refine(withoutNul, NUL_MESSAGE);
+export const storableText = z.string().refine(storable, UNSTORABLE_MESSAGE);
 export const uuid = z.uuid();
 export const integerId = z.number().int().positive();
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dateTime, NUL_MESSAGE, storableText, uuid, withoutNul } from './primitives.js';
+import { dateTime, storable, storableText, UNSTORABLE_MESSAGE, uuid } from './primitives.js';
 
 /** Every event name a webhook endpoint may subscribe to (spec "Event types"). */
 export const EVENT_TYPES = [
@@ -66,7 +66,7 @@ export type CreatedWebhookEndpoint = z.output<typeof CreatedWebhookEndpoint>;
 const endpointUrl = z
   .url({ protocol: /^https?$/, error: 'Must be an absolute https URL.' })
   .max(2048)
-  .refine(withoutNul, NUL_MESSAGE)
+  .refine(storable, UNSTORABLE_MESSAGE)
   .meta({
     description:
       'HTTPS URL that receives the POSTs. `http://localhost[:port]` and `http://127.0.0.1[:port]` are accepted where the service allows them (development and test).',

@@ -169,11 +169,23 @@ describe('POST /customers', () => {
     expect(details).toHaveLength(5);
   });
 
-  it('refuses text Postgres cannot store with a 422, not a 500', async () => {
+  it('refuses text Postgres cannot store as sent with a 422, not a 500 or a silent U+FFFD', async () => {
     expect(detailsOf(await create({ name: 'Nul\u0000Byte', city: 'a\u0000b' }))).toEqual([
       ['name', 'invalid_value'],
       ['city', 'invalid_value'],
     ]);
+    // a lone surrogate, sent as the JSON escape a client's buggy string slicing produces
+    const lone = await api.request({
+      method: 'POST',
+      path: '/customers',
+      key: orgA.apiKey,
+      headers: { 'content-type': 'application/json' },
+      payload: '{"name": "half \\ud800 a pair"}',
+    });
+    expect(lone.statusCode).toBe(422);
+    expect(lone.json().details).toEqual([expect.objectContaining({ field: 'name', code: 'invalid_value' })]);
+    // a whole pair is fine
+    expect((await create({ name: 'Emoji 😀 Inc.' })).statusCode).toBe(201);
   });
 
   it('answers 400 for malformed JSON, 415 for another media type and 413 beyond the body limit', async () => {
