@@ -10,7 +10,7 @@ import { migrate } from '../libs/db/index.js';
 import { openPlatform, type Platform } from '../libs/platform/index.js';
 import { BASE_PATH } from '../libs/schemas/index.js';
 import { seedDemoData } from '../libs/seed/index.js';
-import { buildApiApp } from '../services/api/app.js';
+import { apiDepsFrom, buildApiApp } from '../services/api/app.js';
 import { buildDispatcher } from '../services/dispatcher/dispatcher.js';
 import { startIngest } from '../services/ingest/start.js';
 
@@ -32,15 +32,9 @@ const { platform, ingest, api, demo } = await startOrExit('the billing service',
     bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
   });
 
-  const api = await buildApiApp({
-    platform,
-    bodyLimit: config.BODY_LIMIT_BYTES,
-    invoiceCacheBytes: config.INVOICE_CACHE_MB * 1024 * 1024,
-    publicBaseUrl: config.PUBLIC_BASE_URL,
-    webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
-    usageIngest: ingest.usage,
-    extraReadinessChecks: ingest.pipeline.checks,
-  });
+  const api = await buildApiApp(
+    apiDepsFrom(config, platform, { ingest: ingest.usage, checks: ingest.pipeline.checks }),
+  );
   await api.listen({ host: config.HOST, port: config.PORT });
   return { platform, ingest, api, demo };
 });

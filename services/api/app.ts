@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { ApiConfig } from '../../libs/config/index.js';
+import type { DependencyCheck } from '../../libs/observability/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import { registerAuthentication } from './plugins/authentication.js';
@@ -16,6 +18,23 @@ import { siteRootLlmsRoutes } from './routes/llms.js';
 import type { ApiDeps, ApiInstance } from './types.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The api's dependencies from its configuration, the platform and the usage core it serves through. */
+export function apiDepsFrom(
+  config: ApiConfig,
+  platform: ApiDeps['platform'],
+  usage: { ingest: ApiDeps['usageIngest']; checks: () => DependencyCheck[] },
+): ApiDeps {
+  return {
+    platform,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    invoiceCacheBytes: config.INVOICE_CACHE_MB * 1024 * 1024,
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
+    usageIngest: usage.ingest,
+    extraReadinessChecks: usage.checks,
+  };
+}
 
 /** Builds the public API (not listening); tests use `inject` or `listen` on it. */
 export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {

@@ -1,21 +1,13 @@
 import { apiSettings, loadConfigOrExit, startOrExit } from '../../libs/config/index.js';
 import { openPlatform } from '../../libs/platform/index.js';
 import { openUsageIngest } from '../../libs/usage/index.js';
-import { buildApiApp } from './app.js';
+import { apiDepsFrom, buildApiApp } from './app.js';
 
 const config = loadConfigOrExit(apiSettings);
 const { platform, usage, app } = await startOrExit('the api service', async () => {
   const platform = await openPlatform(config, 'api');
   const usage = await openUsageIngest(platform);
-  const app = await buildApiApp({
-    platform,
-    bodyLimit: config.BODY_LIMIT_BYTES,
-    invoiceCacheBytes: config.INVOICE_CACHE_MB * 1024 * 1024,
-    publicBaseUrl: config.PUBLIC_BASE_URL,
-    webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
-    usageIngest: usage.ingest,
-    extraReadinessChecks: usage.checks,
-  });
+  const app = await buildApiApp(apiDepsFrom(config, platform, usage));
   await app.listen({ host: config.HOST, port: config.PORT });
   return { platform, usage, app };
 });
