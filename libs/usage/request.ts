@@ -4,6 +4,7 @@ import {
   fractionalDigits,
   MAX_IDEMPOTENCY_KEY_LENGTH,
   quantityToDecimal,
+  storable,
   USAGE_QUANTITY_SCALE,
   UsageEventBatchEnvelope,
 } from '../schemas/index.js';
@@ -23,8 +24,6 @@ export interface ValidUsageEvent {
  */
 const EARLIEST_TIMESTAMP_MS = 0;
 const LATEST_TIMESTAMP_MS = Date.UTC(2100, 0, 1);
-// A lone UTF-16 surrogate has no UTF-8 form: stores would each replace it differently.
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
  * Checks one event's body and resolves its idempotency key (DESIGN §6): the header wins over the
@@ -137,7 +136,7 @@ function resolveIdempotencyKey(headerKey: string | undefined, bodyKey: string | 
       },
     ]);
   }
-  if (hasControlCharacter(key) || LONE_SURROGATE.test(key)) {
+  if (hasControlCharacter(key) || !storable(key)) {
     throw ApiError.validation([
       { field, message: 'Must not contain control characters.', code: 'invalid_format' },
     ]);
