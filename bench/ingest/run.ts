@@ -27,6 +27,8 @@
  *
  * Other settings (env): BENCH_SCENARIOS (comma list, default all), BENCH_SINKS (after | during),
  * BENCH_PARTITIONS (topic partitions, default 24), BENCH_ITEMS (metered items the events spread over, default 50),
+ * BENCH_RATE (events per second offered, default 0: as many as the server takes; a fixed rate
+ * compares the CPU per event of two builds, which the saturated runs of a shared VM blur),
  * BENCH_CATCHUP_TIMEOUT_SECONDS (default 900), KAFKA_LINGER_MS (passed to the services),
  * DATABASE_URL (admin URL; a database bench_ingest_<pid> is created and dropped), CLICKHOUSE_URL,
  * KAFKA_BROKERS (default: a Kafka test broker of this run), BENCH_REDIS_URL (default: a
@@ -81,6 +83,8 @@ const settings = {
   batchEvents: intEnv('BENCH_BATCH_EVENTS', 1000),
   batchConnections: intEnv('BENCH_BATCH_CONNECTIONS', 10),
   partitions: intEnv('BENCH_PARTITIONS', 24),
+  /** Events per second offered instead of as many as the server takes (0): CPU per event at a fixed load. */
+  rate: intEnv('BENCH_RATE', 0),
   items: intEnv('BENCH_ITEMS', 50),
   catchupTimeoutSeconds: intEnv('BENCH_CATCHUP_TIMEOUT_SECONDS', 900),
   lingerMs: process.env.KAFKA_LINGER_MS,
@@ -304,6 +308,7 @@ async function measure(
     url,
     connections: batch ? settings.batchConnections : settings.connections,
     requests: [freshKeyRequest(url, `${scenario}-${Date.now().toString(36)}-`, templates)],
+    ...(settings.rate > 0 ? { overallRate: Math.max(1, Math.round(settings.rate / eventsPerRequest)) } : {}),
   };
   log(`${scenario}: warm-up ${settings.warmupSeconds} s, then ${settings.durationSeconds} s`);
   if (settings.warmupSeconds > 0) await autocannon({ ...options, duration: settings.warmupSeconds });
