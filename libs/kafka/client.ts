@@ -1,5 +1,6 @@
 import { Kafka, type LogEntry, logLevel } from 'kafkajs';
 import type { Logger } from '../log/index.js';
+import { usePooledKafkaEncoderBuffers } from './pooled-encoder.js';
 
 export interface KafkaSettings {
   brokers: string[];
@@ -18,6 +19,7 @@ export function createKafka(
   log?: Logger,
   retries: 'fail-fast' | 'patient' = 'fail-fast',
 ): Kafka {
+  usePooledKafkaEncoderBuffers();
   return new Kafka({
     clientId: settings.clientId,
     brokers: settings.brokers,
