@@ -54,7 +54,10 @@ export class ApiKeyAuthenticator {
     const token = bearerToken(authorizationHeader);
     if (!token) throw ApiError.unauthorized();
     if (!looksLikeApiKey(token)) throw ApiError.unauthorized('The API key is malformed.');
-    const context = await this.resolve(hashApiKey(token));
+    const hash = hashApiKey(token);
+    // Every request of a known key takes this path: no second async step.
+    const cached = this.cache.get(hash);
+    const context = cached && cached.expiresAt > this.now() ? cached.context : await this.resolve(hash);
     if (!context) throw ApiError.unauthorized('The API key is invalid or has been revoked.');
     return context;
   }
@@ -98,9 +101,8 @@ export class ApiKeyAuthenticator {
     return () => clearInterval(timer);
   }
 
+  /** A key not in the cache (or expired there): looked up once however many requests wait for it. */
   private async resolve(hash: string): Promise<AuthContext | null> {
-    const cached = this.cache.get(hash);
-    if (cached && cached.expiresAt > this.now()) return cached.context;
     let pending = this.inFlight.get(hash);
     if (!pending) {
       pending = this.lookup(hash).finally(() => this.inFlight.delete(hash));
