@@ -1,6 +1,7 @@
 import { Kafka, type LogEntry, logLevel } from 'kafkajs';
 import type { Logger } from '../log/index.js';
 import { usePooledKafkaEncoderBuffers } from './pooled-encoder.js';
+import { useOwnProduceEncoder } from './produce-encoder.js';
 
 export interface KafkaSettings {
   brokers: string[];
@@ -20,6 +21,7 @@ export function createKafka(
   retries: 'fail-fast' | 'patient' = 'fail-fast',
 ): Kafka {
   usePooledKafkaEncoderBuffers();
+  useOwnProduceEncoder();
   return new Kafka({
     clientId: settings.clientId,
     brokers: settings.brokers,
