@@ -27,11 +27,20 @@ export type Customer = z.output<typeof Customer>;
 
 const optionalText = (max: number) => z.string().max(max).nullish();
 
+/**
+ * The HTML5 e-mail rule (what a browser's `<input type=email>` takes, so `a&b@` and `user%x@` are
+ * valid), with at most 64 characters before the @ (RFC 5321's limit on a local part). A malformed
+ * address stops there, so it is one `details` entry and not a second one for its length.
+ */
+const HTML5_EMAIL_WITH_SHORT_LOCAL_PART =
+  /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
+const email = z.email({ pattern: HTML5_EMAIL_WITH_SHORT_LOCAL_PART, abort: true }).max(320);
+
 /** Unknown fields are rejected by name, so a typo never silently drops data. */
 export const CreateCustomer = z
   .strictObject({
     name: z.string().min(1).max(255),
-    email: z.email().max(320).nullish(),
+    email: email.nullish(),
     contact_name: optionalText(255),
     phone: optionalText(50),
     address_line1: optionalText(255),

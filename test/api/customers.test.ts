@@ -126,6 +126,27 @@ describe('POST /customers', () => {
     }
   });
 
+  it('takes any address the HTML5 e-mail rule allows, with at most 64 characters before the @', async () => {
+    for (const email of [
+      'a&b@example.com',
+      'a=b@example.com',
+      'user%x@example.com',
+      "o'neil+tag@mail.example",
+    ]) {
+      const response = await create({ name: 'Mail', email });
+      expect(response.statusCode, email).toBe(201);
+      expect(response.json().data.email).toBe(email);
+    }
+    const local64 = `${'x'.repeat(64)}@example.com`;
+    expect((await create({ name: 'Mail', email: local64 })).statusCode).toBe(201);
+    for (const email of [`${'x'.repeat(65)}@example.com`, `${'x'.repeat(300)}@example.com`]) {
+      expect(detailsOf(await create({ name: 'Mail', email }))).toEqual([['email', 'invalid_format']]);
+    }
+    // the total stays bounded too, each 63-character label being valid on its own
+    const longDomain = `me@${Array.from({ length: 6 }, () => 'd'.repeat(63)).join('.')}.example`;
+    expect(detailsOf(await create({ name: 'Mail', email: longDomain }))).toEqual([['email', 'too_long']]);
+  });
+
   it.each([
     ['contact_name', 255],
     ['phone', 50],
