@@ -112,7 +112,7 @@ export const JsonRpcResponseBody = z
       .object({
         code: z.number().int().meta({
           description:
-            '-32700 parse error, -32600 invalid request, -32601 unknown method, -32602 unknown tool or invalid arguments',
+            '-32700 parse error, -32600 invalid request, -32601 unknown method, -32602 unknown tool or malformed tools/call params',
         }),
         message: z.string(),
         data: z.unknown().optional(),

@@ -205,10 +205,12 @@ export class McpServer {
     }
     const input = tool.input.safeParse(call.data.arguments ?? {}, ZOD_PARSE_OPTIONS);
     if (!input.success) {
-      throw new JsonRpcError(JSON_RPC_ERRORS.INVALID_PARAMS, `Invalid arguments for tool ${tool.name}.`, {
-        tool: tool.name,
-        details: fieldErrorsFromZod(input.error.issues),
-      });
+      // The spec: a tool that cannot run is a result the assistant reads (and can correct its
+      // arguments from), not a protocol error; -32602 is kept for a tool that does not exist.
+      const problems = fieldErrorsFromZod(input.error.issues).map(
+        ({ field, message }) => `${field}: ${message}`,
+      );
+      return toolResult(`Invalid arguments for ${tool.name}: ${problems.join(' ')}`, true);
     }
     const today = this.now().toISOString().slice(0, 10);
     try {

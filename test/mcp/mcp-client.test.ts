@@ -257,16 +257,15 @@ describe('the official MCP SDK client against the endpoint', () => {
     expect(result.content).toEqual([{ type: 'text', text: 'Customer 987654 not found.' }]);
   });
 
-  it('rejects an unknown tool and invalid arguments with -32602', async () => {
+  it('rejects an unknown tool with -32602 and reports invalid arguments as a result with isError', async () => {
     const unknown = await client.callTool({ name: 'delete_everything', arguments: {} }).catch((e) => e);
     expect(unknown).toBeInstanceOf(McpError);
     expect(unknown.code).toBe(-32602);
-    const invalid = await client
-      .callTool({ name: 'list_invoices', arguments: { limit: 500 } })
-      .catch((e) => e);
-    expect(invalid).toBeInstanceOf(McpError);
-    expect(invalid.code).toBe(-32602);
-    expect(invalid.data).toMatchObject({ details: [{ field: 'limit', code: 'out_of_range' }] });
+    const invalid = await client.callTool({ name: 'list_invoices', arguments: { limit: 500 } });
+    expect(invalid.isError).toBe(true);
+    expect(invalid.content).toEqual([
+      { type: 'text', text: 'Invalid arguments for list_invoices: limit: Must be at most 100.' },
+    ]);
   });
 
   it('answers ping', async () => {

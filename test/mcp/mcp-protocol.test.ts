@@ -137,47 +137,46 @@ describe('MCP endpoint over plain HTTP', () => {
     });
   });
 
-  it('-32602 for invalid arguments, with a data field naming each argument problem', async () => {
-    const body = await rpc({
-      jsonrpc: '2.0',
-      id: 7,
-      method: 'tools/call',
-      params: { name: 'list_invoices', arguments: { status: 'OVERDUE', limit: 0, customer: 3 } },
-    });
-    expect(body.error.code).toBe(-32602);
-    expect(body.error.data.tool).toBe('list_invoices');
-    expect(body.error.data.details).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({ field: 'status', code: 'invalid_value' }),
-        expect.objectContaining({ field: 'limit', code: 'out_of_range' }),
-        { field: 'customer', message: 'Unknown field.', code: 'unknown_field' },
-      ]),
+  it('invalid arguments are a tool result with isError: true, its text naming each field and why', async () => {
+    const toolError = async (id: number, name: string, args?: object): Promise<string> => {
+      const body = await rpc({
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name, ...(args && { arguments: args }) },
+      });
+      expect(body.error, JSON.stringify(body)).toBeUndefined();
+      expect(body).toEqual({
+        jsonrpc: '2.0',
+        id,
+        result: { content: [{ type: 'text', text: expect.any(String) }], isError: true },
+      });
+      return body.result.content[0].text;
+    };
+    const listInvoices = await toolError(7, 'list_invoices', { status: 'OVERDUE', limit: 0, customer: 3 });
+    expect(listInvoices).toMatch(/^Invalid arguments for list_invoices: /);
+    expect(listInvoices).toContain('status: Must be one of: POSTED, PARTIALLY_PAID, PAID.');
+    expect(listInvoices).toContain('limit: Must be at least 1.');
+    expect(listInvoices).toContain('customer: Unknown field.');
+    expect(await toolError(8, 'get_customer')).toBe(
+      'Invalid arguments for get_customer: customer_id: Required.',
     );
-    const missing = await rpc({
-      jsonrpc: '2.0',
-      id: 8,
-      method: 'tools/call',
-      params: { name: 'get_customer' },
-    });
-    expect(missing.error).toMatchObject({
-      code: -32602,
-      data: { details: [{ field: 'customer_id', code: 'required' }] },
-    });
-    const reversed = await rpc({
-      jsonrpc: '2.0',
-      id: 9,
-      method: 'tools/call',
-      params: { name: 'revenue_summary', arguments: { from: '2026-03-01', to: '2026-01-01' } },
-    });
-    expect(reversed.error).toMatchObject({ code: -32602, data: { details: [{ field: 'from' }] } });
+    expect(await toolError(12, 'get_customer', { customer_id: 'abc' })).toBe(
+      'Invalid arguments for get_customer: customer_id: Must be a number.',
+    );
+    expect(await toolError(13, 'list_customers', { limit: 0 })).toBe(
+      'Invalid arguments for list_customers: limit: Must be at least 1.',
+    );
+    expect(await toolError(9, 'revenue_summary', { from: '2026-03-01', to: '2026-01-01' })).toMatch(
+      /^Invalid arguments for revenue_summary: from: /,
+    );
     // a date Postgres cannot hold is the caller's mistake, not a tool failure
-    const yearZero = await rpc({
-      jsonrpc: '2.0',
-      id: 11,
-      method: 'tools/call',
-      params: { name: 'revenue_summary', arguments: { from: '0000-01-01' } },
-    });
-    expect(yearZero.error).toMatchObject({ code: -32602, data: { details: [{ field: 'from' }] } });
+    expect(await toolError(11, 'revenue_summary', { from: '0000-01-01' })).toMatch(
+      /^Invalid arguments for revenue_summary: from: /,
+    );
+  });
+
+  it('-32602 when tools/call does not name a tool', async () => {
     const noName = await rpc({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: {} });
     expect(noName.error).toMatchObject({ code: -32602, data: { details: [{ field: 'params.name' }] } });
   });

@@ -36,7 +36,7 @@ export const mcpRoutes: FastifyPluginAsyncZod = async (app) => {
           'Methods: initialize, notifications/initialized (202, no body), tools/list, tools/call, ping. ' +
           `Tools: ${MCP_TOOLS.map((tool) => tool.name).join(', ')}. ` +
           'Errors: -32700 parse error and -32600 invalid request (HTTP 400), -32601 unknown method, ' +
-          '-32602 unknown tool or invalid arguments (HTTP 200); a failing tool answers a result with isError: true. ' +
+          '-32602 unknown tool (HTTP 200); invalid arguments or a failing tool answer a result with isError: true. ' +
           `A batch (array) of at most ${MAX_BATCH_MESSAGES} messages is answered with an array.`,
         body: z.union([JsonRpcMessage, z.array(JsonRpcMessage).min(1).max(MAX_BATCH_MESSAGES)]),
         response: {
