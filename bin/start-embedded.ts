@@ -5,7 +5,7 @@
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startBillingScheduler } from '../libs/billing/index.js';
-import { embeddedSettings, loadConfigOrExit, startOrExit } from '../libs/config/index.js';
+import { embeddedSettings, loadConfigOrExit, reaching, startOrExit } from '../libs/config/index.js';
 import { migrate } from '../libs/db/index.js';
 import { openPlatform, type Platform } from '../libs/platform/index.js';
 import { BASE_PATH } from '../libs/schemas/index.js';
@@ -19,7 +19,8 @@ const credentialsFile = path.resolve(config.DATA_DIR, 'demo-credentials.json');
 
 const { platform, ingest, api, demo } = await startOrExit('the billing service', async () => {
   const platform = await openPlatform(config, 'embedded');
-  const applied = await migrate(platform.db);
+  const migrating = migrate(platform.db);
+  const applied = await (config.DATABASE_URL ? reaching('DATABASE_URL', migrating) : migrating);
   if (applied.length) platform.log.info({ applied }, 'migrations applied');
   const demo = await demoCredentials(platform);
 

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { apiSettings, ConfigError, dispatcherSettings, embeddedSettings, loadConfig } from './index.js';
+import {
+  apiSettings,
+  ConfigError,
+  dispatcherSettings,
+  embeddedSettings,
+  loadConfig,
+  reaching,
+} from './index.js';
 
 describe('configuration', () => {
   it('gives the embedded defaults when nothing is set', () => {
@@ -8,7 +15,6 @@ describe('configuration', () => {
       HOST: '127.0.0.1',
       PORT: 8080,
       INGEST_PORT: 8081,
-      DISPATCHER_PORT: 8082,
       DATA_DIR: './data',
     });
     expect(config.DATABASE_URL).toBeUndefined();
@@ -31,8 +37,42 @@ describe('configuration', () => {
     }
   });
 
-  it('treats an empty variable as unset', () => {
+  it('treats an empty variable as unset, spaces only too, and reads values without surrounding spaces', () => {
     expect(loadConfig(apiSettings, { DATABASE_URL: '', PORT: '' }).PORT).toBe(8080);
+    expect(loadConfig(apiSettings, { PORT: '  ' }).PORT).toBe(8080);
+    expect(loadConfig(apiSettings, { PORT: ' 9000 ' }).PORT).toBe(9000);
+  });
+
+  it('refuses numbers that are not plain digits, URLs without a host and empty list items', () => {
+    const problemsOf = (env: Record<string, string>) => {
+      try {
+        loadConfig(embeddedSettings, env);
+        return [];
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+    };
+    for (const value of ['1e3', '0x10', '-1', '8.5', '80 80']) {
+      expect(problemsOf({ PORT: value }), value).toEqual([expect.stringMatching(/^PORT: /)]);
+    }
+    for (const value of ['postgres:nohost', 'postgres://', 'postgresql:///db']) {
+      expect(problemsOf({ DATABASE_URL: value }), value).toEqual([
+        expect.stringMatching(/^DATABASE_URL: .*host/),
+      ]);
+    }
+    expect(problemsOf({ DATABASE_URL: 'postgres:///billing?host=/var/run/postgresql' })).toEqual([]);
+    expect(problemsOf({ REDIS_URL: 'redis://' })).toHaveLength(1);
+    for (const value of [',', '1000,,2000', '1000, x', '-5']) {
+      const problems = problemsOf({ WEBHOOK_RETRY_DELAYS_MS: value });
+      expect(problems.length, value).toBeGreaterThan(0);
+      for (const problem of problems) expect(problem).toMatch(/^WEBHOOK_RETRY_DELAYS_MS/);
+    }
+  });
+
+  it('does not check the ports of processes npm start does not run', () => {
+    expect(loadConfig(embeddedSettings, { DISPATCHER_PORT: 'x', SINKS_PORT: 'y' })).not.toHaveProperty(
+      'SINKS_PORT',
+    );
   });
 
   it('allows localhost webhooks by default except in production, unless set explicitly', () => {
@@ -51,5 +91,12 @@ describe('configuration', () => {
     });
     expect(config.KAFKA_BROKERS).toEqual(['a:9092', 'b:9093']);
     expect(config.WEBHOOK_RETRY_DELAYS_MS).toEqual([10, 20]);
+  });
+
+  it('names the setting whose service a start-up step could not reach', async () => {
+    await expect(
+      reaching('CLICKHOUSE_URL', Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:1'))),
+    ).rejects.toThrow('cannot reach CLICKHOUSE_URL: connect ECONNREFUSED 127.0.0.1:1');
+    await expect(reaching('DATABASE_URL', Promise.resolve(7))).resolves.toBe(7);
   });
 });

@@ -12,9 +12,12 @@ export function loadConfig<S extends z.ZodType>(
   schema: S,
   env: NodeJS.ProcessEnv = process.env,
 ): z.output<S> {
-  // An empty variable means "not set", as in most deployment tools.
+  // An empty variable means "not set", as in most deployment tools; so does one of spaces only.
+  // Values are read without surrounding whitespace (a stray space from a .env file is no typo).
   const present = Object.fromEntries(
-    Object.entries(env).filter(([, value]) => value !== undefined && value !== ''),
+    Object.entries(env)
+      .map(([name, value]) => [name, value?.trim()] as const)
+      .filter(([, value]) => value !== undefined && value !== ''),
   );
   const result = schema.safeParse(present);
   if (result.success) return result.data;
@@ -49,5 +52,19 @@ export async function startOrExit<T>(service: string, start: () => Promise<T>): 
   } catch (error) {
     process.stderr.write(`${service} could not start: ${(error as Error)?.message ?? String(error)}\n`);
     process.exit(1);
+  }
+}
+
+/**
+ * A start-up step that needs the service a setting points at: when it fails, the message names
+ * the setting to check (`cannot reach CLICKHOUSE_URL: connect ECONNREFUSED ...`).
+ */
+export async function reaching<T>(setting: string, step: Promise<T>): Promise<T> {
+  try {
+    return await step;
+  } catch (error) {
+    throw new Error(`cannot reach ${setting}: ${(error as Error)?.message ?? String(error)}`, {
+      cause: error,
+    });
   }
 }

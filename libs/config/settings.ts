@@ -1,19 +1,26 @@
 import { z } from 'zod';
 
-const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
-const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+/** Digits only: `1e3`, `0x10` or ` 8` are typos here, not numbers to guess at. */
+const digits = (check: z.ZodNumber) =>
+  z.string().regex(/^\d+$/, 'must be a whole number (digits only)').transform(Number).pipe(check);
+const port = (fallback: number) => digits(z.number().int().min(0).max(65535)).default(fallback);
+const positiveInt = (fallback: number) => digits(z.number().int().positive()).default(fallback);
 const flag = () =>
   z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
+/** A URL of one of `protocols` that names a host (Postgres may name it as `?host=/socket/dir`). */
 const url = (protocols: string[]) =>
   z.string().refine(
     (value) => {
       try {
-        return protocols.includes(new URL(value).protocol);
+        const parsed = new URL(value);
+        return (
+          protocols.includes(parsed.protocol) && (parsed.hostname !== '' || parsed.searchParams.has('host'))
+        );
       } catch {
         return false;
       }
     },
-    `must be a URL (${protocols.join(' or ')})`,
+    `must be a URL with a host (${protocols.join(' or ')})`,
   );
 const list = (item: z.ZodString) =>
   z
@@ -27,8 +34,9 @@ const list = (item: z.ZodString) =>
     .pipe(z.array(item).min(1));
 const msList = z
   .string()
-  .transform((value) => value.split(',').map((part) => Number(part.trim())))
-  .pipe(z.array(z.number().int().min(0)).min(1));
+  .transform((value) => value.split(',').map((part) => part.trim()))
+  .pipe(z.array(z.string().regex(/^\d+$/, 'must be whole numbers of ms, comma separated')).min(1))
+  .transform((parts) => parts.map(Number));
 
 /**
  * Settings every process reads. An unset URL selects the embedded twin of that port (DESIGN §2):
@@ -50,7 +58,7 @@ const common = z.object({
   KAFKA_CLIENT_ID: z.string().min(1).default('billing'),
   KAFKA_USAGE_TOPIC: z.string().min(1).default('usage.events'),
   KAFKA_TOPIC_PARTITIONS: positiveInt(6),
-  KAFKA_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(5),
+  KAFKA_LINGER_MS: digits(z.number().int().min(0).max(1000)).default(5),
   CLICKHOUSE_URL: url(['http:', 'https:']).optional(),
   CLICKHOUSE_DATABASE: z.string().regex(/^\w+$/).default('billing'),
   AUTH_CACHE_TTL_SECONDS: positiveInt(30),
@@ -123,8 +131,9 @@ export const consoleSettings = common.extend(billingOnly.shape).extend({ PORT: a
 export const embeddedSettings = common
   .extend(apiOnly.shape)
   .extend(ingestOnly.shape)
-  .extend(sinkOnly.shape)
-  .extend(dispatcherOnly.shape)
+  // The sinks and the dispatcher run inside `npm start`: no ports of their own to check.
+  .extend(sinkOnly.omit({ SINKS_PORT: true }).shape)
+  .extend(dispatcherOnly.omit({ DISPATCHER_PORT: true }).shape)
   .extend(billingOnly.shape)
   .transform(withWebhookDefaults);
 

@@ -32,6 +32,18 @@ export async function openDatabase(
       poolSize: Math.min(config.DATABASE_POOL_SIZE, 4),
       applicationName,
     });
+    // Something listens there: the embedded database of another process, or not (then say so
+    // instead of waiting on a handshake that never comes).
+    try {
+      await withTimeout(db.query('SELECT 1'), JOIN_TIMEOUT_MS);
+    } catch (error) {
+      void db.close().catch(() => {}); // not awaited: its one client may never be released
+      throw new Error(
+        `port ${config.EMBEDDED_DB_PORT} (EMBEDDED_DB_PORT) is in use, but not by the embedded database ` +
+          `(${(error as Error).message}); free it or set EMBEDDED_DB_PORT to a free port`,
+        { cause: error },
+      );
+    }
     return { db, mode: 'embedded-client', close: () => db.close() };
   }
   const server = await startEmbeddedPostgres({
@@ -48,6 +60,19 @@ export async function openDatabase(
       await server.stop();
     },
   };
+}
+
+/** How long joining another process's embedded database may take before the port is judged taken. */
+const JOIN_TIMEOUT_MS = 5000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 function isListening(host: string, port: number): Promise<boolean> {

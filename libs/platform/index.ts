@@ -1,5 +1,5 @@
 import { ApiKeyAuthenticator } from '../auth/index.js';
-import type { CommonConfig } from '../config/index.js';
+import { type CommonConfig, reaching } from '../config/index.js';
 import { type Database, openDatabase } from '../db/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import {
@@ -36,10 +36,10 @@ export async function openPlatform(
   const opened = await openDatabase(config, `billing-${service}`);
   let redis: Redis | undefined;
   try {
-    redis = config.REDIS_URL ? await connectRedis(config.REDIS_URL) : undefined;
+    redis = config.REDIS_URL ? await reaching('REDIS_URL', connectRedis(config.REDIS_URL)) : undefined;
   } catch (error) {
     await opened.close();
-    throw new Error(`cannot connect to Redis at REDIS_URL: ${(error as Error).message}`, { cause: error });
+    throw error;
   }
   const rateLimitStore = redis ? new RedisRateLimitStore(redis) : new MemoryRateLimitStore();
   const now = options.now;

@@ -1,5 +1,5 @@
 import { type ClickHouse, openClickHouse } from '../clickhouse/index.js';
-import type { CommonConfig } from '../config/index.js';
+import { type CommonConfig, reaching } from '../config/index.js';
 import type { Queryable } from '../db/index.js';
 import { createKafka, ensureTopic, type Kafka, kafkaCheck } from '../kafka/index.js';
 import type { Logger } from '../log/index.js';
@@ -83,7 +83,7 @@ export async function openUsageIngest(
     const sinks: UsageSink[] = [];
     if (config.CLICKHOUSE_URL) {
       clickhouse = openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE });
-      await migrateClickHouse(clickhouse);
+      await reaching('CLICKHOUSE_URL', migrateClickHouse(clickhouse));
       sinks.push(new ClickHouseUsageSink(clickhouse));
     }
     eventLog = new InProcessUsageEventLog(new PostgresUsageSink(db), sinks, {
@@ -154,7 +154,7 @@ export async function startUsageSinks(options: {
   let clickhouse: ClickHouse | undefined;
   if (config.CLICKHOUSE_URL) {
     clickhouse = openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE });
-    await migrateClickHouse(clickhouse);
+    await reaching('CLICKHOUSE_URL', migrateClickHouse(clickhouse));
     sinks.push(new ClickHouseUsageSink(clickhouse));
   }
   const runners = sinks.map(

@@ -22,7 +22,6 @@ describe('npm start (embedded mode)', () => {
       DATA_DIR: dataDir,
       PORT: String(freePort()),
       INGEST_PORT: String(freePort()),
-      DISPATCHER_PORT: String(freePort()),
       EMBEDDED_DB_PORT: String(freePort()),
       DATABASE_URL: '',
       REDIS_URL: '',
