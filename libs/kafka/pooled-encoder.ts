@@ -23,7 +23,7 @@ const original = {
  * ingest service's produce cost (measured: 22 µs per partition of a produce request). Pooled
  * buffers (`Buffer.allocUnsafe`, carved from Node's shared slab) are safe here because an Encoder
  * writes strictly at its offset and only ever hands out the bytes it wrote (`buf.slice(0, offset)`),
- * so the bytes on the wire are the same; encoder.test.ts compares them with the original. Starting
+ * so the bytes on the wire are the same; pooled-encoder.test.ts compares them with the original. Starting
  * empty skips the first allocation for the many Encoders that hold a few bytes.
  */
 export function usePooledKafkaEncoderBuffers(enabled = true): void {
