@@ -6,6 +6,7 @@ import type { DependencyCheck } from '../../libs/observability/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import { registerAuthentication } from './plugins/authentication.js';
+import { registerBodyParsing } from './plugins/body-parsing.js';
 import { answerClientError, registerErrorHandling, sendError } from './plugins/errors.js';
 import { registerInFlightTracking } from './plugins/in-flight.js';
 import { collectRoutesForMethodNotAllowed } from './plugins/method-not-allowed.js';
@@ -60,8 +61,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
   app.decorate('deps', deps);
   // first, so that every later hook's work (authentication included) counts as in flight
   registerInFlightTracking(app);
-  // JSON only: anything else is a 415, not a body handed to a route as a string.
-  app.removeContentTypeParser('text/plain');
+  registerBodyParsing(app);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-ID', request.id);

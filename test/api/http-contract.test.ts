@@ -58,6 +58,52 @@ describe('errors and headers across the REST routes (DESIGN §6)', () => {
     }
   });
 
+  it('takes an empty body sent as application/json as no body where a route takes none', async () => {
+    const json = { 'content-type': 'application/json' };
+    const created = await api.request({
+      method: 'POST',
+      path: '/webhook-endpoints',
+      key: org.apiKey,
+      headers: json,
+      payload: JSON.stringify({ url: 'https://hooks.example.com/empty-body', events: ['invoice.*'] }),
+    });
+    expect(created.statusCode).toBe(201);
+    const endpointId = created.json().data.id;
+    const missingEvent = '00000000-0000-4000-8000-000000000000';
+    for (const [method, path, status] of [
+      ['DELETE', `/webhook-endpoints/${endpointId}`, 204],
+      ['POST', `/webhook-events/${missingEvent}/retry`, 404],
+      // the 405 of a method a path does not take, not a 400 about its body
+      ['PUT', '/customers/1', 405],
+    ] as const) {
+      const response = await api.request({ method, path, key: org.apiKey, headers: json, payload: '' });
+      expect(response.statusCode, `${method} ${path}: ${response.body}`).toBe(status);
+    }
+    // a route that declares a body still refuses an empty one
+    for (const [method, path] of [
+      ['POST', '/customers'],
+      ['POST', '/webhook-endpoints'],
+      ['PATCH', `/webhook-endpoints/${endpointId}`],
+    ] as const) {
+      const response = await api.request({ method, path, key: org.apiKey, headers: json, payload: '' });
+      expect(response.statusCode, `${method} ${path}`).toBe(400);
+      expect(response.json()).toMatchObject({
+        error_code: 'BAD_REQUEST',
+        detail: 'The request body is empty but Content-Type is application/json.',
+      });
+    }
+    // a body that is there still goes through Fastify's parser and its prototype-poisoning check
+    const poisoned = await api.request({
+      method: 'POST',
+      path: `/webhook-events/${missingEvent}/retry`,
+      key: org.apiKey,
+      headers: json,
+      payload: '{"__proto__": {"admin": true}}',
+    });
+    expect(poisoned.statusCode).toBe(400);
+    expect(poisoned.json().error_code).toBe('BAD_REQUEST');
+  });
+
   it('answers an unknown route with 404 NOT_FOUND and a request id', async () => {
     const response = await api.request({ path: '/invoices/x/y/z', key: org.apiKey });
     expect(response.statusCode).toBe(404);

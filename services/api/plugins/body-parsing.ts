@@ -1,0 +1,23 @@
+import type { ApiInstance } from '../types.js';
+
+/**
+ * Request bodies are JSON only: anything else is a 415, not a body handed to a route as a string.
+ *
+ * Many HTTP clients send `Content-Type: application/json` on every request, a DELETE or a body-less
+ * POST included. On a route that declares no body, an empty body is taken as no body instead of
+ * Fastify's 400 for an empty JSON body; a route that declares one still answers that 400, and
+ * everything else goes through Fastify's own JSON parser (prototype-poisoning checks included).
+ * Scoped parsers (the MCP route's) replace this one where they are added.
+ */
+export function registerBodyParsing(app: ApiInstance): void {
+  app.removeContentTypeParser('text/plain');
+  const { onProtoPoisoning, onConstructorPoisoning } = app.initialConfig;
+  const parseJson = app.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
+  app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body.length === 0 && request.routeOptions.schema?.body === undefined) {
+      done(null, undefined);
+      return;
+    }
+    parseJson(request, body, done);
+  });
+}
