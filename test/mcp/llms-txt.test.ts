@@ -29,6 +29,33 @@ describe('llms.txt', () => {
     expect(await underBase.text()).toBe(await atRoot.text());
   });
 
+  it('under the base path, is counted with the rate-limit headers when asked with a key, like /meta', async () => {
+    const limited = await createTestOrg(api.platform.db, { plan: 'beta', requestsPerHour: 5 });
+    const withKey = () =>
+      fetch(`${api.origin}${BASE_PATH}/llms.txt`, { headers: { authorization: `Bearer ${limited.apiKey}` } });
+    const [first, second] = [await withKey(), await withKey()];
+    for (const response of [first, second]) {
+      expect(response.status).toBe(200);
+      expect(response.headers.get('x-ratelimit-limit')).toBe('5');
+      // a shared cache must not hand one organization's counters to another caller
+      expect(response.headers.get('cache-control')).toBe('private, max-age=300');
+      expect(response.headers.get('vary')).toMatch(/authorization/i);
+    }
+    expect([first, second].map((r) => r.headers.get('x-ratelimit-remaining'))).toEqual(['4', '3']);
+    expect(await first.text()).toBe(await (await fetch(`${api.origin}/llms.txt`)).text());
+
+    const anonymous = await fetch(`${api.origin}${BASE_PATH}/llms.txt`);
+    expect(anonymous.status).toBe(200);
+    expect(anonymous.headers.get('x-ratelimit-limit')).toBeNull();
+    expect(anonymous.headers.get('cache-control')).toBe('public, max-age=300');
+    expect(anonymous.headers.get('vary')).toMatch(/authorization/i);
+
+    const wrongKey = await fetch(`${api.origin}${BASE_PATH}/llms.txt`, {
+      headers: { authorization: 'Bearer sk_test_not_a_key' },
+    });
+    expect(wrongKey.status).toBe(401);
+  });
+
   it('follows the llms.txt convention: H1, summary blockquote, then H2 sections of links', async () => {
     const text = await (await fetch(`${api.origin}/llms.txt`)).text();
     const lines = text.split('\n');
