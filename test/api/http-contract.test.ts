@@ -104,6 +104,31 @@ describe('errors and headers across the REST routes (DESIGN §6)', () => {
     expect(poisoned.json().error_code).toBe('BAD_REQUEST');
   });
 
+  it('answers OPTIONS and TRACE on a known path with 405 and Allow too (there is no CORS preflight)', async () => {
+    for (const [method, path, allow] of [
+      ['OPTIONS', '/customers', 'GET, POST'],
+      ['TRACE', '/customers', 'GET, POST'],
+      ['OPTIONS', '/customers/1', 'GET'],
+      ['TRACE', `/invoices/${scenario.invoices.PAID.id}`, 'GET'],
+      ['OPTIONS', '/mcp', 'POST'],
+      ['OPTIONS', '/meta', 'GET'],
+    ] as const) {
+      const response = await api.request({ method, path, key: org.apiKey });
+      expect(response.statusCode, `${method} ${path}`).toBe(405);
+      expect(response.headers.allow, `${method} ${path}`).toBe(allow);
+      expect(response.json().error_code).toBe('METHOD_NOT_ALLOWED');
+      expect(response.headers['x-ratelimit-limit']).toBeDefined();
+    }
+    // a browser's preflight is not answered as one: no Access-Control-* header is ever sent
+    const preflight = await api.request({
+      method: 'OPTIONS',
+      path: '/customers',
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' },
+    });
+    expect(preflight.statusCode).toBe(405);
+    expect(Object.keys(preflight.headers).filter((name) => name.startsWith('access-control-'))).toEqual([]);
+  });
+
   it('answers an unknown route with 404 NOT_FOUND and a request id', async () => {
     const response = await api.request({ path: '/invoices/x/y/z', key: org.apiKey });
     expect(response.statusCode).toBe(404);

@@ -1,7 +1,11 @@
 import { ApiError } from '../../../libs/errors/index.js';
 import type { ApiInstance } from '../types.js';
 
-const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+/**
+ * OPTIONS and TRACE included: the API serves no CORS (keys stay out of browsers), so a preflight is
+ * a method the path does not take like any other, not a 404 that reads as "no such path".
+ */
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'] as const;
 
 /**
  * Fastify answers an unregistered method on a known path with 404; the contract says 405 with an
