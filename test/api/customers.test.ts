@@ -378,13 +378,41 @@ describe('GET /customers', () => {
       ['?limit=abc', 'limit'],
       ['?offset=-1', 'offset'],
       ['?offset=1.5', 'offset'],
+      // digits only: no exponent, hex, sign, blank or padding that Number() would read
+      ['?limit=1e1', 'limit'],
+      ['?limit=0x10', 'limit'],
+      ['?limit=%200x10', 'limit'],
+      ['?limit=+5', 'limit'],
+      ['?limit=%205', 'limit'],
+      ['?limit=5%20', 'limit'],
+      ['?limit=', 'limit'],
+      ['?offset=', 'offset'],
+      ['?offset=1e3', 'offset'],
+      ['?offset=Infinity', 'offset'],
+      ['?offset=9007199254740992', 'offset'],
+      ['?offset=9007199254740993', 'offset'],
+      [`?offset=${'9'.repeat(400)}`, 'offset'],
     ] as const) {
       const response = await list(query);
       expect(response.statusCode, query).toBe(422);
+      expect(response.json().error_code, query).toBe('VALIDATION_ERROR');
       expect(
         response.json().details.map((d: { field: string }) => d.field),
         query,
       ).toEqual([field]);
+    }
+  });
+
+  it('reads limit and offset written in digits, and defaults them when absent', async () => {
+    for (const [query, limit, offset] of [
+      ['', 25, 0],
+      ['?limit=10', 10, 0],
+      ['?limit=010&offset=007', 10, 7],
+      ['?offset=9007199254740991', 25, 9007199254740991],
+    ] as const) {
+      const response = await list(query);
+      expect(response.statusCode, query).toBe(200);
+      expect(response.json().pagination, query).toMatchObject({ limit, offset });
     }
   });
 

@@ -206,7 +206,7 @@ describe('errors and headers across the REST routes (DESIGN §6)', () => {
       ['/invoices/00000000-0000-0000-0000-00000000000g/pdf', 404],
       ['/invoices?status=PAID&status=POSTED', 422],
       ['/invoices?customer_id=1&customer_id=2', 422],
-      ['/invoices?limit=1e2', 200],
+      ['/invoices?limit=1e2', 422],
       ['/invoices?offset=99999999999999999999999', 422],
       ['/subscriptions?status=%00', 422],
       ['/products?active=%00', 422],
@@ -218,6 +218,35 @@ describe('errors and headers across the REST routes (DESIGN §6)', () => {
       const response = await api.request({ path, key: org.apiKey });
       expect(response.statusCode, `${path}: ${response.body.slice(0, 300)}`).toBe(status);
       expect(response.headers['x-request-id']).toMatch(UUID);
+    }
+  });
+
+  it('pages every list route with limit and offset in digits only, one details entry per bad value', async () => {
+    const lists = [
+      '/customers',
+      '/products',
+      '/subscriptions',
+      '/invoices',
+      `/invoices/${scenario.invoices.PAID.id}/transactions`,
+      '/webhook-endpoints',
+      '/webhook-events',
+    ];
+    for (const path of lists) {
+      const ok = await api.request({ path: `${path}?limit=2&offset=0`, key: org.apiKey });
+      expect(ok.statusCode, path).toBe(200);
+      expect(ok.json().pagination, path).toMatchObject({ limit: 2, offset: 0 });
+      for (const [query, field] of [
+        ['limit=1e1', 'limit'],
+        ['offset=', 'offset'],
+        ['offset=9007199254740993', 'offset'],
+      ] as const) {
+        const response = await api.request({ path: `${path}?${query}`, key: org.apiKey });
+        expect(response.statusCode, `${path}?${query}`).toBe(422);
+        expect(
+          response.json().details.map((d: { field: string }) => d.field),
+          `${path}?${query}`,
+        ).toEqual([field]);
+      }
     }
   });
 
