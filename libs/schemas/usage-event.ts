@@ -18,11 +18,27 @@ export const UsageEvent = z
   .meta({ id: 'PublicUsageEvent' });
 export type UsageEvent = z.output<typeof UsageEvent>;
 
-export const idempotencyKey = z.string().min(1).max(MAX_IDEMPOTENCY_KEY_LENGTH);
+/** 1 to 255 characters, counted as Postgres counts them (code points: an emoji is one). */
+export const idempotencyKey = z
+  .string()
+  .min(1)
+  .superRefine((value, context) => {
+    if (value.length > MAX_IDEMPOTENCY_KEY_LENGTH && [...value].length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+      context.addIssue({
+        code: 'too_big',
+        origin: 'string',
+        maximum: MAX_IDEMPOTENCY_KEY_LENGTH,
+        inclusive: true,
+        input: value,
+      });
+    }
+  })
+  .meta({ maxLength: MAX_IDEMPOTENCY_KEY_LENGTH });
 
 export const CreateUsageEvent = z
   .strictObject({
-    subscription_item_id: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+    // .int() is the safe-integer range in zod 4: a max of its own would report the same twice.
+    subscription_item_id: z.number().int().positive(),
     quantity: z
       .number()
       .positive()
@@ -31,7 +47,7 @@ export const CreateUsageEvent = z
         message: `At most ${USAGE_QUANTITY_SCALE} fractional digits.`,
       }),
     timestamp: z.iso
-      .datetime({ offset: true })
+      .datetime({ offset: true, error: 'Must be an ISO 8601 date-time with a time zone (Z or ±hh:mm).' })
       .optional()
       .meta({ description: 'Defaults to the time of receipt.' }),
     idempotency_key: idempotencyKey

@@ -22,7 +22,7 @@ import {
 } from './event.js';
 import type { SubscriptionItemCache } from './items.js';
 import type { UsageEventLog } from './log.js';
-import { parseUsageEvent, parseUsageEventBatch, type ValidUsageEvent } from './request.js';
+import { identityOf, parseUsageEvent, parseUsageEventBatch, type ValidUsageEvent } from './request.js';
 import type { DedupEntry, UsageDedupStore } from './store.js';
 
 export interface IngestReply<T> {
@@ -114,6 +114,9 @@ export class UsageIngest {
       await this.checkItem(auth.orgId, valid.subscriptionItemId);
       candidate = this.candidate(auth.orgId, valid, receivedAtMs);
     } catch (error) {
+      if (error instanceof ApiError && error.code === 'VALIDATION_ERROR') {
+        return this.storedOrRefuse(auth, input, error);
+      }
       return this.refuse(auth, error);
     }
     const { decision, settled } = await this.recordCounted(auth, [candidate]);
@@ -154,7 +157,7 @@ export class UsageIngest {
     for (let index = 0; index < events.length; index++) {
       let valid: ValidUsageEvent;
       try {
-        valid = parseUsageEvent(events[index], undefined, receivedAtMs);
+        valid = parseUsageEvent(events[index], undefined, receivedAtMs, true);
       } catch (error) {
         if (!(error instanceof ApiError)) throw error;
         countOutcome(rejected(error.code));
@@ -204,6 +207,40 @@ export class UsageIngest {
     countOutcome(rejected(error.code));
     const decision = await this.countOnly(auth);
     throw withHeaders(error, rateLimitHeaders(decision));
+  }
+
+  /**
+   * An invalid body whose item and key name an identity already recorded: the stored event, with
+   * 201, "whatever the new body says" (DESIGN §6). Otherwise the body's error. Counted either way.
+   */
+  private async storedOrRefuse(
+    auth: AuthContext,
+    input: { body: unknown; idempotencyKey: string | undefined },
+    invalid: ApiError,
+  ): Promise<IngestReply<RecordedEvent>> {
+    const identity = identityOf(input.body, input.idempotencyKey);
+    if (!identity) return this.refuse(auth, invalid);
+    const decision = await this.countOnly(auth);
+    const headers = rateLimitHeaders(decision);
+    const key = dedupKey(
+      this.options.keyPrefix,
+      auth.orgId,
+      identity.subscriptionItemId,
+      identity.idempotencyKey,
+    );
+    let found: string | null;
+    try {
+      found = await this.options.store.get(key);
+    } catch (cause) {
+      throw withHeaders(unavailable('The idempotency store is unavailable.', cause), headers);
+    }
+    const record = found === null ? null : await this.settled(key, found, { orgId: auth.orgId, ...identity });
+    if (!record) {
+      countOutcome(rejected(invalid.code));
+      throw withHeaders(invalid, headers);
+    }
+    countOutcome(DEDUPLICATED);
+    return { value: { event: toPublicUsageEvent(record), deduplicated: true }, headers };
   }
 
   /** Waits for commits still on their way to the store (at shutdown). */
@@ -392,22 +429,35 @@ export class UsageIngest {
     found: string,
     attempt: number,
   ): Promise<Settled> {
+    const record = await this.settled(key, found, candidate);
+    if (record) return { record, deduplicated: true };
+    // The first request failed and released the key: this one proceeds as new (counted already).
+    if (attempt >= MAX_ATTEMPTS) throw unavailable('The usage event could not be recorded; retry.');
+    const retried = await this.record(auth, [{ ...candidate, id: randomUUID() }], false, attempt + 1);
+    return retried.settled[0]!;
+  }
+
+  /**
+   * The event recorded under an identity found in the store, once durable: waits for a pending one
+   * (through memory when its request runs in this process, else by polling the store). Null when
+   * the key is free (the first request failed and released it). Throws 503 past the wait.
+   */
+  private async settled(
+    key: string,
+    found: string,
+    identity: Pick<UsageEventRecord, 'orgId' | 'subscriptionItemId' | 'idempotencyKey'>,
+  ): Promise<UsageEventRecord | null> {
     const deadline = this.now() + DUPLICATE_WAIT_MS;
     let current: string | null = found;
     let delayMs = 2;
     for (;;) {
-      if (current === null) {
-        // The first request failed and released the key: this one proceeds as new (counted already).
-        if (attempt >= MAX_ATTEMPTS) throw unavailable('The usage event could not be recorded; retry.');
-        const retried = await this.record(auth, [{ ...candidate, id: randomUUID() }], false, attempt + 1);
-        return retried.settled[0]!;
-      }
-      const { state, record } = decodeDedupRecord(current, candidate);
-      if (state === 'committed') return { record, deduplicated: true };
+      if (current === null) return null;
+      const { state, record } = decodeDedupRecord(current, identity);
+      if (state === 'committed') return record;
       const local = this.waiterFor(record.id);
       if (local) {
         try {
-          return { record: await local.promise, deduplicated: true };
+          return await local.promise;
         } catch {
           // The first request failed; its key is released by now. Read it again: free, or taken
           // by another request since.

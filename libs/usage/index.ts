@@ -28,6 +28,7 @@ export {
   type UsageSinks,
 } from './open.js';
 export { RedisUsageDedupStore } from './redis.js';
+export { parseUsageBody } from './body.js';
 export { batchResultBody } from './responses.js';
 export type { UsageSink } from './sink.js';
 export { ClickHouseUsageSink } from './sink-clickhouse.js';

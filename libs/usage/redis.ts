@@ -21,8 +21,11 @@ local k, a = 1, 5
 for _ = 1, tonumber(ARGV[3]) do
   local previous = redis.call('SET', KEYS[k], ARGV[a + 1], 'XX', 'GET', 'EX', ARGV[2])
   if previous and previous ~= ARGV[a] then
-    -- Not ours any more (ours expired and another request reserved it): put that one back.
-    redis.call('SET', KEYS[k], previous, 'EX', ARGV[1])
+    -- Not ours any more (ours expired and another request reserved it): put that one back, for
+    -- as long as a record of its state lives (a committed one must not shrink to the pending ttl).
+    local ttl = ARGV[1]
+    if string.sub(previous, 1, 1) == 'C' then ttl = ARGV[2] end
+    redis.call('SET', KEYS[k], previous, 'EX', ttl)
   end
   k = k + 1
   a = a + 2

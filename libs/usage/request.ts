@@ -8,6 +8,7 @@ import {
   USAGE_QUANTITY_SCALE,
   UsageEventBatchEnvelope,
 } from '../schemas/index.js';
+import { quantityIsInexact } from './body.js';
 
 /** A usage event that passed every check that needs no storage. */
 export interface ValidUsageEvent {
@@ -28,21 +29,31 @@ const LATEST_TIMESTAMP_MS = Date.UTC(2100, 0, 1);
 /**
  * Checks one event's body and resolves its idempotency key (DESIGN §6): the header wins over the
  * body's key; neither is a 400; a key over 255 characters is a 422. Throws ApiError.
- * `headerKey` is undefined for events of a batch, which carry their own keys only.
+ * Events of a batch (`inBatch`) carry their own keys only: `headerKey` is undefined for them.
  */
 export function parseUsageEvent(
   body: unknown,
   headerKey: string | undefined,
   receivedAtMs: number,
+  inBatch = false,
 ): ValidUsageEvent {
-  let event = wellFormedEvent(body);
+  const inexact = quantityIsInexact(body);
+  let event = inexact ? undefined : wellFormedEvent(body);
   if (!event) {
     const parsed = CreateUsageEvent.safeParse(body, ZOD_PARSE_OPTIONS);
-    if (!parsed.success) throw ApiError.validation(fieldErrorsFromZod(parsed.error.issues));
+    const problems = parsed.success ? [] : fieldErrorsFromZod(parsed.error.issues);
+    if (inexact && !problems.some((problem) => problem.field === 'quantity')) {
+      problems.push({
+        field: 'quantity',
+        message: `Has more digits than a JSON number keeps exactly; send at most 15 significant digits (and at most ${USAGE_QUANTITY_SCALE} after the point).`,
+        code: 'invalid_format',
+      });
+    }
+    if (!parsed.success || problems.length) throw ApiError.validation(problems);
     event = parsed.data;
   }
 
-  const idempotencyKey = resolveIdempotencyKey(headerKey, event.idempotency_key);
+  const idempotencyKey = resolveIdempotencyKey(headerKey, event.idempotency_key, inBatch);
 
   let occurredAtMs = receivedAtMs;
   if (event.timestamp !== undefined) {
@@ -83,6 +94,7 @@ export function wellFormedEvent(body: unknown): CreateUsageEvent | undefined {
   if (typeof quantity !== 'number' || !(quantity > 0) || quantity > MAX_QUANTITY) return undefined;
   if (shortFractionalDigits(quantity) > USAGE_QUANTITY_SCALE) return undefined;
   if (timestamp !== undefined) return undefined;
+  // A key over 255 UTF-16 units may still be 255 characters: zod counts those.
   if (
     key !== undefined &&
     (typeof key !== 'string' || key.length < 1 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)
@@ -111,16 +123,22 @@ function decimalText(q: number): string {
   return text.includes('e') ? quantityToDecimal(q) : text;
 }
 
-function resolveIdempotencyKey(headerKey: string | undefined, bodyKey: string | undefined): string {
+function resolveIdempotencyKey(
+  headerKey: string | undefined,
+  bodyKey: string | undefined,
+  inBatch: boolean,
+): string {
   const fromHeader = headerKey !== undefined && headerKey !== '';
   const key = fromHeader ? headerKey : bodyKey;
   const field = fromHeader ? 'Idempotency-Key' : 'idempotency_key';
   if (key === undefined) {
     throw ApiError.badRequest(
-      'An idempotency key is required: send the Idempotency-Key header (or idempotency_key in the body).',
+      inBatch
+        ? 'An idempotency key is required: each event of a batch carries its own idempotency_key.'
+        : 'An idempotency key is required: send the Idempotency-Key header (or idempotency_key in the body).',
     );
   }
-  if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+  if (characterCount(key) > MAX_IDEMPOTENCY_KEY_LENGTH) {
     throw ApiError.validation([
       { field, message: `Must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`, code: 'too_long' },
     ]);
@@ -145,6 +163,33 @@ function resolveIdempotencyKey(headerKey: string | undefined, bodyKey: string | 
 }
 
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
+/**
+ * The identity an event body names, when its item id and key are valid whatever the rest says: a
+ * repeated key answers with the stored event even if the repeat's body is otherwise invalid.
+ */
+export function identityOf(
+  body: unknown,
+  headerKey: string | undefined,
+): { subscriptionItemId: number; idempotencyKey: string } | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const { subscription_item_id: item, idempotency_key: bodyKey } = body as Record<string, unknown>;
+  if (typeof item !== 'number' || !Number.isSafeInteger(item) || item <= 0) return undefined;
+  if (bodyKey !== undefined && typeof bodyKey !== 'string') return undefined;
+  try {
+    return { subscriptionItemId: item, idempotencyKey: resolveIdempotencyKey(headerKey, bodyKey, false) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Characters as Postgres counts them (code points), not UTF-16 units: an emoji is one. */
+function characterCount(text: string): number {
+  if (text.length <= MAX_IDEMPOTENCY_KEY_LENGTH) return text.length;
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+}
 
 /** C0 controls and DEL: a NUL would not even fit in a Postgres text column. */
 function hasControlCharacter(text: string): boolean {

@@ -15,7 +15,7 @@ import {
   UsageEvent,
   UsageEventBatchResult,
 } from '../../libs/schemas/index.js';
-import { batchResultBody, type UsageIngest } from '../../libs/usage/index.js';
+import { batchResultBody, parseUsageBody, type UsageIngest } from '../../libs/usage/index.js';
 import { Exchange, readBody, requestIdFrom } from './http.js';
 import { type HttpRequest, type HttpResponse, type us_listen_socket, uws } from './uws.js';
 
@@ -119,27 +119,24 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
   ): Promise<{ status: number; headers: Record<string, string>; payload: string }> => {
     const auth = await authenticated;
     onAuthenticated(auth);
+    // In the api service's order: the media type, then the size, then the JSON (parsed alike).
+    if ((body.length || tooLarge) && !isJson(contentType)) {
+      await usage.refuse(
+        auth,
+        new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type; send application/json.'),
+      );
+    }
     if (tooLarge) {
       await usage.refuse(auth, new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.'));
     }
-    let parsed: unknown;
-    if (body.length) {
-      if (!isJson(contentType)) {
-        await usage.refuse(
-          auth,
-          new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type; send application/json.'),
-        );
-      }
+    // No body at all reads as null, as Fastify hands it to the api's route.
+    let parsed: unknown = null;
+    if (body.length || isJson(contentType)) {
       try {
-        parsed = JSON.parse(body);
-      } catch {
-        await usage.refuse(auth, ApiError.badRequest('The request body is not valid JSON.'));
+        parsed = parseUsageBody(body);
+      } catch (error) {
+        await usage.refuse(auth, error);
       }
-    } else if (isJson(contentType)) {
-      await usage.refuse(
-        auth,
-        ApiError.badRequest('The request body is empty but Content-Type is application/json.'),
-      );
     }
     if (kind === 'event') {
       const reply = await usage.recordEvent(auth, {
@@ -263,9 +260,9 @@ async function authenticate(authenticator: ApiKeyAuthenticator, header: string):
   }
 }
 
+/** `application/json`, with parameters or not: what the api service parses as JSON. */
 function isJson(contentType: string): boolean {
-  const type = contentType.split(';', 1)[0]!.trim().toLowerCase();
-  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+  return contentType.split(';', 1)[0]!.trim().toLowerCase() === 'application/json';
 }
 
 function sendError(exchange: Exchange, requestId: string, error: unknown, log: Logger, orgId?: number): void {

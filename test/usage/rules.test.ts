@@ -210,6 +210,122 @@ describe.each(MODES)('usage events, %s', (mode) => {
       );
     });
 
+    it('answers a repeated key with the stored event even when the repeat body is otherwise invalid', async () => {
+      const key = freshKey();
+      const first = await post({
+        idempotencyKey: key,
+        body: { subscription_item_id: items.metered, quantity: 3 },
+      });
+      const invalid = { subscription_item_id: items.metered, quantity: -1, extra: true };
+      const again = await post({ idempotencyKey: key, body: invalid });
+      expect(first.status).toBe(201);
+      expect(again.status).toBe(201);
+      expect(again.body.data).toEqual(first.body.data);
+      expect(again.headers['x-ratelimit-remaining']).toBeDefined();
+      // A key never recorded: the body's own errors.
+      const fresh = await post({ idempotencyKey: freshKey(), body: invalid });
+      expect(fresh.status).toBe(422);
+      expect(fresh.body.details.map((d: { field: string }) => d.field).sort()).toEqual(['extra', 'quantity']);
+    });
+
+    it('refuses a quantity written with more digits than a JSON number keeps, and keeps one it can', async () => {
+      const sent = (quantity: string) =>
+        post({
+          idempotencyKey: freshKey(),
+          rawBody: `{"subscription_item_id":${items.metered},"quantity":${quantity}}`,
+        });
+      for (const quantity of ['12345678901234.12345678', '999999999999999.99', '1.00000000000000001']) {
+        const response = await sent(quantity);
+        expect(response.status, quantity).toBe(422);
+        expect(response.body.details, quantity).toEqual([expect.objectContaining({ field: 'quantity' })]);
+      }
+      for (const [quantity, kept] of [
+        ['12345678.12345678', 12345678.12345678],
+        ['1.5e-7', 1.5e-7],
+        ['25E1', 250],
+      ] as const) {
+        const response = await sent(quantity);
+        expect(response.status, quantity).toBe(201);
+        expect(response.body.data.quantity).toBe(kept);
+      }
+    });
+
+    it('parses a body as the other front end does: a leading BOM is skipped, prototype keys are a 400', async () => {
+      const body = `{"subscription_item_id":${items.metered},"quantity":1}`;
+      expect((await post({ idempotencyKey: freshKey(), rawBody: `\uFEFF${body}` })).status).toBe(201);
+      for (const poisoned of [
+        `{"subscription_item_id":${items.metered},"quantity":1,"__proto__":{"a":1}}`,
+        `{"subscription_item_id":${items.metered},"quantity":1,"constructor":{"prototype":{"a":1}}}`,
+      ]) {
+        const response = await post({ idempotencyKey: freshKey(), rawBody: poisoned });
+        expect(response.status).toBe(400);
+        expect(response.body.detail).toBe('The request body is not valid JSON.');
+      }
+    });
+
+    it('takes application/json only, and says so before it says a body is too large', async () => {
+      const body = `{"subscription_item_id":${items.metered},"quantity":1}`;
+      const vendor = await post({
+        idempotencyKey: freshKey(),
+        rawBody: body,
+        contentType: 'application/vnd.api+json',
+      });
+      expect(vendor.status).toBe(415);
+      const hugeText = await post({
+        idempotencyKey: freshKey(),
+        rawBody: 'x'.repeat(BODY_LIMIT + 1),
+        contentType: 'text/plain',
+      });
+      expect(hugeText.status).toBe(415);
+      const charset = await post({
+        idempotencyKey: freshKey(),
+        rawBody: body,
+        contentType: 'application/json; charset=utf-8',
+      });
+      expect(charset.status).toBe(201);
+    });
+
+    it('answers a request without a body with one 422 on the body', async () => {
+      const response = await post({ idempotencyKey: freshKey() });
+      expect(response.status).toBe(422);
+      expect(response.body.details).toEqual([
+        { field: '(body)', message: 'Must be an object.', code: 'invalid_type' },
+      ]);
+    });
+
+    it('counts a key in characters, as Postgres does: 255 emoji are a valid key, 256 are not', async () => {
+      const key = `${freshKey()}-`;
+      const emoji = (count: number) => key + '😀'.repeat(count - [...key].length);
+      const fits = await post({
+        body: { subscription_item_id: items.metered, quantity: 1, idempotency_key: emoji(255) },
+      });
+      expect(fits.status).toBe(201);
+      expect(fits.body.data.idempotency_key).toBe(emoji(255));
+      const over = await post({
+        body: { subscription_item_id: items.metered, quantity: 1, idempotency_key: emoji(256) },
+      });
+      expect(over.status).toBe(422);
+    });
+
+    it('reports each wrong field once', async () => {
+      const response = await post({
+        idempotencyKey: freshKey(),
+        body: { subscription_item_id: 1e20, quantity: 1 },
+      });
+      expect(response.status).toBe(422);
+      expect(response.body.details).toHaveLength(1);
+    });
+
+    it('takes the first of repeated Idempotency-Key headers, as the other front end does', async () => {
+      const [first, second] = [freshKey(), freshKey()];
+      const response = await post({
+        body: { subscription_item_id: items.metered, quantity: 1 },
+        repeatedHeader: { name: 'idempotency-key', values: [first, second] },
+      });
+      expect(response.status).toBe(201);
+      expect(response.body.data.idempotency_key).toBe(first);
+    });
+
     it('scopes a key to its subscription item', async () => {
       const key = freshKey();
       const one = await post({

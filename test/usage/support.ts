@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
 import type { Queryable } from '../../libs/db/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
@@ -31,6 +32,8 @@ export interface UsageRequest {
   rawBody?: string;
   contentType?: string;
   headers?: Record<string, string>;
+  /** A header sent on several lines, each value its own line (fetch would join them into one). */
+  repeatedHeader?: { name: string; values: string[] };
 }
 
 /** One HTTP front end of the ingest core. */
@@ -104,6 +107,7 @@ export function uwsFrontEnd(port: number): UsageFrontEnd {
   return {
     name: 'uws',
     async post(path, request) {
+      if (request.repeatedHeader) return rawPost(port, `${BASE_PATH}${path}`, request);
       const response = await fetch(`http://127.0.0.1:${port}${BASE_PATH}${path}`, {
         method: 'POST',
         headers: requestHeaders(request),
@@ -123,10 +127,11 @@ export function apiFrontEnd(api: TestApi): UsageFrontEnd {
   return {
     name: 'api',
     async post(path, request) {
+      const repeated = request.repeatedHeader;
       const response = await api.app.inject({
         method: 'POST',
         url: `${BASE_PATH}${path}`,
-        headers: requestHeaders(request),
+        headers: { ...requestHeaders(request), ...(repeated ? { [repeated.name]: repeated.values } : {}) },
         ...(request.rawBody !== undefined
           ? { payload: request.rawBody }
           : request.body !== undefined
@@ -141,6 +146,37 @@ export function apiFrontEnd(api: TestApi): UsageFrontEnd {
         body: response.body ? response.json() : undefined,
       };
     },
+  };
+}
+
+/** One HTTP/1.1 request written by hand, so a header can go on several lines. */
+async function rawPost(port: number, path: string, request: UsageRequest): Promise<UsageResponse> {
+  const body = request.rawBody ?? JSON.stringify(request.body ?? {});
+  const lines = [
+    `POST ${path} HTTP/1.1`,
+    `Host: 127.0.0.1:${port}`,
+    ...Object.entries(requestHeaders(request)).map(([name, value]) => `${name}: ${value}`),
+    ...(request.repeatedHeader?.values ?? []).map((value) => `${request.repeatedHeader!.name}: ${value}`),
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+  ];
+  // Written, not ended: uWS drops a half-closed connection; `Connection: close` ends it after the answer.
+  const socket = net.connect(port, '127.0.0.1');
+  socket.write(`${lines.join('\r\n')}\r\n\r\n${body}`);
+  const chunks: Buffer[] = [];
+  for await (const chunk of socket) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  const [head = '', payload = ''] = text.split('\r\n\r\n', 2);
+  const [statusLine = '', ...headerLines] = head.split('\r\n');
+  return {
+    status: Number(statusLine.split(' ')[1]),
+    headers: Object.fromEntries(
+      headerLines.map((line) => [
+        line.slice(0, line.indexOf(':')).toLowerCase(),
+        line.slice(line.indexOf(':') + 1).trim(),
+      ]),
+    ),
+    body: payload ? JSON.parse(payload) : undefined,
   };
 }
 

@@ -10,7 +10,7 @@ import {
   UsageEvent,
   UsageEventBatchResult,
 } from '../../../libs/schemas/index.js';
-import { batchResultBody, type UsageIngest } from '../../../libs/usage/index.js';
+import { batchResultBody, parseUsageBody, type UsageIngest } from '../../../libs/usage/index.js';
 import { sendError, toApiError } from '../plugins/errors.js';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
 
@@ -28,6 +28,15 @@ import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
  *   wrong media type, too large) is counted by `countRefused`, the routes' error handler.
  */
 const validatedByTheCore: FastifySchemaCompiler<unknown> = () => (value) => ({ value });
+
+/** The first value of a header sent once or more (rawHeaders: name, value, name, value...). */
+function firstHeaderValue(rawHeaders: string[], name: string): string | undefined {
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.length === name.length && rawHeaders[i]!.toLowerCase() === name)
+      return rawHeaders[i + 1];
+  }
+  return undefined;
+}
 
 /** Requests that reached the core, which counted them. */
 const counted = new WeakSet<FastifyRequest>();
@@ -65,6 +74,17 @@ const headers = z.object({
 });
 
 export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
+  // Scoped to this plugin: usage bodies are parsed as the ingest service parses them (BOM,
+  // prototype keys, quantities checked against their text), so both front ends answer alike.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, parseUsageBody(body));
+    } catch (error) {
+      done(error as Error);
+    }
+  });
+
   const core = (request: FastifyRequest): UsageIngest => {
     counted.add(request);
     return app.deps.usageIngest;
@@ -94,10 +114,11 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const key = request.headers['idempotency-key'];
+      // A repeated header counts by its first value, as uWS reads it on the ingest service (Node
+      // would join them with ", " into a key neither client meant).
       const recorded = await core(request).recordEvent(request.auth!, {
         body: request.body,
-        idempotencyKey: Array.isArray(key) ? key[0] : key,
+        idempotencyKey: firstHeaderValue(request.raw.rawHeaders, 'idempotency-key'),
       });
       return reply.code(201).headers(recorded.headers).send({ data: recorded.value.event });
     },

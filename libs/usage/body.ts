@@ -1,0 +1,139 @@
+import { ApiError } from '../errors/index.js';
+
+/** Events (the root object, or an entry of a batch's `events`) whose `quantity` text a double does not hold. */
+const inexactQuantities = new WeakSet<object>();
+
+export const INVALID_JSON_MESSAGE = 'The request body is not valid JSON.';
+export const EMPTY_JSON_MESSAGE = 'The request body is empty but Content-Type is application/json.';
+
+/**
+ * The body of a usage request, parsed the same way by both front ends: a leading byte-order mark
+ * is skipped, `__proto__` and `constructor.prototype` keys are refused (as Fastify's parser does
+ * for every other route), and each event's `quantity` is checked against its text: JSON.parse
+ * turns `12345678901234.12345678` into the nearest double, `12345678901234.123`, and an amount
+ * must never change on its way in (quantityIsInexact tells the validation). Throws ApiError 400.
+ */
+export function parseUsageBody(text: string): unknown {
+  const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  if (json.length === 0) throw ApiError.badRequest(EMPTY_JSON_MESSAGE);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    throw ApiError.badRequest(INVALID_JSON_MESSAGE);
+  }
+  if ((json.includes('__proto__') || json.includes('constructor')) && poisoned(json)) {
+    throw ApiError.badRequest(INVALID_JSON_MESSAGE);
+  }
+  // Only a number of 16 or more digits, or with an exponent, can lose digits: most bodies skip this.
+  if (MAYBE_LONG_NUMBER.test(json)) markInexactQuantities(json, parsed);
+  return parsed;
+}
+
+/** Whether this event's `quantity` was written with more digits than its number keeps. */
+export function quantityIsInexact(event: unknown): boolean {
+  return typeof event === 'object' && event !== null && inexactQuantities.has(event);
+}
+
+const MAYBE_LONG_NUMBER = /\d[\d.]{15}|\d[eE]/;
+
+function poisoned(json: string): boolean {
+  let found = false;
+  JSON.parse(json, (key, value) => {
+    if (
+      key === '__proto__' ||
+      (key === 'constructor' &&
+        typeof value === 'object' &&
+        value !== null &&
+        Object.hasOwn(value, 'prototype'))
+    ) {
+      found = true;
+    }
+    return value;
+  });
+  return found;
+}
+
+/**
+ * Walks the JSON text (already known to be valid) keeping the path of keys and indices, and marks
+ * each object whose last `quantity` member is a number literal that reads back differently.
+ */
+function markInexactQuantities(json: string, root: unknown): void {
+  const path: (string | number)[] = [];
+  const containers: ('object' | 'array')[] = [];
+  let expectingKey = false;
+  let i = 0;
+  const verdicts = new Map<object, boolean>();
+  while (i < json.length) {
+    const c = json[i]!;
+    if (c === '"') {
+      const end = stringEnd(json, i);
+      if (expectingKey) {
+        path[path.length - 1] = JSON.parse(json.slice(i, end + 1)) as string;
+        expectingKey = false;
+      }
+      i = end + 1;
+    } else if (c === '{' || c === '[') {
+      containers.push(c === '{' ? 'object' : 'array');
+      path.push(c === '{' ? '' : 0);
+      expectingKey = c === '{';
+      i++;
+    } else if (c === '}' || c === ']') {
+      containers.pop();
+      path.pop();
+      i++;
+    } else if (c === ',') {
+      const top = containers.length - 1;
+      if (containers[top] === 'array') path[top] = (path[top] as number) + 1;
+      else expectingKey = true;
+      i++;
+    } else if (c === '-' || (c >= '0' && c <= '9')) {
+      const start = i;
+      while (i < json.length && /[-+\d.eE]/.test(json[i]!)) i++;
+      if (containers[containers.length - 1] === 'object' && path[path.length - 1] === 'quantity') {
+        const owner = valueAt(root, path.slice(0, -1));
+        if (owner) verdicts.set(owner, !sameDecimal(json.slice(start, i)));
+      }
+    } else {
+      i++;
+    }
+  }
+  for (const [event, inexact] of verdicts) if (inexact) inexactQuantities.add(event);
+}
+
+function stringEnd(json: string, start: number): number {
+  let i = start + 1;
+  while (json[i] !== '"') i += json[i] === '\\' ? 2 : 1;
+  return i;
+}
+
+function valueAt(root: unknown, path: (string | number)[]): object | undefined {
+  let value = root;
+  for (const step of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<string | number, unknown>)[step];
+  }
+  return typeof value === 'object' && value !== null ? value : undefined;
+}
+
+/** Whether a number literal and the shortest text of the double it parses to are the same decimal. */
+function sameDecimal(literal: string): boolean {
+  const value = Number(literal);
+  return Number.isFinite(value) && canonical(literal) === canonical(String(value));
+}
+
+/** A decimal as `digits@exponent` without leading or trailing zeros (`0.50` and `5e-1` agree). */
+function canonical(text: string): string {
+  const match = /^(-?)(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?$/.exec(text);
+  if (!match) return text;
+  const [, sign, whole = '', fraction = '', exponent = '0'] = match;
+  let digits = whole + fraction;
+  let scale = Number(exponent) - fraction.length;
+  const leading = digits.search(/[1-9]/);
+  if (leading < 0) return '0';
+  digits = digits.slice(leading);
+  const trailing = digits.length - digits.replace(/0+$/, '').length;
+  digits = digits.slice(0, digits.length - trailing);
+  scale += trailing;
+  return `${sign}${digits}@${scale}`;
+}
