@@ -36,7 +36,11 @@ type ProduceRequestV3 = (options: ProduceRequestOptions) => KafkaRequest;
 const V3_PATH = require.resolve('kafkajs/src/protocol/requests/produce/v3/request.js');
 const V7_PATH = require.resolve('kafkajs/src/protocol/requests/produce/v7/request.js');
 const kafkajsRequestV3: ProduceRequestV3 = require(V3_PATH);
-const Encoder: new () => { buf: Buffer; offset: number; buffer: Buffer } = require('kafkajs/src/protocol/encoder.js');
+const Encoder: new () => {
+  buf: Buffer;
+  offset: number;
+  buffer: Buffer;
+} = require('kafkajs/src/protocol/encoder.js');
 const crc32C: (buffer: Buffer) => number = require('kafkajs/src/protocol/recordBatch/crc32C/crc32C.js');
 
 /** Marks the requests encoded here, so a test can tell that kafkajs uses this encoder. */

@@ -1,4 +1,5 @@
 export { PostgresUsageAggregator, type UsageAggregator, ZERO_QUANTITY } from './aggregation.js';
+export { parseUsageBody } from './body.js';
 export { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
 export { clickhouseUsageDdl, migrateClickHouse } from './clickhouse-schema.js';
 export {
@@ -28,7 +29,6 @@ export {
   type UsageSinks,
 } from './open.js';
 export { RedisUsageDedupStore } from './redis.js';
-export { parseUsageBody } from './body.js';
 export { batchResultBody } from './responses.js';
 export type { UsageSink } from './sink.js';
 export { ClickHouseUsageSink } from './sink-clickhouse.js';

@@ -25,7 +25,11 @@ describe('RedisUsageDedupStore', () => {
   it('commits a pending record that is still ours, for the committed ttl', async () => {
     const key = `${prefix}usage:1:2:mine`;
     const pending = 'P|11111111-1111-4111-8111-111111111111|1|0|0';
-    const reservation = await store.reserve({ entries: [{ key, pending }], pendingTtlSeconds: PENDING_TTL });
+    const reservation = await store.reserve({
+      bucket: undefined,
+      entries: [{ key, pending }],
+      pendingTtlSeconds: PENDING_TTL,
+    });
     expect(reservation.existing).toEqual([null]);
     expect(await redis.ttl(key)).toBeLessThanOrEqual(PENDING_TTL);
     await store.commit([{ key, pending, committed: `C${pending.slice(1)}` }], COMMITTED_TTL);
