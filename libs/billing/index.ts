@@ -41,6 +41,7 @@ export {
   priceQuantity,
   tierProblems,
 } from './pricing.js';
+export { regionCode } from './regions.js';
 export { BILLABLE_STATUSES, planBilling, type ScheduleStep, type SubscriptionSchedule } from './schedule.js';
 export { parseAmount, settleOnPosting, statusAfterRefund, statusForAmountPaid } from './settlement.js';
 export {

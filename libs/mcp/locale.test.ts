@@ -10,6 +10,13 @@ describe('customerLocale', () => {
     expect(customerLocale('CA', null)).toBe('en-CA');
   });
 
+  it('reads a written-out province as billing does', () => {
+    expect(customerLocale('CA', 'Québec')).toBe('fr-CA');
+    expect(customerLocale('CA', 'quebec')).toBe('fr-CA');
+    expect(customerLocale('CA', 'Ontario')).toBe('en-CA');
+    expect(customerLocale('US', 'new york')).toBe('en-US');
+  });
+
   it('is US English in the US whatever the state', () => {
     expect(customerLocale('US', 'NY')).toBe('en-US');
     expect(customerLocale('US', undefined)).toBe('en-US');

@@ -1,3 +1,5 @@
+import { regionCode } from '../billing/index.js';
+
 /**
  * The locale an assistant should write to a customer in, from where the customer is. Quebec is
  * French-speaking (fr-CA); the rest of Canada and the US default to English. The table covers the
@@ -39,7 +41,8 @@ const FRENCH_CANADA = new Set(['QC']);
 
 export function customerLocale(country: string, stateProvince?: string | null): string {
   const countryCode = country.trim().toUpperCase();
-  const region = stateProvince?.trim().toUpperCase();
+  // read as billing reads it, so a customer taxed as QC ("Québec") is also written to in French
+  const region = stateProvince?.trim() ? regionCode(countryCode, stateProvince) : undefined;
   if (countryCode === 'CA' && region && FRENCH_CANADA.has(region)) return 'fr-CA';
   const language = LANGUAGE_BY_COUNTRY[countryCode];
   return language ? `${language}-${countryCode}` : 'en';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { computeTax, taxRuleFor } from '../../billing/index.js';
+import { computeTax, regionCode, taxRuleFor } from '../../billing/index.js';
 import { addScaled, formatMoney, parseMoney } from '../../money/index.js';
 import { countryCode } from '../../schemas/index.js';
 import { defineTool } from './tool.js';
@@ -32,7 +32,8 @@ export const taxLookupTool = defineTool({
     const rule = taxRuleFor({ country, stateProvince: state_province });
     const lookup = {
       country,
-      state_province: state_province?.toUpperCase() ?? null,
+      // the code the rule was chosen by ("Québec" -> QC), not the text as typed
+      state_province: state_province ? regionCode(country, state_province) : null,
       tax_type: rule.taxType,
       rate: rule.rate,
       components: rule.components,

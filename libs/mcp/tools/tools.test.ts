@@ -36,6 +36,13 @@ describe('tool input schemas', () => {
     expect(input.safeParse({ country: 'CA', amount: '19.99' }).success).toBe(true);
   });
 
+  it('tax_lookup echoes a written-out province as its code', async () => {
+    const tool = MCP_TOOLS.find((candidate) => candidate.name === 'tax_lookup')!;
+    const context = { db: undefined as never, orgId: 1, today: '2026-01-01' };
+    const input = tool.input.parse({ country: 'CA', state_province: 'Québec' });
+    expect(await tool.run(input, context)).toMatchObject({ state_province: 'QC', tax_type: 'GST_QST' });
+  });
+
   it('revenue_summary refuses a reversed range and non-dates', () => {
     const input = inputOf('revenue_summary');
     expect(input.safeParse({ from: '2026-01-01', to: '2026-01-31' }).success).toBe(true);
