@@ -104,10 +104,11 @@ export async function getWebhookEvent(
 
 /**
  * A manual retry: a FAILED or RETRYING event becomes RETRYING, due now, and the dispatcher makes
- * one attempt at once. A FAILED event gets exactly one more attempt (max_attempts grows by one
- * when it is used up); a RETRYING one keeps its remaining automatic retries. The spec accepts a
- * retry of any FAILED or RETRYING event, so one whose endpoint is disabled or deleted is accepted
- * too: the dispatcher then ends it FAILED without sending, saying why in last_response_body.
+ * one attempt at once. A FAILED event gets exactly one more attempt (max_attempts = attempts + 1,
+ * also when it failed before using them all, its endpoint disabled midway); a RETRYING one keeps
+ * its remaining automatic retries. The spec accepts a retry of any FAILED or RETRYING event, so
+ * one whose endpoint is disabled or deleted is accepted too: the dispatcher then ends it FAILED
+ * without sending, saying why in last_response_body.
  */
 export async function retryWebhookEvent(db: Database, orgId: number, eventId: string): Promise<WebhookEvent> {
   assertEventId(eventId);
@@ -125,7 +126,8 @@ export async function retryWebhookEvent(db: Database, orgId: number, eventId: st
     }
     const updated = await tx.query<EventRow>(
       `UPDATE webhook_events SET status = 'RETRYING', next_attempt_at = now(),
-         max_attempts = GREATEST(max_attempts, attempts + 1), updated_at = now()
+         max_attempts = CASE WHEN status = 'FAILED' THEN attempts + 1 ELSE max_attempts END,
+         updated_at = now()
        WHERE org_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
       [orgId, eventId],
     );

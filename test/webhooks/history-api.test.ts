@@ -256,6 +256,54 @@ describe('webhook delivery history API', () => {
     expect(sent()).toBe(sentBefore + 1);
   });
 
+  it('a retry of an event FAILED by disabling its endpoint midway allows exactly one more attempt', async () => {
+    await dispatcher?.stop();
+    const third = await createTestOrg(api.platform.db);
+    const failing = await startReceiver(() => ({ status: 500, body: 'down' }));
+    // a long retry delay: the event sits RETRYING 1/5 until its endpoint is disabled
+    dispatcher = startDispatcher(api.platform.db, { maxAttempts: 5, retryDelaysMs: [60_000] });
+    try {
+      const endpoint = await createEndpoint(third.apiKey, failing.url, ['invoice.*']);
+      await emit(api.platform.db, third.orgId, 'invoice.paid', { id: 'inv-c', object: 'invoice' });
+      const read = async (id: string) =>
+        (await api.request({ path: `/webhook-events/${id}`, key: third.apiKey })).json().data;
+      const [stored] = await eventually(
+        () => storedEvents(api.platform.db, endpoint),
+        (events) => events[0]?.status === 'RETRYING',
+      );
+      const patch = (status: string) =>
+        api.request({
+          method: 'PATCH',
+          path: `/webhook-endpoints/${endpoint}`,
+          key: third.apiKey,
+          payload: { status },
+        });
+      expect((await patch('DISABLED')).statusCode).toBe(200);
+      expect(await read(stored!.id)).toMatchObject({ status: 'FAILED', attempts: 1, max_attempts: 5 });
+      expect((await patch('ACTIVE')).statusCode).toBe(200);
+
+      const accepted = await api.request({
+        method: 'POST',
+        path: `/webhook-events/${stored!.id}/retry`,
+        key: third.apiKey,
+      });
+      expect(accepted.json().data).toMatchObject({ status: 'RETRYING', attempts: 1, max_attempts: 2 });
+      const settled = await eventually(
+        () => read(stored!.id),
+        (event) => event.status !== 'RETRYING' || event.attempts > 1,
+      );
+      expect(settled).toMatchObject({
+        status: 'FAILED',
+        attempts: 2,
+        max_attempts: 2,
+        next_attempt_at: null,
+      });
+      expect(failing.deliveries).toHaveLength(2);
+    } finally {
+      await failing.close();
+    }
+  });
+
   it("never shows or retries another organization's events", async () => {
     const listed = (await list('?limit=100')).json().data.map((e: { id: string }) => e.id);
     expect(listed).not.toContain(foreignEvent);
