@@ -90,13 +90,23 @@ export function buildInvoiceLines(
       tax_type: lineTax.taxType,
     });
   }
+  const total = subtotal + tax;
+  if (total > MAX_STORED_MONEY) {
+    // NUMERIC(20,8) would refuse it as "numeric field overflow": say what is wrong instead.
+    throw new Error(
+      `the invoice total ${formatMoney(total)} ${context.currency} exceeds the largest amount stored (${formatMoney(MAX_STORED_MONEY)})`,
+    );
+  }
   return {
     lines,
     subtotal: formatMoney(subtotal),
     tax_amount: formatMoney(tax),
-    total: formatMoney(subtotal + tax),
+    total: formatMoney(total),
   };
 }
+
+/** Money columns are NUMERIC(20,8): 12 integer digits. */
+const MAX_STORED_MONEY = 10n ** 20n - 1n;
 
 /** '1500.00000000' -> '1500', '0.50000000' -> '0.5': for descriptions people read. */
 export function trimDecimal(value: string): string {

@@ -247,8 +247,9 @@ export async function cancelSubscription(
     customer_id: number;
     status: SubscriptionStatus;
     cancel_at_period_end: boolean;
+    current_period_start: Date;
   }>(
-    `SELECT id, org_id, customer_id, status, cancel_at_period_end FROM subscriptions
+    `SELECT id, org_id, customer_id, status, cancel_at_period_end, current_period_start FROM subscriptions
       WHERE id = $1 AND ($2::bigint IS NULL OR org_id = $2)
         FOR NO KEY UPDATE`,
     [input.subscriptionId, input.orgId ?? null],
@@ -256,6 +257,13 @@ export async function cancelSubscription(
   const subscription = rows[0];
   if (!subscription) throw ApiError.notFound(`Subscription ${input.subscriptionId}`);
   assertSubscriptionTransition(subscription.id, subscription.status, 'canceled');
+  if (now < subscription.current_period_start) {
+    // Earlier periods are invoiced already: an end before the running period would contradict them.
+    throw ApiError.conflict(
+      `Subscription ${subscription.id} cannot end at ${now.toISOString()}, before its current period began ` +
+        `(${subscription.current_period_start.toISOString()}); the periods before are invoiced.`,
+    );
+  }
 
   if (input.atPeriodEnd) {
     if (subscription.status === 'paused') {

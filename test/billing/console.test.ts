@@ -333,6 +333,43 @@ describe('billing console, end to end', () => {
     expect(later.current_period_end).toBe('2026-07-01T00:00:00.000Z');
   });
 
+  it('refuses to cancel what cannot be invoiced or as of a time before its running period, saying why', async () => {
+    const huge = await createProduct('Whale plan', '999999999999', 'recurring');
+    const customer = await createCustomer('Whale', '--state-province', 'AB');
+    const whale = await subscribe(
+      customer.id,
+      [{ product_id: huge.id, quantity: 2 }],
+      '--start',
+      '2026-05-01',
+    );
+    const unbillable = await run('subscription', 'cancel', '--id', String(whale.id), '--now', '2026-06-10');
+    expect(unbillable.code).toBe(1);
+    expect(unbillable.stderr).toMatch(
+      /exceeds the largest amount stored \(999999999999\.99999999\)\); nothing was canceled/,
+    );
+    expect(unbillable.stderr).not.toMatch(/numeric field overflow/);
+
+    const product = await createProduct('Monthly basic', '10', 'recurring');
+    const running = await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-05-01');
+    await ok('subscription', 'cancel', '--id', String(running.id), '--at-period-end', '--now', '2026-05-20');
+    const other = await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-05-01');
+    // exit 3: the whale's period is still set aside, the others are billed
+    const billed = await run('billing', 'run', '--now', '2026-06-02');
+    expect(billed.code).toBe(3);
+    expect(billed.json().failures.map((f: { subscription_id: number }) => f.subscription_id)).toEqual([
+      whale.id,
+    ]);
+    const backdated = await run('subscription', 'cancel', '--id', String(other.id), '--now', '2026-05-15');
+    expect(backdated.code).toBe(1);
+    expect(backdated.stderr).toMatch(
+      /cannot end at 2026-05-15T00:00:00.000Z, before its current period began/,
+    );
+    // the other tests of this organization run billing too: the whale leaves by hand
+    await database.db.query(`UPDATE subscriptions SET status = 'canceled', ended_at = now() WHERE id = $1`, [
+      whale.id,
+    ]);
+  });
+
   it('credit added to a customer is consumed by the next posted invoice', async () => {
     const product = await createProduct('Support', '40', 'recurring');
     const customer = await createCustomer('Prepaid', '--state-province', 'AB');

@@ -70,18 +70,22 @@ export const subscriptionCommands = [
       const usage = await openUsageAggregator(config, db);
       try {
         return await db.transaction(async (tx) => {
+          const unbillable = (reason: string) =>
+            ApiError.conflict(
+              `Subscription ${f.id} has ended periods that could not be invoiced (${reason}); nothing was canceled.`,
+            );
+          // Inside this transaction the run cannot set a failing subscription aside: it throws.
           const billed = await runBilling(tx, {
             usage: usageSource(usage.aggregator),
             orgId: f.org,
             subscriptionIds: [f.id],
             now: f.now,
+          }).catch((error: unknown) => {
+            if (error instanceof ApiError) throw error;
+            throw unbillable((error as Error).message);
           });
           if (billed.failures.length) {
-            throw ApiError.conflict(
-              `Subscription ${f.id} has ended periods that could not be invoiced (${billed.failures
-                .map((failure) => failure.error)
-                .join('; ')}); nothing was canceled.`,
-            );
+            throw unbillable(billed.failures.map((failure) => failure.error).join('; '));
           }
           return cancelSubscription(tx, {
             subscriptionId: f.id,
