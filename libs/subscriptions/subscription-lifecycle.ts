@@ -119,6 +119,15 @@ export async function createSubscription(
   // one every month) would be a wrong bill, so recurring and metered items must all have the
   // subscription's period. One-time items are charged once, whatever the period.
   const periodic = lines.filter((line) => line.product.pricing_type !== 'one_time');
+  if (periodic.length === 0 && lines.length > 0) {
+    // Billed once, then an empty (zero) invoice every period after, forever: not a subscription.
+    problems.push({
+      field: 'items',
+      message:
+        'A subscription needs at least one recurring or usage item; one-time items alone are a one-off charge.',
+      code: 'invalid_value',
+    });
+  }
   const billingPeriod = data.billing_period ?? (periodic[0] ?? lines[0]!).product.default_billing_period;
   periodic.forEach((line) => {
     if (line.product.default_billing_period !== billingPeriod) {

@@ -223,6 +223,14 @@ describe('creating subscriptions', () => {
       create({ customer_id: customerId, items: [{ product_id: catalog.seats, included_units: '5' }] }),
     );
     expect(included.details?.[0]?.field).toBe('items.0.included_units');
+    const setup = await productIn(database.db, orgId, {
+      name: 'Setup',
+      pricing_type: 'one_time',
+      unit_price: '99',
+    });
+    const oneOff = await failure(create({ customer_id: customerId, items: [{ product_id: setup }] }));
+    expect(oneOff.details).toEqual([expect.objectContaining({ field: 'items', code: 'invalid_value' })]);
+    expect(oneOff.details?.[0]?.message).toMatch(/at least one recurring or usage item/);
     const noTerm = await failure(
       create({ customer_id: customerId, items: [{ product_id: catalog.seats }], term_type: 'termed' }),
     );
