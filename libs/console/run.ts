@@ -1,5 +1,6 @@
+import type pg from 'pg';
 import { type ConsoleConfig, consoleSettings, loadConfig } from '../config/index.js';
-import { migrate, openDatabase } from '../db/index.js';
+import { type Database, migrate, openDatabase } from '../db/index.js';
 import { ApiError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../errors/index.js';
 import { parseArgv } from './argv.js';
 import type { Command } from './command.js';
@@ -12,7 +13,8 @@ export interface ConsoleIo {
 
 /**
  * Runs one console command and returns the exit code: 0 with JSON on stdout, 1 with a message on
- * stderr when the command fails, 2 for a usage error, PARTIAL_FAILURE with JSON on stdout when
+ * stderr when the command fails, 2 for a usage error (flags refused on their own, by the parser
+ * here or by the domain's validation), PARTIAL_FAILURE with JSON on stdout when
  * the command finished but some of its work failed (a billing run with failures).
  */
 export async function runConsole(
@@ -52,22 +54,56 @@ export async function runConsole(
     io.stderr(`cannot open the database: ${opened.message}\n`);
     return 1;
   }
+  const watched = watchTransactionReads(opened.db);
   try {
     // A console that serves the embedded database itself (npm start is not running) brings the
     // schema up to date first; against Postgres, migrations are an explicit step.
     if (opened.mode === 'embedded-server' && command.needsSchema !== false) await migrate(opened.db);
     const result = await command.run(
-      { config, db: opened.db, progress: (message) => io.stderr(`${message}\n`) },
+      { config, db: watched.db, progress: (message) => io.stderr(`${message}\n`) },
       parsed.data,
     );
     io.stdout(`${JSON.stringify(result, null, 2)}\n`);
     return command.exitCode?.(result) ?? 0;
   } catch (error) {
     io.stderr(`${describe(error)}\n`);
-    return 1;
+    return isInvalidInput(error, watched) ? 2 : 1;
   } finally {
     await opened.close();
   }
+}
+
+interface WatchedDatabase {
+  db: Database;
+  /** Whether a transaction of the command has run a query yet. */
+  read: boolean;
+}
+
+/**
+ * The command's database, noting when one of its transactions first runs a query. A
+ * VALIDATION_ERROR raised before that refused the flags themselves (an email without @, an amount
+ * of 0): a usage error, exit 2. One raised after was decided against stored records (a payment
+ * above the invoice's balance, items priced in another period): the command failed, exit 1, like
+ * a conflict. Existence checks outside transactions (the organization) answer NOT_FOUND, never that.
+ */
+function watchTransactionReads(db: Database): WatchedDatabase {
+  const watched: WatchedDatabase = { db, read: false };
+  const query = (tx: pg.PoolClient) =>
+    ((...args: Parameters<pg.PoolClient['query']>) => {
+      watched.read = true;
+      return tx.query(...args);
+    }) as pg.PoolClient['query'];
+  watched.db = Object.create(db, {
+    transaction: {
+      value: <T>(fn: (tx: pg.PoolClient) => Promise<T>, options?: Parameters<Database['transaction']>[1]) =>
+        db.transaction((tx) => fn(Object.create(tx, { query: { value: query(tx) } })), options),
+    },
+  });
+  return watched;
+}
+
+function isInvalidInput(error: unknown, watched: WatchedDatabase): boolean {
+  return error instanceof ApiError && error.code === 'VALIDATION_ERROR' && !watched.read;
 }
 
 function findCommand(commands: Command[], words: string[]): Command | undefined {

@@ -396,10 +396,6 @@ describe('billing console, end to end', () => {
         /Invoice 00000000-0000-4000-8000-000000000000 not found/,
       ],
       [paymentArgs('00000000-0000-4000-8000-000000000000', '1'), /NOT_FOUND/],
-      [
-        ['customer', 'create', '--org', String(org), '--name', 'X', '--email', 'not-an-email'],
-        /VALIDATION_ERROR[\s\S]*email/,
-      ],
     ];
     for (const [argv, message] of cases) {
       const result = await run(...argv);
@@ -430,6 +426,43 @@ describe('billing console, end to end', () => {
       expect(result.code, argv.join(' ')).toBe(2);
       expect(result.stderr).toMatch(message);
     }
+  });
+
+  it('exits 2 for values the domain refuses on their own, 1 for values refused against stored records', async () => {
+    const own = (await ok('org', 'create', '--name', 'Validated Co')).id as number;
+    const customer = ['customer', 'create', '--org', String(own), '--name', 'X'];
+    const cases: [string[], RegExp][] = [
+      [[...customer, '--email', 'not-an-email'], /VALIDATION_ERROR[\s\S]*email/],
+      [[...customer, '--country', 'Canada'], /VALIDATION_ERROR[\s\S]*country/],
+      [productArgs(own, 'X', '1', 'recurring', '--currency', 'xx'), /VALIDATION_ERROR[\s\S]*currency/],
+      [subscriptionArgs(own, '1', '[]'), /VALIDATION_ERROR[\s\S]*items/],
+      [
+        ['credit-memo', 'create', '--invoice', '00000000-0000-4000-8000-000000000000', '--amount', '0'],
+        /VALIDATION_ERROR[\s\S]*amount/,
+      ],
+    ];
+    for (const [argv, message] of cases) {
+      const result = await run(...argv);
+      expect(result.code, argv.join(' ')).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(message);
+    }
+
+    const product = await ok(...productArgs(own, 'Seats', '10', 'recurring'));
+    const payer = await ok(...customer);
+    await ok(
+      ...subscriptionArgs(own, payer.id, JSON.stringify([{ product_id: product.id }])),
+      '--start',
+      '2026-01-01',
+    );
+    await ok('billing', 'run', '--now', '2026-02-01T00:00:00Z', '--org', String(own));
+    const { rows } = await database.db.query(
+      `SELECT id FROM invoices WHERE org_id = $1 AND status = 'POSTED'`,
+      [own],
+    );
+    const above = await run(...paymentArgs(rows[0]!.id, '1000000'));
+    expect(above.code).toBe(1);
+    expect(above.stderr).toMatch(/VALIDATION_ERROR.*exceeds the balance/);
   });
 
   it('billing run exits 3 when a subscription could not be billed, the failures listed on stdout', async () => {
