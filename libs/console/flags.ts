@@ -1,7 +1,18 @@
 import { z } from 'zod';
 
 /** Flag value helpers: every flag arrives as a string (or `true` when given without a value). */
-export const idFlag = z.coerce.number().int().positive();
+/**
+ * A whole number written in decimal digits only: what Number() would also read ("1e3", "0x1",
+ * " 1", "1.0") is refused rather than taken for another number. Digits are always an integer, and
+ * a value past 2^53 fails `max` once.
+ */
+export const integerFlag = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .regex(/^\d+$/, 'Must be a whole number written in digits (0-9).')
+    .transform(Number)
+    .pipe(z.number().min(min).max(max));
+export const idFlag = integerFlag(1);
 export const textFlag = z.string().min(1);
 export const booleanFlag = z
   .union([z.literal(true), z.enum(['true', 'false'])])

@@ -86,6 +86,29 @@ describe('console', () => {
     expect(unknown.stderr).toMatch(/unknown command: frobnicate/);
   });
 
+  it('reads numeric flags as digits only: exponents, hex and padding exit 2 naming the flag', async () => {
+    const org = (await console_('org', 'create', '--name', 'Digits Co')).json();
+    const cases: [string[], RegExp][] = [
+      [['org', 'set-limit', '--org', String(org.id), '--requests-per-hour', '1e3'], /--requests-per-hour/],
+      [['org', 'set-limit', '--org', String(org.id), '--requests-per-hour', '1.0'], /--requests-per-hour/],
+      [['org', 'set-limit', '--org', `0x${org.id.toString(16)}`, '--requests-per-hour', '7'], /--org/],
+      [['org', 'set-limit', '--org', ` ${org.id}`, '--requests-per-hour', '7'], /--org/],
+      [['org', 'create', '--name', 'X', '--payment-terms-days', '1e1'], /--payment-terms-days/],
+      [['seed', '--orgs', '0x2'], /--orgs/],
+    ];
+    for (const [argv, message] of cases) {
+      const result = await console_(...argv);
+      expect(result.code, argv.join(' ')).toBe(2);
+      expect(result.stderr).toMatch(message);
+    }
+    const { rows } = await database.db.query('SELECT rate_limit_override FROM organizations WHERE id = $1', [
+      org.id,
+    ]);
+    expect(rows[0]!.rate_limit_override).toBeNull();
+    const set = await console_('org', 'set-limit', '--org', String(org.id), '--requests-per-hour', '1000');
+    expect(set.json()).toMatchObject({ rate_limit_override: 1000 });
+  });
+
   it('seed creates organizations with working keys and enough customers to page', async () => {
     const result = await console_('seed', '--orgs', '2');
     expect(result.code).toBe(0);

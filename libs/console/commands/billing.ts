@@ -3,7 +3,7 @@ import { instantInput, runBilling, usageSource } from '../../billing/index.js';
 import { getOrganization } from '../../organizations/index.js';
 import { openUsageAggregator } from '../../usage/index.js';
 import { defineCommand, PARTIAL_FAILURE } from '../command.js';
-import { booleanFlag, idFlag } from '../flags.js';
+import { booleanFlag, idFlag, integerFlag } from '../flags.js';
 
 export const billingCommands = [
   defineCommand({
@@ -15,7 +15,7 @@ export const billingCommands = [
       org: idFlag.optional(),
       /** Leave the invoices DRAFT, for review and `invoice post`. */
       draft: booleanFlag,
-      'batch-size': z.coerce.number().int().min(1).max(5000).optional(),
+      'batch-size': integerFlag(1, 5000).optional(),
     }),
     run: async ({ db, config, progress }, f) => {
       if (f.org !== undefined) await getOrganization(db, f.org);

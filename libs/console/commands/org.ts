@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { createOrganization, setPlan, setRateLimitOverride } from '../../organizations/index.js';
 import { PLANS } from '../../rate-limit/index.js';
 import { defineCommand } from '../command.js';
-import { idFlag, textFlag } from '../flags.js';
+import { idFlag, integerFlag, textFlag } from '../flags.js';
 
 export const orgCommands = [
   defineCommand({
@@ -12,7 +12,7 @@ export const orgCommands = [
     flags: z.strictObject({
       name: textFlag.max(255),
       plan: z.enum(PLANS).default('beta'),
-      'payment-terms-days': z.coerce.number().int().min(0).max(365).default(30),
+      'payment-terms-days': integerFlag(0, 365).default(30),
       currency: z
         .string()
         .regex(/^[A-Z]{3}$/)
@@ -39,10 +39,10 @@ export const orgCommands = [
     usage: '--org ID --requests-per-hour N|plan',
     flags: z.strictObject({
       org: idFlag,
-      'requests-per-hour': z.union([
-        z.literal('plan').transform(() => null),
-        z.coerce.number().int().positive(),
-      ]),
+      'requests-per-hour': z
+        .string()
+        .transform((value) => (value === 'plan' ? null : value))
+        .pipe(integerFlag(1).nullable()),
     }),
     run: ({ db }, f) => setRateLimitOverride(db, f.org, f['requests-per-hour']),
   }),

@@ -6,7 +6,7 @@ import { BILLING_PERIODS } from '../../schemas/index.js';
 import { cancelSubscription, createSubscription, NewSubscriptionItem } from '../../subscriptions/index.js';
 import { openUsageAggregator } from '../../usage/index.js';
 import { defineCommand } from '../command.js';
-import { booleanFlag, idFlag, jsonFlag } from '../flags.js';
+import { booleanFlag, idFlag, integerFlag, jsonFlag } from '../flags.js';
 
 export const subscriptionCommands = [
   defineCommand({
@@ -21,10 +21,10 @@ export const subscriptionCommands = [
       org: idFlag,
       customer: idFlag,
       items: jsonFlag(z.array(NewSubscriptionItem)),
-      'trial-days': z.coerce.number().int().min(0).max(730).optional(),
+      'trial-days': integerFlag(0, 730).optional(),
       'billing-period': z.enum(BILLING_PERIODS).optional(),
       'term-type': z.enum(['evergreen', 'termed']).optional(),
-      'initial-term-months': z.coerce.number().int().min(1).max(120).optional(),
+      'initial-term-months': integerFlag(1, 120).optional(),
       // --auto-renew alone means true; omitted, the default applies (true)
       'auto-renew': z
         .union([z.literal(true), z.enum(['true', 'false'])])
