@@ -81,6 +81,56 @@ const US_NAMES: Record<string, string> = {
   WYOMING: 'WY',
 };
 
+/**
+ * Abbreviations in common use (Canada Post's traditional ones, the AP style for states), keyed
+ * without separators: "P.E.I." and "PEI" alike. Unknown text still falls through upper-cased, so
+ * a typo gets federal tax only, as before, but "PEI" or "Que." is no longer one.
+ */
+const CANADIAN_ABBREVIATIONS: Record<string, string> = {
+  ALTA: 'AB',
+  MAN: 'MB',
+  NFLD: 'NL',
+  LAB: 'NL',
+  NWT: 'NT',
+  ONT: 'ON',
+  PEI: 'PE',
+  IPE: 'PE',
+  QUE: 'QC',
+  PQ: 'QC',
+  SASK: 'SK',
+  YUK: 'YT',
+};
+
+const US_ABBREVIATIONS: Record<string, string> = {
+  ALA: 'AL',
+  ARIZ: 'AZ',
+  ARK: 'AR',
+  CALIF: 'CA',
+  COLO: 'CO',
+  CONN: 'CT',
+  DEL: 'DE',
+  FLA: 'FL',
+  ILL: 'IL',
+  IND: 'IN',
+  KAN: 'KS',
+  KANS: 'KS',
+  MASS: 'MA',
+  MICH: 'MI',
+  MINN: 'MN',
+  MISS: 'MS',
+  NEB: 'NE',
+  NEV: 'NV',
+  OKLA: 'OK',
+  ORE: 'OR',
+  PENN: 'PA',
+  TENN: 'TN',
+  TEX: 'TX',
+  WASH: 'WA',
+  WIS: 'WI',
+  WYO: 'WY',
+  DC: 'DC',
+};
+
 /** Upper case, accents dropped, runs of anything but letters as one "_": "Île-du-Prince-Édouard" -> ILE_DU_PRINCE_EDOUARD. */
 function regionKey(text: string): string {
   return text
@@ -92,12 +142,18 @@ function regionKey(text: string): string {
 }
 
 /**
- * The two-letter code of a Canadian province or US state given as a code ("on", "QC") or a name
- * ("Ontario", "Québec", "New York"); other text comes back upper-cased, as before.
+ * The two-letter code of a Canadian province or US state given as a code ("on", "QC", "N.S."), a
+ * name ("Ontario", "Québec", "New York") or a common abbreviation ("PEI", "Que.", "Calif."); other
+ * text comes back upper-cased, as before.
  */
 export function regionCode(country: string, stateProvince: string): string {
   const key = regionKey(stateProvince);
+  // "N.S." and "B.C." are codes too
+  const compact = key.replace(/_/g, '');
   const names = country === 'CA' ? CANADIAN_NAMES : country === 'US' ? US_NAMES : undefined;
-  if (key.length === 2) return key;
-  return names?.[key] ?? stateProvince.trim().toUpperCase();
+  const abbreviations =
+    country === 'CA' ? CANADIAN_ABBREVIATIONS : country === 'US' ? US_ABBREVIATIONS : undefined;
+  const known = names?.[key] ?? abbreviations?.[compact];
+  if (known) return known;
+  return compact.length === 2 ? compact : stateProvince.trim().toUpperCase();
 }
