@@ -68,7 +68,9 @@ export interface McpServerOptions {
 
 const CallToolParams = z.object({
   name: z.string().min(1),
-  arguments: z.record(z.string(), z.unknown()).optional(),
+  // any value: the tool's input schema judges it, so `"arguments": null` is an isError result the
+  // assistant can correct, like any other invalid argument (-32602 is for an unknown tool)
+  arguments: z.unknown().optional(),
 });
 
 const InitializeParams = z.looseObject({ protocolVersion: z.unknown().optional() });
@@ -203,12 +205,13 @@ export class McpServer {
         available: [...this.tools.keys()],
       });
     }
-    const input = tool.input.safeParse(call.data.arguments ?? {}, ZOD_PARSE_OPTIONS);
+    const args = call.data.arguments === undefined ? {} : call.data.arguments;
+    const input = tool.input.safeParse(args, ZOD_PARSE_OPTIONS);
     if (!input.success) {
       // The spec: a tool that cannot run is a result the assistant reads (and can correct its
       // arguments from), not a protocol error; -32602 is kept for a tool that does not exist.
       const problems = fieldErrorsFromZod(input.error.issues).map(
-        ({ field, message }) => `${field}: ${message}`,
+        ({ field, message }) => `${field === '(body)' ? 'arguments' : field}: ${message}`,
       );
       return toolResult(`Invalid arguments for ${tool.name}: ${problems.join(' ')}`, true);
     }

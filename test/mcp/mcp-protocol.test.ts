@@ -176,6 +176,27 @@ describe('MCP endpoint over plain HTTP', () => {
     );
   });
 
+  it('arguments that are not an object are a tool result with isError: true, not -32602', async () => {
+    for (const [index, args] of [null, 'x', [1], 5].entries()) {
+      const body = await rpc({
+        jsonrpc: '2.0',
+        id: 20 + index,
+        method: 'tools/call',
+        params: { name: 'list_customers', arguments: args },
+      });
+      expect(body, JSON.stringify(args)).toEqual({
+        jsonrpc: '2.0',
+        id: 20 + index,
+        result: {
+          content: [
+            { type: 'text', text: 'Invalid arguments for list_customers: arguments: Must be an object.' },
+          ],
+          isError: true,
+        },
+      });
+    }
+  });
+
   it('-32602 when tools/call does not name a tool', async () => {
     const noName = await rpc({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: {} });
     expect(noName.error).toMatchObject({ code: -32602, data: { details: [{ field: 'params.name' }] } });
