@@ -37,7 +37,7 @@ export const uuid = z.uuid();
 export const integerId = z.number().int().positive();
 
 /** Path parameter that must be a positive integer; anything else is a 422 naming the parameter. */
-export const integerIdParam = z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+export const integerIdParam = z.coerce.number().int().positive();
 /** Path parameter that must be a UUID. */
 export const uuidParam = z.uuid();
 

@@ -197,6 +197,28 @@ describe('MCP endpoint over plain HTTP', () => {
     }
   });
 
+  it('an id past 2^53 is reported once', async () => {
+    for (const [index, [name, args]] of (
+      [
+        ['get_customer', '{"customer_id":99999999999999999999}'],
+        ['list_invoices', '{"customer_id":99999999999999999999}'],
+      ] as const
+    ).entries()) {
+      const body = await rpc(
+        `{"jsonrpc":"2.0","id":${30 + index},"method":"tools/call","params":{"name":"${name}","arguments":${args}}}`,
+      );
+      expect(body.result).toEqual({
+        content: [
+          {
+            type: 'text',
+            text: `Invalid arguments for ${name}: customer_id: Must be at most 9007199254740991.`,
+          },
+        ],
+        isError: true,
+      });
+    }
+  });
+
   it('-32602 when tools/call does not name a tool', async () => {
     const noName = await rpc({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: {} });
     expect(noName.error).toMatchObject({ code: -32602, data: { details: [{ field: 'params.name' }] } });

@@ -41,7 +41,7 @@ export const getCustomerTool = defineTool({
     'One customer by id, with its locale, its open invoices (POSTED or PARTIALLY_PAID: count, ' +
     'balance and overdue count per currency) and its subscriptions counted by status.',
   input: z.strictObject({
-    customer_id: integerId.max(Number.MAX_SAFE_INTEGER).describe('The customer id (an integer).'),
+    customer_id: integerId.describe('The customer id (an integer).'),
   }),
   async run({ customer_id }, { db, orgId, today }) {
     const customer = await getCustomer(db, orgId, customer_id);

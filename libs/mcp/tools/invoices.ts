@@ -26,7 +26,7 @@ export const listInvoicesTool = defineTool({
     'overdue = POSTED or PARTIALLY_PAID, due date passed, balance > 0.',
   input: z.strictObject({
     status: z.enum(LISTABLE_STATUSES).optional().describe('Only invoices in this status.'),
-    customer_id: integerId.max(Number.MAX_SAFE_INTEGER).optional().describe("Only this customer's invoices."),
+    customer_id: integerId.optional().describe("Only this customer's invoices."),
     limit: toolLimit,
   }),
   async run({ status, customer_id, limit }, { db, orgId, today }) {
