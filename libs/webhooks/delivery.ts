@@ -149,6 +149,10 @@ export function judge(
  * lost its lease (taken over, or reset by a manual retry), and whoever holds it makes the attempt
  * again: at-least-once. Handles both final states: succeeded -> SUCCESS, failed -> RETRYING (due
  * after its delay, on the database clock) or FAILED.
+ *
+ * One exception to the lease: an event ended FAILED without an attempt while this one was in
+ * flight (its endpoint disabled or deleted) still gets the attempt in its history and count, since
+ * the receiver got the request; it stays FAILED with the reason it ended, and is not revived.
  */
 export async function recordSettled(
   db: Queryable,
@@ -186,13 +190,17 @@ export async function recordSettled(
          AS t (id, lease, attempt, status, attempted_at, code, body, delay_ms, duration_ms)
      ), updated AS (
        UPDATE webhook_events e SET
-         status = i.status, attempts = i.attempt,
-         next_attempt_at = CASE WHEN i.status = 'RETRYING' THEN now() + i.delay_ms * interval '1 millisecond' END,
-         last_attempt_at = i.attempted_at, last_response_code = i.code, last_response_body = i.body,
+         status = CASE WHEN e.status = 'FAILED' THEN e.status ELSE i.status END,
+         attempts = i.attempt,
+         next_attempt_at = CASE WHEN e.status <> 'FAILED' AND i.status = 'RETRYING'
+           THEN now() + i.delay_ms * interval '1 millisecond' END,
+         last_attempt_at = i.attempted_at, last_response_code = i.code,
+         last_response_body = CASE WHEN e.status = 'FAILED' THEN e.last_response_body ELSE i.body END,
          updated_at = now()
        FROM input i
-       WHERE e.id = i.id AND e.next_attempt_at = i.lease AND e.attempts = i.attempt - 1
-         AND e.status IN ('PENDING', 'RETRYING')
+       WHERE e.id = i.id AND e.attempts = i.attempt - 1
+         AND ((e.next_attempt_at = i.lease AND e.status IN ('PENDING', 'RETRYING'))
+           OR (e.status = 'FAILED' AND e.next_attempt_at IS NULL))
        RETURNING e.id, e.org_id, i.attempt, i.attempted_at, i.code, i.duration_ms, i.body
      )
      INSERT INTO webhook_attempts (org_id, webhook_event_id, attempt, attempted_at, response_code, duration_ms, response_body)

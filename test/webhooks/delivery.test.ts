@@ -214,6 +214,39 @@ describe('webhook delivery', () => {
     ]);
   });
 
+  it('records an attempt that reached the receiver while its endpoint was disabled, the event left FAILED', async () => {
+    // the receiver answers after 300 ms (within the 500 ms timeout): the PATCH lands mid-attempt
+    const own = await createTestOrg(api.platform.db);
+    const target = await receiver(() => ({ status: 200, delayMs: 300 }));
+    const endpoint = await createEndpoint(target.url, ['invoice.paid'], {}, own.apiKey);
+    await emit(api.platform.db, own.orgId, 'invoice.paid');
+    await target.waitFor(1);
+    const patch = await api.request({
+      method: 'PATCH',
+      path: `/webhook-endpoints/${endpoint.id}`,
+      key: own.apiKey,
+      payload: { status: 'DISABLED' },
+    });
+    expect(patch.statusCode).toBe(200);
+    const [stored] = await storedEvents(api.platform.db, endpoint.id);
+    const history = await eventually(
+      () => attemptsOf(api.platform.db, stored!.id),
+      (rows) => rows.length > 0,
+      3000,
+    );
+    expect(history).toEqual([expect.objectContaining({ attempt: 1, response_code: 200 })]);
+    const event = await api.request({ path: `/webhook-events/${stored!.id}`, key: own.apiKey });
+    expect(event.json().data).toMatchObject({
+      status: 'FAILED',
+      attempts: 1,
+      last_response_code: 200,
+      last_response_body: 'Not delivered: the endpoint was disabled.',
+      next_attempt_at: null,
+      attempt_history: [expect.objectContaining({ attempt: 1, response_code: 200 })],
+    });
+    expect(target.deliveries).toHaveLength(1);
+  });
+
   it('retries a 500 and succeeds on the next 200: RETRYING, then SUCCESS with two attempts', async () => {
     const target = await receiver((_, count) =>
       count === 1 ? { status: 500, body: 'boom' } : { status: 200 },
