@@ -24,9 +24,18 @@ export async function runConsole(
   commands: Command[] = COMMANDS,
 ): Promise<number> {
   const { words, flags } = parseArgv(argv);
+  // `help`, `--help`, `help org` and `org --help` ask for help: it is the answer (stdout, exit 0)
+  const askedHelp = words[0] === 'help' || (flags.help !== undefined && !findCommand(commands, words));
+  const topic = words[0] === 'help' ? words.slice(1) : words;
+  const group = commands.filter((c) => topic.length && c.name.startsWith(`${topic.join(' ')} `));
+  if (askedHelp && (!topic.length || group.length)) {
+    io.stdout(help(topic.length ? group : commands));
+    return 0;
+  }
   const command = findCommand(commands, words);
   if (!command) {
-    io.stderr(`${words.length ? `unknown command: ${words.join(' ')}\n\n` : ''}${help(commands)}`);
+    const listed = group.length ? group : commands;
+    io.stderr(`${words.length ? `unknown command: ${words.join(' ')}\n\n` : ''}${help(listed)}`);
     return 2;
   }
   if (flags.help) {

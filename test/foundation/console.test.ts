@@ -109,6 +109,28 @@ describe('console', () => {
     expect(set.json()).toMatchObject({ rate_limit_override: 1000 });
   });
 
+  it('prints help on stdout with exit 0 when asked for: --help, help, a group with --help', async () => {
+    for (const argv of [['--help'], ['help']]) {
+      const result = await console_(...argv);
+      expect(result.code, argv.join(' ')).toBe(0);
+      expect(result.stderr).toBe('');
+      expect(result.stdout).toMatch(/^usage: [\s\S]*org create[\s\S]*payment record/);
+    }
+    for (const argv of [
+      ['org', '--help'],
+      ['help', 'org'],
+    ]) {
+      const group = await console_(...argv);
+      expect(group.code, argv.join(' ')).toBe(0);
+      expect(group.stderr).toBe('');
+      expect(group.stdout).toMatch(/org create[\s\S]*org set-plan[\s\S]*org set-limit/);
+      expect(group.stdout).not.toMatch(/payment record/);
+    }
+    const unknown = await console_('frobnicate', '--help');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown command: frobnicate/);
+  });
+
   it('seed creates organizations with working keys and enough customers to page', async () => {
     const result = await console_('seed', '--orgs', '2');
     expect(result.code).toBe(0);
