@@ -8,7 +8,15 @@ describe('console argv', () => {
     ).toEqual({
       words: ['org', 'set-limit'],
       flags: { org: '3', 'requests-per-hour': '500', 'at-period-end': true },
+      repeated: [],
     });
+  });
+
+  it('names the flags given more than once', () => {
+    expect(parseArgv(['--org', '1', '--org=2', '--name', 'X', '--org', '--name', 'Y']).repeated).toEqual([
+      'org',
+      'name',
+    ]);
   });
 
   it('keeps JSON values whole', () => {

@@ -14,10 +14,14 @@ export const integerFlag = (min: number, max = Number.MAX_SAFE_INTEGER) =>
     .pipe(z.number().min(min).max(max));
 export const idFlag = integerFlag(1);
 export const textFlag = z.string().min(1);
-export const booleanFlag = z
-  .union([z.literal(true), z.enum(['true', 'false'])])
-  .transform((v) => v === true || v === 'true')
-  .default(false);
+/** `--flag`, `--flag true` or `--flag false`; anything else names the two values it takes. */
+export const booleanValue = z.union([z.literal(true), z.string()]).transform((value, ctx) => {
+  if (value === true || value === 'true') return true;
+  if (value === 'false') return false;
+  ctx.addIssue({ code: 'custom', message: 'Must be true or false.' });
+  return z.NEVER;
+});
+export const booleanFlag = booleanValue.default(false);
 export const jsonFlag = <T extends z.ZodType>(schema: T) =>
   z
     .string()

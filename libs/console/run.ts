@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { type ConsoleConfig, consoleSettings, loadConfig } from '../config/index.js';
 import { type Database, migrate, openDatabase } from '../db/index.js';
-import { ApiError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../errors/index.js';
+import { ApiError, type FieldError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../errors/index.js';
 import { parseArgv } from './argv.js';
 import type { Command } from './command.js';
 import { COMMANDS } from './commands/index.js';
@@ -23,7 +23,7 @@ export async function runConsole(
   env: NodeJS.ProcessEnv = process.env,
   commands: Command[] = COMMANDS,
 ): Promise<number> {
-  const { words, flags } = parseArgv(argv);
+  const { words, flags, repeated } = parseArgv(argv);
   // `help`, `--help`, `help org` and `org --help` ask for help: it is the answer (stdout, exit 0)
   const askedHelp = words[0] === 'help' || (flags.help !== undefined && !findCommand(commands, words));
   const topic = words[0] === 'help' ? words.slice(1) : words;
@@ -43,8 +43,13 @@ export async function runConsole(
     return 0;
   }
   const parsed = command.flags.safeParse(flags, ZOD_PARSE_OPTIONS);
-  if (!parsed.success) {
-    const problems = fieldErrorsFromZod(parsed.error.issues).map((e) => `  --${e.field}: ${e.message}`);
+  if (!parsed.success || repeated.length) {
+    const problems = [
+      ...repeated.map((flag) => `  --${flag}: Given twice; give it once.`),
+      ...(parsed.success ? [] : fieldErrorsFromZod(parsed.error.issues)).map(
+        (e) => `  --${e.field}: ${flagMessage(e, flags)}`,
+      ),
+    ];
     io.stderr(
       `invalid flags for '${command.name}':\n${problems.join('\n')}\nusage: ${command.name} ${command.usage}\n`,
     );
@@ -80,6 +85,18 @@ export async function runConsole(
   } finally {
     await opened.close();
   }
+}
+
+/**
+ * What the operator typed wrong, in the console's terms: a flag left out is required, one given
+ * without a value needs one ("Invalid input" or "Must be a string." would not say so).
+ */
+function flagMessage(error: FieldError, flags: Record<string, string | true>): string {
+  if (error.code === 'unknown_field' || error.field === '(body)') return error.message;
+  const flag = error.field.split('.')[0]!;
+  if (!Object.hasOwn(flags, flag)) return `Required: give --${flag} <value>.`;
+  if (flags[flag] === true && error.field === flag) return `Needs a value: --${flag} <value>.`;
+  return error.message;
 }
 
 interface WatchedDatabase {

@@ -131,6 +131,25 @@ describe('console', () => {
     expect(unknown.stderr).toMatch(/unknown command: frobnicate/);
   });
 
+  it('says what is wrong with a flag: required, true or false, needs a value, given twice (exit 2)', async () => {
+    const cases: [string[], string][] = [
+      [['customer', 'add-credit', '--id', '1'], '--amount: Required: give --amount <value>.'],
+      [
+        ['customer', 'create', '--org', '1', '--name', 'X', '--tax-exempt', 'maybe'],
+        '--tax-exempt: Must be true or false.',
+      ],
+      [['org', 'create', '--name'], '--name: Needs a value: --name <value>.'],
+      [['customer', 'add-credit', '--id', '1', '--amount'], '--amount: Needs a value: --amount <value>.'],
+      [['org', 'create', '--name', 'A', '--name', 'B'], '--name: Given twice; give it once.'],
+    ];
+    for (const [argv, message] of cases) {
+      const result = await console_(...argv);
+      expect(result.code, argv.join(' ')).toBe(2);
+      expect(result.stderr).toContain(message);
+      expect(result.stdout).toBe('');
+    }
+  });
+
   it('seed creates organizations with working keys and enough customers to page', async () => {
     const result = await console_('seed', '--orgs', '2');
     expect(result.code).toBe(0);

@@ -6,7 +6,7 @@ import { BILLING_PERIODS } from '../../schemas/index.js';
 import { cancelSubscription, createSubscription, NewSubscriptionItem } from '../../subscriptions/index.js';
 import { openUsageAggregator } from '../../usage/index.js';
 import { defineCommand } from '../command.js';
-import { booleanFlag, idFlag, integerFlag, jsonFlag } from '../flags.js';
+import { booleanFlag, booleanValue, idFlag, integerFlag, jsonFlag } from '../flags.js';
 
 export const subscriptionCommands = [
   defineCommand({
@@ -26,10 +26,7 @@ export const subscriptionCommands = [
       'term-type': z.enum(['evergreen', 'termed']).optional(),
       'initial-term-months': integerFlag(1, 120).optional(),
       // --auto-renew alone means true; omitted, the default applies (true)
-      'auto-renew': z
-        .union([z.literal(true), z.enum(['true', 'false'])])
-        .transform((v) => v === true || v === 'true')
-        .optional(),
+      'auto-renew': booleanValue.optional(),
       start: instantInput.optional(),
       title: z.string().max(255).optional(),
     }),
