@@ -80,6 +80,26 @@ export class ApiError extends Error {
     return new ApiError('VALIDATION_ERROR', detail, { details });
   }
 
+  /**
+   * Refusals of a request body before its content is read, worded once for both front ends (the
+   * api maps Fastify's errors to them, the ingest service raises them itself).
+   */
+  static invalidJson(): ApiError {
+    return ApiError.badRequest('The request body is not valid JSON.');
+  }
+
+  static emptyJsonBody(): ApiError {
+    return ApiError.badRequest('The request body is empty but Content-Type is application/json.');
+  }
+
+  static payloadTooLarge(): ApiError {
+    return new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.');
+  }
+
+  static unsupportedMediaType(): ApiError {
+    return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type; send application/json.');
+  }
+
   static serviceUnavailable(detail: string, retryAfterSeconds = 1, cause?: unknown): ApiError {
     return new ApiError('SERVICE_UNAVAILABLE', detail, {
       headers: { 'Retry-After': String(retryAfterSeconds) },

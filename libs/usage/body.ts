@@ -3,9 +3,6 @@ import { ApiError } from '../errors/index.js';
 /** Events (the root object, or an entry of a batch's `events`) whose `quantity` text a double does not hold. */
 const inexactQuantities = new WeakSet<object>();
 
-export const INVALID_JSON_MESSAGE = 'The request body is not valid JSON.';
-export const EMPTY_JSON_MESSAGE = 'The request body is empty but Content-Type is application/json.';
-
 /**
  * The body of a usage request, parsed the same way by both front ends: a leading byte-order mark
  * is skipped, `__proto__` and `constructor.prototype` keys are refused (as Fastify's parser does
@@ -15,15 +12,15 @@ export const EMPTY_JSON_MESSAGE = 'The request body is empty but Content-Type is
  */
 export function parseUsageBody(text: string): unknown {
   const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  if (json.length === 0) throw ApiError.badRequest(EMPTY_JSON_MESSAGE);
+  if (json.length === 0) throw ApiError.emptyJsonBody();
   let parsed: unknown;
   try {
     parsed = JSON.parse(json);
   } catch {
-    throw ApiError.badRequest(INVALID_JSON_MESSAGE);
+    throw ApiError.invalidJson();
   }
   if ((json.includes('__proto__') || json.includes('constructor')) && poisoned(json)) {
-    throw ApiError.badRequest(INVALID_JSON_MESSAGE);
+    throw ApiError.invalidJson();
   }
   // Only a number of 16 or more digits, or with an exponent, can lose digits: most bodies skip this.
   if (MAYBE_LONG_NUMBER.test(json)) markInexactQuantities(json, parsed);

@@ -121,13 +121,10 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     onAuthenticated(auth);
     // In the api service's order: the media type, then the size, then the JSON (parsed alike).
     if ((body.length || tooLarge) && !isJson(contentType)) {
-      await usage.refuse(
-        auth,
-        new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type; send application/json.'),
-      );
+      await usage.refuse(auth, ApiError.unsupportedMediaType());
     }
     if (tooLarge) {
-      await usage.refuse(auth, new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.'));
+      await usage.refuse(auth, ApiError.payloadTooLarge());
     }
     // No body at all reads as null, as Fastify hands it to the api's route.
     let parsed: unknown = null;

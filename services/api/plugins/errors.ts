@@ -7,13 +7,11 @@ import type { ApiInstance } from '../types.js';
 
 /** Fastify's own request errors, mapped to the spec's codes. */
 const FASTIFY_CODES: Record<string, (error: FastifyError) => ApiError> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: () => ApiError.badRequest('The request body is not valid JSON.'),
-  FST_ERR_CTP_EMPTY_JSON_BODY: () =>
-    ApiError.badRequest('The request body is empty but Content-Type is application/json.'),
+  FST_ERR_CTP_INVALID_JSON_BODY: () => ApiError.invalidJson(),
+  FST_ERR_CTP_EMPTY_JSON_BODY: () => ApiError.emptyJsonBody(),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => ApiError.badRequest('Content-Length does not match the body.'),
-  FST_ERR_CTP_BODY_TOO_LARGE: () => new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.'),
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
-    new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type; send application/json.'),
+  FST_ERR_CTP_BODY_TOO_LARGE: () => ApiError.payloadTooLarge(),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => ApiError.unsupportedMediaType(),
   FST_ERR_CTP_INVALID_TYPE: () =>
     new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The Content-Type header is invalid.'),
   FST_ERR_BAD_URL: () => ApiError.badRequest('The request URL is malformed.'),
@@ -29,7 +27,7 @@ export function toApiError(error: unknown): ApiError | undefined {
   if (mapped) return mapped(fastifyError as FastifyError);
   // A JSON body that fails to parse surfaces as a SyntaxError with status 400.
   if (error instanceof SyntaxError && fastifyError?.statusCode === 400) {
-    return ApiError.badRequest('The request body is not valid JSON.');
+    return ApiError.invalidJson();
   }
   return undefined;
 }
