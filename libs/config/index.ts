@@ -1,4 +1,4 @@
-export { ConfigError, loadConfig, loadConfigOrExit, reaching, startOrExit } from './load.js';
+export { ConfigError, loadConfig, loadConfigOrExit, reaching, startOrExit, withTimeout } from './load.js';
 export {
   type ApiConfig,
   apiSettings,

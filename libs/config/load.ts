@@ -68,3 +68,14 @@ export async function reaching<T>(setting: string, step: Promise<T>): Promise<T>
     });
   }
 }
+
+/** A start-up step that must answer within `ms` (a broker or a port that accepts and never replies). */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

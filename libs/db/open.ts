@@ -1,5 +1,5 @@
 import net from 'node:net';
-import type { CommonConfig } from '../config/index.js';
+import { type CommonConfig, withTimeout } from '../config/index.js';
 import { Database } from './database.js';
 import { startEmbeddedPostgres } from './embedded.js';
 
@@ -64,16 +64,6 @@ export async function openDatabase(
 
 /** How long joining another process's embedded database may take before the port is judged taken. */
 const JOIN_TIMEOUT_MS = 5000;
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 function isListening(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -1,4 +1,5 @@
 import type { Admin, Kafka } from 'kafkajs';
+import { withTimeout } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import type { DependencyCheck } from '../observability/index.js';
 
@@ -30,14 +31,4 @@ export async function ensureTopic(
 /** Readiness: a broker of the cluster answers (the admin client reconnects by itself). */
 export function kafkaCheck(admin: Admin): DependencyCheck {
   return { name: 'kafka', probe: () => admin.describeCluster() };
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
