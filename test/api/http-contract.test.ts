@@ -247,6 +247,11 @@ describe('errors and headers across the REST routes (DESIGN §6)', () => {
           `${path}?${query}`,
         ).toEqual([field]);
       }
+      const repeated = await api.request({ path: `${path}?limit=2&limit=3`, key: org.apiKey });
+      expect(repeated.statusCode, path).toBe(422);
+      expect(repeated.json().details, path).toEqual([
+        { field: 'limit', message: 'Give this parameter only once.', code: 'repeated' },
+      ]);
     }
   });
 
