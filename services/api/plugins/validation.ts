@@ -1,6 +1,11 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import type { z } from 'zod';
-import { ApiError, type FieldError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../../../libs/errors/index.js';
+import {
+  ApiError,
+  type FieldError,
+  fieldErrorsFromZod,
+  ZOD_PARSE_OPTIONS,
+} from '../../../libs/errors/index.js';
 
 /**
  * Validates body, query and params with their zod schema and fails with the spec's 422 body
@@ -23,7 +28,9 @@ export const zodValidatorCompiler: FastifySchemaCompiler<z.ZodType> =
  */
 function repeatedIn(query: unknown) {
   return (error: FieldError): FieldError =>
-    typeof query === 'object' && query !== null && Array.isArray((query as Record<string, unknown>)[error.field])
+    typeof query === 'object' &&
+    query !== null &&
+    Array.isArray((query as Record<string, unknown>)[error.field])
       ? { field: error.field, message: 'Give this parameter only once.', code: 'repeated' }
       : error;
 }
