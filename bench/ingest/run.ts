@@ -11,8 +11,10 @@
  *           (default 1000) on BENCH_BATCH_CONNECTIONS connections (default 10: 10,000 events in
  *           flight, where 100 connections would keep 100,000 waiting behind each other)
  *
- * After each scenario the sinks (services/ingest/sinks.ts) start, catch up and stop with SIGTERM
- * (the next start resumes from their committed offsets), and the report compares the events the
+ * Each scenario's server starts for it, with a topic of its own, so a backlog never outlives its
+ * scenario and the test broker's per-partition limit (below) applies to one scenario's events.
+ * After each scenario the sinks (services/ingest/sinks.ts) start, catch up and stop with SIGTERM,
+ * and the report compares the events the
  * services accepted (their own counters) with the rows in Postgres and the count and exact decimal
  * sum in ClickHouse, and says how long the sinks took to catch up. In production they run on
  * other machines; here they would share the two cores with the load, and the Kafka test broker
@@ -21,12 +23,13 @@
  * with the log (measured: 30-56 µs of broker CPU per event with the sinks running, 4 without).
  * BENCH_SINKS=during runs them through the load instead; they always do for the batch scenario,
  * whose backlog would be more than the test broker keeps (about 5 MB per partition: a backlog
- * beyond that is cut, which the report flags instead of judging loss).
+ * beyond that is cut, which the report flags instead of judging loss). The defaults, 48 partitions
+ * and 500 items, spread the events evenly enough that no partition of a scenario reaches that.
  * Bars (issue 4): ingest >= 20,000 events/s with p99 <= 25 ms, ingest/api >= 1.5, batch >=
  * 100,000 events/s, zero lost, zero doubled. Report: bench/results/ingest-<time>.json.
  *
  * Other settings (env): BENCH_SCENARIOS (comma list, default all), BENCH_SINKS (after | during),
- * BENCH_PARTITIONS (topic partitions, default 24), BENCH_ITEMS (metered items the events spread over, default 50),
+ * BENCH_PARTITIONS (topic partitions, default 48), BENCH_ITEMS (metered items the events spread over, default 500),
  * BENCH_RATE (events per second offered, default 0: as many as the server takes; a fixed rate
  * compares the CPU per event of two builds, which the saturated runs of a shared VM blur),
  * BENCH_CATCHUP_TIMEOUT_SECONDS (default 900), KAFKA_LINGER_MS (passed to the services),
@@ -82,10 +85,10 @@ const settings = {
   warmupSeconds: intEnv('BENCH_WARMUP_SECONDS', 3),
   batchEvents: intEnv('BENCH_BATCH_EVENTS', 1000),
   batchConnections: intEnv('BENCH_BATCH_CONNECTIONS', 10),
-  partitions: intEnv('BENCH_PARTITIONS', 24),
+  partitions: intEnv('BENCH_PARTITIONS', 48),
   /** Events per second offered instead of as many as the server takes (0): CPU per event at a fixed load. */
   rate: intEnv('BENCH_RATE', 0),
-  items: intEnv('BENCH_ITEMS', 50),
+  items: intEnv('BENCH_ITEMS', 500),
   catchupTimeoutSeconds: intEnv('BENCH_CATCHUP_TIMEOUT_SECONDS', 900),
   lingerMs: process.env.KAFKA_LINGER_MS,
   scenarios: scenariosEnv(SCENARIOS),
@@ -158,7 +161,8 @@ async function main(): Promise<void> {
   const { apiKey, itemIds } = await prepareDatabase(databaseUrl);
 
   const redisUrl = settings.redisUrl ?? (await startRedis());
-  const brokers = settings.kafkaBrokers ?? (await startKafkaBroker(runId, settings.partitions));
+  const broker = settings.kafkaBrokers ? undefined : await startKafkaBroker();
+  const brokers = settings.kafkaBrokers ?? broker!.bootstrap;
   const serviceEnv: Record<string, string | undefined> = {
     APP_ENV: 'production',
     LOG_LEVEL: 'warn',
@@ -167,7 +171,6 @@ async function main(): Promise<void> {
     REDIS_URL: redisUrl,
     REDIS_KEY_PREFIX: `${runId}:`,
     KAFKA_BROKERS: brokers,
-    KAFKA_USAGE_TOPIC: runId,
     KAFKA_TOPIC_PARTITIONS: String(settings.partitions),
     KAFKA_CONSUMER_GROUP_PREFIX: `${runId}-`,
     KAFKA_LINGER_MS: settings.lingerMs,
@@ -175,61 +178,55 @@ async function main(): Promise<void> {
     CLICKHOUSE_DATABASE: runId,
   };
 
-  const sinksPort = await freePort();
-  const startSinks = () =>
-    startProcess('services/ingest/sinks.ts', { ...serviceEnv, SINKS_PORT: String(sinksPort) }, sinksPort);
-  let sinks: ChildProcess | undefined;
-
   const results: ScenarioResult[] = [];
   const catchUps: Record<string, number | null> = {};
-  const counted = { ingest: { accepted: 0, deduplicated: 0 }, api: { accepted: 0, deduplicated: 0 } };
-  const totalOf = (field: 'accepted' | 'deduplicated') => counted.ingest[field] + counted.api[field];
-  const ingestPort = await freePort();
-  const ingestNeeded = settings.scenarios.some((s) => s === 'ingest' || s === 'batch');
-  const ingest = ingestNeeded
-    ? await startProcess(
-        'services/ingest/main.ts',
-        { ...serviceEnv, INGEST_PORT: String(ingestPort) },
-        ingestPort,
-      )
-    : undefined;
-
+  let accepted = 0;
+  let deduplicated = 0;
+  /** Each scenario's events go to a topic of their own (see the header). */
+  const topics: string[] = [];
   let drained: Drained | undefined;
   for (const scenario of settings.scenarios) {
-    let port = ingestPort;
-    let server: ChildProcess | undefined;
+    const port = await freePort();
+    let server: ChildProcess;
+    let env = serviceEnv;
     if (scenario === 'bare') {
-      port = await freePort();
       server = await startProcess('bench/ingest/bare-server.ts', { PORT: String(port) }, port, false);
-    } else if (scenario === 'api') {
-      port = await freePort();
-      server = await startProcess('services/api/main.ts', { ...serviceEnv, PORT: String(port) }, port);
+    } else {
+      const topic = `${runId}_${scenario}`;
+      await broker?.createTopic(topic, settings.partitions);
+      topics.push(topic);
+      env = { ...serviceEnv, KAFKA_USAGE_TOPIC: topic };
+      server =
+        scenario === 'api'
+          ? await startProcess('services/api/main.ts', { ...env, PORT: String(port) }, port)
+          : await startProcess('services/ingest/main.ts', { ...env, INGEST_PORT: String(port) }, port);
     }
+    const sinksPort = await freePort();
+    const startSinks = () =>
+      startProcess('services/ingest/sinks.ts', { ...env, SINKS_PORT: String(sinksPort) }, sinksPort);
     const sinksDuring = sinksRunDuring(scenario);
-    if (sinksDuring) sinks ??= await startSinks();
+    let sinks = sinksDuring ? await startSinks() : undefined;
     results.push({
-      ...(await measure(scenario, port, apiKey, itemIds, (server ?? ingest)?.pid)),
+      ...(await measure(scenario, port, apiKey, itemIds, server.pid)),
       sinks: sinksDuring ? 'during' : 'after',
     });
-    if (scenario !== 'bare') counted[scenario === 'api' ? 'api' : 'ingest'] = await ingestCounters(port);
-    if (server) await stopProcess(server);
-    // Each scenario starts with the sinks caught up, so backlogs do not pile up across scenarios.
+    if (scenario !== 'bare') {
+      const counted = await ingestCounters(port);
+      accepted += counted.accepted;
+      deduplicated += counted.deduplicated;
+    }
+    await stopProcess(server);
+    if (scenario === 'bare') continue;
     sinks ??= await startSinks();
-    drained = await drain(databaseUrl, totalOf('accepted'));
+    drained = await drain(databaseUrl, accepted);
     catchUps[scenario] = drained.catchUpSeconds;
-    // stopped with SIGTERM: they write and commit what they hold, and the next start resumes there
+    // stopped with SIGTERM: they write and commit what they hold
     await stopProcess(sinks);
-    sinks = undefined;
   }
-  if (ingest) await stopProcess(ingest);
 
   printScenarios(results);
-  sinks ??= await startSinks();
   drained ??= await drain(databaseUrl, 0);
-  const truncated = settings.kafkaBrokers ? [] : await truncatedPartitions(brokers);
-  await stopProcess(sinks);
-  const accepted = totalOf('accepted');
-  const deduplicated = totalOf('deduplicated');
+  const truncated = broker ? await truncatedPartitions(brokers, topics) : [];
   const report = evaluate(results, {
     accepted,
     deduplicated,
@@ -441,13 +438,18 @@ async function drain(databaseUrl: string, accepted: number): Promise<Drained> {
  * 5 MB per partition. Events in the cut part that the sinks had not read yet are gone, which is
  * the test broker's limit, not the service's; the report says so instead of counting them lost.
  */
-async function truncatedPartitions(brokers: string): Promise<number[]> {
+async function truncatedPartitions(brokers: string, topics: string[]): Promise<string[]> {
   const kafka = createKafka({ brokers: brokers.split(','), clientId: 'bench-ingest' });
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const offsets = await admin.fetchTopicOffsets(runId);
-    return offsets.filter((partition) => Number(partition.low) > 0).map((partition) => partition.partition);
+    const cut: string[] = [];
+    for (const topic of topics) {
+      for (const partition of await admin.fetchTopicOffsets(topic)) {
+        if (Number(partition.low) > 0) cut.push(`${topic}/${partition.partition}`);
+      }
+    }
+    return cut;
   } finally {
     await admin.disconnect();
   }
@@ -459,7 +461,7 @@ function evaluate(
     accepted: number;
     deduplicated: number;
     catchUpSecondsByScenario: Record<string, number | null>;
-    truncatedPartitions: number[];
+    truncatedPartitions: string[];
   },
 ) {
   const byName = Object.fromEntries(results.map((r) => [r.scenario, r])) as Partial<
@@ -629,11 +631,14 @@ async function startRedis(): Promise<string> {
 }
 
 /**
- * A Kafka test broker of this run (librdkafka's mock cluster, see deploy/dev-services) with the
- * topic created at `partitions`; started here rather than through the test helper so its CPU
- * time can be read.
+ * A Kafka test broker of this run (librdkafka's mock cluster, see deploy/dev-services), which
+ * creates topics when asked; started here rather than through the test helper so its CPU time can
+ * be read.
  */
-async function startKafkaBroker(topic: string, partitions: number): Promise<string> {
+async function startKafkaBroker(): Promise<{
+  bootstrap: string;
+  createTopic(topic: string, partitions: number): Promise<void>;
+}> {
   const child = track(spawn(KAFKA_TEST_BROKER_BINARY, ['1'], { stdio: ['pipe', 'pipe', 'inherit'] }));
   helpers.kafka = child.pid;
   const next = lineReader(child);
@@ -643,10 +648,14 @@ async function startKafkaBroker(topic: string, partitions: number): Promise<stri
     });
   const bootstrap = /^BOOTSTRAP (\S+)/.exec(await nextLine())?.[1];
   if (!bootstrap) throw new Error('unexpected output from the Kafka test broker');
-  child.stdin!.write(`topic ${topic} ${partitions}\n`);
-  const answer = await nextLine();
-  if (answer !== 'OK') throw new Error(`Kafka test broker: ${answer}`);
-  return bootstrap;
+  return {
+    bootstrap,
+    async createTopic(topic, partitions) {
+      child.stdin!.write(`topic ${topic} ${partitions}\n`);
+      const answer = await nextLine();
+      if (answer !== 'OK') throw new Error(`Kafka test broker: ${answer}`);
+    },
+  };
 }
 
 async function cleanUp(): Promise<void> {
