@@ -59,10 +59,11 @@ export class ApiError extends Error {
     return new ApiError('BAD_REQUEST', detail);
   }
 
+  /** HTTP requires a 401 to name the scheme it takes (RFC 9110 §15.5.2): the bearer API key. */
   static unauthorized(
     detail = 'A valid API key is required: send "Authorization: Bearer <API_KEY>".',
   ): ApiError {
-    return new ApiError('UNAUTHORIZED', detail);
+    return new ApiError('UNAUTHORIZED', detail, { headers: { 'WWW-Authenticate': 'Bearer' } });
   }
 
   static notFound(what: string): ApiError {

@@ -1,9 +1,11 @@
 import { STATUS_CODES } from 'node:http';
-import { createConnection } from 'node:net';
+import { createConnection, createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { type BillingScenario, insertBillingScenario } from '../helpers/billing-fixtures.js';
+import { createTestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { startOwnRedisServer } from '../helpers/redis-server.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -127,6 +129,19 @@ describe('errors and headers across the REST routes (DESIGN §6)', () => {
     });
     expect(preflight.statusCode).toBe(405);
     expect(Object.keys(preflight.headers).filter((name) => name.startsWith('access-control-'))).toEqual([]);
+  });
+
+  it('names the bearer scheme in WWW-Authenticate on every 401, as HTTP requires', async () => {
+    for (const [path, key] of [
+      ['/customers', undefined],
+      ['/invoices', 'not-a-key'],
+      ['/openapi.json', `${org.apiKey}x`],
+      ['/meta', 'not-a-key'],
+    ] as const) {
+      const response = await api.request({ path, ...(key ? { key } : {}) });
+      expect(response.statusCode, path).toBe(401);
+      expect(response.headers['www-authenticate'], path).toBe('Bearer');
+    }
   });
 
   it('answers an unknown route with 404 NOT_FOUND and a request id', async () => {
@@ -259,5 +274,66 @@ describe('errors and headers across the REST routes (DESIGN §6)', () => {
     const first = await api.request({ path: '/invoices?limit=3&offset=2', key: org.apiKey });
     const again = await api.request({ path: '/invoices?limit=3&offset=2', key: org.apiKey });
     expect(first.json()).toEqual(again.json());
+  });
+});
+
+describe('a dependency that is down (DESIGN §6)', () => {
+  function expectUnavailable(response: {
+    statusCode: number;
+    headers: Record<string, unknown>;
+    json(): unknown;
+  }) {
+    expect(response.statusCode).toBe(503);
+    expect(Number(response.headers['retry-after'])).toBeGreaterThan(0);
+    expect(response.json()).toMatchObject({
+      error_code: 'SERVICE_UNAVAILABLE',
+      request_id: response.headers['x-request-id'],
+    });
+  }
+
+  it('answers 503 SERVICE_UNAVAILABLE with Retry-After while the rate-limit store is down, not 500', async () => {
+    const redis = await startOwnRedisServer();
+    const own = await startTestApi({ env: { REDIS_URL: redis.url } });
+    try {
+      const owner = await createTestOrg(own.platform.db);
+      expect((await own.request({ path: '/customers', key: owner.apiKey })).statusCode).toBe(200);
+      await redis.stop();
+      expectUnavailable(await own.request({ path: '/customers', key: owner.apiKey }));
+      await redis.start();
+    } finally {
+      await own.close().catch(() => {});
+      await redis.stop();
+    }
+  });
+
+  it('answers 503 SERVICE_UNAVAILABLE with Retry-After while Postgres cannot be reached, not 500', async () => {
+    // The api reaches its database through a TCP relay the test can cut: a real lost connection.
+    const database = await createTestDatabase('outage');
+    const target = new URL(database.url);
+    const sockets = new Set<Socket>();
+    const relay = createServer((client) => {
+      const server = createConnection(Number(target.port || 5432), target.hostname);
+      for (const socket of [client, server]) {
+        sockets.add(socket);
+        socket.on('error', () => socket.destroy());
+        socket.on('close', () => sockets.delete(socket));
+      }
+      client.pipe(server).pipe(client);
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const relayed = new URL(database.url);
+    relayed.hostname = '127.0.0.1';
+    relayed.port = String((relay.address() as { port: number }).port);
+    const own = await startTestApi({ env: { DATABASE_URL: relayed.toString() } });
+    try {
+      const owner = await createTestOrg(own.platform.db);
+      expect((await own.request({ path: '/customers', key: owner.apiKey })).statusCode).toBe(200);
+      relay.close();
+      for (const socket of sockets) socket.destroy();
+      expectUnavailable(await own.request({ path: '/customers', key: owner.apiKey }));
+    } finally {
+      await own.close().catch(() => {});
+      await database.drop();
+    }
   });
 });

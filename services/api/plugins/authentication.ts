@@ -1,5 +1,11 @@
 import type { FastifyRequest } from 'fastify';
-import { rateLimitedError, rateLimitHeaders } from '../../../libs/rate-limit/index.js';
+import type { AuthContext } from '../../../libs/auth/index.js';
+import { ApiError } from '../../../libs/errors/index.js';
+import {
+  type RateLimitDecision,
+  rateLimitedError,
+  rateLimitHeaders,
+} from '../../../libs/rate-limit/index.js';
 import type { ApiInstance } from '../types.js';
 
 /**
@@ -13,6 +19,13 @@ export function registerAuthentication(app: ApiInstance): void {
   app.decorateRequest('auth', undefined);
   app.decorateRequest('rateLimit', undefined);
 
+  const authenticate = (header: string | undefined): Promise<AuthContext> =>
+    authenticator
+      .authenticate(header)
+      .catch(dependencyFailure('The database is unavailable; retry shortly.'));
+  const consume = (auth: AuthContext): Promise<RateLimitDecision> =>
+    rateLimiter.consume(auth).catch(dependencyFailure('The rate-limit store is unavailable; retry shortly.'));
+
   app.addHook('onRequest', async (request: FastifyRequest, reply) => {
     const mode = request.is404 ? 'if-valid' : (request.routeOptions.config.auth ?? 'required');
     if (mode === 'none') return;
@@ -23,11 +36,23 @@ export function registerAuthentication(app: ApiInstance): void {
       if (!auth) return;
       request.auth = auth;
     } else {
-      request.auth = await authenticator.authenticate(header);
+      request.auth = await authenticate(header);
     }
-    const decision = await rateLimiter.consume(request.auth);
+    const decision = await consume(request.auth);
     request.rateLimit = decision;
     reply.headers(rateLimitHeaders(decision));
     if (!decision.allowed) throw rateLimitedError(decision);
   });
+}
+
+/**
+ * A key lookup needs Postgres on a cache miss and every request needs the rate-limit store: while
+ * either is down that is a dependency failure (503 with Retry-After, DESIGN §6, as the ingest
+ * service answers), not a bug (500). A refusal of the key itself stays what it is.
+ */
+function dependencyFailure(detail: string) {
+  return (error: unknown): never => {
+    if (error instanceof ApiError) throw error;
+    throw ApiError.serviceUnavailable(detail, 1, error);
+  };
 }

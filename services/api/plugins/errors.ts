@@ -29,7 +29,40 @@ export function toApiError(error: unknown): ApiError | undefined {
   if (error instanceof SyntaxError && fastifyError?.statusCode === 400) {
     return ApiError.invalidJson();
   }
+  if (isConnectionFailure(error)) {
+    return ApiError.serviceUnavailable('A service dependency is unavailable; retry shortly.', 1, error);
+  }
   return undefined;
+}
+
+/** Socket errors of a dependency that cannot be reached or went away mid-request. */
+const NETWORK_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+/** Postgres refusing work while it shuts down, starts up or is out of connections. */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+/** What pg says when a connection cannot be had or was lost (these errors carry no code). */
+const LOST_CONNECTION =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+
+/**
+ * Postgres (or another dependency) being unreachable is an outage to wait out, a 503 with
+ * Retry-After (DESIGN §6), not a 500 that reads as a bug in the request or the service.
+ */
+function isConnectionFailure(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    return NETWORK_ERROR_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08');
+  }
+  return LOST_CONNECTION.test(error.message);
 }
 
 export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
