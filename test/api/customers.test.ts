@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CustomerReader } from '../../libs/customers/index.js';
 import type { Customer } from '../../libs/schemas/index.js';
@@ -244,6 +245,28 @@ describe('POST /customers', () => {
 
     const notAnObject = await create(['name']);
     expect(notAnObject.statusCode).toBe(422);
+  });
+
+  it('answers 415 for a compressed body, which it does not decompress, not 400 for invalid JSON', async () => {
+    const gzipped = await api.request({
+      method: 'POST',
+      path: '/customers',
+      key: orgA.apiKey,
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      payload: gzipSync(JSON.stringify({ name: 'Compressed' })),
+    });
+    expect(gzipped.statusCode).toBe(415);
+    expect(gzipped.json()).toMatchObject({ error_code: 'UNSUPPORTED_MEDIA_TYPE' });
+    expect(gzipped.json().detail).toContain('Content-Encoding gzip');
+
+    const identity = await api.request({
+      method: 'POST',
+      path: '/customers',
+      key: orgA.apiKey,
+      headers: { 'content-type': 'application/json', 'content-encoding': 'identity' },
+      payload: JSON.stringify({ name: 'Plain' }),
+    });
+    expect(identity.statusCode).toBe(201);
   });
 
   describe('common route checks', () => {

@@ -1,3 +1,4 @@
+import { ApiError } from '../../../libs/errors/index.js';
 import type { ApiInstance } from '../types.js';
 
 /**
@@ -16,6 +17,18 @@ export function registerBodyParsing(app: ApiInstance): void {
   app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body.length === 0 && request.routeOptions.schema?.body === undefined) {
       done(null, undefined);
+      return;
+    }
+    // Bodies are never decompressed: a gzip body is a media type we do not take (415, RFC 9110
+    // §15.5.16), not JSON the client wrote badly (400).
+    const encoding = request.headers['content-encoding']?.trim().toLowerCase();
+    if (encoding && encoding !== 'identity') {
+      done(
+        new ApiError(
+          'UNSUPPORTED_MEDIA_TYPE',
+          `Content-Encoding ${encoding} is not supported; send the body uncompressed.`,
+        ),
+      );
       return;
     }
     parseJson(request, body, done);
