@@ -75,6 +75,17 @@ describe('GET /openapi.json', () => {
     expect(response.statusCode).toBe(401);
   });
 
+  it('links to itself at the address reached when the Host header cannot be part of a URL', async () => {
+    for (const host of ['a"b<c>', 'evil.example/path?']) {
+      const meta = await api.request({ path: '/meta', headers: { host } });
+      expect(meta.statusCode, host).toBe(200);
+      const link = new URL(meta.json().data.openapi_url);
+      expect(link.host, host).not.toBe('');
+      expect(link.pathname, host).toBe(`${BASE_PATH}/openapi.json`);
+      expect(meta.body, host).not.toContain(host);
+    }
+  });
+
   it('is a valid OpenAPI 3.1 document (swagger-parser)', async () => {
     expect(document.openapi).toBe('3.1.0');
     await expect(SwaggerParser.validate(structuredClone(document) as never)).resolves.toBeDefined();
