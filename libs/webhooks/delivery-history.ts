@@ -7,6 +7,7 @@ import type {
   WebhookEventWithHistory,
 } from '../schemas/index.js';
 import { isUuid } from '../schemas/index.js';
+import { WEBHOOK_EVENT_DUE_CHANNEL } from './delivery.js';
 
 const COLUMNS = `id, endpoint_id, event_type, status, payload, attempts, max_attempts, next_attempt_at,
   last_attempt_at, last_response_code, last_response_body, created_at, updated_at`;
@@ -131,6 +132,8 @@ export async function retryWebhookEvent(db: Database, orgId: number, eventId: st
        WHERE org_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
       [orgId, eventId],
     );
+    // Delivered at commit: the dispatcher makes the attempt now rather than at its next poll.
+    await tx.query(`SELECT pg_notify('${WEBHOOK_EVENT_DUE_CHANNEL}', '')`);
     return toEvent(updated.rows[0]!);
   });
 }

@@ -57,6 +57,12 @@ export interface UndeliverableDelivery {
   reason: string;
 }
 
+/**
+ * NOTIFYed when an event becomes due outside the dispatcher's own schedule (a manual retry), so a
+ * listening dispatcher claims it at once instead of at its next poll.
+ */
+export const WEBHOOK_EVENT_DUE_CHANNEL = 'webhook_event_due';
+
 interface ClaimedRow {
   id: string;
   org_id: number;

@@ -3,7 +3,14 @@ import type { Database } from '../db/index.js';
 import { OUTBOX_CHANNEL } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import { webhookAttempts, webhookDeliveryDuration } from '../observability/index.js';
-import { attempt, claimDueDeliveries, judge, type PendingDelivery, recordUndeliverable } from './delivery.js';
+import {
+  attempt,
+  claimDueDeliveries,
+  judge,
+  type PendingDelivery,
+  recordUndeliverable,
+  WEBHOOK_EVENT_DUE_CHANNEL,
+} from './delivery.js';
 import { fanOutOutbox } from './outbox-fan-out.js';
 import { SettledRecorder } from './settled-recorder.js';
 import type { HostResolver } from './ssrf-guard.js';
@@ -32,8 +39,9 @@ const MIN_SLEEP_MS = 5;
  * concurrency, and runs each through the delivery states (delivery.ts). All scheduling lives in
  * Postgres, so any number of dispatchers share the work and a restart loses nothing.
  *
- * The loop sleeps until the first of: a NOTIFY on the outbox channel (a domain event committed),
- * an attempt finishing (a free slot), the next due retry, or the poll interval.
+ * The loop sleeps until the first of: a NOTIFY on the outbox channel (a domain event committed) or
+ * on the due channel (a manual retry), an attempt finishing (a free slot), the next due retry, or
+ * the poll interval.
  */
 export class WebhookDispatcher {
   private readonly sender: WebhookSender;
@@ -196,7 +204,7 @@ export class WebhookDispatcher {
   }
 
   /**
-   * LISTEN on the outbox channel through one pooled connection, kept for the dispatcher's life.
+   * LISTEN on the outbox and due channels through one pooled connection, kept for the dispatcher's life.
    * Optional: when it fails (or the connection drops) the loop still polls, and it is retried.
    */
   private async ensureListening(): Promise<void> {
@@ -213,8 +221,8 @@ export class WebhookDispatcher {
     };
     try {
       connection = await this.db.pool.connect();
-      connection.on('notification', () => {
-        this.outboxMayHaveRows = true;
+      connection.on('notification', (message) => {
+        if (message.channel === OUTBOX_CHANNEL) this.outboxMayHaveRows = true;
         this.wake.notify();
       });
       connection.on('error', (error) => {
@@ -223,6 +231,7 @@ export class WebhookDispatcher {
         drop(error);
       });
       await connection.query(`LISTEN ${OUTBOX_CHANNEL}`);
+      await connection.query(`LISTEN ${WEBHOOK_EVENT_DUE_CHANNEL}`);
       if (!released) {
         this.listener = connection;
         this.releaseListener = () => drop(new Error('dispatcher stopped'));
