@@ -53,6 +53,13 @@ describe('endpointUrlProblem', () => {
     expect(endpointUrlProblem('https://127.0.0.1/', false)).toMatch(/loopback/);
     expect(endpointUrlProblem('https://localhost/', false)).toMatch(/this machine/);
     expect(endpointUrlProblem('https://api.localhost/', true)).toMatch(/this machine/);
+    expect(endpointUrlProblem('https://localhost./', false)).toMatch(/this machine/);
+    expect(endpointUrlProblem('https://api.localhost./', true)).toMatch(/this machine/);
+  });
+
+  it('refuses port 0, which no delivery can connect to', () => {
+    expect(endpointUrlProblem('https://hooks.example.com:0/x', false)).toMatch(/port 0/);
+    expect(endpointUrlProblem('http://localhost:0/x', true)).toMatch(/port 0/);
   });
 });
 
@@ -63,5 +70,7 @@ describe('isAllowedLocalhostUrl', () => {
     expect(isAllowedLocalhostUrl(new URL('http://127.0.0.1/'), false)).toBe(false);
     expect(isAllowedLocalhostUrl(new URL('http://[::1]/'), true)).toBe(false);
     expect(isAllowedLocalhostUrl(new URL('http://127.0.0.2/'), true)).toBe(false);
+    expect(isAllowedLocalhostUrl(new URL('http://localhost.:1/'), true)).toBe(true);
+    expect(isAllowedLocalhostUrl(new URL('http://localhost.:1/'), false)).toBe(false);
   });
 });

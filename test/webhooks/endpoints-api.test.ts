@@ -159,6 +159,9 @@ describe('webhook endpoints API', () => {
           'http://127.0.0.1:8999/x',
           'https://localhost/x',
           'https://127.0.0.1/',
+          // a fully qualified name with its trailing dot is the same host
+          'https://localhost./x',
+          'https://hooks.localhost./x',
         ]) {
           const response = await production.inject({
             method: 'POST',
@@ -180,13 +183,14 @@ describe('webhook endpoints API', () => {
       }
     });
 
-    it('refuses credentials in the URL and literal private or link-local addresses', async () => {
+    it('refuses credentials in the URL, port 0, and literal private or link-local addresses', async () => {
       for (const url of [
         'https://user:pass@hooks.example.com/',
         'https://10.0.0.1/hooks',
         'https://169.254.169.254/latest/meta-data',
         'https://[::1]/hooks',
         'https://192.168.1.1/',
+        'https://hooks.example.com:0/x',
       ]) {
         const detail = expectValidationError(await create({ url, events: ['invoice.paid'] }), 'url');
         expect(detail.code, url).toBe('invalid_value');
