@@ -2,7 +2,7 @@
  * `npm start`: the whole service in ONE process on the embedded defaults (DESIGN §2). It composes
  * the services' own start functions; services never import each other, this launcher does.
  */
-import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startBillingScheduler } from '../libs/billing/index.js';
 import { embeddedSettings, loadConfigOrExit, reaching, startOrExit } from '../libs/config/index.js';
@@ -78,6 +78,8 @@ async function demoCredentials({
   const existing = await readFile(credentialsFile, 'utf8').then(JSON.parse, () => undefined);
   if (existing?.api_key) return existing;
   const [org] = await seedDemoData(db, { orgs: 1, progress: (message) => log.info(message) });
+  // Joining another start's database (its EMBEDDED_DB_PORT), this start has not made DATA_DIR.
+  await mkdir(path.dirname(credentialsFile), { recursive: true });
   await writeFile(credentialsFile, JSON.stringify(org, null, 2), { mode: 0o600 });
   await chmod(credentialsFile, 0o600);
   return org!;
