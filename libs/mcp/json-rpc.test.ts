@@ -36,6 +36,10 @@ describe('classifyMessage', () => {
       error: { data: { details: [{ field: 'id' }] } },
     });
     expect(invalid({ jsonrpc: '2.0', id: 3, method: '' })).toMatchObject({ id: 3 });
+    // what JSON.parse makes of 1e400: not an id JSON can write back
+    expect(invalid({ jsonrpc: '1.0', id: Number.POSITIVE_INFINITY, method: 'ping' })).toMatchObject({
+      id: null,
+    });
     expect(invalid({ jsonrpc: '2.0', id: 4, method: 'ping', params: 5 })).toMatchObject({ id: 4 });
     expect(invalid(null)).toMatchObject({ id: null, error: { code: -32600 } });
     expect(invalid([])).toMatchObject({ id: null });

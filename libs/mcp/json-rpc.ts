@@ -80,8 +80,12 @@ export function parseJson(text: string): { ok: true; value: unknown } | { ok: fa
   }
 }
 
+/**
+ * An id the reply can echo. A number must be finite: JSON.parse reads 1e400 as Infinity, which
+ * JSON cannot write back (and the response schema refuses), so such an id is answered as null.
+ */
 function isValidId(id: unknown): id is JsonRpcId {
-  return typeof id === 'string' || typeof id === 'number';
+  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
 }
 
 /**

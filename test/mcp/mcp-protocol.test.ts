@@ -112,6 +112,20 @@ describe('MCP endpoint over plain HTTP', () => {
     }
   });
 
+  it('an id JSON cannot carry back (1e400 parses to Infinity) is answered with id null, in a batch too', async () => {
+    // JSON has no Infinity: echoing it made the batch reply unserializable, a 500 instead of -32600
+    const single = await rpc('{"jsonrpc":"2.0","id":1e400,"method":"ping"}', 400);
+    expect(single).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
+    const batch = await rpc(
+      '[{"jsonrpc":"2.0","id":-1e400,"method":"ping"},{"jsonrpc":"1.0","id":1e400,"method":"ping"},{"jsonrpc":"2.0","id":7,"method":"ping"}]',
+    );
+    expect(batch).toEqual([
+      expect.objectContaining({ id: null, error: expect.objectContaining({ code: -32600 }) }),
+      expect.objectContaining({ id: null, error: expect.objectContaining({ code: -32600 }) }),
+      { jsonrpc: '2.0', id: 7, result: {} },
+    ]);
+  });
+
   it('-32601 for an unknown method, with the request id', async () => {
     for (const method of ['resources/list', 'tools/delete', 'prompts/get']) {
       const body = await rpc({ jsonrpc: '2.0', id: 5, method });
