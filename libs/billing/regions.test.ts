@@ -25,6 +25,15 @@ describe('regionCode', () => {
     }
   });
 
+  it('reads names written with "&" or with dots and commas inside', () => {
+    // "Newfoundland & Labrador" fell back to federal GST (5 %) instead of HST (15 %)
+    expect(regionCode('CA', 'Newfoundland & Labrador')).toBe('NL');
+    expect(regionCode('CA', 'Newfoundland&Labrador')).toBe('NL');
+    expect(regionCode('US', 'Washington, D.C.')).toBe('DC');
+    expect(regionCode('US', 'Washington D.C.')).toBe('DC');
+    expect(regionCode('US', 'Washington')).toBe('WA');
+  });
+
   it('leaves unknown text upper-cased, and abbreviations to their own country', () => {
     expect(regionCode('CA', 'Atlantis')).toBe('ATLANTIS');
     expect(regionCode('US', 'Que.')).toBe('QUE.');

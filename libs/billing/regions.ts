@@ -131,12 +131,27 @@ const US_ABBREVIATIONS: Record<string, string> = {
   DC: 'DC',
 };
 
-/** Upper case, accents dropped, runs of anything but letters as one "_": "Île-du-Prince-Édouard" -> ILE_DU_PRINCE_EDOUARD. */
+/**
+ * Names keyed without separators, like the abbreviations: a name with a dot or comma inside
+ * ("Washington, D.C.") would otherwise split into other words than its key ("WASHINGTON_D_C" vs
+ * "WASHINGTON_DC") and fall back to no tax at all.
+ */
+const compactKeys = (names: Record<string, string>): Record<string, string> =>
+  Object.fromEntries(Object.entries(names).map(([name, code]) => [name.replace(/_/g, ''), code]));
+const CANADIAN_NAMES_COMPACT = compactKeys(CANADIAN_NAMES);
+const US_NAMES_COMPACT = compactKeys(US_NAMES);
+
+/**
+ * Upper case, accents dropped, "&" read as "and", runs of anything but letters as one "_":
+ * "Île-du-Prince-Édouard" -> ILE_DU_PRINCE_EDOUARD, "Newfoundland & Labrador" ->
+ * NEWFOUNDLAND_AND_LABRADOR.
+ */
 function regionKey(text: string): string {
   return text
     .normalize('NFKD')
     .replace(/\p{M}/gu, '')
     .toUpperCase()
+    .replace(/&/g, ' AND ')
     .replace(/[^A-Z]+/g, '_')
     .replace(/^_|_$/g, '');
 }
@@ -150,10 +165,10 @@ export function regionCode(country: string, stateProvince: string): string {
   const key = regionKey(stateProvince);
   // "N.S." and "B.C." are codes too
   const compact = key.replace(/_/g, '');
-  const names = country === 'CA' ? CANADIAN_NAMES : country === 'US' ? US_NAMES : undefined;
+  const names = country === 'CA' ? CANADIAN_NAMES_COMPACT : country === 'US' ? US_NAMES_COMPACT : undefined;
   const abbreviations =
     country === 'CA' ? CANADIAN_ABBREVIATIONS : country === 'US' ? US_ABBREVIATIONS : undefined;
-  const known = names?.[key] ?? abbreviations?.[compact];
+  const known = names?.[compact] ?? abbreviations?.[compact];
   if (known) return known;
   return compact.length === 2 ? compact : stateProvince.trim().toUpperCase();
 }
