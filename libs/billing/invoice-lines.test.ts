@@ -134,6 +134,34 @@ describe('invoice lines', () => {
     ).toThrow(/priced in USD, the invoice in CAD/);
   });
 
+  it('refuses by name a line its columns cannot store, not with a bare "numeric field overflow"', () => {
+    const metered = { pricing_type: 'usage', usage_type: 'metered', product_name: 'Events' } as const;
+    // 2e16 events at 0.00000001 is a bill of 200,000,000.00, but NUMERIC(20, 4) holds 16 integer digits
+    expect(() =>
+      buildInvoiceLines([item({ ...metered, unit_price: '0.00000001' })], {
+        currency: 'CAD',
+        usage: new Map([[1, '20000000000000000']]),
+        firstPeriod: false,
+        taxRule: ontario,
+      }),
+    ).toThrow(/Events: the quantity 20000000000000000\.0000 exceeds the largest quantity stored/);
+    // a stair-step fee of 900,000,000 for 0.0001 units averages 9e12 a unit: beyond NUMERIC(20, 8)
+    const stairs = {
+      pricing_model: 'per_unit',
+      pricing_scheme: 'tiered',
+      pricing_mode: 'flat',
+      tiers: [{ up_to: null, unit_price: '0', flat_fee: '900000000' }],
+    } as const;
+    expect(() =>
+      buildInvoiceLines([item({ ...metered, pricing: stairs })], {
+        currency: 'CAD',
+        usage: new Map([[1, '0.0001']]),
+        firstPeriod: false,
+        taxRule: ontario,
+      }),
+    ).toThrow(/Events: the unit price 9000000000000\.00000000 CAD exceeds the largest amount stored/);
+  });
+
   it('trims decimals for people', () => {
     expect(trimDecimal('1500.00000000')).toBe('1500');
     expect(trimDecimal('0.50000000')).toBe('0.5');

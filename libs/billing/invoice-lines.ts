@@ -1,6 +1,6 @@
-import { formatMoney, parseMoney, parseScaled } from '../money/index.js';
+import { formatMoney, formatQuantity, parseMoney, parseScaled, QUANTITY_SCALE } from '../money/index.js';
 import type { TaxType } from '../schemas/index.js';
-import { billableUsage, type ProductPricing, priceQuantity } from './pricing.js';
+import { billableUsage, type PricedLine, type ProductPricing, priceQuantity } from './pricing.js';
 import { computeTax, type TaxRule } from './tax.js';
 
 /**
@@ -76,6 +76,7 @@ export function buildInvoiceLines(
     } else {
       priced = priceQuantity(pricing, String(item.quantity));
     }
+    assertLineFitsStorage(item.product_name, priced, context.currency);
     const lineTax = computeTax(context.taxRule, priced.amount);
     subtotal += parseMoney(priced.amount);
     tax += parseMoney(lineTax.amount);
@@ -107,6 +108,27 @@ export function buildInvoiceLines(
 
 /** Money columns are NUMERIC(20,8): 12 integer digits. */
 const MAX_STORED_MONEY = 10n ** 20n - 1n;
+/** invoice_items.quantity is NUMERIC(20,4): 16 integer digits. */
+const MAX_STORED_QUANTITY = 10n ** 20n - 1n;
+
+/**
+ * A line's own columns can overflow while the invoice total fits: usage beyond 16 integer digits
+ * at a tiny price, or a tiered line's average unit price when a large fee is spread over a
+ * fraction of a unit. Postgres would refuse it as a bare "numeric field overflow"; say which line
+ * and what, instead. (Line amounts and taxes never exceed the total, which is checked below.)
+ */
+function assertLineFitsStorage(productName: string, line: PricedLine, currency: string): void {
+  if (parseScaled(line.quantity, QUANTITY_SCALE) > MAX_STORED_QUANTITY) {
+    throw new Error(
+      `${productName}: the quantity ${line.quantity} exceeds the largest quantity stored (${formatQuantity(MAX_STORED_QUANTITY)})`,
+    );
+  }
+  if (parseMoney(line.unit_price) > MAX_STORED_MONEY) {
+    throw new Error(
+      `${productName}: the unit price ${line.unit_price} ${currency} exceeds the largest amount stored (${formatMoney(MAX_STORED_MONEY)})`,
+    );
+  }
+}
 
 /** '1500.00000000' -> '1500', '0.50000000' -> '0.5': for descriptions people read. */
 export function trimDecimal(value: string): string {
