@@ -3,6 +3,7 @@ import {
   addDaysToInstant,
   addMonthsAnchored,
   assertSubscriptionTransition,
+  BILLABLE_STATUSES,
   moneyInput,
   PERIOD_MONTHS,
   parseInput,
@@ -257,8 +258,10 @@ export async function cancelSubscription(
     status: SubscriptionStatus;
     cancel_at_period_end: boolean;
     current_period_start: Date;
+    next_billing_date: Date;
   }>(
-    `SELECT id, org_id, customer_id, status, cancel_at_period_end, current_period_start FROM subscriptions
+    `SELECT id, org_id, customer_id, status, cancel_at_period_end, current_period_start, next_billing_date
+       FROM subscriptions
       WHERE id = $1 AND ($2::bigint IS NULL OR org_id = $2)
         FOR NO KEY UPDATE`,
     [input.subscriptionId, input.orgId ?? null],
@@ -271,6 +274,19 @@ export async function cancelSubscription(
     throw ApiError.conflict(
       `Subscription ${subscription.id} cannot end at ${now.toISOString()}, before its current period began ` +
         `(${subscription.current_period_start.toISOString()}); the periods before are invoiced.`,
+    );
+  }
+
+  if (
+    (BILLABLE_STATUSES as readonly string[]).includes(subscription.status) &&
+    subscription.next_billing_date <= now
+  ) {
+    // Billing is in arrears, so a period that ended must be invoiced before the end is recorded:
+    // `subscription cancel` bills first, but its run skips a row another run holds, and that run
+    // may have billed as of an earlier instant. Canceling now would lose the period for good.
+    throw ApiError.conflict(
+      `Subscription ${subscription.id} has a period that ended ${subscription.next_billing_date.toISOString()} and is ` +
+        'not invoiced yet; run billing for it first (subscription cancel does), then cancel.',
     );
   }
 

@@ -377,6 +377,39 @@ describe('billing run', () => {
     expect(await invoicesOf(database.db, subscription.id)).toEqual([]);
   });
 
+  it('cancel refuses to drop a period that ended and is not invoiced yet', async () => {
+    // `subscription cancel` bills first, but its run skips a row another run holds (SKIP LOCKED);
+    // when that run billed as of an earlier instant, a period may still be open when the lock
+    // comes free. Canceling then would lose that period's invoice for good.
+    const { orgId, customerId, seats } = await orgWithCatalog();
+    const subscription = await subscribeFrom(orgId, customerId, seats, '2026-01-10', '2026-01-10');
+    for (const atPeriodEnd of [false, true]) {
+      await expect(
+        database.db.transaction((tx) =>
+          cancelSubscription(tx, {
+            subscriptionId: subscription.id,
+            atPeriodEnd,
+            now: at('2026-02-15T00:00:00Z'),
+          }),
+        ),
+      ).rejects.toMatchObject({
+        code: 'CONFLICT',
+        message: expect.stringMatching(/2026-02-10.*not invoiced/),
+      });
+    }
+    expect(await getSubscription(database.db, orgId, subscription.id)).toMatchObject({
+      status: 'active',
+      cancel_at_period_end: false,
+    });
+    await runBilling(database.db, { usage, orgId, now: at('2026-02-15T00:00:00Z') });
+    await database.db.transaction((tx) =>
+      cancelSubscription(tx, { subscriptionId: subscription.id, now: at('2026-02-15T00:00:00Z') }),
+    );
+    expect((await invoicesOf(database.db, subscription.id)).map((i) => i.period_start)).toEqual([
+      '2026-01-10',
+    ]);
+  });
+
   it('starts a pending subscription on its start date', async () => {
     const { orgId, customerId, seats } = await orgWithCatalog();
     const subscription = await subscribeFrom(orgId, customerId, seats, '2026-03-01', '2026-02-01');
