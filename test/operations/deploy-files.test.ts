@@ -2,7 +2,7 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -149,6 +149,26 @@ describe('deploy/nginx/nginx.conf', () => {
       served_by: 'api',
       path: '/api/public/v1/customers?limit=5',
     });
+  });
+
+  it('sends a usage request whose Idempotency-Key is not printable ASCII to api, which refuses it', async () => {
+    // uWS would trim the bytes of "é" off the end and record the event under another key
+    const servedBy = (key: Buffer) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1');
+        const head = `POST /api/public/v1/usage/events HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\nIdempotency-Key: `;
+        socket.write(Buffer.concat([Buffer.from(head), key, Buffer.from('\r\n\r\n')]));
+        const chunks: Buffer[] = [];
+        socket.on('data', (chunk) => chunks.push(chunk));
+        socket.on('error', reject);
+        socket.on('end', () =>
+          resolve(/"served_by":"(\w+)"/.exec(Buffer.concat(chunks).toString())?.[1] ?? ''),
+        );
+      });
+    expect(await servedBy(Buffer.from('order-1'))).toBe('ingest');
+    expect(await servedBy(Buffer.from('order-1é'))).toBe('api');
+    expect(await servedBy(Buffer.from('éorder-1'))).toBe('api');
+    expect(await servedBy(Buffer.from('order\t1'))).toBe('api');
   });
 
   it('keeps health and metrics off the public entry point', async () => {
