@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../errors/index.js';
 import { CreateUsageEvent } from '../schemas/index.js';
-import { parseUsageEvent, parseUsageEventBatch, wellFormedEvent } from './request.js';
+import { identityOf, parseUsageEvent, parseUsageEventBatch, wellFormedEvent } from './request.js';
 
 const NOW = Date.UTC(2026, 10, 20, 12, 0, 0);
 
@@ -184,5 +184,30 @@ describe('usage batch envelope', () => {
     );
     expect(failure(() => parseUsageEventBatch({ events: [{}], extra: 1 })).code).toBe('VALIDATION_ERROR');
     expect(failure(() => parseUsageEventBatch(null)).code).toBe('VALIDATION_ERROR');
+  });
+});
+
+describe('the identity an invalid body names', () => {
+  it('is its item and winning key, whatever else the body says', () => {
+    const item = { subscription_item_id: 7 };
+    expect(identityOf({ ...item, quantity: -1 }, 'h')).toEqual({
+      subscriptionItemId: 7,
+      idempotencyKey: 'h',
+    });
+    // the header wins, so a body key the schema refuses does not hide the identity
+    for (const bodyKey of [5, null, '', 'k'.repeat(300)]) {
+      expect(identityOf({ ...item, idempotency_key: bodyKey }, 'h')).toEqual({
+        subscriptionItemId: 7,
+        idempotencyKey: 'h',
+      });
+    }
+    expect(identityOf({ ...item, idempotency_key: 'b' }, undefined)?.idempotencyKey).toBe('b');
+  });
+
+  it('is none without a valid item id or a usable key', () => {
+    expect(identityOf({ subscription_item_id: '7' }, 'h')).toBeUndefined();
+    expect(identityOf({ subscription_item_id: 7, idempotency_key: 5 }, undefined)).toBeUndefined();
+    expect(identityOf({ subscription_item_id: 7 }, 'k'.repeat(256))).toBeUndefined();
+    expect(identityOf([7], 'h')).toBeUndefined();
   });
 });

@@ -175,9 +175,13 @@ export function identityOf(
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   const { subscription_item_id: item, idempotency_key: bodyKey } = body as Record<string, unknown>;
   if (typeof item !== 'number' || !Number.isSafeInteger(item) || item <= 0) return undefined;
-  if (bodyKey !== undefined && typeof bodyKey !== 'string') return undefined;
+  // A body key that is not a string names no identity, but the header key wins over it anyway.
+  const usableBodyKey = typeof bodyKey === 'string' ? bodyKey : undefined;
   try {
-    return { subscriptionItemId: item, idempotencyKey: resolveIdempotencyKey(headerKey, bodyKey, false) };
+    return {
+      subscriptionItemId: item,
+      idempotencyKey: resolveIdempotencyKey(headerKey, usableBodyKey, false),
+    };
   } catch {
     return undefined;
   }
