@@ -35,7 +35,14 @@ export class Exchange {
   /** Called once if the client goes away before the answer. */
   onAbort: (() => void) | undefined;
 
-  constructor(readonly res: HttpResponse) {
+  /**
+   * `bodiless` for an answer to HEAD: it carries the headers only, since a client reads no body
+   * after it and would take those bytes for the start of the next response on the connection.
+   */
+  constructor(
+    readonly res: HttpResponse,
+    private readonly bodiless = false,
+  ) {
     // The JS fallback also calls this after a normal end; `answered` tells the two apart.
     res.onAborted(() => {
       if (this.answered || this.aborted) return;
@@ -62,7 +69,7 @@ export class Exchange {
       this.res.writeStatus(STATUS_LINES[status] ?? String(status));
       this.res.writeHeader('content-type', contentType);
       for (const name in headers) this.res.writeHeader(name, headers[name]!);
-      this.res.end(body, closeConnection);
+      this.res.end(this.bodiless ? '' : body, closeConnection);
     });
   }
 }

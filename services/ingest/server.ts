@@ -41,6 +41,17 @@ export interface IngestServer {
 
 type Kind = 'event' | 'batch';
 
+/** What the usage routes read of a request: uWS frees the request itself once its handler returns. */
+interface ReceivedRequest {
+  body: string;
+  tooLarge: boolean;
+  /** '' when absent. */
+  contentType: string;
+  /** Whether the body came with Transfer-Encoding rather than Content-Length. */
+  chunked: boolean;
+  idempotencyKey: string;
+}
+
 /** The response bodies, written from the same schemas as the api service's (fast-json-stringify). */
 const writeEvent = jsonWriter(single(UsageEvent));
 const writeBatchResult = jsonWriter(UsageEventBatchResult);
@@ -65,6 +76,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     const requestId = requestIdFrom(req.getHeader('x-request-id'));
     const authorization = req.getHeader('authorization');
     const contentType = req.getHeader('content-type');
+    const chunked = req.getHeader('transfer-encoding') !== '';
     const idempotencyKey = req.getHeader('idempotency-key');
     inFlight++;
     let orgId: number | undefined;
@@ -94,7 +106,8 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     const authenticated = authenticate(authenticator, authorization);
     authenticated.catch(() => {});
     readBody(res, options.bodyLimit, (body, tooLarge) => {
-      handle(kind, requestId, authenticated, body, tooLarge, contentType, idempotencyKey, (auth) => {
+      const request = { body, tooLarge, contentType, chunked, idempotencyKey };
+      handle(kind, requestId, authenticated, request, (auth) => {
         orgId = auth.orgId;
       })
         .then(
@@ -111,24 +124,25 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     kind: Kind,
     requestId: string,
     authenticated: Promise<AuthContext>,
-    body: string,
-    tooLarge: boolean,
-    contentType: string,
-    idempotencyKey: string,
+    { body, tooLarge, contentType, chunked, idempotencyKey }: ReceivedRequest,
     onAuthenticated: (auth: AuthContext) => void,
   ): Promise<{ status: number; headers: Record<string, string>; payload: string }> => {
     const auth = await authenticated;
     onAuthenticated(auth);
     // In the api service's order: the media type, then the size, then the JSON (parsed alike).
-    if ((body.length || tooLarge) && !isJson(contentType)) {
+    // Fastify refuses a Content-Type it has no parser for even on an empty body, and a body
+    // without one (chunked counts, even when empty), so the same request gets the same 415 here.
+    const declaresBody = contentType !== '' || chunked || body.length > 0 || tooLarge;
+    if (declaresBody && !isJson(contentType)) {
       await usage.refuse(auth, ApiError.unsupportedMediaType());
     }
     if (tooLarge) {
       await usage.refuse(auth, ApiError.payloadTooLarge());
     }
-    // No body at all reads as null, as Fastify hands it to the api's route.
+    // Past the media type check, a request that is not JSON declared no body: it reads as null,
+    // as Fastify hands it to the api's route.
     let parsed: unknown = null;
-    if (body.length || isJson(contentType)) {
+    if (isJson(contentType)) {
       try {
         parsed = parseUsageBody(body);
       } catch (error) {
@@ -174,10 +188,11 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
    */
   const refuseUnrouted = (res: HttpResponse, req: HttpRequest, route: string, error: ApiError) => {
     const started = performance.now();
-    const exchange = new Exchange(res);
+    const method = req.getMethod();
+    // uWS names methods in lower case, its JS fallback as sent
+    const exchange = new Exchange(res, method.toLowerCase() === 'head');
     const requestId = requestIdFrom(req.getHeader('x-request-id'));
     const authorization = req.getHeader('authorization');
-    const method = req.getMethod();
     inFlight++;
     let orgId: number | undefined;
     const counted = authorization

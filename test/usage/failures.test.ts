@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { type KafkaTestBroker, startKafkaTestBroker } from '../helpers/kafka-test-broker.js';
@@ -121,6 +122,19 @@ describe('usage ingest when Kafka or Redis fail', () => {
       expect(wrongMethod.status).toBe(405);
       expect(wrongMethod.headers.get('allow')).toBe('POST');
       expect(wrongMethod.headers.get('x-ratelimit-limit')).toBeNull();
+    });
+
+    it('answers HEAD with headers only, so the next response on the connection is not garbled', async () => {
+      for (const path of ['/api/public/v1/usage/events', '/api/public/v1/usage/nope']) {
+        const socket = net.connect(stack.ingest.port, '127.0.0.1');
+        socket.write(`HEAD ${path} HTTP/1.1\r\nHost: ingest\r\nConnection: close\r\n\r\n`);
+        const chunks: Buffer[] = [];
+        for await (const chunk of socket) chunks.push(chunk as Buffer);
+        const [head = '', ...rest] = Buffer.concat(chunks).toString('latin1').split('\r\n\r\n');
+        expect(head, path).toMatch(/^HTTP\/1\.1 40[45] /);
+        expect(head, path).toMatch(/\r\nX-Request-ID: /i);
+        expect(rest.join(''), path).toBe('');
+      }
     });
 
     it('counts a 404 or 405 asked with a valid key, with the rate-limit headers, as the api does', async () => {

@@ -228,6 +228,22 @@ describe.each(MODES)('usage events, %s', (mode) => {
       expect(fresh.body.details.map((d: { field: string }) => d.field).sort()).toEqual(['extra', 'quantity']);
     });
 
+    it('answers a repeated header key with the stored event even when the body key is not a string', async () => {
+      const key = freshKey();
+      const first = await post({
+        idempotencyKey: key,
+        body: { subscription_item_id: items.metered, quantity: 3 },
+      });
+      // the header wins over the body key, so the body key's type is one more thing the body says
+      const again = await post({
+        idempotencyKey: key,
+        body: { subscription_item_id: items.metered, quantity: 3, idempotency_key: 5 },
+      });
+      expect(first.status).toBe(201);
+      expect(again.status).toBe(201);
+      expect(again.body.data).toEqual(first.body.data);
+    });
+
     it('refuses a quantity written with more digits than a JSON number keeps, and keeps one it can', async () => {
       const sent = (quantity: string) =>
         post({
@@ -283,6 +299,15 @@ describe.each(MODES)('usage events, %s', (mode) => {
         contentType: 'application/json; charset=utf-8',
       });
       expect(charset.status).toBe(201);
+    });
+
+    it('answers 415 for another media type even when the body is empty, as Fastify decides', async () => {
+      for (const contentType of ['text/plain', 'application/x-www-form-urlencoded']) {
+        const response = await post({ idempotencyKey: freshKey(), rawBody: '', contentType });
+        expect(response.status, contentType).toBe(415);
+        expect(response.body.error_code, contentType).toBe('UNSUPPORTED_MEDIA_TYPE');
+        expect(response.headers['x-ratelimit-remaining'], contentType).toMatch(/^\d+$/);
+      }
     });
 
     it('answers a request without a body with one 422 on the body', async () => {
