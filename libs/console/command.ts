@@ -13,11 +13,17 @@ export interface ConsoleContext {
  * A console command: `name` is the words typed (`org create`), `flags` validates the parsed
  * `--kebab-case` flags, and `run` returns what is printed as JSON.
  */
-export interface Command<S extends z.ZodType = z.ZodType> {
+export interface Command<S extends z.ZodObject = z.ZodObject> {
   name: string;
   summary: string;
   usage: string;
   flags: S;
+  /**
+   * Body fields the domain validates under another name than the command's flag
+   * (`start_date` -> `start`), so its refusals name the flag the operator typed. A field whose
+   * kebab-case spelling is a flag needs no entry.
+   */
+  flagOfField?: Record<string, string>;
   /** Whether the command needs the schema migrated first (all but `migrate`). */
   needsSchema?: boolean;
   run(context: ConsoleContext, flags: z.output<S>): Promise<unknown>;
@@ -31,6 +37,6 @@ export interface Command<S extends z.ZodType = z.ZodType> {
 /** Exit code of a command that finished with some of its work failed (listed in its JSON). */
 export const PARTIAL_FAILURE = 3;
 
-export function defineCommand<S extends z.ZodType>(command: Command<S>): Command<S> {
+export function defineCommand<S extends z.ZodObject>(command: Command<S>): Command<S> {
   return command;
 }

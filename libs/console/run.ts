@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { type ConsoleConfig, consoleSettings, loadConfig } from '../config/index.js';
+import { type ConsoleConfig, consoleSettings, loadConfig, withTimeout } from '../config/index.js';
 import { type Database, migrate, openDatabase } from '../db/index.js';
 import { ApiError, type FieldError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../errors/index.js';
 import { parseArgv } from './argv.js';
@@ -24,34 +24,27 @@ export async function runConsole(
   commands: Command[] = COMMANDS,
 ): Promise<number> {
   const { words, flags, repeated } = parseArgv(argv);
-  // `help`, `--help`, `help org` and `org --help` ask for help: it is the answer (stdout, exit 0)
-  const askedHelp = words[0] === 'help' || (flags.help !== undefined && !findCommand(commands, words));
-  const topic = words[0] === 'help' ? words.slice(1) : words;
-  const group = commands.filter((c) => topic.length && c.name.startsWith(`${topic.join(' ')} `));
-  if (askedHelp && (!topic.length || group.length)) {
-    io.stdout(help(topic.length ? group : commands));
-    return 0;
-  }
+  // `help`, `--help`, `help org`, `org --help`, `help org create` and `org create --help` ask for
+  // help: it is the answer (stdout, exit 0)
+  const helpTopic = words[0] === 'help' ? words.slice(1) : flags.help !== undefined ? words : undefined;
+  if (helpTopic) return printHelp(helpTopic, commands, io);
   const command = findCommand(commands, words);
   if (!command) {
-    const listed = group.length ? group : commands;
-    io.stderr(`${words.length ? `unknown command: ${words.join(' ')}\n\n` : ''}${help(listed)}`);
+    const group = commandsUnder(commands, words);
+    io.stderr(
+      `${words.length ? `unknown command: ${words.join(' ')}\n\n` : ''}${help(group.length ? group : commands)}`,
+    );
     return 2;
-  }
-  if (flags.help) {
-    io.stdout(`${command.name} ${command.usage}\n  ${command.summary}\n`);
-    return 0;
   }
   const parsed = command.flags.safeParse(flags, ZOD_PARSE_OPTIONS);
   if (!parsed.success || repeated.length) {
-    const problems = [
-      ...repeated.map((flag) => `  --${flag}: Given twice; give it once.`),
-      ...(parsed.success ? [] : fieldErrorsFromZod(parsed.error.issues)).map(
-        (e) => `  --${e.field}: ${flagMessage(e, flags)}`,
-      ),
-    ];
     io.stderr(
-      `invalid flags for '${command.name}':\n${problems.join('\n')}\nusage: ${command.name} ${command.usage}\n`,
+      invalidFlags(command, [
+        ...repeated.map((flag) => `--${flag}: Given twice; give it once.`),
+        ...(parsed.success ? [] : fieldErrorsFromZod(parsed.error.issues)).map(
+          (e) => `--${e.field}: ${flagMessage(e, flags)}`,
+        ),
+      ]),
     );
     return 2;
   }
@@ -68,6 +61,17 @@ export async function runConsole(
     io.stderr(`cannot open the database: ${opened.message}\n`);
     return 1;
   }
+  if (opened.mode === 'postgres') {
+    const unreachable = await firstAnswer(opened.db);
+    if (unreachable) {
+      // not awaited: a connection stuck in its handshake is never released (bin/console.ts exits)
+      void opened.close().catch(() => {});
+      io.stderr(
+        `cannot connect to the database (DATABASE_URL ${whereIs(config.DATABASE_URL!)}): ${unreachable.message}\n`,
+      );
+      return 1;
+    }
+  }
   const watched = watchTransactionReads(opened.db);
   try {
     // A console that serves the embedded database itself (npm start is not running) brings the
@@ -80,8 +84,15 @@ export async function runConsole(
     io.stdout(`${JSON.stringify(result, null, 2)}\n`);
     return command.exitCode?.(result) ?? 0;
   } catch (error) {
-    io.stderr(`${describe(error)}\n`);
-    return isInvalidInput(error, watched) ? 2 : 1;
+    if (isInvalidInput(error, watched)) {
+      // refused on the flags alone, like the parser's refusals above: worded the same way
+      io.stderr(
+        invalidFlags(command, error.details?.map((d) => `${flagOf(d.field, command)}: ${d.message}`) ?? []),
+      );
+      return 2;
+    }
+    io.stderr(`${describe(error, command)}\n`);
+    return 1;
   } finally {
     await opened.close();
   }
@@ -128,7 +139,7 @@ function watchTransactionReads(db: Database): WatchedDatabase {
   return watched;
 }
 
-function isInvalidInput(error: unknown, watched: WatchedDatabase): boolean {
+function isInvalidInput(error: unknown, watched: WatchedDatabase): error is ApiError {
   return error instanceof ApiError && error.code === 'VALIDATION_ERROR' && !watched.read;
 }
 
@@ -137,9 +148,65 @@ function findCommand(commands: Command[], words: string[]): Command | undefined 
   return commands.find((c) => c.name === typed);
 }
 
-function describe(error: unknown): string {
+/** The commands whose name begins with these words (`org` -> `org create`, `org set-plan`, ...). */
+function commandsUnder(commands: Command[], words: string[]): Command[] {
+  return words.length ? commands.filter((c) => c.name.startsWith(`${words.join(' ')} `)) : [];
+}
+
+function printHelp(topic: string[], commands: Command[], io: ConsoleIo): number {
+  const command = findCommand(commands, topic);
+  if (command) {
+    io.stdout(`${command.name} ${command.usage}\n  ${command.summary}\n`);
+    return 0;
+  }
+  const group = commandsUnder(commands, topic);
+  if (!topic.length || group.length) {
+    io.stdout(help(topic.length ? group : commands));
+    return 0;
+  }
+  io.stderr(`unknown command: ${topic.join(' ')}\n\n${help(commands)}`);
+  return 2;
+}
+
+function invalidFlags(command: Command, problems: string[]): string {
+  const lines = problems.map((problem) => `  ${problem}\n`).join('');
+  return `invalid flags for '${command.name}':\n${lines}usage: ${command.name} ${command.usage}\n`;
+}
+
+/**
+ * The flag behind a field the domain named (`contact_name` -> `--contact-name`,
+ * `items.0.product_id` -> `--items.0.product_id`); a field no flag sets is left as it is.
+ */
+function flagOf(field: string, command: Command): string {
+  const [first = '', ...rest] = field.split('.');
+  const flag = command.flagOfField?.[first] ?? first.replaceAll('_', '-');
+  return Object.hasOwn(command.flags.shape, flag) ? [`--${flag}`, ...rest].join('.') : field;
+}
+
+/** How long Postgres may take to answer the console's first query before it counts as unreachable. */
+const DATABASE_ANSWER_TIMEOUT_MS = 10_000;
+
+/**
+ * pg connects on the first query: without asking first, an unreachable DATABASE_URL would surface
+ * from inside the command as a bare `connect ECONNREFUSED`, and a port that accepts connections but
+ * never answers would hang the console for good.
+ */
+async function firstAnswer(db: Database): Promise<Error | undefined> {
+  return withTimeout(db.query('SELECT 1'), DATABASE_ANSWER_TIMEOUT_MS).then(
+    () => undefined,
+    (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+  );
+}
+
+/** host:port/database of a Postgres URL: where it points, without its credentials. */
+function whereIs(databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  return `${url.host}${url.pathname}`;
+}
+
+function describe(error: unknown, command: Command): string {
   if (error instanceof ApiError) {
-    const details = error.details?.map((d) => `\n  ${d.field}: ${d.message}`).join('') ?? '';
+    const details = error.details?.map((d) => `\n  ${flagOf(d.field, command)}: ${d.message}`).join('') ?? '';
     return `error (${error.code}): ${error.message}${details}`;
   }
   const pg = error as { code?: string; message?: string };

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runConsole } from '../../libs/console/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
@@ -130,6 +131,100 @@ describe('console', () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/unknown command: frobnicate/);
   });
+
+  it('prints the help of one command asked for as `help <command>`', async () => {
+    const result = await console_('help', 'org', 'create');
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toMatch(/^org create --name NAME/);
+    const unknown = await console_('help', 'frobnicate');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/^unknown command: frobnicate\n/);
+  });
+
+  it('names the flag, not the body field, when the domain refuses a value (exit 2, with usage)', async () => {
+    const org = (await console_('org', 'create', '--name', 'Fields Co')).json();
+    const customer = await console_(
+      'customer',
+      'create',
+      '--org',
+      String(org.id),
+      '--name',
+      'X',
+      '--contact-name',
+      'x'.repeat(256),
+    );
+    expect(customer.code).toBe(2);
+    expect(customer.stdout).toBe('');
+    expect(customer.stderr).toContain("invalid flags for 'customer create':\n  --contact-name: ");
+    expect(customer.stderr).toMatch(/\nusage: customer create --org ID/);
+
+    const product = await console_(
+      'product',
+      'create',
+      '--org',
+      String(org.id),
+      '--name',
+      'P',
+      '--unit-price',
+      '1',
+      '--pricing-type',
+      'recurring',
+      '--pricing-scheme',
+      'tiered',
+      '--billing-period',
+      'monthly',
+    );
+    expect(product.code).toBe(2);
+    expect(product.stderr).toContain('  --pricing-mode: ');
+    expect(product.stderr).toContain('  --tiers: ');
+    expect(product.stderr).not.toMatch(/pricing_mode|The request/);
+
+    const subscription = await console_(
+      'subscription',
+      'create',
+      '--org',
+      String(org.id),
+      '--customer',
+      '1',
+      '--items',
+      '[]',
+    );
+    expect(subscription.code).toBe(2);
+    expect(subscription.stderr).toContain('  --items: ');
+  });
+
+  it('says it cannot connect to the database, naming DATABASE_URL, and neither hangs nor prints a stack', async () => {
+    // A port that accepts connections and never answers: pg would wait on its handshake forever.
+    const silent = net.createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as net.AddressInfo;
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const closedPort = (closed.address() as net.AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    try {
+      for (const url of [
+        `postgres://postgres:secret@127.0.0.1:${closedPort}/billing`,
+        `postgres://postgres:secret@127.0.0.1:${port}/billing`,
+      ]) {
+        const started = Date.now();
+        const result = await runTs('bin/console.ts', ['org', 'create', '--name', 'Nowhere'], {
+          ...env,
+          DATABASE_URL: url,
+        });
+        expect(result.code, url).toBe(1);
+        expect(result.stdout).toBe('');
+        expect(result.stderr).toMatch(
+          /^cannot connect to the database \(DATABASE_URL 127\.0\.0\.1:\d+\/billing\): /,
+        );
+        expect(result.stderr).not.toMatch(/secret|\n\s+at /);
+        expect(Date.now() - started).toBeLessThan(20_000);
+      }
+    } finally {
+      silent.close();
+    }
+  }, 60_000);
 
   it('says what is wrong with a flag: required, true or false, needs a value, given twice (exit 2)', async () => {
     const cases: [string[], string][] = [

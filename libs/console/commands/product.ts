@@ -44,6 +44,7 @@ export const productCommands = [
       metadata: jsonFlag(z.record(z.string(), z.unknown())).optional(),
       inactive: booleanFlag,
     }),
+    flagOfField: { default_billing_period: 'billing-period', is_active: 'inactive' },
     run: ({ db }, f) =>
       db.transaction((tx) =>
         createProduct(tx, f.org, {

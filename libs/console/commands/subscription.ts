@@ -30,6 +30,7 @@ export const subscriptionCommands = [
       start: instantInput.optional(),
       title: z.string().max(255).optional(),
     }),
+    flagOfField: { customer_id: 'customer', start_date: 'start' },
     run: async ({ db }, f) => {
       await getOrganization(db, f.org);
       return db.transaction((tx) =>
