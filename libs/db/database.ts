@@ -29,6 +29,9 @@ const types = {
   },
 };
 
+/** How long a query waits for a connection: to be made, or to be free in a busy pool. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
 /** A pg pool with the two helpers every caller needs. Same code for Postgres and embedded PGlite. */
 export class Database implements Queryable {
   readonly pool: pg.Pool;
@@ -46,7 +49,12 @@ export class Database implements Queryable {
    */
   constructor(
     connectionString: string,
-    options: { poolSize?: number; applicationName?: string; preparedStatements?: boolean } = {},
+    options: {
+      poolSize?: number;
+      applicationName?: string;
+      preparedStatements?: boolean;
+      connectTimeoutMs?: number;
+    } = {},
   ) {
     this.statementNames = options.preparedStatements ? new Map() : undefined;
     this.pool = new pg.Pool({
@@ -55,6 +63,10 @@ export class Database implements Queryable {
       types,
       application_name: options.applicationName ?? 'billing',
       idleTimeoutMillis: 30_000,
+      // Without a limit, a Postgres that accepts connections but never answers (or a pool that
+      // never frees a connection) would hold every request forever; past it the query fails, and
+      // the api answers 503 with Retry-After.
+      connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
     });
     // An idle client whose server went away must not crash the process; the next query reports it.
     this.pool.on('error', () => {});

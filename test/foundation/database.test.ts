@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Database } from '../../libs/db/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
@@ -41,5 +42,30 @@ describe('Database on Postgres with preparedStatements', () => {
   it('a failing prepared statement leaves the connection usable', async () => {
     await expect(db.query('SELECT 1 / $1::int AS n', [0])).rejects.toThrow(/division by zero/);
     expect((await db.query<{ n: number }>('SELECT 1 / $1::int AS n', [1])).rows).toEqual([{ n: 1 }]);
+  });
+});
+
+describe('Database against a server that accepts connections and never answers', () => {
+  let silent: Server;
+  let port: number;
+  const sockets = new Set<Socket>();
+  beforeAll(async () => {
+    silent = createServer((socket) => {
+      sockets.add(socket);
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    port = (silent.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  });
+
+  it('fails the query once the connect timeout passes, instead of waiting for good', async () => {
+    const db = new Database(`postgres://postgres@127.0.0.1:${port}/nowhere`, { connectTimeoutMs: 300 });
+    const started = Date.now();
+    await expect(db.query('SELECT 1')).rejects.toThrow(/timeout/i);
+    expect(Date.now() - started).toBeLessThan(5000);
+    void db.close().catch(() => {});
   });
 });
