@@ -44,12 +44,12 @@ describe('errors and headers across the REST routes (DESIGN §6)', () => {
 
   it('answers 405 METHOD_NOT_ALLOWED with Allow on the read-only resources', async () => {
     for (const [method, path, allow] of [
-      ['DELETE', '/customers', 'GET, POST'],
-      ['PUT', '/customers/1', 'GET'],
-      ['POST', '/invoices', 'GET'],
-      ['DELETE', `/invoices/${scenario.invoices.PAID.id}`, 'GET'],
-      ['POST', `/invoices/${scenario.invoices.PAID.id}/transactions`, 'GET'],
-      ['PATCH', '/subscriptions/1', 'GET'],
+      ['DELETE', '/customers', 'GET, HEAD, POST'],
+      ['PUT', '/customers/1', 'GET, HEAD'],
+      ['POST', '/invoices', 'GET, HEAD'],
+      ['DELETE', `/invoices/${scenario.invoices.PAID.id}`, 'GET, HEAD'],
+      ['POST', `/invoices/${scenario.invoices.PAID.id}/transactions`, 'GET, HEAD'],
+      ['PATCH', '/subscriptions/1', 'GET, HEAD'],
     ] as const) {
       const response = await api.request({ method, path, key: org.apiKey });
       expect(response.statusCode, `${method} ${path}`).toBe(405);
@@ -108,12 +108,12 @@ describe('errors and headers across the REST routes (DESIGN §6)', () => {
 
   it('answers OPTIONS and TRACE on a known path with 405 and Allow too (there is no CORS preflight)', async () => {
     for (const [method, path, allow] of [
-      ['OPTIONS', '/customers', 'GET, POST'],
-      ['TRACE', '/customers', 'GET, POST'],
-      ['OPTIONS', '/customers/1', 'GET'],
-      ['TRACE', `/invoices/${scenario.invoices.PAID.id}`, 'GET'],
+      ['OPTIONS', '/customers', 'GET, HEAD, POST'],
+      ['TRACE', '/customers', 'GET, HEAD, POST'],
+      ['OPTIONS', '/customers/1', 'GET, HEAD'],
+      ['TRACE', `/invoices/${scenario.invoices.PAID.id}`, 'GET, HEAD'],
       ['OPTIONS', '/mcp', 'POST'],
-      ['OPTIONS', '/meta', 'GET'],
+      ['OPTIONS', '/meta', 'GET, HEAD'],
     ] as const) {
       const response = await api.request({ method, path, key: org.apiKey });
       expect(response.statusCode, `${method} ${path}`).toBe(405);

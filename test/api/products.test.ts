@@ -144,7 +144,7 @@ describe('GET /products/{product_id}', () => {
         key: orgA.apiKey,
       });
       expect(response.statusCode, method).toBe(405);
-      expect(response.headers.allow).toBe('GET');
+      expect(response.headers.allow).toBe('GET, HEAD');
       expect(response.json().error_code).toBe('METHOD_NOT_ALLOWED');
     }
     const create = await api.request({ method: 'POST', path: '/products', key: orgA.apiKey });

@@ -6,6 +6,8 @@ import type { ApiInstance } from '../types.js';
  * a method the path does not take like any other, not a 404 that reads as "no such path".
  */
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'] as const;
+/** What Allow lists, in this order: HEAD too, which Fastify serves beside every GET. */
+const ALLOWABLE = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
 /**
  * Fastify answers an unregistered method on a known path with 404; the contract says 405 with an
@@ -24,7 +26,7 @@ export function collectRoutesForMethodNotAllowed(app: ApiInstance): () => void {
     for (const [url, known] of methodsByUrl) {
       const missing = METHODS.filter((m) => !known.has(m));
       if (missing.length === 0) continue;
-      const allow = METHODS.filter((m) => known.has(m)).join(', ');
+      const allow = ALLOWABLE.filter((m) => known.has(m)).join(', ');
       app.route({
         method: missing,
         url,
