@@ -46,7 +46,8 @@ export const integerIdQuery = z
     ctx.addIssue({
       code: 'invalid_format',
       format: 'integer',
-      message: 'Must be a positive integer.',
+      // past 2^53 too: no id is that large, and "a positive integer" alone would puzzle its sender
+      message: `Must be a positive integer, at most ${Number.MAX_SAFE_INTEGER}.`,
       input: text,
     });
     return z.NEVER;

@@ -222,6 +222,10 @@ describe('GET /invoices', () => {
         query,
       ).toEqual([field]);
     }
+    // a positive integer, but past any id: the message says where ids end
+    const huge = await list('?customer_id=9999999999999999');
+    expect(huge.statusCode).toBe(422);
+    expect(huge.json().details[0].message).toBe('Must be a positive integer, at most 9007199254740991.');
   });
 
   describe('common route checks', () => {
