@@ -55,6 +55,7 @@ export {
 export {
   CANADIAN_PROVINCES,
   computeTax,
+  federalGstOf,
   type TaxComponent,
   type TaxComputation,
   type TaxDestination,

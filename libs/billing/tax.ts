@@ -204,6 +204,14 @@ export function computeTax(taxRule: TaxRule, amount: string): TaxComputation {
   return { taxType: taxRule.taxType, lines, amount: formatMoney(total) };
 }
 
+/**
+ * The federal GST part of a Canadian line's tax, computed as computeTax computes it: a printed
+ * invoice splits GST + QST or GST + PST into its parts, which must agree with the stored tax.
+ */
+export function federalGstOf(preTaxAmount: string): string {
+  return computeTax(rule('GST', [GST()], ''), preTaxAmount).amount;
+}
+
 function rule(taxType: TaxType | null, components: TaxComponent[], note: string): TaxRule {
   const sum = components.reduce((acc, c) => acc + parseScaled(c.rate, RATE_SCALE), 0n);
   return { taxType, components, rate: trimRate(sum), note };

@@ -57,6 +57,7 @@ function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
       taxId: null,
     },
     subtotal: '49.99000000',
+    taxLines: [],
     overdue: false,
   };
 }

@@ -45,6 +45,7 @@ export function renderInvoiceHtml({
   seller,
   customer,
   subtotal,
+  taxLines,
   overdue,
 }: PrintableInvoice): string {
   const money = (value: string) => escapeHtml(formatAmount(value));
@@ -130,7 +131,8 @@ export function renderInvoiceHtml({
   </table>
   <table class="totals">
     <tr><td>Subtotal</td><td class="num">${money(subtotal)} ${currency}</td></tr>
-    <tr><td>Tax</td><td class="num">${money(invoice.tax_amount)} ${currency}</td></tr>
+    ${taxLines.map((line) => `<tr><td>${escapeHtml(line.name)}</td><td class="num">${money(line.amount)} ${currency}</td></tr>`).join('\n    ')}
+    <tr><td>${taxLines.length > 0 ? 'Total tax' : 'Tax'}</td><td class="num">${money(invoice.tax_amount)} ${currency}</td></tr>
     <tr class="grand"><td>Total</td><td class="num">${money(invoice.total)} ${currency}</td></tr>
     <tr><td>Paid</td><td class="num">${money(invoice.amount_paid)} ${currency}</td></tr>
     ${refunded ? `<tr><td>Refunded</td><td class="num">${money(invoice.amount_refunded)} ${currency}</td></tr>` : ''}

@@ -75,6 +75,39 @@ const COLUMNS: Column[] = [
   { title: 'Amount', width: 78, align: 'right' },
 ];
 const CELL_GAP = 6;
+/** The description column keeps at least this width; the figures' columns shrink their font instead. */
+const MIN_DESCRIPTION_WIDTH = 140;
+const ITEM_FONT_SIZE = 9;
+
+/**
+ * The item table's columns for these rows: each figure's column widens to its widest cell, so an
+ * amount is never wrapped mid-number, and the description takes what is left. When the figures
+ * would leave the description too little, the table's font shrinks until they fit.
+ */
+function itemColumns(doc: PDFKit.PDFDocument, rows: string[][]): { columns: Column[]; fontSize: number } {
+  const tableWidth = COLUMNS.reduce((sum, column) => sum + column.width, 0);
+  const natural = COLUMNS.map((column, i) => {
+    doc.font(BOLD).fontSize(8);
+    let widest = doc.widthOfString(column.title.toUpperCase());
+    doc.font(FONT).fontSize(ITEM_FONT_SIZE);
+    for (const row of rows) widest = Math.max(widest, doc.widthOfString(row[i]!));
+    // a little slack: pdfkit wraps text that fills its width exactly
+    return Math.ceil(widest) + 1 + CELL_GAP;
+  });
+  const figures = COLUMNS.slice(1).map((column, i) => Math.max(column.width, natural[i + 1]!));
+  const figuresWidth = figures.reduce((sum, width) => sum + width, 0);
+  const room = tableWidth - MIN_DESCRIPTION_WIDTH;
+  const scale = figuresWidth > room ? room / figuresWidth : 1;
+  const widths = figures.map((width) => Math.floor(width * scale));
+  return {
+    columns: [
+      { ...COLUMNS[0]!, width: tableWidth - widths.reduce((sum, width) => sum + width, 0) },
+      ...COLUMNS.slice(1).map((column, i) => ({ ...column, width: widths[i]! })),
+    ],
+    // widths scale with the font size; the fixed gap makes this slightly conservative
+    fontSize: scale < 1 ? Math.floor(ITEM_FONT_SIZE * scale * 0.95 * 10) / 10 : ITEM_FONT_SIZE,
+  };
+}
 
 /*
  * Fonts are parsed once per process and lent to each document. pdfkit would parse Helvetica's
@@ -264,7 +297,7 @@ function drawDocument(
   printable: PrintableInvoice,
   text: (value: string) => string,
 ): void {
-  const { invoice, seller, customer, subtotal, overdue } = printable;
+  const { invoice, seller, customer, subtotal, taxLines, overdue } = printable;
   const left = PAGE_MARGIN;
   const width = doc.page.width - 2 * PAGE_MARGIN;
 
@@ -307,7 +340,8 @@ function drawDocument(
   const currency = invoice.currency;
   const totals: [string, string, boolean][] = [
     ['Subtotal', subtotal, false],
-    ['Tax', invoice.tax_amount, false],
+    ...taxLines.map((line): [string, string, boolean] => [line.name, line.amount, false]),
+    [taxLines.length > 0 ? 'Total tax' : 'Tax', invoice.tax_amount, false],
     ['Total', invoice.total, true],
     ['Paid', invoice.amount_paid, false],
     ...(parseMoney(invoice.amount_refunded) !== 0n
@@ -315,14 +349,15 @@ function drawDocument(
       : []),
     ['Balance due', invoice.balance, true],
   ];
-  const labelX = left + width - 240;
+  // room for the largest amount stored (999,999,999,999.99999999) and its currency on one line
+  const labelX = left + width - 300;
   doc.y += 10;
   for (const [label, amount, strong] of totals) {
     ensureRoom(doc, 18);
     const y = doc.y;
     doc.font(strong ? BOLD : FONT).fontSize(10);
-    doc.text(label, labelX, y, { width: 100 });
-    doc.text(`${formatAmount(amount)} ${text(currency)}`, labelX + 100, y, { width: 140, align: 'right' });
+    doc.text(label, labelX, y, { width: 90 });
+    doc.text(`${formatAmount(amount)} ${text(currency)}`, labelX + 90, y, { width: 210, align: 'right' });
     doc.y = y + 16;
   }
 
@@ -398,11 +433,20 @@ function drawItems(
   { invoice }: PrintableInvoice,
 ): void {
   const left = PAGE_MARGIN;
+  const rows = invoice.items.map((item) => [
+    print(item.description),
+    formatQuantity(item.quantity),
+    formatAmount(item.unit_price),
+    item.tax_type ?? '—',
+    formatAmount(item.tax_amount),
+    formatAmount(item.line_total_pre_tax),
+  ]);
+  const { columns, fontSize } = itemColumns(doc, rows);
   const header = () => {
     const y = doc.y;
     doc.font(BOLD).fontSize(8);
     let x = left;
-    for (const column of COLUMNS) {
+    for (const column of columns) {
       doc.text(column.title.toUpperCase(), x, y, { width: column.width - CELL_GAP, align: column.align });
       x += column.width;
     }
@@ -415,27 +459,19 @@ function drawItems(
     doc.y = lineY + 5;
   };
   header();
-  doc.font(FONT).fontSize(9);
-  for (const item of invoice.items) {
-    const cells = [
-      print(item.description),
-      formatQuantity(item.quantity),
-      formatAmount(item.unit_price),
-      item.tax_type ?? '—',
-      formatAmount(item.tax_amount),
-      formatAmount(item.line_total_pre_tax),
-    ];
+  doc.font(FONT).fontSize(fontSize);
+  for (const cells of rows) {
     const height = Math.max(
-      ...cells.map((cell, i) => doc.heightOfString(cell, { width: COLUMNS[i]!.width - CELL_GAP })),
+      ...cells.map((cell, i) => doc.heightOfString(cell, { width: columns[i]!.width - CELL_GAP })),
     );
     if (ensureRoom(doc, height + 8)) {
       header();
-      doc.font(FONT).fontSize(9);
+      doc.font(FONT).fontSize(fontSize);
     }
     const y = doc.y;
     let x = left;
     cells.forEach((cell, i) => {
-      const column = COLUMNS[i]!;
+      const column = columns[i]!;
       doc.text(cell, x, y, { width: column.width - CELL_GAP, align: column.align });
       x += column.width;
     });

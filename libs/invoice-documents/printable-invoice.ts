@@ -1,8 +1,9 @@
+import { federalGstOf } from '../billing/index.js';
 import { getCustomer } from '../customers/index.js';
 import type { Queryable } from '../db/index.js';
 import { getInvoice } from '../invoices/index.js';
 import { addScaled, formatMoney, parseMoney } from '../money/index.js';
-import type { Customer, Invoice } from '../schemas/index.js';
+import type { Customer, Invoice, InvoiceItem } from '../schemas/index.js';
 import { countryName } from './format.js';
 
 /** A seller or a buyer as the document prints them: every line is raw database text. */
@@ -21,6 +22,8 @@ export interface PrintableInvoice {
   customer: InvoiceParty;
   /** Sum of the items' pre-tax line totals. */
   subtotal: string;
+  /** The invoice's tax by component (GST, HST, QST, PST, sales tax); the amounts sum to `tax_amount`. */
+  taxLines: TaxLine[];
   /** Derived, never a status: POSTED or PARTIALLY_PAID, due date passed, balance above zero. */
   overdue: boolean;
 }
@@ -60,6 +63,52 @@ function customerParty(customer: Customer): InvoiceParty {
     email: customer.email,
     taxId: customer.tax_id,
   };
+}
+
+export interface TaxLine {
+  name: string;
+  amount: string;
+}
+
+const TAX_ORDER = ['GST', 'HST', 'QST', 'PST', 'Sales tax', 'Tax'];
+
+/**
+ * An item's tax split into the components its `tax_type` levies. Billing rounds each component
+ * half-even at 8 digits and stores their sum; GST is recomputed exactly so (federalGstOf), and the provincial part
+ * is the rest, so the components always sum to the stored tax (Quebec wants GST and QST apart).
+ */
+function itemTaxComponents(item: InvoiceItem): [string, bigint][] {
+  const tax = parseMoney(item.tax_amount);
+  const gst = () => parseMoney(federalGstOf(item.line_total_pre_tax));
+  switch (item.tax_type) {
+    case 'GST_QST':
+    case 'GST_PST': {
+      const federal = gst();
+      return [
+        ['GST', federal],
+        [item.tax_type === 'GST_QST' ? 'QST' : 'PST', tax - federal],
+      ];
+    }
+    case 'GST':
+    case 'HST':
+      return [[item.tax_type, tax]];
+    case 'US_SALES_TAX':
+      return [['Sales tax', tax]];
+    default:
+      return tax === 0n ? [] : [['Tax', tax]];
+  }
+}
+
+/** The invoice's tax by component, in a fixed order; components that levy nothing are left out. */
+export function taxLinesOf(invoice: Invoice): TaxLine[] {
+  const sums = new Map<string, bigint>();
+  for (const item of invoice.items) {
+    for (const [name, amount] of itemTaxComponents(item)) sums.set(name, (sums.get(name) ?? 0n) + amount);
+  }
+  return TAX_ORDER.filter((name) => sums.get(name) !== undefined && sums.get(name) !== 0n).map((name) => ({
+    name,
+    amount: formatMoney(sums.get(name)!),
+  }));
 }
 
 export function isOverdue(invoice: Invoice, today: string): boolean {
@@ -102,6 +151,7 @@ export async function loadPrintableInvoice(
     },
     customer: customerParty(customer),
     subtotal: formatMoney(addScaled(...invoice.items.map((item) => parseMoney(item.line_total_pre_tax)))),
+    taxLines: taxLinesOf(invoice),
     overdue: isOverdue(invoice, now.toISOString().slice(0, 10)),
   };
 }

@@ -1,8 +1,15 @@
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatAmount } from '../../libs/invoice-documents/index.js';
 import { listInvoices, RenderedInvoicePages } from '../../libs/invoices/index.js';
 import { Invoice, jsonWriter, listOf } from '../../libs/schemas/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
-import { type BillingScenario, insertBillingScenario } from '../helpers/billing-fixtures.js';
+import {
+  type BillingScenario,
+  insertBillingScenario,
+  insertInvoice,
+  insertSubscription,
+} from '../helpers/billing-fixtures.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 
 /**
@@ -125,6 +132,66 @@ describe('invoice pages from kept renderings', () => {
       );
       expect(JSON.parse(body).data, query).toEqual(read.data);
       expect(JSON.parse(body).pagination.total, query).toBe(read.total);
+    }
+  });
+});
+
+/** The PDF's text as pdftotext (poppler) reads it, laid out as printed. */
+function pdfText(pdf: Buffer): string {
+  return execFileSync('pdftotext', ['-layout', '-', '-'], { input: pdf }).toString('utf8');
+}
+
+describe('printable invoice (HTML and PDF)', () => {
+  async function documents(invoiceId: string) {
+    const html = await api.request({ path: `/invoices/${invoiceId}/html`, key: org.apiKey });
+    const pdf = await api.request({ path: `/invoices/${invoiceId}/pdf`, key: org.apiKey });
+    expect(html.statusCode).toBe(200);
+    expect(pdf.statusCode).toBe(200);
+    return { html: html.body, pdf: pdfText(pdf.rawPayload) };
+  }
+
+  it('splits Quebec tax into GST and QST, summing exactly to the invoice tax', async () => {
+    // 249.95 x 5 % = 12.4975 GST; 15.431875 x 5 % = 0.77159375 GST; QST is the rest of each line's tax
+    const { html, pdf } = await documents(scenario.invoices.POSTED.id);
+    expect(html).toMatch(/<td>GST<\/td><td class="num">13\.26909375 CAD<\/td>/);
+    expect(html).toMatch(/<td>QST<\/td><td class="num">26\.47184203 CAD<\/td>/);
+    expect(html).toMatch(/<td>Total tax<\/td><td class="num">39\.74093578 CAD<\/td>/);
+    expect(pdf).toMatch(/GST\s+13\.26909375 CAD/);
+    expect(pdf).toMatch(/QST\s+26\.47184203 CAD/);
+    expect(pdf).toMatch(/Total tax\s+39\.74093578 CAD/);
+  });
+
+  it('prints large item figures whole in the PDF, never wrapped mid-number', async () => {
+    const { db } = api.platform;
+    const subscription = await insertSubscription(db, org.orgId, {
+      customerId: scenario.customers.quebec.id,
+    });
+    const invoice = await insertInvoice(db, org.orgId, {
+      customerId: scenario.customers.quebec.id,
+      subscriptionId: subscription.id,
+      items: [
+        {
+          productId: scenario.products.apiCalls,
+          description: 'API calls',
+          quantity: '1234567.8901',
+          unitPrice: '12.34567891',
+          taxRate: '0.14975',
+          taxType: 'GST_QST',
+        },
+      ],
+    });
+    const json = (
+      (await api.request({ path: `/invoices/${invoice.id}`, key: org.apiKey })).json() as { data: Invoice }
+    ).data;
+    const [item] = json.items;
+    const { pdf } = await documents(invoice.id);
+    const row = pdf.split('\n').find((line) => line.includes('API calls'))!;
+    expect(row).toContain('1,234,567.8901');
+    expect(row).toContain('12.34567891');
+    // 16 digits and more, in columns sized for about 12
+    for (const amount of [item!.line_total_pre_tax, item!.tax_amount]) {
+      expect(amount.replace('.', '').length).toBeGreaterThanOrEqual(15);
+      expect(row).toContain(formatAmount(amount));
     }
   });
 });
