@@ -91,13 +91,20 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     if (stopping) return;
     stopping = true;
     const deadline = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS).unref();
-    await ingest.server.close();
-    await api.close();
-    await api.requestsSettled();
-    await ingest.pipeline.close();
-    await dispatcher.stop();
-    await billing.stop();
-    await platform.close();
-    clearTimeout(deadline);
+    try {
+      await ingest.server.close();
+      await api.close();
+      await api.requestsSettled();
+      await ingest.pipeline.close();
+      await dispatcher.stop();
+      await billing.stop();
+      await platform.close();
+      clearTimeout(deadline);
+      // Exit now: uWS keeps idle keep-alive connections (and so this process) open for a while.
+      process.exit(0);
+    } catch (error) {
+      log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
   });
 }

@@ -55,12 +55,19 @@ export function redisCheck(redis: Redis): DependencyCheck {
   return { name: 'redis', probe: () => redis.ping() };
 }
 
-/** ClickHouse answers `GET /ping` with "Ok." when it serves queries. */
+/**
+ * ClickHouse answers `GET /ping` with "Ok." when it serves queries, without authentication. The
+ * user and password of CLICKHOUSE_URL are left out: fetch refuses a URL with credentials, and its
+ * error would show them on /readyz.
+ */
 export function clickhouseCheck(url: string): DependencyCheck {
+  const ping = new URL('/ping', url);
+  ping.username = '';
+  ping.password = '';
   return {
     name: 'clickhouse',
     async probe() {
-      const response = await fetch(new URL('/ping', url), { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+      const response = await fetch(ping, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
       if (!response.ok) throw new Error(`ClickHouse /ping answered HTTP ${response.status}`);
     },
   };

@@ -1,4 +1,4 @@
-import { apiSettings, loadConfigOrExit, startOrExit } from '../../libs/config/index.js';
+import { apiSettings, loadConfigOrExit, reaching, startOrExit } from '../../libs/config/index.js';
 import { openPlatform } from '../../libs/platform/index.js';
 import { openUsageIngest } from '../../libs/usage/index.js';
 import { apiDepsFrom, buildApiApp } from './app.js';
@@ -6,6 +6,7 @@ import { apiDepsFrom, buildApiApp } from './app.js';
 const config = loadConfigOrExit(apiSettings);
 const { platform, usage, app } = await startOrExit('the api service', async () => {
   const platform = await openPlatform(config, 'api');
+  if (config.DATABASE_URL) await reaching('DATABASE_URL', platform.db.query('SELECT 1'));
   const usage = await openUsageIngest(platform);
   const app = await buildApiApp(apiDepsFrom(config, platform, usage));
   await app.listen({ host: config.HOST, port: config.PORT });

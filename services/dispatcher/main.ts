@@ -2,7 +2,7 @@
  * The webhook dispatcher as its own process (any number of replicas; they share the work through
  * Postgres row locks). Serves /healthz, /readyz and /metrics on DISPATCHER_PORT.
  */
-import { dispatcherSettings, loadConfigOrExit, startOrExit } from '../../libs/config/index.js';
+import { dispatcherSettings, loadConfigOrExit, reaching, startOrExit } from '../../libs/config/index.js';
 import { openDatabase } from '../../libs/db/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { databaseCheck, startOpsServer } from '../../libs/observability/index.js';
@@ -12,6 +12,7 @@ const config = loadConfigOrExit(dispatcherSettings);
 const log = createLogger({ level: config.LOG_LEVEL, service: 'dispatcher' });
 const { database, dispatcher, ops } = await startOrExit('the dispatcher', async () => {
   const database = await openDatabase(config, 'billing-dispatcher');
+  if (config.DATABASE_URL) await reaching('DATABASE_URL', database.db.query('SELECT 1'));
   const dispatcher = buildDispatcher({ db: database.db, log, config });
   const ops = await startOpsServer({
     host: config.HOST,

@@ -4,13 +4,14 @@
  * metrics on the same port. SIGTERM: stop accepting, finish requests in flight, flush the
  * producer, exit within SHUTDOWN_TIMEOUT_MS.
  */
-import { ingestSettings, loadConfigOrExit, startOrExit } from '../../libs/config/index.js';
+import { ingestSettings, loadConfigOrExit, reaching, startOrExit } from '../../libs/config/index.js';
 import { openPlatform } from '../../libs/platform/index.js';
 import { startIngest } from './start.js';
 
 const config = loadConfigOrExit(ingestSettings);
 const { platform, ingest } = await startOrExit('the ingest service', async () => {
   const platform = await openPlatform(config, 'ingest');
+  if (config.DATABASE_URL) await reaching('DATABASE_URL', platform.db.query('SELECT 1'));
   const ingest = await startIngest({
     platform,
     host: config.HOST,

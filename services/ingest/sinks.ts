@@ -4,7 +4,7 @@
  * after each write. Health, readiness and metrics on SINKS_PORT. SIGTERM: stop fetching, write and
  * commit the current batch, leave the groups, exit within SHUTDOWN_TIMEOUT_MS.
  */
-import { loadConfigOrExit, sinkSettings, startOrExit } from '../../libs/config/index.js';
+import { loadConfigOrExit, reaching, sinkSettings, startOrExit } from '../../libs/config/index.js';
 import { openDatabase } from '../../libs/db/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { databaseCheck, startOpsServer } from '../../libs/observability/index.js';
@@ -14,6 +14,7 @@ const config = loadConfigOrExit(sinkSettings);
 const log = createLogger({ level: config.LOG_LEVEL, service: 'sinks' });
 const { opened, sinks, ops } = await startOrExit('the sinks', async () => {
   const opened = await openDatabase(config, 'billing-sinks');
+  if (config.DATABASE_URL) await reaching('DATABASE_URL', opened.db.query('SELECT 1'));
   const sinks = await startUsageSinks({ config, db: opened.db, log });
   const ops = await startOpsServer({
     host: config.HOST,
