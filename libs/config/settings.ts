@@ -32,6 +32,14 @@ const list = (item: z.ZodString) =>
         .filter(Boolean),
     )
     .pipe(z.array(item).min(1));
+/** `host:port` of a Kafka broker, the port a TCP port (kafkajs would retry `:99999` forever). */
+const broker = z
+  .string()
+  .regex(/^[^\s:]+:\d+$/, { message: 'must be host:port', abort: true })
+  .refine((value) => {
+    const port = Number(value.split(':')[1]);
+    return port >= 1 && port <= 65535;
+  }, 'must be host:port with a port from 1 to 65535');
 const msList = z
   .string()
   .transform((value) => value.split(',').map((part) => part.trim()))
@@ -54,7 +62,7 @@ const common = z.object({
   EMBEDDED_DB_PORT: port(54329),
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
   REDIS_KEY_PREFIX: z.string().default(''),
-  KAFKA_BROKERS: list(z.string().regex(/^[^\s:]+:\d+$/, 'must be host:port')).optional(),
+  KAFKA_BROKERS: list(broker).optional(),
   KAFKA_CLIENT_ID: z.string().min(1).default('billing'),
   KAFKA_USAGE_TOPIC: z.string().min(1).default('usage.events'),
   KAFKA_TOPIC_PARTITIONS: positiveInt(6),
