@@ -9,11 +9,15 @@ export interface ProcessResult {
   stderr: string;
 }
 
-/** Runs a TypeScript entry point of the project (as `npm run` would) to completion. */
+/**
+ * Runs a TypeScript entry point of the project (as `npm run` would) to completion, or kills it
+ * after `timeoutMs` (code null) when given.
+ */
 export function runTs(
   entry: string,
   args: string[],
   env: Record<string, string | undefined>,
+  timeoutMs?: number,
 ): Promise<ProcessResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, entry), ...args], {
@@ -25,8 +29,12 @@ export function runTs(
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
@@ -6,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkReadiness, clickhouseCheck } from '../../libs/observability/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
-import { PROJECT_ROOT, type ServiceProcess, startTs } from '../helpers/processes.js';
+import { runTs, type ServiceProcess, startTs } from '../helpers/processes.js';
 import { testServices } from '../helpers/services.js';
 
 /** A port nothing listens on (bound, then released). */
@@ -16,30 +15,6 @@ async function closedPort(): Promise<number> {
   const { port } = server.address() as net.AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
-}
-
-/** Runs an entry point to completion, or kills it after `timeoutMs` (code null). */
-function runFor(
-  entry: string,
-  env: Record<string, string | undefined>,
-  timeoutMs: number,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, entry)], {
-      cwd: PROJECT_ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
 }
 
 describe('ClickHouse readiness with credentials in CLICKHOUSE_URL', () => {
@@ -65,8 +40,9 @@ describe('a service whose DATABASE_URL cannot be reached', { timeout: 60_000 }, 
     ['services/ingest/sinks.ts', { SINKS_PORT: '0', KAFKA_BROKERS: '127.0.0.1:1' }],
   ];
   it.each(services)('%s stops at start-up naming DATABASE_URL, without the password', async (entry, env) => {
-    const result = await runFor(
+    const result = await runTs(
       entry,
+      [],
       {
         ...env,
         APP_ENV: 'test',
