@@ -5,7 +5,13 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startBillingScheduler } from '../libs/billing/index.js';
-import { embeddedSettings, loadConfigOrExit, reaching, startOrExit } from '../libs/config/index.js';
+import {
+  embeddedSettings,
+  loadConfigOrExit,
+  reaching,
+  startOrExit,
+  stopOnSignals,
+} from '../libs/config/index.js';
 import { migrate } from '../libs/db/index.js';
 import { openPlatform, type Platform } from '../libs/platform/index.js';
 import { BASE_PATH } from '../libs/schemas/index.js';
@@ -85,26 +91,16 @@ async function demoCredentials({
   return org!;
 }
 
-let stopping = false;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, async () => {
-    if (stopping) return;
-    stopping = true;
-    const deadline = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS).unref();
-    try {
-      await ingest.server.close();
-      await api.close();
-      await api.requestsSettled();
-      await ingest.pipeline.close();
-      await dispatcher.stop();
-      await billing.stop();
-      await platform.close();
-      clearTimeout(deadline);
-      // Exit now: uWS keeps idle keep-alive connections (and so this process) open for a while.
-      process.exit(0);
-    } catch (error) {
-      log.error({ err: error }, 'shutdown failed');
-      process.exit(1);
-    }
-  });
-}
+stopOnSignals({
+  timeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+  log,
+  async stop() {
+    await ingest.server.close();
+    await api.close();
+    await api.requestsSettled();
+    await ingest.pipeline.close();
+    await dispatcher.stop();
+    await billing.stop();
+    await platform.close();
+  },
+});

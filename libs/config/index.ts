@@ -1,4 +1,12 @@
-export { ConfigError, loadConfig, loadConfigOrExit, reaching, startOrExit, withTimeout } from './load.js';
+export {
+  ConfigError,
+  loadConfig,
+  loadConfigOrExit,
+  reaching,
+  startOrExit,
+  stopOnSignals,
+  withTimeout,
+} from './load.js';
 export {
   type ApiConfig,
   apiSettings,

@@ -55,6 +55,44 @@ export async function startOrExit<T>(service: string, start: () => Promise<T>): 
   }
 }
 
+/** What stopOnSignals writes to: the service's logger. */
+interface ShutdownLog {
+  error(fields: object, message: string): void;
+  error(message: string): void;
+}
+
+/**
+ * For entry points: on the first SIGTERM or SIGINT, `stop` (stop accepting, finish what is in
+ * flight, close the connections), then exit 0; a failure is logged and exits 1, and so does a
+ * stop still running after `timeoutMs` (`deadlineMessage` says what that leaves undone). The exit
+ * is explicit: an idle keep-alive connection must not keep the process alive past its stop.
+ */
+export function stopOnSignals(options: {
+  timeoutMs: number;
+  log: ShutdownLog;
+  deadlineMessage?: string;
+  stop: (signal: NodeJS.Signals) => Promise<void>;
+}): void {
+  let stopping = false;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, async () => {
+      if (stopping) return;
+      stopping = true;
+      setTimeout(() => {
+        options.log.error(options.deadlineMessage ?? 'shutdown deadline passed; exiting');
+        process.exit(1);
+      }, options.timeoutMs).unref();
+      try {
+        await options.stop(signal);
+        process.exit(0);
+      } catch (error) {
+        options.log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      }
+    });
+  }
+}
+
 /**
  * A start-up step that needs the service a setting points at: when it fails, the message names
  * the setting to check (`cannot reach CLICKHOUSE_URL: connect ECONNREFUSED ...`).

@@ -1,4 +1,10 @@
-import { apiSettings, loadConfigOrExit, reaching, startOrExit } from '../../libs/config/index.js';
+import {
+  apiSettings,
+  loadConfigOrExit,
+  reaching,
+  startOrExit,
+  stopOnSignals,
+} from '../../libs/config/index.js';
 import { openPlatform } from '../../libs/platform/index.js';
 import { openUsageIngest } from '../../libs/usage/index.js';
 import { apiDepsFrom, buildApiApp } from './app.js';
@@ -13,17 +19,14 @@ const { platform, usage, app } = await startOrExit('the api service', async () =
   return { platform, usage, app };
 });
 
-let stopping = false;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, async () => {
-    if (stopping) return;
-    stopping = true;
-    const deadline = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS).unref();
+stopOnSignals({
+  timeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+  log: platform.log,
+  async stop() {
     await app.close();
     // a handler whose client went away may still be using the database or Redis
     await app.requestsSettled();
     await usage.close();
     await platform.close();
-    clearTimeout(deadline);
-  });
-}
+  },
+});

@@ -2,7 +2,13 @@
  * The webhook dispatcher as its own process (any number of replicas; they share the work through
  * Postgres row locks). Serves /healthz, /readyz and /metrics on DISPATCHER_PORT.
  */
-import { dispatcherSettings, loadConfigOrExit, reaching, startOrExit } from '../../libs/config/index.js';
+import {
+  dispatcherSettings,
+  loadConfigOrExit,
+  reaching,
+  startOrExit,
+  stopOnSignals,
+} from '../../libs/config/index.js';
 import { openDatabase } from '../../libs/db/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { databaseCheck, startOpsServer } from '../../libs/observability/index.js';
@@ -24,16 +30,12 @@ const { database, dispatcher, ops } = await startOrExit('the dispatcher', async 
 dispatcher.start();
 log.info({ port: ops.port, concurrency: config.DISPATCHER_CONCURRENCY }, 'dispatcher started');
 
-let stopping = false;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, async () => {
-    if (stopping) return;
-    stopping = true;
-    // Past the deadline the leases of unfinished attempts expire and another replica makes them.
-    setTimeout(() => {
-      log.warn('shutdown deadline passed; exiting with attempts unfinished');
-      process.exit(1);
-    }, config.SHUTDOWN_TIMEOUT_MS).unref();
+stopOnSignals({
+  timeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+  log,
+  // Past the deadline the leases of unfinished attempts expire and another replica makes them.
+  deadlineMessage: 'shutdown deadline passed; exiting with attempts unfinished',
+  async stop(signal) {
     log.info(
       { signal, active_attempts: dispatcher.activeAttempts },
       'stopping: no new claims, finishing attempts',
@@ -42,6 +44,5 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     await ops.close();
     await database.close();
     log.info('dispatcher stopped');
-    process.exit(0);
-  });
-}
+  },
+});

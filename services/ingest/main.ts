@@ -4,7 +4,13 @@
  * metrics on the same port. SIGTERM: stop accepting, finish requests in flight, flush the
  * producer, exit within SHUTDOWN_TIMEOUT_MS.
  */
-import { ingestSettings, loadConfigOrExit, reaching, startOrExit } from '../../libs/config/index.js';
+import {
+  ingestSettings,
+  loadConfigOrExit,
+  reaching,
+  startOrExit,
+  stopOnSignals,
+} from '../../libs/config/index.js';
 import { openPlatform } from '../../libs/platform/index.js';
 import { startIngest } from './start.js';
 
@@ -23,23 +29,11 @@ const { platform, ingest } = await startOrExit('the ingest service', async () =>
 platform.log.info({ port: ingest.server.port }, 'ingest service listening');
 process.stdout.write(`ingest service listening on http://${config.HOST}:${ingest.server.port}\n`);
 
-let stopping = false;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, async () => {
-    if (stopping) return;
-    stopping = true;
-    const deadline = setTimeout(() => {
-      platform.log.error('shutdown deadline passed; exiting');
-      process.exit(1);
-    }, config.SHUTDOWN_TIMEOUT_MS).unref();
-    try {
-      await ingest.close();
-      await platform.close();
-      clearTimeout(deadline);
-      process.exit(0);
-    } catch (error) {
-      platform.log.error({ err: error }, 'shutdown failed');
-      process.exit(1);
-    }
-  });
-}
+stopOnSignals({
+  timeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+  log: platform.log,
+  async stop() {
+    await ingest.close();
+    await platform.close();
+  },
+});

@@ -4,7 +4,13 @@
  * after each write. Health, readiness and metrics on SINKS_PORT. SIGTERM: stop fetching, write and
  * commit the current batch, leave the groups, exit within SHUTDOWN_TIMEOUT_MS.
  */
-import { loadConfigOrExit, reaching, sinkSettings, startOrExit } from '../../libs/config/index.js';
+import {
+  loadConfigOrExit,
+  reaching,
+  sinkSettings,
+  startOrExit,
+  stopOnSignals,
+} from '../../libs/config/index.js';
 import { openDatabase } from '../../libs/db/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { databaseCheck, startOpsServer } from '../../libs/observability/index.js';
@@ -28,24 +34,13 @@ process.stdout.write(
   `sinks running (${sinks.runners.map((r) => r.name).join(', ')}); ops on port ${ops.port}\n`,
 );
 
-let stopping = false;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, async () => {
-    if (stopping) return;
-    stopping = true;
-    const deadline = setTimeout(() => {
-      log.error('shutdown deadline passed; exiting (uncommitted events are read again at restart)');
-      process.exit(1);
-    }, config.SHUTDOWN_TIMEOUT_MS).unref();
-    try {
-      await sinks.stop();
-      await ops.close();
-      await opened.close();
-      clearTimeout(deadline);
-      process.exit(0);
-    } catch (error) {
-      log.error({ err: error }, 'shutdown failed');
-      process.exit(1);
-    }
-  });
-}
+stopOnSignals({
+  timeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+  log,
+  deadlineMessage: 'shutdown deadline passed; exiting (uncommitted events are read again at restart)',
+  async stop() {
+    await sinks.stop();
+    await ops.close();
+    await opened.close();
+  },
+});
