@@ -210,6 +210,12 @@ describe('the dispatcher process', { timeout: 90_000 }, () => {
 
     const signalled = Date.now();
     const exited = joined.stop();
+    // The signal reaches the process asynchronously: the event below is emitted once it has
+    // stopped claiming, else a loaded machine may let it claim first.
+    await eventually(
+      async () => joined.output(),
+      (output) => output.includes('stopping: no new claims'),
+    );
     await emitMany(1, 3001);
     expect(await exited).toBe(0);
     expect(Date.now() - signalled).toBeGreaterThanOrEqual(700);
