@@ -89,6 +89,14 @@ export class ApiError extends Error {
     return ApiError.badRequest('The request body is not valid JSON.');
   }
 
+  /**
+   * JSON is UTF-8 (RFC 8259 §8.1). Decoding invalid bytes would turn them into U+FFFD, so two
+   * different idempotency keys could arrive as one: the body is refused instead.
+   */
+  static invalidUtf8(): ApiError {
+    return ApiError.badRequest('The request body is not valid UTF-8.');
+  }
+
   static emptyJsonBody(): ApiError {
     return ApiError.badRequest('The request body is empty but Content-Type is application/json.');
   }

@@ -2,9 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { ApiError } from '../errors/index.js';
 import { parseUsageBody, quantityIsInexact } from './body.js';
 
+const parse = (text: string) => parseUsageBody(Buffer.from(text, 'utf8'));
+
 describe('parseUsageBody', () => {
   it('marks exactly the events whose quantity text a double does not hold', () => {
-    const body = parseUsageBody(
+    const body = parse(
       '{"events":[{"quantity":1.5,"idempotency_key":"a,\\"quantity\\":1.00000000000000001"},' +
         '{"quantity":12345678901234.12345678},{"nested":{"quantity":1},"quantity":2.5e-1},' +
         '{"quantity":1.00000000000000001,"quantity":3},{"quantity":3,"quantity":0.100000000000000001}]}',
@@ -13,26 +15,22 @@ describe('parseUsageBody', () => {
   });
 
   it('marks a single event, and leaves short numbers alone without walking the text', () => {
-    expect(
-      quantityIsInexact(parseUsageBody('{"subscription_item_id":1,"quantity":999999999999999.99}')),
-    ).toBe(true);
-    expect(quantityIsInexact(parseUsageBody('{"subscription_item_id":1,"quantity":12345678.12345678}'))).toBe(
-      false,
-    );
-    expect(quantityIsInexact(parseUsageBody('{"subscription_item_id":1,"quantity":0.1}'))).toBe(false);
+    expect(quantityIsInexact(parse('{"subscription_item_id":1,"quantity":999999999999999.99}'))).toBe(true);
+    expect(quantityIsInexact(parse('{"subscription_item_id":1,"quantity":12345678.12345678}'))).toBe(false);
+    expect(quantityIsInexact(parse('{"subscription_item_id":1,"quantity":0.1}'))).toBe(false);
     expect(quantityIsInexact({ quantity: 1 })).toBe(false);
   });
 
   it('skips a byte-order mark and refuses prototype keys, empty and malformed bodies with a 400', () => {
-    expect(parseUsageBody('\uFEFF{"a":1}')).toEqual({ a: 1 });
-    expect(parseUsageBody('{"constructor":1,"b":{"constructor":{"x":1}}}')).toEqual({
+    expect(parse('\uFEFF{"a":1}')).toEqual({ a: 1 });
+    expect(parse('{"constructor":1,"b":{"constructor":{"x":1}}}')).toEqual({
       constructor: 1,
       b: { constructor: { x: 1 } },
     });
     for (const text of ['', '\uFEFF', '{"a":', '{"__proto__":{}}', '[{"constructor":{"prototype":{}}}]']) {
       const error = (() => {
         try {
-          parseUsageBody(text);
+          parse(text);
         } catch (caught) {
           return caught;
         }
@@ -40,5 +38,20 @@ describe('parseUsageBody', () => {
       expect(error, text).toBeInstanceOf(ApiError);
       expect((error as ApiError).status).toBe(400);
     }
+  });
+
+  it('refuses bytes that are not UTF-8 instead of decoding them to U+FFFD, where two keys would become one', () => {
+    const withKeyBytes = (...bytes: number[]) =>
+      Buffer.concat([
+        Buffer.from('{"subscription_item_id":1,"quantity":1,"idempotency_key":"k'),
+        Buffer.from(bytes),
+        Buffer.from('"}'),
+      ]);
+    for (const bytes of [[0xff], [0xfe], [0xc3], [0xed, 0xa0, 0x80]]) {
+      expect(() => parseUsageBody(withKeyBytes(...bytes)), String(bytes)).toThrow(
+        expect.objectContaining({ status: 400, message: 'The request body is not valid UTF-8.' }),
+      );
+    }
+    expect(parseUsageBody(withKeyBytes(0xc3, 0xa9))).toMatchObject({ idempotency_key: 'k\u00e9' });
   });
 });

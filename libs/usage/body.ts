@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { ApiError } from '../errors/index.js';
 
 /** Events (the root object, or an entry of a batch's `events`) whose `quantity` text a double does not hold. */
@@ -8,9 +9,12 @@ const inexactQuantities = new WeakSet<object>();
  * is skipped, `__proto__` and `constructor.prototype` keys are refused (as Fastify's parser does
  * for every other route), and each event's `quantity` is checked against its text: JSON.parse
  * turns `12345678901234.12345678` into the nearest double, `12345678901234.123`, and an amount
- * must never change on its way in (quantityIsInexact tells the validation). Throws ApiError 400.
+ * must never change on its way in (quantityIsInexact tells the validation). Bytes that are not UTF-8
+ * are refused rather than decoded to U+FFFD, which would make different keys one. Throws ApiError 400.
  */
-export function parseUsageBody(text: string): unknown {
+export function parseUsageBody(bytes: Buffer): unknown {
+  if (!isUtf8(bytes)) throw ApiError.invalidUtf8();
+  const text = bytes.toString('utf8');
   const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   if (json.length === 0) throw ApiError.emptyJsonBody();
   let parsed: unknown;

@@ -75,14 +75,14 @@ export class Exchange {
 }
 
 /**
- * Collects the request body as text. uWS hands chunks it reuses after the callback: a body in one
- * chunk (the usual case) is decoded right away, others are copied until the last one. Beyond
- * `limit` bytes the rest is drained unread and `tooLarge` is reported.
+ * Collects the request body. uWS hands chunks it reuses after the callback, so each is copied
+ * (a body in one chunk, the usual case, once). Beyond `limit` bytes the rest is drained unread and
+ * `tooLarge` is reported. Bytes, not text: the parser refuses a body that is not UTF-8.
  */
 export function readBody(
   res: HttpResponse,
   limit: number,
-  done: (body: string, tooLarge: boolean) => void,
+  done: (body: Buffer, tooLarge: boolean) => void,
 ): void {
   let chunks: Buffer[] | undefined;
   let size = 0;
@@ -95,12 +95,14 @@ export function readBody(
         tooLarge = true;
         chunks = undefined;
       } else if (isLast && !chunks) {
-        return done(view.toString('utf8'), false);
+        return done(Buffer.from(view), false);
       } else if (view.byteLength) {
         chunks ??= [];
         chunks.push(Buffer.from(view));
       }
     }
-    if (isLast) done(tooLarge || !chunks ? '' : Buffer.concat(chunks).toString('utf8'), tooLarge);
+    if (isLast) done(tooLarge || !chunks ? EMPTY : Buffer.concat(chunks), tooLarge);
   });
 }
+
+const EMPTY = Buffer.alloc(0);

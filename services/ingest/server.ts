@@ -43,7 +43,7 @@ type Kind = 'event' | 'batch';
 
 /** What the usage routes read of a request: uWS frees the request itself once its handler returns. */
 interface ReceivedRequest {
-  body: string;
+  body: Buffer;
   tooLarge: boolean;
   /** '' when absent. */
   contentType: string;

@@ -269,6 +269,26 @@ describe('POST /customers', () => {
     expect(identity.statusCode).toBe(201);
   });
 
+  it('answers 400 for a body that is not UTF-8 instead of storing U+FFFD in its place', async () => {
+    const payload = Buffer.concat([Buffer.from('{"name":"Caf'), Buffer.from([0xe9]), Buffer.from('"}')]);
+    const latin1 = await api.request({
+      method: 'POST',
+      path: '/customers',
+      key: orgA.apiKey,
+      headers: { 'content-type': 'application/json' },
+      payload,
+    });
+    expect(latin1.statusCode).toBe(400);
+    expect(latin1.json()).toMatchObject({
+      error_code: 'BAD_REQUEST',
+      detail: 'The request body is not valid UTF-8.',
+    });
+
+    const utf8 = await create({ name: 'Caf\u00e9' });
+    expect(utf8.statusCode).toBe(201);
+    expect(utf8.json().data.name).toBe('Caf\u00e9');
+  });
+
   describe('common route checks', () => {
     runCommonRouteTests(() => ({
       api,

@@ -279,6 +279,32 @@ describe.each(MODES)('usage events, %s', (mode) => {
       }
     });
 
+    it('refuses a body that is not UTF-8 (400): decoded, two different keys would be one event', async () => {
+      const key = freshKey();
+      const withKeyByte = (byte: number) =>
+        Buffer.concat([
+          Buffer.from(`{"subscription_item_id":${items.metered},"quantity":1,"idempotency_key":"${key}`),
+          Buffer.from([byte]),
+          Buffer.from('"}'),
+        ]);
+      for (const byte of [0xff, 0xfe]) {
+        const response = await post({ rawBody: withKeyByte(byte) });
+        expect(response.status).toBe(400);
+        expect(response.body).toMatchObject({
+          error_code: 'BAD_REQUEST',
+          detail: 'The request body is not valid UTF-8.',
+        });
+        expect(response.headers['x-ratelimit-remaining']).toMatch(/^\d+$/);
+      }
+      const batch = await frontEnd().post('/usage/events/batch', {
+        key: org.apiKey,
+        rawBody: Buffer.concat([Buffer.from('{"events":['), withKeyByte(0xff), Buffer.from(']}')]),
+      });
+      expect(batch.status).toBe(400);
+      expect(batch.body.detail).toBe('The request body is not valid UTF-8.');
+      expect(await storedWithKey(`${key}\uFFFD`)).toEqual([]);
+    });
+
     it('takes application/json only, and says so before it says a body is too large', async () => {
       const body = `{"subscription_item_id":${items.metered},"quantity":1}`;
       const vendor = await post({

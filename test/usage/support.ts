@@ -28,8 +28,8 @@ export interface UsageRequest {
   /** The Idempotency-Key header. */
   idempotencyKey?: string;
   body?: unknown;
-  /** Sent as is instead of `body`. */
-  rawBody?: string;
+  /** Sent as is instead of `body` (bytes for a body that is not UTF-8). */
+  rawBody?: string | Buffer;
   contentType?: string;
   headers?: Record<string, string>;
   /** A header sent on several lines, each value its own line (fetch would join them into one). */
@@ -162,7 +162,7 @@ async function rawPost(port: number, path: string, request: UsageRequest): Promi
   ];
   // Written, not ended: uWS drops a half-closed connection; `Connection: close` ends it after the answer.
   const socket = net.connect(port, '127.0.0.1');
-  socket.write(`${lines.join('\r\n')}\r\n\r\n${body}`);
+  socket.write(Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`), Buffer.from(body)]));
   const chunks: Buffer[] = [];
   for await (const chunk of socket) chunks.push(chunk as Buffer);
   const text = Buffer.concat(chunks).toString('utf8');

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { ApiError } from '../../../libs/errors/index.js';
 import type { ApiInstance } from '../types.js';
 
@@ -7,14 +8,15 @@ import type { ApiInstance } from '../types.js';
  * Many HTTP clients send `Content-Type: application/json` on every request, a DELETE or a body-less
  * POST included. On a route that declares no body, an empty body is taken as no body instead of
  * Fastify's 400 for an empty JSON body; a route that declares one still answers that 400, and
- * everything else goes through Fastify's own JSON parser (prototype-poisoning checks included).
+ * everything else goes through Fastify's own JSON parser (prototype-poisoning checks included), once
+ * the bytes are known to be UTF-8 (decoding others would put U+FFFD into stored names and keys).
  * Scoped parsers (the MCP route's) replace this one where they are added.
  */
 export function registerBodyParsing(app: ApiInstance): void {
   app.removeContentTypeParser('text/plain');
   const { onProtoPoisoning, onConstructorPoisoning } = app.initialConfig;
   const parseJson = app.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
-  app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, body, done) => {
+  app.addContentTypeParser<Buffer>('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     if (body.length === 0 && request.routeOptions.schema?.body === undefined) {
       done(null, undefined);
       return;
@@ -31,6 +33,10 @@ export function registerBodyParsing(app: ApiInstance): void {
       );
       return;
     }
-    parseJson(request, body, done);
+    if (!isUtf8(body)) {
+      done(ApiError.invalidUtf8());
+      return;
+    }
+    parseJson(request, body.toString('utf8'), done);
   });
 }

@@ -77,7 +77,7 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
   // Scoped to this plugin: usage bodies are parsed as the ingest service parses them (BOM,
   // prototype keys, quantities checked against their text), so both front ends answer alike.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser<Buffer>('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
     try {
       done(null, parseUsageBody(body));
     } catch (error) {
