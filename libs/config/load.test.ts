@@ -62,6 +62,12 @@ describe('configuration', () => {
     }
     expect(problemsOf({ DATABASE_URL: 'postgres:///billing?host=/var/run/postgresql' })).toEqual([]);
     expect(problemsOf({ REDIS_URL: 'redis://' })).toHaveLength(1);
+    for (const name of ['SHUTDOWN_TIMEOUT_MS', 'DISPATCHER_POLL_MS', 'WEBHOOK_TIMEOUT_MS']) {
+      expect(problemsOf({ [name]: '2147483648' }), name).toEqual([
+        expect.stringMatching(new RegExp(`^${name}: must be at most 2147483647 ms`)),
+      ]);
+      expect(problemsOf({ [name]: '2147483647' }), name).toEqual([]);
+    }
     for (const value of [',', '1000,,2000', '1000, x', '-5']) {
       const problems = problemsOf({ WEBHOOK_RETRY_DELAYS_MS: value });
       expect(problems.length, value).toBeGreaterThan(0);

@@ -5,6 +5,15 @@ const digits = (check: z.ZodNumber) =>
   z.string().regex(/^\d+$/, 'must be a whole number (digits only)').transform(Number).pipe(check);
 const port = (fallback: number) => digits(z.number().int().min(0).max(65535)).default(fallback);
 const positiveInt = (fallback: number) => digits(z.number().int().positive()).default(fallback);
+/** A delay a timer waits: Node's timers hold at most 2^31 - 1 ms and fire at once beyond it. */
+const timerMs = (fallback: number) =>
+  digits(
+    z
+      .number()
+      .int()
+      .positive()
+      .max(2_147_483_647, 'must be at most 2147483647 ms (about 24.8 days), the longest a timer waits'),
+  ).default(fallback);
 const flag = () =>
   z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 /** A URL of one of `protocols` that names a host (Postgres may name it as `?host=/socket/dir`). */
@@ -72,7 +81,7 @@ const common = z.object({
   AUTH_CACHE_TTL_SECONDS: positiveInt(30),
   AUTH_CACHE_MAX_ENTRIES: positiveInt(10_000),
   IDEMPOTENCY_TTL_DAYS: positiveInt(30),
-  SHUTDOWN_TIMEOUT_MS: positiveInt(10_000),
+  SHUTDOWN_TIMEOUT_MS: timerMs(10_000),
 });
 
 const apiOnly = z.object({
@@ -91,7 +100,7 @@ const sinkOnly = z.object({
   /** The sinks' health and metrics port (they serve no public route). */
   SINKS_PORT: port(8083),
   SINK_BATCH_SIZE: positiveInt(5000),
-  SINK_FLUSH_MS: positiveInt(200),
+  SINK_FLUSH_MS: timerMs(200),
   /** Prefixes the sinks' consumer group names (`pg-sink`, `ch-sink`), e.g. per deployment on a shared cluster. */
   KAFKA_CONSUMER_GROUP_PREFIX: z
     .string()
@@ -108,9 +117,9 @@ const webhookPolicy = z.object({
 const dispatcherOnly = webhookPolicy.extend({
   DISPATCHER_PORT: port(8082),
   WEBHOOK_RETRY_DELAYS_MS: msList.default([1000, 2000, 4000, 8000]),
-  WEBHOOK_TIMEOUT_MS: positiveInt(10_000),
+  WEBHOOK_TIMEOUT_MS: timerMs(10_000),
   WEBHOOK_MAX_ATTEMPTS: positiveInt(5),
-  DISPATCHER_POLL_MS: positiveInt(1000),
+  DISPATCHER_POLL_MS: timerMs(1000),
   DISPATCHER_CONCURRENCY: positiveInt(50),
 });
 
