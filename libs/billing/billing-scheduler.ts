@@ -1,4 +1,3 @@
-import type { CommonConfig } from '../config/index.js';
 import type { Database } from '../db/index.js';
 import type { Logger } from '../log/index.js';
 import { type OpenedUsageAggregator, openUsageAggregator } from '../usage/index.js';
@@ -17,7 +16,7 @@ export interface BillingScheduler {
  */
 export function startBillingScheduler(options: {
   db: Database;
-  config: Pick<CommonConfig, 'CLICKHOUSE_URL' | 'CLICKHOUSE_DATABASE'>;
+  config: Parameters<typeof openUsageAggregator>[0];
   intervalSeconds: number;
   log: Logger;
   firstRunDelayMs?: number;
@@ -30,6 +29,9 @@ export function startBillingScheduler(options: {
 
   const runOnce = async () => {
     usage ??= await openUsageAggregator(options.config, db);
+    // Not before the usage accepted so far is in the totals (a run that cannot wait fails, and the
+    // next one bills it).
+    await usage.caughtUp({ onWaiting: (message) => log.info(message) });
     const summary = await runBilling(db, { usage: usageSource(usage.aggregator) });
     const { invoice_ids: _ids, ...counts } = summary;
     if (summary.failures.length)

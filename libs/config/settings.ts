@@ -75,6 +75,14 @@ const common = z.object({
   KAFKA_CLIENT_ID: z.string().min(1).default('billing'),
   KAFKA_USAGE_TOPIC: z.string().min(1).default('usage.events'),
   KAFKA_TOPIC_PARTITIONS: positiveInt(6),
+  /**
+   * Prefixes the sinks' consumer group names (`pg-sink`, `ch-sink`), e.g. per deployment on a shared
+   * cluster. Common: billing reads the sinks' progress under these names.
+   */
+  KAFKA_CONSUMER_GROUP_PREFIX: z
+    .string()
+    .regex(/^[\w.-]*$/)
+    .default(''),
   KAFKA_LINGER_MS: digits(z.number().int().min(0).max(1000)).default(5),
   CLICKHOUSE_URL: url(['http:', 'https:']).optional(),
   CLICKHOUSE_DATABASE: z.string().regex(/^\w+$/).default('billing'),
@@ -101,11 +109,6 @@ const sinkOnly = z.object({
   SINKS_PORT: port(8083),
   SINK_BATCH_SIZE: positiveInt(5000),
   SINK_FLUSH_MS: timerMs(200),
-  /** Prefixes the sinks' consumer group names (`pg-sink`, `ch-sink`), e.g. per deployment on a shared cluster. */
-  KAFKA_CONSUMER_GROUP_PREFIX: z
-    .string()
-    .regex(/^[\w.-]*$/)
-    .default(''),
 });
 
 /** Read where webhook URLs are accepted (api) and where they are called (dispatcher). */

@@ -1,5 +1,6 @@
 export { PostgresUsageAggregator, type UsageAggregator, ZERO_QUANTITY } from './aggregation.js';
 export { parseUsageBody } from './body.js';
+export { type PartitionLag, SinkBehindError } from './catch-up.js';
 export { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
 export { clickhouseUsageDdl, migrateClickHouse } from './clickhouse-schema.js';
 export {

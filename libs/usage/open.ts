@@ -1,11 +1,12 @@
 import { type ClickHouse, openClickHouse } from '../clickhouse/index.js';
 import { type CommonConfig, reaching } from '../config/index.js';
 import type { Queryable } from '../db/index.js';
-import { createKafka, ensureTopic, type Kafka, kafkaCheck } from '../kafka/index.js';
+import { type Admin, createKafka, ensureTopic, type Kafka, kafkaCheck } from '../kafka/index.js';
 import type { Logger } from '../log/index.js';
 import { clickhouseCheck, type DependencyCheck } from '../observability/index.js';
 import type { Platform } from '../platform/index.js';
 import { PostgresUsageAggregator, type UsageAggregator } from './aggregation.js';
+import { waitForSinkCatchUp } from './catch-up.js';
 import { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
 import { migrateClickHouse } from './clickhouse-schema.js';
 import { UsageIngest } from './core.js';
@@ -16,28 +17,71 @@ import type { UsageEventLog } from './log.js';
 import { MemoryUsageDedupStore } from './memory.js';
 import { RedisUsageDedupStore } from './redis.js';
 import type { UsageSink } from './sink.js';
-import { ClickHouseUsageSink } from './sink-clickhouse.js';
+import { CLICKHOUSE_SINK_NAME, ClickHouseUsageSink } from './sink-clickhouse.js';
 import { KafkaSinkRunner } from './sink-consumer.js';
-import { PostgresUsageSink } from './sink-postgres.js';
+import { POSTGRES_SINK_NAME, PostgresUsageSink } from './sink-postgres.js';
 
 export interface OpenedUsageAggregator {
   aggregator: UsageAggregator;
+  /**
+   * Resolves once the totals hold every usage event accepted before the call: billing must not
+   * invoice a period while accepted events of it are still on their way to the store it reads.
+   * At once when ingest writes that store itself (no Kafka); with Kafka, once the sink the totals
+   * come from (ch-sink, or pg-sink without ClickHouse) has committed past the log's end as of the
+   * call. Throws SinkBehindError after `timeoutMs` (default 60 s).
+   */
+  caughtUp(options?: { timeoutMs?: number; onWaiting?: (message: string) => void }): Promise<void>;
   close(): Promise<void>;
 }
+
+type AggregatorConfig = Pick<
+  CommonConfig,
+  | 'CLICKHOUSE_URL'
+  | 'CLICKHOUSE_DATABASE'
+  | 'KAFKA_BROKERS'
+  | 'KAFKA_CLIENT_ID'
+  | 'KAFKA_USAGE_TOPIC'
+  | 'KAFKA_CONSUMER_GROUP_PREFIX'
+>;
+
+const CATCH_UP_TIMEOUT_MS = 60_000;
 
 /**
  * The usage aggregation port for this process's mode: ClickHouse when CLICKHOUSE_URL is set,
  * SQL over Postgres `usage_events` otherwise (DESIGN §2).
  */
 export async function openUsageAggregator(
-  config: Pick<CommonConfig, 'CLICKHOUSE_URL' | 'CLICKHOUSE_DATABASE'>,
+  config: AggregatorConfig,
   db: Queryable,
 ): Promise<OpenedUsageAggregator> {
-  if (config.CLICKHOUSE_URL) {
-    const clickhouse = openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE });
-    return { aggregator: new ClickHouseUsageAggregator(clickhouse), close: () => clickhouse.close() };
-  }
-  return { aggregator: new PostgresUsageAggregator(db), close: async () => {} };
+  const clickhouse = config.CLICKHOUSE_URL
+    ? openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE })
+    : undefined;
+  const sink = clickhouse ? CLICKHOUSE_SINK_NAME : POSTGRES_SINK_NAME;
+  let admin: Admin | undefined;
+  return {
+    aggregator: clickhouse ? new ClickHouseUsageAggregator(clickhouse) : new PostgresUsageAggregator(db),
+    async caughtUp(options = {}) {
+      if (!config.KAFKA_BROKERS) return;
+      if (!admin) {
+        admin = createKafka({
+          brokers: config.KAFKA_BROKERS,
+          clientId: `${config.KAFKA_CLIENT_ID}-billing`,
+        }).admin();
+        await admin.connect();
+      }
+      await waitForSinkCatchUp(admin, {
+        topic: config.KAFKA_USAGE_TOPIC,
+        groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}${sink}`,
+        timeoutMs: options.timeoutMs ?? CATCH_UP_TIMEOUT_MS,
+        onWaiting: options.onWaiting,
+      });
+    },
+    async close() {
+      await admin?.disconnect();
+      await clickhouse?.close();
+    },
+  };
 }
 
 /** The ingest core with its ports, as one process uses it. */
@@ -136,7 +180,8 @@ export async function startUsageSinks(options: {
     | 'KAFKA_TOPIC_PARTITIONS'
     | 'CLICKHOUSE_URL'
     | 'CLICKHOUSE_DATABASE'
-  > & { SINK_BATCH_SIZE: number; SINK_FLUSH_MS: number; KAFKA_CONSUMER_GROUP_PREFIX: string };
+    | 'KAFKA_CONSUMER_GROUP_PREFIX'
+  > & { SINK_BATCH_SIZE: number; SINK_FLUSH_MS: number };
   db: Queryable;
   log: Logger;
 }): Promise<UsageSinks> {

@@ -16,13 +16,16 @@ const COLUMNS = [
   'version',
 ] as const;
 
+/** Its consumer group's name (after KAFKA_CONSUMER_GROUP_PREFIX): billing waits for it to catch up. */
+export const CLICKHOUSE_SINK_NAME = 'ch-sink';
+
 /**
  * ClickHouse `usage_events`. Rows go as TabSeparated text, which ClickHouse 18.16 parses into
  * Decimal exactly. A redelivered event lands as a second row with the same identity, which
  * ReplacingMergeTree and FINAL reduce to one.
  */
 export class ClickHouseUsageSink implements UsageSink {
-  readonly name = 'ch-sink';
+  readonly name = CLICKHOUSE_SINK_NAME;
   private readonly table: string;
 
   constructor(private readonly clickhouse: ClickHouse) {

@@ -7,13 +7,16 @@ const INSERT = `
   SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::numeric[], $6::timestamptz[], $7::timestamptz[])
   ON CONFLICT (org_id, subscription_item_id, idempotency_key) DO NOTHING`;
 
+/** Its consumer group's name (after KAFKA_CONSUMER_GROUP_PREFIX): billing waits for it to catch up. */
+export const POSTGRES_SINK_NAME = 'pg-sink';
+
 /**
  * `usage_events` in Postgres, the source of truth billing reads. The unique key on
  * (org_id, subscription_item_id, idempotency_key) absorbs redeliveries: the first event of an
  * identity stays, later ones are dropped.
  */
 export class PostgresUsageSink implements UsageSink {
-  readonly name = 'pg-sink';
+  readonly name = POSTGRES_SINK_NAME;
 
   constructor(private readonly db: Queryable) {}
 

@@ -30,7 +30,14 @@ const until = async (condition: () => boolean | Promise<boolean>, timeoutMs = 10
   }
 };
 
-const config = { CLICKHOUSE_URL: undefined, CLICKHOUSE_DATABASE: 'billing' };
+const config = {
+  CLICKHOUSE_URL: undefined,
+  CLICKHOUSE_DATABASE: 'billing',
+  KAFKA_BROKERS: undefined,
+  KAFKA_CLIENT_ID: 'billing',
+  KAFKA_USAGE_TOPIC: 'usage.events',
+  KAFKA_CONSUMER_GROUP_PREFIX: '',
+};
 
 describe('billing on an interval (npm start)', () => {
   it('runs shortly after start, then on every interval, and stops cleanly', async () => {

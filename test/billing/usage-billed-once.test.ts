@@ -8,9 +8,12 @@ import {
   openUsageAggregator,
   PostgresUsageAggregator,
   PostgresUsageSink,
+  SinkBehindError,
+  startUsageSinks,
   type UsageEventRecord,
 } from '../../libs/usage/index.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 import { eventually, freshKey, startUsageStack, type UsageStack } from '../usage/support.js';
 import { basicCatalog, customerIn, invoicesOf, subscribe } from './fixtures.js';
@@ -34,7 +37,10 @@ beforeAll(async () => {
     CLICKHOUSE_DATABASE: uniqueName('billing_usage'),
   };
   stack = await startUsageStack('redis+kafka', { sinks: true, env: clickhouseConfig });
-  clickhouseUsage = await openUsageAggregator(clickhouseConfig, stack.api.platform.db);
+  clickhouseUsage = await openUsageAggregator(
+    { ...stack.api.config, ...clickhouseConfig },
+    stack.api.platform.db,
+  );
   org = await createTestOrg(stack.api.platform.db);
 });
 afterAll(async () => {
@@ -153,5 +159,55 @@ describe('usage through the ingest pipeline', () => {
 
     expect((await runBilling(db, options)).invoices_created).toBe(0);
     expect(await invoicesOf(db, subscription.id)).toHaveLength(1);
+  });
+
+  it('waits for the sink it reads before billing, and fails rather than leave accepted usage out', async () => {
+    const db = stack.api.platform.db;
+    const { apiCalls } = await basicCatalog(db, org.orgId);
+    const customerId = await customerIn(db, org.orgId, { state_province: 'AB' });
+    const start = new Date(Math.floor((Date.now() - 40 * DAY) / 1000) * 1000);
+    const subscription = await subscribe(
+      db,
+      org.orgId,
+      { customer_id: customerId, items: [{ product_id: apiCalls }], start_date: start },
+      start,
+    );
+    const metered = subscription.items[0]!.id;
+    const period = [start, new Date(subscription.current_period_end)] as const;
+
+    // The sinks are down: the event is accepted (durable in Kafka) but not in ClickHouse yet.
+    await stack.sinks!.stop();
+    const accepted = await stack.frontEnds[0]!.post('/usage/events', {
+      key: org.apiKey,
+      idempotencyKey: freshKey('behind'),
+      body: {
+        subscription_item_id: metered,
+        quantity: 7,
+        timestamp: new Date(start.getTime() + DAY).toISOString(),
+      },
+    });
+    expect(accepted.status).toBe(201);
+    const behind = await clickhouseUsage.caughtUp({ timeoutMs: 1000 }).catch((error: unknown) => error);
+    expect(behind).toBeInstanceOf(SinkBehindError);
+    expect((behind as SinkBehindError).groupId).toBe(`${stack.topic}-ch-sink`);
+    expect((behind as Error).message).toMatch(/message\(s\) of .* still to write .*nothing was billed/);
+    expect((await clickhouseUsage.aggregator.totals(org.orgId, [metered], ...period)).get(metered)).toBe(
+      '0.00000000',
+    );
+
+    // Back up: once caught up, the totals hold the event at once, with no polling.
+    const sinks = await startUsageSinks({
+      config: { ...stack.api.config, ...clickhouseConfig, SINK_FLUSH_MS: 50 },
+      db,
+      log: runLogger('sinks'),
+    });
+    try {
+      await clickhouseUsage.caughtUp({ timeoutMs: 30_000 });
+      expect((await clickhouseUsage.aggregator.totals(org.orgId, [metered], ...period)).get(metered)).toBe(
+        '7.00000000',
+      );
+    } finally {
+      await sinks.stop();
+    }
   });
 });

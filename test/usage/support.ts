@@ -68,7 +68,13 @@ export async function startUsageStack(
   const api = await startTestApi({
     ...(mode === 'in-process' ? { redis: false } : {}),
     env: {
-      ...(topic ? { KAFKA_BROKERS: testServices().kafkaBrokers.join(','), KAFKA_USAGE_TOPIC: topic } : {}),
+      ...(topic
+        ? {
+            KAFKA_BROKERS: testServices().kafkaBrokers.join(','),
+            KAFKA_USAGE_TOPIC: topic,
+            KAFKA_CONSUMER_GROUP_PREFIX: `${topic}-`,
+          }
+        : {}),
       ...options.env,
     },
   });
@@ -84,7 +90,7 @@ export async function startUsageStack(
   let sinks: UsageSinks | undefined;
   if (topic && options.sinks) {
     sinks = await startUsageSinks({
-      config: { ...api.config, KAFKA_CONSUMER_GROUP_PREFIX: `${topic}-`, SINK_FLUSH_MS: 50 },
+      config: { ...api.config, SINK_FLUSH_MS: 50 },
       db: api.platform.db,
       log: runLogger('sinks'),
     });

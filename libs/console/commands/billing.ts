@@ -21,6 +21,8 @@ export const billingCommands = [
       if (f.org !== undefined) await getOrganization(db, f.org);
       const usage = await openUsageAggregator(config, db);
       try {
+        // Every event accepted so far must be in the totals before a period is invoiced.
+        await usage.caughtUp({ onWaiting: progress });
         const summary = await runBilling(db, {
           usage: usageSource(usage.aggregator),
           now: f.now,

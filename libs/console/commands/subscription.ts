@@ -61,12 +61,13 @@ export const subscriptionCommands = [
       /** As of this instant (default: now), like `billing run --now`. */
       now: instantInput.optional(),
     }),
-    run: async ({ db, config }, f) => {
+    run: async ({ db, config, progress }, f) => {
       // Billing is in arrears: a period that ended before the next billing run is invoiced here,
       // in the same transaction, so canceling never loses it, and --at-period-end means the
       // period running now rather than one that already ended.
       const usage = await openUsageAggregator(config, db);
       try {
+        await usage.caughtUp({ onWaiting: progress });
         return await db.transaction(async (tx) => {
           const unbillable = (reason: string) =>
             ApiError.conflict(
