@@ -40,6 +40,17 @@ describe('parseUsageBody', () => {
     }
   });
 
+  it('checks a deeply nested body for prototype keys without overflowing the stack', () => {
+    const nested = (inner: string) => `${'['.repeat(20_000)}${inner}${']'.repeat(20_000)}`;
+    expect(() => parse(`{"idempotency_key":"constructor","x":${nested('1')}}`)).not.toThrow();
+    expect(() => parse(`{"x":${nested('{"__proto__":{}}')}}`)).toThrow(
+      expect.objectContaining({ status: 400, message: 'The request body is not valid JSON.' }),
+    );
+    expect(() => parse(`{"x":${nested('{"constructor":{"prototype":1}}')}}`)).toThrow(
+      expect.objectContaining({ status: 400 }),
+    );
+  });
+
   it('refuses bytes that are not UTF-8 instead of decoding them to U+FFFD, where two keys would become one', () => {
     const withKeyBytes = (...bytes: number[]) =>
       Buffer.concat([

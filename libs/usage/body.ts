@@ -23,7 +23,7 @@ export function parseUsageBody(bytes: Buffer): unknown {
   } catch {
     throw ApiError.invalidJson();
   }
-  if ((json.includes('__proto__') || json.includes('constructor')) && poisoned(json)) {
+  if ((json.includes('__proto__') || json.includes('constructor')) && poisoned(parsed)) {
     throw ApiError.invalidJson();
   }
   // Only a number of 16 or more digits, or with an exponent, can lose digits: most bodies skip this.
@@ -38,21 +38,31 @@ export function quantityIsInexact(event: unknown): boolean {
 
 const MAYBE_LONG_NUMBER = /\d[\d.]{15}|\d[eE]/;
 
-function poisoned(json: string): boolean {
-  let found = false;
-  JSON.parse(json, (key, value) => {
-    if (
-      key === '__proto__' ||
-      (key === 'constructor' &&
-        typeof value === 'object' &&
-        value !== null &&
-        Object.hasOwn(value, 'prototype'))
-    ) {
-      found = true;
+/**
+ * Whether the parsed value holds a `__proto__` key, or a `constructor` key whose value has a
+ * `prototype` key, at any depth (what Fastify's parser refuses). A walk with its own stack: a
+ * reviver recurses once per level and overflows on a deeply nested body.
+ */
+function poisoned(root: unknown): boolean {
+  const pending: unknown[] = [root];
+  while (pending.length) {
+    const value = pending.pop();
+    if (typeof value !== 'object' || value === null) continue;
+    if (Object.hasOwn(value, '__proto__')) return true;
+    const record = value as Record<string, unknown>;
+    if (Object.hasOwn(value, 'constructor')) {
+      const constructor = record.constructor;
+      if (
+        typeof constructor === 'object' &&
+        constructor !== null &&
+        Object.hasOwn(constructor, 'prototype')
+      ) {
+        return true;
+      }
     }
-    return value;
-  });
-  return found;
+    for (const key of Object.keys(value)) pending.push(record[key]);
+  }
+  return false;
 }
 
 /**
