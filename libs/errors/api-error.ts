@@ -97,6 +97,20 @@ export class ApiError extends Error {
     return ApiError.badRequest('The request body is not valid UTF-8.');
   }
 
+  /**
+   * A body sent with a Content-Encoding (other than identity) is a media type we do not take: it
+   * is never decompressed (415, RFC 9110 §15.5.16), rather than read as JSON the client wrote badly.
+   * Undefined when the header allows the body to be read as sent.
+   */
+  static ofContentEncoding(header: string | undefined): ApiError | undefined {
+    const encoding = header?.trim().toLowerCase();
+    if (!encoding || encoding === 'identity') return undefined;
+    return new ApiError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      `Content-Encoding ${encoding} is not supported; send the body uncompressed.`,
+    );
+  }
+
   static emptyJsonBody(): ApiError {
     return ApiError.badRequest('The request body is empty but Content-Type is application/json.');
   }

@@ -47,6 +47,8 @@ interface ReceivedRequest {
   tooLarge: boolean;
   /** '' when absent. */
   contentType: string;
+  /** '' when absent. */
+  contentEncoding: string;
   /** Whether the body came with Transfer-Encoding rather than Content-Length. */
   chunked: boolean;
   idempotencyKey: string;
@@ -76,6 +78,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     const requestId = requestIdFrom(req.getHeader('x-request-id'));
     const authorization = req.getHeader('authorization');
     const contentType = req.getHeader('content-type');
+    const contentEncoding = req.getHeader('content-encoding');
     const chunked = req.getHeader('transfer-encoding') !== '';
     const idempotencyKey = req.getHeader('idempotency-key');
     inFlight++;
@@ -106,7 +109,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     const authenticated = authenticate(authenticator, authorization);
     authenticated.catch(() => {});
     readBody(res, options.bodyLimit, (body, tooLarge) => {
-      const request = { body, tooLarge, contentType, chunked, idempotencyKey };
+      const request = { body, tooLarge, contentType, contentEncoding, chunked, idempotencyKey };
       handle(kind, requestId, authenticated, request, (auth) => {
         orgId = auth.orgId;
       })
@@ -124,12 +127,13 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     kind: Kind,
     requestId: string,
     authenticated: Promise<AuthContext>,
-    { body, tooLarge, contentType, chunked, idempotencyKey }: ReceivedRequest,
+    { body, tooLarge, contentType, contentEncoding, chunked, idempotencyKey }: ReceivedRequest,
     onAuthenticated: (auth: AuthContext) => void,
   ): Promise<{ status: number; headers: Record<string, string>; payload: string }> => {
     const auth = await authenticated;
     onAuthenticated(auth);
-    // In the api service's order: the media type, then the size, then the JSON (parsed alike).
+    // In the api service's order: the media type, then the size, then the encoding and the JSON
+    // (parsed alike).
     // Fastify refuses a Content-Type it has no parser for even on an empty body, and a body
     // without one (chunked counts, even when empty), so the same request gets the same 415 here.
     const declaresBody = contentType !== '' || chunked || body.length > 0 || tooLarge;
@@ -144,6 +148,8 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     let parsed: unknown = null;
     if (isJson(contentType)) {
       try {
+        const encoded = ApiError.ofContentEncoding(contentEncoding);
+        if (encoded) throw encoded;
         parsed = parseUsageBody(body);
       } catch (error) {
         await usage.refuse(auth, error);

@@ -331,6 +331,15 @@ describe('MCP endpoint over plain HTTP', () => {
     expect(response.status).toBe(415);
   });
 
+  it('415 for a compressed body, which it does not decompress, like every route', async () => {
+    const response = await post('{"jsonrpc":"2.0","id":1,"method":"ping"}', { 'content-encoding': 'gzip' });
+    expect(response.status).toBe(415);
+    expect(await response.json()).toMatchObject({
+      error_code: 'UNSUPPORTED_MEDIA_TYPE',
+      detail: 'Content-Encoding gzip is not supported; send the body uncompressed.',
+    });
+  });
+
   it('413 for a body over the limit, like every route', async () => {
     const huge = JSON.stringify({
       jsonrpc: '2.0',

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import {
@@ -303,6 +304,29 @@ describe.each(MODES)('usage events, %s', (mode) => {
       expect(batch.status).toBe(400);
       expect(batch.body.detail).toBe('The request body is not valid UTF-8.');
       expect(await storedWithKey(`${key}\uFFFD`)).toEqual([]);
+    });
+
+    it('answers 415 for a compressed body, which it never decompresses, counted like every refusal', async () => {
+      const body = JSON.stringify({ subscription_item_id: items.metered, quantity: 1 });
+      for (const rawBody of [gzipSync(body), Buffer.from(body)]) {
+        const response = await post({
+          idempotencyKey: freshKey(),
+          rawBody,
+          headers: { 'content-encoding': 'gzip' },
+        });
+        expect(response.status).toBe(415);
+        expect(response.body).toMatchObject({
+          error_code: 'UNSUPPORTED_MEDIA_TYPE',
+          detail: 'Content-Encoding gzip is not supported; send the body uncompressed.',
+        });
+        expect(response.headers['x-ratelimit-remaining']).toMatch(/^\d+$/);
+      }
+      const identity = await post({
+        idempotencyKey: freshKey(),
+        rawBody: body,
+        headers: { 'content-encoding': 'identity' },
+      });
+      expect(identity.status).toBe(201);
     });
 
     it('takes application/json only, and says so before it says a body is too large', async () => {

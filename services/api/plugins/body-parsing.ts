@@ -21,16 +21,9 @@ export function registerBodyParsing(app: ApiInstance): void {
       done(null, undefined);
       return;
     }
-    // Bodies are never decompressed: a gzip body is a media type we do not take (415, RFC 9110
-    // §15.5.16), not JSON the client wrote badly (400).
-    const encoding = request.headers['content-encoding']?.trim().toLowerCase();
-    if (encoding && encoding !== 'identity') {
-      done(
-        new ApiError(
-          'UNSUPPORTED_MEDIA_TYPE',
-          `Content-Encoding ${encoding} is not supported; send the body uncompressed.`,
-        ),
-      );
+    const encoded = ApiError.ofContentEncoding(request.headers['content-encoding']);
+    if (encoded) {
+      done(encoded);
       return;
     }
     if (!isUtf8(body)) {

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { ApiError } from '../../../libs/errors/index.js';
 import {
   JsonRpcMessage,
   JsonRpcResponseBody,
@@ -20,9 +21,11 @@ export const mcpRoutes: FastifyPluginAsyncZod = async (app) => {
   // Scoped to this plugin: the body reaches the MCP server as text, so a body that is not JSON
   // becomes JSON-RPC's -32700 instead of the REST API's 400. Other media types stay a 415.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) =>
-    done(null, body),
-  );
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const encoded = ApiError.ofContentEncoding(request.headers['content-encoding']);
+    if (encoded) done(encoded);
+    else done(null, body);
+  });
 
   app.post(
     '/mcp',

@@ -77,8 +77,10 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
   // Scoped to this plugin: usage bodies are parsed as the ingest service parses them (BOM,
   // prototype keys, quantities checked against their text), so both front ends answer alike.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser<Buffer>('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+  app.addContentTypeParser<Buffer>('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     try {
+      const encoded = ApiError.ofContentEncoding(request.headers['content-encoding']);
+      if (encoded) throw encoded;
       done(null, parseUsageBody(body));
     } catch (error) {
       done(error as Error);
