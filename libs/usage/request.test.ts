@@ -57,6 +57,18 @@ describe('usage event validation', () => {
       parseUsageEvent({ subscription_item_id: 7, quantity: 1 }, 'émoji-😀', NOW),
     );
     expect(inHeader.details?.[0]?.field).toBe('Idempotency-Key');
+    for (const key of ['next\u0085line', 'csi\u009b', 'del\u007f']) {
+      const inBodyControl = failure(() =>
+        parseUsageEvent({ subscription_item_id: 7, quantity: 1, idempotency_key: key }, '', NOW),
+      );
+      expect(inBodyControl.details, JSON.stringify(key)).toEqual([
+        { field: 'idempotency_key', message: 'Must not contain control characters.', code: 'invalid_format' },
+      ]);
+    }
+    expect(
+      parseUsageEvent({ subscription_item_id: 7, quantity: 1, idempotency_key: 'nbsp\u00a0ok' }, '', NOW)
+        .idempotencyKey,
+    ).toBe('nbsp\u00a0ok');
     const inBody = parseUsageEvent(
       { subscription_item_id: 7, quantity: 1, idempotency_key: 'émoji-😀' },
       '',
@@ -71,6 +83,9 @@ describe('usage event validation', () => {
       expect(error.code, String(quantity)).toBe('VALIDATION_ERROR');
       expect(error.details?.[0]?.field).toBe('quantity');
     }
+    expect(
+      failure(() => parseUsageEvent({ subscription_item_id: 7, quantity: 0.123456789 }, 'k', NOW)).details,
+    ).toEqual([{ field: 'quantity', message: 'At most 8 fractional digits.', code: 'out_of_range' }]);
     expect(parseUsageEvent({ subscription_item_id: 7, quantity: 0.00000001 }, 'k', NOW).quantity).toBe(
       '0.00000001',
     );

@@ -195,11 +195,11 @@ function characterCount(text: string): number {
   return count;
 }
 
-/** C0 controls and DEL: a NUL would not even fit in a Postgres text column. */
+/** C0 controls, DEL and C1 controls: a NUL would not even fit in a Postgres text column. */
 function hasControlCharacter(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
-    if (code < 0x20 || code === 0x7f) return true;
+    if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) return true;
   }
   return false;
 }
