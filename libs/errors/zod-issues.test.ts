@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { CreateCustomer, paginationQuery } from '../schemas/index.js';
 import { fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from './zod-issues.js';
 
@@ -26,6 +27,20 @@ describe('field errors from zod', () => {
     expect(errors.map((e) => [e.field, e.code])).toEqual([
       ['limit', 'out_of_range'],
       ['offset', 'out_of_range'],
+    ]);
+  });
+
+  it('gives every refinement a listed code: its own params.code, else invalid_value', () => {
+    const schema = z.strictObject({
+      even: z.number().refine((n) => n % 2 === 0, 'Must be even.'),
+      small: z.number().refine((n) => n < 10, { message: 'Too big.', params: { code: 'out_of_range' } }),
+      odd: z.number().refine((n) => n % 2 === 1, { message: 'Must be odd.', params: { code: 'made_up' } }),
+    });
+    const result = schema.safeParse({ even: 1, small: 11, odd: 2 }, ZOD_PARSE_OPTIONS);
+    expect(fieldErrorsFromZod(result.error!.issues)).toEqual([
+      { field: 'even', message: 'Must be even.', code: 'invalid_value' },
+      { field: 'small', message: 'Too big.', code: 'out_of_range' },
+      { field: 'odd', message: 'Must be odd.', code: 'invalid_value' },
     ]);
   });
 

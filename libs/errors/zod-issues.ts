@@ -7,6 +7,19 @@ import type { FieldError } from './api-error.js';
  */
 export const ZOD_PARSE_OPTIONS = { reportInput: true } as const;
 
+/** Every `details[].code` a client can see (docs/decisions.md lists them). */
+const FIELD_ERROR_CODES = new Set([
+  'required',
+  'invalid_type',
+  'invalid_format',
+  'invalid_value',
+  'too_long',
+  'too_short',
+  'blank',
+  'out_of_range',
+  'unknown_field',
+]);
+
 /**
  * Turns zod issues into `details` entries with stable codes a client can switch on and messages
  * a person can act on. `prefix` names the part of the request the path is relative to (empty for
@@ -73,8 +86,14 @@ function describe(issue: z.core.$ZodIssue): { code: string; message: string } {
     case 'invalid_union':
     case 'not_multiple_of':
       return { code: 'invalid_value', message: issue.message };
+    case 'custom': {
+      // A refinement names its code in `params.code` when invalid_value is not the best one.
+      const named = (issue.params as { code?: unknown } | undefined)?.code;
+      const code = typeof named === 'string' && FIELD_ERROR_CODES.has(named) ? named : 'invalid_value';
+      return { code, message: issue.message };
+    }
     default:
-      return { code: 'invalid', message: issue.message };
+      return { code: 'invalid_value', message: issue.message };
   }
 }
 

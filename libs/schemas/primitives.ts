@@ -21,9 +21,10 @@ export const quantity4 = z
 export const dateTime = z.iso.datetime().meta({ description: 'ISO 8601 UTC date-time.' });
 export const date = z.iso.date().meta({ description: 'Date, YYYY-MM-DD.' });
 /** A date given by a client: also one Postgres can hold (it has no year 0000). */
-export const inputDate = z.iso
-  .date()
-  .refine((value) => !value.startsWith('0000'), 'Must be a date from year 0001 on.');
+export const inputDate = z.iso.date().refine((value) => !value.startsWith('0000'), {
+  message: 'Must be a date from year 0001 on.',
+  params: { code: 'out_of_range' },
+});
 
 // A lone UTF-16 surrogate has no UTF-8 form: Postgres would store U+FFFD instead of what was sent.
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;

@@ -45,6 +45,7 @@ export const CreateUsageEvent = z
       .max(1e15)
       .refine((q) => fractionalDigits(q) <= USAGE_QUANTITY_SCALE, {
         message: `At most ${USAGE_QUANTITY_SCALE} fractional digits.`,
+        params: { code: 'out_of_range' },
       }),
     timestamp: z.iso
       .datetime({ offset: true, error: 'Must be an ISO 8601 date-time with a time zone (Z or ±hh:mm).' })
