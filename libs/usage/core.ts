@@ -19,6 +19,7 @@ import {
   encodeDedupRecord,
   toPublicUsageEvent,
   type UsageEventRecord,
+  type UsageIdentity,
 } from './event.js';
 import type { SubscriptionItemCache } from './items.js';
 import type { UsageEventLog } from './log.js';
@@ -234,13 +235,29 @@ export class UsageIngest {
     } catch (cause) {
       throw withHeaders(unavailable('The idempotency store is unavailable.', cause), headers);
     }
-    const record = found === null ? null : await this.settled(key, found, { orgId: auth.orgId, ...identity });
+    const record =
+      found === null
+        ? await this.storedInLog({ orgId: auth.orgId, ...identity }, headers)
+        : await this.settled(key, found, { orgId: auth.orgId, ...identity });
     if (!record) {
       countOutcome(rejected(invalid.code));
       throw withHeaders(invalid, headers);
     }
     countOutcome(DEDUPLICATED);
     return { value: { event: toPublicUsageEvent(record), deduplicated: true }, headers };
+  }
+
+  /** The event the log holds for an identity the store does not know (e.g. forgotten at a restart). */
+  private async storedInLog(
+    identity: UsageIdentity,
+    headers: Record<string, string>,
+  ): Promise<UsageEventRecord | null> {
+    if (!this.options.log.stored) return null;
+    try {
+      return await this.options.log.stored(identity);
+    } catch (cause) {
+      throw withHeaders(unavailable('The database is unavailable.', cause), headers);
+    }
   }
 
   /** Waits for commits still on their way to the store (at shutdown). */

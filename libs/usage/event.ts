@@ -16,6 +16,9 @@ export interface UsageEventRecord {
   recordedAtMs: number;
 }
 
+/** What makes two events one: the unique key in Postgres, the dedup store's key. */
+export type UsageIdentity = Pick<UsageEventRecord, 'orgId' | 'subscriptionItemId' | 'idempotencyKey'>;
+
 export function toPublicUsageEvent(record: UsageEventRecord): UsageEvent {
   return {
     id: record.id,
@@ -134,7 +137,7 @@ export function encodeDedupRecord(state: DedupState, record: UsageEventRecord): 
 
 export function decodeDedupRecord(
   text: string,
-  identity: Pick<UsageEventRecord, 'orgId' | 'subscriptionItemId' | 'idempotencyKey'>,
+  identity: UsageIdentity,
 ): { state: DedupState; record: UsageEventRecord } {
   const [state, id, quantity, occurred, recorded] = text.split('|');
   if ((state !== 'P' && state !== 'C') || !id || !quantity || !occurred || !recorded) {

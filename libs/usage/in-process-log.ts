@@ -1,6 +1,6 @@
 import { Batcher } from '../batching/index.js';
 import type { DependencyCheck } from '../observability/index.js';
-import type { UsageEventRecord } from './event.js';
+import type { UsageEventRecord, UsageIdentity } from './event.js';
 import type { UsageEventLog } from './log.js';
 import type { UsageSink } from './sink.js';
 import type { PostgresUsageSink } from './sink-postgres.js';
@@ -29,6 +29,11 @@ export class InProcessUsageEventLog implements UsageEventLog {
 
   append(events: readonly UsageEventRecord[]): Promise<UsageEventRecord[]> {
     return this.windows.submit(events);
+  }
+
+  /** Postgres remembers what the in-process dedup store forgot at a restart. */
+  stored(identity: UsageIdentity): Promise<UsageEventRecord | null> {
+    return this.postgres.find(identity);
   }
 
   checks(): DependencyCheck[] {

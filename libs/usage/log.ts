@@ -1,5 +1,5 @@
 import type { DependencyCheck } from '../observability/index.js';
-import type { UsageEventRecord } from './event.js';
+import type { UsageEventRecord, UsageIdentity } from './event.js';
 
 /**
  * Where accepted usage events go before anything else: Kafka in the distributed mode, an
@@ -12,6 +12,11 @@ export interface UsageEventLog {
    * the log can tell) one recorded earlier under the same identity, which then wins.
    */
   append(events: readonly UsageEventRecord[]): Promise<UsageEventRecord[]>;
+  /**
+   * The event held for an identity, when this log can look one up (the in-process log reads
+   * Postgres; Kafka cannot): what a repeat finds once the dedup store forgot the key.
+   */
+  stored?(identity: UsageIdentity): Promise<UsageEventRecord | null>;
   checks(): DependencyCheck[];
   /** Waits for appends in flight, then lets go of connections. */
   close(): Promise<void>;

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/index.js';
-import type { UsageEventRecord } from './event.js';
+import type { UsageEventRecord, UsageIdentity } from './event.js';
 import type { UsageSink } from './sink.js';
 
 const INSERT = `
@@ -38,17 +38,8 @@ export class PostgresUsageSink implements UsageSink {
     if (inserted.length === events.length) return { stored: [...events], inserted };
 
     const conflicting = events.filter((event) => !insertedIds.has(event.id));
-    const { rows: existing } = await this.db.query<{
-      id: string;
-      org_id: number;
-      subscription_item_id: number;
-      idempotency_key: string;
-      quantity: string;
-      occurred_at: Date;
-      recorded_at: Date;
-    }>(
-      `SELECT id, org_id, subscription_item_id, idempotency_key, quantity::text AS quantity, occurred_at, recorded_at
-         FROM usage_events
+    const { rows: existing } = await this.db.query<StoredRow>(
+      `${SELECT_STORED}
         WHERE (org_id, subscription_item_id, idempotency_key) IN
               (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]))`,
       [
@@ -59,15 +50,7 @@ export class PostgresUsageSink implements UsageSink {
     );
     const byIdentity = new Map<string, UsageEventRecord>();
     for (const row of existing) {
-      byIdentity.set(identityOf(row.org_id, row.subscription_item_id, row.idempotency_key), {
-        id: row.id,
-        orgId: row.org_id,
-        subscriptionItemId: row.subscription_item_id,
-        idempotencyKey: row.idempotency_key,
-        quantity: row.quantity,
-        occurredAtMs: row.occurred_at.getTime(),
-        recordedAtMs: row.recorded_at.getTime(),
-      });
+      byIdentity.set(identityOf(row.org_id, row.subscription_item_id, row.idempotency_key), recordOf(row));
     }
     // An identity twice in one batch: the first one was inserted, and it is the stored one.
     for (const event of inserted) {
@@ -81,6 +64,41 @@ export class PostgresUsageSink implements UsageSink {
     );
     return { stored, inserted };
   }
+
+  /** The event stored under an identity, or null. */
+  async find(identity: UsageIdentity): Promise<UsageEventRecord | null> {
+    const { rows } = await this.db.query<StoredRow>(
+      `${SELECT_STORED} WHERE org_id = $1 AND subscription_item_id = $2 AND idempotency_key = $3`,
+      [identity.orgId, identity.subscriptionItemId, identity.idempotencyKey],
+    );
+    return rows[0] ? recordOf(rows[0]) : null;
+  }
+}
+
+const SELECT_STORED = `
+  SELECT id, org_id, subscription_item_id, idempotency_key, quantity::text AS quantity, occurred_at, recorded_at
+    FROM usage_events`;
+
+interface StoredRow {
+  id: string;
+  org_id: number;
+  subscription_item_id: number;
+  idempotency_key: string;
+  quantity: string;
+  occurred_at: Date;
+  recorded_at: Date;
+}
+
+function recordOf(row: StoredRow): UsageEventRecord {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    subscriptionItemId: row.subscription_item_id,
+    idempotencyKey: row.idempotency_key,
+    quantity: row.quantity,
+    occurredAtMs: row.occurred_at.getTime(),
+    recordedAtMs: row.recorded_at.getTime(),
+  };
 }
 
 function identityOf(orgId: number, subscriptionItemId: number, key: string): string {
