@@ -15,11 +15,13 @@ interface EndpointRow {
   id: string;
   org_id: number;
   events: string[];
+  created_at: Date;
 }
 
 /**
  * Turns up to `batchSize` unprocessed outbox rows into one webhook event per ACTIVE, non-deleted
- * endpoint of the same organization that subscribes to the event, and marks the rows processed,
+ * endpoint of the same organization that subscribes to the event and existed when it happened (an
+ * endpoint registered while the dispatcher was behind gets no history), and marks the rows processed,
  * all in ONE transaction: a crash either keeps the outbox rows pending or leaves both done.
  * Rows are claimed with SKIP LOCKED so several dispatchers split the outbox between them;
  * UNIQUE (outbox_id, endpoint_id) would stop a second fan-out of one row all the same.
@@ -38,7 +40,7 @@ export async function fanOutOutbox(
 
     const orgIds = [...new Set(events.map((event) => event.org_id))];
     const { rows: endpoints } = await tx.query<EndpointRow>(
-      `SELECT id, org_id, events FROM webhook_endpoints
+      `SELECT id, org_id, events, created_at FROM webhook_endpoints
        WHERE org_id = ANY($1::bigint[]) AND status = 'ACTIVE' AND deleted_at IS NULL`,
       [orgIds],
     );
@@ -53,7 +55,11 @@ export async function fanOutOutbox(
     };
     for (const event of events) {
       for (const endpoint of endpoints) {
-        if (endpoint.org_id !== event.org_id || !endpointReceives(endpoint.events, event.event_type))
+        if (
+          endpoint.org_id !== event.org_id ||
+          endpoint.created_at > event.created_at ||
+          !endpointReceives(endpoint.events, event.event_type)
+        )
           continue;
         const deliveryId = randomUUID();
         columns.id.push(deliveryId);
