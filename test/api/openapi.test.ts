@@ -211,6 +211,9 @@ describe('GET /openapi.json', () => {
     expect(invoice.properties.status!.enum).toEqual([...INVOICE_STATUSES]);
     const pdf = document.paths['/invoices/{invoice_id}/pdf']!.get!;
     expect(pdf.responses!['200']!.content).toHaveProperty('application/pdf');
+    expect(pdf.responses!['200']).toMatchObject({
+      headers: { 'Content-Disposition': { schema: { type: 'string' } } },
+    });
     const html = document.paths['/invoices/{invoice_id}/html']!.get!;
     expect(html.responses!['200']!.content).toHaveProperty('text/html');
     const customerId = document.paths['/customers/{customer_id}']!.get!.parameters![0]!;

@@ -29,10 +29,27 @@ export async function registerOpenApi(app: ApiInstance): Promise<void> {
       },
       security: [{ bearerAuth: [] }],
     },
-    transform: jsonSchemaTransform,
+    transform: keepResponseHeaders,
     transformObject: jsonSchemaTransformObject,
   });
 }
+
+type Transform = typeof jsonSchemaTransform;
+
+/**
+ * jsonSchemaTransform, keeping the `headers` of a response declared by content type (it keeps
+ * only description and content), which @fastify/swagger documents as the response's headers.
+ */
+const keepResponseHeaders: Transform = (input) => {
+  const output = jsonSchemaTransform(input);
+  const declared = (input.schema as { response?: Record<string, { headers?: unknown }> }).response;
+  const transformed = (output.schema as { response?: Record<string, Record<string, unknown>> }).response;
+  for (const [status, response] of Object.entries(declared ?? {})) {
+    const target = transformed?.[status];
+    if (response?.headers && target && !('headers' in target)) target.headers = response.headers;
+  }
+  return output;
+};
 
 interface OpenApiDocument {
   servers?: { url: string }[];

@@ -121,8 +121,8 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
             description: 'The invoice as a PDF document.',
             headers: {
               'Content-Disposition': {
+                type: 'string',
                 description: 'attachment; filename="<invoice_number>.pdf"',
-                schema: { type: 'string' },
               },
             },
             content: { 'application/pdf': { schema: PdfBytes } },
