@@ -167,6 +167,14 @@ describe('POST /customers', () => {
   });
 
   it('requires a two-letter country code and a boolean tax_exempt', async () => {
+    for (const country of ['ZZ', 'xx', 'UK', 'EU']) {
+      expect(detailsOf(await create({ name: 'Where', country })), country).toEqual([
+        ['country', 'invalid_value'],
+      ]);
+    }
+    for (const country of ['gb', 'XK', 'AX']) {
+      expect((await create({ name: 'Where', country })).statusCode, country).toBe(201);
+    }
     for (const country of ['CAN', 'C', '12', '']) {
       expect(detailsOf(await create({ name: 'Where', country }))).toEqual([['country', 'invalid_format']]);
     }
