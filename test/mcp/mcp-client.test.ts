@@ -229,6 +229,7 @@ describe('the official MCP SDK client against the endpoint', () => {
   it('tax_lookup: the billing engine rule for a destination, and exact tax lines for an amount', async () => {
     expect(await call('tax_lookup', { country: 'ca', state_province: 'qc', amount: '100.00' })).toEqual({
       country: 'CA',
+      date: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
       state_province: 'QC',
       tax_type: 'GST_QST',
       rate: '0.14975',

@@ -1,15 +1,16 @@
 import { z } from 'zod';
 import { computeTax, regionCode, taxRuleFor } from '../../billing/index.js';
 import { addScaled, formatMoney, parseMoney } from '../../money/index.js';
-import { countryCode } from '../../schemas/index.js';
+import { countryCode, inputDate } from '../../schemas/index.js';
 import { defineTool } from './tool.js';
 
 export const taxLookupTool = defineTool({
   name: 'tax_lookup',
   title: 'Sales tax for a destination',
   description:
-    'The destination sales tax the invoices apply today: Canada by province (GST, HST, GST + QST, GST + PST) ' +
-    'or the US statewide base rate (local taxes excluded). With an amount, also the tax lines and the total.',
+    'The destination sales tax an invoice dated `date` (default today, UTC) applies: Canada by province ' +
+    '(GST, HST, GST + QST, GST + PST) or the US statewide base rate (local taxes excluded). ' +
+    'With an amount, also the tax lines and the total.',
   input: z.strictObject({
     country: countryCode.describe('Two-letter country code, e.g. CA or US.'),
     state_province: z
@@ -27,11 +28,16 @@ export const taxLookupTool = defineTool({
       )
       .optional()
       .describe('Pre-tax amount as a decimal string, e.g. "100.00".'),
+    date: inputDate
+      .optional()
+      .describe('Invoice date, YYYY-MM-DD (rates change over time); default today (UTC).'),
   }),
-  async run({ country, state_province, amount }) {
-    const rule = taxRuleFor({ country, stateProvince: state_province });
+  async run({ country, state_province, amount, date }, { today }) {
+    const onDate = date ?? today;
+    const rule = taxRuleFor({ country, stateProvince: state_province }, onDate);
     const lookup = {
       country,
+      date: onDate,
       // the code the rule was chosen by ("Québec" -> QC), not the text as typed
       state_province: state_province ? regionCode(country, state_province) : null,
       tax_type: rule.taxType,

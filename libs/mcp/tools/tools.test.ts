@@ -43,6 +43,20 @@ describe('tool input schemas', () => {
     expect(await tool.run(input, context)).toMatchObject({ state_province: 'QC', tax_type: 'GST_QST' });
   });
 
+  it("tax_lookup applies the rate of the invoice date, by default the server's today", async () => {
+    const tool = MCP_TOOLS.find((candidate) => candidate.name === 'tax_lookup')!;
+    const lookup = (args: object, today: string) =>
+      tool.run(tool.input.parse({ country: 'CA', state_province: 'NS', ...args }), {
+        db: undefined as never,
+        orgId: 1,
+        today,
+      });
+    expect(await lookup({}, '2025-03-31')).toMatchObject({ date: '2025-03-31', rate: '0.15' });
+    expect(await lookup({}, '2025-04-01')).toMatchObject({ date: '2025-04-01', rate: '0.14' });
+    expect(await lookup({ date: '2025-03-31' }, '2026-01-01')).toMatchObject({ rate: '0.15' });
+    expect(tool.input.safeParse({ country: 'CA', date: '2025-02-30' }).success).toBe(false);
+  });
+
   it('revenue_summary refuses a reversed range and non-dates', () => {
     const input = inputOf('revenue_summary');
     expect(input.safeParse({ from: '2026-01-01', to: '2026-01-31' }).success).toBe(true);
