@@ -51,14 +51,8 @@ function poisoned(root: unknown): boolean {
     if (Object.hasOwn(value, '__proto__')) return true;
     const record = value as Record<string, unknown>;
     if (Object.hasOwn(value, 'constructor')) {
-      const constructor = record.constructor;
-      if (
-        typeof constructor === 'object' &&
-        constructor !== null &&
-        Object.hasOwn(constructor, 'prototype')
-      ) {
-        return true;
-      }
+      const inner = record.constructor;
+      if (typeof inner === 'object' && inner !== null && Object.hasOwn(inner, 'prototype')) return true;
     }
     for (const key of Object.keys(value)) pending.push(record[key]);
   }
