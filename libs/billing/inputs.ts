@@ -45,9 +45,10 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.ou
 /** An instant typed by an operator: an ISO 8601 date-time with offset, or a date (midnight UTC). */
 export const instantInput = z.string().transform((text, ctx) => {
   const iso = /^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text;
-  const valid = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(iso);
+  const fields =
+    /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):(\d{2}))$/.exec(iso);
   const instant = new Date(iso);
-  if (!valid || Number.isNaN(instant.getTime())) {
+  if (!fields || !existingFields(fields) || Number.isNaN(instant.getTime())) {
     ctx.addIssue({
       code: 'custom',
       message: 'Must be an ISO 8601 date-time with offset (2026-03-01T00:00:00Z) or a date.',
@@ -56,3 +57,24 @@ export const instantInput = z.string().transform((text, ctx) => {
   }
   return instant;
 });
+
+/**
+ * Whether the typed calendar and clock fields exist: Date rolls 2026-09-31 over to October 1st and
+ * 24:00 to the next day, and an operator who typed them meant neither.
+ */
+function existingFields(fields: RegExpExecArray): boolean {
+  const [, year, month, day, hour, minute, second, offsetHours, offsetMinutes] = Array.from(fields, (field) =>
+    Number(field ?? 0),
+  );
+  const date = new Date(Date.UTC(year!, month! - 1, day!));
+  return (
+    date.getUTCFullYear() === year &&
+    date.getUTCMonth() === month! - 1 &&
+    date.getUTCDate() === day &&
+    hour! <= 23 &&
+    minute! <= 59 &&
+    second! <= 59 &&
+    offsetHours! <= 23 &&
+    offsetMinutes! <= 59
+  );
+}

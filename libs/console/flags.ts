@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { instantInput } from '../billing/index.js';
 
 /** Flag value helpers: every flag arrives as a string (or `true` when given without a value). */
 /**
@@ -34,3 +35,16 @@ export const jsonFlag = <T extends z.ZodType>(schema: T) =>
       }
     })
     .pipe(schema);
+
+/** A clock a little ahead of this machine's is still "now"; a later year is a typo. */
+const CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * `--now` of commands that invoice: at most the present. A period is invoiced once it has ended,
+ * and one invoiced early can never take the usage still to come (nor be billed again), so a
+ * mistyped year must not bill months ahead.
+ */
+export const billingNowFlag = instantInput.refine(
+  (instant) => instant.getTime() <= Date.now() + CLOCK_SKEW_MS,
+  'Must not be in the future: a period is invoiced only once it has ended.',
+);

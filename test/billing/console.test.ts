@@ -418,6 +418,16 @@ describe('billing console, end to end', () => {
       [productArgs(org, 'X', '1', 'weekly'), /--pricing-type/],
       [subscriptionArgs(org, '1', 'not json'), /--items: must be valid JSON/],
       [['billing', 'run', '--now', 'yesterday'], /--now/],
+      // impossible dates are refused, not rolled over to the next day
+      [['billing', 'run', '--now', '2026-09-31'], /--now: Must be an ISO 8601/],
+      [['billing', 'run', '--now', '2026-02-29T00:00:00Z'], /--now: Must be an ISO 8601/],
+      [['billing', 'run', '--now', '2026-03-01T24:00:00Z'], /--now: Must be an ISO 8601/],
+      // a future instant would invoice periods that have not ended
+      [
+        ['billing', 'run', '--now', `${new Date().getUTCFullYear() + 1}-06-01`],
+        /--now: Must not be in the future/,
+      ],
+      [['subscription', 'cancel', '--id', '1', '--now', '2999-01-01'], /--now: Must not be in the future/],
       [paymentArgs('abc', '1'), /--invoice/],
       [paymentArgs('00000000-0000-4000-8000-000000000000', '1', '--method', 'CASH'), /--method/],
     ];

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { instantInput, runBilling, usageSource } from '../../billing/index.js';
+import { runBilling, usageSource } from '../../billing/index.js';
 import { getOrganization } from '../../organizations/index.js';
 import { openUsageAggregator } from '../../usage/index.js';
 import { defineCommand, PARTIAL_FAILURE } from '../command.js';
-import { booleanFlag, idFlag, integerFlag } from '../flags.js';
+import { billingNowFlag, booleanFlag, idFlag, integerFlag } from '../flags.js';
 
 export const billingCommands = [
   defineCommand({
@@ -11,7 +11,7 @@ export const billingCommands = [
     summary: 'Invoice every subscription due as of --now (all organizations, or one) and post the invoices',
     usage: '[--now ISO] [--org ID] [--draft] [--batch-size N]',
     flags: z.strictObject({
-      now: instantInput.optional(),
+      now: billingNowFlag.optional(),
       org: idFlag.optional(),
       /** Leave the invoices DRAFT, for review and `invoice post`. */
       draft: booleanFlag,

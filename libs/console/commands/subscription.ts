@@ -6,7 +6,7 @@ import { BILLING_PERIODS } from '../../schemas/index.js';
 import { cancelSubscription, createSubscription, NewSubscriptionItem } from '../../subscriptions/index.js';
 import { openUsageAggregator } from '../../usage/index.js';
 import { defineCommand } from '../command.js';
-import { booleanFlag, booleanValue, idFlag, integerFlag, jsonFlag } from '../flags.js';
+import { billingNowFlag, booleanFlag, booleanValue, idFlag, integerFlag, jsonFlag } from '../flags.js';
 
 export const subscriptionCommands = [
   defineCommand({
@@ -59,7 +59,7 @@ export const subscriptionCommands = [
       'at-period-end': booleanFlag,
       org: idFlag.optional(),
       /** As of this instant (default: now), like `billing run --now`. */
-      now: instantInput.optional(),
+      now: billingNowFlag.optional(),
     }),
     run: async ({ db, config, progress }, f) => {
       // Billing is in arrears: a period that ended before the next billing run is invoiced here,
