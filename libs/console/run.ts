@@ -1,5 +1,11 @@
 import type pg from 'pg';
-import { type ConsoleConfig, consoleSettings, loadConfig, withTimeout } from '../config/index.js';
+import {
+  ConfigError,
+  type ConsoleConfig,
+  consoleSettings,
+  loadConfig,
+  withTimeout,
+} from '../config/index.js';
 import { type Database, migrate, openDatabase } from '../db/index.js';
 import { ApiError, type FieldError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../errors/index.js';
 import { parseArgv } from './argv.js';
@@ -84,6 +90,11 @@ export async function runConsole(
     io.stdout(`${JSON.stringify(result, null, 2)}\n`);
     return command.exitCode?.(result) ?? 0;
   } catch (error) {
+    if (error instanceof ConfigError) {
+      // a setting this command needs and the environment lacks: a usage error, like a bad flag
+      io.stderr(`${error.message}\n`);
+      return 2;
+    }
     if (isInvalidInput(error, watched)) {
       // refused on the flags alone, like the parser's refusals above: worded the same way
       io.stderr(

@@ -68,7 +68,7 @@ export async function openUsageAggregator(
           brokers: config.KAFKA_BROKERS,
           clientId: `${config.KAFKA_CLIENT_ID}-billing`,
         }).admin();
-        await admin.connect();
+        await reaching('KAFKA_BROKERS', admin.connect());
       }
       await waitForSinkCatchUp(admin, {
         topic: config.KAFKA_USAGE_TOPIC,

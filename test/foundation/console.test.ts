@@ -82,6 +82,9 @@ describe('console', () => {
     const unknownFlag = await console_('org', 'create', '--name', 'X', '--colour', 'red');
     expect(unknownFlag.code).toBe(2);
     expect(unknownFlag.stderr).toMatch(/--colour/);
+    const noClickHouse = await console_('clickhouse', 'migrate');
+    expect(noClickHouse.code).toBe(2);
+    expect(noClickHouse.stderr).toMatch(/CLICKHOUSE_URL: not set/);
     const unknown = await console_('frobnicate');
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/unknown command: frobnicate/);
@@ -92,6 +95,11 @@ describe('console', () => {
     const cases: [string[], RegExp][] = [
       [['org', 'set-limit', '--org', String(org.id), '--requests-per-hour', '1e3'], /--requests-per-hour/],
       [['org', 'set-limit', '--org', String(org.id), '--requests-per-hour', '1.0'], /--requests-per-hour/],
+      // the column is a Postgres integer: past it, a usage error rather than the database's
+      [
+        ['org', 'set-limit', '--org', String(org.id), '--requests-per-hour', '2147483648'],
+        /--requests-per-hour: .*at most/i,
+      ],
       [['org', 'set-limit', '--org', `0x${org.id.toString(16)}`, '--requests-per-hour', '7'], /--org/],
       [['org', 'set-limit', '--org', ` ${org.id}`, '--requests-per-hour', '7'], /--org/],
       [['org', 'create', '--name', 'X', '--payment-terms-days', '1e1'], /--payment-terms-days/],

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { openClickHouse } from '../../clickhouse/index.js';
-import { ApiError } from '../../errors/index.js';
+import { ConfigError, reaching } from '../../config/index.js';
 import { migrateClickHouse } from '../../usage/index.js';
 import { defineCommand } from '../command.js';
 
@@ -13,13 +13,13 @@ export const clickhouseCommands = [
     needsSchema: false,
     async run({ config }) {
       if (!config.CLICKHOUSE_URL) {
-        throw ApiError.badRequest(
-          'CLICKHOUSE_URL is not set: without it, usage is aggregated from Postgres.',
-        );
+        throw new ConfigError([
+          'CLICKHOUSE_URL: not set; without it usage is aggregated from Postgres, and there is no ClickHouse table to create',
+        ]);
       }
       const clickhouse = openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE });
       try {
-        return await migrateClickHouse(clickhouse);
+        return await reaching('CLICKHOUSE_URL', migrateClickHouse(clickhouse));
       } finally {
         await clickhouse.close();
       }

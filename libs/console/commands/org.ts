@@ -42,7 +42,8 @@ export const orgCommands = [
       'requests-per-hour': z
         .string()
         .transform((value) => (value === 'plan' ? null : value))
-        .pipe(integerFlag(1).nullable()),
+        // the column is a Postgres integer
+        .pipe(integerFlag(1, 2_147_483_647).nullable()),
     }),
     run: ({ db }, f) => setRateLimitOverride(db, f.org, f['requests-per-hour']),
   }),

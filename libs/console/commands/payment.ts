@@ -10,6 +10,8 @@ import { TRANSACTION_METHODS, uuid } from '../../schemas/index.js';
 import { defineCommand } from '../command.js';
 import { idFlag } from '../flags.js';
 
+const PAID_USAGE = `--invoice UUID --amount D [--method ${TRANSACTION_METHODS.join('|')}] [--reference R] [--note N] [--org ID]`;
+
 const money = {
   invoice: uuid,
   amount: moneyInput,
@@ -30,8 +32,7 @@ export const paymentCommands = [
     name: 'payment record',
     summary:
       'Record a completed payment (emits payment.succeeded, and invoice.paid when it settles the invoice)',
-    usage:
-      '--invoice UUID --amount D [--method CARD|BANK_TRANSFER|STRIPE|PAYPAL|EXTERNAL] [--reference R] [--note N] [--org ID]',
+    usage: PAID_USAGE,
     flags: z.strictObject(paid),
     run: async ({ db }, f) =>
       printed(
@@ -63,7 +64,7 @@ export const paymentCommands = [
   defineCommand({
     name: 'refund create',
     summary: 'Refund part or all of what was paid on an invoice',
-    usage: '--invoice UUID --amount D [--method M] [--reference R] [--note N] [--org ID]',
+    usage: PAID_USAGE,
     flags: z.strictObject(paid),
     run: async ({ db }, f) =>
       printed(

@@ -14,7 +14,8 @@ export const subscriptionCommands = [
     summary:
       'Subscribe a customer; an item is metered when its product is usage-priced (emits subscription.created)',
     usage:
-      `--org ID --customer ID --items '[{"product_id":12,"quantity":2},{"product_id":14,"included_units":"1000"}]' ` +
+      `--org ID --customer ID --items '[{"product_id":12,"quantity":2,"unit_price":"20.00"},{"product_id":14,"included_units":"1000"}]' ` +
+      "(unit_price: this subscription's price instead of the product's, linear prices only) " +
       '[--trial-days N] [--billing-period monthly|quarterly|annually] [--term-type evergreen|termed] ' +
       '[--initial-term-months N] [--auto-renew true|false] [--start ISO] [--title T]',
     flags: z.strictObject({
