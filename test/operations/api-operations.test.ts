@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { type OwnRedisServer, startOwnRedisServer } from '../helpers/redis-server.js';
+import { testServices } from '../helpers/services.js';
 
 describe('api service operations routes', () => {
   let redis: OwnRedisServer;
@@ -25,6 +26,29 @@ describe('api service operations routes', () => {
     expect(response.headers['x-ratelimit-limit']).toBeUndefined();
     const openapi = await api.request({ path: '/openapi.json', key: org.apiKey });
     expect(Object.keys(openapi.json().paths).some((p) => p.includes('healthz'))).toBe(false);
+  });
+
+  it('stays ready while a ClickHouse it does not use (the sinks write it, from Kafka) is down', async () => {
+    const distributed = await startTestApi({
+      env: {
+        REDIS_URL: redis.url,
+        KAFKA_BROKERS: testServices().kafkaBrokers.join(','),
+        CLICKHOUSE_URL: 'http://127.0.0.1:1',
+      },
+    });
+    try {
+      const ready = await distributed.app.inject({ url: '/readyz' });
+      expect(ready.statusCode).toBe(200);
+      const { checks } = ready.json();
+      expect(Object.keys(checks).sort()).toEqual(['database', 'kafka', 'redis']);
+      expect(checks).toMatchObject({
+        database: { status: 'ok' },
+        redis: { status: 'ok' },
+        kafka: { status: 'ok' },
+      });
+    } finally {
+      await distributed.close();
+    }
   });
 
   it('is ready while its database and Redis answer, and not ready once Redis stops', async () => {

@@ -1,6 +1,5 @@
 import {
   answerOpsRequest,
-  clickhouseCheck,
   type DependencyCheck,
   databaseCheck,
   httpRequestDuration,
@@ -13,14 +12,16 @@ import type { ApiInstance } from '../types.js';
 /**
  * `/healthz`, `/readyz` and `/metrics` beside (not under) the public base path, without auth and
  * outside the OpenAPI document; and the request metrics of every route, by route pattern so an
- * id in a path never makes a new time series.
+ * id in a path never makes a new time series. Readiness checks what the api's requests use: the
+ * database, Redis, and what the usage pipeline names (Kafka, or ClickHouse when the api writes it
+ * itself); with Kafka, ClickHouse is the sinks' and billing's, and its outage must not take the
+ * public API out of a load balancer.
  */
 export function registerOperations(app: ApiInstance): void {
   const { platform } = app.deps;
   const checks = (): DependencyCheck[] => [
     databaseCheck(platform.db),
     ...(platform.redis ? [redisCheck(platform.redis)] : []),
-    ...(platform.config.CLICKHOUSE_URL ? [clickhouseCheck(platform.config.CLICKHOUSE_URL)] : []),
     ...(app.deps.extraReadinessChecks?.() ?? []),
   ];
   for (const path of Object.values(OPS_PATHS)) {
