@@ -67,6 +67,8 @@ export class Database implements Queryable {
       // never frees a connection) would hold every request forever; past it the query fails, and
       // the api answers 503 with Retry-After.
       connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+      // A server host that vanished without a reset is found by TCP keepalive, not never.
+      keepAlive: true,
     });
     // An idle client whose server went away must not crash the process; the next query reports it.
     this.pool.on('error', () => {});

@@ -23,6 +23,9 @@ export interface OwnRedisServer {
   url: string;
   stop(): Promise<void>;
   start(): Promise<void>;
+  /** Freezes the server (SIGSTOP): connections stay open and nothing answers, until `resume`. */
+  pause(): void;
+  resume(): void;
 }
 
 export async function startOwnRedisServer(): Promise<OwnRedisServer> {
@@ -49,6 +52,8 @@ export async function startOwnRedisServer(): Promise<OwnRedisServer> {
   return {
     url: `redis://127.0.0.1:${port}`,
     start,
+    pause: () => child?.kill('SIGSTOP'),
+    resume: () => child?.kill('SIGCONT'),
     async stop() {
       const running = child;
       if (!running || running.exitCode !== null) return;

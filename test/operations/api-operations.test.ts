@@ -74,6 +74,25 @@ describe('api service operations routes', () => {
       .toBe(200);
   });
 
+  it('answers 503 within the command timeout while Redis accepts and never answers, and recovers', async () => {
+    redis.pause();
+    try {
+      const started = Date.now();
+      const frozen = await api.request({ path: '/customers', key: org.apiKey });
+      expect(frozen.statusCode).toBe(503);
+      expect(frozen.headers['retry-after']).toBe('1');
+      expect(frozen.json()).toMatchObject({ error_code: 'SERVICE_UNAVAILABLE' });
+      expect(Date.now() - started).toBeLessThan(5000);
+    } finally {
+      redis.resume();
+    }
+    await expect
+      .poll(async () => (await api.request({ path: '/customers', key: org.apiKey })).statusCode, {
+        timeout: 10_000,
+      })
+      .toBe(200);
+  });
+
   it('exposes request metrics by route pattern and status in Prometheus format', async () => {
     await api.request({ path: '/customers/123456', key: org.apiKey });
     await api.request({ path: '/meta' });
