@@ -227,6 +227,7 @@ export async function startUsageSinks(options: {
     checks: () => [
       kafkaCheck(admin),
       ...(config.CLICKHOUSE_URL ? [clickhouseCheck(config.CLICKHOUSE_URL)] : []),
+      ...runners.map((runner) => runner.check()),
     ],
     async stop() {
       await Promise.all(runners.map((runner) => runner.stop()));

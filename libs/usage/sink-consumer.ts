@@ -1,6 +1,7 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from '../log/index.js';
 import {
+  type DependencyCheck,
   sinkEventsWritten,
   sinkLagMessages,
   sinkLagSeconds,
@@ -39,6 +40,9 @@ export class KafkaSinkRunner {
   private stopping = false;
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
+  /** False from a crash kafkajs does not restart itself until this runner has restarted it. */
+  private consuming = false;
+  private restarting: Promise<void> | undefined;
 
   constructor(private readonly options: KafkaSinkOptions) {
     this.consumer = options.kafka.consumer({
@@ -52,6 +56,19 @@ export class KafkaSinkRunner {
       sessionTimeout: 10_000,
       heartbeatInterval: 1000,
     });
+    this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
+      if (payload.restart || this.stopping) return;
+      // kafkajs gives up on errors it deems not retriable (an authorization error, an unknown
+      // topic): a sink that stopped reading would leave accepted usage unwritten forever.
+      this.consuming = false;
+      this.options.log.error(
+        { err: payload.error, sink: this.name },
+        'usage sink consumer stopped on an error kafkajs does not retry; restarting it',
+      );
+      this.restarting ??= this.restart().finally(() => {
+        this.restarting = undefined;
+      });
+    });
   }
 
   get name(): string {
@@ -59,6 +76,21 @@ export class KafkaSinkRunner {
   }
 
   async start(): Promise<void> {
+    await this.consume();
+    this.loop = this.flushLoop();
+  }
+
+  /** Readiness: down while the consumer is not reading (between a crash and its restart). */
+  check(): DependencyCheck {
+    return {
+      name: this.name,
+      probe: async () => {
+        if (!this.consuming && !this.stopping) throw new Error('the consumer is not running; restarting it');
+      },
+    };
+  }
+
+  private async consume(): Promise<void> {
     await this.consumer.connect();
     // A new group reads the topic from its beginning: nothing produced before it existed is skipped.
     await this.consumer.subscribe({ topic: this.options.topic, fromBeginning: true });
@@ -68,7 +100,32 @@ export class KafkaSinkRunner {
       partitionsConsumedConcurrently: 8,
       eachBatch: (payload) => this.onBatch(payload),
     });
-    this.loop = this.flushLoop();
+    this.consuming = true;
+  }
+
+  /**
+   * After a crash: consumes again from the group's committed offsets, with a growing pause between
+   * attempts. What was buffered and not committed is read again; the idempotent sink absorbs it.
+   */
+  private async restart(): Promise<void> {
+    for (let attempt = 1; !this.stopping; attempt++) {
+      const resumeAt = Date.now() + Math.min(500 * 2 ** attempt, 30_000);
+      // in short steps, so a stop does not wait out the pause
+      while (!this.stopping && Date.now() < resumeAt)
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      if (this.stopping) return;
+      try {
+        await this.consume();
+        this.options.log.info({ sink: this.name, attempt }, 'usage sink consumer restarted');
+        return;
+      } catch (error) {
+        this.options.log.error(
+          { err: error, sink: this.name, attempt },
+          'usage sink consumer restart failed',
+        );
+        await this.consumer.disconnect().catch(() => {});
+      }
+    }
   }
 
   /** Stops fetching, writes and commits what is buffered, then leaves the group. */
@@ -82,6 +139,7 @@ export class KafkaSinkRunner {
     }
     this.wake?.();
     await this.loop;
+    await this.restarting;
     await this.flush();
     await this.consumer.disconnect();
   }

@@ -18,6 +18,9 @@ import {
 /** Kafka API key of Produce, and a non-retriable error (MESSAGE_TOO_LARGE) to inject into it. */
 const PRODUCE = 0;
 const MESSAGE_TOO_LARGE = 10;
+/** Fetch, and an error kafkajs does not retry: the consumer crashes for good. */
+const FETCH = 1;
+const TOPIC_AUTHORIZATION_FAILED = 29;
 
 /**
  * Dependencies really stopped: a Kafka test broker and a Redis server of this file's own, set
@@ -156,6 +159,32 @@ describe('usage ingest when Kafka or Redis fail', () => {
 
   const rowsWithKey = async (key: string) =>
     (await usageRows(stack.api.platform.db, org.orgId)).filter((row) => row.idempotency_key === key);
+
+  it('restarts a sink consumer kafkajs gave up on (an error it does not retry), not ready meanwhile', async () => {
+    const [runner] = stack.sinks!.runners;
+    const consuming = () =>
+      runner!
+        .check()
+        .probe()
+        .then(
+          () => true,
+          () => false,
+        );
+    // Fetches refused as not authorized: kafkajs crashes the consumer and does not restart it.
+    await broker.injectErrors(FETCH, TOPIC_AUTHORIZATION_FAILED, 1);
+    await eventually(async () => expect(await consuming()).toBe(false), 10_000);
+    const key = freshKey('after-crash');
+    const accepted = await stack.frontEnds[0]!.post('/usage/events', {
+      key: org.apiKey,
+      idempotencyKey: key,
+      body: { subscription_item_id: items.metered, quantity: 1 },
+    });
+    expect(accepted.status).toBe(201);
+    await eventually(async () => {
+      expect(await consuming()).toBe(true);
+      expect(await rowsWithKey(key)).toHaveLength(1);
+    }, 30_000);
+  });
 
   describe.each(['uws', 'api'] as const)('through %s', (name) => {
     const frontEnd = (): UsageFrontEnd => stack.frontEnds.find((f) => f.name === name)!;
