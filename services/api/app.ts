@@ -53,6 +53,8 @@ export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
     },
     routerOptions: { ignoreTrailingSlash: true },
     frameworkErrors: (error, request, reply) => sendError(error, request, reply),
+    // while closing, requests still go through the hooks: in-flight.ts answers them 503
+    return503OnClosing: false,
     clientErrorHandler: answerClientError,
   }).withTypeProvider<ZodTypeProvider>();
 

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { ApiError } from '../../../libs/errors/index.js';
 import type { ApiInstance } from '../types.js';
 
 const settled = Symbol('request settled');
@@ -24,9 +25,19 @@ export function registerInFlightTracking(app: ApiInstance): void {
   app.decorate('requestsSettled', () =>
     running === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve)),
   );
-  app.addHook('onRequest', async (request: Tracked) => {
+  // Once closing, a request that still arrives on an open connection is answered 503 like every
+  // other error (Retry-After, X-Request-ID, the error body) instead of Fastify's bare 503.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (request: Tracked, reply) => {
     request[settled] = false;
     running++;
+    if (closing) {
+      reply.header('connection', 'close');
+      throw ApiError.serviceUnavailable('The service is shutting down; retry.');
+    }
   });
   app.addHook('onSend', async (request: Tracked) => settle(request));
   app.addHook('onResponse', async (request: Tracked) => settle(request));
