@@ -62,7 +62,7 @@ export const sinkLagMessages = new Gauge({
 
 export const sinkLagSeconds = new Gauge({
   name: 'billing_sink_lag_seconds',
-  help: 'Age of the newest event in the last batch the sink wrote, at write time.',
+  help: 'Age of the oldest event the sink has read and not written yet (0 when it is caught up).',
   labelNames: ['sink'] as const,
   registers: [registry],
 });

@@ -36,6 +36,9 @@ export class KafkaSinkRunner {
   private readonly committed = new Map<number, bigint>();
   private readonly highWatermarks = new Map<number, bigint>();
   private bufferedSince = 0;
+  /** recordedAt of the oldest event read and not written yet: buffered, or in a write being retried. */
+  private oldestBufferedMs = Number.POSITIVE_INFINITY;
+  private oldestWritingMs = Number.POSITIVE_INFINITY;
   private flushing: Promise<void> = Promise.resolve();
   private stopping = false;
   private loop: Promise<void> | undefined;
@@ -149,7 +152,10 @@ export class KafkaSinkRunner {
     if (this.stopping || isStale() || !batch.messages.length) return;
     for (const message of batch.messages) {
       try {
-        for (const event of decodeLogMessage(message.value)) this.buffer.push(event);
+        for (const event of decodeLogMessage(message.value)) {
+          this.buffer.push(event);
+          if (event.recordedAtMs < this.oldestBufferedMs) this.oldestBufferedMs = event.recordedAtMs;
+        }
       } catch (error) {
         // It can never be written; holding the partition for it would stop every later event.
         this.options.log.error(
@@ -179,8 +185,25 @@ export class KafkaSinkRunner {
           resolve();
         };
       });
+      this.reportLag();
       if (this.buffer.length && Date.now() - this.bufferedSince >= this.options.flushMs) await this.flush();
     }
+  }
+
+  /**
+   * The lag gauges, on every tick rather than after a write: a sink whose writes keep failing shows
+   * its lag growing, and one that caught up shows none (not the age of its last batch forever).
+   */
+  private reportLag(): void {
+    const sink = this.name;
+    const oldest = Math.min(this.oldestBufferedMs, this.oldestWritingMs);
+    sinkLagSeconds.set({ sink }, Number.isFinite(oldest) ? Math.max(0, (Date.now() - oldest) / 1000) : 0);
+    let lag = 0n;
+    for (const [partition, highWatermark] of this.highWatermarks) {
+      const committed = this.committed.get(partition) ?? 0n;
+      if (highWatermark > committed) lag += highWatermark - committed;
+    }
+    sinkLagMessages.set({ sink }, Number(lag));
   }
 
   /** One flush at a time; each takes what is buffered when it starts. Never rejects. */
@@ -198,6 +221,8 @@ export class KafkaSinkRunner {
     this.buffer = [];
     this.bufferedOffsets = new Map();
     this.bufferedSince = 0;
+    this.oldestWritingMs = this.oldestBufferedMs;
+    this.oldestBufferedMs = Number.POSITIVE_INFINITY;
     const sink = this.name;
 
     for (let attempt = 1; ; attempt++) {
@@ -216,9 +241,7 @@ export class KafkaSinkRunner {
       }
     }
     sinkEventsWritten.inc({ sink }, events.length);
-    let newest = 0;
-    for (const event of events) if (event.recordedAtMs > newest) newest = event.recordedAtMs;
-    if (newest) sinkLagSeconds.set({ sink }, Math.max(0, (Date.now() - newest) / 1000));
+    this.oldestWritingMs = Number.POSITIVE_INFINITY;
 
     if (offsets.size) {
       try {
@@ -232,12 +255,7 @@ export class KafkaSinkRunner {
         this.options.log.warn({ err: error, sink }, 'could not commit sink offsets');
       }
     }
-    let lag = 0n;
-    for (const [partition, highWatermark] of this.highWatermarks) {
-      const committed = this.committed.get(partition) ?? 0n;
-      if (highWatermark > committed) lag += highWatermark - committed;
-    }
-    sinkLagMessages.set({ sink }, Number(lag));
+    this.reportLag();
   }
 }
 

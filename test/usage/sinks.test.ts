@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ClickHouse, openClickHouse } from '../../libs/clickhouse/index.js';
 import { createKafka } from '../../libs/kafka/index.js';
+import { sinkLagMessages, sinkLagSeconds } from '../../libs/observability/index.js';
 import {
   ClickHouseUsageAggregator,
   ClickHouseUsageSink,
@@ -11,6 +12,7 @@ import {
   PostgresUsageAggregator,
   PostgresUsageSink,
   type UsageEventRecord,
+  type UsageSink,
 } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { runLogger } from '../helpers/run-log.js';
@@ -224,5 +226,52 @@ describe('usage sinks', () => {
         WHERE idempotency_key LIKE 'topic-%'`,
     );
     expect(row).toEqual({ rows: '500', total: expectedTotal });
+  });
+
+  it('reports its lag while its writes fail, and none once it caught up', async () => {
+    const topic = uniqueName('usage_sink_lag');
+    const kafka = createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' });
+    const producer = kafka.producer();
+    await producer.connect();
+    const events = Array.from({ length: 3 }, (_, i) =>
+      usageEvent(`lag-${i}`, '1', { recordedAtMs: Date.now() - 60_000 }),
+    );
+    await producer.send({ topic, acks: -1, messages: encodeLogMessages(events) });
+    await producer.disconnect();
+
+    let failing = true;
+    const sink: UsageSink = {
+      name: 'lagging-sink',
+      write: async (batch) => {
+        if (failing) throw new Error('the store is down');
+        await postgresSink.write(batch);
+      },
+    };
+    const log = runLogger('sinks');
+    const runner = new KafkaSinkRunner({
+      kafka: createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }, log, 'patient'),
+      topic,
+      groupId: `${topic}-lag`,
+      sink,
+      batchSize: 100,
+      flushMs: 50,
+      log,
+    });
+    const gauge = async (metric: typeof sinkLagSeconds) =>
+      (await metric.get()).values.find((value) => value.labels.sink === 'lagging-sink')?.value;
+    await runner.start();
+    try {
+      await eventually(async () => {
+        expect(await gauge(sinkLagSeconds)).toBeGreaterThanOrEqual(60);
+        expect(await gauge(sinkLagMessages)).toBeGreaterThan(0);
+      });
+      failing = false;
+      await eventually(async () => {
+        expect(await gauge(sinkLagSeconds)).toBe(0);
+        expect(await gauge(sinkLagMessages)).toBe(0);
+      });
+    } finally {
+      await runner.stop();
+    }
   });
 });
