@@ -174,6 +174,12 @@ function lockDataDirectory(lockPath: string, port: number): () => void {
   throw new Error(`could not lock ${lockPath}`);
 }
 
+/** The live process serving the embedded database in `dataDir`, from its lock file; none if none. */
+export function embeddedServerOf(dataDir: string): { pid: number; port: number } | undefined {
+  const owner = readOwner(`${path.resolve(dataDir, 'pgdata')}.lock`);
+  return owner && isAlive(owner.pid) ? owner : undefined;
+}
+
 function readOwner(lockPath: string): { pid: number; port: number } | undefined {
   try {
     return JSON.parse(readFileSync(lockPath, 'utf8'));

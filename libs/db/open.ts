@@ -1,7 +1,8 @@
 import net from 'node:net';
+import path from 'node:path';
 import { type CommonConfig, withTimeout } from '../config/index.js';
 import { Database } from './database.js';
-import { startEmbeddedPostgres } from './embedded.js';
+import { embeddedServerOf, startEmbeddedPostgres } from './embedded.js';
 
 export interface OpenedDatabase {
   db: Database;
@@ -28,6 +29,16 @@ export async function openDatabase(
   }
   const host = '127.0.0.1';
   if (await isListening(host, config.EMBEDDED_DB_PORT)) {
+    // Joined only when that port serves DATA_DIR: else this process would read and write another
+    // directory's database while the operator thinks of theirs.
+    const server = embeddedServerOf(config.DATA_DIR);
+    if (server?.port !== config.EMBEDDED_DB_PORT) {
+      throw new Error(
+        `port ${config.EMBEDDED_DB_PORT} (EMBEDDED_DB_PORT) is in use, but not by the embedded database of ` +
+          `DATA_DIR ${path.resolve(config.DATA_DIR)} (${server ? `that one is served on port ${server.port}` : 'no process serves it'}); ` +
+          'set DATA_DIR to the directory the running process serves, or EMBEDDED_DB_PORT to a free port',
+      );
+    }
     const db = new Database(`postgres://postgres@${host}:${config.EMBEDDED_DB_PORT}/postgres`, {
       poolSize: Math.min(config.DATABASE_POOL_SIZE, 4),
       applicationName,

@@ -54,6 +54,16 @@ describe('npm start (embedded mode)', () => {
     const withNewKey = await fetch(`${base}/openapi.json`, { headers: { authorization: `Bearer ${key}` } });
     expect(withNewKey.status).toBe(200);
 
+    // ...but never with another DATA_DIR: that would write a database the operator did not name
+    const otherDir = await mkdtemp(path.join(tmpdir(), 'billing-embedded-other-'));
+    cleanups.push(() => rm(otherDir, { recursive: true, force: true }));
+    const elsewhere = await runTs('bin/console.ts', ['org', 'create', '--name', 'Wrong Dir'], {
+      ...env,
+      DATA_DIR: otherDir,
+    });
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stderr).toContain(`not by the embedded database of DATA_DIR ${otherDir}`);
+
     // a restart prints the same demo key again
     expect(await server.stop()).toBe(0);
     const again = await startTs('bin/start-embedded.ts', env, /API key:\s+(sk_test_\S+)/, 60_000);
