@@ -51,6 +51,8 @@ async function collect(
 ): Promise<MoneyResult> {
   const amount = parseAmount('amount', input.amount);
   const invoice = await lockInvoice(tx, input);
+  const repeated = await recordedBefore(tx, invoice, type, amount, input);
+  if (repeated) return repeated;
   const what = type === 'PAYMENT' ? 'A payment' : 'A credit memo';
   if (!COLLECTIBLE.includes(invoice.status)) {
     throw ApiError.conflict(
@@ -110,6 +112,8 @@ const REFUNDABLE = ['PAID', 'PARTIALLY_PAID', 'PARTIALLY_REFUNDED'];
 export async function createRefund(tx: Queryable, input: MoneyInput): Promise<MoneyResult> {
   const amount = parseAmount('amount', input.amount);
   const invoice = await lockInvoice(tx, input);
+  const repeated = await recordedBefore(tx, invoice, 'REFUND', amount, input);
+  if (repeated) return repeated;
   if (!REFUNDABLE.includes(invoice.status)) {
     throw ApiError.conflict(
       `Invoice ${invoice.invoice_number} is ${invoice.status}: only a PAID, PARTIALLY_PAID or PARTIALLY_REFUNDED invoice can be refunded.`,
@@ -146,6 +150,38 @@ export async function createRefund(tx: Queryable, input: MoneyInput): Promise<Mo
     'UPDATE invoices SET amount_refunded = $3, status = $4, updated_at = now() WHERE org_id = $1 AND id = $2',
     [invoice.org_id, invoice.id, formatMoney(refunded + amount), status],
   );
+  return { transaction, invoice: await getInvoice(tx, invoice.org_id, invoice.id) };
+}
+
+/**
+ * A reference names one payment (a processor's charge id, a bank reference): a command repeated
+ * with it, say by a script retrying after a timeout, finds the transaction it recorded and records
+ * nothing new. The same reference with another amount or method is a 409, not a second one.
+ * Looked up under the invoice's lock, so two concurrent repeats cannot both insert.
+ */
+async function recordedBefore(
+  tx: Queryable,
+  invoice: LockedInvoice,
+  type: TransactionType,
+  amount: bigint,
+  input: MoneyInput,
+): Promise<MoneyResult | undefined> {
+  if (!input.reference) return undefined;
+  const { rows } = await tx.query<Parameters<typeof toInvoiceTransaction>[0]>(
+    `SELECT ${TRANSACTION_COLUMNS} FROM invoice_transactions
+      WHERE org_id = $1 AND invoice_id = $2 AND type = $3 AND reference = $4
+      ORDER BY created_at LIMIT 1`,
+    [invoice.org_id, invoice.id, type, input.reference],
+  );
+  if (!rows[0]) return undefined;
+  const transaction = toInvoiceTransaction(rows[0]);
+  const method = input.method ?? 'EXTERNAL';
+  if (parseMoney(transaction.amount) !== amount || transaction.method !== method) {
+    throw ApiError.conflict(
+      `Invoice ${invoice.invoice_number} already has a ${type} with reference ${input.reference} ` +
+        `(${transaction.amount} ${invoice.currency}, ${transaction.method}); give another reference for another one.`,
+    );
+  }
   return { transaction, invoice: await getInvoice(tx, invoice.org_id, invoice.id) };
 }
 

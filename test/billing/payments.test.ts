@@ -120,6 +120,37 @@ describe('payments', () => {
     expect(timeline.total).toBe(2);
   });
 
+  it('records a payment, credit memo or refund once per reference: a repeat finds it, a different one is 409', async () => {
+    const id = await invoice();
+    const first = await pay({ invoiceId: id, amount: '105', method: 'CARD', reference: 'ch_once' });
+    expect(first.invoice.status).toBe('PAID');
+    // a script retrying after a timeout: the same transaction, nothing new (the invoice is PAID now)
+    const repeats = await Promise.all([
+      pay({ invoiceId: id, amount: '105.00', method: 'CARD', reference: 'ch_once' }),
+      pay({ invoiceId: id, amount: '105', method: 'CARD', reference: 'ch_once' }),
+    ]);
+    for (const repeat of repeats) expect(repeat).toEqual(first);
+    const other = await failure(pay({ invoiceId: id, amount: '5', method: 'CARD', reference: 'ch_once' }));
+    expect(other.status).toBe(409);
+    expect(other.message).toContain('already has a PAYMENT with reference ch_once (105.00000000 CAD, CARD)');
+
+    const refunded = await refund({ invoiceId: id, amount: '5', method: 'CARD', reference: 're_once' });
+    expect(await refund({ invoiceId: id, amount: '5', method: 'CARD', reference: 're_once' })).toEqual(
+      refunded,
+    );
+    expect(refunded.invoice.amount_refunded).toBe('5.00000000');
+
+    const { rows } = await database.db.query(
+      'SELECT type, count(*)::int AS n FROM invoice_transactions WHERE invoice_id = $1 GROUP BY type ORDER BY type',
+      [id],
+    );
+    expect(rows).toEqual([
+      { type: 'PAYMENT', n: 1 },
+      { type: 'REFUND', n: 1 },
+    ]);
+    expect(await eventsFor('payment.succeeded', id)).toHaveLength(1);
+  });
+
   it('refuses more than the balance, a zero or malformed amount, and a DRAFT invoice', async () => {
     const id = await invoice();
     const over = await failure(pay({ invoiceId: id, amount: '105.00000001' }));

@@ -53,7 +53,8 @@ export const customerCommands = [
   }),
   defineCommand({
     name: 'customer add-credit',
-    summary: "Add to a customer's credit balance; the next posted invoice consumes it as a CREDIT_MEMO",
+    summary:
+      "Add to a customer's credit balance (each run adds again); the next posted invoice consumes it as a CREDIT_MEMO",
     usage: '--id ID --amount D [--org ID]',
     flags: z.strictObject({ id: idFlag, amount: moneyInput, org: idFlag.optional() }),
     run: ({ db }, f) =>

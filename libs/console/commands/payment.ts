@@ -31,7 +31,8 @@ export const paymentCommands = [
   defineCommand({
     name: 'payment record',
     summary:
-      'Record a completed payment (emits payment.succeeded, and invoice.paid when it settles the invoice)',
+      'Record a completed payment (emits payment.succeeded, and invoice.paid when it settles the invoice); ' +
+      'repeated with the same --reference it records nothing new, without one each run is another payment',
     usage: PAID_USAGE,
     flags: z.strictObject(paid),
     run: async ({ db }, f) =>
@@ -63,7 +64,8 @@ export const paymentCommands = [
   }),
   defineCommand({
     name: 'refund create',
-    summary: 'Refund part or all of what was paid on an invoice',
+    summary:
+      'Refund part or all of what was paid on an invoice; repeated with the same --reference it records nothing new',
     usage: PAID_USAGE,
     flags: z.strictObject(paid),
     run: async ({ db }, f) =>
