@@ -36,20 +36,39 @@ export const NewSubscriptionItem = z.strictObject({
   unit_price: moneyInput.optional(),
 });
 
-export const NewSubscription = z.strictObject({
-  customer_id: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
-  items: z.array(NewSubscriptionItem).min(1).max(100),
-  title: z.string().max(255).optional(),
-  trial_days: z.number().int().min(0).max(730).default(0),
-  /** Default: the first item's product's default billing period. */
-  billing_period: z.enum(BILLING_PERIODS).optional(),
-  term_type: z.enum(['evergreen', 'termed']).default('evergreen'),
-  /** Termed subscriptions only; a whole number of billing periods. */
-  initial_term_months: z.number().int().min(1).max(120).optional(),
-  auto_renew: z.boolean().default(true),
-  /** Default: now. In the future, the subscription is pending until then. */
-  start_date: z.date().optional(),
-});
+export const NewSubscription = z
+  .strictObject({
+    customer_id: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+    items: z.array(NewSubscriptionItem).min(1).max(100),
+    title: z.string().max(255).optional(),
+    trial_days: z.number().int().min(0).max(730).default(0),
+    /** Default: the first item's product's default billing period. */
+    billing_period: z.enum(BILLING_PERIODS).optional(),
+    term_type: z.enum(['evergreen', 'termed']).default('evergreen'),
+    /** Termed subscriptions only; a whole number of billing periods. */
+    initial_term_months: z.number().int().min(1).max(120).optional(),
+    auto_renew: z.boolean().default(true),
+    /** Default: now. In the future, the subscription is pending until then. */
+    start_date: z.date().optional(),
+  })
+  // Judged on the input alone, before any record is read (the console's usage errors, exit 2).
+  .superRefine((data, ctx) => {
+    if (data.term_type === 'termed' && data.initial_term_months === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['initial_term_months'],
+        message: 'A termed subscription needs an initial term in months.',
+        params: { code: 'required' },
+      });
+    }
+    if (data.term_type !== 'termed' && data.initial_term_months !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['initial_term_months'],
+        message: 'Only a termed subscription has an initial term.',
+      });
+    }
+  });
 export type NewSubscription = z.input<typeof NewSubscription>;
 
 interface ProductRow {
@@ -139,24 +158,14 @@ export async function createSubscription(
       });
     }
   });
-  if (data.term_type === 'termed') {
-    if (data.initial_term_months === undefined) {
-      problems.push({
-        field: 'initial_term_months',
-        message: 'A termed subscription needs an initial term in months.',
-        code: 'required',
-      });
-    } else if (data.initial_term_months % PERIOD_MONTHS[billingPeriod] !== 0) {
-      problems.push({
-        field: 'initial_term_months',
-        message: `Must be a whole number of ${billingPeriod} periods (a multiple of ${PERIOD_MONTHS[billingPeriod]}).`,
-        code: 'invalid_value',
-      });
-    }
-  } else if (data.initial_term_months !== undefined) {
+  if (
+    data.term_type === 'termed' &&
+    data.initial_term_months !== undefined &&
+    data.initial_term_months % PERIOD_MONTHS[billingPeriod] !== 0
+  ) {
     problems.push({
       field: 'initial_term_months',
-      message: 'Only a termed subscription has an initial term.',
+      message: `Must be a whole number of ${billingPeriod} periods (a multiple of ${PERIOD_MONTHS[billingPeriod]}).`,
       code: 'invalid_value',
     });
   }

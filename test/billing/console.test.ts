@@ -417,6 +417,15 @@ describe('billing console, end to end', () => {
       [productArgs(org, 'X', 'ten', 'recurring'), /--unit-price/],
       [productArgs(org, 'X', '1', 'weekly'), /--pricing-type/],
       [subscriptionArgs(org, '1', 'not json'), /--items: must be valid JSON/],
+      // judged on the flags alone, before any record is read
+      [
+        subscriptionArgs(org, '999999', '[{"product_id":999999}]', '--term-type', 'termed'),
+        /--initial-term-months: A termed subscription needs an initial term in months\./,
+      ],
+      [
+        subscriptionArgs(org, '999999', '[{"product_id":999999}]', '--initial-term-months', '12'),
+        /--initial-term-months: Only a termed subscription has an initial term\./,
+      ],
       [['billing', 'run', '--now', 'yesterday'], /--now/],
       // impossible dates are refused, not rolled over to the next day
       [['billing', 'run', '--now', '2026-09-31'], /--now: Must be an ISO 8601/],
