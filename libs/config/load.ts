@@ -57,6 +57,7 @@ export async function startOrExit<T>(service: string, start: () => Promise<T>): 
 
 /** What stopOnSignals writes to: the service's logger. */
 interface ShutdownLog {
+  info(fields: object, message: string): void;
   error(fields: object, message: string): void;
   error(message: string): void;
 }
@@ -82,8 +83,11 @@ export function stopOnSignals(options: {
         options.log.error(options.deadlineMessage ?? 'shutdown deadline passed; exiting');
         process.exit(1);
       }, options.timeoutMs).unref();
+      const started = Date.now();
+      options.log.info({ signal }, 'shutting down');
       try {
         await options.stop(signal);
+        options.log.info({ signal, ms: Date.now() - started }, 'shut down');
         process.exit(0);
       } catch (error) {
         options.log.error({ err: error }, 'shutdown failed');

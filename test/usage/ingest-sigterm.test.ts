@@ -34,6 +34,7 @@ describe('ingest service process', () => {
       KAFKA_BROKERS: testServices().kafkaBrokers.join(','),
       KAFKA_USAGE_TOPIC: topic,
       SHUTDOWN_TIMEOUT_MS: '10000',
+      LOG_LEVEL: 'info',
     });
     const ingest = await processes.start('services/ingest/main.ts', env, INGEST_LISTENING);
     const url = `http://127.0.0.1:${ingest.match[1]}/api/public/v1/usage/events`;
@@ -92,6 +93,9 @@ describe('ingest service process', () => {
 
       expect(exitCode).toBe(0);
       expect(shutdownMs).toBeLessThan(10_000);
+      // an operator reading the log sees the signal and the end of the drain
+      expect(ingest.output()).toMatch(/"signal":"SIGTERM".*"msg":"shutting down"/);
+      expect(ingest.output()).toMatch(/"signal":"SIGTERM","ms":\d+.*"msg":"shut down"/);
       expect(other.length).toBeGreaterThan(0);
       await eventually(async () => {
         const { rows } = await processes.database.db.query<{ id: string }>(
