@@ -21,15 +21,15 @@
  * answers a fetch with one message set per partition and finds it by a linear scan of the
  * partition's log, so consumers reading along poll it once per produce call at a cost that grows
  * with the log (measured: 30-56 µs of broker CPU per event with the sinks running, 4 without).
- * BENCH_SINKS=during runs them through the load instead; they always do for the batch scenario,
- * whose backlog would be more than the test broker keeps (about 5 MB per partition: a backlog
- * beyond that is cut, which the report flags instead of judging loss). The defaults, 48 partitions
- * and 500 items, spread the events evenly enough that no partition of a scenario reaches that.
+ * BENCH_SINKS=during runs them through the load instead. The test broker keeps about 5 MB per
+ * partition (a backlog beyond that is cut, which the report flags instead of judging loss); the
+ * defaults, 500 items over 48 partitions (128 for the batch scenario, whose 1-1.5 million events
+ * would overflow the fullest of 48), spread a scenario's events evenly enough that none reaches it.
  * Bars (issue 4): ingest >= 20,000 events/s with p99 <= 25 ms, ingest/api >= 1.5, batch >=
  * 100,000 events/s, zero lost, zero doubled. Report: bench/results/ingest-<time>.json.
  *
  * Other settings (env): BENCH_SCENARIOS (comma list, default all), BENCH_SINKS (after | during),
- * BENCH_PARTITIONS (topic partitions, default 48), BENCH_ITEMS (metered items the events spread over, default 500),
+ * BENCH_PARTITIONS (topic partitions, default 48), BENCH_BATCH_PARTITIONS (the batch scenario's, default 128), BENCH_ITEMS (metered items the events spread over, default 500),
  * BENCH_RATE (events per second offered, default 0: as many as the server takes; a fixed rate
  * compares the CPU per event of two builds, which the saturated runs of a shared VM blur),
  * BENCH_CATCHUP_TIMEOUT_SECONDS (default 900), KAFKA_LINGER_MS (passed to the services),
@@ -86,6 +86,7 @@ const settings = {
   batchEvents: intEnv('BENCH_BATCH_EVENTS', 1000),
   batchConnections: intEnv('BENCH_BATCH_CONNECTIONS', 10),
   partitions: intEnv('BENCH_PARTITIONS', 48),
+  batchPartitions: intEnv('BENCH_BATCH_PARTITIONS', 128),
   /** Events per second offered instead of as many as the server takes (0): CPU per event at a fixed load. */
   rate: intEnv('BENCH_RATE', 0),
   items: intEnv('BENCH_ITEMS', 500),
@@ -105,16 +106,6 @@ function sinksEnv(): 'after' | 'during' {
   return value;
 }
 
-/**
- * Whether the sinks read along during a scenario's load. The batch route accepts ~1 million
- * events in 20 s, more than the Kafka test broker keeps (about 5 MB per partition), so its sinks
- * must read along whatever BENCH_SINKS says, or the end of the log would be cut before they got
- * to it and nothing could be judged.
- */
-function sinksRunDuring(scenario: Scenario): boolean {
-  return settings.sinks === 'during' || scenario === 'batch';
-}
-
 const BARS = {
   ingestEventsPerSecond: 20_000,
   ingestP99Ms: 25,
@@ -128,7 +119,7 @@ const QUANTITY = '0.12345678';
 
 interface ScenarioResult {
   scenario: Scenario;
-  /** Whether the sinks ran during the load or only after it (sinksRunDuring). */
+  /** Whether the sinks ran during the load or only after it (BENCH_SINKS). */
   sinks: 'during' | 'after';
   eventsPerRequest: number;
   requestsPerSecond: number;
@@ -193,9 +184,10 @@ async function main(): Promise<void> {
       server = await startProcess('bench/ingest/bare-server.ts', { PORT: String(port) }, port, false);
     } else {
       const topic = `${runId}_${scenario}`;
-      await broker?.createTopic(topic, settings.partitions);
+      const partitions = scenario === 'batch' ? settings.batchPartitions : settings.partitions;
+      await broker?.createTopic(topic, partitions);
       topics.push(topic);
-      env = { ...serviceEnv, KAFKA_USAGE_TOPIC: topic };
+      env = { ...serviceEnv, KAFKA_USAGE_TOPIC: topic, KAFKA_TOPIC_PARTITIONS: String(partitions) };
       server =
         scenario === 'api'
           ? await startProcess('services/api/main.ts', { ...env, PORT: String(port) }, port)
@@ -204,7 +196,7 @@ async function main(): Promise<void> {
     const sinksPort = await freePort();
     const startSinks = () =>
       startProcess('services/ingest/sinks.ts', { ...env, SINKS_PORT: String(sinksPort) }, sinksPort);
-    const sinksDuring = sinksRunDuring(scenario);
+    const sinksDuring = settings.sinks === 'during';
     let sinks = sinksDuring ? await startSinks() : undefined;
     results.push({
       ...(await measure(scenario, port, apiKey, itemIds, server.pid)),
