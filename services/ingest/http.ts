@@ -42,6 +42,8 @@ export class Exchange {
   constructor(
     readonly res: HttpResponse,
     private readonly bodiless = false,
+    /** True once the server drains: every answer then closes its connection (no next request on it). */
+    private readonly closing: () => boolean = () => false,
   ) {
     // The JS fallback also calls this after a normal end; `answered` tells the two apart.
     res.onAborted(() => {
@@ -69,7 +71,7 @@ export class Exchange {
       this.res.writeStatus(STATUS_LINES[status] ?? String(status));
       this.res.writeHeader('content-type', contentType);
       for (const name in headers) this.res.writeHeader(name, headers[name]!);
-      this.res.end(this.bodiless ? '' : body, closeConnection);
+      this.res.end(this.bodiless ? '' : body, closeConnection || this.closing());
     });
   }
 }

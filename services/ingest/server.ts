@@ -68,13 +68,14 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
   const { usage, authenticator, log } = options;
   let inFlight = 0;
   let draining = false;
+  const isDraining = () => draining;
   let drained: (() => void) | undefined;
 
   const app = uws.App();
 
   const usageRoute = (route: string, kind: Kind) => (res: HttpResponse, req: HttpRequest) => {
     const started = performance.now();
-    const exchange = new Exchange(res);
+    const exchange = new Exchange(res, false, isDraining);
     const requestId = requestIdFrom(req.getHeader('x-request-id'));
     const authorization = req.getHeader('authorization');
     const contentType = req.getHeader('content-type');
@@ -196,7 +197,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     const started = performance.now();
     const method = req.getMethod();
     // uWS names methods in lower case, its JS fallback as sent
-    const exchange = new Exchange(res, method.toLowerCase() === 'head');
+    const exchange = new Exchange(res, method.toLowerCase() === 'head', isDraining);
     const requestId = requestIdFrom(req.getHeader('x-request-id'));
     const authorization = req.getHeader('authorization');
     inFlight++;
@@ -221,7 +222,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
 
   for (const path of Object.values(OPS_PATHS)) {
     app.get(path, (res) => {
-      const exchange = new Exchange(res);
+      const exchange = new Exchange(res, false, isDraining);
       answerOpsRequest(path, options.checks).then(
         (answer) => {
           const { status, contentType, body } = answer ?? {
