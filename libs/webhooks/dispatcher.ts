@@ -57,6 +57,7 @@ export class WebhookDispatcher {
   private listener: pg.PoolClient | undefined;
   private releaseListener: (() => void) | undefined;
   private listenRetryAt = 0;
+  private listenFailing = false;
   private outboxMayHaveRows = true;
   private lastFanOutAt = 0;
 
@@ -97,15 +98,32 @@ export class WebhookDispatcher {
   }
 
   private async run(): Promise<void> {
+    // An outage fails every turn: logged when it starts, then every FAILURE_LOG_INTERVAL_MS, and
+    // when it ends, instead of twice per poll.
+    let failures = 0;
+    let failingSince = 0;
+    let loggedAt = 0;
     while (!this.stopping) {
       let sleepMs = this.settings.pollMs;
       try {
         await this.ensureListening();
         sleepMs = await this.turn();
+        if (failures) {
+          this.log.info({ failures, ms: Date.now() - failingSince }, 'dispatcher loop recovered');
+          failures = 0;
+        }
       } catch (error) {
         // Postgres unreachable or a statement failed: nothing is lost (the outbox and the leases
         // are in the database), so log and try again after the poll interval.
-        this.log.error({ err: error }, 'dispatcher loop failed; retrying');
+        const now = Date.now();
+        if (failures++ === 0) failingSince = now;
+        if (failures === 1 || now - loggedAt >= FAILURE_LOG_INTERVAL_MS) {
+          loggedAt = now;
+          this.log.error(
+            { err: error, failures },
+            failures === 1 ? 'dispatcher loop failed; retrying' : 'dispatcher loop still failing; retrying',
+          );
+        }
       }
       if (sleepMs > 0) await this.wake.wait(sleepMs);
     }
@@ -235,14 +253,20 @@ export class WebhookDispatcher {
       if (!released) {
         this.listener = connection;
         this.releaseListener = () => drop(new Error('dispatcher stopped'));
+        if (this.listenFailing) this.log.info('listening for outbox notifications again');
+        this.listenFailing = false;
       }
     } catch (error) {
       drop(error as Error);
       this.listenRetryAt = Date.now() + Math.max(this.settings.pollMs, 1000);
-      this.log.warn({ err: error }, 'cannot LISTEN for outbox notifications; polling');
+      // once per outage, not once per retry
+      if (!this.listenFailing) this.log.warn({ err: error }, 'cannot LISTEN for outbox notifications; polling');
+      this.listenFailing = true;
     }
   }
 }
+
+const FAILURE_LOG_INTERVAL_MS = 30_000;
 
 /** A wake-up call for the loop; a notify while the loop is busy is kept for its next wait. */
 class WakeSignal {
