@@ -260,7 +260,8 @@ export class WebhookDispatcher {
       drop(error as Error);
       this.listenRetryAt = Date.now() + Math.max(this.settings.pollMs, 1000);
       // once per outage, not once per retry
-      if (!this.listenFailing) this.log.warn({ err: error }, 'cannot LISTEN for outbox notifications; polling');
+      if (!this.listenFailing)
+        this.log.warn({ err: error }, 'cannot LISTEN for outbox notifications; polling');
       this.listenFailing = true;
     }
   }
