@@ -51,6 +51,15 @@ describe('parseUsageBody', () => {
     );
   });
 
+  it('reads hostile number literals and nesting in linear time (a 200,000-digit quantity, 2,000 quantities 20,000 deep)', () => {
+    const long = parse(`{"subscription_item_id":1,"quantity":1.${'0'.repeat(200_000)}1}`);
+    expect(quantityIsInexact(long)).toBe(true);
+    const zeros = parse(`{"subscription_item_id":1,"quantity":1.${'0'.repeat(200_000)}}`);
+    expect(quantityIsInexact(zeros)).toBe(false);
+    const deep = `${'['.repeat(20_000)}{${'"quantity":1234567890123456,'.repeat(2000)}"a":1}${']'.repeat(20_000)}`;
+    expect(() => parse(deep)).not.toThrow();
+  });
+
   it('refuses bytes that are not UTF-8 instead of decoding them to U+FFFD, where two keys would become one', () => {
     const withKeyBytes = (...bytes: number[]) =>
       Buffer.concat([

@@ -95,10 +95,8 @@ function markInexactQuantities(json: string, root: unknown): void {
     } else if (c === '-' || (c >= '0' && c <= '9')) {
       const start = i;
       while (i < json.length && /[-+\d.eE]/.test(json[i]!)) i++;
-      if (containers[containers.length - 1] === 'object' && path[path.length - 1] === 'quantity') {
-        const owner = valueAt(root, path.slice(0, -1));
-        if (owner) verdicts.set(owner, !sameDecimal(json.slice(start, i)));
-      }
+      const owner = eventOwning(root, containers, path);
+      if (owner) verdicts.set(owner, !sameDecimal(json.slice(start, i)));
     } else {
       i++;
     }
@@ -112,13 +110,25 @@ function stringEnd(json: string, start: number): number {
   return i;
 }
 
-function valueAt(root: unknown, path: (string | number)[]): object | undefined {
-  let value = root;
-  for (const step of path) {
-    if (typeof value !== 'object' || value === null) return undefined;
-    value = (value as Record<string | number, unknown>)[step];
+/**
+ * The event whose `quantity` the walk is at: the root object (`POST /usage/events`) or an entry of
+ * its `events` array (the batch route); the validation reads no other. Found in constant time,
+ * whatever the body's nesting (a walk from the root per key made a deep body quadratic).
+ */
+function eventOwning(
+  root: unknown,
+  containers: readonly ('object' | 'array')[],
+  path: readonly (string | number)[],
+): object | undefined {
+  if (path[path.length - 1] !== 'quantity' || containers[containers.length - 1] !== 'object')
+    return undefined;
+  let owner: unknown;
+  if (path.length === 1) owner = root;
+  else if (path.length === 3 && path[0] === 'events' && typeof path[1] === 'number') {
+    const events = (root as { events?: unknown } | null)?.events;
+    owner = Array.isArray(events) ? events[path[1]] : undefined;
   }
-  return typeof value === 'object' && value !== null ? value : undefined;
+  return typeof owner === 'object' && owner !== null ? owner : undefined;
 }
 
 /** Whether a number literal and the shortest text of the double it parses to are the same decimal. */
@@ -137,8 +147,11 @@ function canonical(text: string): string {
   const leading = digits.search(/[1-9]/);
   if (leading < 0) return '0';
   digits = digits.slice(leading);
-  const trailing = digits.length - digits.replace(/0+$/, '').length;
-  digits = digits.slice(0, digits.length - trailing);
+  // a loop, not /0+$/: that regex retries from every zero, quadratic on 1.000…0001
+  let end = digits.length;
+  while (end > 0 && digits.charCodeAt(end - 1) === 48) end--;
+  const trailing = digits.length - end;
+  digits = digits.slice(0, end);
   scale += trailing;
   return `${sign}${digits}@${scale}`;
 }
