@@ -29,7 +29,8 @@ export class AddressRefusedError extends Error {
     super(
       host === address
         ? `Refused: ${address} is a ${range} address; webhooks are delivered to public addresses only.`
-        : `Refused: ${host} resolves to ${address}, a ${range} address; webhooks are delivered to public addresses only.`,
+        : // without the address: the tenant reads this, and must not learn how internal names resolve
+          `Refused: ${host} resolves to a ${range} address; webhooks are delivered to public addresses only.`,
     );
     this.name = 'AddressRefusedError';
   }
