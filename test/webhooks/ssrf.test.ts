@@ -170,9 +170,7 @@ describe('the SSRF guard at delivery time', () => {
     expect(allowed.get(viaName)).toMatchObject({ status: 'SUCCESS', code: 200 });
     expect(allowed.get(viaAddress)).toMatchObject({ status: 'SUCCESS', code: 200 });
     expect(allowed.get(rebind)).toMatchObject({ status: 'FAILED', code: 0 });
-    expect(allowed.get(rebind)!.body).toContain(
-      'rebind.example.test resolves to a loopback address',
-    );
+    expect(allowed.get(rebind)!.body).toContain('rebind.example.test resolves to a loopback address');
     expect(receiver.deliveries.map((d) => d.url).sort()).toEqual(['/hooks?via=address', '/hooks?via=name']);
 
     const refused = await deliverOnce([{ url: viaName }, { url: viaAddress }], false);
