@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
@@ -20,7 +20,10 @@ export async function startEmbeddedPostgres(options: {
   port: number;
 }): Promise<EmbeddedPostgres> {
   const directory = path.resolve(options.dataDir, 'pgdata');
-  mkdirSync(directory, { recursive: true });
+  // Owner only: PGlite writes its files world-readable, and they hold API key hashes, webhook
+  // signing secrets and customers' data. A directory others cannot enter keeps them out.
+  mkdirSync(directory, { recursive: true, mode: 0o700 });
+  chmodSync(directory, 0o700);
   const releaseLock = lockDataDirectory(`${directory}.lock`, options.port);
   try {
     const db = await PGlite.create({ dataDir: directory });

@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { createConnection, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -36,7 +36,12 @@ describe('embedded PGlite', () => {
   it('refuses a second process on the same embedded data directory', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'billing-pglite-'));
     const port = 20_000 + Math.floor(Math.random() * 20_000);
+    // one made by an older version, open to everyone: closed to others on start
+    await mkdir(path.join(dataDir, 'pgdata'));
+    await chmod(path.join(dataDir, 'pgdata'), 0o777);
     const server = await startEmbeddedPostgres({ dataDir, host: '127.0.0.1', port });
+    // secrets and customers' data live in there: owner only
+    expect((await stat(path.join(dataDir, 'pgdata'))).mode & 0o777).toBe(0o700);
     cleanups.push(async () => {
       await server.stop();
       await rm(dataDir, { recursive: true, force: true });
