@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ClickHouse, openClickHouse } from '../../libs/clickhouse/index.js';
-import { createKafka } from '../../libs/kafka/index.js';
+import { createKafka, type Message } from '../../libs/kafka/index.js';
 import { sinkLagMessages, sinkLagSeconds } from '../../libs/observability/index.js';
 import {
   ClickHouseUsageAggregator,
@@ -38,6 +38,30 @@ function usageEvent(
     recordedAtMs: Date.UTC(2026, 9, 15, 12, 0, 1),
     ...overrides,
   };
+}
+
+/** Each list of messages in one produce call, acknowledged by every replica. */
+async function produce(topic: string, ...sends: Message[][]): Promise<void> {
+  const producer = createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }).producer();
+  await producer.connect();
+  try {
+    for (const messages of sends) await producer.send({ topic, acks: -1, messages });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+function sinkRunner(topic: string, groupId: string, sink: UsageSink): KafkaSinkRunner {
+  const log = runLogger('sinks');
+  return new KafkaSinkRunner({
+    kafka: createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }, log, 'patient'),
+    topic,
+    groupId,
+    sink,
+    batchSize: 100,
+    flushMs: 50,
+    log,
+  });
 }
 
 const OCTOBER = [new Date(Date.UTC(2026, 9, 1)), new Date(Date.UTC(2026, 10, 1))] as const;
@@ -155,9 +179,6 @@ describe('usage sinks', () => {
 
   it('writes each message of a topic once even when the topic carries it twice, then commits', async () => {
     const topic = uniqueName('usage_sinks');
-    const kafka = createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' });
-    const producer = kafka.producer();
-    await producer.connect();
     const events = Array.from({ length: 500 }, (_, i) =>
       usageEvent(`topic-${i}`, `${i}.5`, { subscriptionItemId: 20 + (i % 3) }),
     );
@@ -171,29 +192,13 @@ describe('usage sinks', () => {
     const messages = messagesOf(events);
     const redelivered = messagesOf(events.slice(0, 250));
     // Delivered twice: the second copy stands for a redelivery after a crash before the commit.
-    await producer.send({ topic, acks: -1, messages });
-    await producer.send({ topic, acks: -1, messages: redelivered });
-    await producer.disconnect();
+    await produce(topic, messages, redelivered);
 
-    const log = runLogger('sinks');
-    const runners = [postgresSink, clickhouseSink].map(
-      (sink) =>
-        new KafkaSinkRunner({
-          kafka: createKafka(
-            { brokers: testServices().kafkaBrokers, clientId: 'sinks-test' },
-            log,
-            'patient',
-          ),
-          topic,
-          groupId: `${topic}-${sink.name}`,
-          sink,
-          batchSize: 100,
-          flushMs: 50,
-          log,
-        }),
+    const runners = [postgresSink, clickhouseSink].map((sink) =>
+      sinkRunner(topic, `${topic}-${sink.name}`, sink),
     );
     await Promise.all(runners.map((runner) => runner.start()));
-    const admin = kafka.admin();
+    const admin = createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }).admin();
     await admin.connect();
     try {
       // Done when each group committed every offset of the topic (offsets go after the writes).
@@ -230,14 +235,10 @@ describe('usage sinks', () => {
 
   it('reports its lag while its writes fail, and none once it caught up', async () => {
     const topic = uniqueName('usage_sink_lag');
-    const kafka = createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' });
-    const producer = kafka.producer();
-    await producer.connect();
     const events = Array.from({ length: 3 }, (_, i) =>
       usageEvent(`lag-${i}`, '1', { recordedAtMs: Date.now() - 60_000 }),
     );
-    await producer.send({ topic, acks: -1, messages: encodeLogMessages(events) });
-    await producer.disconnect();
+    await produce(topic, encodeLogMessages(events));
 
     let failing = true;
     const sink: UsageSink = {
@@ -247,16 +248,7 @@ describe('usage sinks', () => {
         await postgresSink.write(batch);
       },
     };
-    const log = runLogger('sinks');
-    const runner = new KafkaSinkRunner({
-      kafka: createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }, log, 'patient'),
-      topic,
-      groupId: `${topic}-lag`,
-      sink,
-      batchSize: 100,
-      flushMs: 50,
-      log,
-    });
+    const runner = sinkRunner(topic, `${topic}-lag`, sink);
     const gauge = async (metric: typeof sinkLagSeconds) =>
       (await metric.get()).values.find((value) => value.labels.sink === 'lagging-sink')?.value;
     await runner.start();
