@@ -54,16 +54,14 @@ export interface UsageIngestOptions {
   now?: () => number;
 }
 
-/** A pending record outlives its owner by this much if the owner dies before committing. */
-const PENDING_TTL_SECONDS = 60;
-/** How long a duplicate waits for the first request of its key before answering 503. */
-const DUPLICATE_WAIT_MS = 10_000;
 /**
  * A duplicate whose first request failed tries once as new; if that attempt fails too (or waits on
  * yet another that fails), the answer is 503. While the log is down this keeps every request's
  * answer within two produce timeouts instead of a chain of them.
  */
 const MAX_ATTEMPTS = 2;
+/** Records a duplicate follows (awaited, adopted, read again) before it gives up with 503. */
+const MAX_SETTLE_STEPS = 4;
 /** As the rate limiter's own buckets: a little over the hour, for replicas with skewed clocks. */
 const BUCKET_TTL_SECONDS = 3600 + 300;
 
@@ -81,12 +79,15 @@ interface Deferred<T> {
 /**
  * The ingest core both HTTP front ends call (DESIGN §1, §6). Per request: validate, resolve the
  * idempotency key, check the item through a cache, then ONE store round trip that counts the
- * request and reserves each event's identity (SET NX). New events go to the log and are answered
- * only once the log acknowledged them; a repeated key gets the stored event. A duplicate that finds
- * its identity pending waits for the first request (through memory when it runs in this process,
- * else by polling the store) and proceeds as new if that one failed, so no answer ever carries an
- * event that is not durable. When the store or the log fails, the reserved identities are released
- * and the answer is 503, so the client's retry starts afresh.
+ * request and reserves each event's identity (SET NX of the event). New events go to the log and
+ * are answered only once the log acknowledged them; that is the only store write a new event
+ * costs. A repeated key gets the event recorded under it, durable before it is answered: when that
+ * event's request runs in this process, the duplicate waits for it; otherwise (another process, a
+ * retry after the first answer, an owner that died) the duplicate adopts the record and appends
+ * that same event to the log itself. Appending one event twice is harmless, since the sinks keep
+ * one row per identity, and every answer for an identity carries the same event. When the store or
+ * the log fails, the owner releases its reservation unless it was adopted, and answers 503; the
+ * client's retry starts afresh, or completes the adopted event.
  */
 export class UsageIngest {
   private readonly now: () => number;
@@ -344,7 +345,7 @@ export class UsageIngest {
       reservation = await this.options.store.reserve({
         bucket: bucket?.bucket,
         entries,
-        pendingTtlSeconds: PENDING_TTL_SECONDS,
+        ttlSeconds: this.options.idempotencyTtlSeconds,
       });
     } catch (cause) {
       for (const candidate of candidates) this.inFlight.delete(candidate.id);
@@ -409,32 +410,34 @@ export class UsageIngest {
   }
 
   /** Appends new events; answers with the stored ones, or releases the identities and throws 503. */
-  private async append(events: UsageEventRecord[], entries: DedupEntry[]): Promise<UsageEventRecord[]> {
+  private append(events: UsageEventRecord[], entries: DedupEntry[]): Promise<UsageEventRecord[]> {
+    return this.appendToLog(events, async () => {
+      // Released before anyone hears of the failure, so the client's retry finds the key free
+      // (unless a duplicate adopted it meanwhile: then the retry completes that event).
+      await this.options.store.release(entries).catch((error) => {
+        this.options.logger.warn({ err: error }, 'could not release usage idempotency keys');
+      });
+    });
+  }
+
+  /**
+   * The log's answer for `events`, which are this process's in-flight events until it comes (a
+   * duplicate here waits for it instead of appending again). On failure, `beforeFailing` runs
+   * before anyone hears of it, then 503.
+   */
+  private async appendToLog(
+    events: UsageEventRecord[],
+    beforeFailing?: () => Promise<void>,
+  ): Promise<UsageEventRecord[]> {
     let stored: UsageEventRecord[];
     try {
       stored = await this.options.log.append(events);
     } catch (cause) {
-      // Released before anyone hears of the failure, so the client's retry finds the key free. If
-      // the store is down too, the pending records expire after PENDING_TTL_SECONDS instead.
-      await this.options.store.release(entries).catch((error) => {
-        this.options.logger.warn({ err: error }, 'could not release usage idempotency keys');
-      });
+      await beforeFailing?.();
       for (const event of events) this.settleInFlight(event.id, { error: cause });
       throw unavailable('The usage log is unavailable.', cause);
     }
     for (let i = 0; i < events.length; i++) this.settleInFlight(events[i]!.id, { stored: stored[i]! });
-    // Durable now: duplicates in this process already have it; others find it committed in the
-    // store shortly (until then they wait, as for any pending record).
-    const commits = entries.map((entry, i) => ({
-      key: entry.key,
-      pending: entry.pending,
-      committed: encodeDedupRecord('committed', stored[i]!),
-    }));
-    this.options.store.commit(commits, this.options.idempotencyTtlSeconds).catch((error) => {
-      // The event is durable; only the key's upgrade to committed was lost. Duplicates wait until
-      // the pending record expires, then record again, and the sinks keep the first one.
-      this.options.logger.warn({ err: error }, 'could not commit usage idempotency keys');
-    });
     return stored;
   }
 
@@ -455,42 +458,53 @@ export class UsageIngest {
   }
 
   /**
-   * The event recorded under an identity found in the store, once durable: waits for a pending one
-   * (through memory when its request runs in this process, else by polling the store). Null when
-   * the key is free (the first request failed and released it). Throws 503 past the wait.
+   * The event recorded under an identity found in the store, once durable. One of this process
+   * still on its way to the log is awaited. Any other is adopted, so its owner can no longer
+   * release it, and appended again by this request. Null when the key is free (the first request
+   * failed and released it). Throws 503 when the log fails.
    */
   private async settled(
     key: string,
     found: string,
     identity: Pick<UsageEventRecord, 'orgId' | 'subscriptionItemId' | 'idempotencyKey'>,
   ): Promise<UsageEventRecord | null> {
-    const deadline = this.now() + DUPLICATE_WAIT_MS;
     let current: string | null = found;
-    let delayMs = 2;
-    for (;;) {
+    for (let step = 0; ; step++) {
       if (current === null) return null;
       const { state, record } = decodeDedupRecord(current, identity);
       if (state === 'committed') return record;
+      if (step >= MAX_SETTLE_STEPS) throw unavailable('The usage event could not be recorded; retry.');
       const local = this.waiterFor(record.id);
       if (local) {
         try {
           return await local.promise;
         } catch {
-          // The first request failed; its key is released by now. Read it again: free, or taken
-          // by another request since.
+          // It failed here; its key is released, or was adopted. Read it again.
+          current = await this.read(key);
+          continue;
         }
-      } else {
-        if (this.now() > deadline) {
-          throw unavailable('An earlier request with this idempotency key is still being recorded; retry.');
+      }
+      if (state === 'pending') {
+        // Adopted (by this request or another), released, or replaced: follow what is there now.
+        try {
+          current = await this.options.store.adopt(key, current);
+        } catch (cause) {
+          throw unavailable('The idempotency store is unavailable.', cause);
         }
-        await sleep(delayMs);
-        delayMs = Math.min(delayMs * 2, 50);
+        continue;
       }
-      try {
-        current = await this.options.store.get(key);
-      } catch (cause) {
-        throw unavailable('The idempotency store is unavailable.', cause);
-      }
+      // Adopted, and nobody here is appending it: this request does, and others here wait for it.
+      this.inFlight.set(record.id, null);
+      const [stored] = await this.appendToLog([record]);
+      return stored!;
+    }
+  }
+
+  private async read(key: string): Promise<string | null> {
+    try {
+      return await this.options.store.get(key);
+    } catch (cause) {
+      throw unavailable('The idempotency store is unavailable.', cause);
     }
   }
 
@@ -498,6 +512,7 @@ export class UsageIngest {
   private waiterFor(id: string): Deferred<UsageEventRecord> | undefined {
     const waiter = this.inFlight.get(id);
     if (waiter !== null) return waiter;
+    // null: in flight, nobody waiting yet.
     const created = deferred<UsageEventRecord>();
     this.inFlight.set(id, created);
     return created;
@@ -581,10 +596,6 @@ function withHeaders(error: ApiError, headers: Record<string, string>): ApiError
     headers: { ...headers, ...error.headers },
     cause: error.cause,
   });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 const ACCEPTED = ingestEvents.labels('accepted', '');

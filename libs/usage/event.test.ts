@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  adoptedDedupRecord,
   decodeDedupRecord,
   decodeLogMessage,
   encodeDedupRecord,
@@ -52,10 +53,13 @@ describe('usage event encodings', () => {
 
   it('keeps the event in the dedup record, its identity in the key', () => {
     const pending = encodeDedupRecord('pending', record);
-    const committed = encodeDedupRecord('committed', record);
-    expect(pending).not.toBe(committed);
+    const adopted = encodeDedupRecord('adopted', record);
+    expect(adoptedDedupRecord(pending)).toBe(adopted);
     expect(decodeDedupRecord(pending, record)).toEqual({ state: 'pending', record });
-    expect(decodeDedupRecord(committed, record)).toEqual({ state: 'committed', record });
+    expect(decodeDedupRecord(adopted, record)).toEqual({ state: 'adopted', record });
+    // Written by earlier versions, read as durable for as long as such records live.
+    expect(decodeDedupRecord(`C${pending.slice(1)}`, record)).toEqual({ state: 'committed', record });
+    expect(() => decodeDedupRecord(`X${pending.slice(1)}`, record)).toThrow('malformed');
   });
 
   it('is shown as the public usage event', () => {

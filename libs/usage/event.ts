@@ -125,26 +125,43 @@ export function dedupKey(prefix: string, orgId: number, subscriptionItemId: numb
 
 /**
  * What the dedup store keeps under an identity: the state and the event, without the identity
- * (it is in the store's key). `pending` while the log has not acknowledged the event yet,
- * `committed` once it has. Encoding is deterministic: a pending record is compared byte for byte
- * to make sure it is still ours before it is committed or released.
+ * (it is in the store's key). `pending` from the reservation on: its owner is appending the event,
+ * has appended it, or died trying; `adopted` once another request took over appending that same
+ * event (its owner may no longer release the key). Neither says the event is durable: whoever
+ * answers with it has it acknowledged by the log first (see UsageIngest). `committed` is read
+ * only: records written before pending records stopped being upgraded, durable by definition.
+ * Encoding is deterministic: a pending record is compared byte for byte to make sure it is still
+ * the one its owner wrote before it is released or adopted.
  */
-export type DedupState = 'pending' | 'committed';
+export type DedupState = 'pending' | 'adopted' | 'committed';
 
-export function encodeDedupRecord(state: DedupState, record: UsageEventRecord): string {
-  return `${state === 'pending' ? 'P' : 'C'}|${record.id}|${record.quantity}|${record.occurredAtMs}|${record.recordedAtMs}`;
+const STATE_TAGS = { pending: 'P', adopted: 'A', committed: 'C' } as const;
+const TAG_STATES = new Map<string | undefined, DedupState>([
+  ['P', 'pending'],
+  ['A', 'adopted'],
+  ['C', 'committed'],
+]);
+
+export function encodeDedupRecord(state: Exclude<DedupState, 'committed'>, record: UsageEventRecord): string {
+  return `${STATE_TAGS[state]}|${record.id}|${record.quantity}|${record.occurredAtMs}|${record.recordedAtMs}`;
+}
+
+/** The adopted form of a pending record: the same event, state A. */
+export function adoptedDedupRecord(pending: string): string {
+  return `${STATE_TAGS.adopted}${pending.slice(1)}`;
 }
 
 export function decodeDedupRecord(
   text: string,
   identity: UsageIdentity,
 ): { state: DedupState; record: UsageEventRecord } {
-  const [state, id, quantity, occurred, recorded] = text.split('|');
-  if ((state !== 'P' && state !== 'C') || !id || !quantity || !occurred || !recorded) {
+  const [tag, id, quantity, occurred, recorded] = text.split('|');
+  const state = TAG_STATES.get(tag);
+  if (!state || !id || !quantity || !occurred || !recorded) {
     throw new Error('malformed dedup record');
   }
   return {
-    state: state === 'P' ? 'pending' : 'committed',
+    state,
     record: {
       id,
       orgId: identity.orgId,

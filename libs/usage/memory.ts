@@ -1,4 +1,5 @@
 import type { RateLimitStore } from '../rate-limit/index.js';
+import { adoptedDedupRecord } from './event.js';
 import type { DedupEntry, Reservation, ReservationResult, UsageDedupStore } from './store.js';
 
 interface Stored {
@@ -22,7 +23,7 @@ export class MemoryUsageDedupStore implements UsageDedupStore {
     private readonly now: () => number = Date.now,
   ) {}
 
-  async reserve({ bucket, entries, pendingTtlSeconds }: Reservation): Promise<ReservationResult> {
+  async reserve({ bucket, entries, ttlSeconds }: Reservation): Promise<ReservationResult> {
     let count = 0;
     if (bucket) {
       const decision = await this.rateLimitStore.consume(bucket.key, bucket.limit, bucket.ttlSeconds);
@@ -35,22 +36,18 @@ export class MemoryUsageDedupStore implements UsageDedupStore {
     const existing = entries.map(({ key, pending }) => {
       const found = this.read(key, now);
       if (found !== null) return found;
-      this.records.set(key, { value: pending, expiresAt: now + pendingTtlSeconds * 1000 });
+      this.records.set(key, { value: pending, expiresAt: now + ttlSeconds * 1000 });
       return null;
     });
     return { count, allowed: true, existing };
   }
 
-  async commit(
-    entries: readonly { key: string; pending: string; committed: string }[],
-    ttlSeconds: number,
-  ): Promise<void> {
-    const now = this.now();
-    for (const { key, pending, committed } of entries) {
-      if (this.read(key, now) === pending) {
-        this.records.set(key, { value: committed, expiresAt: now + ttlSeconds * 1000 });
-      }
-    }
+  async adopt(key: string, pending: string): Promise<string | null> {
+    const current = this.read(key, this.now());
+    if (current !== pending) return current;
+    const adopted = adoptedDedupRecord(pending);
+    this.records.get(key)!.value = adopted;
+    return adopted;
   }
 
   async release(entries: readonly DedupEntry[]): Promise<void> {

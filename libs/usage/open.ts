@@ -89,7 +89,7 @@ export interface UsagePipeline {
   ingest: UsageIngest;
   /** Dependencies beyond the platform's that serving usage needs (Kafka when it is the log). */
   checks(): DependencyCheck[];
-  /** After the HTTP front ends drained: commits still on their way, the log's last batch, connections. */
+  /** After the HTTP front ends drained: key releases still on their way, the log's last batch, connections. */
   close(): Promise<void>;
 }
 

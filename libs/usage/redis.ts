@@ -4,34 +4,20 @@ import type { Redis } from '../redis/index.js';
 import type { DedupEntry, Reservation, ReservationResult, UsageDedupStore } from './store.js';
 
 /**
- * Commits, then reservations, of many requests in ONE script call (one Redis round trip per turn
- * of the event loop, whatever the number of requests). The rate-limit step is the shared
- * RATE_LIMIT_LUA (consume_request, save_buckets), so every route counts with the same rule.
- *   ARGV[1] pending ttl, ARGV[2] committed ttl, ARGV[3] commits, ARGV[4] reservations, then
- *   per commit: pending record, committed record (KEYS: its identity);
- *   per reservation: limit ('-1': not counted), bucket ttl, entry count, one pending record per
- *   entry (KEYS: its bucket, then one identity per entry).
- * A commit replaces the record only if it is still the caller's pending one; a reservation is a
- * SET NX GET. Returns, per reservation: count, allowed, then per entry the record found (nil when
- * it was free and is now reserved).
+ * The reservations of many requests in ONE script call (one Redis round trip per turn of the event
+ * loop, whatever the number of requests). The rate-limit step is the shared RATE_LIMIT_LUA
+ * (consume_request, save_buckets), so every route counts with the same rule.
+ *   ARGV[1] record ttl, ARGV[2] reservations, then per reservation: limit ('-1': not counted),
+ *   bucket ttl, entry count, one pending record per entry (KEYS: its bucket, then one identity
+ *   per entry).
+ * Each entry is a SET NX GET. Returns, per reservation: count, allowed, then per entry the record
+ * found (nil when it was free and is now reserved).
  */
 export const RESERVE_LUA = `
 ${RATE_LIMIT_LUA}
-local k, a = 1, 5
-for _ = 1, tonumber(ARGV[3]) do
-  local previous = redis.call('SET', KEYS[k], ARGV[a + 1], 'XX', 'GET', 'EX', ARGV[2])
-  if previous and previous ~= ARGV[a] then
-    -- Not ours any more (ours expired and another request reserved it): put that one back, for
-    -- as long as a record of its state lives (a committed one must not shrink to the pending ttl).
-    local ttl = ARGV[1]
-    if string.sub(previous, 1, 1) == 'C' then ttl = ARGV[2] end
-    redis.call('SET', KEYS[k], previous, 'EX', ttl)
-  end
-  k = k + 1
-  a = a + 2
-end
+local k, a = 1, 3
 local out = {}
-for _ = 1, tonumber(ARGV[4]) do
+for _ = 1, tonumber(ARGV[2]) do
   local limit, bucket_ttl, n = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
   a = a + 3
   local count, allowed = 0, 1
@@ -56,6 +42,15 @@ save_buckets()
 return out
 `;
 
+/** KEYS[1] identity; ARGV[1] the pending record to adopt. Returns the record there now. */
+const ADOPT_LUA = `
+local current = redis.call('GET', KEYS[1])
+if current ~= ARGV[1] then return current end
+local adopted = 'A' .. string.sub(current, 2)
+redis.call('SET', KEYS[1], adopted, 'KEEPTTL')
+return adopted
+`;
+
 /** KEYS: identities; ARGV: per key its pending record. */
 const RELEASE_LUA = `
 for i = 1, #KEYS do
@@ -68,25 +63,17 @@ type ScriptArgument = string | number;
 type WithUsageScripts = Redis & {
   billingUsageReserve(numberOfKeys: number, ...args: ScriptArgument[]): Promise<(number | string | null)[]>;
   billingUsageRelease(numberOfKeys: number, ...args: ScriptArgument[]): Promise<number>;
+  billingUsageAdopt(numberOfKeys: number, key: string, pending: string): Promise<string | null>;
 };
 
-type Operation =
-  | { kind: 'reserve'; reservation: Reservation }
-  | {
-      kind: 'commit';
-      entries: readonly { key: string; pending: string; committed: string }[];
-      ttlSeconds: number;
-    };
-
 /**
- * Redis behind the dedup port. Every reservation and commit of one turn of the event loop (all the
- * requests that arrived in one network read, all the events one produce call acknowledged) go to
- * Redis as ONE script call: each request costs exactly one round trip on its way in, shared with
- * its neighbours, and its commit rides along with later requests' reservations.
+ * Redis behind the dedup port. Every reservation of one turn of the event loop (all the requests
+ * that arrived in one network read) goes to Redis as ONE script call: each request costs exactly
+ * one round trip, shared with its neighbours, and each new event one SET.
  */
 export class RedisUsageDedupStore implements UsageDedupStore {
   private readonly redis: WithUsageScripts;
-  private readonly operations: Batcher<Operation, ReservationResult | undefined>;
+  private readonly reservations: Batcher<Reservation, ReservationResult>;
   private readonly releases: Batcher<readonly DedupEntry[], undefined>;
   private readonly placeholderBucket: string;
 
@@ -94,15 +81,15 @@ export class RedisUsageDedupStore implements UsageDedupStore {
     if (!('billingUsageReserve' in redis)) {
       redis.defineCommand('billingUsageReserve', { lua: RESERVE_LUA });
       redis.defineCommand('billingUsageRelease', { lua: RELEASE_LUA });
+      redis.defineCommand('billingUsageAdopt', { lua: ADOPT_LUA });
     }
     this.redis = redis as WithUsageScripts;
     this.placeholderBucket = `${keyPrefix}usage:uncounted`;
     const maxWeight = 5000;
-    this.operations = new Batcher((batch) => this.run(batch), {
+    this.reservations = new Batcher((batch) => this.run(batch), {
       lingerMs: 0,
       maxWeight,
-      weight: (operation) =>
-        operation.kind === 'reserve' ? operation.reservation.entries.length + 1 : operation.entries.length,
+      weight: (reservation) => reservation.entries.length + 1,
     });
     this.releases = new Batcher((batch) => this.releaseMany(batch), {
       lingerMs: 0,
@@ -111,15 +98,12 @@ export class RedisUsageDedupStore implements UsageDedupStore {
     });
   }
 
-  async reserve(reservation: Reservation): Promise<ReservationResult> {
-    return (await this.operations.submit({ kind: 'reserve', reservation }))!;
+  reserve(reservation: Reservation): Promise<ReservationResult> {
+    return this.reservations.submit(reservation);
   }
 
-  async commit(
-    entries: readonly { key: string; pending: string; committed: string }[],
-    ttlSeconds: number,
-  ): Promise<void> {
-    await this.operations.submit({ kind: 'commit', entries, ttlSeconds });
+  adopt(key: string, pending: string): Promise<string | null> {
+    return this.redis.billingUsageAdopt(1, key, pending);
   }
 
   async release(entries: readonly DedupEntry[]): Promise<void> {
@@ -131,30 +115,14 @@ export class RedisUsageDedupStore implements UsageDedupStore {
   }
 
   async flush(): Promise<void> {
-    await Promise.all([this.operations.flush(), this.releases.flush()]);
+    await Promise.all([this.reservations.flush(), this.releases.flush()]);
   }
 
-  /** One script call. Every caller passes the same two ttls (the configured ones). */
-  private async run(batch: Operation[]): Promise<(ReservationResult | undefined)[]> {
-    const commitKeys: string[] = [];
-    const commitArgs: ScriptArgument[] = [];
+  /** One script call. Every caller passes the same ttl (the configured one). */
+  private async run(batch: Reservation[]): Promise<ReservationResult[]> {
     const keys: string[] = [];
     const args: ScriptArgument[] = [];
-    let reservations = 0;
-    let pendingTtl = 60;
-    let committedTtl = 60;
-    for (const operation of batch) {
-      if (operation.kind === 'commit') {
-        committedTtl = operation.ttlSeconds;
-        for (const entry of operation.entries) {
-          commitKeys.push(entry.key);
-          commitArgs.push(entry.pending, entry.committed);
-        }
-        continue;
-      }
-      const { bucket, entries, pendingTtlSeconds } = operation.reservation;
-      pendingTtl = pendingTtlSeconds;
-      reservations++;
+    for (const { bucket, entries } of batch) {
       keys.push(bucket?.key ?? this.placeholderBucket);
       args.push(bucket ? bucket.limit : -1, bucket ? bucket.ttlSeconds : 0, entries.length);
       for (const entry of entries) {
@@ -163,26 +131,19 @@ export class RedisUsageDedupStore implements UsageDedupStore {
       }
     }
     const reply = await this.redis.billingUsageReserve(
-      commitKeys.length + keys.length,
-      ...commitKeys,
+      keys.length,
       ...keys,
-      pendingTtl,
-      committedTtl,
-      commitKeys.length,
-      reservations,
-      ...commitArgs,
+      batch[0]!.ttlSeconds,
+      batch.length,
       ...args,
     );
     let at = 0;
-    return batch.map((operation) => {
-      if (operation.kind === 'commit') return undefined;
+    return batch.map(({ entries }) => {
       const count = Number(reply[at]);
       const allowed = Number(reply[at + 1]) === 1;
       at += 2;
       const existing: (string | null)[] = [];
-      for (let i = 0; i < operation.reservation.entries.length; i++) {
-        existing.push((reply[at++] as string | null) ?? null);
-      }
+      for (let i = 0; i < entries.length; i++) existing.push((reply[at++] as string | null) ?? null);
       return { count, allowed, existing };
     });
   }

@@ -1,4 +1,4 @@
-/** One identity to reserve: its store key and the pending record to put there if it is free. */
+/** One identity to reserve: its store key and the pending record (state P) to put there if it is free. */
 export interface DedupEntry {
   key: string;
   pending: string;
@@ -12,8 +12,8 @@ export interface Reservation {
    */
   bucket: { key: string; limit: number; ttlSeconds: number } | undefined;
   entries: DedupEntry[];
-  /** How long a pending record lives if its owner never commits nor releases it (a crash). */
-  pendingTtlSeconds: number;
+  /** How long a record lives: IDEMPOTENCY_TTL_DAYS. Only a failed append shortens it (release). */
+  ttlSeconds: number;
 }
 
 export interface ReservationResult {
@@ -26,17 +26,21 @@ export interface ReservationResult {
 }
 
 /**
- * The idempotency store of usage ingest. `reserve` is the hot path: in one atomic step (one Redis
- * round trip) it counts the request against the organization's hourly bucket and SET NX's each
- * identity. A reserved identity is then committed (the log acknowledged the event) or released
- * (it could not be written), each only while the record there is still the caller's own.
+ * The idempotency store of usage ingest. `reserve` is the hot path and the only write a new event
+ * costs: in one atomic step (one Redis round trip) it counts the request against the
+ * organization's hourly bucket and SET NX's each identity with its pending record. The record
+ * stays for the idempotency ttl; it is never rewritten when the log acknowledges the event.
+ * A reservation whose event could not be written is released, only while the record there is still
+ * the owner's pending one. A request that finds another's pending record adopts it (it will
+ * append that same event itself), after which the owner can no longer release it.
  */
 export interface UsageDedupStore {
   reserve(reservation: Reservation): Promise<ReservationResult>;
-  commit(
-    entries: readonly { key: string; pending: string; committed: string }[],
-    ttlSeconds: number,
-  ): Promise<void>;
+  /**
+   * Marks `pending` adopted (state A, same event, same ttl) if it is still the record under `key`.
+   * Resolves with the record under `key` now: the adopted one, another, or null (released).
+   */
+  adopt(key: string, pending: string): Promise<string | null>;
   release(entries: readonly DedupEntry[]): Promise<void>;
   get(key: string): Promise<string | null>;
   /** Waits for batched writes still on their way. */

@@ -11,7 +11,7 @@ export interface RunningIngest {
   server: IngestServer;
   /** What this service's readiness depends on: database, Redis, the usage log. */
   checks(): DependencyCheck[];
-  /** Drains HTTP, then the pipeline (last produce call, key commits). The platform stays open. */
+  /** Drains HTTP, then the pipeline (last produce call, key releases). The platform stays open. */
   close(): Promise<void>;
 }
 
