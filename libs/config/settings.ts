@@ -124,6 +124,7 @@ const dispatcherOnly = webhookPolicy.extend({
   WEBHOOK_MAX_ATTEMPTS: positiveInt(5),
   DISPATCHER_POLL_MS: timerMs(1000),
   DISPATCHER_CONCURRENCY: positiveInt(50),
+  DISPATCHER_ENDPOINT_CONCURRENCY: positiveInt(10),
 });
 
 const billingOnly = z.object({

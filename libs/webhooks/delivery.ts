@@ -78,19 +78,43 @@ interface ClaimedRow {
   endpoint_deleted: boolean;
 }
 
-/** Claims up to `limit` due events and leases them for `leaseMs`, in one statement. */
+/**
+ * Claims up to `limit` due events and leases them for `leaseMs`, in one statement. No endpoint
+ * gets more than `perEndpoint` attempts at once (counting `busy`, the attempts this dispatcher has
+ * under way per endpoint): an endpoint that hangs until the timeout, with thousands of events due,
+ * holds a few slots, and every other endpoint's events go out meanwhile. Endpoints take turns by
+ * due time, and within one endpoint events go out in order. An endpoint at its limit is skipped
+ * before the look-ahead window (4 x `limit` due events) is taken, so its backlog hides nobody's.
+ */
 export async function claimDueDeliveries(
   db: Queryable,
   limit: number,
   leaseMs: number,
+  fairness: { perEndpoint: number; busy: ReadonlyMap<string, number> },
 ): Promise<PendingDelivery[]> {
   const { rows } = await db.query<ClaimedRow>(
-    `WITH due AS (
-       SELECT id FROM webhook_events
+    `WITH busy AS (
+       SELECT * FROM unnest($3::uuid[], $4::int[]) AS b (endpoint_id, attempting)
+     ),
+     candidates AS (
+       SELECT id, endpoint_id, next_attempt_at FROM webhook_events
        WHERE status IN ('PENDING', 'RETRYING') AND next_attempt_at <= now()
+         AND endpoint_id NOT IN (SELECT endpoint_id FROM busy WHERE attempting >= $5)
        ORDER BY next_attempt_at
+       LIMIT $1 * 4
+     ),
+     ranked AS (
+       SELECT c.id, c.next_attempt_at,
+         row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at) AS turn,
+         $5 - coalesce(b.attempting, 0) AS room
+       FROM candidates c LEFT JOIN busy b USING (endpoint_id)
+     ),
+     due AS (
+       SELECT w.id FROM webhook_events w JOIN ranked r ON r.id = w.id
+       WHERE r.turn <= r.room AND w.status IN ('PENDING', 'RETRYING') AND w.next_attempt_at <= now()
+       ORDER BY r.next_attempt_at
        LIMIT $1
-       FOR UPDATE SKIP LOCKED
+       FOR UPDATE OF w SKIP LOCKED
      )
      UPDATE webhook_events e SET next_attempt_at = now() + $2::double precision * interval '1 millisecond'
      FROM due, webhook_endpoints ep
@@ -98,7 +122,7 @@ export async function claimDueDeliveries(
      RETURNING e.id, e.org_id, e.endpoint_id, e.event_type, e.payload, e.attempts, e.max_attempts,
        e.next_attempt_at::text AS lease, ep.url, ep.secret, ep.status AS endpoint_status,
        ep.deleted_at IS NOT NULL AS endpoint_deleted`,
-    [limit, leaseMs],
+    [limit, leaseMs, [...fairness.busy.keys()], [...fairness.busy.values()], fairness.perEndpoint],
   );
   return rows.map((row) => ({
     kind: 'pending',

@@ -21,6 +21,8 @@ export interface DispatcherSettings {
   pollMs: number;
   /** Attempts in flight at once. */
   concurrency: number;
+  /** Attempts in flight at once to one endpoint (so one that hangs holds only these slots). */
+  endpointConcurrency: number;
   timeoutMs: number;
   maxAttempts: number;
   retryDelaysMs: readonly number[];
@@ -50,6 +52,12 @@ export class WebhookDispatcher {
   private readonly inFlight = new Set<Promise<void>>();
   /** Deliveries whose HTTP request is under way: what the concurrency limits. */
   private attempting = 0;
+  /** `attempting` per endpoint id. */
+  private readonly attemptingByEndpoint = new Map<string, number>();
+  /** Attempts finished since start: how many slots freed since a claim. */
+  private finishedAttempts = 0;
+  /** The last claim, when it came back short while some endpoint was at its limit. */
+  private cappedClaim: { at: number; finishedAttempts: number } | undefined;
   private readonly wake = new WakeSignal();
   private readonly leaseMs: number;
   private loop: Promise<void> | undefined;
@@ -144,6 +152,7 @@ export class WebhookDispatcher {
       this.lastFanOutAt = Date.now();
       const fannedOut = await fanOutOutbox(this.db, { batchSize, maxAttempts: this.settings.maxAttempts });
       if (fannedOut.webhookEvents) {
+        this.cappedClaim = undefined;
         this.log.debug(
           { outbox_rows: fannedOut.outboxRows, webhook_events: fannedOut.webhookEvents },
           'outbox fanned out',
@@ -162,8 +171,29 @@ export class WebhookDispatcher {
     if (this.stopping || free <= 0 || (free < batch && this.attempting > 0)) {
       return moreOutbox ? 0 : this.settings.pollMs;
     }
-    const due = await claimDueDeliveries(this.db, free, this.leaseMs);
+    // The last claim came back short while endpoints were at their limit: the free slots may be
+    // theirs to wait for. Claiming again after every finished attempt would cost a statement per
+    // delivery; the next claim waits for a quarter of the attempts under way to finish, new
+    // events, or the poll.
+    const capped = this.cappedClaim;
+    if (
+      capped &&
+      this.attempting > 0 &&
+      this.finishedAttempts - capped.finishedAttempts < Math.max(1, Math.floor(this.attempting / 4)) &&
+      Date.now() - capped.at < this.settings.pollMs
+    ) {
+      return moreOutbox ? 0 : this.settings.pollMs - (Date.now() - capped.at);
+    }
+    const due = await claimDueDeliveries(this.db, free, this.leaseMs, {
+      perEndpoint: this.settings.endpointConcurrency,
+      busy: this.attemptingByEndpoint,
+    });
     for (const pending of due) this.track(this.deliver(pending));
+    const atLimit = [...this.attemptingByEndpoint.values()].some(
+      (count) => count >= this.settings.endpointConcurrency,
+    );
+    this.cappedClaim =
+      due.length < free && atLimit ? { at: Date.now(), finishedAttempts: this.finishedAttempts } : undefined;
     if (moreOutbox || due.length === free) return 0;
     return due.length ? this.settings.pollMs : this.msUntilNextDue();
   }
@@ -200,9 +230,9 @@ export class WebhookDispatcher {
         await recordUndeliverable(this.db, { kind: 'undeliverable', pending, reason });
         return;
       }
-      this.attempting++;
+      this.countAttempt(pending.endpointId, 1);
       const attempted = await attempt(pending, this.sender).finally(() => {
-        this.attempting--;
+        this.countAttempt(pending.endpointId, -1);
         this.wake.notify();
       });
       const { outcome } = attempted;
@@ -219,6 +249,14 @@ export class WebhookDispatcher {
       // The lease runs out and the attempt is made again: at-least-once, never lost.
       this.log.error({ ...context, err: error }, 'webhook attempt could not be recorded');
     }
+  }
+
+  private countAttempt(endpointId: string, change: 1 | -1): void {
+    this.attempting += change;
+    if (change < 0) this.finishedAttempts++;
+    const count = (this.attemptingByEndpoint.get(endpointId) ?? 0) + change;
+    if (count) this.attemptingByEndpoint.set(endpointId, count);
+    else this.attemptingByEndpoint.delete(endpointId);
   }
 
   /**

@@ -7,6 +7,7 @@ export type DispatcherOptions = Pick<
   DispatcherConfig,
   | 'DISPATCHER_POLL_MS'
   | 'DISPATCHER_CONCURRENCY'
+  | 'DISPATCHER_ENDPOINT_CONCURRENCY'
   | 'WEBHOOK_TIMEOUT_MS'
   | 'WEBHOOK_MAX_ATTEMPTS'
   | 'WEBHOOK_RETRY_DELAYS_MS'
@@ -23,6 +24,7 @@ export function buildDispatcher(deps: {
   return new WebhookDispatcher(deps.db, deps.log, {
     pollMs: config.DISPATCHER_POLL_MS,
     concurrency: config.DISPATCHER_CONCURRENCY,
+    endpointConcurrency: config.DISPATCHER_ENDPOINT_CONCURRENCY,
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
     retryDelaysMs: config.WEBHOOK_RETRY_DELAYS_MS,

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Database, MIGRATIONS_DIR, migrate, startEmbeddedPostgres } from '../../libs/db/index.js';
+import { claimDueDeliveries } from '../../libs/webhooks/delivery.js';
 import { roundTripEveryTable } from '../helpers/round-trip.js';
 
 /** The embedded database (PGlite served on a loopback socket) runs the same migrations as Postgres. */
@@ -31,6 +32,13 @@ describe('embedded PGlite', () => {
     expect(await migrate(db)).toEqual([]);
     const counts = await roundTripEveryTable(db);
     expect(Object.values(counts).every((n) => n === 1)).toBe(true);
+    // The dispatcher's claim (per-endpoint turns: LATERAL, FOR UPDATE SKIP LOCKED) runs here too.
+    const { rows } = await db.query<{ endpoint_id: string }>(
+      'UPDATE webhook_events SET next_attempt_at = now() RETURNING endpoint_id',
+    );
+    const busy = new Map([[rows[0]!.endpoint_id, 1]]);
+    expect(await claimDueDeliveries(db, 10, 60_000, { perEndpoint: 1, busy })).toEqual([]);
+    expect(await claimDueDeliveries(db, 10, 60_000, { perEndpoint: 2, busy })).toHaveLength(1);
   });
 
   it('refuses a second process on the same embedded data directory', async () => {

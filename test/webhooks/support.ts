@@ -92,6 +92,7 @@ export async function startReceiver(responder: Responder = () => ({ status: 200 
 export const FAST_SETTINGS: DispatcherSettings = {
   pollMs: 100,
   concurrency: 10,
+  endpointConcurrency: 10,
   timeoutMs: 1000,
   maxAttempts: 5,
   retryDelaysMs: [50, 50, 50, 50],

@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WebhookDispatcher } from '../../libs/webhooks/index.js';
+import { startTestApi, type TestApi } from '../helpers/api.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { emit, type Receiver, startDispatcher, startReceiver } from './support.js';
+
+describe('webhook delivery across endpoints', () => {
+  let api: TestApi;
+  let dispatcher: WebhookDispatcher | undefined;
+  const receivers: Receiver[] = [];
+
+  beforeAll(async () => {
+    api = await startTestApi();
+  });
+  afterAll(async () => {
+    await dispatcher?.stop();
+    await Promise.all(receivers.map((receiver) => receiver.close()));
+    await api?.close();
+  });
+
+  async function endpointOf(org: TestOrg, receiver: Receiver): Promise<void> {
+    receivers.push(receiver);
+    const response = await api.request({
+      method: 'POST',
+      path: '/webhook-endpoints',
+      key: org.apiKey,
+      payload: { url: receiver.url, events: ['invoice.posted'] },
+    });
+    expect(response.statusCode, response.body).toBe(201);
+  }
+
+  it("lets no endpoint hold every slot: one that hangs does not hold up another tenant's events", async () => {
+    const [stuck, other] = [await createTestOrg(api.platform.db), await createTestOrg(api.platform.db)];
+    const hanging = await startReceiver(() => ({ status: 200, delayMs: 5000 }));
+    const healthy = await startReceiver();
+    await endpointOf(stuck, hanging);
+    await endpointOf(other, healthy);
+    // Eight events due at the hanging endpoint before the other tenant's one.
+    for (let i = 0; i < 8; i++) await emit(api.platform.db, stuck.orgId, 'invoice.posted');
+    await emit(api.platform.db, other.orgId, 'invoice.posted');
+
+    dispatcher = startDispatcher(api.platform.db, {
+      concurrency: 4,
+      endpointConcurrency: 2,
+      timeoutMs: 3000,
+    });
+    // Within the hanging attempts' timeout: the other tenant's event went out in a free slot.
+    await healthy.waitFor(1, 2000);
+    await hanging.waitFor(2, 1000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(hanging.deliveries).toHaveLength(2);
+  });
+});
