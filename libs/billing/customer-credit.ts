@@ -1,26 +1,53 @@
 import { getCustomer } from '../customers/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
-import { formatMoney } from '../money/index.js';
+import { formatMoney, parseMoney } from '../money/index.js';
 import type { Customer } from '../schemas/index.js';
 import { parseAmount } from './settlement.js';
 
 /**
  * Adds to a customer's credit balance (a goodwill credit, a prepayment), held in the
  * organization's default currency. The next invoice posted for the customer in that currency
- * consumes it first, as a CREDIT_MEMO (DESIGN §6); invoices in another currency do not.
+ * consumes it first, as a CREDIT_MEMO (DESIGN §6); invoices in another currency do not. Each grant
+ * is recorded. A `reference` names one grant: repeated, it adds nothing again (as payments do);
+ * the same reference with another amount is a 409.
  */
 export async function addCustomerCredit(
   tx: Queryable,
-  input: { customerId: number; orgId?: number | undefined; amount: string },
+  input: { customerId: number; orgId?: number | undefined; amount: string; reference?: string | undefined },
 ): Promise<Customer> {
   const amount = parseAmount('amount', input.amount);
-  const result = await tx
-    .query<{ org_id: number }>(
-      `UPDATE customers SET credit_balance = credit_balance + $3, updated_at = now()
-        WHERE id = $1 AND ($2::bigint IS NULL OR org_id = $2)
-        RETURNING org_id`,
-      [input.customerId, input.orgId ?? null, formatMoney(amount)],
+  // Locks the customer: two runs with one reference cannot both find it unused.
+  const customer = await tx.query<{ org_id: number }>(
+    'SELECT org_id FROM customers WHERE id = $1 AND ($2::bigint IS NULL OR org_id = $2) FOR UPDATE',
+    [input.customerId, input.orgId ?? null],
+  );
+  const orgId = customer.rows[0]?.org_id;
+  if (orgId === undefined) throw ApiError.notFound(`Customer ${input.customerId}`);
+  if (input.reference !== undefined) {
+    const { rows } = await tx.query<{ amount: string }>(
+      `SELECT amount FROM customer_credit_grants WHERE org_id = $1 AND customer_id = $2 AND reference = $3`,
+      [orgId, input.customerId, input.reference],
+    );
+    const granted = rows[0];
+    if (granted) {
+      if (parseMoney(granted.amount) !== amount) {
+        throw ApiError.conflict(
+          `Customer ${input.customerId} already has a credit with reference ${input.reference} ` +
+            `(${granted.amount}); give another reference for another one.`,
+        );
+      }
+      return getCustomer(tx, orgId, input.customerId);
+    }
+  }
+  await tx
+    .query(
+      `WITH grant_row AS (
+         INSERT INTO customer_credit_grants (org_id, customer_id, amount, reference) VALUES ($1, $2, $3, $4)
+       )
+       UPDATE customers SET credit_balance = credit_balance + $3, updated_at = now()
+        WHERE org_id = $1 AND id = $2`,
+      [orgId, input.customerId, formatMoney(amount), input.reference ?? null],
     )
     .catch((error: { code?: string }) => {
       // numeric field overflow: the balance would pass NUMERIC(20, 8)
@@ -31,7 +58,5 @@ export async function addCustomerCredit(
       }
       throw error;
     });
-  const row = result.rows[0];
-  if (!row) throw ApiError.notFound(`Customer ${input.customerId}`);
-  return getCustomer(tx, row.org_id, input.customerId);
+  return getCustomer(tx, orgId, input.customerId);
 }

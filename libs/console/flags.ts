@@ -15,6 +15,8 @@ export const integerFlag = (min: number, max = Number.MAX_SAFE_INTEGER) =>
     .pipe(z.number().min(min).max(max));
 export const idFlag = integerFlag(1);
 export const textFlag = z.string().min(1);
+/** `--reference`: names one payment, refund or credit, so a repeated command records nothing new. */
+export const referenceFlag = z.string().min(1).max(255);
 /** `--flag`, `--flag true` or `--flag false`; anything else names the two values it takes. */
 export const booleanValue = z.union([z.literal(true), z.string()]).transform((value, ctx) => {
   if (value === true || value === 'true') return true;

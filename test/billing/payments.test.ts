@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  addCustomerCredit,
   createCreditMemo,
   createRefund,
   type MoneyInput,
@@ -277,5 +278,28 @@ describe('payments', () => {
       status: 'PARTIALLY_PAID',
       amount_paid: '60.00000000',
     });
+  });
+
+  it('adds a customer credit once per reference: a repeat adds nothing, another amount is 409', async () => {
+    const customer = await customerIn(database.db, orgId, { state_province: 'AB' });
+    const grant = (amount: string, reference?: string) =>
+      database.db.transaction((tx) => addCustomerCredit(tx, { customerId: customer, amount, reference }));
+    const repeats = await Promise.all([grant('25', 'promo-7'), grant('25.00', 'promo-7')]);
+    expect(repeats.map((c) => c.credit_balance)).toEqual(['25.00000000', '25.00000000']);
+    const other = await failure(grant('30', 'promo-7'));
+    expect(other.status).toBe(409);
+    expect(other.message).toContain('already has a credit with reference promo-7 (25.00000000)');
+    // without a reference each call adds again, and every grant is on record
+    await grant('5');
+    expect((await grant('5')).credit_balance).toBe('35.00000000');
+    const { rows } = await database.db.query(
+      'SELECT amount, reference FROM customer_credit_grants WHERE customer_id = $1 ORDER BY id',
+      [customer],
+    );
+    expect(rows).toEqual([
+      { amount: '25.00000000', reference: 'promo-7' },
+      { amount: '5.00000000', reference: null },
+      { amount: '5.00000000', reference: null },
+    ]);
   });
 });

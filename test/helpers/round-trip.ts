@@ -5,6 +5,7 @@ const TABLES = [
   'organizations',
   'api_keys',
   'customers',
+  'customer_credit_grants',
   'products',
   'product_price_tiers',
   'subscriptions',
@@ -35,6 +36,11 @@ export async function roundTripEveryTable(db: Database) {
       [org.id],
     );
     expect(customer.credit_balance).toBe('12.50000000');
+    await one(
+      `INSERT INTO customer_credit_grants (org_id, customer_id, amount, reference) VALUES ($1, $2, 12.5, 'r1')
+       RETURNING id`,
+      [org.id, customer.id],
+    );
     const product = await one(
       `INSERT INTO products (org_id, name, unit_price, pricing_type, pricing_scheme, pricing_mode, metadata)
        VALUES ($1, 'API calls', 0.001, 'usage', 'tiered', 'graduated', '{"a":1}') RETURNING id, unit_price, metadata`,

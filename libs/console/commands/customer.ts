@@ -4,7 +4,7 @@ import { createCustomer } from '../../customers/index.js';
 import { getOrganization } from '../../organizations/index.js';
 import { CreateCustomer } from '../../schemas/index.js';
 import { defineCommand } from '../command.js';
-import { booleanFlag, idFlag, textFlag } from '../flags.js';
+import { booleanFlag, idFlag, referenceFlag, textFlag } from '../flags.js';
 
 const text = z.string().optional();
 
@@ -54,10 +54,17 @@ export const customerCommands = [
   defineCommand({
     name: 'customer add-credit',
     summary:
-      "Add to a customer's credit balance (each run adds again); the next posted invoice consumes it as a CREDIT_MEMO",
-    usage: '--id ID --amount D [--org ID]',
-    flags: z.strictObject({ id: idFlag, amount: moneyInput, org: idFlag.optional() }),
+      "Add to a customer's credit balance; the next posted invoice consumes it as a CREDIT_MEMO. Repeated with the same --reference it adds nothing again; without one each run adds again",
+    usage: '--id ID --amount D [--reference R] [--org ID]',
+    flags: z.strictObject({
+      id: idFlag,
+      amount: moneyInput,
+      reference: referenceFlag.optional(),
+      org: idFlag.optional(),
+    }),
     run: ({ db }, f) =>
-      db.transaction((tx) => addCustomerCredit(tx, { customerId: f.id, orgId: f.org, amount: f.amount })),
+      db.transaction((tx) =>
+        addCustomerCredit(tx, { customerId: f.id, orgId: f.org, amount: f.amount, reference: f.reference }),
+      ),
   }),
 ];

@@ -8,7 +8,7 @@ import {
 } from '../../billing/index.js';
 import { TRANSACTION_METHODS, uuid } from '../../schemas/index.js';
 import { defineCommand } from '../command.js';
-import { idFlag } from '../flags.js';
+import { idFlag, referenceFlag } from '../flags.js';
 
 const PAID_USAGE = `--invoice UUID --amount D [--method ${TRANSACTION_METHODS.join('|')}] [--reference R] [--note N] [--org ID]`;
 
@@ -21,7 +21,7 @@ const money = {
 const paid = {
   ...money,
   method: z.enum(TRANSACTION_METHODS).optional(),
-  reference: z.string().max(255).optional(),
+  reference: referenceFlag.optional(),
 };
 
 /** The transaction created, in its public representation, with the invoice as it now stands. */
