@@ -16,6 +16,7 @@ import type { UsageEvent } from '../schemas/index.js';
 import {
   decodeDedupRecord,
   dedupKey,
+  dedupRecordIn,
   encodeDedupRecord,
   toPublicUsageEvent,
   type UsageEventRecord,
@@ -57,7 +58,7 @@ export interface UsageIngestOptions {
 /**
  * A duplicate whose first request failed tries once as new; if that attempt fails too (or waits on
  * yet another that fails), the answer is 503. While the log is down this keeps every request's
- * answer within two produce timeouts instead of a chain of them.
+ * answer within a few produce timeouts (attempts x MAX_SETTLE_STEPS at most), never an endless chain.
  */
 const MAX_ATTEMPTS = 2;
 /** Records a duplicate follows (awaited, adopted, read again) before it gives up with 503. */
@@ -236,10 +237,17 @@ export class UsageIngest {
     } catch (cause) {
       throw withHeaders(unavailable('The idempotency store is unavailable.', cause), headers);
     }
-    const record =
-      found === null
-        ? await this.storedInLog({ orgId: auth.orgId, ...identity }, headers)
-        : await this.settled(key, found, { orgId: auth.orgId, ...identity });
+    let record: UsageEventRecord | null;
+    try {
+      record =
+        found === null
+          ? await this.storedInLog({ orgId: auth.orgId, ...identity }, headers)
+          : await this.settled(key, found, { orgId: auth.orgId, ...identity });
+    } catch (error) {
+      const refusal = withHeaders(asApiError(error), headers);
+      countOutcome(rejected(refusal.code));
+      throw refusal;
+    }
     if (!record) {
       countOutcome(rejected(invalid.code));
       throw withHeaders(invalid, headers);
@@ -261,7 +269,7 @@ export class UsageIngest {
     }
   }
 
-  /** Waits for commits still on their way to the store (at shutdown). */
+  /** Waits for reservations and releases still on their way to the store (at shutdown). */
   async drain(): Promise<void> {
     await this.options.store.flush();
   }
@@ -484,10 +492,16 @@ export class UsageIngest {
           continue;
         }
       }
+      const { idempotencyTtlSeconds } = this.options;
       if (state === 'pending') {
         // Adopted (by this request or another), released, or replaced: follow what is there now.
         try {
-          current = await this.options.store.adopt(key, current);
+          current = await this.options.store.replace(
+            key,
+            current,
+            dedupRecordIn('adopted', current),
+            idempotencyTtlSeconds,
+          );
         } catch (cause) {
           throw unavailable('The idempotency store is unavailable.', cause);
         }
@@ -496,6 +510,13 @@ export class UsageIngest {
       // Adopted, and nobody here is appending it: this request does, and others here wait for it.
       this.inFlight.set(record.id, null);
       const [stored] = await this.appendToLog([record]);
+      // Durable: later repeats answer from the store instead of appending it again.
+      const adopted = current;
+      this.options.store
+        .replace(key, adopted, dedupRecordIn('committed', adopted), idempotencyTtlSeconds)
+        .catch((error) => {
+          this.options.logger.warn({ err: error }, 'could not commit a usage idempotency key');
+        });
       return stored!;
     }
   }

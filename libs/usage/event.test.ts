@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
-  adoptedDedupRecord,
   decodeDedupRecord,
   decodeLogMessage,
+  dedupRecordIn,
   encodeDedupRecord,
   encodeLogMessages,
   toPublicUsageEvent,
@@ -54,10 +54,10 @@ describe('usage event encodings', () => {
   it('keeps the event in the dedup record, its identity in the key', () => {
     const pending = encodeDedupRecord('pending', record);
     const adopted = encodeDedupRecord('adopted', record);
-    expect(adoptedDedupRecord(pending)).toBe(adopted);
+    expect(dedupRecordIn('adopted', pending)).toBe(adopted);
+    expect(dedupRecordIn('committed', adopted)).toBe(encodeDedupRecord('committed', record));
     expect(decodeDedupRecord(pending, record)).toEqual({ state: 'pending', record });
     expect(decodeDedupRecord(adopted, record)).toEqual({ state: 'adopted', record });
-    // Written by earlier versions, read as durable for as long as such records live.
     expect(decodeDedupRecord(`C${pending.slice(1)}`, record)).toEqual({ state: 'committed', record });
     expect(() => decodeDedupRecord(`X${pending.slice(1)}`, record)).toThrow('malformed');
   });

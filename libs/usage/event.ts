@@ -128,10 +128,9 @@ export function dedupKey(prefix: string, orgId: number, subscriptionItemId: numb
  * (it is in the store's key). `pending` from the reservation on: its owner is appending the event,
  * has appended it, or died trying; `adopted` once another request took over appending that same
  * event (its owner may no longer release the key). Neither says the event is durable: whoever
- * answers with it has it acknowledged by the log first (see UsageIngest). `committed` is read
- * only: records written before pending records stopped being upgraded, durable by definition.
- * Encoding is deterministic: a pending record is compared byte for byte to make sure it is still
- * the one its owner wrote before it is released or adopted.
+ * answers with it has it acknowledged by the log first (see UsageIngest). `committed` once a
+ * request that adopted it had it acknowledged: later repeats answer from the store. Encoding is
+ * deterministic: a record is compared byte for byte before it is released or changes state.
  */
 export type DedupState = 'pending' | 'adopted' | 'committed';
 
@@ -142,13 +141,13 @@ const TAG_STATES = new Map<string | undefined, DedupState>([
   ['C', 'committed'],
 ]);
 
-export function encodeDedupRecord(state: Exclude<DedupState, 'committed'>, record: UsageEventRecord): string {
+export function encodeDedupRecord(state: DedupState, record: UsageEventRecord): string {
   return `${STATE_TAGS[state]}|${record.id}|${record.quantity}|${record.occurredAtMs}|${record.recordedAtMs}`;
 }
 
-/** The adopted form of a pending record: the same event, state A. */
-export function adoptedDedupRecord(pending: string): string {
-  return `${STATE_TAGS.adopted}${pending.slice(1)}`;
+/** The same event in another state. */
+export function dedupRecordIn(state: DedupState, text: string): string {
+  return `${STATE_TAGS[state]}${text.slice(1)}`;
 }
 
 export function decodeDedupRecord(

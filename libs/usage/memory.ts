@@ -1,5 +1,4 @@
 import type { RateLimitStore } from '../rate-limit/index.js';
-import { adoptedDedupRecord } from './event.js';
 import type { DedupEntry, Reservation, ReservationResult, UsageDedupStore } from './store.js';
 
 interface Stored {
@@ -42,12 +41,12 @@ export class MemoryUsageDedupStore implements UsageDedupStore {
     return { count, allowed: true, existing };
   }
 
-  async adopt(key: string, pending: string): Promise<string | null> {
-    const current = this.read(key, this.now());
-    if (current !== pending) return current;
-    const adopted = adoptedDedupRecord(pending);
-    this.records.get(key)!.value = adopted;
-    return adopted;
+  async replace(key: string, expected: string, next: string, ttlSeconds: number): Promise<string | null> {
+    const now = this.now();
+    const current = this.read(key, now);
+    if (current !== expected) return current;
+    this.records.set(key, { value: next, expiresAt: now + ttlSeconds * 1000 });
+    return next;
   }
 
   async release(entries: readonly DedupEntry[]): Promise<void> {

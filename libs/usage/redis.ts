@@ -42,13 +42,12 @@ save_buckets()
 return out
 `;
 
-/** KEYS[1] identity; ARGV[1] the pending record to adopt. Returns the record there now. */
-const ADOPT_LUA = `
+/** KEYS[1] identity; ARGV: expected record, next record, ttl. Returns the record there now. */
+const REPLACE_LUA = `
 local current = redis.call('GET', KEYS[1])
 if current ~= ARGV[1] then return current end
-local adopted = 'A' .. string.sub(current, 2)
-redis.call('SET', KEYS[1], adopted, 'KEEPTTL')
-return adopted
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+return ARGV[2]
 `;
 
 /** KEYS: identities; ARGV: per key its pending record. */
@@ -63,7 +62,13 @@ type ScriptArgument = string | number;
 type WithUsageScripts = Redis & {
   billingUsageReserve(numberOfKeys: number, ...args: ScriptArgument[]): Promise<(number | string | null)[]>;
   billingUsageRelease(numberOfKeys: number, ...args: ScriptArgument[]): Promise<number>;
-  billingUsageAdopt(numberOfKeys: number, key: string, pending: string): Promise<string | null>;
+  billingUsageReplace(
+    numberOfKeys: number,
+    key: string,
+    expected: string,
+    next: string,
+    ttlSeconds: number,
+  ): Promise<string | null>;
 };
 
 /**
@@ -81,7 +86,7 @@ export class RedisUsageDedupStore implements UsageDedupStore {
     if (!('billingUsageReserve' in redis)) {
       redis.defineCommand('billingUsageReserve', { lua: RESERVE_LUA });
       redis.defineCommand('billingUsageRelease', { lua: RELEASE_LUA });
-      redis.defineCommand('billingUsageAdopt', { lua: ADOPT_LUA });
+      redis.defineCommand('billingUsageReplace', { lua: REPLACE_LUA });
     }
     this.redis = redis as WithUsageScripts;
     this.placeholderBucket = `${keyPrefix}usage:uncounted`;
@@ -102,8 +107,8 @@ export class RedisUsageDedupStore implements UsageDedupStore {
     return this.reservations.submit(reservation);
   }
 
-  adopt(key: string, pending: string): Promise<string | null> {
-    return this.redis.billingUsageAdopt(1, key, pending);
+  replace(key: string, expected: string, next: string, ttlSeconds: number): Promise<string | null> {
+    return this.redis.billingUsageReplace(1, key, expected, next, ttlSeconds);
   }
 
   async release(entries: readonly DedupEntry[]): Promise<void> {

@@ -32,15 +32,17 @@ export interface ReservationResult {
  * stays for the idempotency ttl; it is never rewritten when the log acknowledges the event.
  * A reservation whose event could not be written is released, only while the record there is still
  * the owner's pending one. A request that finds another's pending record adopts it (it will
- * append that same event itself), after which the owner can no longer release it.
+ * append that same event itself), after which the owner can no longer release it, and commits it
+ * once the log acknowledged it, so later repeats answer from the store.
  */
 export interface UsageDedupStore {
   reserve(reservation: Reservation): Promise<ReservationResult>;
   /**
-   * Marks `pending` adopted (state A, same event, same ttl) if it is still the record under `key`.
-   * Resolves with the record under `key` now: the adopted one, another, or null (released).
+   * Puts `next` under `key` for `ttlSeconds` if `expected` is still the record there (a pending
+   * record adopted, an adopted one committed). Resolves with the record under `key` now: `next`,
+   * another, or null (released).
    */
-  adopt(key: string, pending: string): Promise<string | null>;
+  replace(key: string, expected: string, next: string, ttlSeconds: number): Promise<string | null>;
   release(entries: readonly DedupEntry[]): Promise<void>;
   get(key: string): Promise<string | null>;
   /** Waits for batched writes still on their way. */

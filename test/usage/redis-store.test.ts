@@ -46,15 +46,20 @@ describe.each([
 
   it("adopts a pending record that is still there, after which its owner's release leaves it", async () => {
     const key = freshKey();
-    await reserve(key, OURS);
+    // Reserved for a minute, as an earlier version did: adopted, it lives for the whole ttl.
+    await store.reserve({ bucket: undefined, entries: [{ key, pending: OURS }], ttlSeconds: 60 });
     const adopted = `A${OURS.slice(1)}`;
-    expect(await store.adopt(key, OURS)).toBe(adopted);
-    // Adopting again, or what another found before the adoption, changes nothing.
-    expect(await store.adopt(key, OURS)).toBe(adopted);
+    expect(await store.replace(key, OURS, adopted, TTL)).toBe(adopted);
+    // What another found before the adoption changes nothing.
+    expect(await store.replace(key, OURS, adopted, TTL)).toBe(adopted);
     await store.release([{ key, pending: OURS }]);
     await store.flush();
     expect(await store.get(key)).toBe(adopted);
     if (name === 'RedisUsageDedupStore') expect(await redis.ttl(key)).toBeGreaterThan(TTL - 5);
+    // Appended and acknowledged: committed.
+    const committed = `C${OURS.slice(1)}`;
+    expect(await store.replace(key, adopted, committed, TTL)).toBe(committed);
+    expect(await store.get(key)).toBe(committed);
   });
 
   it('releases a pending record nobody adopted; adopting it then finds the key free', async () => {
@@ -63,14 +68,14 @@ describe.each([
     await store.release([{ key, pending: OURS }]);
     await store.flush();
     expect(await store.get(key)).toBeNull();
-    expect(await store.adopt(key, OURS)).toBeNull();
+    expect(await store.replace(key, OURS, `A${OURS.slice(1)}`, TTL)).toBeNull();
     expect(await store.get(key)).toBeNull();
   });
 
   it("neither adopts nor releases another request's record", async () => {
     const key = freshKey();
     await reserve(key, THEIRS);
-    expect(await store.adopt(key, OURS)).toBe(THEIRS);
+    expect(await store.replace(key, OURS, `A${OURS.slice(1)}`, TTL)).toBe(THEIRS);
     await store.release([{ key, pending: OURS }]);
     await store.flush();
     expect(await store.get(key)).toBe(THEIRS);

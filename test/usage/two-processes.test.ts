@@ -117,6 +117,11 @@ describe('usage ingest as two processes on one Redis and one topic', () => {
     });
     const again = await post(processes[0]!, key, 4);
     expect(again.body.data).toEqual(retry.body.data);
+    // Appended by the retry and acknowledged: committed, so later repeats answer from Redis.
+    const record = await stack.api.platform.redis!.get(
+      dedupKey(stack.api.config.REDIS_KEY_PREFIX, org.orgId, items.metered, key),
+    );
+    expect(record?.startsWith(`C|${orphan.id}|7|`)).toBe(true);
     await eventually(async () =>
       expect(await storedWithKey(key)).toEqual([
         expect.objectContaining({ id: orphan.id, quantity: '7.00000000' }),
