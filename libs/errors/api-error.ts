@@ -38,17 +38,25 @@ export class ApiError extends Error {
   readonly details: FieldError[] | undefined;
   /** Extra response headers the error implies, such as Retry-After or Allow. */
   readonly headers: Record<string, string>;
+  /** A refusal by design (the service is draining), not a failure: not logged as one. */
+  readonly refusal: boolean;
 
   constructor(
     code: ErrorCode,
     detail: string,
-    options: { details?: FieldError[]; headers?: Record<string, string>; cause?: unknown } = {},
+    options: {
+      details?: FieldError[];
+      headers?: Record<string, string>;
+      cause?: unknown;
+      refusal?: boolean;
+    } = {},
   ) {
     super(detail, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ApiError';
     this.code = code;
     this.details = options.details;
     this.headers = options.headers ?? {};
+    this.refusal = options.refusal ?? false;
   }
 
   get status(): number {
@@ -121,6 +129,14 @@ export class ApiError extends Error {
 
   static unsupportedMediaType(): ApiError {
     return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type; send application/json.');
+  }
+
+  /** What a draining service answers to a request it no longer takes. */
+  static shuttingDown(): ApiError {
+    return new ApiError('SERVICE_UNAVAILABLE', 'The service is shutting down; retry.', {
+      headers: { 'Retry-After': '1' },
+      refusal: true,
+    });
   }
 
   static serviceUnavailable(detail: string, retryAfterSeconds = 1, cause?: unknown): ApiError {

@@ -97,9 +97,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
       exchange.send(
         503,
         { 'X-Request-ID': requestId, 'Retry-After': '1' },
-        JSON.stringify(
-          toErrorBody(ApiError.serviceUnavailable('The service is shutting down; retry.'), requestId).body,
-        ),
+        JSON.stringify(toErrorBody(ApiError.shuttingDown(), requestId).body),
         undefined,
         true,
       );

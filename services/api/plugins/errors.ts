@@ -67,10 +67,8 @@ function isConnectionFailure(error: unknown): boolean {
 
 export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const apiError = toApiError(error);
-  // Internals go to the log with the request id, never to the client. A 503 without a cause is a
-  // refusal by design (the service is shutting down), not a failure.
-  const refusedByDesign = apiError?.code === 'SERVICE_UNAVAILABLE' && apiError.cause === undefined;
-  if ((!apiError || apiError.status >= 500) && !refusedByDesign) {
+  // Internals go to the log with the request id, never to the client.
+  if ((!apiError || apiError.status >= 500) && !apiError?.refusal) {
     request.log.error({ err: error }, 'request failed');
   }
   const { status, body } = toErrorBody(apiError ?? error, request.id);

@@ -36,7 +36,7 @@ export function registerInFlightTracking(app: ApiInstance): void {
     running++;
     if (closing) {
       reply.header('connection', 'close');
-      throw ApiError.serviceUnavailable('The service is shutting down; retry.');
+      throw ApiError.shuttingDown();
     }
   });
   app.addHook('onSend', async (request: Tracked) => settle(request));
