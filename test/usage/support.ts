@@ -2,7 +2,7 @@ import net from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
 import type { Queryable } from '../../libs/db/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
-import { startUsageSinks, type UsageSinks } from '../../libs/usage/index.js';
+import { startUsageSinks, type UsagePipeline, type UsageSinks } from '../../libs/usage/index.js';
 import { type IngestServer, startIngestServer } from '../../services/ingest/server.js';
 import { ingestReadinessChecks } from '../../services/ingest/start.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
@@ -78,15 +78,7 @@ export async function startUsageStack(
       ...options.env,
     },
   });
-  const ingest = await startIngestServer({
-    host: '127.0.0.1',
-    port: 0,
-    bodyLimit: api.config.INGEST_BODY_LIMIT_BYTES,
-    authenticator: api.platform.authenticator,
-    usage: api.usage.ingest,
-    checks: () => ingestReadinessChecks(api.platform, api.usage),
-    log: runLogger('ingest'),
-  });
+  const ingest = await startIngestFor(api, api.usage);
   let sinks: UsageSinks | undefined;
   if (topic && options.sinks) {
     sinks = await startUsageSinks({
@@ -107,6 +99,23 @@ export async function startUsageStack(
       await api.close();
     },
   };
+}
+
+/** The uWS ingest service on a pipeline of the api's platform, as the ingest process runs it. */
+export function startIngestFor(
+  api: TestApi,
+  pipeline: UsagePipeline,
+  logName = 'ingest',
+): Promise<IngestServer> {
+  return startIngestServer({
+    host: '127.0.0.1',
+    port: 0,
+    bodyLimit: api.config.INGEST_BODY_LIMIT_BYTES,
+    authenticator: api.platform.authenticator,
+    usage: pipeline.ingest,
+    checks: () => ingestReadinessChecks(api.platform, pipeline),
+    log: runLogger(logName),
+  });
 }
 
 export function uwsFrontEnd(port: number): UsageFrontEnd {

@@ -2,14 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dedupKey, encodeDedupRecord } from '../../libs/usage/event.js';
 import { openUsageIngest, type UsagePipeline } from '../../libs/usage/index.js';
-import { type IngestServer, startIngestServer } from '../../services/ingest/server.js';
-import { ingestReadinessChecks } from '../../services/ingest/start.js';
+import type { IngestServer } from '../../services/ingest/server.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { runLogger } from '../helpers/run-log.js';
 import {
   createUsageItems,
   eventually,
   freshKey,
+  startIngestFor,
   startUsageStack,
   type UsageFrontEnd,
   type UsageItems,
@@ -35,15 +34,7 @@ describe('usage ingest as two processes on one Redis and one topic', () => {
     stack = await startUsageStack('redis+kafka', { sinks: true });
     // A second ingest core on the same platform: its own requests in flight and its own producer.
     second = await openUsageIngest(stack.api.platform);
-    secondServer = await startIngestServer({
-      host: '127.0.0.1',
-      port: 0,
-      bodyLimit: stack.api.config.INGEST_BODY_LIMIT_BYTES,
-      authenticator: stack.api.platform.authenticator,
-      usage: second.ingest,
-      checks: () => ingestReadinessChecks(stack.api.platform, second),
-      log: runLogger('ingest-2'),
-    });
+    secondServer = await startIngestFor(stack.api, second, 'ingest-2');
     processes = [stack.frontEnds.find((f) => f.name === 'uws')!, uwsFrontEnd(secondServer.port)];
     org = await createTestOrg(stack.api.platform.db);
     items = await createUsageItems(stack.api.platform.db, org.orgId);
