@@ -67,6 +67,8 @@ const common = z.object({
   PUBLIC_BASE_URL: url(['http:', 'https:']).optional(),
   DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
   DATABASE_POOL_SIZE: positiveInt(10),
+  /** The longest one SQL statement may run before it fails and its connection is dropped. */
+  DATABASE_QUERY_TIMEOUT_MS: timerMs(60_000),
   DATA_DIR: z.string().min(1).default('./data'),
   EMBEDDED_DB_PORT: port(54329),
   REDIS_URL: url(['redis:', 'rediss:']).optional(),

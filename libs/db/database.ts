@@ -54,6 +54,8 @@ export class Database implements Queryable {
       applicationName?: string;
       preparedStatements?: boolean;
       connectTimeoutMs?: number;
+      /** The longest one statement may run; past it the query fails and its connection is dropped. */
+      queryTimeoutMs?: number;
     } = {},
   ) {
     this.statementNames = options.preparedStatements ? new Map() : undefined;
@@ -69,6 +71,10 @@ export class Database implements Queryable {
       connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
       // A server host that vanished without a reset is found by TCP keepalive, not never.
       keepAlive: true,
+      // A server that stopped answering (frozen, partitioned) fails each query within this, and
+      // pg-pool drops a connection whose query failed, instead of every request waiting for TCP
+      // keepalive (minutes) or forever.
+      ...(options.queryTimeoutMs ? { query_timeout: options.queryTimeoutMs } : {}),
     });
     // An idle client whose server went away must not crash the process; the next query reports it.
     this.pool.on('error', () => {});
@@ -102,6 +108,8 @@ export class Database implements Queryable {
     // fails instead, the transaction rolls back as usual, and release() drops the broken client.
     const ignoreLostConnection = () => {};
     client.on('error', ignoreLostConnection);
+    // Set when the connection cannot be trusted any more: release() then drops it from the pool.
+    let broken: Error | undefined;
     try {
       const modes = [
         options.isolation ? `ISOLATION LEVEL ${options.isolation.toUpperCase()}` : '',
@@ -114,15 +122,30 @@ export class Database implements Queryable {
       await client.query('COMMIT');
       return result;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
+      // A statement past the query timeout may still run on this connection: a ROLLBACK would wait
+      // behind it. Dropping the connection ends the transaction on the server instead.
+      broken = isQueryTimeout(error) ? error : await rollback(client);
       throw error;
     } finally {
       client.off('error', ignoreLostConnection);
-      client.release();
+      client.release(broken);
     }
   }
 
   async close(): Promise<void> {
     await this.pool.end();
   }
+}
+
+/** Undefined once rolled back; the error when even that failed (the connection is not reusable). */
+function rollback(client: pg.PoolClient): Promise<Error | undefined> {
+  return client.query('ROLLBACK').then(
+    () => undefined,
+    (failed: Error) => failed,
+  );
+}
+
+/** pg's error for a query past `query_timeout` (it has no code). */
+function isQueryTimeout(error: unknown): error is Error {
+  return error instanceof Error && error.message === 'Query read timeout';
 }

@@ -20,7 +20,15 @@ describe('openDatabase', () => {
     const port = (silent.address() as net.AddressInfo).port;
     const started = Date.now();
     await expect(
-      openDatabase({ DATABASE_POOL_SIZE: 2, DATA_DIR: '/nonexistent', EMBEDDED_DB_PORT: port }, 'test'),
+      openDatabase(
+        {
+          DATABASE_POOL_SIZE: 2,
+          DATABASE_QUERY_TIMEOUT_MS: 60_000,
+          DATA_DIR: '/nonexistent',
+          EMBEDDED_DB_PORT: port,
+        },
+        'test',
+      ),
     ).rejects.toThrow(
       new RegExp(`port ${port} \\(EMBEDDED_DB_PORT\\) is in use, but not by the embedded database`),
     );

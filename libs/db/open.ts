@@ -16,7 +16,10 @@ export interface OpenedDatabase {
  * when another process (say `npm start`) already serves it, else served by this process.
  */
 export async function openDatabase(
-  config: Pick<CommonConfig, 'DATABASE_URL' | 'DATABASE_POOL_SIZE' | 'DATA_DIR' | 'EMBEDDED_DB_PORT'>,
+  config: Pick<
+    CommonConfig,
+    'DATABASE_URL' | 'DATABASE_POOL_SIZE' | 'DATABASE_QUERY_TIMEOUT_MS' | 'DATA_DIR' | 'EMBEDDED_DB_PORT'
+  >,
   applicationName: string,
 ): Promise<OpenedDatabase> {
   if (config.DATABASE_URL) {
@@ -24,6 +27,7 @@ export async function openDatabase(
       poolSize: config.DATABASE_POOL_SIZE,
       applicationName,
       preparedStatements: true,
+      queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
     });
     return { db, mode: 'postgres', close: () => db.close() };
   }
@@ -42,6 +46,7 @@ export async function openDatabase(
     const db = new Database(`postgres://postgres@${host}:${config.EMBEDDED_DB_PORT}/postgres`, {
       poolSize: Math.min(config.DATABASE_POOL_SIZE, 4),
       applicationName,
+      queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
     });
     // Something listens there: the embedded database of another process, or not (then say so
     // instead of waiting on a handshake that never comes).
@@ -62,7 +67,11 @@ export async function openDatabase(
     host,
     port: config.EMBEDDED_DB_PORT,
   });
-  const db = new Database(server.url, { poolSize: config.DATABASE_POOL_SIZE, applicationName });
+  const db = new Database(server.url, {
+    poolSize: config.DATABASE_POOL_SIZE,
+    applicationName,
+    queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
+  });
   return {
     db,
     mode: 'embedded-server',

@@ -1,4 +1,4 @@
-import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
+import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Database } from '../../libs/db/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
@@ -67,5 +67,70 @@ describe('Database against a server that accepts connections and never answers',
     await expect(db.query('SELECT 1')).rejects.toThrow(/timeout/i);
     expect(Date.now() - started).toBeLessThan(5000);
     void db.close().catch(() => {});
+  });
+});
+
+describe('Database when its server stops answering after the connections were made', () => {
+  let database: TestDatabase;
+  let proxy: Server;
+  let frozen = false;
+  const upstreams = new Set<Socket>();
+  beforeAll(async () => {
+    database = await createTestDatabase('database-frozen');
+    const target = new URL(database.url);
+    // A TCP proxy to Postgres that, while frozen, passes nothing on: a server that hangs.
+    proxy = createServer((client) => {
+      const upstream = connect(Number(target.port || 5432), target.hostname);
+      upstreams.add(upstream);
+      client.on('data', (chunk) => {
+        if (!frozen) upstream.write(chunk);
+      });
+      upstream.on('data', (chunk) => {
+        if (!frozen) client.write(chunk);
+      });
+      const end = () => {
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on('close', end).on('error', end);
+      upstream.on('close', end).on('error', end);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    for (const upstream of upstreams) upstream.destroy();
+    await new Promise((resolve) => proxy.close(resolve));
+    await database.drop();
+  });
+
+  it('fails a query past the query timeout, drops its connection, and serves again once it answers', async () => {
+    const url = new URL(database.url);
+    url.host = `127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const db = new Database(url.toString(), { poolSize: 1, queryTimeoutMs: 300 });
+    expect((await db.query<{ n: number }>('SELECT $1::int AS n', [1])).rows).toEqual([{ n: 1 }]);
+    frozen = true;
+    try {
+      const started = Date.now();
+      await expect(db.query('SELECT 1')).rejects.toThrow('Query read timeout');
+      expect(Date.now() - started).toBeLessThan(3000);
+    } finally {
+      frozen = false;
+    }
+    // The one pooled connection was stuck behind a query that never ended: dropped, not reused.
+    expect((await db.query<{ n: number }>('SELECT $1::int AS n', [2])).rows).toEqual([{ n: 2 }]);
+
+    // The same inside a transaction: no ROLLBACK waits behind the stuck statement.
+    const started = Date.now();
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.query('SELECT 1');
+        frozen = true;
+        await tx.query('SELECT 2');
+      }),
+    ).rejects.toThrow('Query read timeout');
+    frozen = false;
+    expect(Date.now() - started).toBeLessThan(3000);
+    await db.transaction(async (tx) => expect((await tx.query('SELECT 3 AS n')).rows).toEqual([{ n: 3 }]));
+    await db.close();
   });
 });

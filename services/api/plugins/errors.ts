@@ -50,7 +50,7 @@ const NETWORK_ERROR_CODES = new Set([
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
 /** What pg says when a connection cannot be had or was lost (these errors carry no code). */
 const LOST_CONNECTION =
-  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout)/;
 
 /**
  * Postgres (or another dependency) being unreachable is an outage to wait out, a 503 with
