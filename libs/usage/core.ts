@@ -231,17 +231,12 @@ export class UsageIngest {
       identity.subscriptionItemId,
       identity.idempotencyKey,
     );
-    let found: string | null;
-    try {
-      found = await this.options.store.get(key);
-    } catch (cause) {
-      throw withHeaders(unavailable('The idempotency store is unavailable.', cause), headers);
-    }
     let record: UsageEventRecord | null;
     try {
+      const found = await this.read(key);
       record =
         found === null
-          ? await this.storedInLog({ orgId: auth.orgId, ...identity }, headers)
+          ? await this.storedInLog({ orgId: auth.orgId, ...identity })
           : await this.settled(key, found, { orgId: auth.orgId, ...identity });
     } catch (error) {
       const refusal = withHeaders(asApiError(error), headers);
@@ -257,15 +252,12 @@ export class UsageIngest {
   }
 
   /** The event the log holds for an identity the store does not know (e.g. forgotten at a restart). */
-  private async storedInLog(
-    identity: UsageIdentity,
-    headers: Record<string, string>,
-  ): Promise<UsageEventRecord | null> {
+  private async storedInLog(identity: UsageIdentity): Promise<UsageEventRecord | null> {
     if (!this.options.log.stored) return null;
     try {
       return await this.options.log.stored(identity);
     } catch (cause) {
-      throw withHeaders(unavailable('The database is unavailable.', cause), headers);
+      throw unavailable('The database is unavailable.', cause);
     }
   }
 
@@ -511,9 +503,8 @@ export class UsageIngest {
       this.inFlight.set(record.id, null);
       const [stored] = await this.appendToLog([record]);
       // Durable: later repeats answer from the store instead of appending it again.
-      const adopted = current;
       this.options.store
-        .replace(key, adopted, dedupRecordIn('committed', adopted), idempotencyTtlSeconds)
+        .replace(key, current, dedupRecordIn('committed', current), idempotencyTtlSeconds)
         .catch((error) => {
           this.options.logger.warn({ err: error }, 'could not commit a usage idempotency key');
         });
