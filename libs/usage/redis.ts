@@ -1,6 +1,6 @@
 import { Batcher } from '../batching/index.js';
 import { RATE_LIMIT_LUA } from '../rate-limit/index.js';
-import type { Redis } from '../redis/index.js';
+import { BulkScript, type Redis, type ScriptArgument } from '../redis/index.js';
 import type { DedupEntry, Reservation, ReservationResult, UsageDedupStore } from './store.js';
 
 /**
@@ -58,9 +58,9 @@ end
 return #KEYS
 `;
 
-type ScriptArgument = string | number;
+const RESERVE = new BulkScript(RESERVE_LUA);
+
 type WithUsageScripts = Redis & {
-  billingUsageReserve(numberOfKeys: number, ...args: ScriptArgument[]): Promise<(number | string | null)[]>;
   billingUsageRelease(numberOfKeys: number, ...args: ScriptArgument[]): Promise<number>;
   billingUsageReplace(
     numberOfKeys: number,
@@ -83,8 +83,7 @@ export class RedisUsageDedupStore implements UsageDedupStore {
   private readonly placeholderBucket: string;
 
   constructor(redis: Redis, keyPrefix: string) {
-    if (!('billingUsageReserve' in redis)) {
-      redis.defineCommand('billingUsageReserve', { lua: RESERVE_LUA });
+    if (!('billingUsageRelease' in redis)) {
       redis.defineCommand('billingUsageRelease', { lua: RELEASE_LUA });
       redis.defineCommand('billingUsageReplace', { lua: REPLACE_LUA });
     }
@@ -135,13 +134,12 @@ export class RedisUsageDedupStore implements UsageDedupStore {
         args.push(entry.pending);
       }
     }
-    const reply = await this.redis.billingUsageReserve(
-      keys.length,
+    const reply = (await RESERVE.call(this.redis, keys.length, [
       ...keys,
       batch[0]!.ttlSeconds,
       batch.length,
       ...args,
-    );
+    ])) as (number | string | null)[];
     let at = 0;
     return batch.map(({ entries }) => {
       const count = Number(reply[at]);

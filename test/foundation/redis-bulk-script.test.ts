@@ -1,0 +1,39 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BulkScript, connectRedis, type Redis } from '../../libs/redis/index.js';
+import { testServices } from '../helpers/services.js';
+
+let redis: Redis;
+
+beforeAll(async () => {
+  redis = await connectRedis(testServices().redisUrl);
+});
+afterAll(() => redis.disconnect());
+
+/** A script no Redis has seen yet: its first EVALSHA is refused with NOSCRIPT. */
+function unseenScript(body: string): { script: BulkScript; sha: string; lua: string } {
+  const lua = `-- ${randomUUID()}\n${body}`;
+  return { script: new BulkScript(lua), lua, sha: createHash('sha1').update(lua).digest('hex') };
+}
+
+describe('BulkScript', () => {
+  it('loads a script Redis does not know, then calls it by its sha; keys and arguments arrive intact', async () => {
+    const { script, sha } = unseenScript(
+      "local out = {} for i = 1, #KEYS do out[#out + 1] = KEYS[i] .. '=' .. ARGV[i] end return out",
+    );
+    expect(await redis.script('EXISTS', sha)).toEqual([0]);
+    const keys = Array.from({ length: 2000 }, (_, i) => `bulk:${i}:ключ-🙂`);
+    const values = keys.map((_, i) => (i % 2 ? `v${i}` : i));
+    const expected = keys.map((key, i) => `${key}=${values[i]}`);
+
+    expect(await script.call(redis, keys.length, [...keys, ...values])).toEqual(expected);
+    expect(await redis.script('EXISTS', sha)).toEqual([1]);
+    expect(await script.call(redis, keys.length, [...keys, ...values])).toEqual(expected);
+  });
+
+  it("passes the script's own errors on", async () => {
+    const { script } = unseenScript("return redis.error_reply('ERR refused by the script')");
+    await expect(script.call(redis, 0, [])).rejects.toThrow('refused by the script');
+    await expect(script.call(redis, 0, [])).rejects.toThrow('refused by the script');
+  });
+});
