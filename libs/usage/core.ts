@@ -191,10 +191,14 @@ export class UsageIngest {
     if (valid.length) {
       const recorded = await this.recordCounted(auth, valid);
       decision = recorded.decision;
+      let repeats = 0;
       recorded.settled.forEach((outcome, i) => {
-        countOutcome(outcome.deduplicated ? DEDUPLICATED : ACCEPTED);
+        if (outcome.deduplicated) repeats++;
         outcomes[positions[i]!] = { event: toPublicUsageEvent(outcome.record) };
       });
+      // Counted once per batch: prom-client hashes the labels on every call.
+      if (repeats) DEDUPLICATED.inc(repeats);
+      if (valid.length > repeats) ACCEPTED.inc(valid.length - repeats);
     } else {
       decision = await this.countOnly(auth);
     }

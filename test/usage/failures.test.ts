@@ -117,6 +117,40 @@ describe('usage ingest when Kafka or Redis fail', () => {
       expect(text).toMatch(/billing_kafka_produce_batch_size_count [1-9]/);
     });
 
+    it('counts every event of a batch by its outcome', async () => {
+      const uws = stack.frontEnds.find((f) => f.name === 'uws')!;
+      const counted = async () => {
+        const text = await (await ops('/metrics')).text();
+        const value = (labels: string) =>
+          Number(new RegExp(`billing_ingest_events_total\\{${labels}\\} (\\d+)`).exec(text)?.[1] ?? 0);
+        return {
+          accepted: value('outcome="accepted",reason=""'),
+          deduplicated: value('outcome="deduplicated",reason=""'),
+          invalid: value('outcome="rejected",reason="VALIDATION_ERROR"'),
+        };
+      };
+      const before = await counted();
+      const event = (key: string) => ({
+        subscription_item_id: items.metered,
+        quantity: 2,
+        idempotency_key: key,
+      });
+      const [first, second] = [freshKey('batch-count'), freshKey('batch-count')];
+      const response = await uws.post('/usage/events/batch', {
+        key: org.apiKey,
+        body: {
+          events: [event(first), event(second), event(first), { ...event(freshKey('x')), quantity: -1 }],
+        },
+      });
+      expect(response.status).toBe(200);
+      const after = await counted();
+      expect({
+        accepted: after.accepted - before.accepted,
+        deduplicated: after.deduplicated - before.deduplicated,
+        invalid: after.invalid - before.invalid,
+      }).toEqual({ accepted: 2, deduplicated: 1, invalid: 1 });
+    });
+
     it('keeps the operations routes outside the public base path, and answers unknown routes 404', async () => {
       const unknown = await ops('/api/public/v1/customers');
       expect(unknown.status).toBe(404);
