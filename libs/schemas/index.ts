@@ -16,7 +16,7 @@ export {
   type TransactionStatus,
   type TransactionType,
 } from './invoice.js';
-export { jsonWriter, listBodyJson } from './json-text.js';
+export { dataListWriter, JSON_CONTENT_TYPE, jsonWriter, listBodyJson } from './json-text.js';
 export { API_VERSION, BASE_PATH, Meta } from './meta.js';
 export {
   booleanQuery,

@@ -13,6 +13,9 @@ export function jsonWriter<T extends z.ZodType>(schema: T): (value: z.output<T>)
   return fastJson(jsonSchema as Parameters<typeof fastJson>[0]) as (value: z.output<T>) => string;
 }
 
+/** The media type of every JSON body the services write. */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
 const writePagination = jsonWriter(Pagination);
 
 /**
@@ -28,6 +31,36 @@ export function listBodyJson(items: readonly Buffer[], pagination: z.output<type
   });
   parts.push(Buffer.from(`],"pagination":${writePagination(pagination)}}`));
   return Buffer.concat(parts);
+}
+
+/**
+ * jsonWriter for a `{ "data": [...] }` body, e.g. a batch's thousand results, as bytes: each item
+ * is written by the item schema's writer and copied into one buffer at once. The same bytes as
+ * jsonWriter(schema) and Buffer.from, at a fraction of the cost: fast-json-stringify appends piece
+ * by piece, and for a large body V8 then spends three times as long walking and copying that chain
+ * of pieces (flattening it) as writing it, while an item's few pieces are copied while still hot.
+ */
+export function dataListWriter<I extends z.ZodType>(
+  schema: z.ZodObject<{ data: z.ZodArray<I> }>,
+): (value: { data: readonly z.output<I>[] }) => Buffer {
+  const writeItem = jsonWriter(schema.shape.data.element);
+  return ({ data }) => {
+    let out = Buffer.allocUnsafe(16 * 1024);
+    let at = LIST_START.copy(out, 0);
+    data.forEach((item, i) => {
+      const text = writeItem(item);
+      const most = 1 + text.length * 3 + 2; // a comma, the item's UTF-8 at most, the closing `]}`
+      if (at + most > out.length) {
+        const bigger = Buffer.allocUnsafe(Math.max(out.length * 2, at + most));
+        out.copy(bigger, 0, 0, at);
+        out = bigger;
+      }
+      if (i > 0) out[at++] = COMMA[0]!;
+      at += out.write(text, at, 'utf8');
+    });
+    at += out.write(']}', at, 'latin1');
+    return out.subarray(0, at);
+  };
 }
 
 const LIST_START = Buffer.from('{"data":[');

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { JSON_CONTENT_TYPE } from '../../libs/schemas/index.js';
 import type { HttpResponse } from './uws.js';
 
 const STATUS_LINES: Record<number, string> = {
@@ -60,8 +61,8 @@ export class Exchange {
   send(
     status: number,
     headers: Record<string, string>,
-    body: string,
-    contentType = 'application/json; charset=utf-8',
+    body: string | Buffer,
+    contentType = JSON_CONTENT_TYPE,
     closeConnection = false,
   ): void {
     if (!this.open) return;

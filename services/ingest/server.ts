@@ -10,6 +10,7 @@ import {
 } from '../../libs/observability/index.js';
 import {
   BASE_PATH,
+  dataListWriter,
   jsonWriter,
   single,
   UsageEvent,
@@ -56,7 +57,7 @@ interface ReceivedRequest {
 
 /** The response bodies, written from the same schemas as the api service's (fast-json-stringify). */
 const writeEvent = jsonWriter(single(UsageEvent));
-const writeBatchResult = jsonWriter(UsageEventBatchResult);
+const writeBatchResult = dataListWriter(UsageEventBatchResult);
 
 /**
  * The usage routes on uWebSockets.js, the same contract as the api service's: auth, rate-limit
@@ -128,7 +129,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     authenticated: Promise<AuthContext>,
     { body, tooLarge, contentType, contentEncoding, chunked, idempotencyKey }: ReceivedRequest,
     onAuthenticated: (auth: AuthContext) => void,
-  ): Promise<{ status: number; headers: Record<string, string>; payload: string }> => {
+  ): Promise<{ status: number; headers: Record<string, string>; payload: string | Buffer }> => {
     const auth = await authenticated;
     onAuthenticated(auth);
     // In the api service's order: the media type, then the size, then the encoding and the JSON

@@ -595,6 +595,17 @@ describe.each(MODES)('usage events, %s', (mode) => {
         await eventually(async () => expect(await storedWithKey(keys[0]!)).toHaveLength(2));
       });
 
+      it('records a full batch of 1000 events and answers each, in order', async () => {
+        const keys = Array.from({ length: 1000 }, () => freshKey('full'));
+        const response = await batch(
+          keys.map((key) => ({ subscription_item_id: items.metered, quantity: 0.5, idempotency_key: key })),
+        );
+        expect(response.status).toBe(200);
+        const results = response.body.data as { status: number; data: { idempotency_key: string } }[];
+        expect(results.map((r) => r.status)).toEqual(keys.map(() => 201));
+        expect(results.map((r) => r.data.idempotency_key)).toEqual(keys);
+      });
+
       it('returns stored events for keys seen before or repeated inside the batch', async () => {
         const key = freshKey('dup');
         const single = await post({

@@ -14,6 +14,7 @@ import {
   Invoice,
   InvoiceTransaction,
   integerIdQuery,
+  JSON_CONTENT_TYPE,
   listBodyJson,
   listOf,
   paginationOf,
@@ -31,7 +32,6 @@ const InvoiceListQuery = paginationQuery.extend({
     .optional()
     .meta({ description: 'Only invoices in this status (uppercase).' }),
 });
-const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 const InvoicePath = z.object({ invoice_id: uuidPathId });
 /** Sent as raw bytes: Fastify never serializes a Buffer. */
 const PdfBytes = z

@@ -5,7 +5,9 @@ import { ApiError } from '../../../libs/errors/index.js';
 import {
   CreateUsageEvent,
   CreateUsageEventBatch,
+  dataListWriter,
   idempotencyKey,
+  JSON_CONTENT_TYPE,
   single,
   UsageEvent,
   UsageEventBatchResult,
@@ -28,6 +30,8 @@ import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
  *   wrong media type, too large) is counted by `countRefused`, the routes' error handler.
  */
 const validatedByTheCore: FastifySchemaCompiler<unknown> = () => (value) => ({ value });
+
+const writeBatchResult = dataListWriter(UsageEventBatchResult);
 
 /** The first value of a header sent once or more (rawHeaders: name, value, name, value...). */
 function firstHeaderValue(rawHeaders: string[], name: string): string | undefined {
@@ -151,7 +155,13 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const recorded = await core(request).recordBatch(request.auth!, request.body);
-      return reply.code(200).headers(recorded.headers).send(batchResultBody(recorded.value, request.id));
+      // Written by the route's own schema, item by item (dataListWriter); Fastify sends a Buffer as
+      // it is (the reply's type, bound to the schema's object shape, is set aside for this one send).
+      return (reply as FastifyReply)
+        .code(200)
+        .headers(recorded.headers)
+        .type(JSON_CONTENT_TYPE)
+        .send(writeBatchResult(batchResultBody(recorded.value, request.id)));
     },
   );
 };
