@@ -379,6 +379,32 @@ export async function cpuSeconds(pid: number | undefined): Promise<number> {
   }
 }
 
+/**
+ * Waits until the machine is quiet: less than `maxBusy` of its CPU time used over a 2 s sample
+ * (/proc/stat), at most `timeoutMs`. A scenario that starts while ClickHouse still merges the
+ * previous one's rows, or Postgres vacuums them, is measured against that work. Returns the busy
+ * fraction of the last sample, so the report can show what the scenario started on.
+ */
+export async function waitForQuietMachine(maxBusy = 0.1, timeoutMs = 180_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const before = await machineTicks();
+    await sleep(2000);
+    const after = await machineTicks();
+    const total = after.total - before.total;
+    const busy = total > 0 ? 1 - (after.idle - before.idle) / total : 0;
+    if (busy < maxBusy || Date.now() >= deadline) return busy;
+  }
+}
+
+/** All CPUs' clock ticks since boot, and the idle ones among them (the first line of /proc/stat). */
+async function machineTicks(): Promise<{ total: number; idle: number }> {
+  const [cpu] = (await readFile('/proc/stat', 'utf8')).split('\n');
+  const ticks = cpu!.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is already in user and nice)
+  return { total: ticks.slice(0, 8).reduce((sum, n) => sum + n, 0), idle: ticks[3]! + ticks[4]! };
+}
+
 /** utime and stime of a /proc/<pid>/stat line, in clock ticks of 1/100 s (USER_HZ on Linux). */
 function statCpuSeconds(stat: string): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -13,6 +13,8 @@
  *
  * Each scenario's server starts for it, with a topic of its own, so a backlog never outlives its
  * scenario and the test broker's per-partition limit (below) applies to one scenario's events.
+ * A scenario starts once the machine is quiet (waitForQuietMachine: ClickHouse merges and Postgres
+ * vacuums of the previous scenario's rows go on after the sinks stopped).
  * After each scenario the sinks (services/ingest/sinks.ts) start, catch up and stop with SIGTERM,
  * and the report compares the events the
  * services accepted (their own counters) with the rows in Postgres and the count and exact decimal
@@ -72,6 +74,7 @@ import {
   stopProcess,
   track,
   waitForLine,
+  waitForQuietMachine,
   waitUntilReady,
   writeReport,
 } from '../support.js';
@@ -121,6 +124,8 @@ interface ScenarioResult {
   scenario: Scenario;
   /** Whether the sinks ran during the load or only after it (BENCH_SINKS). */
   sinks: 'during' | 'after';
+  /** Share of the machine's CPU in use just before (waitForQuietMachine: under 10%, or 3 min passed). */
+  machineBusyBefore: number;
   eventsPerRequest: number;
   requestsPerSecond: number;
   eventsPerSecond: number;
@@ -177,6 +182,12 @@ async function main(): Promise<void> {
   const topics: string[] = [];
   let drained: Drained | undefined;
   for (const scenario of settings.scenarios) {
+    const waitStarted = Date.now();
+    const machineBusyBefore = await waitForQuietMachine();
+    log(
+      `${scenario}: starts on a machine ${Math.round(machineBusyBefore * 100)}% busy ` +
+        `(waited ${Math.round((Date.now() - waitStarted) / 1000)} s for it to quieten)`,
+    );
     const port = await freePort();
     let server: ChildProcess;
     let env = serviceEnv;
@@ -201,6 +212,7 @@ async function main(): Promise<void> {
     results.push({
       ...(await measure(scenario, port, apiKey, itemIds, server.pid)),
       sinks: sinksDuring ? 'during' : 'after',
+      machineBusyBefore: round(machineBusyBefore),
     });
     if (scenario !== 'bare') {
       const counted = await ingestCounters(port);
@@ -270,7 +282,7 @@ async function measure(
   apiKey: string,
   itemIds: number[],
   serverPid: number | undefined,
-): Promise<Omit<ScenarioResult, 'sinks'>> {
+): Promise<Omit<ScenarioResult, 'sinks' | 'machineBusyBefore'>> {
   const batch = scenario === 'batch';
   const eventsPerRequest = batch ? settings.batchEvents : 1;
   const url = `http://127.0.0.1:${port}${BASE_PATH}/usage/events${batch ? '/batch' : ''}`;
