@@ -80,26 +80,33 @@ export async function getWebhookEvent(
   eventId: string,
 ): Promise<WebhookEventWithHistory> {
   assertEventId(eventId);
-  const [event, attempts] = await Promise.all([
-    db.query<EventRow>(`SELECT ${COLUMNS} FROM webhook_events WHERE org_id = $1 AND id = $2`, [
-      orgId,
-      eventId,
-    ]),
-    db.query<{ attempt: number; attempted_at: Date; response_code: number; duration_ms: number }>(
-      `SELECT attempt, attempted_at, response_code, duration_ms FROM webhook_attempts
-       WHERE org_id = $1 AND webhook_event_id = $2 ORDER BY attempt`,
-      [orgId, eventId],
-    ),
-  ]);
-  if (!event.rows[0]) throw ApiError.notFound(`Webhook event ${eventId}`);
+  // One statement, so one snapshot: the event's summary (attempts, status) and its history always
+  // agree, even when an attempt is recorded while this reads.
+  const { rows } = await db.query<
+    EventRow & {
+      attempt: number | null;
+      attempted_at: Date | null;
+      response_code: number;
+      duration_ms: number;
+    }
+  >(
+    `WITH event AS (SELECT ${COLUMNS} FROM webhook_events WHERE org_id = $1 AND id = $2)
+     SELECT event.*, a.attempt, a.attempted_at, a.response_code, a.duration_ms
+     FROM event LEFT JOIN webhook_attempts a ON a.org_id = $1 AND a.webhook_event_id = event.id
+     ORDER BY a.attempt`,
+    [orgId, eventId],
+  );
+  if (!rows[0]) throw ApiError.notFound(`Webhook event ${eventId}`);
   return {
-    ...toEvent(event.rows[0]),
-    attempt_history: attempts.rows.map((row) => ({
-      attempt: row.attempt,
-      at: row.attempted_at.toISOString(),
-      response_code: row.response_code,
-      duration_ms: row.duration_ms,
-    })),
+    ...toEvent(rows[0]),
+    attempt_history: rows
+      .filter((row) => row.attempt !== null)
+      .map((row) => ({
+        attempt: row.attempt!,
+        at: row.attempted_at!.toISOString(),
+        response_code: row.response_code,
+        duration_ms: row.duration_ms,
+      })),
   };
 }
 
