@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 
 export type { Redis } from 'ioredis';
-export { BulkScript, encodeCommand, type ScriptArgument } from './bulk-script.js';
+export { BulkScript, type ScriptArgument } from './bulk-script.js';
 
 const COMMAND_TIMEOUT_MS = 2000;
 
