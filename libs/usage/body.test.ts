@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../errors/index.js';
-import { parseUsageBody, quantityIsInexact } from './body.js';
+import { mayHoldLongNumber, parseUsageBody, quantityIsInexact } from './body.js';
 
 const parse = (text: string) => parseUsageBody(Buffer.from(text, 'utf8'));
 
@@ -73,5 +73,47 @@ describe('parseUsageBody', () => {
       );
     }
     expect(parseUsageBody(withKeyBytes(0xc3, 0xa9))).toMatchObject({ idempotency_key: 'k\u00e9' });
+  });
+
+  it('looks for long numbers exactly where the pattern it replaces matches', () => {
+    const pattern = /\d[\d.]{15}|\d[eE]/;
+    const cases = [
+      '',
+      '1234567890123456',
+      '123456789012345',
+      '.123456789012345.',
+      '..1234567890123456',
+      '1.2.3.4.5.6.7.8.9',
+      'x1.2.3.4.5.6.7.8.',
+      '{"quantity":1e5}',
+      'e1',
+      '1E',
+      'a'.repeat(31) + '1234567890123456',
+      'a'.repeat(30) + '123456789012345a' + '1'.repeat(15),
+    ];
+    // A run of 15, 16 or 17 at every offset, alone or after a run too short to match.
+    for (let offset = 0; offset < 40; offset++) {
+      for (const run of ['1'.repeat(15), '1'.repeat(16), '1'.repeat(17), `.${'2'.repeat(15)}`]) {
+        cases.push(`${'a'.repeat(offset)}${run}a`, `${'9'.repeat(offset % 16)}a${'a'.repeat(offset)}${run}`);
+      }
+    }
+    // Random texts over digits, dots, exponents and a few others, of every length around 16 and 32.
+    let seed = 7;
+    const next = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const alphabet = '0123456789.eE"a,';
+    for (let i = 0; i < 20_000; i++) {
+      let text = '';
+      const length = Math.floor(next() * 48);
+      for (let j = 0; j < length; j++) {
+        text += alphabet[Math.floor(next() * (next() < 0.85 ? 11 : alphabet.length))];
+      }
+      cases.push(text);
+    }
+    for (const text of cases) expect(mayHoldLongNumber(text), text).toBe(pattern.test(text));
+    expect(cases.filter((text) => pattern.test(text)).length).toBeGreaterThan(1000);
+    expect(cases.filter((text) => !pattern.test(text)).length).toBeGreaterThan(1000);
   });
 });
