@@ -211,14 +211,27 @@ function installDynamicRequestHook(): void {
 const children: ChildProcess[] = [];
 
 /**
- * The V8 flags every service runs with, as package.json's start scripts and the Dockerfile's
- * NODE_OPTIONS give them: a 32 MB young generation, so the many short-lived objects of each
- * request die in fewer, cheaper scavenges (measured on the ingest path: more events/s, less CPU per request).
+ * The V8 flags a process runs with here: its package.json start script's (`exec node <flags>
+ * --import tsx <entry>`), so a service is measured as `npm run start:*` runs it; any other entry
+ * (baselines, the console) gets the flags of `npm start`. They size the young generation, where the
+ * many short-lived objects of each request die (docs/decisions.md).
  */
-export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=32'];
+export function serviceNodeFlags(entry: string): string[] {
+  const { scripts } = requireFromHere(path.join(ROOT, 'package.json')) as { scripts: Record<string, string> };
+  const flagsOf = (script: string | undefined) => {
+    const words = script?.split(/\s+/) ?? [];
+    const node = words.indexOf('node');
+    const end = words.indexOf('--import');
+    return node >= 0 && end > node ? words.slice(node + 1, end) : undefined;
+  };
+  const own = Object.values(scripts).find((script) => script.split(/\s+/).includes(entry));
+  const flags = flagsOf(own) ?? flagsOf(scripts.start);
+  if (!flags) throw new Error(`package.json gives no node flags for ${entry}`);
+  return flags;
+}
 
 /**
- * Starts a project entry point as `node --import tsx <entry>` with SERVICE_NODE_FLAGS: ONE
+ * Starts a project entry point as `node --import tsx <entry>` with serviceNodeFlags(entry): ONE
  * process, whose CPU time and signals are its own (the tsx CLI would run it in a child).
  * `lowPriority` runs it under `nice -n 19`. stopChildren() ends whatever is still running.
  */
@@ -233,7 +246,7 @@ export function spawnTs(
   } = {},
 ): ChildProcess {
   const command = [
-    ...SERVICE_NODE_FLAGS,
+    ...serviceNodeFlags(entry),
     ...(options.nodeArgs ?? []),
     '--import',
     'tsx',

@@ -69,6 +69,30 @@ describe('deploy/compose.yaml', () => {
     }
   });
 
+  it('runs each service with the Node flags of its start script (the image gives the common ones)', async () => {
+    const { scripts } = JSON.parse(await readFile(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    const dockerfile = await readFile(path.join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
+    const imageFlags = /NODE_OPTIONS=(\S+)/.exec(dockerfile)?.[1]?.split(',') ?? [];
+    expect(imageFlags.length).toBeGreaterThan(0);
+    let compared = 0;
+    for (const [name, service] of Object.entries(services)) {
+      const at = service.command?.findIndex((part) => part.startsWith('dist/services/')) ?? -1;
+      if (at < 0) continue;
+      const source = service.command![at]!.replace(/^dist\//, '').replace(/\.js$/, '.ts');
+      const script = Object.values(scripts).find((text) => text.endsWith(` ${source}`));
+      expect(script, `${name}: a start script for ${source}`).toBeDefined();
+      const words = script!.split(' ');
+      const scriptFlags = words.slice(words.indexOf('node') + 1, words.indexOf('--import'));
+      const commandFlags = service.command!.slice(1, at);
+      // Command-line flags come after NODE_OPTIONS, so they win.
+      expect(commandFlags.length ? commandFlags : imageFlags, name).toEqual(scriptFlags);
+      compared++;
+    }
+    expect(compared).toBeGreaterThanOrEqual(4);
+  });
+
   it('configures every process from the environment, with the distributed URLs set', () => {
     for (const name of ['api', 'ingest', 'sinks', 'dispatcher']) {
       const env = services[name]?.environment ?? {};
