@@ -18,7 +18,7 @@ import {
 } from '../../libs/schemas/index.js';
 import { batchResultBody, parseUsageBody, type UsageIngest } from '../../libs/usage/index.js';
 import { Exchange, readBody, requestIdFrom } from './http.js';
-import { type HttpRequest, type HttpResponse, type us_listen_socket, uws } from './uws.js';
+import { type HttpRequest, type HttpResponse, listenExclusive, uws } from './uws.js';
 
 export const USAGE_EVENTS_PATH = `${BASE_PATH}/usage/events`;
 export const USAGE_BATCH_PATH = `${BASE_PATH}/usage/events/batch`;
@@ -249,12 +249,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     );
   });
 
-  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(options.host, options.port, (socket) => {
-      if (socket) resolve(socket);
-      else reject(new Error(`the ingest service cannot listen on ${options.host}:${options.port}`));
-    });
-  });
+  const listenSocket = await listenExclusive(app, options.host, options.port);
   const port = uws.us_socket_local_port(listenSocket);
 
   return {

@@ -106,10 +106,11 @@ export function startIngestFor(
   api: TestApi,
   pipeline: UsagePipeline,
   logName = 'ingest',
+  port = 0,
 ): Promise<IngestServer> {
   return startIngestServer({
     host: '127.0.0.1',
-    port: 0,
+    port,
     bodyLimit: api.config.INGEST_BODY_LIMIT_BYTES,
     authenticator: api.platform.authenticator,
     usage: pipeline.ingest,

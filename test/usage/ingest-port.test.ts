@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IngestServer } from '../../services/ingest/server.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { freeTcpPort } from '../helpers/redis-server.js';
+import {
+  createUsageItems,
+  freshKey,
+  startIngestFor,
+  startUsageStack,
+  type UsageItems,
+  type UsageStack,
+  uwsFrontEnd,
+} from './support.js';
+
+describe('ingest service port', () => {
+  let stack: UsageStack;
+  let org: TestOrg;
+  let items: UsageItems;
+
+  beforeAll(async () => {
+    stack = await startUsageStack('in-process');
+    org = await createTestOrg(stack.api.platform.db);
+    items = await createUsageItems(stack.api.platform.db, org.orgId);
+  });
+  afterAll(() => stack?.close());
+
+  it('refuses to start on a port an ingest service listens on, instead of sharing its connections', async () => {
+    // A port asked for by number, as in production: the kernel never shares an ephemeral one.
+    const port = await freeTcpPort();
+    const first: IngestServer = await startIngestFor(stack.api, stack.api.usage, 'ingest-first', port);
+    try {
+      await expect(startIngestFor(stack.api, stack.api.usage, 'ingest-second', port)).rejects.toThrow(
+        `cannot listen on 127.0.0.1:${port}`,
+      );
+      const answer = await uwsFrontEnd(port).post('/usage/events', {
+        key: org.apiKey,
+        idempotencyKey: freshKey('port'),
+        body: { subscription_item_id: items.metered, quantity: 1 },
+      });
+      expect(answer.status).toBe(201);
+    } finally {
+      await first.close();
+    }
+  });
+});
