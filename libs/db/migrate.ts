@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import type { Database } from './database.js';
 
 export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -11,10 +12,16 @@ const MIGRATION_LOCK_KEY = 7_224_001;
 /**
  * Applies every `NNN_name.sql` file not yet recorded, in name order, each in its own transaction.
  * Runs unchanged on Postgres and PGlite. Returns the versions applied now.
+ * On a connection of its own, without the pool's per-query timeout (DATABASE_QUERY_TIMEOUT_MS): that
+ * bounds a request's query, while a migration may rightly take longer (an index on a large table),
+ * and so may waiting for the lock while another process migrates. Past the timeout pg would give up
+ * on the statement, not stop it, and the deploy would fail with the migration still running.
  */
 export async function migrate(db: Database, directory = MIGRATIONS_DIR): Promise<string[]> {
   const files = (await readdir(directory)).filter((f) => /^\d+_[\w-]+\.sql$/.test(f)).sort();
-  const client = await db.pool.connect();
+  const { query_timeout: _requestBound, ...connection } = db.pool.options;
+  const client = new pg.Client(connection);
+  await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query(
@@ -44,6 +51,6 @@ export async function migrate(db: Database, directory = MIGRATIONS_DIR): Promise
     return applied;
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
-    client.release();
+    await client.end().catch(() => {});
   }
 }
