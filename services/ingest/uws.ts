@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module';
 import type * as UWS from '@trufflesuite/uws-js-unofficial';
-
 import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
 
 export type {
