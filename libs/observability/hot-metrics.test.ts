@@ -1,0 +1,89 @@
+import { Counter, Histogram, Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { HotCounter, HotHistogram } from './hot-metrics.js';
+
+const BUCKETS = [0.001, 0.01, 0.1, 1];
+
+/** The same metrics twice: prom-client's, the oracle, and the hot ones, each in a registry of its own. */
+function pair() {
+  const oracle = new Registry();
+  const hot = new Registry();
+  const labelNames = ['service', 'status'] as const;
+  return {
+    oracle,
+    hot,
+    counters: [
+      new Counter({ name: 'requests_total', help: 'Requests.', labelNames, registers: [oracle] }),
+      new HotCounter({ name: 'requests_total', help: 'Requests.', labelNames, registers: [hot] }),
+    ] as const,
+    histograms: [
+      new Histogram({ name: 'duration_seconds', help: 'Time.', labelNames, buckets: BUCKETS, registers: [oracle] }),
+      new HotHistogram({ name: 'duration_seconds', help: 'Time.', labelNames, buckets: BUCKETS, registers: [hot] }),
+    ] as const,
+    unlabeled: [
+      new Histogram({ name: 'batch_size', help: 'Sizes.', buckets: [1, 10], registers: [oracle] }),
+      new HotHistogram({ name: 'batch_size', help: 'Sizes.', buckets: [1, 10], registers: [hot] }),
+      new Counter({ name: 'runs_total', help: 'Runs.', registers: [oracle] }),
+      new HotCounter({ name: 'runs_total', help: 'Runs.', registers: [hot] }),
+    ] as const,
+  };
+}
+
+describe('hot metrics', () => {
+  it('expose exactly what prom-client exposes for the same observations', async () => {
+    const { oracle, hot, counters, histograms, unlabeled } = pair();
+    // Nothing observed: the unlabeled ones read 0, the labeled ones are absent.
+    expect(await hot.metrics()).toBe(await oracle.metrics());
+
+    const [counter, hotCounter] = counters;
+    const [histogram, hotHistogram] = histograms;
+    const ok = { service: 'ingest', status: '201' };
+    const failed = { service: 'ingest', status: '503' };
+    const okChild = hotHistogram.labels(ok);
+    // On a bound, between bounds, below the first, beyond the last, and 0.
+    for (const seconds of [0.001, 0.0005, 0.05, 0.1, 3, 0, 0.0100001]) {
+      histogram.labels(ok).observe(seconds);
+      okChild.observe(seconds);
+    }
+    histogram.observe(failed, 0.2);
+    hotHistogram.observe(failed, 0.2);
+    counter.labels(ok).inc();
+    hotCounter.labels(ok).inc();
+    counter.inc(ok, 4);
+    hotCounter.inc(ok, 4);
+    counter.labels('api', '200').inc(2);
+    hotCounter.labels('api', '200').inc(2);
+    unlabeled[0].observe(5);
+    unlabeled[1].observe(5);
+    unlabeled[0].observe(50);
+    unlabeled[1].observe(50);
+    unlabeled[2].inc(3);
+    unlabeled[3].inc(3);
+
+    const text = await hot.metrics();
+    expect(text).toBe(await oracle.metrics());
+    expect(text).toContain('duration_seconds_bucket{le="0.1",service="ingest",status="201"} 6');
+    expect(text).toContain('requests_total{service="ingest",status="201"} 5');
+    expect(await hot.getMetricsAsJSON()).toEqual(await oracle.getMetricsAsJSON());
+  });
+
+  it('hand out one child per label set, counting on after a reset', async () => {
+    const registry = new Registry();
+    const counter = new HotCounter({ name: 'c_total', help: 'C.', labelNames: ['a'], registers: [registry] });
+    const child = counter.labels({ a: 'x' });
+    expect(counter.labels('x')).toBe(child);
+    child.inc(2);
+    registry.resetMetrics();
+    child.inc();
+    expect(await registry.metrics()).toContain('c_total{a="x"} 1');
+  });
+
+  it('refuse what prom-client refuses', () => {
+    const registry = new Registry();
+    const counter = new HotCounter({ name: 'c_total', help: 'C.', registers: [registry] });
+    const histogram = new HotHistogram({ name: 'h', help: 'H.', buckets: [1], registers: [registry] });
+    expect(() => counter.labels().inc(-1)).toThrow(TypeError);
+    expect(() => counter.labels().inc(Number.NaN)).toThrow(TypeError);
+    expect(() => histogram.labels().observe(Number.POSITIVE_INFINITY)).toThrow(TypeError);
+  });
+});
