@@ -17,8 +17,20 @@ function pair() {
       new HotCounter({ name: 'requests_total', help: 'Requests.', labelNames, registers: [hot] }),
     ] as const,
     histograms: [
-      new Histogram({ name: 'duration_seconds', help: 'Time.', labelNames, buckets: BUCKETS, registers: [oracle] }),
-      new HotHistogram({ name: 'duration_seconds', help: 'Time.', labelNames, buckets: BUCKETS, registers: [hot] }),
+      new Histogram({
+        name: 'duration_seconds',
+        help: 'Time.',
+        labelNames,
+        buckets: BUCKETS,
+        registers: [oracle],
+      }),
+      new HotHistogram({
+        name: 'duration_seconds',
+        help: 'Time.',
+        labelNames,
+        buckets: BUCKETS,
+        registers: [hot],
+      }),
     ] as const,
     unlabeled: [
       new Histogram({ name: 'batch_size', help: 'Sizes.', buckets: [1, 10], registers: [oracle] }),
