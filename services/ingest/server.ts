@@ -17,7 +17,7 @@ import {
   UsageEventBatchResult,
 } from '../../libs/schemas/index.js';
 import { batchResultBody, parseUsageBody, type UsageIngest } from '../../libs/usage/index.js';
-import { Exchange, readBody, requestIdFrom } from './http.js';
+import { bytesOf, Exchange, readBody, requestIdFrom } from './http.js';
 import { type HttpRequest, type HttpResponse, listenExclusive, uws } from './uws.js';
 
 export const USAGE_EVENTS_PATH = `${BASE_PATH}/usage/events`;
@@ -55,6 +55,16 @@ interface ReceivedRequest {
   idempotencyKey: string;
 }
 
+/** The request headers the usage routes read, as bytes (see bytesOf). */
+const REQUEST_HEADERS = {
+  requestId: bytesOf('x-request-id'),
+  authorization: bytesOf('authorization'),
+  contentType: bytesOf('content-type'),
+  contentEncoding: bytesOf('content-encoding'),
+  transferEncoding: bytesOf('transfer-encoding'),
+  idempotencyKey: bytesOf('idempotency-key'),
+};
+
 /** The response bodies, written from the same schemas as the api service's (fast-json-stringify). */
 const writeEvent = jsonWriter(single(UsageEvent));
 const writeBatchResult = dataListWriter(UsageEventBatchResult);
@@ -77,12 +87,12 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
   const usageRoute = (route: string, kind: Kind) => (res: HttpResponse, req: HttpRequest) => {
     const started = performance.now();
     const exchange = new Exchange(res, false, isDraining);
-    const requestId = requestIdFrom(req.getHeader('x-request-id'));
-    const authorization = req.getHeader('authorization');
-    const contentType = req.getHeader('content-type');
-    const contentEncoding = req.getHeader('content-encoding');
-    const chunked = req.getHeader('transfer-encoding') !== '';
-    const idempotencyKey = req.getHeader('idempotency-key');
+    const requestId = requestIdFrom(req.getHeader(REQUEST_HEADERS.requestId));
+    const authorization = req.getHeader(REQUEST_HEADERS.authorization);
+    const contentType = req.getHeader(REQUEST_HEADERS.contentType);
+    const contentEncoding = req.getHeader(REQUEST_HEADERS.contentEncoding);
+    const chunked = req.getHeader(REQUEST_HEADERS.transferEncoding) !== '';
+    const idempotencyKey = req.getHeader(REQUEST_HEADERS.idempotencyKey);
     inFlight++;
     let orgId: number | undefined;
     let finished = false;
@@ -275,6 +285,7 @@ async function authenticate(authenticator: ApiKeyAuthenticator, header: string):
 
 /** `application/json`, with parameters or not: what the api service parses as JSON. */
 function isJson(contentType: string): boolean {
+  if (contentType === 'application/json') return true; // as nearly every client sends it
   return contentType.split(';', 1)[0]!.trim().toLowerCase() === 'application/json';
 }
 
