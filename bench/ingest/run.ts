@@ -11,14 +11,15 @@
  *           (default 1000) on BENCH_BATCH_CONNECTIONS connections (default 10: 10,000 events in
  *           flight, where 100 connections would keep 100,000 waiting behind each other)
  *
- * Each scenario's server starts for it, with a topic of its own, so a backlog never outlives its
- * scenario and the test broker's per-partition limit (below) applies to one scenario's events.
- * A scenario starts once the machine is quiet (waitForQuietMachine: ClickHouse merges and Postgres
- * vacuums of the previous scenario's rows go on after the sinks stopped).
- * After each scenario the sinks (services/ingest/sinks.ts) start, catch up and stop with SIGTERM,
- * and the report compares the events the
- * services accepted (their own counters) with the rows in Postgres and the count and exact decimal
- * sum in ClickHouse, and says how long the sinks took to catch up. In production they run on
+ * Each scenario's server starts for it, with a topic of its own, so the test broker's per-partition
+ * limit (below) applies to one scenario's events. A scenario starts once the machine is quiet
+ * (waitForQuietMachine). Once every load ran, the sinks (services/ingest/sinks.ts) start for each
+ * scenario's topic in turn, catch up and stop with SIGTERM. The loads run back to back so that the
+ * ratios compare measurements seconds apart: this VM's speed drifts by tens of percent over the
+ * minutes a catch-up takes, and ClickHouse merges and Postgres vacuums of a scenario's rows would go
+ * on into the next load. The report compares the events the services accepted (their own counters)
+ * with the rows in Postgres and the count and exact decimal sum in ClickHouse, and says how long the
+ * sinks took to catch up. In production they run on
  * other machines; here they would share the two cores with the load, and the Kafka test broker
  * answers a fetch with one message set per partition and finds it by a linear scan of the
  * partition's log, so consumers reading along poll it once per produce call at a cost that grows
@@ -182,6 +183,21 @@ async function main(): Promise<void> {
   /** Each scenario's events go to a topic of their own (see the header). */
   const topics: string[] = [];
   let drained: Drained | undefined;
+  /** A scenario's events the sinks have yet to read: `through` counts them and every earlier one's. */
+  interface Backlog {
+    scenario: string;
+    through: number;
+    startSinks: () => Promise<ChildProcess>;
+    sinks?: ChildProcess;
+  }
+  const catchUp = async ({ scenario, through, startSinks, sinks }: Backlog) => {
+    const running = sinks ?? (await startSinks());
+    drained = await drain(databaseUrl, through);
+    catchUps[scenario] = drained.catchUpSeconds;
+    // stopped with SIGTERM: they write and commit what they hold
+    await stopProcess(running);
+  };
+  const backlogs: Backlog[] = [];
   for (const scenario of settings.scenarios) {
     const waitStarted = Date.now();
     const machineBusyBefore = await waitForQuietMachine();
@@ -205,11 +221,12 @@ async function main(): Promise<void> {
           ? await startProcess('services/api/main.ts', { ...env, PORT: String(port) }, port)
           : await startProcess('services/ingest/main.ts', { ...env, INGEST_PORT: String(port) }, port);
     }
-    const sinksPort = await freePort();
-    const startSinks = () =>
-      startProcess('services/ingest/sinks.ts', { ...env, SINKS_PORT: String(sinksPort) }, sinksPort);
+    const startSinks = async () => {
+      const sinksPort = await freePort();
+      return startProcess('services/ingest/sinks.ts', { ...env, SINKS_PORT: String(sinksPort) }, sinksPort);
+    };
     const sinksDuring = settings.sinks === 'during';
-    let sinks = sinksDuring ? await startSinks() : undefined;
+    const sinks = sinksDuring ? await startSinks() : undefined;
     results.push({
       ...(await measure(scenario, port, apiKey, itemIds, server.pid)),
       sinks: sinksDuring ? 'during' : 'after',
@@ -222,12 +239,13 @@ async function main(): Promise<void> {
     }
     await stopProcess(server);
     if (scenario === 'bare') continue;
-    sinks ??= await startSinks();
-    drained = await drain(databaseUrl, accepted);
-    catchUps[scenario] = drained.catchUpSeconds;
-    // stopped with SIGTERM: they write and commit what they hold
-    await stopProcess(sinks);
+    const backlog = { scenario, through: accepted, startSinks, sinks };
+    if (sinksDuring) await catchUp(backlog);
+    else backlogs.push(backlog);
   }
+  // BENCH_SINKS=after: the loads ran back to back, seconds apart, so a ratio of two scenarios is not
+  // skewed by this VM's speed drifting over the minutes a catch-up takes; then each topic in turn.
+  for (const backlog of backlogs) await catchUp(backlog);
 
   printScenarios(results);
   drained ??= await drain(databaseUrl, 0);
