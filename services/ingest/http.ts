@@ -36,6 +36,7 @@ const STATUS_LINES = new Map(
   }).map(([status, line]) => [Number(status), bytesOf(line)]),
 );
 const CONTENT_TYPE = bytesOf('content-type');
+const REQUEST_ID = bytesOf('X-Request-ID');
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -52,6 +53,8 @@ export class Exchange {
   aborted = false;
   answered = false;
   status = 0;
+  /** Sent back as X-Request-ID with the answer, when set. */
+  requestId = '';
   /** Called once if the client goes away before the answer. */
   onAbort: (() => void) | undefined;
 
@@ -90,6 +93,7 @@ export class Exchange {
     this.res.cork(() => {
       this.res.writeStatus(STATUS_LINES.get(status) ?? String(status));
       this.res.writeHeader(CONTENT_TYPE, bytesOf(contentType));
+      if (this.requestId) this.res.writeHeader(REQUEST_ID, this.requestId);
       for (const name in headers) this.res.writeHeader(bytesOf(name), headers[name]!);
       this.res.end(this.bodiless ? '' : body, closeConnection || this.closing());
     });

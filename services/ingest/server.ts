@@ -88,6 +88,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     const started = performance.now();
     const exchange = new Exchange(res, false, isDraining);
     const requestId = requestIdFrom(req.getHeader(REQUEST_HEADERS.requestId));
+    exchange.requestId = requestId;
     const authorization = req.getHeader(REQUEST_HEADERS.authorization);
     const contentType = req.getHeader(REQUEST_HEADERS.contentType);
     const contentEncoding = req.getHeader(REQUEST_HEADERS.contentEncoding);
@@ -107,7 +108,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     if (draining) {
       exchange.send(
         503,
-        { 'X-Request-ID': requestId, 'Retry-After': '1' },
+        { 'Retry-After': '1' },
         JSON.stringify(toErrorBody(ApiError.shuttingDown(), requestId).body),
         undefined,
         true,
@@ -122,14 +123,22 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
       const request = { body, tooLarge, contentType, contentEncoding, chunked, idempotencyKey };
       handle(kind, requestId, authenticated, request, (auth) => {
         orgId = auth.orgId;
-      })
-        .then(
-          ({ status, headers, payload }) => {
-            exchange.send(status, { ...headers, 'X-Request-ID': requestId }, payload);
-          },
-          (error) => sendError(exchange, requestId, error, log, orgId),
-        )
-        .finally(finish);
+      }).then(
+        ({ status, headers, payload }) => {
+          try {
+            exchange.send(status, headers, payload);
+          } finally {
+            finish();
+          }
+        },
+        (error) => {
+          try {
+            sendError(exchange, requestId, error, log, orgId);
+          } finally {
+            finish();
+          }
+        },
+      );
     });
   };
 
@@ -207,8 +216,9 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     const method = req.getMethod();
     // uWS names methods in lower case, its JS fallback as sent
     const exchange = new Exchange(res, method.toLowerCase() === 'head', isDraining);
-    const requestId = requestIdFrom(req.getHeader('x-request-id'));
-    const authorization = req.getHeader('authorization');
+    const requestId = requestIdFrom(req.getHeader(REQUEST_HEADERS.requestId));
+    exchange.requestId = requestId;
+    const authorization = req.getHeader(REQUEST_HEADERS.authorization);
     inFlight++;
     let orgId: number | undefined;
     const counted = authorization
@@ -296,7 +306,7 @@ function sendError(exchange: Exchange, requestId: string, error: unknown, log: L
     log.error({ err: error, reqId: requestId, orgId }, 'request failed');
   }
   const { status, body } = toErrorBody(error, requestId);
-  exchange.send(status, { ...apiError?.headers, 'X-Request-ID': requestId }, JSON.stringify(body));
+  exchange.send(status, apiError?.headers ?? {}, JSON.stringify(body));
 }
 
 type Child = { inc(): void };
