@@ -1,22 +1,13 @@
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { createUsageItems, freshKey, startUsageStack, type UsageItems, type UsageStack } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { freshKey, useUsageStack } from './support.js';
 
 describe('ingest service while draining', () => {
-  let stack: UsageStack;
-  let org: TestOrg;
-  let items: UsageItems;
-
-  beforeAll(async () => {
-    stack = await startUsageStack('in-process');
-    org = await createTestOrg(stack.api.platform.db);
-    items = await createUsageItems(stack.api.platform.db, org.orgId);
-  });
-  afterAll(() => stack?.close());
+  const usage = useUsageStack('in-process');
 
   it('answers the requests in flight, each closing its connection so no next request is sent on it', async () => {
+    const { stack, org, items } = usage;
     const socket = net.connect(stack.ingest.port, '127.0.0.1');
     const received: string[] = [];
     socket.on('data', (chunk: Buffer) => received.push(chunk.toString('latin1')));

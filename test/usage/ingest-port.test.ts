@@ -1,30 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { IngestServer } from '../../services/ingest/server.js';
-import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { freeTcpPort } from '../helpers/redis-server.js';
-import {
-  createUsageItems,
-  freshKey,
-  startIngestFor,
-  startUsageStack,
-  type UsageItems,
-  type UsageStack,
-  uwsFrontEnd,
-} from './support.js';
+import { freshKey, startIngestFor, useUsageStack, uwsFrontEnd } from './support.js';
 
 describe('ingest service port', () => {
-  let stack: UsageStack;
-  let org: TestOrg;
-  let items: UsageItems;
-
-  beforeAll(async () => {
-    stack = await startUsageStack('in-process');
-    org = await createTestOrg(stack.api.platform.db);
-    items = await createUsageItems(stack.api.platform.db, org.orgId);
-  });
-  afterAll(() => stack?.close());
+  const usage = useUsageStack('in-process');
 
   it('refuses to start on a port an ingest service listens on, instead of sharing its connections', async () => {
+    const { stack, org, items } = usage;
     // A port asked for by number, as in production: the kernel never shares an ephemeral one.
     const port = await freeTcpPort();
     const first: IngestServer = await startIngestFor(stack.api, stack.api.usage, 'ingest-first', port);

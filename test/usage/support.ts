@@ -8,6 +8,7 @@ import { ingestReadinessChecks } from '../../services/ingest/start.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { insertCustomer, insertProduct, insertSubscription } from '../helpers/billing-fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { type ServiceProcess, startTs } from '../helpers/processes.js';
 import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
@@ -52,6 +53,30 @@ export interface UsageStack {
   sinks: UsageSinks | undefined;
   topic: string | undefined;
   close(): Promise<void>;
+}
+
+export interface UsageFixture {
+  stack: UsageStack;
+  org: TestOrg;
+  items: UsageItems;
+}
+
+/**
+ * A usage stack with one organization and its items, started before the calling describe block's
+ * tests and closed after them. Its fields are filled in by beforeAll: read them inside the tests.
+ */
+export function useUsageStack(
+  mode: UsageMode,
+  options?: Parameters<typeof startUsageStack>[1],
+): UsageFixture {
+  const fixture = {} as UsageFixture;
+  beforeAll(async () => {
+    fixture.stack = await startUsageStack(mode, options);
+    fixture.org = await createTestOrg(fixture.stack.api.platform.db);
+    fixture.items = await createUsageItems(fixture.stack.api.platform.db, fixture.org.orgId);
+  });
+  afterAll(() => fixture.stack?.close());
+  return fixture;
 }
 
 /**
