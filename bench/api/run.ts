@@ -46,7 +46,7 @@ import {
   randomRequest,
   requestBytes,
   scenariosEnv,
-  spawnTs,
+  spawnEntry,
   stopChildren,
   waitForLine,
   waitUntilReady,
@@ -144,10 +144,10 @@ async function main(): Promise<void> {
     await db.close();
   }
 
-  const hello = spawnTs('bench/api/hello-server.ts', { stdio: ['ignore', 'pipe', 'inherit'] });
+  const hello = spawnEntry('bench/api/hello-server.ts', { stdio: ['ignore', 'pipe', 'inherit'] });
   const helloPort = (JSON.parse(await waitForLine(hello)) as { port: number }).port;
   const apiPort = await freePort();
-  const api = spawnTs('services/api/main.ts', {
+  const api = spawnEntry('services/api/main.ts', {
     // BENCH_PROFILE_DIR: the api process writes a V8 CPU profile there when it exits.
     nodeArgs: process.env.BENCH_PROFILE_DIR
       ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]

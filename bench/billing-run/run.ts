@@ -38,7 +38,7 @@ import {
   logger,
   printBars,
   printTable,
-  spawnTs,
+  spawnEntry,
   writeReport,
 } from '../support.js';
 
@@ -243,7 +243,7 @@ function consoleRun(
   env: Record<string, string>,
 ): Promise<{ invoices_created: number; duration_ms: number; failures: unknown[] }> {
   return new Promise((resolve, reject) => {
-    const child = spawnTs('bin/console.ts', { args, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnEntry('bin/console.ts', { args, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     child.stdout!.on('data', (d) => (stdout += d));
     child.stderr!.on('data', (d) => process.stderr.write(`  | ${d}`));

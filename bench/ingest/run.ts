@@ -71,7 +71,7 @@ import {
   printTable,
   ROOT,
   scenariosEnv,
-  spawnTs,
+  spawnEntry,
   stopChildren,
   stopProcess,
   track,
@@ -612,7 +612,7 @@ async function startProcess(
   port: number,
   healthCheck = true,
 ): Promise<ChildProcess> {
-  const child = spawnTs(entry, {
+  const child = spawnEntry(entry, {
     env,
     // BENCH_PROFILE_DIR: each service process writes a V8 CPU profile there when it exits.
     nodeArgs: process.env.BENCH_PROFILE_DIR

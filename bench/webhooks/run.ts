@@ -33,7 +33,7 @@ import {
   printBars,
   printTable,
   scenariosEnv,
-  spawnTs,
+  spawnEntry,
   stopChildren,
   waitForLine,
   writeReport,
@@ -320,7 +320,7 @@ interface Receivers {
 }
 
 async function startReceivers(): Promise<Receivers> {
-  const child = spawnTs('bench/webhooks/receivers.ts', {
+  const child = spawnEntry('bench/webhooks/receivers.ts', {
     env: { BENCH_RECEIVERS: String(settings.receivers) },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -339,7 +339,7 @@ async function startReceivers(): Promise<Receivers> {
 }
 
 async function startDispatcher(databaseUrl: string): Promise<ChildProcess> {
-  const child = spawnTs('services/dispatcher/main.ts', {
+  const child = spawnEntry('services/dispatcher/main.ts', {
     // e.g. BENCH_DISPATCHER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it
     nodeArgs: (process.env.BENCH_DISPATCHER_NODE_ARGS ?? '').split(' ').filter(Boolean),
     env: {
