@@ -1,3 +1,4 @@
+export { type Bucket, type BucketGroup, groupByBucket, nthDecision } from './bucket-groups.js';
 export { rateLimitedError, rateLimitHeaders } from './headers.js';
 export { type RateLimitDecision, RateLimiter, type RateLimitSubject } from './limiter.js';
 export { MemoryRateLimitStore } from './memory.js';

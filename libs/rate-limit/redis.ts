@@ -1,63 +1,46 @@
 import type { Redis } from 'ioredis';
 import { Batcher } from '../batching/index.js';
+import { type Bucket, groupByBucket, nthDecision } from './bucket-groups.js';
 import type { RateLimitStore } from './store.js';
 
 /**
- * The rate-limit rule for the requests of ONE script call, as Lua functions that the scripts
- * include: `consume_request(bucket, limit, ttl)` -> {count, allowed} checks before it counts (a
- * request over the limit does not count) and keeps each bucket's count in the script, reading it
- * once; `save_buckets()` then writes each bucket once (INCRBY, and EXPIRE when it was new).
- * Requests run in order, so two requests of one bucket see each other's count exactly as two
- * separate calls would, with 2 Redis commands per bucket instead of 2 per request. Exported so
- * the ingest path runs it in the same script as its dedup step.
+ * The rate-limit rule, as a Lua function the scripts include: `consume_requests(bucket, limit, ttl,
+ * n)` -> count before, allowed counts `n` requests of one bucket at once, exactly as n requests
+ * counted one by one, in order, would be: the first `limit - count` are allowed and counted, the
+ * rest refused and not counted (groupByBucket gathers a batch's requests by bucket, nthDecision
+ * gives each its own decision). Two Redis commands per bucket (GET, INCRBY; EXPIRE when it was new),
+ * whatever the number of requests. Exported so the ingest path runs it in the same script as its
+ * dedup step.
  */
 export const RATE_LIMIT_LUA = `
-local buckets = {}
-local function consume_request(key, limit, ttl)
-  local bucket = buckets[key]
-  if not bucket then
-    bucket = { count = tonumber(redis.call('GET', key) or '0'), added = 0, ttl = ttl }
-    buckets[key] = bucket
+local function consume_requests(key, limit, ttl, n)
+  local count = tonumber(redis.call('GET', key) or '0')
+  local allowed = math.max(0, math.min(n, limit - count))
+  if allowed > 0 and redis.call('INCRBY', key, allowed) == allowed then
+    redis.call('EXPIRE', key, ttl)
   end
-  if bucket.count >= tonumber(limit) then return {bucket.count, 0} end
-  bucket.count = bucket.count + 1
-  bucket.added = bucket.added + 1
-  return {bucket.count, 1}
-end
-local function save_buckets()
-  for key, bucket in pairs(buckets) do
-    if bucket.added > 0 and redis.call('INCRBY', key, bucket.added) == bucket.added then
-      redis.call('EXPIRE', key, bucket.ttl)
-    end
-  end
+  return count, allowed
 end
 `;
 
 /**
- * Many requests' consumptions in one script call: KEYS one bucket per request, ARGV per request
- * its limit and ttl -> per request count, allowed.
+ * Many requests' consumptions in one script call: KEYS one bucket per group, ARGV per group its
+ * limit, ttl and number of requests -> per group the count before and how many were allowed.
  */
 const RATE_LIMIT_MANY_LUA = `
 ${RATE_LIMIT_LUA}
 local out = {}
 for i = 1, #KEYS do
-  local decision = consume_request(KEYS[i], ARGV[2 * i - 1], ARGV[2 * i])
-  out[#out + 1] = decision[1]
-  out[#out + 1] = decision[2]
+  local count, allowed = consume_requests(KEYS[i], tonumber(ARGV[3 * i - 2]), ARGV[3 * i - 1], tonumber(ARGV[3 * i]))
+  out[#out + 1] = count
+  out[#out + 1] = allowed
 end
-save_buckets()
 return out
 `;
 
 type WithRateLimit = Redis & {
   billingRateLimitMany(numberOfKeys: number, ...args: (string | number)[]): Promise<number[]>;
 };
-
-interface Consumption {
-  bucket: string;
-  limit: number;
-  ttlSeconds: number;
-}
 
 /**
  * Every request counted in one turn of the event loop goes to Redis in ONE script call: under
@@ -66,7 +49,7 @@ interface Consumption {
  */
 export class RedisRateLimitStore implements RateLimitStore {
   private readonly redis: WithRateLimit;
-  private readonly consumptions: Batcher<Consumption, { count: number; allowed: boolean }>;
+  private readonly consumptions: Batcher<Bucket, { count: number; allowed: boolean }>;
 
   constructor(redis: Redis) {
     if (!('billingRateLimitMany' in redis))
@@ -76,13 +59,20 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   consume(bucket: string, limit: number, ttlSeconds: number): Promise<{ count: number; allowed: boolean }> {
-    return this.consumptions.submit({ bucket, limit, ttlSeconds });
+    return this.consumptions.submit({ key: bucket, limit, ttlSeconds });
   }
 
-  private async consumeMany(batch: Consumption[]): Promise<{ count: number; allowed: boolean }[]> {
-    const args: (string | number)[] = batch.map((c) => c.bucket);
-    for (const consumption of batch) args.push(consumption.limit, consumption.ttlSeconds);
-    const out = await this.redis.billingRateLimitMany(batch.length, ...args);
-    return batch.map((_, i) => ({ count: out[2 * i]!, allowed: out[2 * i + 1] === 1 }));
+  private async consumeMany(batch: Bucket[]): Promise<{ count: number; allowed: boolean }[]> {
+    const groups = groupByBucket(batch);
+    const args: (string | number)[] = groups.map(({ bucket }) => bucket!.key);
+    for (const { bucket, members } of groups) args.push(bucket!.limit, bucket!.ttlSeconds, members.length);
+    const out = await this.redis.billingRateLimitMany(groups.length, ...args);
+    const decisions: { count: number; allowed: boolean }[] = new Array(batch.length);
+    groups.forEach(({ members }, g) => {
+      members.forEach((position, nth) => {
+        decisions[position] = nthDecision(out[2 * g]!, out[2 * g + 1]!, nth);
+      });
+    });
+    return decisions;
   }
 }

@@ -1,44 +1,44 @@
 import { Batcher } from '../batching/index.js';
-import { RATE_LIMIT_LUA } from '../rate-limit/index.js';
+import { groupByBucket, nthDecision, RATE_LIMIT_LUA } from '../rate-limit/index.js';
 import { BulkScript, type Redis, type ScriptArgument } from '../redis/index.js';
 import type { DedupEntry, Reservation, ReservationResult, UsageDedupStore } from './store.js';
 
 /**
  * The reservations of many requests in ONE script call (one Redis round trip per turn of the event
- * loop, whatever the number of requests). The rate-limit step is the shared RATE_LIMIT_LUA
- * (consume_request, save_buckets), so every route counts with the same rule.
- *   ARGV[1] record ttl, ARGV[2] reservations, then per reservation: limit ('-1': not counted),
- *   bucket ttl, entry count, one pending record per entry (KEYS: its bucket, then one identity
- *   per entry).
- * Each entry is a SET NX GET. Returns, per reservation: count, allowed, then per entry the record
- * found (nil when it was free and is now reserved).
+ * loop, whatever the number of requests), grouped by bucket so each bucket is counted once
+ * (RATE_LIMIT_LUA's consume_requests, the rule every route counts with).
+ *   ARGV[1] record ttl, then per group: limit ('-1': not counted), bucket ttl, requests, then per
+ *   request its entry count and one pending record per entry. KEYS: per group its bucket, then one
+ *   identity per entry of its requests.
+ * Each entry of an allowed request is a SET NX GET. Returns, per group: count before, requests
+ * allowed, then per entry the record found (nil when it was free and is now reserved, or when its
+ * request was refused).
  */
 export const RESERVE_LUA = `
 ${RATE_LIMIT_LUA}
-local k, a = 1, 3
+local k, a = 1, 2
 local out = {}
-for _ = 1, tonumber(ARGV[2]) do
-  local limit, bucket_ttl, n = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
-  a = a + 3
-  local count, allowed = 0, 1
-  if limit ~= '-1' then
-    local decision = consume_request(KEYS[k], limit, bucket_ttl)
-    count, allowed = decision[1], decision[2]
-  end
+local ttl = ARGV[1]
+while a <= #ARGV do
+  local limit, requests = tonumber(ARGV[a]), tonumber(ARGV[a + 2])
+  local count, allowed = 0, requests
+  if limit >= 0 then count, allowed = consume_requests(KEYS[k], limit, ARGV[a + 1], requests) end
   k = k + 1
+  a = a + 3
   out[#out + 1] = count
   out[#out + 1] = allowed
-  for _ = 1, n do
-    local existing = false
-    if allowed == 1 then
-      existing = redis.call('SET', KEYS[k], ARGV[a], 'NX', 'GET', 'EX', ARGV[1])
-    end
-    out[#out + 1] = existing
-    k = k + 1
+  for r = 1, requests do
+    local n = tonumber(ARGV[a])
     a = a + 1
+    for _ = 1, n do
+      local existing = false
+      if r <= allowed then existing = redis.call('SET', KEYS[k], ARGV[a], 'NX', 'GET', 'EX', ttl) end
+      out[#out + 1] = existing
+      k = k + 1
+      a = a + 1
+    end
   end
 end
-save_buckets()
 return out
 `;
 
@@ -124,31 +124,41 @@ export class RedisUsageDedupStore implements UsageDedupStore {
 
   /** One script call. Every caller passes the same ttl (the configured one). */
   private async run(batch: Reservation[]): Promise<ReservationResult[]> {
+    const groups = groupByBucket(batch.map((reservation) => reservation.bucket));
     const keys: string[] = [];
-    const args: ScriptArgument[] = [];
-    for (const { bucket, entries } of batch) {
+    const args: ScriptArgument[] = [batch[0]!.ttlSeconds];
+    for (const { bucket, members } of groups) {
       keys.push(bucket?.key ?? this.placeholderBucket);
-      args.push(bucket ? bucket.limit : -1, bucket ? bucket.ttlSeconds : 0, entries.length);
-      for (const entry of entries) {
-        keys.push(entry.key);
-        args.push(entry.pending);
+      args.push(bucket ? bucket.limit : -1, bucket ? bucket.ttlSeconds : 0, members.length);
+      for (const position of members) {
+        const { entries } = batch[position]!;
+        args.push(entries.length);
+        for (const entry of entries) {
+          keys.push(entry.key);
+          args.push(entry.pending);
+        }
       }
     }
-    const reply = (await RESERVE.call(this.redis, keys.length, [
-      ...keys,
-      batch[0]!.ttlSeconds,
-      batch.length,
-      ...args,
-    ])) as (number | string | null)[];
+    const reply = (await RESERVE.call(this.redis, keys.length, [...keys, ...args])) as (
+      | number
+      | string
+      | null
+    )[];
+    const results: ReservationResult[] = new Array(batch.length);
     let at = 0;
-    return batch.map(({ entries }) => {
-      const count = Number(reply[at]);
-      const allowed = Number(reply[at + 1]) === 1;
+    for (const { bucket, members } of groups) {
+      const countBefore = Number(reply[at]);
+      const allowed = Number(reply[at + 1]);
       at += 2;
-      const existing: (string | null)[] = [];
-      for (let i = 0; i < entries.length; i++) existing.push((reply[at++] as string | null) ?? null);
-      return { count, allowed, existing };
-    });
+      members.forEach((position, nth) => {
+        const decision = bucket ? nthDecision(countBefore, allowed, nth) : { count: 0, allowed: true };
+        const existing: (string | null)[] = [];
+        for (let i = 0; i < batch[position]!.entries.length; i++)
+          existing.push((reply[at++] as string | null) ?? null);
+        results[position] = { ...decision, existing };
+      });
+    }
+    return results;
   }
 
   private async releaseMany(batch: (readonly DedupEntry[])[]): Promise<undefined[]> {

@@ -72,6 +72,53 @@ describe.each([
     expect(await store.get(key)).toBeNull();
   });
 
+  it('counts the reservations of one turn one by one per bucket, and reserves nothing for a refused one', async () => {
+    const bucket = { key: `${prefix}rl:${name}-${++n}`, limit: 3, ttlSeconds: 3900 };
+    const other = { key: `${prefix}rl:${name}-${++n}`, limit: 10, ttlSeconds: 3900 };
+    const keys = Array.from({ length: 7 }, freshKey);
+    const taken = keys[3]!;
+    await reserve(taken, THEIRS);
+    // Submitted together: the Redis store sends them in one script call.
+    const results = await Promise.all([
+      store.reserve({ bucket, entries: [{ key: keys[0]!, pending: OURS }], ttlSeconds: TTL }),
+      store.reserve({ bucket: other, entries: [{ key: keys[1]!, pending: OURS }], ttlSeconds: TTL }),
+      store.reserve({ bucket: undefined, entries: [{ key: keys[2]!, pending: OURS }], ttlSeconds: TTL }),
+      store.reserve({
+        bucket,
+        entries: [
+          { key: taken, pending: OURS },
+          { key: keys[4]!, pending: OURS },
+        ],
+        ttlSeconds: TTL,
+      }),
+      store.reserve({ bucket, entries: [{ key: keys[5]!, pending: OURS }], ttlSeconds: TTL }),
+      store.reserve({ bucket, entries: [{ key: keys[6]!, pending: OURS }], ttlSeconds: TTL }),
+      store.reserve({ bucket: other, entries: [], ttlSeconds: TTL }),
+    ]);
+    expect(results).toEqual([
+      { count: 1, allowed: true, existing: [null] },
+      { count: 1, allowed: true, existing: [null] },
+      { count: 0, allowed: true, existing: [null] },
+      { count: 2, allowed: true, existing: [THEIRS, null] },
+      { count: 3, allowed: true, existing: [null] },
+      { count: 3, allowed: false, existing: [null] },
+      { count: 2, allowed: true, existing: [] },
+    ]);
+    expect(await store.get(keys[6]!)).toBeNull();
+    expect(await store.get(keys[5]!)).toBe(OURS);
+    // The next turn sees the counts of this one.
+    const next = await store.reserve({
+      bucket,
+      entries: [{ key: freshKey(), pending: OURS }],
+      ttlSeconds: TTL,
+    });
+    expect(next).toMatchObject({ count: 3, allowed: false });
+    if (name === 'RedisUsageDedupStore') {
+      expect(await redis.get(bucket.key)).toBe('3');
+      expect(await redis.ttl(bucket.key)).toBeGreaterThan(3900 - 5);
+    }
+  });
+
   it("neither adopts nor releases another request's record", async () => {
     const key = freshKey();
     await reserve(key, THEIRS);
