@@ -19,17 +19,26 @@ export interface BucketGroup {
  */
 export function groupByBucket(buckets: readonly (Bucket | undefined)[]): BucketGroup[] {
   const groups = new Map<string, BucketGroup>();
+  let last: BucketGroup | undefined;
   for (let i = 0; i < buckets.length; i++) {
     const bucket = buckets[i];
-    const id = bucket ? `${bucket.key}\n${bucket.limit}\n${bucket.ttlSeconds}` : '';
-    let group = groups.get(id);
-    if (!group) {
-      group = { bucket, members: [] };
-      groups.set(id, group);
+    // Most turns carry one organization's requests: the previous group, without building its id.
+    if (!last || !sameBucket(last.bucket, bucket)) {
+      const id = bucket ? `${bucket.key}\n${bucket.limit}\n${bucket.ttlSeconds}` : '';
+      last = groups.get(id);
+      if (!last) {
+        last = { bucket, members: [] };
+        groups.set(id, last);
+      }
     }
-    group.members.push(i);
+    last.members.push(i);
   }
   return [...groups.values()];
+}
+
+function sameBucket(a: Bucket | undefined, b: Bucket | undefined): boolean {
+  if (!a || !b) return a === b;
+  return a.key === b.key && a.limit === b.limit && a.ttlSeconds === b.ttlSeconds;
 }
 
 /**
