@@ -234,9 +234,8 @@ export function serviceNodeFlags(entry: string): string[] {
  * BENCH_SERVICES_FROM: `dist` (default) runs the services as the Docker image does, compiled by
  * `npm run build`; `source` runs their TypeScript through tsx, as `npm run start:*` does. They
  * differ on the hot path: tsx compiles with esbuild's keepNames, which wraps every named closure in
- * a `__name()` call that redefines the function's `name` each time the closure is created (measured:
- * 12% of the ingest service's CPU per event, nothing measurable on the api, whose hot path is
- * Fastify's own JavaScript).
+ * a `__name()` call that redefines the function's `name` each time the closure is created (1.8% of
+ * the ingest service's CPU in its profile; see docs/decisions.md).
  */
 function servicesFrom(): 'dist' | 'source' {
   const value = process.env.BENCH_SERVICES_FROM ?? 'dist';
