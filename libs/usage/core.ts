@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { AuthContext } from '../auth/index.js';
 import { ApiError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
@@ -22,6 +21,7 @@ import {
   type UsageEventRecord,
   type UsageIdentity,
 } from './event.js';
+import { newEventId } from './event-id.js';
 import type { SubscriptionItemCache } from './items.js';
 import type { UsageEventLog } from './log.js';
 import { identityOf, parseUsageEvent, parseUsageEventBatch, type ValidUsageEvent } from './request.js';
@@ -300,7 +300,7 @@ export class UsageIngest {
 
   private candidate(orgId: number, valid: ValidUsageEvent, receivedAtMs: number): UsageEventRecord {
     return {
-      id: randomUUID(),
+      id: newEventId(),
       orgId,
       subscriptionItemId: valid.subscriptionItemId,
       idempotencyKey: valid.idempotencyKey,
@@ -457,7 +457,7 @@ export class UsageIngest {
     if (record) return { record, deduplicated: true };
     // The first request failed and released the key: this one proceeds as new (counted already).
     if (attempt >= MAX_ATTEMPTS) throw unavailable('The usage event could not be recorded; retry.');
-    const retried = await this.record(auth, [{ ...candidate, id: randomUUID() }], false, attempt + 1);
+    const retried = await this.record(auth, [{ ...candidate, id: newEventId() }], false, attempt + 1);
     return retried.settled[0]!;
   }
 

@@ -42,12 +42,42 @@ describe('usage event encodings', () => {
     expect(decodeLogMessage(keyed[0]!.value)).toEqual([record, second]);
   });
 
+  it('writes each event as one tab-separated line, numbers in decimal, keys in UTF-8', () => {
+    const times = [
+      0,
+      7,
+      10,
+      999_999_999,
+      1_000_000_000,
+      1_000_000_007,
+      Date.UTC(2099, 11, 31, 23, 59, 59, 999),
+    ];
+    const keys = ['k', 'clé-été', '数量-🚀', 'x'.repeat(255)];
+    const events = times.flatMap((occurredAtMs, i) =>
+      keys.map((idempotencyKey, j) => ({
+        ...record,
+        subscriptionItemId: 2 ** 31 + i,
+        orgId: j * 1_000_000_001,
+        idempotencyKey,
+        occurredAtMs,
+        recordedAtMs: 10 ** 15 - 1 - i,
+      })),
+    );
+    const [message] = encodeLogMessages(events, () => 5);
+    const lines = events.map(
+      (e) =>
+        `${e.id}\t${e.orgId}\t${e.subscriptionItemId}\t${e.quantity}\t${e.occurredAtMs}\t${e.recordedAtMs}\t${e.idempotencyKey}`,
+    );
+    expect(message!.value.toString()).toBe(['usage/1', ...lines].join('\n'));
+    expect(decodeLogMessage(message!.value)).toEqual(events);
+  });
+
   it('refuses a message that is not a usage message', () => {
-    const [message] = encodeLogMessages([record]);
-    expect(() => decodeLogMessage(message!.value.replace('usage/1', 'usage/9'))).toThrow();
-    expect(() => decodeLogMessage(message!.value.replace('0.12345678', '1e3'))).toThrow();
-    expect(() => decodeLogMessage(message!.value.replace('\t3\t', '\tx\t'))).toThrow();
-    expect(() => decodeLogMessage(`${message!.value}\nnot an event`)).toThrow();
+    const text = encodeLogMessages([record])[0]!.value.toString();
+    expect(() => decodeLogMessage(text.replace('usage/1', 'usage/9'))).toThrow();
+    expect(() => decodeLogMessage(text.replace('0.12345678', '1e3'))).toThrow();
+    expect(() => decodeLogMessage(text.replace('\t3\t', '\tx\t'))).toThrow();
+    expect(() => decodeLogMessage(`${text}\nnot an event`)).toThrow();
     expect(() => decodeLogMessage(null)).toThrow();
   });
 

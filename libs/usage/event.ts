@@ -63,21 +63,96 @@ const INTEGER = /^\d{1,15}$/;
  * whatever the number of items. Without `partitionOf` (partition count unknown yet) messages are
  * keyed by organization and item instead, which lands them on the same partitions. The idempotency
  * key goes last and needs no escaping: ingest refuses keys with control characters.
+ *
+ * The window is written straight into one buffer, each message a slice of it. Lines built as
+ * strings and appended to their message were chains of pieces that V8 had to walk and copy
+ * (flatten) before Kafka could count a message's bytes: that cost the ingest service more than a
+ * tenth of its CPU in a batch load.
  */
 export function encodeLogMessages(
   events: readonly UsageEventRecord[],
   partitionOf?: (key: string) => number,
-): { key?: string; partition?: number; value: string }[] {
-  const byTarget = new Map<string | number, string>();
+): { key?: string; partition?: number; value: Buffer }[] {
+  const byTarget = new Map<string | number, UsageEventRecord[]>();
+  let size = 0;
   for (const event of events) {
     const key = logMessageKey(event.orgId, event.subscriptionItemId);
     const target = partitionOf ? partitionOf(key) : key;
-    const line = `\n${event.id}\t${event.orgId}\t${event.subscriptionItemId}\t${event.quantity}\t${event.occurredAtMs}\t${event.recordedAtMs}\t${event.idempotencyKey}`;
-    byTarget.set(target, (byTarget.get(target) ?? LOG_FORMAT) + line);
+    const group = byTarget.get(target);
+    if (group) group.push(event);
+    else {
+      byTarget.set(target, [event]);
+      size += LOG_FORMAT.length;
+    }
+    size += maxLineBytes(event);
   }
-  return Array.from(byTarget, ([target, value]) =>
-    typeof target === 'number' ? { partition: target, value } : { key: target, value },
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  return Array.from(byTarget, ([target, group]) => {
+    const start = at;
+    at += out.write(LOG_FORMAT, at, 'latin1');
+    for (const event of group) at = writeLogLine(out, at, event);
+    const value = out.subarray(start, at);
+    return typeof target === 'number' ? { partition: target, value } : { key: target, value };
+  });
+}
+
+const NEWLINE = 0x0a;
+const TAB = 0x09;
+/** The longest text of a number: String(-Number.MAX_VALUE) has 24 characters. */
+const MAX_NUMBER_CHARS = 24;
+
+/** Room for one line: every text at 3 bytes a UTF-16 unit (UTF-8's most), 7 separators. */
+function maxLineBytes(event: UsageEventRecord): number {
+  return (
+    7 + 4 * MAX_NUMBER_CHARS + 3 * (event.id.length + event.quantity.length + event.idempotencyKey.length)
   );
+}
+
+function writeLogLine(out: Buffer, at: number, event: UsageEventRecord): number {
+  out[at++] = NEWLINE;
+  at += out.write(event.id, at, 'utf8');
+  out[at++] = TAB;
+  at = writeInteger(out, at, event.orgId);
+  out[at++] = TAB;
+  at = writeInteger(out, at, event.subscriptionItemId);
+  out[at++] = TAB;
+  at += out.write(event.quantity, at, 'utf8');
+  out[at++] = TAB;
+  at = writeInteger(out, at, event.occurredAtMs);
+  out[at++] = TAB;
+  at = writeInteger(out, at, event.recordedAtMs);
+  out[at++] = TAB;
+  return at + out.write(event.idempotencyKey, at, 'utf8');
+}
+
+/**
+ * `n` in decimal, as String(n) writes it. A time in ms has 13 digits, past what V8 divides as
+ * small integers: it is written in two halves of at most 9 digits that are.
+ */
+function writeInteger(out: Buffer, at: number, n: number): number {
+  if (!Number.isSafeInteger(n) || n < 0) return at + out.write(String(n), at, 'latin1');
+  if (n < 1e9) return writeDigits(out, at, n, digitCount(n));
+  const high = Math.floor(n / 1e9);
+  at = writeDigits(out, at, high, digitCount(high));
+  return writeDigits(out, at, n - high * 1e9, 9);
+}
+
+/** The last `digits` digits of `n` (< 1e9), zero-padded on the left. */
+function writeDigits(out: Buffer, at: number, n: number, digits: number): number {
+  const end = at + digits;
+  for (let i = end - 1; i >= at; i--) {
+    const rest = (n / 10) | 0;
+    out[i] = 0x30 + n - rest * 10;
+    n = rest;
+  }
+  return end;
+}
+
+function digitCount(n: number): number {
+  let digits = 1;
+  for (let rest = n; rest >= 10; rest = (rest / 10) | 0) digits++;
+  return digits;
 }
 
 /** The events of one message. Throws on anything else: the sinks log it and skip it. */
