@@ -119,6 +119,8 @@ const BARS = {
 };
 /** The sinks are given up on when their row counts stand still this long. */
 const STALLED_AFTER_MS = 30_000;
+/** The sum a sink reports when it holds no event, as the expected sum of none is written. */
+const NO_EVENTS_SUM = '0.00000000';
 /** Every event carries this quantity, so the expected sum is exact: accepted x QUANTITY. */
 const QUANTITY = '0.12345678';
 
@@ -254,10 +256,10 @@ async function main(): Promise<void> {
       ? {
           catchUpSeconds: 0,
           postgresRows: 0,
-          postgresSum: '0',
+          postgresSum: NO_EVENTS_SUM,
           clickhouseRows: 0,
           clickhouseRowsBeforeMerge: 0,
-          clickhouseSum: '0',
+          clickhouseSum: NO_EVENTS_SUM,
         }
       : await drain(databaseUrl, 0);
   const truncated = broker ? await truncatedPartitions(brokers, topics) : [];
@@ -427,10 +429,10 @@ async function drain(databaseUrl: string, accepted: number): Promise<Drained> {
     );
     return {
       postgresRows: Number(rows[0]!.n),
-      postgresSum: rows[0]!.total ?? '0.00000000',
+      postgresSum: rows[0]!.total ?? NO_EVENTS_SUM,
       clickhouseRows: Number(final?.n ?? 0),
       clickhouseRowsBeforeMerge: Number(final?.raw ?? 0),
-      clickhouseSum: final?.total ?? '0.00000000',
+      clickhouseSum: final?.total ?? NO_EVENTS_SUM,
     };
   };
   try {
