@@ -30,13 +30,14 @@ const { platform, ingest, api, demo } = await startOrExit('the billing service',
   if (applied.length) platform.log.info({ applied }, 'migrations applied');
   const demo = await demoCredentials(platform);
 
-  // Usage ingest: the uWS server on INGEST_PORT and the api's usage routes share one core, whose
+  // Usage ingest: the ingest server on INGEST_PORT (Node's HTTP server unless INGEST_TRUSTED_PROXY) and the api's usage routes share one core, whose
   // in-process log writes to Postgres (and ClickHouse when CLICKHOUSE_URL is set).
   const ingest = await startIngest({
     platform,
     host: config.HOST,
     port: config.INGEST_PORT,
     bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
+    trustedProxy: config.INGEST_TRUSTED_PROXY,
   });
 
   const api = await buildApiApp(

@@ -221,7 +221,12 @@ async function main(): Promise<void> {
       server =
         scenario === 'api'
           ? await startProcess('services/api/main.ts', { ...env, PORT: String(port) }, port)
-          : await startProcess('services/ingest/main.ts', { ...env, INGEST_PORT: String(port) }, port);
+          : // uWebSockets.js, as deployed behind deploy/nginx; the keys sent here are printable ASCII
+            await startProcess(
+              'services/ingest/main.ts',
+              { ...env, INGEST_PORT: String(port), INGEST_TRUSTED_PROXY: 'true' },
+              port,
+            );
     }
     const startSinks = async () => {
       const sinksPort = await freePort();

@@ -104,6 +104,13 @@ const apiOnly = z.object({
 const ingestOnly = z.object({
   INGEST_PORT: port(8081),
   INGEST_BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
+  /**
+   * True when every request reaches the ingest service through a proxy that forwards only exact,
+   * printable header values (deploy/nginx does): it then serves on uWebSockets.js, whose parser
+   * trims bytes from 0x80 up off header values. Otherwise on Node's HTTP server, which reads
+   * them byte for byte.
+   */
+  INGEST_TRUSTED_PROXY: flag().default(false),
 });
 
 const sinkOnly = z.object({

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { JSON_CONTENT_TYPE } from '../../libs/schemas/index.js';
-import type { HttpResponse } from './uws.js';
+import type { HttpResponse } from './transport.js';
 
 /**
  * The fixed strings of a response (status lines, header names, media types) as bytes: uWS reads a
@@ -42,7 +42,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** As the api service: a caller's own X-Request-ID is kept when it is a UUID, else a new one. */
 export function requestIdFrom(given: string): string {
-  return given && UUID.test(given) ? given.toLowerCase() : randomUUID();
+  return given && UUID.test(given) ? given.toLowerCase() : newRequestId();
+}
+
+export function newRequestId(): string {
+  return randomUUID();
 }
 
 /**

@@ -23,11 +23,13 @@ const { platform, ingest } = await startOrExit('the ingest service', async () =>
     host: config.HOST,
     port: config.INGEST_PORT,
     bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
+    trustedProxy: config.INGEST_TRUSTED_PROXY,
   });
   return { platform, ingest };
 });
-platform.log.info({ port: ingest.server.port }, 'ingest service listening');
-process.stdout.write(`ingest service listening on http://${config.HOST}:${ingest.server.port}\n`);
+const { port, transport } = ingest.server;
+platform.log.info({ port, transport }, 'ingest service listening');
+process.stdout.write(`ingest service listening on http://${config.HOST}:${port} (${transport})\n`);
 
 stopOnSignals({
   timeoutMs: config.SHUTDOWN_TIMEOUT_MS,

@@ -18,12 +18,14 @@ import {
 } from '../../libs/schemas/index.js';
 import { batchResultBody, parseUsageBody, type UsageIngest } from '../../libs/usage/index.js';
 import { bytesOf, Exchange, readBody, requestIdFrom } from './http.js';
-import { type HttpRequest, type HttpResponse, listenExclusive, uws } from './uws.js';
+import type { HttpRequest, HttpResponse, HttpTransport } from './transport.js';
 
 export const USAGE_EVENTS_PATH = `${BASE_PATH}/usage/events`;
 export const USAGE_BATCH_PATH = `${BASE_PATH}/usage/events/batch`;
 
 export interface IngestServerOptions {
+  /** The HTTP server the routes run on (see INGEST_TRUSTED_PROXY). */
+  transport: HttpTransport;
   host: string;
   port: number;
   bodyLimit: number;
@@ -36,6 +38,8 @@ export interface IngestServerOptions {
 
 export interface IngestServer {
   port: number;
+  /** The HTTP server it runs on. */
+  transport: HttpTransport['name'];
   /** Stops accepting, answers new requests on open connections with 503, waits for those in flight. */
   close(): Promise<void>;
 }
@@ -82,7 +86,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
   const isDraining = () => draining;
   let drained: (() => void) | undefined;
 
-  const app = uws.App();
+  const { app } = options.transport;
 
   const usageRoute = (route: string, kind: Kind) => (res: HttpResponse, req: HttpRequest) => {
     const started = performance.now();
@@ -269,15 +273,16 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     );
   });
 
-  const listenSocket = await listenExclusive(app, options.host, options.port);
-  const port = uws.us_socket_local_port(listenSocket);
+  const listening = await options.transport.listen(options.host, options.port);
+  const { port } = listening;
 
   return {
     port,
+    transport: options.transport.name,
     async close() {
       if (draining) return;
       draining = true;
-      uws.us_listen_socket_close(listenSocket);
+      listening.stopAccepting();
       if (inFlight > 0) await new Promise<void>((resolve) => (drained = resolve));
     },
   };

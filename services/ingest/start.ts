@@ -2,7 +2,10 @@ import type { DependencyCheck } from '../../libs/observability/index.js';
 import { databaseCheck, redisCheck } from '../../libs/observability/index.js';
 import type { Platform } from '../../libs/platform/index.js';
 import { openUsageIngest, type UsageIngest, type UsagePipeline } from '../../libs/usage/index.js';
+import { nodeHttpTransport } from './node-http.js';
 import { type IngestServer, startIngestServer } from './server.js';
+import type { HttpTransport } from './transport.js';
+import { uwsTransport } from './uws.js';
 
 export interface RunningIngest {
   /** The core, for another front end in the same process (the api in `npm start`). */
@@ -33,6 +36,8 @@ export async function startIngest(options: {
   host: string;
   port: number;
   bodyLimit: number;
+  /** INGEST_TRUSTED_PROXY: uWebSockets.js behind a proxy that checks header bytes, else Node's server. */
+  trustedProxy: boolean;
 }): Promise<RunningIngest> {
   const { platform } = options;
   const pipeline = await openUsageIngest(platform);
@@ -40,6 +45,7 @@ export async function startIngest(options: {
   let server: IngestServer;
   try {
     server = await startIngestServer({
+      transport: ingestTransport({ trustedProxy: options.trustedProxy }),
       host: options.host,
       port: options.port,
       bodyLimit: options.bodyLimit,
@@ -62,4 +68,12 @@ export async function startIngest(options: {
       await pipeline.close();
     },
   };
+}
+
+/**
+ * uWebSockets.js reads header values wrongly at their edges (see uws.ts), so it serves only where
+ * a proxy in front has checked them; anywhere else Node's HTTP server does.
+ */
+export function ingestTransport(options: { trustedProxy: boolean }): HttpTransport {
+  return options.trustedProxy ? uwsTransport() : nodeHttpTransport();
 }

@@ -1,23 +1,42 @@
 import { createRequire } from 'node:module';
 import type * as UWS from '@trufflesuite/uws-js-unofficial';
 import type { TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
-
-export type {
-  HttpRequest,
-  HttpResponse,
-  TemplatedApp,
-  us_listen_socket,
-} from '@trufflesuite/uws-js-unofficial';
+import type { HttpApp, HttpTransport } from './transport.js';
 
 /**
  * uWebSockets.js v20.30 (the @trufflesuite build on npm): native binaries for Node 18/20 on Linux
- * x64, loaded here for Node 20 (ABI 115). Where no binary fits, or with UWS_USE_FALLBACK=1, the
- * package falls back to a node:http shim that lacks several methods (onWritable, tryEnd, pause,
- * getRemoteAddress...), reports onAborted on every closed response, hands Buffers (not
- * ArrayBuffers) to onData and includes the query in getUrl. The server uses only what both offer.
+ * x64. Where no binary fits, or with UWS_USE_FALLBACK=1, the package falls back to a node:http shim
+ * that lacks several methods (onWritable, tryEnd, pause, getRemoteAddress...), reports onAborted on
+ * every closed response, hands Buffers (not ArrayBuffers) to onData and includes the query in
+ * getUrl. The server uses only what both offer.
+ *
+ * uWS' parser trims bytes from 0x80 up off both ends of a header value (it compares signed chars
+ * with 33), and holds a request whose header has a control character or a name with a space
+ * until its idle timeout. Neither can be seen from JS, so this transport serves only behind a proxy
+ * that forwards exact, printable header values (INGEST_TRUSTED_PROXY; deploy/nginx is one).
+ * Loaded on first use: a process on Node's own server never loads the native module.
  */
-const require = createRequire(import.meta.url);
-export const uws: typeof UWS = require('@trufflesuite/uws-js-unofficial');
+export function uwsTransport(): HttpTransport {
+  const uws = loadUws();
+  const app = uws.App();
+  return {
+    name: 'uws',
+    app: app as unknown as HttpApp,
+    async listen(host, port) {
+      const socket = await listenExclusive(app, host, port);
+      return {
+        port: uws.us_socket_local_port(socket),
+        stopAccepting: () => uws.us_listen_socket_close(socket),
+      };
+    },
+  };
+}
+
+let loaded: typeof UWS | undefined;
+export function loadUws(): typeof UWS {
+  loaded ??= createRequire(import.meta.url)('@trufflesuite/uws-js-unofficial') as typeof UWS;
+  return loaded;
+}
 
 /**
  * Listens with LIBUS_LISTEN_EXCLUSIVE_PORT. uWS otherwise sets SO_REUSEPORT: a second process on the
@@ -25,7 +44,7 @@ export const uws: typeof UWS = require('@trufflesuite/uws-js-unofficial');
  * left running by a deploy, a copy started by mistake). The typings lack the host + options form
  * that the native module (and the fallback) accept.
  */
-export function listenExclusive(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
+function listenExclusive(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
   const listen = app.listen as unknown as (
     host: string,
     port: number,

@@ -67,7 +67,7 @@ describe('usage through the ingest pipeline', () => {
     const metered = subscription.items.find((item) => item.usage_type === 'metered')!.id;
     const periodEnd = new Date(subscription.current_period_end);
 
-    const [uws, api] = stack.frontEnds;
+    const [uws, api] = (['uws', 'api'] as const).map((name) => stack.frontEnds.find((f) => f.name === name)!);
     const send = (frontEnd: typeof uws, key: string, quantity: number, at: Date) =>
       frontEnd!.post('/usage/events', {
         key: org.apiKey,

@@ -1,21 +1,20 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPS_PATH_SPELLINGS, type RunningNginx, startNginx } from '../helpers/nginx.js';
 import { PROJECT_ROOT } from '../helpers/processes.js';
-import { freeTcpPort } from '../helpers/redis-server.js';
 
 const run = promisify(execFile);
 const COMPOSE_FILE = path.join(PROJECT_ROOT, 'deploy/compose.yaml');
-const NGINX_CONF = path.join(PROJECT_ROOT, 'deploy/nginx/nginx.conf');
 
 interface ComposeService {
   command?: string[];
+  ports?: unknown[];
   deploy?: { replicas?: number };
   environment?: Record<string, string>;
   depends_on?: Record<string, { condition: string }>;
@@ -93,6 +92,12 @@ describe('deploy/compose.yaml', () => {
     expect(compared).toBeGreaterThanOrEqual(4);
   });
 
+  it('runs ingest on uWebSockets.js only behind nginx: its port is not published', () => {
+    expect(services.ingest?.environment?.INGEST_TRUSTED_PROXY).toBe('true');
+    expect(services.ingest?.ports).toBeUndefined();
+    expect(services.nginx?.ports).toBeDefined();
+  });
+
   it('configures every process from the environment, with the distributed URLs set', () => {
     for (const name of ['api', 'ingest', 'sinks', 'dispatcher']) {
       const env = services[name]?.environment ?? {};
@@ -105,99 +110,144 @@ describe('deploy/compose.yaml', () => {
 
 describe('deploy/nginx/nginx.conf', () => {
   const upstreams: Server[] = [];
-  let nginx: ReturnType<typeof spawn> | undefined;
-  let directory: string;
+  let nginx: RunningNginx | undefined;
   let port: number;
 
   const upstream = (name: string) =>
     new Promise<number>((resolve) => {
       const server = createServer((request, response) => {
         response.setHeader('content-type', 'application/json');
-        response.end(JSON.stringify({ served_by: name, path: request.url }));
+        response.end(JSON.stringify({ served_by: name, path: request.url, headers: request.rawHeaders }));
       });
       upstreams.push(server);
       server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
     });
 
   beforeAll(async () => {
-    const [apiPort, ingestPort] = [await upstream('api'), await upstream('ingest')];
-    port = await freeTcpPort();
-    directory = await mkdtemp(path.join(tmpdir(), 'nginx-'));
-    // The deployed file, with the container names pointed at local stand-ins.
-    const conf = (await readFile(NGINX_CONF, 'utf8'))
-      .replace('http://api:8080', `http://127.0.0.1:${apiPort}`)
-      .replace('http://ingest:8081', `http://127.0.0.1:${ingestPort}`)
-      .replace('listen 80;', `listen 127.0.0.1:${port};`)
-      .replace('pid /tmp/nginx.pid;', `pid ${directory}/nginx.pid;`)
-      .replace('worker_processes auto;', 'worker_processes 1;')
-      .replace('/var/log/nginx/error.log', `${directory}/error.log`);
-    await writeFile(path.join(directory, 'nginx.conf'), conf);
-    const check = await run('nginx', ['-t', '-p', directory, '-c', path.join(directory, 'nginx.conf')]).catch(
-      (e) => e,
-    );
-    expect(check.stderr ?? String(check)).toContain('test is successful');
-    nginx = spawn('nginx', ['-p', directory, '-c', path.join(directory, 'nginx.conf'), '-g', 'daemon off;'], {
-      stdio: 'ignore',
-    });
-    for (
-      let tries = 0;
-      !(await fetch(`http://127.0.0.1:${port}/nginx-health`).then(
-        (r) => r.ok,
-        () => false,
-      ));
-      tries++
-    ) {
-      if (tries > 100) throw new Error('nginx did not start');
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    nginx = await startNginx({ apiPort: await upstream('api'), ingestPort: await upstream('ingest') });
+    port = nginx.port;
   });
 
   afterAll(async () => {
-    nginx?.kill('SIGQUIT');
+    await nginx?.stop();
     for (const server of upstreams) server.close();
-    if (directory) await rm(directory, { recursive: true, force: true });
   });
 
-  it('sends usage routes to ingest and every other route to api, paths unchanged', async () => {
-    const served = async (url: string, init?: RequestInit) =>
-      (await fetch(`http://127.0.0.1:${port}${url}`, init)).json();
-    expect(await served('/api/public/v1/usage/events', { method: 'POST', body: '{}' })).toEqual({
-      served_by: 'ingest',
-      path: '/api/public/v1/usage/events',
-    });
-    expect(await served('/api/public/v1/usage/events/batch?x=1', { method: 'POST', body: '{}' })).toEqual({
-      served_by: 'ingest',
-      path: '/api/public/v1/usage/events/batch?x=1',
-    });
-    expect(await served('/api/public/v1/customers?limit=5')).toEqual({
-      served_by: 'api',
-      path: '/api/public/v1/customers?limit=5',
-    });
-  });
-
-  it('sends a usage request whose Idempotency-Key is not printable ASCII to api, which refuses it', async () => {
-    // uWS would trim the bytes of "é" off the end and record the event under another key
-    const servedBy = (key: Buffer) =>
-      new Promise<string>((resolve, reject) => {
+  /** One request written by hand (header bytes as given); what the stand-in upstream saw. */
+  const sent = (head: string, extraHeader: Buffer = Buffer.alloc(0), body = '') =>
+    new Promise<{ status: number; served_by?: string; path?: string; headers?: string[] }>(
+      (resolve, reject) => {
         const socket = net.connect(port, '127.0.0.1');
-        const head = `POST /api/public/v1/usage/events HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\nIdempotency-Key: `;
-        socket.write(Buffer.concat([Buffer.from(head), key, Buffer.from('\r\n\r\n')]));
+        socket.write(
+          Buffer.concat([
+            Buffer.from(`${head}\r\nHost: x\r\nContent-Length: ${body.length}\r\nConnection: close\r\n`),
+            extraHeader,
+            Buffer.from(`\r\n${body}`),
+          ]),
+        );
         const chunks: Buffer[] = [];
         socket.on('data', (chunk) => chunks.push(chunk));
         socket.on('error', reject);
-        socket.on('end', () =>
-          resolve(/"served_by":"(\w+)"/.exec(Buffer.concat(chunks).toString())?.[1] ?? ''),
-        );
+        socket.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          const payload = text.slice(text.indexOf('\r\n\r\n') + 4);
+          resolve({
+            status: Number(text.split(' ')[1]),
+            ...(payload.startsWith('{') ? JSON.parse(payload) : {}),
+          });
+        });
+      },
+    );
+  const header = (name: string, value: string | Buffer) =>
+    Buffer.concat([Buffer.from(`${name}: `), Buffer.from(value), Buffer.from('\r\n')]);
+
+  it('sends usage POSTs to ingest and every other request to api, paths unchanged', async () => {
+    const served = async (url: string, init?: RequestInit) =>
+      (await fetch(`http://127.0.0.1:${port}${url}`, init)).json();
+    for (const path of [
+      '/api/public/v1/usage/events',
+      '/api/public/v1/usage/events/',
+      '/api/public/v1/usage/events/batch?x=1',
+      '/api/public/v1/usage/events/batch/',
+    ]) {
+      expect(await served(path, { method: 'POST', body: '{}' })).toMatchObject({ served_by: 'ingest', path });
+    }
+    for (const [method, path] of [
+      ['GET', '/api/public/v1/usage/events'],
+      ['GET', '/api/public/v1/usage/events/batch'],
+      ['PUT', '/api/public/v1/usage/events'],
+      ['POST', '/api/public/v1/usage/events/extra'],
+      ['GET', '/api/public/v1/customers?limit=5'],
+    ] as const) {
+      const body = method === 'GET' ? undefined : '{}';
+      expect(await served(path, { method, body }), `${method} ${path}`).toMatchObject({
+        served_by: 'api',
+        path,
       });
-    expect(await servedBy(Buffer.from('order-1'))).toBe('ingest');
-    expect(await servedBy(Buffer.from('order-1é'))).toBe('api');
-    expect(await servedBy(Buffer.from('éorder-1'))).toBe('api');
-    expect(await servedBy(Buffer.from('order\t1'))).toBe('api');
+    }
   });
 
-  it('keeps health and metrics off the public entry point', async () => {
-    for (const route of ['/metrics', '/readyz', '/healthz']) {
-      expect((await fetch(`http://127.0.0.1:${port}${route}`)).status, route).toBe(404);
+  it('forwards to ingest only the headers it reads, each as sent', async () => {
+    const seen = await sent(
+      'POST /api/public/v1/usage/events HTTP/1.1',
+      Buffer.concat([
+        header('Authorization', 'Bearer sk_test_x'),
+        header('Content-Type', 'application/json'),
+        header('Idempotency-Key', 'order-1'),
+        header('X-Request-ID', 'b0e6f5a8-8d0f-4a5e-9f5e-2f4f0b7c8e21'),
+        // not read by ingest: never forwarded to it, whatever it holds (uWS would hang on \x01)
+        header('X-Other', 'a\x01b'),
+        header('Cookie', 'c=1'),
+      ]),
+      '{}',
+    );
+    expect(seen.served_by).toBe('ingest');
+    const names = seen.headers!.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase());
+    expect(names.sort()).toEqual(
+      [
+        'authorization',
+        'content-length',
+        'content-type',
+        'host',
+        'idempotency-key',
+        'x-forwarded-for',
+        'x-forwarded-proto',
+        'x-request-id',
+      ].sort(),
+    );
+    expect(seen.headers).toContain('order-1');
+  });
+
+  it('sends a usage request with any header ingest reads outside printable ASCII, or with a comma, to api', async () => {
+    // uWS would trim the bytes of "é" off an edge: another key, another API key, another media type
+    const post = 'POST /api/public/v1/usage/events HTTP/1.1';
+    expect((await sent(post, header('Idempotency-Key', 'order-1'))).served_by).toBe('ingest');
+    for (const [name, value] of [
+      ['Idempotency-Key', 'order-1é'],
+      ['Idempotency-Key', 'éorder-1'],
+      ['Idempotency-Key', 'order\t1'],
+      ['Idempotency-Key', 'a, b'],
+      ['Authorization', 'Bearer sk_test_xé'],
+      ['Content-Type', 'application/jsoné'],
+      ['Content-Encoding', 'gzipé'],
+      ['X-Request-ID', 'b0e6f5a8-8d0f-4a5e-9f5e-2f4f0b7c8e21é'],
+    ] as const) {
+      expect((await sent(post, header(name, value))).served_by, `${name}: ${value}`).toBe('api');
+    }
+    // a repeated key: nginx 1.23+ would join the values with ", "; the services read the first
+    const repeated = await sent(
+      post,
+      Buffer.concat([header('Idempotency-Key', 'k1'), header('Idempotency-Key', 'k2')]),
+    );
+    if (repeated.served_by === 'ingest') expect(repeated.headers).toContain('k1');
+    expect(repeated.headers).not.toContain('k1, k2');
+  });
+
+  it('keeps health and metrics off the public entry point, in every spelling', async () => {
+    for (const route of OPS_PATH_SPELLINGS) {
+      const answer = await sent(`GET ${route} HTTP/1.1`);
+      expect(answer.served_by, route).toBeUndefined();
+      expect(answer.status, route).toBe(404);
     }
   });
 });

@@ -17,7 +17,7 @@ describe('ingest service process', () => {
     // Embedded twins here: memory store, in-process log writing to this database.
     const ingest = await processes.start(
       'services/ingest/main.ts',
-      processes.env({ INGEST_PORT: '0', UWS_USE_FALLBACK: '1' }),
+      processes.env({ INGEST_PORT: '0', INGEST_TRUSTED_PROXY: 'true', UWS_USE_FALLBACK: '1' }),
       INGEST_LISTENING,
     );
     try {

@@ -46,7 +46,7 @@ describe.each(MODES)('usage events, %s', (mode) => {
       rows.filter((row) => row.idempotency_key === key),
     );
 
-  describe.each(['uws', 'api'] as const)('through %s', (name) => {
+  describe.each(['uws', 'node', 'api'] as const)('through %s', (name) => {
     const frontEnd = (): UsageFrontEnd => stack.frontEnds.find((f) => f.name === name)!;
     const post = (request: Parameters<UsageFrontEnd['post']>[1]) =>
       frontEnd().post('/usage/events', { key: org.apiKey, ...request });
@@ -471,10 +471,11 @@ describe.each(MODES)('usage events, %s', (mode) => {
         idempotencyKey: '\u00c3\u00a9',
         body: { subscription_item_id: items.metered, quantity: 1 },
       });
-      if (name === 'api') {
+      if (name !== 'uws') {
         expect(response.status).toBe(422);
         expect(response.body.details).toEqual([expect.objectContaining({ field: 'Idempotency-Key' })]);
       } else {
+        // uWS never sees the bytes; it serves only behind a proxy that sends such keys to the api
         expect(response.status).toBe(400);
         expect(response.body.detail).toMatch(/idempotency key is required/i);
       }

@@ -4,7 +4,7 @@ import type { Queryable } from '../../libs/db/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { startUsageSinks, type UsagePipeline, type UsageSinks } from '../../libs/usage/index.js';
 import { type IngestServer, startIngestServer } from '../../services/ingest/server.js';
-import { ingestReadinessChecks } from '../../services/ingest/start.js';
+import { ingestReadinessChecks, ingestTransport } from '../../services/ingest/start.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { insertCustomer, insertProduct, insertSubscription } from '../helpers/billing-fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
@@ -39,7 +39,8 @@ export interface UsageRequest {
 
 /** One HTTP front end of the ingest core. */
 export interface UsageFrontEnd {
-  name: 'uws' | 'api';
+  /** uWebSockets.js, Node's HTTP server (both the ingest service) or the api service. */
+  name: 'uws' | 'node' | 'api';
   post(
     path: '/usage/events' | '/usage/events/' | '/usage/events/batch',
     request: UsageRequest,
@@ -48,7 +49,10 @@ export interface UsageFrontEnd {
 
 export interface UsageStack {
   api: TestApi;
+  /** The ingest service on uWebSockets.js (as behind deploy/nginx). */
   ingest: IngestServer;
+  /** The ingest service on Node's HTTP server (its default without a checking proxy). */
+  nodeIngest: IngestServer;
   frontEnds: UsageFrontEnd[];
   sinks: UsageSinks | undefined;
   topic: string | undefined;
@@ -104,6 +108,7 @@ export async function startUsageStack(
     },
   });
   const ingest = await startIngestFor(api, api.usage);
+  const nodeIngest = await startIngestFor(api, api.usage, { transport: 'node-http', logName: 'ingest-node' });
   let sinks: UsageSinks | undefined;
   if (topic && options.sinks) {
     sinks = await startUsageSinks({
@@ -115,38 +120,45 @@ export async function startUsageStack(
   return {
     api,
     ingest,
+    nodeIngest,
     sinks,
     topic,
-    frontEnds: [uwsFrontEnd(ingest.port), apiFrontEnd(api)],
+    frontEnds: [uwsFrontEnd(ingest.port), uwsFrontEnd(nodeIngest.port, 'node'), apiFrontEnd(api)],
     async close() {
       await ingest.close();
+      await nodeIngest.close();
       await sinks?.stop();
       await api.close();
     },
   };
 }
 
-/** The uWS ingest service on a pipeline of the api's platform, as the ingest process runs it. */
+/**
+ * The ingest service on a pipeline of the api's platform, as the ingest process runs it: on
+ * uWebSockets.js (as behind deploy/nginx, INGEST_TRUSTED_PROXY=true) unless `transport` says
+ * Node's HTTP server (the default of a process without a checking proxy in front).
+ */
 export function startIngestFor(
   api: TestApi,
   pipeline: UsagePipeline,
-  logName = 'ingest',
-  port = 0,
+  options: { transport?: 'uws' | 'node-http'; logName?: string; port?: number } = {},
 ): Promise<IngestServer> {
   return startIngestServer({
+    transport: ingestTransport({ trustedProxy: (options.transport ?? 'uws') === 'uws' }),
     host: '127.0.0.1',
-    port,
+    port: options.port ?? 0,
     bodyLimit: api.config.INGEST_BODY_LIMIT_BYTES,
     authenticator: api.platform.authenticator,
     usage: pipeline.ingest,
     checks: () => ingestReadinessChecks(api.platform, pipeline),
-    log: runLogger(logName),
+    log: runLogger(options.logName ?? 'ingest'),
   });
 }
 
-export function uwsFrontEnd(port: number): UsageFrontEnd {
+/** An ingest server over real HTTP; `name` says which transport it runs on. */
+export function uwsFrontEnd(port: number, name: 'uws' | 'node' = 'uws'): UsageFrontEnd {
   return {
-    name: 'uws',
+    name,
     async post(path, request) {
       if (request.repeatedHeader) return rawPost(port, `${BASE_PATH}${path}`, request);
       const response = await fetch(`http://127.0.0.1:${port}${BASE_PATH}${path}`, {

@@ -34,7 +34,7 @@ describe('usage ingest as two processes on one Redis and one topic', () => {
     stack = await startUsageStack('redis+kafka', { sinks: true });
     // A second ingest core on the same platform: its own requests in flight and its own producer.
     second = await openUsageIngest(stack.api.platform);
-    secondServer = await startIngestFor(stack.api, second, 'ingest-2');
+    secondServer = await startIngestFor(stack.api, second, { logName: 'ingest-2' });
     processes = [stack.frontEnds.find((f) => f.name === 'uws')!, uwsFrontEnd(secondServer.port)];
     org = await createTestOrg(stack.api.platform.db);
     items = await createUsageItems(stack.api.platform.db, org.orgId);
