@@ -336,7 +336,7 @@ async function cleanUp(): Promise<void> {
   } else {
     log(`kept database ${databaseName}`);
   }
-  const redis = await connectRedis(settings.redisUrl).catch(() => undefined);
+  const redis = await connectRedis(settings.redisUrl, 2000).catch(() => undefined);
   if (!redis) return;
   try {
     let cursor = '0';

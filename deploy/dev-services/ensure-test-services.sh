@@ -40,8 +40,9 @@ wait_for() { # description, seconds, command...
 }
 
 # Tools the tests call directly: a C compiler and librdkafka for the Kafka test broker, pdftotext
-# for the PDF test, docker-compose and nginx to validate the deploy files.
-install_packages gcc libc6-dev librdkafka-dev poppler-utils docker-compose nginx-core
+# for the PDF test, docker-compose and nginx to validate the deploy files, Postgres' binaries for
+# the test that freezes a Postgres of its own.
+install_packages gcc libc6-dev librdkafka-dev poppler-utils docker-compose nginx-core postgresql
 
 # --- Postgres ---------------------------------------------------------------------------------
 if [ -z "${DATABASE_URL:-}" ] && ! port_open 5432; then

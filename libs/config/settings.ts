@@ -69,10 +69,18 @@ const common = z.object({
   DATABASE_POOL_SIZE: positiveInt(10),
   /** The longest one SQL statement may run before it fails and its connection is dropped. */
   DATABASE_QUERY_TIMEOUT_MS: timerMs(60_000),
+  /**
+   * A service's statement that waits this long has Postgres probed on a connection of its own; if
+   * that gets no answer within as long, Postgres is down: waiting requests get 503 at once, new
+   * ones too until it answers again.
+   */
+  DATABASE_STALL_MS: timerMs(2000),
   DATA_DIR: z.string().min(1).default('./data'),
   EMBEDDED_DB_PORT: port(54329),
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
   REDIS_KEY_PREFIX: z.string().default(''),
+  /** The longest a command waits for Redis; past it Redis is down and requests get 503 at once. */
+  REDIS_COMMAND_TIMEOUT_MS: timerMs(2000),
   KAFKA_BROKERS: list(broker).optional(),
   KAFKA_CLIENT_ID: z.string().min(1).default('billing'),
   KAFKA_USAGE_TOPIC: z.string().min(1).default('usage.events'),
@@ -86,6 +94,11 @@ const common = z.object({
     .regex(/^[\w.-]*$/)
     .default(''),
   KAFKA_LINGER_MS: digits(z.number().int().min(0).max(1000)).default(5),
+  /**
+   * The longest a usage request waits for the log's acknowledgement; past it Kafka is down, the
+   * request gets 503 (never 201) and so do new ones until the broker answers again.
+   */
+  KAFKA_ACK_TIMEOUT_MS: timerMs(3000),
   CLICKHOUSE_URL: url(['http:', 'https:']).optional(),
   CLICKHOUSE_DATABASE: z.string().regex(/^\w+$/).default('billing'),
   AUTH_CACHE_TTL_SECONDS: positiveInt(30),

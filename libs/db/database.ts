@@ -1,4 +1,7 @@
 import pg from 'pg';
+import { DependencyGuard } from '../dependency-guard/index.js';
+import type { Logger } from '../log/index.js';
+import { isConnectionFailure } from './pg-errors.js';
 
 /** Anything that runs SQL: the pool or a client inside a transaction. Domain code takes this. */
 export interface Queryable {
@@ -56,6 +59,14 @@ export class Database implements Queryable {
       connectTimeoutMs?: number;
       /** The longest one statement may run; past it the query fails and its connection is dropped. */
       queryTimeoutMs?: number;
+      /**
+       * Stall detection (services on Postgres): a statement or transaction that waits past
+       * `waitMs` has the database probed on a connection of its own; if the probe gets no answer
+       * either, the database is down: every waiting statement fails at once (its connection is
+       * dropped, so a stuck transaction can never commit later) and new ones are refused until it
+       * answers again. A slow statement on a database that answers keeps running.
+       */
+      stall?: { waitMs: number; log: Logger };
     } = {},
   ) {
     this.statementNames = options.preparedStatements ? new Map() : undefined;
@@ -78,15 +89,88 @@ export class Database implements Queryable {
     });
     // An idle client whose server went away must not crash the process; the next query reports it.
     this.pool.on('error', () => {});
+    const { stall } = options;
+    this.guard = stall
+      ? new DependencyGuard({
+          name: 'database',
+          waitMs: stall.waitMs,
+          whenSlow: 'probe',
+          probe: () => this.probe(connectionString, stall.waitMs),
+          isOutage: isConnectionFailure,
+          log: stall.log,
+        })
+      : undefined;
   }
+
+  private readonly guard: DependencyGuard | undefined;
 
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(
     text: string,
     values?: unknown[],
   ): Promise<pg.QueryResult<R>> {
     // Without values the text may hold several statements, which only the simple protocol runs.
-    if (values === undefined) return this.pool.query<R>(text);
-    return this.pool.query<R>({ text, values, name: this.statementName(text) });
+    const config = values === undefined ? { text } : { text, values, name: this.statementName(text) };
+    if (!this.guard) return this.pool.query<R>(config);
+    return this.withClient(async (client, release) => {
+      try {
+        const result = await client.query<R>(config);
+        release();
+        return result;
+      } catch (error) {
+        // As pool.query does: a connection whose statement failed is not trusted again.
+        release(error as Error);
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * `use` on a pooled connection, under the stall guard. `use` gives the connection back through
+   * `release` (with an error: dropped); a call given up on drops it at once (its statement may be
+   * stuck on it), and a later release is a no-op.
+   */
+  private withClient<T>(
+    use: (client: pg.PoolClient, release: (broken?: Error) => void) => Promise<T>,
+  ): Promise<T> {
+    let client: pg.PoolClient | undefined;
+    let released = false;
+    let abandoned = false;
+    const release = (broken?: Error) => {
+      if (released || !client) return;
+      released = true;
+      client.release(broken);
+    };
+    const gaveUp = () => new Error('abandoned: the database stopped answering');
+    return this.guard!.run(
+      async () => {
+        client = await this.pool.connect();
+        if (abandoned) {
+          release(gaveUp());
+          throw gaveUp();
+        }
+        return use(client, release);
+      },
+      () => {
+        abandoned = true;
+        release(gaveUp());
+      },
+    );
+  }
+
+  /** Does the server answer at all? A connection of its own: the pool's may all be stuck. */
+  private async probe(connectionString: string, timeoutMs: number): Promise<void> {
+    const client = new pg.Client({
+      connectionString,
+      connectionTimeoutMillis: timeoutMs,
+      query_timeout: timeoutMs,
+    });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+    } finally {
+      void client.end().catch(() => {});
+    }
   }
 
   private statementName(text: string): string | undefined {
@@ -101,8 +185,22 @@ export class Database implements Queryable {
   }
 
   /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
-  async transaction<T>(fn: (tx: pg.PoolClient) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    const client = await this.pool.connect();
+  transaction<T>(fn: (tx: pg.PoolClient) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    if (!this.guard) {
+      return this.pool
+        .connect()
+        .then((client) => this.inTransaction(client, fn, options, (broken) => client.release(broken)));
+    }
+    return this.withClient((client, release) => this.inTransaction(client, fn, options, release));
+  }
+
+  /** Gives the connection back through `release`: dropped when its rollback failed or its statement timed out. */
+  private async inTransaction<T>(
+    client: pg.PoolClient,
+    fn: (tx: pg.PoolClient) => Promise<T>,
+    options: TransactionOptions,
+    release: (broken?: Error) => void,
+  ): Promise<T> {
     // A connection lost between two statements makes pg emit 'error' on the checked-out client,
     // and an 'error' nobody listens to crashes the process. With a listener the next statement
     // fails instead, the transaction rolls back as usual, and release() drops the broken client.
@@ -128,11 +226,12 @@ export class Database implements Queryable {
       throw error;
     } finally {
       client.off('error', ignoreLostConnection);
-      client.release(broken);
+      release(broken);
     }
   }
 
   async close(): Promise<void> {
+    this.guard?.close();
     await this.pool.end();
   }
 }

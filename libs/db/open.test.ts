@@ -24,6 +24,7 @@ describe('openDatabase', () => {
         {
           DATABASE_POOL_SIZE: 2,
           DATABASE_QUERY_TIMEOUT_MS: 60_000,
+          DATABASE_STALL_MS: 2000,
           DATA_DIR: '/nonexistent',
           EMBEDDED_DB_PORT: port,
         },

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { type CommonConfig, withTimeout } from '../config/index.js';
+import type { Logger } from '../log/index.js';
 import { Database } from './database.js';
 import { embeddedServerOf, startEmbeddedPostgres } from './embedded.js';
 
@@ -18,9 +19,16 @@ export interface OpenedDatabase {
 export async function openDatabase(
   config: Pick<
     CommonConfig,
-    'DATABASE_URL' | 'DATABASE_POOL_SIZE' | 'DATABASE_QUERY_TIMEOUT_MS' | 'DATA_DIR' | 'EMBEDDED_DB_PORT'
+    | 'DATABASE_URL'
+    | 'DATABASE_POOL_SIZE'
+    | 'DATABASE_QUERY_TIMEOUT_MS'
+    | 'DATABASE_STALL_MS'
+    | 'DATA_DIR'
+    | 'EMBEDDED_DB_PORT'
   >,
   applicationName: string,
+  /** Where a Postgres outage is reported (once when it starts, once when it ends). */
+  log?: Logger,
 ): Promise<OpenedDatabase> {
   if (config.DATABASE_URL) {
     const db = new Database(config.DATABASE_URL, {
@@ -28,6 +36,7 @@ export async function openDatabase(
       applicationName,
       preparedStatements: true,
       queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
+      ...(log ? { stall: { waitMs: config.DATABASE_STALL_MS, log } } : {}),
     });
     return { db, mode: 'postgres', close: () => db.close() };
   }

@@ -38,8 +38,11 @@ export class ApiError extends Error {
   readonly details: FieldError[] | undefined;
   /** Extra response headers the error implies, such as Retry-After or Allow. */
   readonly headers: Record<string, string>;
-  /** A refusal by design (the service is draining), not a failure: not logged as one. */
-  readonly refusal: boolean;
+  /**
+   * An answer by design, not a failure of this service: it is draining, or a dependency is down
+   * (its guard logs the outage once). Not logged per request as a failure.
+   */
+  readonly expected: boolean;
 
   constructor(
     code: ErrorCode,
@@ -48,7 +51,7 @@ export class ApiError extends Error {
       details?: FieldError[];
       headers?: Record<string, string>;
       cause?: unknown;
-      refusal?: boolean;
+      expected?: boolean;
     } = {},
   ) {
     super(detail, options.cause === undefined ? undefined : { cause: options.cause });
@@ -56,7 +59,7 @@ export class ApiError extends Error {
     this.code = code;
     this.details = options.details;
     this.headers = options.headers ?? {};
-    this.refusal = options.refusal ?? false;
+    this.expected = options.expected ?? false;
   }
 
   get status(): number {
@@ -135,14 +138,16 @@ export class ApiError extends Error {
   static shuttingDown(): ApiError {
     return new ApiError('SERVICE_UNAVAILABLE', 'The service is shutting down; retry.', {
       headers: { 'Retry-After': '1' },
-      refusal: true,
+      expected: true,
     });
   }
 
+  /** A dependency is down: the client retries; the outage is logged where it is detected. */
   static serviceUnavailable(detail: string, retryAfterSeconds = 1, cause?: unknown): ApiError {
     return new ApiError('SERVICE_UNAVAILABLE', detail, {
       headers: { 'Retry-After': String(retryAfterSeconds) },
       cause,
+      expected: true,
     });
   }
 }

@@ -32,13 +32,60 @@ export function createKafka(
         ? { initialRetryTime: 200, maxRetryTime: 5000, retries: 50 }
         : { initialRetryTime: 100, maxRetryTime: 1000, retries: 3 },
     logLevel: log ? logLevel.WARN : logLevel.NOTHING,
-    logCreator: () => (entry: LogEntry) => {
-      if (!log) return;
-      const { message, timestamp: _timestamp, ...extra } = entry.log;
-      const fields = { kafka: entry.namespace, ...extra };
-      if (entry.level === logLevel.ERROR) log.error(fields, message);
-      else if (entry.level === logLevel.WARN) log.warn(fields, message);
-      else log.debug(fields, message);
+    logCreator: () => {
+      const repeats = new RepeatedLines();
+      return (entry: LogEntry) => {
+        if (!log) return;
+        const { message, timestamp: _timestamp, ...extra } = entry.log;
+        // While a broker is down kafkajs warns once per request and retry: the first line of each
+        // kind is logged, the rest counted and summarized once a minute.
+        const repeated = repeats.seen(`${entry.namespace} ${message}`);
+        if (repeated === undefined) return;
+        const fields = { kafka: entry.namespace, ...extra, ...(repeated ? { repeated } : {}) };
+        // Warnings at most: what kafkajs reports as an error reaches our code as a failed call,
+        // which is logged (or an outage reported) where it is handled.
+        if (entry.level <= logLevel.WARN) log.warn(fields, message);
+        else log.debug(fields, message);
+      };
     },
   });
+}
+
+const REPEAT_WINDOW_MS = 60_000;
+
+/** Which log lines to write: the first of a kind per window, then one carrying the count of the rest. */
+class RepeatedLines {
+  private readonly windows = new Map<string, { since: number; suppressed: number }>();
+
+  /** undefined: suppress this line; 0: a first line; n: a line standing for n suppressed ones. */
+  seen(kind: string, now = Date.now()): number | undefined {
+    const window = this.windows.get(kind);
+    if (!window || now - window.since >= REPEAT_WINDOW_MS) {
+      if (this.windows.size > 1000) this.windows.clear();
+      this.windows.set(kind, { since: now, suppressed: 0 });
+      return window?.suppressed ?? 0;
+    }
+    window.suppressed++;
+    return undefined;
+  }
+}
+
+/**
+ * A failure of the broker connection itself (refused, lost, timed out, or retries of those
+ * exhausted), as opposed to a broker's refusal of one request: the first is an outage of the log.
+ */
+export function isKafkaOutage(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; depth++) {
+    if (
+      cause.name === 'KafkaJSConnectionError' ||
+      cause.name === 'KafkaJSConnectionClosedError' ||
+      cause.name === 'KafkaJSRequestTimeoutError' ||
+      cause.name === 'KafkaJSBrokerNotFound' ||
+      cause.name === 'KafkaJSNoBrokerAvailableError'
+    ) {
+      return true;
+    }
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return false;
 }

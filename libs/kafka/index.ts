@@ -1,5 +1,5 @@
 export type { Admin, Consumer, Kafka, KafkaMessage, Message } from 'kafkajs';
-export { createKafka, type KafkaSettings } from './client.js';
+export { createKafka, isKafkaOutage, type KafkaSettings } from './client.js';
 export { LingeringProducer } from './lingering-producer.js';
 export { partitionOfKey, TopicPartitionCount } from './partitions.js';
 export { ensureTopic, kafkaCheck } from './topics.js';

@@ -1,6 +1,7 @@
 import { ApiKeyAuthenticator } from '../auth/index.js';
 import { type CommonConfig, reaching } from '../config/index.js';
 import { type Database, openDatabase } from '../db/index.js';
+import type { DependencyGuard } from '../dependency-guard/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import {
   MemoryRateLimitStore,
@@ -8,7 +9,7 @@ import {
   type RateLimitStore,
   RedisRateLimitStore,
 } from '../rate-limit/index.js';
-import { connectRedis, type Redis } from '../redis/index.js';
+import { connectRedis, type Redis, redisGuard } from '../redis/index.js';
 
 /**
  * What every process builds once at start-up and passes down: the database, Redis (or its
@@ -21,6 +22,8 @@ export interface Platform {
   dbMode: 'postgres' | 'embedded-server' | 'embedded-client';
   /** Absent in the embedded mode. */
   redis: Redis | undefined;
+  /** Bounds and fails fast every call of a Redis store; absent with `redis`. */
+  redisGuard: DependencyGuard | undefined;
   rateLimitStore: RateLimitStore;
   rateLimiter: RateLimiter;
   authenticator: ApiKeyAuthenticator;
@@ -33,15 +36,18 @@ export async function openPlatform(
   options: { log?: Logger; now?: () => number } = {},
 ): Promise<Platform> {
   const log = options.log ?? createLogger({ level: config.LOG_LEVEL, service });
-  const opened = await openDatabase(config, `billing-${service}`);
+  const opened = await openDatabase(config, `billing-${service}`, log);
   let redis: Redis | undefined;
   try {
-    redis = config.REDIS_URL ? await reaching('REDIS_URL', connectRedis(config.REDIS_URL)) : undefined;
+    redis = config.REDIS_URL
+      ? await reaching('REDIS_URL', connectRedis(config.REDIS_URL, config.REDIS_COMMAND_TIMEOUT_MS))
+      : undefined;
   } catch (error) {
     await opened.close();
     throw error;
   }
-  const rateLimitStore = redis ? new RedisRateLimitStore(redis) : new MemoryRateLimitStore();
+  const guard = redis ? redisGuard(redis, config.REDIS_COMMAND_TIMEOUT_MS, log) : undefined;
+  const rateLimitStore = redis ? new RedisRateLimitStore(redis, guard) : new MemoryRateLimitStore();
   const now = options.now;
   const authenticator = new ApiKeyAuthenticator(opened.db, {
     ttlSeconds: config.AUTH_CACHE_TTL_SECONDS,
@@ -57,6 +63,7 @@ export async function openPlatform(
     db: opened.db,
     dbMode: opened.mode,
     redis,
+    redisGuard: guard,
     rateLimitStore,
     rateLimiter: new RateLimiter(rateLimitStore, {
       keyPrefix: config.REDIS_KEY_PREFIX,
@@ -65,6 +72,7 @@ export async function openPlatform(
     authenticator,
     async close() {
       stopWatchingRevocations();
+      guard?.close();
       redis?.disconnect();
       await opened.close();
     },

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { Batcher } from '../batching/index.js';
+import type { DependencyGuard } from '../dependency-guard/index.js';
 import { type Bucket, groupByBucket, nthDecision } from './bucket-groups.js';
 import type { RateLimitStore } from './store.js';
 
@@ -51,7 +52,11 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly redis: WithRateLimit;
   private readonly consumptions: Batcher<Bucket, { count: number; allowed: boolean }>;
 
-  constructor(redis: Redis) {
+  /** `guard`: Redis' outage guard (the platform's), which bounds and fails fast every call. */
+  constructor(
+    redis: Redis,
+    private readonly guard?: DependencyGuard,
+  ) {
     if (!('billingRateLimitMany' in redis))
       redis.defineCommand('billingRateLimitMany', { lua: RATE_LIMIT_MANY_LUA });
     this.redis = redis as WithRateLimit;
@@ -66,7 +71,8 @@ export class RedisRateLimitStore implements RateLimitStore {
     const groups = groupByBucket(batch);
     const args: (string | number)[] = groups.map(({ bucket }) => bucket!.key);
     for (const { bucket, members } of groups) args.push(bucket!.limit, bucket!.ttlSeconds, members.length);
-    const out = await this.redis.billingRateLimitMany(groups.length, ...args);
+    const consume = () => this.redis.billingRateLimitMany(groups.length, ...args);
+    const out = await (this.guard ? this.guard.run(consume) : consume());
     const decisions: { count: number; allowed: boolean }[] = new Array(batch.length);
     groups.forEach(({ members }, g) => {
       members.forEach((position, nth) => {

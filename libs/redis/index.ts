@@ -1,15 +1,15 @@
-import { Redis } from 'ioredis';
+import { type Redis as Client, Redis, ReplyError } from 'ioredis';
+import { DependencyGuard } from '../dependency-guard/index.js';
+import type { Logger } from '../log/index.js';
 
 export type { Redis } from 'ioredis';
 export { BulkScript, type ScriptArgument } from './bulk-script.js';
-
-const COMMAND_TIMEOUT_MS = 2000;
 
 /**
  * One connection per process. Commands fail fast while Redis is unreachable (no offline queue,
  * one retry), so a request gets 503 at once instead of hanging until its client gives up.
  */
-export async function connectRedis(url: string): Promise<Redis> {
+export async function connectRedis(url: string, commandTimeoutMs: number): Promise<Redis> {
   const redis = new Redis(url, {
     lazyConnect: true,
     enableOfflineQueue: false,
@@ -17,11 +17,27 @@ export async function connectRedis(url: string): Promise<Redis> {
     connectTimeout: 2000,
     // A Redis that accepts and never answers (frozen, overloaded) fails the command instead of
     // holding the request until its client gives up: the answer is a 503 with Retry-After.
-    commandTimeout: COMMAND_TIMEOUT_MS,
+    commandTimeout: commandTimeoutMs,
     retryStrategy: (times) => Math.min(times * 100, 2000),
   });
   // Connection errors surface on the commands that need Redis; the event must not crash the process.
   redis.on('error', () => {});
   await redis.connect();
   return redis;
+}
+
+/**
+ * Redis' outage guard: a command past `commandTimeoutMs`, or one failed by a lost or refused
+ * connection (anything but Redis' own reply errors), marks Redis down; requests then get 503 at
+ * once until a PING answers.
+ */
+export function redisGuard(redis: Client, commandTimeoutMs: number, log: Logger): DependencyGuard {
+  return new DependencyGuard({
+    name: 'redis',
+    waitMs: commandTimeoutMs,
+    whenSlow: 'fail',
+    probe: () => redis.ping(),
+    isOutage: (error) => !(error instanceof ReplyError),
+    log,
+  });
 }

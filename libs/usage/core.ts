@@ -611,6 +611,7 @@ function withHeaders(error: ApiError, headers: Record<string, string>): ApiError
     ...(error.details ? { details: error.details } : {}),
     headers: { ...headers, ...error.headers },
     cause: error.cause,
+    expected: error.expected,
   });
 }
 

@@ -1,4 +1,13 @@
-import { type Admin, type Kafka, kafkaCheck, LingeringProducer, partitionOfKey } from '../kafka/index.js';
+import { DependencyGuard } from '../dependency-guard/index.js';
+import {
+  type Admin,
+  isKafkaOutage,
+  type Kafka,
+  kafkaCheck,
+  LingeringProducer,
+  partitionOfKey,
+} from '../kafka/index.js';
+import type { Logger } from '../log/index.js';
 import type { DependencyCheck } from '../observability/index.js';
 import { encodeLogMessages, type UsageEventRecord } from './event.js';
 import type { UsageEventLog } from './log.js';
@@ -7,13 +16,26 @@ import type { UsageEventLog } from './log.js';
  * Kafka topic `usage.events`: message key = organization and item (one item's events stay in one
  * partition, in order), acks from every in-sync replica, concurrent requests gathered into one
  * produce call per linger window, and one message per partition within it (see encodeLogMessages).
+ * A request waits at most `ackTimeoutMs` for the acknowledgement: past it (or on a lost
+ * connection) the broker is down, and appends fail at once until it answers a metadata request.
+ * A produce call given up on may still be written later; its events' keys were released, so a
+ * retry records them under a new id and the sinks keep one row per identity.
  */
 export class KafkaUsageEventLog implements UsageEventLog {
   private readonly producer: LingeringProducer<UsageEventRecord>;
   private readonly admin: Admin;
+  private readonly guard: DependencyGuard;
 
-  constructor(kafka: Kafka, options: { topic: string; lingerMs: number }) {
+  constructor(kafka: Kafka, options: { topic: string; lingerMs: number; ackTimeoutMs: number; log: Logger }) {
     this.admin = kafka.admin();
+    this.guard = new DependencyGuard({
+      name: 'kafka',
+      waitMs: options.ackTimeoutMs,
+      whenSlow: 'fail',
+      probe: () => this.admin.describeCluster(),
+      isOutage: isKafkaOutage,
+      log: options.log,
+    });
     this.producer = new LingeringProducer(kafka, this.admin, {
       ...options,
       toMessages: (events, partitions) =>
@@ -31,7 +53,7 @@ export class KafkaUsageEventLog implements UsageEventLog {
   }
 
   async append(events: readonly UsageEventRecord[]): Promise<UsageEventRecord[]> {
-    await this.producer.send(events);
+    await this.guard.run(() => this.producer.send(events));
     return [...events];
   }
 
@@ -40,6 +62,7 @@ export class KafkaUsageEventLog implements UsageEventLog {
   }
 
   async close(): Promise<void> {
+    this.guard.close();
     await this.producer.disconnect();
     await this.admin.disconnect();
   }

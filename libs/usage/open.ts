@@ -107,7 +107,7 @@ export async function openUsageIngest(
   const { config, db } = platform;
   const log = options.log ?? platform.log;
   const store = platform.redis
-    ? new RedisUsageDedupStore(platform.redis, config.REDIS_KEY_PREFIX)
+    ? new RedisUsageDedupStore(platform.redis, config.REDIS_KEY_PREFIX, platform.redisGuard)
     : new MemoryUsageDedupStore(platform.rateLimitStore);
 
   let eventLog: UsageEventLog;
@@ -118,6 +118,8 @@ export async function openUsageIngest(
     const kafkaLog = new KafkaUsageEventLog(kafka, {
       topic: config.KAFKA_USAGE_TOPIC,
       lingerMs: config.KAFKA_LINGER_MS,
+      ackTimeoutMs: config.KAFKA_ACK_TIMEOUT_MS,
+      log,
     });
     await kafkaLog.connect().catch((error) => {
       log.warn({ err: error }, 'Kafka is not reachable yet; usage requests get 503 until it is');

@@ -1,4 +1,5 @@
 import { Batcher } from '../batching/index.js';
+import type { DependencyGuard } from '../dependency-guard/index.js';
 import { groupByBucket, nthDecision, RATE_LIMIT_LUA } from '../rate-limit/index.js';
 import { BulkScript, type Redis, type ScriptArgument } from '../redis/index.js';
 import type { DedupEntry, Reservation, ReservationResult, UsageDedupStore } from './store.js';
@@ -82,7 +83,12 @@ export class RedisUsageDedupStore implements UsageDedupStore {
   private readonly releases: Batcher<readonly DedupEntry[], undefined>;
   private readonly placeholderBucket: string;
 
-  constructor(redis: Redis, keyPrefix: string) {
+  /** `guard`: Redis' outage guard (the platform's), which bounds and fails fast every call. */
+  constructor(
+    redis: Redis,
+    keyPrefix: string,
+    private readonly guard?: DependencyGuard,
+  ) {
     if (!('billingUsageRelease' in redis)) {
       redis.defineCommand('billingUsageRelease', { lua: RELEASE_LUA });
       redis.defineCommand('billingUsageReplace', { lua: REPLACE_LUA });
@@ -107,7 +113,7 @@ export class RedisUsageDedupStore implements UsageDedupStore {
   }
 
   replace(key: string, expected: string, next: string, ttlSeconds: number): Promise<string | null> {
-    return this.redis.billingUsageReplace(1, key, expected, next, ttlSeconds);
+    return this.call(() => this.redis.billingUsageReplace(1, key, expected, next, ttlSeconds));
   }
 
   async release(entries: readonly DedupEntry[]): Promise<void> {
@@ -115,7 +121,11 @@ export class RedisUsageDedupStore implements UsageDedupStore {
   }
 
   get(key: string): Promise<string | null> {
-    return this.redis.get(key);
+    return this.call(() => this.redis.get(key));
+  }
+
+  private call<T>(command: () => Promise<T>): Promise<T> {
+    return this.guard ? this.guard.run(command) : command();
   }
 
   async flush(): Promise<void> {
@@ -139,7 +149,7 @@ export class RedisUsageDedupStore implements UsageDedupStore {
         }
       }
     }
-    const reply = (await RESERVE.call(this.redis, keys.length, [...keys, ...args])) as (
+    const reply = (await this.call(() => RESERVE.call(this.redis, keys.length, [...keys, ...args]))) as (
       | number
       | string
       | null
@@ -170,7 +180,7 @@ export class RedisUsageDedupStore implements UsageDedupStore {
         args.push(entry.pending);
       }
     }
-    if (keys.length) await this.redis.billingUsageRelease(keys.length, ...keys, ...args);
+    if (keys.length) await this.call(() => this.redis.billingUsageRelease(keys.length, ...keys, ...args));
     return batch.map(() => undefined);
   }
 }

@@ -17,7 +17,7 @@ import { buildDispatcher } from './dispatcher.js';
 const config = loadConfigOrExit(dispatcherSettings);
 const log = createLogger({ level: config.LOG_LEVEL, service: 'dispatcher' });
 const { database, dispatcher, ops } = await startOrExit('the dispatcher', async () => {
-  const database = await openDatabase(config, 'billing-dispatcher');
+  const database = await openDatabase(config, 'billing-dispatcher', log);
   if (config.DATABASE_URL) await reaching('DATABASE_URL', database.db.query('SELECT 1'));
   const dispatcher = buildDispatcher({ db: database.db, log, config });
   const ops = await startOpsServer({

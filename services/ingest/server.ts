@@ -306,7 +306,7 @@ function isJson(contentType: string): boolean {
 
 function sendError(exchange: Exchange, requestId: string, error: unknown, log: Logger, orgId?: number): void {
   const apiError = error instanceof ApiError ? error : undefined;
-  if (!apiError || apiError.status >= 500) {
+  if ((!apiError || apiError.status >= 500) && !apiError?.expected) {
     // Internals go to the log with the request id, never to the client.
     log.error({ err: error, reqId: requestId, orgId }, 'request failed');
   }
@@ -340,8 +340,9 @@ function observe(
   const seconds = (performance.now() - started) / 1000;
   instruments[0].inc();
   instruments[1].observe(seconds);
-  // 20,000 lines a second would cost more than the requests: successes are logged at debug.
-  const level = status >= 500 ? 'error' : status >= 300 ? 'info' : 'debug';
+  // 20,000 lines a second would cost more than the requests: successes are logged at debug. A 503
+  // is a dependency outage (logged once by its guard) or a drain, not a failure of this request.
+  const level = status >= 500 && status !== 503 ? 'error' : status >= 300 ? 'info' : 'debug';
   if (!log.isLevelEnabled(level)) return;
   log[level](
     { reqId: requestId, orgId, method: verb, route, status, ms: Math.round(seconds * 100_000) / 100 },

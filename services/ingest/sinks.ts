@@ -19,7 +19,7 @@ import { startUsageSinks } from '../../libs/usage/index.js';
 const config = loadConfigOrExit(sinkSettings);
 const log = createLogger({ level: config.LOG_LEVEL, service: 'sinks' });
 const { opened, sinks, ops } = await startOrExit('the sinks', async () => {
-  const opened = await openDatabase(config, 'billing-sinks');
+  const opened = await openDatabase(config, 'billing-sinks', log);
   if (config.DATABASE_URL) await reaching('DATABASE_URL', opened.db.query('SELECT 1'));
   const sinks = await startUsageSinks({ config, db: opened.db, log });
   const ops = await startOpsServer({

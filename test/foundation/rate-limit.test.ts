@@ -106,8 +106,8 @@ function storeContract(name: string, makeStore: () => RateLimitStore) {
 let redis: Redis;
 let other: Redis;
 beforeAll(async () => {
-  redis = await connectRedis(testServices().redisUrl);
-  other = await connectRedis(testServices().redisUrl);
+  redis = await connectRedis(testServices().redisUrl, 2000);
+  other = await connectRedis(testServices().redisUrl, 2000);
 });
 afterAll(() => {
   redis.disconnect();

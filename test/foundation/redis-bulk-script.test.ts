@@ -6,7 +6,7 @@ import { testServices } from '../helpers/services.js';
 let redis: Redis;
 
 beforeAll(async () => {
-  redis = await connectRedis(testServices().redisUrl);
+  redis = await connectRedis(testServices().redisUrl, 2000);
 });
 afterAll(() => redis.disconnect());
 

@@ -17,6 +17,9 @@ export interface KafkaTestBroker {
   setUp(): Promise<void>;
   /** The next `count` requests with Kafka API key `apiKey` fail with error code `errorCode`. */
   injectErrors(apiKey: number, errorCode: number, count: number): Promise<void>;
+  /** Freezes the broker (SIGSTOP): connections stay open and nothing answers, until `resume`. */
+  pause(): void;
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -58,7 +61,10 @@ export async function startKafkaTestBroker(brokerCount = 1): Promise<KafkaTestBr
     setDown: () => command('down'),
     setUp: () => command('up'),
     injectErrors: (apiKey, errorCode, count) => command(`error ${apiKey} ${errorCode} ${count}`),
+    pause: () => child.kill('SIGSTOP'),
+    resume: () => child.kill('SIGCONT'),
     async stop() {
+      child.kill('SIGCONT');
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.stdin!.end('quit\n');

@@ -59,7 +59,7 @@ export async function createTestPlatform(
 
 async function deleteRedisKeys(url: string, prefix: string): Promise<void> {
   if (!prefix) return;
-  const redis = await connectRedis(url);
+  const redis = await connectRedis(url, 2000);
   try {
     let cursor = '0';
     do {

@@ -244,6 +244,7 @@ describe('usage ingest when Kafka or Redis fail', () => {
         expect(response.body).toMatchObject({ error_code: 'SERVICE_UNAVAILABLE' });
         expect(Number(response.headers['retry-after'])).toBeGreaterThan(0);
       }
+      await waitRetryAfter(responses[0]!);
       const retry = await post(key, 4);
       expect(retry.status).toBe(201);
       expect(retry.body.data.quantity).toBe(4);
@@ -264,6 +265,7 @@ describe('usage ingest when Kafka or Redis fail', () => {
       expect(refused.headers['retry-after']).toBeDefined();
       // The request was counted before the log failed: its rate-limit headers are there.
       expect(refused.headers['x-ratelimit-remaining']).toMatch(/^\d+$/);
+      await waitRetryAfter(refused);
       const retry = await post(key);
       expect(retry.status).toBe(201);
       await eventually(async () => expect(await rowsWithKey(key)).toHaveLength(1));
@@ -284,6 +286,7 @@ describe('usage ingest when Kafka or Redis fail', () => {
         await broker.setUp();
       }
       expect(refused.status).toBe(503);
+      await waitRetryAfter(refused);
       const retry = await frontEnd().post('/usage/events/batch', { key: org.apiKey, body: { events } });
       expect(retry.body.data.map((r: { status: number }) => r.status)).toEqual([201, 201]);
       await eventually(async () => {
@@ -315,3 +318,11 @@ describe('usage ingest when Kafka or Redis fail', () => {
     });
   });
 });
+
+/** What a client does with a 503: waits as long as Retry-After says (the service may still be
+ * noticing that the dependency is back). */
+async function waitRetryAfter(response: { headers: Record<string, string> }): Promise<void> {
+  const seconds = Number(response.headers['retry-after']);
+  expect(seconds).toBeGreaterThan(0);
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+}

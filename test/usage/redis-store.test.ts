@@ -12,7 +12,7 @@ let redis: Redis;
 let prefix: string;
 
 beforeAll(async () => {
-  redis = await connectRedis(testServices().redisUrl);
+  redis = await connectRedis(testServices().redisUrl, 2000);
   prefix = `${uniqueName('dedup')}:`;
 });
 afterAll(async () => {

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { isConnectionFailure } from '../../../libs/db/index.js';
+import { DependencyUnavailableError } from '../../../libs/dependency-guard/index.js';
 import { ApiError, toErrorBody } from '../../../libs/errors/index.js';
 import type { ApiInstance } from '../types.js';
 
@@ -29,46 +31,19 @@ export function toApiError(error: unknown): ApiError | undefined {
   if (error instanceof SyntaxError && fastifyError?.statusCode === 400) {
     return ApiError.invalidJson();
   }
+  if (error instanceof DependencyUnavailableError) {
+    return ApiError.serviceUnavailable(`The ${error.dependency} is unavailable; retry shortly.`, 1, error);
+  }
   if (isConnectionFailure(error)) {
     return ApiError.serviceUnavailable('A service dependency is unavailable; retry shortly.', 1, error);
   }
   return undefined;
 }
 
-/** Socket errors of a dependency that cannot be reached or went away mid-request. */
-const NETWORK_ERROR_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-]);
-/** Postgres refusing work while it shuts down, starts up or is out of connections. */
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
-/** What pg says when a connection cannot be had or was lost (these errors carry no code). */
-const LOST_CONNECTION =
-  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout)/;
-
-/**
- * Postgres (or another dependency) being unreachable is an outage to wait out, a 503 with
- * Retry-After (DESIGN §6), not a 500 that reads as a bug in the request or the service.
- */
-function isConnectionFailure(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string') {
-    return NETWORK_ERROR_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08');
-  }
-  return LOST_CONNECTION.test(error.message);
-}
-
 export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const apiError = toApiError(error);
   // Internals go to the log with the request id, never to the client.
-  if ((!apiError || apiError.status >= 500) && !apiError?.refusal) {
+  if ((!apiError || apiError.status >= 500) && !apiError?.expected) {
     request.log.error({ err: error }, 'request failed');
   }
   const { status, body } = toErrorBody(apiError ?? error, request.id);

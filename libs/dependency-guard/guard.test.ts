@@ -1,0 +1,176 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Logger } from '../log/index.js';
+import { DependencyGuard, type DependencyGuardOptions, DependencyUnavailableError } from './guard.js';
+
+/** A logger that keeps its lines: the guard's whole output is what these tests read. */
+function recordingLog() {
+  const lines: { level: string; msg: string; fields: Record<string, unknown> }[] = [];
+  const at =
+    (level: string) =>
+    (fields: Record<string, unknown>, msg: string): void => {
+      lines.push({ level, msg, fields });
+    };
+  return { lines, log: { error: at('error'), warn: at('warn'), info: at('info') } as unknown as Logger };
+}
+
+/** A call that settles when the test says so. */
+function pending<T>() {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+const settled = async <T>(promise: Promise<T>) => {
+  let state: { value: T } | { error: unknown } | undefined;
+  promise.then(
+    (value) => {
+      state = { value };
+    },
+    (error: unknown) => {
+      state = { error };
+    },
+  );
+  await vi.advanceTimersByTimeAsync(0);
+  return () => state;
+};
+
+describe('DependencyGuard', () => {
+  let probeAnswers: boolean;
+  let probes: number;
+  let recorded: ReturnType<typeof recordingLog>;
+  const guards: DependencyGuard[] = [];
+
+  const guard = (options: Partial<DependencyGuardOptions> = {}) => {
+    const created = new DependencyGuard({
+      name: 'kafka',
+      waitMs: 1000,
+      whenSlow: 'fail',
+      probe: async () => {
+        probes++;
+        if (!probeAnswers) await new Promise(() => {});
+      },
+      probeIntervalMs: 200,
+      summaryIntervalMs: 60_000,
+      log: recorded.log,
+      ...options,
+    });
+    guards.push(created);
+    return created;
+  };
+
+  beforeEach(() => {
+    vi.useFakeTimers({
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'],
+    });
+    probeAnswers = true;
+    probes = 0;
+    recorded = recordingLog();
+  });
+  afterEach(() => {
+    for (const created of guards.splice(0)) created.close();
+    vi.useRealTimers();
+  });
+
+  it('passes answers and failures of a dependency that answers in time, logging nothing', async () => {
+    const g = guard();
+    await expect(g.run(async () => 42)).resolves.toBe(42);
+    await expect(g.run(async () => Promise.reject(new Error('refused by the broker')))).rejects.toThrow(
+      'refused by the broker',
+    );
+    expect(g.available).toBe(true);
+    expect(recorded.lines).toEqual([]);
+  });
+
+  it('gives every waiting call up once one waits past the bound, refuses at once while down, and recovers on the probe', async () => {
+    probeAnswers = false;
+    const g = guard();
+    const stuck = pending<string>();
+    const first = await settled(g.run(() => stuck.promise));
+    await vi.advanceTimersByTimeAsync(600);
+    const abandoned = vi.fn();
+    const second = await settled(g.run(() => stuck.promise, abandoned));
+    await vi.advanceTimersByTimeAsync(300);
+    expect(first()).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(300); // the first call passes 1000 ms: both are given up on
+    expect((first() as { error: unknown }).error).toBeInstanceOf(DependencyUnavailableError);
+    expect((second() as { error: Error }).error.message).toBe(
+      'kafka is unavailable (no answer within 1000 ms)',
+    );
+    expect(abandoned).toHaveBeenCalledOnce();
+    expect(g.available).toBe(false);
+
+    const call = vi.fn(async () => 'never called');
+    for (let i = 0; i < 5; i++) await expect(g.run(call)).rejects.toBeInstanceOf(DependencyUnavailableError);
+    expect(call).not.toHaveBeenCalled();
+
+    probeAnswers = true;
+    await vi.advanceTimersByTimeAsync(2500); // the next probe answers
+    expect(g.available).toBe(true);
+    await expect(g.run(async () => 'back')).resolves.toBe('back');
+    // a late answer of a call given up on changes nothing
+    stuck.resolve('late');
+    expect(recorded.lines.map((line) => [line.level, line.msg])).toEqual([
+      ['error', 'kafka unavailable'],
+      ['info', 'kafka available again'],
+    ]);
+    expect(recorded.lines[1]!.fields).toMatchObject({ dependency: 'kafka', refused: 5 });
+  });
+
+  it('summarizes a lasting outage once per interval, without a line per refused call', async () => {
+    probeAnswers = false;
+    const g = guard({ summaryIntervalMs: 10_000 });
+    await settled(g.run(() => new Promise(() => {})));
+    await vi.advanceTimersByTimeAsync(1500);
+    for (let i = 0; i < 100; i++) await g.run(async () => 0).catch(() => {});
+    await vi.advanceTimersByTimeAsync(25_000);
+    const summaries = recorded.lines.filter((line) => line.msg === 'kafka still unavailable');
+    expect(summaries).toHaveLength(2);
+    expect(summaries[0]!.fields).toMatchObject({ refusedLastInterval: 100 });
+    expect(summaries[1]!.fields).toMatchObject({ refusedLastInterval: 0 });
+    expect(recorded.lines.filter((line) => line.level === 'error')).toHaveLength(1);
+  });
+
+  it('marks the dependency down on a failure that is an outage, and only on those', async () => {
+    probeAnswers = false;
+    const g = guard({ isOutage: (error) => (error as Error).message === 'connection refused' });
+    await g.run(async () => Promise.reject(new Error('topic authorization failed'))).catch(() => {});
+    expect(g.available).toBe(true);
+    await g.run(async () => Promise.reject(new Error('connection refused'))).catch(() => {});
+    expect(g.available).toBe(false);
+    expect(recorded.lines[0]!.fields).toMatchObject({ reason: 'connection refused' });
+  });
+
+  describe('when a slow call is probed', () => {
+    it('keeps waiting for a slow call while the dependency answers its probe', async () => {
+      const g = guard({ whenSlow: 'probe', name: 'database' });
+      const slow = pending<string>();
+      const result = await settled(g.run(() => slow.promise));
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(result()).toBeUndefined();
+      expect(probes).toBeGreaterThanOrEqual(1);
+      expect(probes).toBeLessThanOrEqual(5); // once per waitMs, not once per watchdog tick
+      slow.resolve('done');
+      await vi.advanceTimersByTimeAsync(0);
+      expect(result()).toEqual({ value: 'done' });
+      expect(g.available).toBe(true);
+      expect(recorded.lines).toEqual([]);
+    });
+
+    it('gives up on every waiting call when the probe does not answer either', async () => {
+      probeAnswers = false;
+      const g = guard({ whenSlow: 'probe', name: 'database' });
+      const abandoned = vi.fn();
+      const result = await settled(g.run(() => new Promise(() => {}), abandoned));
+      await vi.advanceTimersByTimeAsync(1300);
+      expect(result()).toBeUndefined(); // suspected, the probe still running
+      await vi.advanceTimersByTimeAsync(1000);
+      expect((result() as { error: unknown }).error).toBeInstanceOf(DependencyUnavailableError);
+      expect(abandoned).toHaveBeenCalledOnce();
+      expect(g.available).toBe(false);
+    });
+  });
+});

@@ -1,0 +1,1 @@
+export { DependencyGuard, type DependencyGuardOptions, DependencyUnavailableError } from './guard.js';
