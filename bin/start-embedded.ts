@@ -15,7 +15,7 @@ import {
 import { migrate } from '../libs/db/index.js';
 import { openPlatform, type Platform } from '../libs/platform/index.js';
 import { BASE_PATH } from '../libs/schemas/index.js';
-import { seedDemoData } from '../libs/seed/index.js';
+import { seedDemo } from '../libs/seed/index.js';
 import { apiDepsFrom, buildApiApp } from '../services/api/app.js';
 import { buildDispatcher } from '../services/dispatcher/dispatcher.js';
 import { startIngest } from '../services/ingest/start.js';
@@ -84,7 +84,7 @@ async function demoCredentials({
 }: Platform): Promise<{ id: number; name: string; api_key: string }> {
   const existing = await readFile(credentialsFile, 'utf8').then(JSON.parse, () => undefined);
   if (existing?.api_key) return existing;
-  const [org] = await seedDemoData(db, { orgs: 1, progress: (message) => log.info(message) });
+  const [org] = await seedDemo(db, { config, log, orgs: 1, progress: (message) => log.info(message) });
   // Joining another start's database (its EMBEDDED_DB_PORT), this start has not made DATA_DIR.
   await mkdir(path.dirname(credentialsFile), { recursive: true });
   await writeFile(credentialsFile, JSON.stringify(org, null, 2), { mode: 0o600 });

@@ -1,4 +1,4 @@
-import { type DestinationStream, type Logger, pino } from 'pino';
+import { type DestinationStream, destination, type Logger, pino } from 'pino';
 
 export type { Logger } from 'pino';
 
@@ -23,10 +23,11 @@ const REDACTED_PATHS = [
   '*.password',
 ];
 
+/** `stderr`: for a command whose stdout is its answer (the console); stdout otherwise. */
 export function createLogger(options: {
   level: string;
   service: string;
-  destination?: DestinationStream;
+  destination?: DestinationStream | 'stderr';
 }): Logger {
   return pino(
     {
@@ -36,6 +37,6 @@ export function createLogger(options: {
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
-    options.destination,
+    options.destination === 'stderr' ? destination(2) : options.destination,
   );
 }

@@ -349,6 +349,12 @@ export interface BillingDemoCounts {
   invoices: number;
 }
 
+export interface BillingDemo {
+  counts: BillingDemoCounts;
+  /** The usage events written, to publish through the usage log once the transaction commits. */
+  usage: UsageEventRecord[];
+}
+
 /**
  * Seeds one organization's billing data inside the caller's transaction. `customerIds` are the
  * organization's customers in creation order, with their countries.
@@ -358,7 +364,7 @@ export async function seedBillingDemo(
   orgId: number,
   customers: { id: number; country: string }[],
   options: { now: Date; random: () => number },
-): Promise<BillingDemoCounts> {
+): Promise<BillingDemo> {
   const { now, random } = options;
   const products = {} as Products;
   for (const [key, product] of Object.entries(DEMO_PRODUCTS) as [ProductKey, NewProduct][]) {
@@ -424,9 +430,11 @@ export async function seedBillingDemo(
       }
     }
   }
+  // Written here for the billing run below, which reads it through this transaction (nothing is
+  // committed yet); the caller publishes the same events through the usage log after the commit,
+  // so every store holds them (the Postgres sink keeps the row it has).
   await new PostgresUsageSink(tx).write(usage);
 
-  // usage is read through this transaction: nothing above is committed yet
   const usageSource = () => new PostgresUsageAggregator(tx);
   await runBilling(tx, { usage: usageSource, orgId, now, subscriptionIds: drafts, post: false });
   const billed = await runBilling(tx, { usage: usageSource, orgId, now });
@@ -444,10 +452,13 @@ export async function seedBillingDemo(
   await applyDunning(tx, utcDate(now), { orgId });
 
   return {
-    products: Object.keys(products).length,
-    subscriptions,
-    usage_events: usage.length,
-    invoices: billed.invoices_created,
+    counts: {
+      products: Object.keys(products).length,
+      subscriptions,
+      usage_events: usage.length,
+      invoices: billed.invoices_created,
+    },
+    usage,
   };
 }
 

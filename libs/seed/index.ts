@@ -1,1 +1,1 @@
-export { type SeededOrganization, seedDemoData } from './seed.js';
+export { type SeededOrganization, seedDemo, seedDemoData } from './seed.js';

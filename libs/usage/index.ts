@@ -24,6 +24,7 @@ export { MemoryUsageDedupStore } from './memory.js';
 export {
   type OpenedUsageAggregator,
   openUsageAggregator,
+  openUsageEventLog,
   openUsageIngest,
   startUsageSinks,
   type UsagePipeline,

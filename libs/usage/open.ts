@@ -110,32 +110,7 @@ export async function openUsageIngest(
     ? new RedisUsageDedupStore(platform.redis, config.REDIS_KEY_PREFIX, platform.redisGuard)
     : new MemoryUsageDedupStore(platform.rateLimitStore);
 
-  let eventLog: UsageEventLog;
-  let clickhouse: ClickHouse | undefined;
-  if (config.KAFKA_BROKERS) {
-    const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: config.KAFKA_CLIENT_ID }, log);
-    await ensureTopic(kafka, config.KAFKA_USAGE_TOPIC, config.KAFKA_TOPIC_PARTITIONS, log);
-    const kafkaLog = new KafkaUsageEventLog(kafka, {
-      topic: config.KAFKA_USAGE_TOPIC,
-      lingerMs: config.KAFKA_LINGER_MS,
-      ackTimeoutMs: config.KAFKA_ACK_TIMEOUT_MS,
-      log,
-    });
-    await kafkaLog.connect().catch((error) => {
-      log.warn({ err: error }, 'Kafka is not reachable yet; usage requests get 503 until it is');
-    });
-    eventLog = kafkaLog;
-  } else {
-    const sinks: UsageSink[] = [];
-    if (config.CLICKHOUSE_URL) {
-      clickhouse = openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE });
-      await reaching('CLICKHOUSE_URL', migrateClickHouse(clickhouse));
-      sinks.push(new ClickHouseUsageSink(clickhouse));
-    }
-    eventLog = new InProcessUsageEventLog(new PostgresUsageSink(db), sinks, {
-      lingerMs: config.KAFKA_LINGER_MS,
-    });
-  }
+  const { eventLog, clickhouse } = await openUsageEventLog(config, db, log);
 
   const ingest = new UsageIngest({
     store,
@@ -159,6 +134,44 @@ export async function openUsageIngest(
       await clickhouse?.close();
     },
   };
+}
+
+/**
+ * The usage event log of this process's mode (DESIGN §2): Kafka, or the in-process log writing
+ * Postgres (and ClickHouse when CLICKHOUSE_URL is set). Ingest appends accepted events to it; so
+ * does anything else that records usage (the demo seed), so every store receives them alike.
+ * `clickhouse` is the client the in-process log writes with, to close with it.
+ */
+export async function openUsageEventLog(
+  config: CommonConfig,
+  db: Queryable,
+  log: Logger,
+): Promise<{ eventLog: UsageEventLog; clickhouse: ClickHouse | undefined }> {
+  if (config.KAFKA_BROKERS) {
+    const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: config.KAFKA_CLIENT_ID }, log);
+    await ensureTopic(kafka, config.KAFKA_USAGE_TOPIC, config.KAFKA_TOPIC_PARTITIONS, log);
+    const kafkaLog = new KafkaUsageEventLog(kafka, {
+      topic: config.KAFKA_USAGE_TOPIC,
+      lingerMs: config.KAFKA_LINGER_MS,
+      ackTimeoutMs: config.KAFKA_ACK_TIMEOUT_MS,
+      log,
+    });
+    await kafkaLog.connect().catch((error) => {
+      log.warn({ err: error }, 'Kafka is not reachable yet; usage requests get 503 until it is');
+    });
+    return { eventLog: kafkaLog, clickhouse: undefined };
+  }
+  const sinks: UsageSink[] = [];
+  let clickhouse: ClickHouse | undefined;
+  if (config.CLICKHOUSE_URL) {
+    clickhouse = openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE });
+    await reaching('CLICKHOUSE_URL', migrateClickHouse(clickhouse));
+    sinks.push(new ClickHouseUsageSink(clickhouse));
+  }
+  const eventLog = new InProcessUsageEventLog(new PostgresUsageSink(db), sinks, {
+    lingerMs: config.KAFKA_LINGER_MS,
+  });
+  return { eventLog, clickhouse };
 }
 
 export interface UsageSinks {

@@ -13,7 +13,7 @@ let seconds: number;
 beforeAll(async () => {
   database = await createTestDatabase('seed');
   const started = Date.now();
-  const [org] = await seedDemoData(database.db, { orgs: 1 });
+  const [org] = await seedDemoData(database.db, { orgs: 1, publishUsage: undefined });
   seconds = (Date.now() - started) / 1000;
   recordCredentials(org!.api_key);
   orgId = org!.id;

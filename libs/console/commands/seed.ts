@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { createLogger } from '../../log/index.js';
 import { BASE_PATH } from '../../schemas/index.js';
-import { seedDemoData } from '../../seed/index.js';
+import { seedDemo } from '../../seed/index.js';
 import { defineCommand } from '../command.js';
 import { integerFlag } from '../flags.js';
 
@@ -10,7 +11,9 @@ export const seedCommand = defineCommand({
   usage: '[--orgs N]',
   flags: z.strictObject({ orgs: integerFlag(1, 50).default(2) }),
   run: async ({ db, config, progress }, f) => {
-    const orgs = await seedDemoData(db, { orgs: f.orgs, progress });
+    // Usage goes through the usage log, as accepted events do; only its failures are worth a line.
+    const log = createLogger({ level: 'error', service: 'console', destination: 'stderr' });
+    const orgs = await seedDemo(db, { config, log, orgs: f.orgs, progress });
     const origin = config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`;
     return { base_url: `${origin.replace(/\/+$/, '')}${BASE_PATH}`, orgs };
   },
