@@ -15,11 +15,15 @@ import {
   loadBillableItems,
   loadCustomers,
   type NewInvoice,
+  type ParkedSubscription,
+  parkedSubscriptions,
+  parkSubscription,
   reserveInvoiceNumbers,
   updateSubscriptions,
 } from './billing-store.js';
 import { applyDunning } from './dunning.js';
 import { invoiceEventData, subscriptionEventData } from './event-data.js';
+import { InvoiceLimitError } from './invoice-limits.js';
 import { type BillableItem, buildInvoiceLines } from './invoice-lines.js';
 import { addDays, invoicePeriodDates, utcDate } from './periods.js';
 import { planBilling, type ScheduleStep } from './schedule.js';
@@ -78,8 +82,17 @@ export interface BillingRunSummary {
   expired: number;
   marked_past_due: number;
   back_to_active: number;
-  /** Subscriptions that could not be billed (the rest of the run went on without them). */
+  /**
+   * Subscriptions that could not be billed this time (the rest of the run went on without them):
+   * the next run tries again.
+   */
   failures: { subscription_id: number; error: string }[];
+  /**
+   * Subscriptions set aside until an operator acts (`subscription unpark` once the cause is fixed,
+   * or `subscription cancel --without-invoicing`): a period that can never be invoiced, found by
+   * this run or an earlier one. Listed on every run; they do not fail it.
+   */
+  parked: ParkedSubscription[];
   duration_ms: number;
 }
 
@@ -111,6 +124,7 @@ export async function runBilling(
     marked_past_due: 0,
     back_to_active: 0,
     failures: [],
+    parked: [],
     duration_ms: 0,
   };
   const batch: BatchContext = {
@@ -148,10 +162,15 @@ export async function runBilling(
           addToSummary(summary, result);
         } catch (single) {
           batch.exclude.push(id);
-          summary.failures.push({ subscription_id: id, error: (single as Error).message });
-          options.progress?.(
-            `billing run: subscription ${id} could not be billed: ${(single as Error).message}`,
-          );
+          const reason = (single as Error).message;
+          if (single instanceof InvoiceLimitError) {
+            // Retrying cannot help: set it aside for good, so later runs bill everyone else.
+            await db.transaction((tx) => parkSubscription(tx, id, reason));
+            options.progress?.(`billing run: subscription ${id} parked: ${reason}`);
+          } else {
+            summary.failures.push({ subscription_id: id, error: reason });
+            options.progress?.(`billing run: subscription ${id} could not be billed: ${reason}`);
+          }
         }
       }
     }
@@ -166,6 +185,10 @@ export async function runBilling(
   );
   summary.marked_past_due = dunning.pastDue.length;
   summary.back_to_active = dunning.restored.length;
+  summary.parked = await parkedSubscriptions(db, {
+    orgId: options.orgId,
+    subscriptionIds: options.subscriptionIds,
+  });
 
   billingRunInvoices.inc(summary.invoices_created);
   billingRunDuration.observe(secondsSince(started));

@@ -37,7 +37,7 @@ export async function claimDueSubscriptions(
             current_period_start, current_period_end, next_billing_date, term_type, initial_term_months, auto_renew,
             subscription_end_date, cancel_at_period_end, ended_at
        FROM subscriptions
-      WHERE status = ANY($1::text[]) AND next_billing_date <= $2
+      WHERE status = ANY($1::text[]) AND next_billing_date <= $2 AND billing_parked_at IS NULL
         AND ($3::bigint IS NULL OR org_id = $3)
         AND ($4::bigint[] IS NULL OR id = ANY($4::bigint[]))
         AND NOT (id = ANY($5::bigint[]))
@@ -300,4 +300,36 @@ export async function updateSubscriptions(
       WHERE s.org_id = x.org_id AND s.id = x.id`,
     [JSON.stringify(updates)],
   );
+}
+
+/** Sets a subscription aside from billing runs until an operator unparks or cancels it. */
+export async function parkSubscription(tx: Queryable, subscriptionId: number, reason: string): Promise<void> {
+  await tx.query(
+    `UPDATE subscriptions SET billing_parked_at = now(), billing_parked_reason = $2, updated_at = now()
+      WHERE id = $1 AND billing_parked_at IS NULL`,
+    [subscriptionId, reason],
+  );
+}
+
+export interface ParkedSubscription {
+  subscription_id: number;
+  parked_at: string;
+  reason: string;
+}
+
+/** The parked subscriptions a run's operator must hear of (all, or one organization's, or some). */
+export async function parkedSubscriptions(
+  tx: Queryable,
+  filter: { orgId?: number | undefined; subscriptionIds?: readonly number[] | undefined },
+): Promise<ParkedSubscription[]> {
+  const { rows } = await tx.query<{ subscription_id: number; parked_at: Date; reason: string }>(
+    `SELECT id AS subscription_id, billing_parked_at AS parked_at, billing_parked_reason AS reason
+       FROM subscriptions
+      WHERE billing_parked_at IS NOT NULL AND status <> 'canceled'
+        AND ($1::bigint IS NULL OR org_id = $1)
+        AND ($2::bigint[] IS NULL OR id = ANY($2::bigint[]))
+      ORDER BY billing_parked_at, id`,
+    [filter.orgId ?? null, filter.subscriptionIds ?? null],
+  );
+  return rows.map((row) => ({ ...row, parked_at: row.parked_at.toISOString() }));
 }

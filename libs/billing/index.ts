@@ -7,10 +7,17 @@ export {
   usageSource,
 } from './billing-run.js';
 export { type BillingScheduler, startBillingScheduler } from './billing-scheduler.js';
+export { loadBillableItems } from './billing-store.js';
 export { addCustomerCredit } from './customer-credit.js';
 export { applyDunning } from './dunning.js';
 export { invoiceEventData, paymentEventData, subscriptionEventData } from './event-data.js';
 export { instantInput, moneyInput, parseInput, quantityInput } from './inputs.js';
+export {
+  fitsAnInvoice,
+  fixedChargeProblems,
+  HIGHEST_TAX_RATE,
+  productPriceProblems,
+} from './invoice-limits.js';
 export {
   type BillableItem,
   buildInvoiceLines,

@@ -1,5 +1,6 @@
 import { formatMoney, formatQuantity, parseMoney, parseScaled, QUANTITY_SCALE } from '../money/index.js';
 import type { TaxType } from '../schemas/index.js';
+import { InvoiceLimitError, MAX_STORED_MONEY, MAX_STORED_QUANTITY } from './invoice-limits.js';
 import { billableUsage, type PricedLine, type ProductPricing, priceQuantity } from './pricing.js';
 import { computeTax, type TaxRule } from './tax.js';
 
@@ -94,7 +95,7 @@ export function buildInvoiceLines(
   const total = subtotal + tax;
   if (total > MAX_STORED_MONEY) {
     // NUMERIC(20,8) would refuse it as "numeric field overflow": say what is wrong instead.
-    throw new Error(
+    throw new InvoiceLimitError(
       `the invoice total ${formatMoney(total)} ${context.currency} exceeds the largest amount stored (${formatMoney(MAX_STORED_MONEY)})`,
     );
   }
@@ -106,11 +107,6 @@ export function buildInvoiceLines(
   };
 }
 
-/** Money columns are NUMERIC(20,8): 12 integer digits. */
-const MAX_STORED_MONEY = 10n ** 20n - 1n;
-/** invoice_items.quantity is NUMERIC(20,4): 16 integer digits. */
-const MAX_STORED_QUANTITY = 10n ** 20n - 1n;
-
 /**
  * A line's own columns can overflow while the invoice total fits: usage beyond 16 integer digits
  * at a tiny price, or a tiered line's average unit price when a large fee is spread over a
@@ -119,12 +115,12 @@ const MAX_STORED_QUANTITY = 10n ** 20n - 1n;
  */
 function assertLineFitsStorage(productName: string, line: PricedLine, currency: string): void {
   if (parseScaled(line.quantity, QUANTITY_SCALE) > MAX_STORED_QUANTITY) {
-    throw new Error(
+    throw new InvoiceLimitError(
       `${productName}: the quantity ${line.quantity} exceeds the largest quantity stored (${formatQuantity(MAX_STORED_QUANTITY)})`,
     );
   }
   if (parseMoney(line.unit_price) > MAX_STORED_MONEY) {
-    throw new Error(
+    throw new InvoiceLimitError(
       `${productName}: the unit price ${line.unit_price} ${currency} exceeds the largest amount stored (${formatMoney(MAX_STORED_MONEY)})`,
     );
   }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { computeTax, taxRuleFor, US_STATE_RATES } from './tax.js';
+import { parseScaled } from '../money/index.js';
+import { HIGHEST_TAX_RATE } from './invoice-limits.js';
+import { CANADIAN_PROVINCES, computeTax, taxRuleFor, US_STATE_RATES } from './tax.js';
 
 const taxOn = (country: string, stateProvince: string | null, amount = '100', date = '2026-01-15') =>
   computeTax(taxRuleFor({ country, stateProvince }, date), amount);
@@ -90,5 +92,19 @@ describe('destination sales tax', () => {
     expect(taxOn('CA', 'AB', '0.0000001').amount).toBe('0.00000000');
     expect(taxOn('CA', 'NB', '0.0000001').amount).toBe('0.00000002');
     expect(taxOn('CA', 'ON', '19.99').amount).toBe('2.59870000');
+  });
+
+  it('never charges more than HIGHEST_TAX_RATE, on any date, anywhere', () => {
+    const destinations = [
+      ...CANADIAN_PROVINCES.map((code) => ({ country: 'CA', stateProvince: code })),
+      ...Object.keys(US_STATE_RATES).map((code) => ({ country: 'US', stateProvince: code })),
+    ];
+    expect(destinations.length).toBeGreaterThan(60);
+    for (const date of ['2025-01-01', '2025-06-01', '2026-11-27']) {
+      for (const destination of destinations) {
+        const rate = parseScaled(taxRuleFor(destination, date).rate, 6);
+        expect(rate <= parseScaled(HIGHEST_TAX_RATE, 6), `${destination.stateProvince} ${date}`).toBe(true);
+      }
+    }
   });
 });

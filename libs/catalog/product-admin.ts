@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { moneyInput, parseInput, quantityInput, tierProblems } from '../billing/index.js';
+import {
+  moneyInput,
+  parseInput,
+  productPriceProblems,
+  quantityInput,
+  tierProblems,
+} from '../billing/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
 import {
@@ -94,6 +100,8 @@ export async function createProduct(
   input: NewProduct,
 ): Promise<ProductWithTiers> {
   const product = parseInput(NewProduct, input);
+  const tooLarge = productPriceProblems(product);
+  if (tooLarge.length) throw ApiError.validation(tooLarge);
   const org = await tx.query<{ default_currency: string }>(
     'SELECT default_currency FROM organizations WHERE id = $1',
     [orgId],

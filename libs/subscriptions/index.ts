@@ -3,5 +3,6 @@ export {
   createSubscription,
   NewSubscription,
   NewSubscriptionItem,
+  unparkSubscription,
 } from './subscription-lifecycle.js';
 export { getSubscription, listSubscriptions, type SubscriptionFilter } from './subscriptions.js';

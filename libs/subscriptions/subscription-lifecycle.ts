@@ -4,6 +4,8 @@ import {
   addMonthsAnchored,
   assertSubscriptionTransition,
   BILLABLE_STATUSES,
+  fixedChargeProblems,
+  loadBillableItems,
   moneyInput,
   PERIOD_MONTHS,
   parseInput,
@@ -237,6 +239,11 @@ export async function createSubscription(
       ),
     ],
   );
+  // Priced by the billing run's own code, from the rows just written (the whole transaction rolls
+  // back on a refusal): what is charged whatever the usage must fit an invoice.
+  const billable = (await loadBillableItems(tx, [orgId], [subscription.id])).get(subscription.id) ?? [];
+  const tooLarge = fixedChargeProblems(billable);
+  if (tooLarge.length) throw ApiError.validation(tooLarge);
   await emitDomainEvent(tx, {
     orgId,
     type: 'subscription.created',
@@ -256,6 +263,11 @@ export async function cancelSubscription(
     subscriptionId: number;
     orgId?: number | undefined;
     atPeriodEnd?: boolean | undefined;
+    /**
+     * Ends it now without invoicing the periods that ended (an operator's way out for a
+     * subscription that can never be invoiced, such as a parked one); recorded on the row.
+     */
+    withoutInvoicing?: boolean | undefined;
     now?: Date;
   },
 ): Promise<Subscription> {
@@ -268,8 +280,10 @@ export async function cancelSubscription(
     cancel_at_period_end: boolean;
     current_period_start: Date;
     next_billing_date: Date;
+    billing_parked_reason: string | null;
   }>(
-    `SELECT id, org_id, customer_id, status, cancel_at_period_end, current_period_start, next_billing_date
+    `SELECT id, org_id, customer_id, status, cancel_at_period_end, current_period_start, next_billing_date,
+            billing_parked_reason
        FROM subscriptions
       WHERE id = $1 AND ($2::bigint IS NULL OR org_id = $2)
         FOR NO KEY UPDATE`,
@@ -286,7 +300,24 @@ export async function cancelSubscription(
     );
   }
 
+  if (input.withoutInvoicing && input.atPeriodEnd) {
+    throw ApiError.validation([
+      {
+        field: 'without_invoicing',
+        message: 'A subscription canceled without invoicing ends now, not at the end of its period.',
+        code: 'invalid_value',
+      },
+    ]);
+  }
+  if (!input.withoutInvoicing && subscription.billing_parked_reason !== null) {
+    throw ApiError.conflict(
+      `Subscription ${subscription.id} is parked: its period from ${subscription.current_period_start.toISOString()} ` +
+        `could not be invoiced (${subscription.billing_parked_reason}); cancel it without invoicing, or fix the ` +
+        'cause and unpark it.',
+    );
+  }
   if (
+    !input.withoutInvoicing &&
     (BILLABLE_STATUSES as readonly string[]).includes(subscription.status) &&
     subscription.next_billing_date <= now
   ) {
@@ -317,9 +348,10 @@ export async function cancelSubscription(
     );
   } else {
     await tx.query(
-      `UPDATE subscriptions SET status = 'canceled', canceled_at = $3, ended_at = $3, updated_at = now()
+      `UPDATE subscriptions SET status = 'canceled', canceled_at = $3, ended_at = $3, updated_at = now(),
+              canceled_without_invoicing = $4
         WHERE org_id = $1 AND id = $2`,
-      [subscription.org_id, subscription.id, now],
+      [subscription.org_id, subscription.id, now, input.withoutInvoicing === true],
     );
     await emitDomainEvent(tx, {
       orgId: subscription.org_id,
@@ -332,4 +364,30 @@ export async function cancelSubscription(
 
 function startOfUtcDay(instant: Date): Date {
   return new Date(Date.UTC(instant.getUTCFullYear(), instant.getUTCMonth(), instant.getUTCDate()));
+}
+
+/**
+ * Takes a parked subscription back into billing runs (its cause fixed: usage voided, a price
+ * changed); the next run bills its periods that ended. Found by id, or only within `orgId`.
+ */
+export async function unparkSubscription(
+  tx: Queryable,
+  input: { subscriptionId: number; orgId?: number | undefined },
+): Promise<Subscription> {
+  const { rows } = await tx.query<{ org_id: number; billing_parked_at: Date | null }>(
+    `SELECT org_id, billing_parked_at FROM subscriptions
+      WHERE id = $1 AND ($2::bigint IS NULL OR org_id = $2) FOR NO KEY UPDATE`,
+    [input.subscriptionId, input.orgId ?? null],
+  );
+  const subscription = rows[0];
+  if (!subscription) throw ApiError.notFound(`Subscription ${input.subscriptionId}`);
+  if (!subscription.billing_parked_at) {
+    throw ApiError.conflict(`Subscription ${input.subscriptionId} is not parked.`);
+  }
+  await tx.query(
+    `UPDATE subscriptions SET billing_parked_at = NULL, billing_parked_reason = NULL, updated_at = now()
+      WHERE id = $1`,
+    [input.subscriptionId],
+  );
+  return getSubscription(tx, subscription.org_id, input.subscriptionId);
 }

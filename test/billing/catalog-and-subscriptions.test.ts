@@ -274,6 +274,59 @@ describe('creating subscriptions', () => {
     expect(noItems.details?.[0]?.field).toBe('items');
   });
 
+  it('refuses prices and quantities that could never fit an invoice, naming the field, and writes nothing', async () => {
+    // a price an invoice holds, at a quantity it cannot: every billing run would fail on it
+    const expensive = await createProduct(database.db, orgId, {
+      name: 'Expensive',
+      pricing_type: 'recurring',
+      unit_price: '99999999999.99999999',
+    });
+    const before = await database.db.query('SELECT count(*)::int AS n FROM subscriptions WHERE org_id = $1', [
+      orgId,
+    ]);
+    const refused = await failure(
+      create({ customer_id: customerId, items: [{ product_id: expensive.id, quantity: 1_000_000 }] }),
+    );
+    expect(refused.code).toBe('VALIDATION_ERROR');
+    expect(refused.details).toEqual([
+      expect.objectContaining({ field: 'items.0.quantity', code: 'out_of_range' }),
+    ]);
+    // each fits, together they do not
+    const together = await failure(
+      create({
+        customer_id: customerId,
+        items: [
+          { product_id: expensive.id, quantity: 5 },
+          { product_id: expensive.id, quantity: 5 },
+        ],
+      }),
+    );
+    expect(together.details?.map((d) => d.field)).toEqual(['items']);
+    // a price override is judged the same way
+    const overridden = await failure(
+      create({
+        customer_id: customerId,
+        items: [{ product_id: catalog.seats, quantity: 2, unit_price: '900000000000' }],
+      }),
+    );
+    expect(overridden.details?.map((d) => d.field)).toEqual(['items.0.quantity']);
+    const after = await database.db.query('SELECT count(*)::int AS n FROM subscriptions WHERE org_id = $1', [
+      orgId,
+    ]);
+    expect(after.rows).toEqual(before.rows);
+    // the largest quantity that fits is accepted
+    await create({ customer_id: customerId, items: [{ product_id: expensive.id, quantity: 8 }] });
+    // and a product whose one unit could not be invoiced is refused at creation
+    const product = await failure(
+      createProduct(database.db, orgId, {
+        name: 'Too much',
+        pricing_type: 'recurring',
+        unit_price: '900000000000',
+      }),
+    );
+    expect(product.details).toEqual([expect.objectContaining({ field: 'unit_price', code: 'out_of_range' })]);
+  });
+
   it("an unknown customer or product, or another organization's, is not found", async () => {
     const other = await createTestOrg(database.db);
     const theirs = await basicCatalog(database.db, other.orgId);

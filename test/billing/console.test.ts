@@ -333,41 +333,97 @@ describe('billing console, end to end', () => {
     expect(later.current_period_end).toBe('2026-07-01T00:00:00.000Z');
   });
 
-  it('refuses to cancel what cannot be invoiced or as of a time before its running period, saying why', async () => {
-    const huge = await createProduct('Whale plan', '999999999999', 'recurring');
+  it('refuses at the door what could never be invoiced; parks what still cannot be, and gives a way out', async () => {
+    const huge = await createProduct('Whale plan', '800000000000', 'recurring');
     const customer = await createCustomer('Whale', '--state-province', 'AB');
-    const whale = await subscribe(
-      customer.id,
-      [{ product_id: huge.id, quantity: 2 }],
-      '--start',
-      '2026-05-01',
+    // a quantity whose charge no invoice can hold is refused when the subscription is made
+    const refused = await run(
+      ...subscriptionArgs(org, customer.id, JSON.stringify([{ product_id: huge.id, quantity: 2 }])),
     );
-    const unbillable = await run('subscription', 'cancel', '--id', String(whale.id), '--now', '2026-06-10');
-    expect(unbillable.code).toBe(1);
-    expect(unbillable.stderr).toMatch(
-      /exceeds the largest amount stored \(999999999999\.99999999\)\); nothing was canceled/,
-    );
-    expect(unbillable.stderr).not.toMatch(/numeric field overflow/);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/items\.0\.quantity/);
+    expect(refused.stderr).toMatch(/more than an invoice can hold/);
 
+    // usage is not known in advance: a period whose usage cannot be invoiced is parked
+    const pricey = await createProduct('Pricey calls', '100000000000', 'usage');
+    const whale = await subscribe(customer.id, [{ product_id: pricey.id }], '--start', '2026-05-01');
+    const whaleItem = whale.items[0].id as number;
+    await recordUsage(database.db, org, whaleItem, '50', '2026-05-10T00:00:00Z');
     const product = await createProduct('Monthly basic', '10', 'recurring');
     const running = await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-05-01');
     await ok('subscription', 'cancel', '--id', String(running.id), '--at-period-end', '--now', '2026-05-20');
     const other = await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-05-01');
-    // exit 3: the whale's period is still set aside, the others are billed
-    const billed = await run('billing', 'run', '--now', '2026-06-02');
-    expect(billed.code).toBe(3);
-    expect(billed.json().failures.map((f: { subscription_id: number }) => f.subscription_id)).toEqual([
+    const parkedReason = /exceeds the largest amount stored \(999999999999\.99999999\)/;
+    for (const now of ['2026-06-02', '2026-06-03']) {
+      // exit 0: everyone else is billed, the whale is listed on every run, and never retried
+      const billed = await run('billing', 'run', '--now', now, '--org', String(org));
+      expect(billed.code, billed.stderr).toBe(0);
+      expect(billed.json().failures).toEqual([]);
+      expect(billed.json().parked).toEqual([
+        {
+          subscription_id: whale.id,
+          parked_at: expect.any(String),
+          reason: expect.stringMatching(parkedReason),
+        },
+      ]);
+    }
+    const { rows: billedOthers } = await database.db.query(
+      'SELECT subscription_id FROM invoices WHERE subscription_id = ANY($1::bigint[])',
+      [[other.id, whale.id]],
+    );
+    expect(billedOthers).toEqual([{ subscription_id: other.id }]);
+
+    // canceling bills the ended period first, which cannot be done: nothing is canceled...
+    const unbillable = await run('subscription', 'cancel', '--id', String(whale.id), '--now', '2026-06-10');
+    expect(unbillable.code).toBe(1);
+    expect(unbillable.stderr).toMatch(
+      /is parked: .*could not be invoiced \(.*exceeds the largest amount stored/,
+    );
+    expect(unbillable.stderr).not.toMatch(/numeric field overflow/);
+    // ...unless the operator says so: recorded on the subscription, and emitted
+    const gone = await ok(
+      'subscription',
+      'cancel',
+      '--id',
+      String(whale.id),
+      '--without-invoicing',
+      '--now',
+      '2026-06-10',
+    );
+    expect(gone).toMatchObject({ id: whale.id, status: 'canceled' });
+    const { rows: recorded } = await database.db.query(
+      'SELECT canceled_without_invoicing FROM subscriptions WHERE id = $1',
+      [whale.id],
+    );
+    expect(recorded).toEqual([{ canceled_without_invoicing: true }]);
+    expect((await outbox(database.db, org, 'subscription.canceled')).map((e) => e.data.id)).toContain(
       whale.id,
+    );
+    const after = await run('billing', 'run', '--now', '2026-06-04', '--org', String(org));
+    expect(after.json().parked).toEqual([]);
+
+    // or the cause is fixed (the usage corrected) and the subscription unparked: billed again
+    const second = await subscribe(customer.id, [{ product_id: pricey.id }], '--start', '2026-05-01');
+    await recordUsage(database.db, org, second.items[0].id, '50', '2026-05-10T00:00:00Z');
+    expect(
+      (await run('billing', 'run', '--now', '2026-06-05', '--org', String(org))).json().parked,
+    ).toHaveLength(1);
+    await database.db.query('UPDATE usage_events SET quantity = 1 WHERE subscription_item_id = $1', [
+      second.items[0].id,
     ]);
+    await ok('subscription', 'unpark', '--id', String(second.id));
+    const rebilled = await ok('billing', 'run', '--now', '2026-06-05', '--org', String(org));
+    expect(rebilled.parked).toEqual([]);
+    expect(rebilled.invoices_created).toBe(1);
+    const notParked = await run('subscription', 'unpark', '--id', String(second.id));
+    expect(notParked.code).toBe(1);
+    expect(notParked.stderr).toMatch(/is not parked/);
+
     const backdated = await run('subscription', 'cancel', '--id', String(other.id), '--now', '2026-05-15');
     expect(backdated.code).toBe(1);
     expect(backdated.stderr).toMatch(
       /cannot end at 2026-05-15T00:00:00.000Z, before its current period began/,
     );
-    // the other tests of this organization run billing too: the whale leaves by hand
-    await database.db.query(`UPDATE subscriptions SET status = 'canceled', ended_at = now() WHERE id = $1`, [
-      whale.id,
-    ]);
   });
 
   it('credit added to a customer is consumed by the next posted invoice', async () => {

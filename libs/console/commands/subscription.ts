@@ -3,7 +3,12 @@ import { instantInput, runBilling, usageSource } from '../../billing/index.js';
 import { ApiError } from '../../errors/index.js';
 import { getOrganization } from '../../organizations/index.js';
 import { BILLING_PERIODS } from '../../schemas/index.js';
-import { cancelSubscription, createSubscription, NewSubscriptionItem } from '../../subscriptions/index.js';
+import {
+  cancelSubscription,
+  createSubscription,
+  NewSubscriptionItem,
+  unparkSubscription,
+} from '../../subscriptions/index.js';
 import { openUsageAggregator } from '../../usage/index.js';
 import { defineCommand } from '../command.js';
 import { billingNowFlag, booleanFlag, booleanValue, idFlag, integerFlag, jsonFlag } from '../flags.js';
@@ -53,16 +58,30 @@ export const subscriptionCommands = [
     name: 'subscription cancel',
     summary:
       'Cancel now (emits subscription.canceled) or at the end of the current period (the billing run does); ' +
-      'periods that already ended are invoiced first',
-    usage: '--id ID [--at-period-end] [--org ID] [--now ISO]',
+      'periods that already ended are invoiced first, unless --without-invoicing (recorded on the subscription)',
+    usage: '--id ID [--at-period-end | --without-invoicing] [--org ID] [--now ISO]',
     flags: z.strictObject({
       id: idFlag,
       'at-period-end': booleanFlag,
+      /** The way out for a subscription that can never be invoiced (a parked one): ends it now. */
+      'without-invoicing': booleanFlag,
       org: idFlag.optional(),
       /** As of this instant (default: now), like `billing run --now`. */
       now: billingNowFlag.optional(),
     }),
+    flagOfField: { without_invoicing: 'without-invoicing' },
     run: async ({ db, config, progress }, f) => {
+      if (f['without-invoicing']) {
+        return db.transaction((tx) =>
+          cancelSubscription(tx, {
+            subscriptionId: f.id,
+            orgId: f.org,
+            atPeriodEnd: f['at-period-end'],
+            withoutInvoicing: true,
+            now: f.now,
+          }),
+        );
+      }
       // Billing is in arrears: a period that ended before the next billing run is invoiced here,
       // in the same transaction, so canceling never loses it, and --at-period-end means the
       // period running now rather than one that already ended.
@@ -98,5 +117,14 @@ export const subscriptionCommands = [
         await usage.close();
       }
     },
+  }),
+  defineCommand({
+    name: 'subscription unpark',
+    summary:
+      'Take a subscription the billing run parked (a period it could never invoice) back into billing, once the cause is fixed',
+    usage: '--id ID [--org ID]',
+    flags: z.strictObject({ id: idFlag, org: idFlag.optional() }),
+    run: ({ db }, f) =>
+      db.transaction((tx) => unparkSubscription(tx, { subscriptionId: f.id, orgId: f.org })),
   }),
 ];
