@@ -225,17 +225,32 @@ export class KafkaSinkRunner {
     this.oldestBufferedMs = Number.POSITIVE_INFINITY;
     const sink = this.name;
 
+    // An outage of the store fails every attempt: logged when it starts (one line, no stack), then
+    // once a minute, and when a write goes through again.
+    let failingSince = 0;
+    let loggedAt = 0;
     for (let attempt = 1; ; attempt++) {
       const started = process.hrtime.bigint();
       try {
         await this.options.sink.write(events);
         sinkWriteDuration.observe({ sink }, Number(process.hrtime.bigint() - started) / 1e9);
+        if (failingSince) {
+          this.options.log.info(
+            { sink, attempts: attempt, seconds: Math.round((Date.now() - failingSince) / 1000) },
+            'usage sink writes again',
+          );
+        }
         break;
       } catch (error) {
-        this.options.log.error(
-          { err: error, sink, events: events.length, attempt },
-          'usage sink write failed',
-        );
+        const now = Date.now();
+        if (!failingSince) failingSince = now;
+        if (attempt === 1 || now - loggedAt >= 60_000) {
+          loggedAt = now;
+          this.options.log.error(
+            { sink, events: events.length, attempt, error: (error as Error).message },
+            attempt === 1 ? 'usage sink write failed; retrying' : 'usage sink write still failing',
+          );
+        }
         // Nothing is committed until the write succeeds; retry the same batch.
         await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 5000)));
       }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ClickHouse, openClickHouse } from '../../libs/clickhouse/index.js';
 import { createKafka, type Message } from '../../libs/kafka/index.js';
+import { createLogger } from '../../libs/log/index.js';
 import { sinkLagMessages, sinkLagSeconds } from '../../libs/observability/index.js';
 import {
   ClickHouseUsageAggregator,
@@ -51,8 +52,12 @@ async function produce(topic: string, ...sends: Message[][]): Promise<void> {
   }
 }
 
-function sinkRunner(topic: string, groupId: string, sink: UsageSink): KafkaSinkRunner {
-  const log = runLogger('sinks');
+function sinkRunner(
+  topic: string,
+  groupId: string,
+  sink: UsageSink,
+  log = runLogger('sinks'),
+): KafkaSinkRunner {
   return new KafkaSinkRunner({
     kafka: createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }, log, 'patient'),
     topic,
@@ -233,7 +238,7 @@ describe('usage sinks', () => {
     expect(row).toEqual({ rows: '500', total: expectedTotal });
   });
 
-  it('reports its lag while its writes fail, and none once it caught up', async () => {
+  it('reports its lag while its writes fail, and none once it caught up, logging the outage once', async () => {
     const topic = uniqueName('usage_sink_lag');
     const events = Array.from({ length: 3 }, (_, i) =>
       usageEvent(`lag-${i}`, '1', { recordedAtMs: Date.now() - 60_000 }),
@@ -248,7 +253,13 @@ describe('usage sinks', () => {
         await postgresSink.write(batch);
       },
     };
-    const runner = sinkRunner(topic, `${topic}-lag`, sink);
+    const lines: { level: string; msg: string; err?: unknown }[] = [];
+    const log = createLogger({
+      level: 'info',
+      service: 'sinks',
+      destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+    });
+    const runner = sinkRunner(topic, `${topic}-lag`, sink, log);
     const gauge = async (metric: typeof sinkLagSeconds) =>
       (await metric.get()).values.find((value) => value.labels.sink === 'lagging-sink')?.value;
     await runner.start();
@@ -257,11 +268,19 @@ describe('usage sinks', () => {
         expect(await gauge(sinkLagSeconds)).toBeGreaterThanOrEqual(60);
         expect(await gauge(sinkLagMessages)).toBeGreaterThan(0);
       });
+      // several attempts fail (100 ms, 200, 400, 800... apart): one line says so, not one each
+      await new Promise((resolve) => setTimeout(resolve, 2000));
       failing = false;
       await eventually(async () => {
         expect(await gauge(sinkLagSeconds)).toBe(0);
         expect(await gauge(sinkLagMessages)).toBe(0);
       });
+      const about = lines.filter((line) => line.msg.startsWith('usage sink'));
+      expect(about.map((line) => [line.level, line.msg])).toEqual([
+        ['error', 'usage sink write failed; retrying'],
+        ['info', 'usage sink writes again'],
+      ]);
+      expect(lines.some((line) => line.err)).toBe(false);
     } finally {
       await runner.stop();
     }
