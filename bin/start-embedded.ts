@@ -38,6 +38,7 @@ const { platform, ingest, api, demo } = await startOrExit('the billing service',
     port: config.INGEST_PORT,
     bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
     trustedProxy: config.INGEST_TRUSTED_PROXY,
+    allowFallbackServer: config.INGEST_ALLOW_FALLBACK_SERVER,
   });
 
   const api = await buildApiApp(

@@ -124,6 +124,11 @@ const ingestOnly = z.object({
    * them byte for byte.
    */
   INGEST_TRUSTED_PROXY: flag().default(false),
+  /**
+   * Where uWebSockets.js has no native binary (any Node but 18 and 20, any platform but Linux x64),
+   * serve on Node's HTTP server instead of refusing to start.
+   */
+  INGEST_ALLOW_FALLBACK_SERVER: flag().default(false),
 });
 
 const sinkOnly = z.object({

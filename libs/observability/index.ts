@@ -12,6 +12,7 @@ export {
   httpRequestDuration,
   httpRequests,
   ingestEvents,
+  ingestNativeServer,
   kafkaProduceBatchSize,
   kafkaProduceDuration,
   METRICS_CONTENT_TYPE,

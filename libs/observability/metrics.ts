@@ -55,6 +55,12 @@ export const kafkaProduceBatchSize = new HotHistogram({
   registers: [registry],
 });
 
+export const ingestNativeServer = new Gauge({
+  name: 'billing_ingest_native_server',
+  help: "1 while the ingest service serves on uWebSockets.js' native code, 0 on Node's HTTP server.",
+  registers: [registry],
+});
+
 export const sinkLagMessages = new Gauge({
   name: 'billing_sink_lag_messages',
   help: 'Messages in the log not yet written by the sink (high watermark minus committed offset).',

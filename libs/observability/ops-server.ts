@@ -19,6 +19,8 @@ export interface OpsResponse {
 export async function answerOpsRequest(
   path: string,
   checks: () => readonly DependencyCheck[],
+  /** What /readyz reports beside its checks (how the process serves), for an operator to read. */
+  details?: Record<string, unknown>,
 ): Promise<OpsResponse | undefined> {
   switch (path) {
     case OPS_PATHS.health:
@@ -28,6 +30,7 @@ export async function answerOpsRequest(
       return json(readiness.ready ? 200 : 503, {
         status: readiness.ready ? 'ready' : 'not_ready',
         ...readiness,
+        ...(details ? { details } : {}),
       });
     }
     case OPS_PATHS.metrics:

@@ -24,6 +24,7 @@ const { platform, ingest } = await startOrExit('the ingest service', async () =>
     port: config.INGEST_PORT,
     bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
     trustedProxy: config.INGEST_TRUSTED_PROXY,
+    allowFallbackServer: config.INGEST_ALLOW_FALLBACK_SERVER,
   });
   return { platform, ingest };
 });

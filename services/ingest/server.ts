@@ -6,6 +6,7 @@ import {
   type DependencyCheck,
   httpRequestDuration,
   httpRequests,
+  ingestNativeServer,
   OPS_PATHS,
 } from '../../libs/observability/index.js';
 import {
@@ -246,7 +247,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
   for (const path of Object.values(OPS_PATHS)) {
     app.get(path, (res) => {
       const exchange = new Exchange(res, false, isDraining);
-      answerOpsRequest(path, options.checks).then(
+      answerOpsRequest(path, options.checks, { http_server: options.transport.name }).then(
         (answer) => {
           const { status, contentType, body } = answer ?? {
             status: 404,
@@ -274,6 +275,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
   });
 
   const listening = await options.transport.listen(options.host, options.port);
+  ingestNativeServer.set(options.transport.name === 'uws' ? 1 : 0);
   const { port } = listening;
 
   return {

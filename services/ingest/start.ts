@@ -1,3 +1,4 @@
+import type { Logger } from '../../libs/log/index.js';
 import type { DependencyCheck } from '../../libs/observability/index.js';
 import { databaseCheck, redisCheck } from '../../libs/observability/index.js';
 import type { Platform } from '../../libs/platform/index.js';
@@ -5,7 +6,7 @@ import { openUsageIngest, type UsageIngest, type UsagePipeline } from '../../lib
 import { nodeHttpTransport } from './node-http.js';
 import { type IngestServer, startIngestServer } from './server.js';
 import type { HttpTransport } from './transport.js';
-import { uwsTransport } from './uws.js';
+import { isNativeUws, loadUws, uwsTransport } from './uws.js';
 
 export interface RunningIngest {
   /** The core, for another front end in the same process (the api in `npm start`). */
@@ -38,6 +39,8 @@ export async function startIngest(options: {
   bodyLimit: number;
   /** INGEST_TRUSTED_PROXY: uWebSockets.js behind a proxy that checks header bytes, else Node's server. */
   trustedProxy: boolean;
+  /** INGEST_ALLOW_FALLBACK_SERVER: Node's server where uWebSockets.js has no native binary. */
+  allowFallbackServer: boolean;
 }): Promise<RunningIngest> {
   const { platform } = options;
   const pipeline = await openUsageIngest(platform);
@@ -45,7 +48,11 @@ export async function startIngest(options: {
   let server: IngestServer;
   try {
     server = await startIngestServer({
-      transport: ingestTransport({ trustedProxy: options.trustedProxy }),
+      transport: ingestTransport({
+        trustedProxy: options.trustedProxy,
+        allowFallback: options.allowFallbackServer,
+        log: platform.log,
+      }),
       host: options.host,
       port: options.port,
       bodyLimit: options.bodyLimit,
@@ -72,8 +79,29 @@ export async function startIngest(options: {
 
 /**
  * uWebSockets.js reads header values wrongly at their edges (see uws.ts), so it serves only where
- * a proxy in front has checked them; anywhere else Node's HTTP server does.
+ * a proxy in front has checked them; anywhere else Node's HTTP server does. Its native code exists
+ * for Node 18 and 20 on Linux x64 only: elsewhere the service says so and refuses to start, unless
+ * INGEST_ALLOW_FALLBACK_SERVER accepts Node's HTTP server (correct, but more CPU per request).
  */
-export function ingestTransport(options: { trustedProxy: boolean }): HttpTransport {
-  return options.trustedProxy ? uwsTransport() : nodeHttpTransport();
+export function ingestTransport(options: {
+  trustedProxy: boolean;
+  allowFallback?: boolean;
+  log?: Logger;
+}): HttpTransport {
+  if (!options.trustedProxy) return nodeHttpTransport();
+  const uws = loadUws();
+  if (isNativeUws(uws)) return uwsTransport(uws);
+  const problem =
+    `uWebSockets.js has no native binary for Node ${process.version} on ${process.platform}-${process.arch} ` +
+    '(it has them for Node 18 and 20 on Linux x64)';
+  if (!options.allowFallback) {
+    throw new Error(
+      `${problem}; run Node 20, or set INGEST_ALLOW_FALLBACK_SERVER=true to serve on Node's HTTP server`,
+    );
+  }
+  options.log?.error(
+    { node: process.version },
+    `${problem}: serving on Node's HTTP server (INGEST_ALLOW_FALLBACK_SERVER)`,
+  );
+  return nodeHttpTransport();
 }

@@ -16,8 +16,7 @@ import type { HttpApp, HttpTransport } from './transport.js';
  * that forwards exact, printable header values (INGEST_TRUSTED_PROXY; deploy/nginx is one).
  * Loaded on first use: a process on Node's own server never loads the native module.
  */
-export function uwsTransport(): HttpTransport {
-  const uws = loadUws();
+export function uwsTransport(uws: typeof UWS = loadUws()): HttpTransport {
   const app = uws.App();
   return {
     name: 'uws',
@@ -36,6 +35,14 @@ let loaded: typeof UWS | undefined;
 export function loadUws(): typeof UWS {
   loaded ??= createRequire(import.meta.url)('@trufflesuite/uws-js-unofficial') as typeof UWS;
   return loaded;
+}
+
+/**
+ * Whether the package loaded its native binary: where none fits this Node (ABI other than 18's or
+ * 20's, another platform) it hands out its node:http shim instead, whose functions are JS.
+ */
+export function isNativeUws(uws: typeof UWS): boolean {
+  return String(uws.App).includes('[native code]');
 }
 
 /**

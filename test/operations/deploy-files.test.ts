@@ -108,6 +108,35 @@ describe('deploy/compose.yaml', () => {
   });
 });
 
+describe('package.json', () => {
+  it('lists every package the services import at run time as a dependency, the image omitting dev ones', async () => {
+    const manifest = JSON.parse(await readFile(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    const { stdout } = await run('git', ['ls-files', 'libs', 'services', 'bin'], { cwd: PROJECT_ROOT });
+    const sources = stdout.split('\n').filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts'));
+    const imported = new Set<string>();
+    for (const file of sources) {
+      const text = await readFile(path.join(PROJECT_ROOT, file), 'utf8');
+      for (const [, specifier] of text.matchAll(/(?:from |import\(|require\()\s*'([^'./][^']*)'/g)) {
+        if (specifier!.startsWith('node:')) continue;
+        const parts = specifier!.split('/');
+        imported.add(specifier!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!);
+      }
+    }
+    expect(imported.size).toBeGreaterThan(10);
+    const missing = [...imported].filter((name) => !(name in manifest.dependencies));
+    expect(missing).toEqual([]);
+    // only tests, benchmarks and the TypeScript runner of `npm start` use these
+    for (const name of ['@modelcontextprotocol/sdk', 'tsx', 'autocannon', 'vitest']) {
+      expect(manifest.devDependencies, name).toHaveProperty(name);
+    }
+    const dockerfile = await readFile(path.join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/npm ci --omit=dev/);
+  });
+});
+
 describe('deploy/nginx/nginx.conf', () => {
   const upstreams: Server[] = [];
   let nginx: RunningNginx | undefined;

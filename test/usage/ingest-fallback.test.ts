@@ -1,8 +1,15 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { runTs } from '../helpers/processes.js';
 import { createUsageItems, INGEST_LISTENING, serviceProcesses, type UsageItems } from './support.js';
 
-/** The ingest service process on the JS fallback of uWebSockets.js (UWS_USE_FALLBACK=1). */
+/**
+ * Which HTTP server the ingest service process runs on, and that it says so: uWebSockets.js'
+ * native code behind a checking proxy (INGEST_TRUSTED_PROXY), Node's HTTP server otherwise. Where
+ * the uWS package has no native binary for this Node (simulated with its UWS_USE_FALLBACK switch)
+ * the service refuses to start rather than run the package's JS shim, unless
+ * INGEST_ALLOW_FALLBACK_SERVER accepts Node's HTTP server.
+ */
 describe('ingest service process', () => {
   const processes = serviceProcesses('ingest_process');
   let org: TestOrg;
@@ -13,16 +20,64 @@ describe('ingest service process', () => {
     items = await createUsageItems(processes.database.db, org.orgId);
   });
 
-  it('works on the JS fallback of uWebSockets.js too', async () => {
-    // Embedded twins here: memory store, in-process log writing to this database.
+  /** What /readyz and /metrics of a running ingest service say about its HTTP server. */
+  const serving = async (base: string) => {
+    const ready = (await (await fetch(`${base}/readyz`)).json()) as { details: { http_server: string } };
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    return {
+      httpServer: ready.details.http_server,
+      gauge: Number(/^billing_ingest_native_server (\d)$/m.exec(metrics)?.[1]),
+    };
+  };
+
+  it('serves on native uWebSockets.js behind a checking proxy, and on Node otherwise, saying which', async () => {
+    for (const [trustedProxy, httpServer, gauge] of [
+      ['true', 'uws', 1],
+      ['false', 'node-http', 0],
+    ] as const) {
+      const ingest = await processes.start(
+        'services/ingest/main.ts',
+        processes.env({ INGEST_PORT: '0', INGEST_TRUSTED_PROXY: trustedProxy }),
+        INGEST_LISTENING,
+      );
+      try {
+        expect(ingest.output()).toContain(`(${httpServer})`);
+        expect(await serving(`http://127.0.0.1:${ingest.match[1]}`)).toEqual({ httpServer, gauge });
+      } finally {
+        expect(await ingest.stop()).toBe(0);
+      }
+    }
+  });
+
+  it('refuses to start where uWebSockets.js has no native binary, naming the way out', async () => {
+    const result = await runTs(
+      'services/ingest/main.ts',
+      [],
+      processes.env({ INGEST_PORT: '0', INGEST_TRUSTED_PROXY: 'true', UWS_USE_FALLBACK: '1' }),
+      30_000,
+    );
+    expect(result.code).not.toBe(0);
+    expect(result.stderr + result.stdout).toMatch(
+      /no native binary for Node v\d+.*INGEST_ALLOW_FALLBACK_SERVER=true/,
+    );
+  });
+
+  it('serves on Node when told to, after an error line, and works', async () => {
     const ingest = await processes.start(
       'services/ingest/main.ts',
-      processes.env({ INGEST_PORT: '0', INGEST_TRUSTED_PROXY: 'true', UWS_USE_FALLBACK: '1' }),
+      processes.env({
+        INGEST_PORT: '0',
+        INGEST_TRUSTED_PROXY: 'true',
+        INGEST_ALLOW_FALLBACK_SERVER: 'true',
+        UWS_USE_FALLBACK: '1',
+        LOG_LEVEL: 'info',
+      }),
       INGEST_LISTENING,
     );
     try {
-      expect(ingest.output()).toContain('fallback');
+      expect(ingest.output()).toMatch(/"level":"error".*no native binary.*serving on Node's HTTP server/);
       const base = `http://127.0.0.1:${ingest.match[1]}`;
+      expect(await serving(base)).toEqual({ httpServer: 'node-http', gauge: 0 });
       const post = (body: unknown, key?: string) =>
         fetch(`${base}/api/public/v1/usage/events`, {
           method: 'POST',
@@ -38,12 +93,6 @@ describe('ingest service process', () => {
       const event = ((await created.json()) as { data: unknown }).data;
       const again = await post({ subscription_item_id: items.metered, quantity: 4 }, 'fallback-1');
       expect(((await again.json()) as { data: unknown }).data).toEqual(event);
-      const missingKey = await post({ subscription_item_id: items.metered, quantity: 3 });
-      expect(missingKey.status).toBe(400);
-      expect(missingKey.headers.get('x-request-id')).toBe(
-        ((await missingKey.json()) as { request_id: string }).request_id,
-      );
-      expect((await fetch(`${base}/healthz`)).status).toBe(200);
       expect((await fetch(`${base}/nowhere`)).status).toBe(404);
       const { rows } = await processes.database.db.query(
         'SELECT id FROM usage_events WHERE idempotency_key = $1',
