@@ -5,6 +5,7 @@ import type { ApiConfig } from '../../libs/config/index.js';
 import type { DependencyCheck } from '../../libs/observability/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { registerAccessLog } from './plugins/access-log.js';
+import { registerApiReference } from './plugins/api-reference.js';
 import { registerAuthentication } from './plugins/authentication.js';
 import { registerBodyParsing } from './plugins/body-parsing.js';
 import { answerClientError, registerErrorHandling, sendError } from './plugins/errors.js';
@@ -76,6 +77,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
   await registerOpenApi(app);
   await app.register(publicRoutes, { prefix: BASE_PATH });
   await app.register(siteRootLlmsRoutes);
+  await registerApiReference(app);
   addMethodNotAllowedRoutes();
   return app;
 }
