@@ -74,12 +74,17 @@ export async function seedDemo(
   db: Database,
   options: { config: CommonConfig; log: Logger; orgs: number; progress?: (message: string) => void },
 ): Promise<SeededOrganization[]> {
+  const progress = options.progress ? { progress: options.progress } : {};
+  if (!options.config.KAFKA_BROKERS && !options.config.CLICKHOUSE_URL) {
+    // The usage log's one store is then Postgres, which the seed's own transaction writes.
+    return seedDemoData(db, { orgs: options.orgs, ...progress, publishUsage: undefined });
+  }
   const { eventLog, clickhouse } = await openUsageEventLog(options.config, db, options.log);
   try {
     for (const check of eventLog.checks()) await check.probe();
     return await seedDemoData(db, {
       orgs: options.orgs,
-      ...(options.progress ? { progress: options.progress } : {}),
+      ...progress,
       publishUsage: async (events) => {
         await eventLog.append(events);
       },

@@ -1,0 +1,169 @@
+import { createServer, type Server } from 'node:net';
+import type { PGlite } from '@electric-sql/pglite';
+import { PGLiteSocketHandler, type PGLiteSocketHandlerOptions } from '@electric-sql/pglite-socket';
+
+/**
+ * The one place that works around pglite-socket (pinned at exactly 0.2.17 in package.json).
+ *
+ * pglite-socket feeds every connection's protocol messages to PGlite's single backend through one
+ * queue, which keeps a connection's turn only inside a transaction. Between an extended-query
+ * message and its Sync another connection's Parse ran, so a Bind met the other's unnamed
+ * statement ("bind message supplies 2 parameters, but prepared statement \"\" requires 4") and a
+ * read failed with a 500 now and then; and one failed message stalled the queue for good.
+ * Upstream: https://github.com/electric-sql/pglite/issues/1046 (open; fix proposed in
+ * https://github.com/electric-sql/pglite/pull/977).
+ *
+ * Through its public API only: `PGLiteSocketHandler` (exported) speaks the wire protocol of one
+ * connection and takes its queue as a constructor option; this file serves connections with it
+ * and gives each the queue below. The queue's type is not exported, hence one cast.
+ * pglite-socket-adapter.test.ts fails loudly if the pinned version or that contract changes.
+ */
+export async function servePglite(
+  db: PGlite,
+  options: { host: string; port: number; maxConnections: number },
+): Promise<{ stop(): Promise<void> }> {
+  await db.waitReady;
+  const turns = new ConnectionTurns(db);
+  const handlers = new Set<PGLiteSocketHandler>();
+  const server: Server = createServer((socket) => {
+    if (handlers.size >= options.maxConnections) {
+      socket.end();
+      return;
+    }
+    const handler = new PGLiteSocketHandler({
+      queryQueue: turns as unknown as PGLiteSocketHandlerOptions['queryQueue'],
+      closeOnDetach: true,
+    });
+    handlers.add(handler);
+    const forget = () => handlers.delete(handler);
+    handler.addEventListener('close', forget);
+    handler.addEventListener('error', forget);
+    handler.attach(socket).catch(() => {
+      forget();
+      socket.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return {
+    async stop() {
+      await Promise.all([...handlers].map((handler) => handler.detach(true)));
+      handlers.clear();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+interface QueuedMessage {
+  connection: number;
+  message: Uint8Array;
+  onData: (data: Uint8Array) => void;
+  resolve: (bytes: number) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Extended-query messages before the Sync that ends them: Parse, Bind, Describe, Execute, Close, Flush. */
+const EXTENDED_QUERY = new Set(['P', 'B', 'D', 'E', 'C', 'H'].map((type) => type.charCodeAt(0)));
+const SYNC = 'S'.charCodeAt(0);
+
+/**
+ * The queue of protocol messages the connections feed PGlite's single backend (the interface
+ * pglite-socket's handlers call). One connection holds the backend, and the others' messages
+ * wait, while that connection is
+ * - inside a transaction (as pglite-socket's queue did), or
+ * - between an extended-query message and its Sync. pglite-socket's queue let another
+ *   connection's Parse run between one connection's Parse and Bind; the Bind then met the other's
+ *   unnamed statement ("bind message supplies 2 parameters, but prepared statement "" requires 4")
+ *   and a read failed with a 500 now and then.
+ * A message that fails is answered with its error and the queue goes on (pglite-socket's stalled).
+ */
+export class ConnectionTurns {
+  private queue: QueuedMessage[] = [];
+  private processing = false;
+  /** The connection whose messages ran last, and whether it is between Parse and Sync. */
+  private lastConnection: number | undefined;
+  private midExtendedQuery = false;
+
+  constructor(private readonly db: PGlite) {}
+
+  enqueue(connection: number, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ connection, message, onData, resolve, reject });
+      void this.process();
+    });
+  }
+
+  getQueueLength(): number {
+    return this.queue.length;
+  }
+
+  /** The connection closed: its queued messages will never run. */
+  clearQueueForHandler(connection: number): void {
+    this.queue = this.queue.filter((queued) => {
+      if (queued.connection !== connection) return true;
+      queued.reject(new Error('Handler disconnected'));
+      return false;
+    });
+  }
+
+  /** The connection closed: whatever it held is given up (its transaction rolled back). */
+  async clearTransactionIfNeeded(connection: number): Promise<void> {
+    if (this.lastConnection !== connection) return;
+    if (this.midExtendedQuery) {
+      // ends the half-sent query, and the error state it may have left the backend in
+      await this.db.runExclusive(() =>
+        this.db.execProtocolRawStream(new Uint8Array([SYNC, 0, 0, 0, 4]), { onRawData: () => {} }),
+      );
+      this.midExtendedQuery = false;
+    }
+    if (this.db.isInTransaction()) await this.db.exec('ROLLBACK');
+    this.lastConnection = undefined;
+    void this.process();
+  }
+
+  private holder(): number | undefined {
+    return this.midExtendedQuery || this.db.isInTransaction() ? this.lastConnection : undefined;
+  }
+
+  private next(): QueuedMessage | undefined {
+    const holder = this.holder();
+    if (holder === undefined) return this.queue.shift();
+    const at = this.queue.findIndex((queued) => queued.connection === holder);
+    return at < 0 ? undefined : this.queue.splice(at, 1)[0];
+  }
+
+  private async process(): Promise<void> {
+    if (this.processing) return;
+    this.processing = true;
+    try {
+      for (let queued = this.next(); queued; queued = this.next()) {
+        let bytes = 0;
+        try {
+          await this.db.runExclusive(() =>
+            this.db.execProtocolRawStream(queued!.message, {
+              onRawData: (data) => {
+                bytes += data.length;
+                queued!.onData(data);
+              },
+            }),
+          );
+        } catch (error) {
+          queued.reject(error);
+          continue;
+        }
+        const type = queued.message[0]!;
+        this.lastConnection = queued.connection;
+        if (EXTENDED_QUERY.has(type)) this.midExtendedQuery = true;
+        else if (type === SYNC) this.midExtendedQuery = false;
+        queued.resolve(bytes);
+      }
+    } finally {
+      this.processing = false;
+    }
+  }
+}
