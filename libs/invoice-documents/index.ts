@@ -1,4 +1,3 @@
-export { formatAmount, formatQuantity } from './format.js';
 export { escapeHtml, INVOICE_HTML_HEADERS, renderInvoiceHtml } from './html.js';
 export { invoicePdfFilename, renderInvoicePdf, toWinAnsi } from './pdf.js';
 export {

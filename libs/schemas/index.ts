@@ -5,6 +5,7 @@ export {
   INVOICE_STATUSES,
   Invoice,
   InvoiceItem,
+  InvoiceRecord,
   type InvoiceStatus,
   InvoiceTransaction,
   TAX_TYPES,

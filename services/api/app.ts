@@ -31,6 +31,7 @@ export function apiDepsFrom(
     bodyLimit: config.BODY_LIMIT_BYTES,
     invoiceCacheBytes: config.INVOICE_CACHE_MB * 1024 * 1024,
     publicBaseUrl: config.PUBLIC_BASE_URL,
+    publicUrl: config.PUBLIC_URL,
     webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
     usageIngest: usage.ingest,
     extraReadinessChecks: usage.checks,

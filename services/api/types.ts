@@ -21,6 +21,8 @@ export interface ApiDeps {
   invoiceCacheBytes: number;
   /** External base URL (scheme://host[:port]) when configured; otherwise derived from the request. */
   publicBaseUrl: string | undefined;
+  /** Base of the links to pages for people (PUBLIC_URL); unset: the api's own URL. */
+  publicUrl?: string | undefined;
   webhookAllowLocalhost: boolean;
   /** The usage ingest core, shared with the ingest service when both run in one process. */
   usageIngest: UsageIngest;

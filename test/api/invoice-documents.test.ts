@@ -139,7 +139,7 @@ describe('GET /invoices/{invoice_id}/html', () => {
       'Montréal, QC  H3B 1A1',
       'Canada',
       invoice.invoiceNumber,
-      'PARTIALLY_PAID',
+      'Partially paid',
       'Seats (5 x Team plan)',
       'GST_QST',
       '49.99',
@@ -155,8 +155,8 @@ describe('GET /invoices/{invoice_id}/html', () => {
     ]) {
       expect(html, text).toContain(text);
     }
-    expect(html).toMatch(/Invoice date<\/dt><dd>\d{4}-\d\d-\d\d/);
-    expect(html).toMatch(/Due date<\/dt><dd>\d{4}-\d\d-\d\d/);
+    expect(html).toMatch(/Invoice date<\/dt><dd>[A-Z][a-z]+ \d{1,2}, \d{4}</);
+    expect(html).toMatch(/Due date<\/dt><dd>[A-Z][a-z]+ \d{1,2}, \d{4}</);
     // due in 2025 with a balance left: overdue is derived, not a status
     expect(html).toContain('OVERDUE');
   });
@@ -211,7 +211,7 @@ describe('GET /invoices/{invoice_id}/pdf', () => {
       'GST 123456789 RT0001',
       'Amélie Côté',
       'Montréal, QC H3B 1A1',
-      'PARTIALLY_REFUNDED',
+      'Partially refunded',
       'Seats (5 x Team plan)',
       'GST_QST',
       '12,345.5',
