@@ -1,7 +1,7 @@
 import { regionCode } from '../billing/index.js';
+import { LOCALES } from '../schemas/index.js';
 
-/** The languages pages and invoice documents are written in. */
-export const LOCALES = ['en', 'fr-CA'] as const;
+export { LOCALES };
 export type Locale = (typeof LOCALES)[number];
 
 export function isLocale(value: unknown): value is Locale {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   displayAmount,
   displayDate,
@@ -21,6 +22,34 @@ const ESCAPES: Record<string, string> = {
 export function escapeHtml(value: string | number): string {
   return String(value).replace(/[&<>"']/g, (char) => ESCAPES[char]!);
 }
+
+/** The document's whole stylesheet, inline: the printable invoice is one self-contained file. */
+const INVOICE_STYLE = `
+    body { font-family: Helvetica, Arial, sans-serif; font-size: 13px; color: #222; margin: 40px auto; max-width: 800px; }
+    header { display: flex; justify-content: space-between; align-items: flex-start; }
+    h1 { font-size: 28px; margin: 0; letter-spacing: 2px; }
+    h2 { font-size: 11px; text-transform: uppercase; color: #666; margin: 0 0 4px; }
+    p { margin: 2px 0; }
+    .name { font-weight: bold; font-size: 15px; }
+    .parties { display: flex; justify-content: space-between; margin: 28px 0; gap: 24px; }
+    .party { flex: 1; }
+    dl.details { display: grid; grid-template-columns: auto auto; gap: 2px 12px; margin: 0; }
+    dl.details dt { color: #666; }
+    dl.details dd { margin: 0; text-align: right; }
+    table { width: 100%; border-collapse: collapse; margin-top: 12px; }
+    th { text-align: left; border-bottom: 2px solid #222; padding: 6px 4px; font-size: 11px; text-transform: uppercase; }
+    td { border-bottom: 1px solid #ddd; padding: 6px 4px; vertical-align: top; }
+    .num { text-align: right; white-space: nowrap; }
+    table.totals { width: 45%; margin-left: auto; }
+    table.totals td { border: none; padding: 3px 4px; }
+    table.totals tr.grand td { border-top: 2px solid #222; font-weight: bold; }
+    .overdue { color: #b00020; font-weight: bold; }
+    footer { margin-top: 32px; color: #666; font-size: 11px; }
+    @media print { body { margin: 0; } }
+  `;
+
+/** What a Content-Security-Policy names to allow exactly this inline stylesheet and no other. */
+export const INVOICE_STYLE_SOURCE = `'sha256-${createHash('sha256').update(INVOICE_STYLE).digest('base64')}'`;
 
 /**
  * The headers the HTML document is served with: it needs no script, no remote resource and no
@@ -80,29 +109,7 @@ export function renderInvoiceHtml({
 <head>
   <meta charset="utf-8">
   <title>${escapeHtml(m.documentTitle(invoice.invoice_number))}</title>
-  <style>
-    body { font-family: Helvetica, Arial, sans-serif; font-size: 13px; color: #222; margin: 40px auto; max-width: 800px; }
-    header { display: flex; justify-content: space-between; align-items: flex-start; }
-    h1 { font-size: 28px; margin: 0; letter-spacing: 2px; }
-    h2 { font-size: 11px; text-transform: uppercase; color: #666; margin: 0 0 4px; }
-    p { margin: 2px 0; }
-    .name { font-weight: bold; font-size: 15px; }
-    .parties { display: flex; justify-content: space-between; margin: 28px 0; gap: 24px; }
-    .party { flex: 1; }
-    dl.details { display: grid; grid-template-columns: auto auto; gap: 2px 12px; margin: 0; }
-    dl.details dt { color: #666; }
-    dl.details dd { margin: 0; text-align: right; }
-    table { width: 100%; border-collapse: collapse; margin-top: 12px; }
-    th { text-align: left; border-bottom: 2px solid #222; padding: 6px 4px; font-size: 11px; text-transform: uppercase; }
-    td { border-bottom: 1px solid #ddd; padding: 6px 4px; vertical-align: top; }
-    .num { text-align: right; white-space: nowrap; }
-    table.totals { width: 45%; margin-left: auto; }
-    table.totals td { border: none; padding: 3px 4px; }
-    table.totals tr.grand td { border-top: 2px solid #222; font-weight: bold; }
-    .overdue { color: #b00020; font-weight: bold; }
-    footer { margin-top: 32px; color: #666; font-size: 11px; }
-    @media print { body { margin: 0; } }
-  </style>
+  <style>${INVOICE_STYLE}</style>
 </head>
 <body>
   <header>

@@ -30,6 +30,7 @@ export {
   paginationQuery,
   single,
 } from './pagination.js';
+export { CreatePortalSession, LOCALES, PortalSession } from './portal-session.js';
 export {
   CURRENCIES,
   countryCode,

@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ApiConfig } from '../../libs/config/index.js';
 import type { DependencyCheck } from '../../libs/observability/index.js';
+import { PORTAL_PATH } from '../../libs/portal/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import { registerAuthentication } from './plugins/authentication.js';
@@ -16,6 +17,7 @@ import { responseSerializerCompiler } from './plugins/serialization.js';
 import { zodValidatorCompiler } from './plugins/validation.js';
 import { publicRoutes } from './routes/index.js';
 import { siteRootLlmsRoutes } from './routes/llms.js';
+import { portalPageRoutes } from './routes/portal-pages.js';
 import type { ApiDeps, ApiInstance } from './types.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -77,6 +79,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
   await registerOpenApi(app);
   await app.register(publicRoutes, { prefix: BASE_PATH });
   await app.register(siteRootLlmsRoutes);
+  await app.register(portalPageRoutes, { prefix: PORTAL_PATH });
   addMethodNotAllowedRoutes();
   return app;
 }
