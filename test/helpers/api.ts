@@ -27,6 +27,7 @@ export async function startTestApi(options: Parameters<typeof createTestPlatform
     bodyLimit: base.config.BODY_LIMIT_BYTES,
     invoiceCacheBytes: base.config.INVOICE_CACHE_MB * 1024 * 1024,
     publicBaseUrl: undefined,
+    publicUrl: base.config.PUBLIC_URL,
     webhookAllowLocalhost: true,
     usageIngest: usage.ingest,
     extraReadinessChecks: usage.checks,
