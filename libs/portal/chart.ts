@@ -77,8 +77,16 @@ export function renderUsageChart(series: readonly DailyQuantity[], options: Usag
   );
   const dayLabels = labelled
     .map((i) => {
-      const x = round2(PLOT.left + i * slot + slot / 2);
-      return `<text class="axis" x="${x}" y="${HEIGHT - 8}" text-anchor="middle">${escapeHtml(displayShortDate(series[i]!.date, locale))}</text>`;
+      // the first and last labels start and end at their bar, so they stay inside the chart
+      const anchor = i === 0 ? 'start' : i === series.length - 1 ? 'end' : 'middle';
+      const x = round2(
+        anchor === 'start'
+          ? PLOT.left + i * slot + (slot - barWidth) / 2
+          : anchor === 'end'
+            ? PLOT.left + i * slot + (slot + barWidth) / 2
+            : PLOT.left + i * slot + slot / 2,
+      );
+      return `<text class="axis" x="${x}" y="${HEIGHT - 8}" text-anchor="${anchor}">${escapeHtml(displayShortDate(series[i]!.date, locale))}</text>`;
     })
     .join('');
   const summary = m.chartSummary(

@@ -15,5 +15,5 @@ export {
   type PortalAccess,
   type PortalSessionRecord,
 } from './sessions.js';
-export { PORTAL_CSS, PORTAL_CSS_PATH } from './stylesheet.js';
+export { PORTAL_CSS, PORTAL_CSS_PATH, PORTAL_ICON, PORTAL_ICON_PATH } from './stylesheet.js';
 export type { PortalUsage, PortalUsageSource } from './usage-source.js';

@@ -9,7 +9,7 @@ import {
 import { escapeHtml, isOverdue, type PrintableInvoice } from '../invoice-documents/index.js';
 import type { InvoiceRecord, Subscription } from '../schemas/index.js';
 import { renderUsageChart } from './chart.js';
-import { PORTAL_CSS_PATH } from './stylesheet.js';
+import { PORTAL_CSS_PATH, PORTAL_ICON_PATH } from './stylesheet.js';
 import type { PortalUsage } from './usage-source.js';
 
 /*
@@ -51,6 +51,7 @@ function layout({ locale, base, title, organization, switchPath, main, footer }:
 <meta name="robots" content="noindex, nofollow">
 <title>${html(title)}</title>
 <link rel="stylesheet" href="${html(base + PORTAL_CSS_PATH)}">
+<link rel="icon" href="${html(base + PORTAL_ICON_PATH)}" type="image/svg+xml">
 </head>
 <body>
 <a class="skip" href="#main">${html(m.skipToContent)}</a>
@@ -124,10 +125,8 @@ function subscriptionSection(
         const series = usage.daily
           .filter((day) => day.subscription_item_id === item.subscription_item_id)
           .map(({ date, quantity }) => ({ date, quantity }));
-        return `<h3>${html(m.usage)}: ${html(item.product_name)}</h3>
-<p>${html(displayQuantity(item.quantity, locale))}${item.unit_label ? ` ${html(item.unit_label)}` : ''}${
-          item.amount === null ? '' : ` · ${html(displayMoney(item.amount, usage.usage.currency, locale))}`
-        }</p>
+        return `<h3>${html(m.usageOf(item.product_name))}</h3>
+${item.amount === null ? '' : `<p>${html(m.amountSoFar(displayMoney(item.amount, usage.usage.currency, locale)))}</p>`}
 ${renderUsageChart(series, { locale, itemName: item.product_name, id: `usage-${item.subscription_item_id}` })}`;
       })
       .join('\n');
@@ -153,7 +152,7 @@ ${renderUsageChart(series, { locale, itemName: item.product_name, id: `usage-${i
   return `<article>
 <h3>${html(subscription.title)} <span class="status">${html(m.subscriptionStatus[subscription.status])}</span></h3>
 <p class="lead">${html(m.currentPeriod(displayDate(subscription.current_period_start, locale), displayDate(subscription.current_period_end, locale)))}</p>
-<table><thead><tr><th scope="col">${html(m.item)}</th><th scope="col">${html(m.status)}</th><th scope="col" class="num">${html(m.quantity)} / ${html(m.includedUnits)}</th></tr></thead><tbody>${items}</tbody></table>
+<table><thead><tr><th scope="col">${html(m.item)}</th><th scope="col">${html(m.itemKind)}</th><th scope="col" class="num">${html(m.quantity)} / ${html(m.includedUnits)}</th></tr></thead><tbody>${items}</tbody></table>
 ${usageHtml}
 </article>`;
 }
@@ -263,7 +262,7 @@ export function renderInvoicePage({ base, path, printable, links, back, footer }
 </dl>
 <p class="actions"><a href="${html(pageLink(base, links.pdf, locale))}" download>${html(m.downloadPdf)}</a><a class="secondary" href="${html(pageLink(base, links.printable, locale))}">${html(m.printVersion)}</a></p>
 </section>
-<section class="card" aria-labelledby="lines"><h2 id="lines">${html(m.description)}</h2>
+<section class="card" aria-labelledby="lines"><h2 id="lines">${html(m.lines)}</h2>
 <table><thead><tr><th scope="col">${html(m.description)}</th><th scope="col" class="num">${html(m.quantity)}</th><th scope="col" class="num hide-narrow">${html(m.unitPrice)}</th><th scope="col" class="num">${html(m.amount)}</th></tr></thead>
 <tbody>
 ${rows}

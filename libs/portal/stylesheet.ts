@@ -51,3 +51,8 @@ footer.bottom{color:var(--muted);font-size:.85rem;padding:24px 20px 40px;max-wid
 
 /** The stylesheet's path names its content, so a page never pairs with another version of it. */
 export const PORTAL_CSS_PATH = `/portal/assets/portal-${createHash('sha256').update(PORTAL_CSS).digest('hex').slice(0, 12)}.css`;
+
+/** The pages' icon, so that browsers do not ask for /favicon.ico (a 404 in their console). */
+export const PORTAL_ICON =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#1f5fbf"/><path d="M9 8h14v3H9zm0 6.5h14v3H9zM9 21h9v3H9z" fill="#fff"/></svg>';
+export const PORTAL_ICON_PATH = '/portal/assets/icon.svg';

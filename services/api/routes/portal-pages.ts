@@ -15,6 +15,8 @@ import {
   openPortalSession,
   PORTAL_CSS,
   PORTAL_CSS_PATH,
+  PORTAL_ICON,
+  PORTAL_ICON_PATH,
   PORTAL_PATH,
   portalHomePage,
   portalPrintableInvoice,
@@ -103,6 +105,9 @@ export const portalPageRoutes: FastifyPluginAsyncZod = async (app) => {
 
   app.get(PORTAL_CSS_PATH.slice(PORTAL_PATH.length), route, async (_request, reply) =>
     reply.type('text/css; charset=utf-8').send(PORTAL_CSS),
+  );
+  app.get(PORTAL_ICON_PATH.slice(PORTAL_PATH.length), route, async (_request, reply) =>
+    reply.type('image/svg+xml').send(PORTAL_ICON),
   );
 
   // --- a portal session: one customer's home page and their invoices ---
