@@ -38,14 +38,34 @@ function frenchFormat(currency: string | null, minimumFractionDigits: number): I
   return format;
 }
 
-function frenchDecimal(decimal: string, currency: string | null, minimumFractionDigits: number): string {
-  try {
-    // Intl takes the decimal string as an exact decimal (NumberFormat v3)
-    return frenchFormat(currency, minimumFractionDigits).format(decimal as unknown as number);
-  } catch {
-    // a currency code Intl does not accept prints after the number, as in English
-    return `${frenchFormat(null, minimumFractionDigits).format(decimal as unknown as number)}\u00a0${currency}`;
+/**
+ * Figures written so far: a page writes the same amounts (a plan's monthly total) and small
+ * quantities again and again, and Intl's formatting is the costliest step of a row. Bounded:
+ * emptied when full.
+ */
+const writtenFigures = new Map<string, string>();
+const MAX_WRITTEN = 10_000;
+
+function remembered(written: Map<string, string>, key: string, write: () => string): string {
+  let text = written.get(key);
+  if (text === undefined) {
+    text = write();
+    if (written.size >= MAX_WRITTEN) written.clear();
+    written.set(key, text);
   }
+  return text;
+}
+
+function frenchDecimal(decimal: string, currency: string | null, minimumFractionDigits: number): string {
+  return remembered(writtenFigures, `${currency ?? ''}|${minimumFractionDigits}|${decimal}`, () => {
+    try {
+      // Intl takes the decimal string as an exact decimal (NumberFormat v3)
+      return frenchFormat(currency, minimumFractionDigits).format(decimal as unknown as number);
+    } catch {
+      // a currency code Intl does not accept prints after the number, as in English
+      return `${frenchFormat(null, minimumFractionDigits).format(decimal as unknown as number)}\u00a0${currency}`;
+    }
+  });
 }
 
 /** A money amount with its currency: "1,234.56 CAD" (en), "1 234,56 $" (fr-CA). */
@@ -74,12 +94,22 @@ const dateFormats: Record<Locale, { long: Intl.DateTimeFormat; short: Intl.DateT
   },
 };
 
+/** Days written so far, per locale and form (a page writes the same few dozen days). */
+const writtenDays = new Map<string, string>();
+
+function writeDay(date: string, locale: Locale, form: 'long' | 'short'): string {
+  const day = date.slice(0, 10);
+  return remembered(writtenDays, `${locale}|${form}|${day}`, () =>
+    dateFormats[locale][form].format(new Date(`${day}T00:00:00Z`)),
+  );
+}
+
 /** A UTC calendar day (YYYY-MM-DD, or the day of an ISO timestamp): "March 1, 2026", "1 mars 2026". */
 export function displayDate(date: string, locale: Locale): string {
-  return dateFormats[locale].long.format(new Date(`${date.slice(0, 10)}T00:00:00Z`));
+  return writeDay(date, locale, 'long');
 }
 
 /** A day without its year, for chart axes: "Mar 1", "1 mars". */
 export function displayShortDate(date: string, locale: Locale): string {
-  return dateFormats[locale].short.format(new Date(`${date.slice(0, 10)}T00:00:00Z`));
+  return writeDay(date, locale, 'short');
 }

@@ -115,7 +115,7 @@ export function taxLinesOf(invoice: Invoice): TaxLine[] {
   }));
 }
 
-export function isOverdue(invoice: Invoice, today: string): boolean {
+export function isOverdue(invoice: Pick<Invoice, 'status' | 'due_date' | 'balance'>, today: string): boolean {
   return (
     (invoice.status === 'POSTED' || invoice.status === 'PARTIALLY_PAID') &&
     invoice.due_date < today &&

@@ -9,6 +9,7 @@ import {
 import { escapeHtml, isOverdue, type PrintableInvoice } from '../invoice-documents/index.js';
 import type { InvoiceRecord, Subscription } from '../schemas/index.js';
 import { renderUsageChart } from './chart.js';
+import type { InvoiceSummary } from './portal.js';
 import { PORTAL_CSS_PATH, PORTAL_ICON_PATH } from './stylesheet.js';
 import type { PortalUsage } from './usage-source.js';
 
@@ -65,7 +66,7 @@ ${main}
 `;
 }
 
-function statusBadge(invoice: InvoiceRecord, m: Messages, today: string): string {
+function statusBadge(invoice: InvoiceSummary, m: Messages, today: string): string {
   const overdue = isOverdue(invoice, today);
   const kind = overdue ? 'overdue' : invoice.status === 'PAID' ? 'paid' : '';
   const text = overdue
@@ -94,8 +95,8 @@ export interface PortalHome {
   subscriptions: Subscription[];
   /** Per subscription id; `unavailable` when no usage source is wired in. */
   usage: Map<number, PortalUsage> | 'unavailable';
-  invoices: InvoiceRecord[];
-  linksOf: (invoice: InvoiceRecord) => InvoiceLinks;
+  invoices: InvoiceSummary[];
+  linksOf: (invoice: InvoiceSummary) => InvoiceLinks;
 }
 
 function subscriptionSection(
