@@ -7,7 +7,7 @@ import {
   messagesFor,
 } from '../i18n/index.js';
 import { escapeHtml, isOverdue, type PrintableInvoice } from '../invoice-documents/index.js';
-import type { InvoiceRecord, Subscription } from '../schemas/index.js';
+import type { Subscription } from '../schemas/index.js';
 import { renderUsageChart } from './chart.js';
 import type { InvoiceSummary } from './portal.js';
 import { PORTAL_CSS_PATH, PORTAL_ICON_PATH } from './stylesheet.js';
