@@ -379,6 +379,25 @@ describe('hosted invoice links', () => {
   });
 });
 
+describe('the contract', () => {
+  it('documents POST /portal-sessions, hosted_url and the documents locale in openapi.json and llms.txt', async () => {
+    const document = (await api.request({ path: '/openapi.json', key: org.apiKey })).json();
+    const operation = document.paths['/portal-sessions'].post;
+    expect(operation.operationId).toBe('createPortalSession');
+    expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['201', '401', '404', '422']));
+    expect(document.components.schemas.PublicInvoice.required).toContain('hosted_url');
+    expect(document.components.schemas.PublicPortalSession.required).toEqual(
+      expect.arrayContaining(['id', 'object', 'customer_id', 'url', 'expires_at']),
+    );
+    const html = document.paths['/invoices/{invoice_id}/html'].get;
+    expect(html.parameters.map((p: { name: string }) => p.name)).toContain('locale');
+    const llms = (await api.request({ path: '/llms.txt' })).body;
+    expect(llms).toContain('/portal-sessions');
+    // the pages for people are not API operations
+    expect(Object.keys(document.paths).some((path) => path.startsWith('/portal/'))).toBe(false);
+  });
+});
+
 describe('the API documents in a locale', () => {
   it('prints GET /invoices/{id}/html and /pdf in French on ?locale=fr-CA, and 422 for another locale', async () => {
     const id = scenario.invoices.POSTED.id;
