@@ -266,6 +266,10 @@ try {
   };
   const pdfHelvetica = await pdfTimes(printable);
   const pdfDejaVu = await pdfTimes(wide);
+  const pdfCjk = await pdfTimes({
+    ...printable,
+    customer: { ...printable.customer, name: '株式会社 山田商事' },
+  });
 
   await app.close();
   await ingest.close();
@@ -325,6 +329,7 @@ try {
     [
       ['Helvetica (WinAnsi text)', ms(pdfHelvetica.mean), ms(pdfHelvetica.p99)],
       ['DejaVu Sans (Greek, Cyrillic)', ms(pdfDejaVu.mean), ms(pdfDejaVu.p99)],
+      ['Helvetica + Noto Sans SC (Chinese)', ms(pdfCjk.mean), ms(pdfCjk.p99)],
     ],
   );
   console.log('');
@@ -353,7 +358,7 @@ try {
     weightBytes: weight,
     gzipBytes: gzipped,
     http: { baseline, portal },
-    pdfMs: { helvetica: pdfHelvetica, dejaVu: pdfDejaVu },
+    pdfMs: { helvetica: pdfHelvetica, dejaVu: pdfDejaVu, cjk: pdfCjk },
   });
   log(`report: ${report}`);
 } finally {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { displayAmount, displayDate, displayMoney, displayQuantity } from '../i18n/index.js';
 import type { InvoiceRecord as Invoice } from '../schemas/index.js';
 import { escapeHtml, renderInvoiceHtml } from './html.js';
-import { invoicePdfFilename, renderInvoicePdf, toDejaVu, toWinAnsi } from './pdf.js';
+import { invoicePdfFilename, renderInvoicePdf, toDejaVu, toNotoSansSc, toWinAnsi } from './pdf.js';
 import { isOverdue, type PrintableInvoice } from './printable-invoice.js';
 
 function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
@@ -186,6 +186,20 @@ describe('invoice PDF', () => {
     }
     // Ł Ż ł ź (Polish), П д (Cyrillic), Ε λ (Greek)
     for (const char of '\u0141\u017b\u0142\u017a\u041f\u0434\u0395\u03bb') expect(mapped).toContain(char);
+  });
+
+  it('maps text to what Noto Sans SC can print: Chinese and kana, not Hangul', () => {
+    expect(toNotoSansSc('李小龍 山田たろう カタカナ Москва')).toBe('李小龍 山田たろう カタカナ Москва');
+    expect(toNotoSansSc('김민준')).toBe('???');
+  });
+
+  it('prints a Chinese or Japanese piece of text in embedded Noto Sans SC, the rest in Helvetica', async () => {
+    const document = printable();
+    document.customer = { ...document.customer, name: '株式会社 山田商事' };
+    const pdf = (await renderInvoicePdf(document)).toString('latin1');
+    expect(pdf).toMatch(/\/BaseFont \/[A-Z]{6}\+NotoSansSC-Bold/);
+    expect(pdf).toMatch(/\/BaseFont \/Helvetica-Bold/);
+    expect(pdf).not.toMatch(/DejaVu/);
   });
 
   it('names the file after the invoice number and keeps the header safe', () => {

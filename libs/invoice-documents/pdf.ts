@@ -14,14 +14,20 @@ import { documentWithSharedFonts, type SharedFontSource } from './pdfkit-shared-
 import type { InvoiceParty, PrintableInvoice } from './printable-invoice.js';
 
 /*
- * Two typefaces. A document whose text fits WinAnsi (Windows-1252: Latin-1 and a few typographic
+ * Three typefaces. A document whose text fits WinAnsi (Windows-1252: Latin-1 and a few typographic
  * characters: English, French, German, Spanish, the Nordic languages) prints in the built-in
  * Helvetica, which needs no font file and is the cheap common case. Any other document (Łódź,
  * Ελλάδα, Москва, Tiếng Việt) embeds a subset of DejaVu Sans, which covers Latin, Greek, Cyrillic
- * and more. A character neither can print is reduced to its unaccented letter where Unicode gives
- * one and to "?" otherwise (CJK, emoji), so an unexpected name never breaks or garbles the
- * document.
+ * and more. A piece of text with Chinese or Japanese in it (a name, an address line, an item)
+ * prints, whole, in Noto Sans SC (npm @expo-google-fonts/noto-sans-sc: Chinese, kana, Latin,
+ * Cyrillic), embedded as a subset beside the document's own typeface. A character none of them
+ * prints (Hangul, emoji; in a CJK piece, the letters Noto Sans SC lacks, such as Polish Ł) is
+ * reduced to its unaccented letter where Unicode gives one and to "?" otherwise, so an unexpected
+ * name never breaks or garbles the document.
  */
+
+/** Text Noto Sans SC prints in place of the document's typeface: it holds Chinese or Japanese. */
+const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Bopomofo}]/u;
 
 /** Characters Windows-1252 has beyond Latin-1's printable ranges (0x80-0x9F). */
 const WIN_ANSI_EXTRAS = new Set('€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ');
@@ -61,10 +67,14 @@ export function toWinAnsi(text: string): string {
 }
 
 const PAGE_MARGIN = 50;
-/** The document's font names; each document binds them to one of the two typefaces. */
+/** The document's font names; each document binds them to its typeface (and Noto Sans SC when needed). */
 const FONT = 'Body';
 const BOLD = 'Body-Bold';
+const CJK_FONT = 'Cjk';
+const CJK_BOLD = 'Cjk-Bold';
 type FontName = typeof FONT | typeof BOLD;
+type FaceName = FontName | typeof CJK_FONT | typeof CJK_BOLD;
+type Weight = 'regular' | 'bold';
 const MUTED = '#555555';
 
 interface Column {
@@ -171,13 +181,76 @@ export function toDejaVu(text: string): string {
   return dejaVuTypeface().print(text);
 }
 
-/** A document with its fonts: Helvetica when every text fits WinAnsi, else DejaVu Sans. */
+let notoSansSc: Typeface | undefined;
+
+/** Noto Sans SC from its npm package, read and parsed on the first document with Chinese or Japanese. */
+function cjkTypeface(): Typeface {
+  if (notoSansSc) return notoSansSc;
+  const directory = createRequire(import.meta.url)
+    .resolve('@expo-google-fonts/noto-sans-sc/package.json')
+    .replace(/package\.json$/, '');
+  const bytes = {
+    [FONT]: readFileSync(`${directory}400Regular/NotoSansSC_400Regular.ttf`),
+    [BOLD]: readFileSync(`${directory}700Bold/NotoSansSC_700Bold.ttf`),
+  };
+  const faces = { [FONT]: parseFont(bytes[FONT]) as Font, [BOLD]: parseFont(bytes[BOLD]) as Font };
+  const covers = (char: string) =>
+    !/\p{C}/u.test(char) &&
+    faces[FONT].hasGlyphForCodePoint(char.codePointAt(0)!) &&
+    faces[BOLD].hasGlyphForCodePoint(char.codePointAt(0)!);
+  notoSansSc = {
+    print: (text) => printableWith(text, covers),
+    fonts: {
+      [FONT]: { embedded: faces[FONT], bytes: bytes[FONT] },
+      [BOLD]: { embedded: faces[BOLD], bytes: bytes[BOLD] },
+    },
+  };
+  return notoSansSc;
+}
+
+/** Text in Noto Sans SC, character for character where it has the glyph (Chinese, kana; not Hangul). */
+export function toNotoSansSc(text: string): string {
+  return cjkTypeface().print(text);
+}
+
+/**
+ * How one document prints a piece of text: which of its faces, and the text that face can show.
+ * `set` selects that face on the document and returns the text, for `doc.text(set(...))`.
+ */
+interface Typesetter {
+  faceFor(text: string, weight: Weight): FaceName;
+  print(text: string, face: FaceName): string;
+  set(text: string, weight: Weight): string;
+}
+
+/**
+ * A document with its fonts: Helvetica when every text fits WinAnsi, else DejaVu Sans; and Noto
+ * Sans SC beside it when some text holds Chinese or Japanese.
+ */
 function newDocument(
   options: PDFKit.PDFDocumentOptions,
   texts: readonly string[],
-): { doc: PDFKit.PDFDocument; print: (text: string) => string } {
-  const typeface = texts.every(fitsWinAnsi) ? standardTypeface() : dejaVuTypeface();
-  return { doc: documentWithSharedFonts(options, typeface.fonts), print: typeface.print };
+): { doc: PDFKit.PDFDocument; typesetter: Typesetter } {
+  const cjkTexts = texts.some((text) => CJK.test(text));
+  const others = cjkTexts ? texts.filter((text) => !CJK.test(text)) : texts;
+  const typeface = others.every(fitsWinAnsi) ? standardTypeface() : dejaVuTypeface();
+  const cjk = cjkTexts ? cjkTypeface() : undefined;
+  const doc = documentWithSharedFonts(options, {
+    ...typeface.fonts,
+    ...(cjk ? { [CJK_FONT]: cjk.fonts[FONT], [CJK_BOLD]: cjk.fonts[BOLD] } : {}),
+  });
+  const typesetter: Typesetter = {
+    faceFor: (text, weight) =>
+      cjk && CJK.test(text) ? (weight === 'bold' ? CJK_BOLD : CJK_FONT) : weight === 'bold' ? BOLD : FONT,
+    print: (text, face) =>
+      cjk && (face === CJK_FONT || face === CJK_BOLD) ? cjk.print(text) : typeface.print(text),
+    set(text, weight) {
+      const face = typesetter.faceFor(text, weight);
+      doc.font(face);
+      return typesetter.print(text, face);
+    },
+  };
+  return { doc, typesetter };
 }
 
 /** Every piece of database text the document prints, to choose its typeface. */
@@ -210,7 +283,7 @@ export function renderInvoicePdf(printable: PrintableInvoice): Promise<Buffer> {
   const { invoice } = printable;
   const m = messagesFor(printable.locale);
   const plain = (text: string) => text.replace(/\p{C}+/gu, ' ');
-  const { doc, print } = newDocument(
+  const { doc, typesetter } = newDocument(
     {
       size: 'LETTER',
       margin: PAGE_MARGIN,
@@ -230,7 +303,7 @@ export function renderInvoicePdf(printable: PrintableInvoice): Promise<Buffer> {
     doc.on('end', () => resolve(Buffer.concat(chunks)));
     doc.on('error', reject);
   });
-  drawDocument(doc, printable, m, print);
+  drawDocument(doc, printable, m, typesetter);
   doc.end();
   return done;
 }
@@ -239,8 +312,10 @@ function drawDocument(
   doc: PDFKit.PDFDocument,
   printable: PrintableInvoice,
   m: Messages,
-  text: (value: string) => string,
+  ts: Typesetter,
 ): void {
+  /** Words and figures of our own, in the document's typeface (whatever font is selected). */
+  const text = (value: string) => ts.print(value, FONT);
   const { locale, invoice, seller, customer, subtotal, taxLines, overdue } = printable;
   const date = (value: string) => displayDate(value, locale);
   const left = PAGE_MARGIN;
@@ -249,23 +324,23 @@ function drawDocument(
   // Heading: seller on the left, the document's title and number on the right.
   const top = doc.y;
   doc.font(BOLD).fontSize(22).text(text(m.invoiceTitle), left, top, { width, align: 'right' });
-  doc.font(FONT).fontSize(11).text(text(invoice.invoice_number), left, doc.y, { width, align: 'right' });
+  doc.fontSize(11).text(ts.set(invoice.invoice_number, 'regular'), left, doc.y, { width, align: 'right' });
   doc
     .font(BOLD)
     .fontSize(16)
-    .text(text(seller.name), left, top, { width: width * 0.6 });
+    .text(ts.set(seller.name, 'bold'), left, top, { width: width * 0.6 });
   doc.y = Math.max(doc.y, top + 44) + 16;
 
   // Seller above customer on the left, the invoice's particulars on the right.
   const blockTop = doc.y;
   const detailsWidth = 240;
   const partyWidth = width - detailsWidth - 24;
-  const sellerBottom = drawParty(doc, text, m, m.from, seller, left, blockTop, partyWidth);
-  const customerBottom = drawParty(doc, text, m, m.billTo, customer, left, sellerBottom + 14, partyWidth);
+  const sellerBottom = drawParty(doc, ts, m, m.from, seller, left, blockTop, partyWidth);
+  const customerBottom = drawParty(doc, ts, m, m.billTo, customer, left, sellerBottom + 14, partyWidth);
   const status = m.invoiceStatus[invoice.status];
   const detailsBottom = drawDetails(
     doc,
-    text,
+    ts,
     m.invoiceDetails,
     [
       [m.invoiceNumber, invoice.invoice_number],
@@ -281,7 +356,7 @@ function drawDocument(
   );
   doc.y = Math.max(customerBottom, detailsBottom) + 24;
 
-  drawItems(doc, text, m, printable);
+  drawItems(doc, ts, m, printable);
 
   // Totals, right-aligned under the amount columns.
   const currency = invoice.currency;
@@ -323,7 +398,7 @@ function drawDocument(
 
 function drawParty(
   doc: PDFKit.PDFDocument,
-  print: (text: string) => string,
+  ts: Typesetter,
   m: Messages,
   title: string,
   who: InvoiceParty,
@@ -331,43 +406,42 @@ function drawParty(
   y: number,
   width: number,
 ): number {
-  doc.font(BOLD).fontSize(8).fillColor(MUTED).text(print(title.toUpperCase()), x, y, { width });
+  doc.font(BOLD).fontSize(8).fillColor(MUTED).text(ts.print(title.toUpperCase(), BOLD), x, y, { width });
   doc
     .fillColor('black')
-    .font(BOLD)
     .fontSize(11)
-    .text(print(who.name), x, doc.y + 2, { width });
+    .text(ts.set(who.name, 'bold'), x, doc.y + 2, { width });
   const lines = [
     who.contactName ? m.attention(who.contactName) : null,
     ...who.addressLines,
     who.email,
     who.taxId ? m.taxId(who.taxId) : null,
   ].filter((line): line is string => Boolean(line));
-  doc.font(FONT).fontSize(9);
-  for (const line of lines) doc.text(print(line), x, doc.y, { width });
+  doc.fontSize(9);
+  for (const line of lines) doc.text(ts.set(line, 'regular'), x, doc.y, { width });
   return doc.y;
 }
 
 function drawDetails(
   doc: PDFKit.PDFDocument,
-  print: (text: string) => string,
+  ts: Typesetter,
   title: string,
   rows: [string, string][],
   x: number,
   y: number,
   width: number,
 ): number {
-  doc.font(BOLD).fontSize(8).fillColor(MUTED).text(print(title.toUpperCase()), x, y, { width });
+  doc.font(BOLD).fontSize(8).fillColor(MUTED).text(ts.print(title.toUpperCase(), BOLD), x, y, { width });
   doc.fillColor('black').fontSize(9);
   let rowY = doc.y + 2;
   for (const [label, value] of rows) {
     doc
       .font(FONT)
       .fillColor(MUTED)
-      .text(print(label), x, rowY, { width: width * 0.45 });
+      .text(ts.print(label, FONT), x, rowY, { width: width * 0.45 });
     doc
       .fillColor('black')
-      .text(print(value), x + width * 0.45, rowY, { width: width * 0.55, align: 'right' });
+      .text(ts.set(value, 'regular'), x + width * 0.45, rowY, { width: width * 0.55, align: 'right' });
     rowY = Math.max(doc.y, rowY + 12);
   }
   return rowY;
@@ -375,13 +449,15 @@ function drawDetails(
 
 function drawItems(
   doc: PDFKit.PDFDocument,
-  print: (text: string) => string,
+  ts: Typesetter,
   m: Messages,
   { locale, invoice }: PrintableInvoice,
 ): void {
   const left = PAGE_MARGIN;
-  const rows = invoice.items.map((item) => [
-    print(item.description),
+  // a description may need Noto Sans SC; every other cell is ours, in the document's typeface
+  const descriptionFaces = invoice.items.map((item) => ts.faceFor(item.description, 'regular'));
+  const rows = invoice.items.map((item, r) => [
+    ts.print(item.description, descriptionFaces[r]!),
     displayQuantity(item.quantity, locale),
     displayAmount(item.unit_price, locale),
     item.tax_type ?? '—',
@@ -389,8 +465,9 @@ function drawItems(
     displayAmount(item.line_total_pre_tax, locale),
   ]);
   const titles = [m.description, m.quantity, m.unitPrice, m.taxType, m.tax, m.amount].map((title) =>
-    print(title.toUpperCase()),
+    ts.print(title.toUpperCase(), BOLD),
   );
+  const faceOf = (r: number, column: number) => (column === 0 ? descriptionFaces[r]! : FONT);
   const { columns, fontSize } = itemColumns(doc, rows, titles);
   const header = () => {
     const y = doc.y;
@@ -410,9 +487,11 @@ function drawItems(
   };
   header();
   doc.font(FONT).fontSize(fontSize);
-  for (const cells of rows) {
+  rows.forEach((cells, r) => {
     const height = Math.max(
-      ...cells.map((cell, i) => doc.heightOfString(cell, { width: columns[i]!.width - CELL_GAP })),
+      ...cells.map((cell, i) =>
+        doc.font(faceOf(r, i)).heightOfString(cell, { width: columns[i]!.width - CELL_GAP }),
+      ),
     );
     if (ensureRoom(doc, height + 8)) {
       header();
@@ -422,7 +501,7 @@ function drawItems(
     let x = left;
     cells.forEach((cell, i) => {
       const column = columns[i]!;
-      doc.text(cell, x, y, { width: column.width - CELL_GAP, align: column.align });
+      doc.font(faceOf(r, i)).text(cell, x, y, { width: column.width - CELL_GAP, align: column.align });
       x += column.width;
     });
     const lineY = y + height + 3;
@@ -434,7 +513,7 @@ function drawItems(
       .stroke()
       .strokeColor('black');
     doc.y = lineY + 5;
-  }
+  });
 }
 
 function totalWidth(): number {
