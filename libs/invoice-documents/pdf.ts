@@ -149,30 +149,39 @@ function standardTypeface(): Typeface {
   return helvetica;
 }
 
-let dejaVu: Typeface | undefined;
-
-/** DejaVu Sans from its npm package, read and parsed on first need. */
-function dejaVuTypeface(): Typeface {
-  if (dejaVu) return dejaVu;
-  const fontDirectory = createRequire(import.meta.url)
-    .resolve('dejavu-fonts-ttf/package.json')
-    .replace(/package\.json$/, 'ttf/');
-  const bytes = {
-    [FONT]: readFileSync(`${fontDirectory}DejaVuSans.ttf`),
-    [BOLD]: readFileSync(`${fontDirectory}DejaVuSans-Bold.ttf`),
-  };
+/** A typeface of two font files (regular, bold), read and parsed once; it prints what both have glyphs for. */
+function embeddedTypeface(files: Record<FontName, string>): Typeface {
+  const bytes = { [FONT]: readFileSync(files[FONT]), [BOLD]: readFileSync(files[BOLD]) };
   const faces = { [FONT]: parseFont(bytes[FONT]) as Font, [BOLD]: parseFont(bytes[BOLD]) as Font };
   const covers = (char: string) =>
     !/\p{C}/u.test(char) &&
     faces[FONT].hasGlyphForCodePoint(char.codePointAt(0)!) &&
     faces[BOLD].hasGlyphForCodePoint(char.codePointAt(0)!);
-  dejaVu = {
+  return {
     print: (text) => printableWith(text, covers),
     fonts: {
       [FONT]: { embedded: faces[FONT], bytes: bytes[FONT] },
       [BOLD]: { embedded: faces[BOLD], bytes: bytes[BOLD] },
     },
   };
+}
+
+/** The folder of an npm package's files. */
+function packageDirectory(name: string): string {
+  return createRequire(import.meta.url)
+    .resolve(`${name}/package.json`)
+    .replace(/package\.json$/, '');
+}
+
+let dejaVu: Typeface | undefined;
+
+/** DejaVu Sans from its npm package, read and parsed on first need. */
+function dejaVuTypeface(): Typeface {
+  const directory = `${packageDirectory('dejavu-fonts-ttf')}ttf/`;
+  dejaVu ??= embeddedTypeface({
+    [FONT]: `${directory}DejaVuSans.ttf`,
+    [BOLD]: `${directory}DejaVuSans-Bold.ttf`,
+  });
   return dejaVu;
 }
 
@@ -185,26 +194,11 @@ let notoSansSc: Typeface | undefined;
 
 /** Noto Sans SC from its npm package, read and parsed on the first document with Chinese or Japanese. */
 function cjkTypeface(): Typeface {
-  if (notoSansSc) return notoSansSc;
-  const directory = createRequire(import.meta.url)
-    .resolve('@expo-google-fonts/noto-sans-sc/package.json')
-    .replace(/package\.json$/, '');
-  const bytes = {
-    [FONT]: readFileSync(`${directory}400Regular/NotoSansSC_400Regular.ttf`),
-    [BOLD]: readFileSync(`${directory}700Bold/NotoSansSC_700Bold.ttf`),
-  };
-  const faces = { [FONT]: parseFont(bytes[FONT]) as Font, [BOLD]: parseFont(bytes[BOLD]) as Font };
-  const covers = (char: string) =>
-    !/\p{C}/u.test(char) &&
-    faces[FONT].hasGlyphForCodePoint(char.codePointAt(0)!) &&
-    faces[BOLD].hasGlyphForCodePoint(char.codePointAt(0)!);
-  notoSansSc = {
-    print: (text) => printableWith(text, covers),
-    fonts: {
-      [FONT]: { embedded: faces[FONT], bytes: bytes[FONT] },
-      [BOLD]: { embedded: faces[BOLD], bytes: bytes[BOLD] },
-    },
-  };
+  const directory = packageDirectory('@expo-google-fonts/noto-sans-sc');
+  notoSansSc ??= embeddedTypeface({
+    [FONT]: `${directory}400Regular/NotoSansSC_400Regular.ttf`,
+    [BOLD]: `${directory}700Bold/NotoSansSC_700Bold.ttf`,
+  });
   return notoSansSc;
 }
 

@@ -10,6 +10,7 @@ import {
 } from '../../../libs/invoice-documents/index.js';
 import {
   type ErrorPageKind,
+  type HostedInvoiceAccess,
   invoicePage,
   openHostedInvoice,
   openPortalSession,
@@ -18,6 +19,7 @@ import {
   PORTAL_ICON,
   PORTAL_ICON_PATH,
   PORTAL_PATH,
+  type PortalAccess,
   portalHomePage,
   portalPrintableInvoice,
   renderErrorPage,
@@ -123,20 +125,40 @@ export const portalPageRoutes: FastifyPluginAsyncZod = async (app) => {
     return sendPage(reply, 200, page);
   });
 
-  const portalInvoice = async (request: FastifyRequest<{ Params: InvoiceParams }>, reply: FastifyReply) => {
-    const access = await openPortalSession(db, request.params.token);
+  /** The invoice a granted link opens with the page's language, or undefined once the refusal page is sent. */
+  const openInvoice = async <A extends PortalAccess | HostedInvoiceAccess>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    access: A,
+    invoiceIdOf: (granted: Extract<A, { kind: 'granted' }>) => string,
+  ) => {
     if (access.kind !== 'granted') {
       sendError(request, reply, access.kind === 'expired' ? 'expired' : 'not-found');
       return undefined;
     }
-    const pageRequest = { base: pagesBaseUrlOf(request), locale: localeOf(request, access.locale) };
-    const printable = await portalPrintableInvoice(db, access, request.params.invoice_id, pageRequest);
+    const granted = access as Extract<A, { kind: 'granted' }>;
+    const pageRequest = { base: pagesBaseUrlOf(request), locale: localeOf(request, granted.locale) };
+    const printable = await portalPrintableInvoice(db, granted, invoiceIdOf(granted), pageRequest);
     if (!printable) {
       sendError(request, reply, 'not-found');
       return undefined;
     }
-    return { access, printable, pageRequest };
+    return { access: granted, printable, pageRequest };
   };
+  const portalInvoice = async (request: FastifyRequest<{ Params: InvoiceParams }>, reply: FastifyReply) =>
+    openInvoice(
+      request,
+      reply,
+      await openPortalSession(db, request.params.token),
+      () => request.params.invoice_id,
+    );
+  const hostedInvoice = async (request: FastifyRequest<{ Params: TokenParams }>, reply: FastifyReply) =>
+    openInvoice(
+      request,
+      reply,
+      await openHostedInvoice(db, request.params.token),
+      (granted) => granted.invoiceId,
+    );
 
   app.get<{ Params: InvoiceParams }>('/:token/invoices/:invoice_id', route, async (request, reply) => {
     const found = await portalInvoice(request, reply);
@@ -159,21 +181,6 @@ export const portalPageRoutes: FastifyPluginAsyncZod = async (app) => {
   });
 
   // --- a hosted invoice link: that one invoice ---
-  const hostedInvoice = async (request: FastifyRequest<{ Params: TokenParams }>, reply: FastifyReply) => {
-    const access = await openHostedInvoice(db, request.params.token);
-    if (access.kind !== 'granted') {
-      sendError(request, reply, access.kind === 'expired' ? 'expired' : 'not-found');
-      return undefined;
-    }
-    const pageRequest = { base: pagesBaseUrlOf(request), locale: localeOf(request, access.locale) };
-    const printable = await portalPrintableInvoice(db, access, access.invoiceId, pageRequest);
-    if (!printable) {
-      sendError(request, reply, 'not-found');
-      return undefined;
-    }
-    return { access, printable, pageRequest };
-  };
-
   app.get<{ Params: TokenParams }>('/invoice/:token', route, async (request, reply) => {
     const found = await hostedInvoice(request, reply);
     if (!found) return reply;
