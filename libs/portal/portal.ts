@@ -1,4 +1,3 @@
-import { getCustomer } from '../customers/index.js';
 import type { Queryable } from '../db/index.js';
 import { displayDate, type Locale, messagesFor } from '../i18n/index.js';
 import { loadPrintableInvoice, type PrintableInvoice } from '../invoice-documents/index.js';
@@ -57,11 +56,6 @@ async function issuedInvoices(db: Queryable, orgId: number, customerId: number):
   return rows;
 }
 
-async function organizationName(db: Queryable, orgId: number): Promise<string> {
-  const { rows } = await db.query<{ name: string }>('SELECT name FROM organizations WHERE id = $1', [orgId]);
-  return rows[0]?.name ?? '';
-}
-
 /** The portal's home page for the session's customer. */
 export async function portalHomePage(
   db: Queryable,
@@ -71,9 +65,7 @@ export async function portalHomePage(
 ): Promise<string> {
   const { orgId, customerId } = access;
   const now = request.now ?? new Date();
-  const [organization, customer, subscriptions, invoices] = await Promise.all([
-    organizationName(db, orgId),
-    getCustomer(db, orgId, customerId),
+  const [subscriptions, invoices] = await Promise.all([
     listSubscriptions(db, orgId, { customerId }, { limit: PAGE_LIMIT, offset: 0 }),
     issuedInvoices(db, orgId, customerId),
   ]);
@@ -90,8 +82,8 @@ export async function portalHomePage(
     locale: request.locale,
     base: request.base,
     path: `${PORTAL_PATH}/${token}`,
-    organization,
-    customerName: customer.name,
+    organization: access.organizationName,
+    customerName: access.customerName,
     expiresAt: access.expiresAt,
     today: now.toISOString().slice(0, 10),
     subscriptions: subscriptions.data,

@@ -70,7 +70,16 @@ export async function createPortalSession(
 
 /** What a link opens: one customer of one organization, or nothing (and why). */
 export type PortalAccess =
-  | { kind: 'granted'; orgId: number; customerId: number; locale: Locale; expiresAt: Date }
+  | {
+      kind: 'granted';
+      orgId: number;
+      customerId: number;
+      locale: Locale;
+      expiresAt: Date;
+      /** Read with the session (one round trip): the page heads with them. */
+      organizationName: string;
+      customerName: string;
+    }
   | { kind: 'expired' }
   | { kind: 'unknown' };
 
@@ -80,8 +89,19 @@ export async function openPortalSession(
   now = new Date(),
 ): Promise<PortalAccess> {
   if (!TOKEN.test(token)) return { kind: 'unknown' };
-  const { rows } = await db.query<{ org_id: number; customer_id: number; locale: Locale; expires_at: Date }>(
-    'SELECT org_id, customer_id, locale, expires_at FROM portal_sessions WHERE token_hash = $1',
+  const { rows } = await db.query<{
+    org_id: number;
+    customer_id: number;
+    locale: Locale;
+    expires_at: Date;
+    organization_name: string;
+    customer_name: string;
+  }>(
+    `SELECT s.org_id, s.customer_id, s.locale, s.expires_at, o.name AS organization_name, c.name AS customer_name
+       FROM portal_sessions s
+       JOIN organizations o ON o.id = s.org_id
+       JOIN customers c ON c.org_id = s.org_id AND c.id = s.customer_id
+      WHERE s.token_hash = $1`,
     [hashOf(token)],
   );
   const session = rows[0];
@@ -93,5 +113,7 @@ export async function openPortalSession(
     customerId: Number(session.customer_id),
     locale: session.locale,
     expiresAt: session.expires_at,
+    organizationName: session.organization_name,
+    customerName: session.customer_name,
   };
 }
