@@ -279,16 +279,7 @@ try {
   const ms = (value: number) => value.toFixed(2);
   console.log('\nPortal page, server-side (Fastify inject: no network)');
   printTable(
-    [
-      'invoices',
-      'chart bars',
-      'renders',
-      'p50 ms',
-      'p99 ms',
-      'max ms',
-      'CPU ms/render',
-      'Postgres CPU ms/render',
-    ],
+    ['invoices', 'chart bars', 'renders', 'p50 ms', 'p99 ms', 'max ms', 'CPU ms/render'],
     [[invoiceRows, bars, RENDERS, ms(render.p50), ms(render.p99), ms(render.max), ms(render.cpuMs)]],
   );
   console.log('\nWeight: the page and what it loads (stylesheet, icon), PDFs aside');
