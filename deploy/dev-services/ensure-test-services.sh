@@ -41,8 +41,9 @@ wait_for() { # description, seconds, command...
 
 # Tools the tests call directly: a C compiler and librdkafka for the Kafka test broker, pdftotext
 # for the PDF test, docker-compose and nginx to validate the deploy files, Postgres' binaries for
-# the test that freezes a Postgres of its own.
-install_packages gcc libc6-dev librdkafka-dev poppler-utils docker-compose nginx-core postgresql
+# the test that freezes a Postgres of its own, chromium for the browser tests (driven by
+# playwright-core, which never downloads a browser).
+install_packages gcc libc6-dev librdkafka-dev poppler-utils docker-compose nginx-core postgresql chromium
 
 # --- Postgres ---------------------------------------------------------------------------------
 if [ -z "${DATABASE_URL:-}" ] && ! port_open 5432; then

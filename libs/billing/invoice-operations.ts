@@ -3,7 +3,7 @@ import { ApiError } from '../errors/index.js';
 import { emitDomainEvent } from '../events/index.js';
 import { getInvoice } from '../invoices/index.js';
 import { formatMoney, parseMoney } from '../money/index.js';
-import { type Invoice, type InvoiceStatus, uuid } from '../schemas/index.js';
+import { type InvoiceRecord as Invoice, type InvoiceStatus, uuid } from '../schemas/index.js';
 import { applyCredits } from './billing-store.js';
 import { restoreIfSettled } from './dunning.js';
 import { invoiceEventData } from './event-data.js';

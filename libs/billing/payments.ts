@@ -3,7 +3,12 @@ import { ApiError } from '../errors/index.js';
 import { emitDomainEvent } from '../events/index.js';
 import { getInvoice, TRANSACTION_COLUMNS, toInvoiceTransaction } from '../invoices/index.js';
 import { formatMoney, parseMoney } from '../money/index.js';
-import type { Invoice, InvoiceTransaction, TransactionMethod, TransactionType } from '../schemas/index.js';
+import type {
+  InvoiceRecord as Invoice,
+  InvoiceTransaction,
+  TransactionMethod,
+  TransactionType,
+} from '../schemas/index.js';
 import { restoreIfSettled } from './dunning.js';
 import { invoiceEventData, paymentEventData } from './event-data.js';
 import { type InvoiceRef, type LockedInvoice, lockInvoice } from './invoice-operations.js';

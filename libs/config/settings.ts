@@ -112,6 +112,11 @@ const apiOnly = z.object({
   BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
   /** Memory for invoices' public JSON kept between list requests, in MiB. */
   INVOICE_CACHE_MB: positiveInt(64),
+  /**
+   * Base of the links to pages for people (portal sessions, hosted invoices), e.g. a domain of
+   * their own behind the proxy; unset, the api's own URL (PUBLIC_BASE_URL, else the request's).
+   */
+  PUBLIC_URL: url(['http:', 'https:']).optional(),
 });
 
 const ingestOnly = z.object({

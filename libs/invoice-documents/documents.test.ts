@@ -1,14 +1,14 @@
 import { inflateSync } from 'node:zlib';
-import PDFDocument from 'pdfkit';
 import { describe, expect, it } from 'vitest';
-import type { Invoice } from '../schemas/index.js';
-import { formatAmount, formatQuantity } from './format.js';
+import { displayAmount, displayDate, displayMoney, displayQuantity } from '../i18n/index.js';
+import type { InvoiceRecord as Invoice } from '../schemas/index.js';
 import { escapeHtml, renderInvoiceHtml } from './html.js';
-import { invoicePdfFilename, lendParsedFonts, renderInvoicePdf, toDejaVu, toWinAnsi } from './pdf.js';
+import { invoicePdfFilename, renderInvoicePdf, toDejaVu, toNotoSansSc, toWinAnsi } from './pdf.js';
 import { isOverdue, type PrintableInvoice } from './printable-invoice.js';
 
 function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
   return {
+    locale: 'en',
     invoice: {
       id: '7d1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
       object: 'invoice',
@@ -64,13 +64,26 @@ function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
 
 describe('amount formatting', () => {
   it('keeps every significant digit, at least two decimals, grouped thousands', () => {
-    expect(formatAmount('49.99000000')).toBe('49.99');
-    expect(formatAmount('0.00125000')).toBe('0.00125');
-    expect(formatAmount('1234567.50000000')).toBe('1,234,567.50');
-    expect(formatAmount('-12.00000000')).toBe('-12.00');
-    expect(formatAmount('0.00000000')).toBe('0.00');
-    expect(formatQuantity('2.0000')).toBe('2');
-    expect(formatQuantity('12345.5000')).toBe('12,345.5');
+    expect(displayAmount('49.99000000', 'en')).toBe('49.99');
+    expect(displayAmount('0.00125000', 'en')).toBe('0.00125');
+    expect(displayAmount('1234567.50000000', 'en')).toBe('1,234,567.50');
+    expect(displayAmount('-12.00000000', 'en')).toBe('-12.00');
+    expect(displayAmount('0.00000000', 'en')).toBe('0.00');
+    expect(displayQuantity('2.0000', 'en')).toBe('2');
+    expect(displayQuantity('12345.5000', 'en')).toBe('12,345.5');
+  });
+
+  it('writes Canadian French as Quebec does, exactly, with no-break spaces', () => {
+    const spaced = (text: string) => text.replace(/\u00a0/g, ' ');
+    expect(spaced(displayMoney('1234.56000000', 'CAD', 'fr-CA'))).toBe('1 234,56 $');
+    expect(spaced(displayMoney('1234.56000000', 'USD', 'fr-CA'))).toBe('1 234,56 $ US');
+    expect(spaced(displayMoney('999999999999.99999999', 'CAD', 'fr-CA'))).toBe('999 999 999 999,99999999 $');
+    expect(spaced(displayMoney('0.00125000', 'CAD', 'fr-CA'))).toBe('0,00125 $');
+    expect(spaced(displayMoney('-12.00000000', 'CAD', 'fr-CA'))).toBe('-12,00 $');
+    expect(displayMoney('1234.56000000', 'CAD', 'en')).toBe('1,234.56 CAD');
+    expect(spaced(displayQuantity('12345.5000', 'fr-CA'))).toBe('12 345,5');
+    expect(displayDate('2026-03-01', 'fr-CA')).toBe('1 mars 2026');
+    expect(displayDate('2026-03-01', 'en')).toBe('March 1, 2026');
   });
 });
 
@@ -112,22 +125,23 @@ describe('invoice PDF', () => {
     expect(toWinAnsi('tab\there\nnew line\u0007')).toBe('tab here new line');
   });
 
-  it('renders a PDF, and fonts are parsed once and lent to each document', async () => {
+  it('renders a PDF', async () => {
     const pdf = await renderInvoicePdf(printable());
     expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
     expect(pdf.toString('latin1')).toMatch(/\/BaseFont \/Helvetica-Bold/);
+  });
 
-    for (const [wide, name] of [
-      [false, 'Helvetica'],
-      [true, 'DejaVuSans'],
-    ] as const) {
-      const doc = new PDFDocument({ font: null as unknown as string });
-      lendParsedFonts(doc, wide);
-      const internals = doc as unknown as { _font: { name: string; document: unknown } };
-      expect(internals._font.name).toBe(name);
-      expect(internals._font.document).toBe(doc);
-      doc.end();
-    }
+  it('writes the French document in French, in WinAnsi Helvetica', async () => {
+    const french = { ...printable(), locale: 'fr-CA' as const };
+    const html = renderInvoiceHtml(french);
+    expect(html).toContain('<html lang="fr-CA">');
+    expect(html).toContain('FACTURE');
+    expect(html).toContain('Solde dû');
+    expect(html).toContain('1 mars 2026');
+    expect(html).toContain('57,49\u00a0$');
+    const pdf = (await renderInvoicePdf(french)).toString('latin1');
+    expect(pdf).toMatch(/\/BaseFont \/Helvetica-Bold/);
+    expect(pdf).toContain('/Lang (fr-CA)');
   });
 
   it('maps text to what DejaVu Sans can print: Latin, Greek, Cyrillic, not CJK', () => {
@@ -172,6 +186,20 @@ describe('invoice PDF', () => {
     }
     // Ł Ż ł ź (Polish), П д (Cyrillic), Ε λ (Greek)
     for (const char of '\u0141\u017b\u0142\u017a\u041f\u0434\u0395\u03bb') expect(mapped).toContain(char);
+  });
+
+  it('maps text to what Noto Sans SC can print: Chinese and kana, not Hangul', () => {
+    expect(toNotoSansSc('李小龍 山田たろう カタカナ Москва')).toBe('李小龍 山田たろう カタカナ Москва');
+    expect(toNotoSansSc('김민준')).toBe('???');
+  });
+
+  it('prints a Chinese or Japanese piece of text in embedded Noto Sans SC, the rest in Helvetica', async () => {
+    const document = printable();
+    document.customer = { ...document.customer, name: '株式会社 山田商事' };
+    const pdf = (await renderInvoicePdf(document)).toString('latin1');
+    expect(pdf).toMatch(/\/BaseFont \/[A-Z]{6}\+NotoSansSC-Bold/);
+    expect(pdf).toMatch(/\/BaseFont \/Helvetica-Bold/);
+    expect(pdf).not.toMatch(/DejaVu/);
   });
 
   it('names the file after the invoice number and keeps the header safe', () => {

@@ -1,5 +1,13 @@
+import { createHash } from 'node:crypto';
+import {
+  displayAmount,
+  displayDate,
+  displayMoney,
+  displayQuantity,
+  type Messages,
+  messagesFor,
+} from '../i18n/index.js';
 import { parseMoney } from '../money/index.js';
-import { formatAmount, formatQuantity } from './format.js';
 import type { InvoiceParty, PrintableInvoice } from './printable-invoice.js';
 
 const ESCAPES: Record<string, string> = {
@@ -15,61 +23,8 @@ export function escapeHtml(value: string | number): string {
   return String(value).replace(/[&<>"']/g, (char) => ESCAPES[char]!);
 }
 
-/**
- * The headers the HTML document is served with: it needs no script, no remote resource and no
- * frame, so the policy forbids them; a value that escaped escaping could still not run.
- */
-export const INVOICE_HTML_HEADERS = {
-  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-  'X-Content-Type-Options': 'nosniff',
-  'Cache-Control': 'private, no-store',
-} as const;
-
-function party(title: string, who: InvoiceParty): string {
-  const lines = [
-    who.contactName ? `Attn: ${who.contactName}` : null,
-    ...who.addressLines,
-    who.email,
-    who.taxId ? `Tax ID: ${who.taxId}` : null,
-  ].filter((line): line is string => Boolean(line));
-  return `<section class="party">
-      <h2>${escapeHtml(title)}</h2>
-      <p class="name">${escapeHtml(who.name)}</p>
-      ${lines.map((line) => `<p>${escapeHtml(line)}</p>`).join('\n      ')}
-    </section>`;
-}
-
-/** A self-contained printable invoice (inline CSS, no script), the same content as the PDF. */
-export function renderInvoiceHtml({
-  invoice,
-  seller,
-  customer,
-  subtotal,
-  taxLines,
-  overdue,
-}: PrintableInvoice): string {
-  const money = (value: string) => escapeHtml(formatAmount(value));
-  const currency = escapeHtml(invoice.currency);
-  const status = `${escapeHtml(invoice.status)}${overdue ? ' <span class="overdue">OVERDUE</span>' : ''}`;
-  const rows = invoice.items
-    .map(
-      (item) => `<tr>
-          <td>${escapeHtml(item.description)}</td>
-          <td class="num">${escapeHtml(formatQuantity(item.quantity))}</td>
-          <td class="num">${money(item.unit_price)}</td>
-          <td>${escapeHtml(item.tax_type ?? '—')}</td>
-          <td class="num">${money(item.tax_amount)}</td>
-          <td class="num">${money(item.line_total_pre_tax)}</td>
-        </tr>`,
-    )
-    .join('\n        ');
-  const refunded = parseMoney(invoice.amount_refunded) !== 0n;
-  return `<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <title>Invoice ${escapeHtml(invoice.invoice_number)}</title>
-  <style>
+/** The document's whole stylesheet, inline: the printable invoice is one self-contained file. */
+const INVOICE_STYLE = `
     body { font-family: Helvetica, Arial, sans-serif; font-size: 13px; color: #222; margin: 40px auto; max-width: 800px; }
     header { display: flex; justify-content: space-between; align-items: flex-start; }
     h1 { font-size: 28px; margin: 0; letter-spacing: 2px; }
@@ -91,7 +46,70 @@ export function renderInvoiceHtml({
     .overdue { color: #b00020; font-weight: bold; }
     footer { margin-top: 32px; color: #666; font-size: 11px; }
     @media print { body { margin: 0; } }
-  </style>
+  `;
+
+/** What a Content-Security-Policy names to allow exactly this inline stylesheet and no other. */
+export const INVOICE_STYLE_SOURCE = `'sha256-${createHash('sha256').update(INVOICE_STYLE).digest('base64')}'`;
+
+/**
+ * The headers the HTML document is served with: it needs no script, no remote resource and no
+ * frame, so the policy forbids them; a value that escaped escaping could still not run.
+ */
+export const INVOICE_HTML_HEADERS = {
+  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'Cache-Control': 'private, no-store',
+} as const;
+
+function party(title: string, who: InvoiceParty, m: Messages): string {
+  const lines = [
+    who.contactName ? m.attention(who.contactName) : null,
+    ...who.addressLines,
+    who.email,
+    who.taxId ? m.taxId(who.taxId) : null,
+  ].filter((line): line is string => Boolean(line));
+  return `<section class="party">
+      <h2>${escapeHtml(title)}</h2>
+      <p class="name">${escapeHtml(who.name)}</p>
+      ${lines.map((line) => `<p>${escapeHtml(line)}</p>`).join('\n      ')}
+    </section>`;
+}
+
+/** A self-contained printable invoice (inline CSS, no script), the same content as the PDF, in its locale. */
+export function renderInvoiceHtml({
+  locale,
+  invoice,
+  seller,
+  customer,
+  subtotal,
+  taxLines,
+  overdue,
+}: PrintableInvoice): string {
+  const m = messagesFor(locale);
+  const amount = (value: string) => escapeHtml(displayAmount(value, locale));
+  const money = (value: string) => escapeHtml(displayMoney(value, invoice.currency, locale));
+  const date = (value: string) => escapeHtml(displayDate(value, locale));
+  const currency = escapeHtml(invoice.currency);
+  const status = `${escapeHtml(m.invoiceStatus[invoice.status])}${overdue ? ` <span class="overdue">${escapeHtml(m.overdue)}</span>` : ''}`;
+  const rows = invoice.items
+    .map(
+      (item) => `<tr>
+          <td>${escapeHtml(item.description)}</td>
+          <td class="num">${escapeHtml(displayQuantity(item.quantity, locale))}</td>
+          <td class="num">${amount(item.unit_price)}</td>
+          <td>${escapeHtml(item.tax_type ?? '—')}</td>
+          <td class="num">${amount(item.tax_amount)}</td>
+          <td class="num">${amount(item.line_total_pre_tax)}</td>
+        </tr>`,
+    )
+    .join('\n        ');
+  const refunded = parseMoney(invoice.amount_refunded) !== 0n;
+  return `<!doctype html>
+<html lang="${locale}">
+<head>
+  <meta charset="utf-8">
+  <title>${escapeHtml(m.documentTitle(invoice.invoice_number))}</title>
+  <style>${INVOICE_STYLE}</style>
 </head>
 <body>
   <header>
@@ -99,30 +117,30 @@ export function renderInvoiceHtml({
       <p class="name">${escapeHtml(seller.name)}</p>
     </div>
     <div>
-      <h1>INVOICE</h1>
+      <h1>${escapeHtml(m.invoiceTitle)}</h1>
       <p class="num">${escapeHtml(invoice.invoice_number)}</p>
     </div>
   </header>
   <div class="parties">
-    ${party('From', seller)}
-    ${party('Bill to', customer)}
+    ${party(m.from, seller, m)}
+    ${party(m.billTo, customer, m)}
     <section class="party">
-      <h2>Invoice details</h2>
+      <h2>${escapeHtml(m.invoiceDetails)}</h2>
       <dl class="details">
-        <dt>Invoice number</dt><dd>${escapeHtml(invoice.invoice_number)}</dd>
-        <dt>Invoice date</dt><dd>${escapeHtml(invoice.invoice_date)}</dd>
-        <dt>Due date</dt><dd>${escapeHtml(invoice.due_date)}</dd>
-        <dt>Period</dt><dd>${escapeHtml(invoice.period_start)} to ${escapeHtml(invoice.period_end)}</dd>
-        <dt>Status</dt><dd>${status}</dd>
-        <dt>Currency</dt><dd>${currency}</dd>
+        <dt>${escapeHtml(m.invoiceNumber)}</dt><dd>${escapeHtml(invoice.invoice_number)}</dd>
+        <dt>${escapeHtml(m.invoiceDate)}</dt><dd>${date(invoice.invoice_date)}</dd>
+        <dt>${escapeHtml(m.dueDate)}</dt><dd>${date(invoice.due_date)}</dd>
+        <dt>${escapeHtml(m.period)}</dt><dd>${escapeHtml(m.periodRange(displayDate(invoice.period_start, locale), displayDate(invoice.period_end, locale)))}</dd>
+        <dt>${escapeHtml(m.status)}</dt><dd>${status}</dd>
+        <dt>${escapeHtml(m.currency)}</dt><dd>${currency}</dd>
       </dl>
     </section>
   </div>
   <table class="items">
     <thead>
       <tr>
-        <th>Description</th><th class="num">Quantity</th><th class="num">Unit price</th>
-        <th>Tax type</th><th class="num">Tax</th><th class="num">Amount</th>
+        <th>${escapeHtml(m.description)}</th><th class="num">${escapeHtml(m.quantity)}</th><th class="num">${escapeHtml(m.unitPrice)}</th>
+        <th>${escapeHtml(m.taxType)}</th><th class="num">${escapeHtml(m.tax)}</th><th class="num">${escapeHtml(m.amount)}</th>
       </tr>
     </thead>
     <tbody>
@@ -130,16 +148,16 @@ export function renderInvoiceHtml({
     </tbody>
   </table>
   <table class="totals">
-    <tr><td>Subtotal</td><td class="num">${money(subtotal)} ${currency}</td></tr>
-    ${taxLines.map((line) => `<tr><td>${escapeHtml(line.name)}</td><td class="num">${money(line.amount)} ${currency}</td></tr>`).join('\n    ')}
-    <tr><td>${taxLines.length > 0 ? 'Total tax' : 'Tax'}</td><td class="num">${money(invoice.tax_amount)} ${currency}</td></tr>
-    <tr class="grand"><td>Total</td><td class="num">${money(invoice.total)} ${currency}</td></tr>
-    <tr><td>Paid</td><td class="num">${money(invoice.amount_paid)} ${currency}</td></tr>
-    ${refunded ? `<tr><td>Refunded</td><td class="num">${money(invoice.amount_refunded)} ${currency}</td></tr>` : ''}
-    <tr class="grand"><td>Balance due</td><td class="num">${money(invoice.balance)} ${currency}</td></tr>
+    <tr><td>${escapeHtml(m.subtotal)}</td><td class="num">${money(subtotal)}</td></tr>
+    ${taxLines.map((line) => `<tr><td>${escapeHtml(m.taxNames[line.name] ?? line.name)}</td><td class="num">${money(line.amount)}</td></tr>`).join('\n    ')}
+    <tr><td>${escapeHtml(taxLines.length > 0 ? m.totalTax : m.tax)}</td><td class="num">${money(invoice.tax_amount)}</td></tr>
+    <tr class="grand"><td>${escapeHtml(m.total)}</td><td class="num">${money(invoice.total)}</td></tr>
+    <tr><td>${escapeHtml(m.paid)}</td><td class="num">${money(invoice.amount_paid)}</td></tr>
+    ${refunded ? `<tr><td>${escapeHtml(m.refunded)}</td><td class="num">${money(invoice.amount_refunded)}</td></tr>` : ''}
+    <tr class="grand"><td>${escapeHtml(m.balanceDue)}</td><td class="num">${money(invoice.balance)}</td></tr>
   </table>
   <footer>
-    <p>Amounts in ${currency}. Line amounts are before tax. The balance is the total less the amount paid.</p>
+    <p>${escapeHtml(m.documentFootnote(invoice.currency))}</p>
   </footer>
 </body>
 </html>

@@ -1,5 +1,4 @@
-export { formatAmount, formatQuantity } from './format.js';
-export { escapeHtml, INVOICE_HTML_HEADERS, renderInvoiceHtml } from './html.js';
+export { escapeHtml, INVOICE_HTML_HEADERS, INVOICE_STYLE_SOURCE, renderInvoiceHtml } from './html.js';
 export { invoicePdfFilename, renderInvoicePdf, toWinAnsi } from './pdf.js';
 export {
   type InvoiceParty,

@@ -1,20 +1,33 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { type Font, create as parseFont } from 'fontkit';
-import PDFDocument from 'pdfkit';
+import {
+  displayAmount,
+  displayDate,
+  displayMoney,
+  displayQuantity,
+  type Messages,
+  messagesFor,
+} from '../i18n/index.js';
 import { parseMoney } from '../money/index.js';
-import { formatAmount, formatQuantity } from './format.js';
+import { documentWithSharedFonts, type SharedFontSource } from './pdfkit-shared-fonts.js';
 import type { InvoiceParty, PrintableInvoice } from './printable-invoice.js';
 
 /*
- * Two typefaces. A document whose text fits WinAnsi (Windows-1252: Latin-1 and a few typographic
+ * Three typefaces. A document whose text fits WinAnsi (Windows-1252: Latin-1 and a few typographic
  * characters: English, French, German, Spanish, the Nordic languages) prints in the built-in
  * Helvetica, which needs no font file and is the cheap common case. Any other document (Łódź,
  * Ελλάδα, Москва, Tiếng Việt) embeds a subset of DejaVu Sans, which covers Latin, Greek, Cyrillic
- * and more. A character neither can print is reduced to its unaccented letter where Unicode gives
- * one and to "?" otherwise (CJK, emoji), so an unexpected name never breaks or garbles the
- * document.
+ * and more. A piece of text with Chinese or Japanese in it (a name, an address line, an item)
+ * prints, whole, in Noto Sans SC (npm @expo-google-fonts/noto-sans-sc: Chinese, kana, Latin,
+ * Cyrillic), embedded as a subset beside the document's own typeface. A character none of them
+ * prints (Hangul, emoji; in a CJK piece, the letters Noto Sans SC lacks, such as Polish Ł) is
+ * reduced to its unaccented letter where Unicode gives one and to "?" otherwise, so an unexpected
+ * name never breaks or garbles the document.
  */
+
+/** Text Noto Sans SC prints in place of the document's typeface: it holds Chinese or Japanese. */
+const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Bopomofo}]/u;
 
 /** Characters Windows-1252 has beyond Latin-1's printable ranges (0x80-0x9F). */
 const WIN_ANSI_EXTRAS = new Set('€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ');
@@ -54,25 +67,29 @@ export function toWinAnsi(text: string): string {
 }
 
 const PAGE_MARGIN = 50;
-/** The document's font names; each document binds them to one of the two typefaces. */
+/** The document's font names; each document binds them to its typeface (and Noto Sans SC when needed). */
 const FONT = 'Body';
 const BOLD = 'Body-Bold';
+const CJK_FONT = 'Cjk';
+const CJK_BOLD = 'Cjk-Bold';
 type FontName = typeof FONT | typeof BOLD;
+type FaceName = FontName | typeof CJK_FONT | typeof CJK_BOLD;
+type Weight = 'regular' | 'bold';
 const MUTED = '#555555';
 
 interface Column {
-  title: string;
   width: number;
   align: 'left' | 'right';
 }
 
+/** Description, quantity, unit price, tax type, tax, amount. */
 const COLUMNS: Column[] = [
-  { title: 'Description', width: 182, align: 'left' },
-  { title: 'Quantity', width: 52, align: 'right' },
-  { title: 'Unit price', width: 78, align: 'right' },
-  { title: 'Tax type', width: 58, align: 'left' },
-  { title: 'Tax', width: 64, align: 'right' },
-  { title: 'Amount', width: 78, align: 'right' },
+  { width: 182, align: 'left' },
+  { width: 52, align: 'right' },
+  { width: 78, align: 'right' },
+  { width: 58, align: 'left' },
+  { width: 64, align: 'right' },
+  { width: 78, align: 'right' },
 ];
 const CELL_GAP = 6;
 /** The description column keeps at least this width; the figures' columns shrink their font instead. */
@@ -84,11 +101,15 @@ const ITEM_FONT_SIZE = 9;
  * amount is never wrapped mid-number, and the description takes what is left. When the figures
  * would leave the description too little, the table's font shrinks until they fit.
  */
-function itemColumns(doc: PDFKit.PDFDocument, rows: string[][]): { columns: Column[]; fontSize: number } {
+function itemColumns(
+  doc: PDFKit.PDFDocument,
+  rows: string[][],
+  titles: string[],
+): { columns: Column[]; fontSize: number } {
   const tableWidth = COLUMNS.reduce((sum, column) => sum + column.width, 0);
-  const natural = COLUMNS.map((column, i) => {
+  const natural = COLUMNS.map((_, i) => {
     doc.font(BOLD).fontSize(8);
-    let widest = doc.widthOfString(column.title.toUpperCase());
+    let widest = doc.widthOfString(titles[i]!);
     doc.font(FONT).fontSize(ITEM_FONT_SIZE);
     for (const row of rows) widest = Math.max(widest, doc.widthOfString(row[i]!));
     // a little slack: pdfkit wraps text that fills its width exactly
@@ -109,111 +130,58 @@ function itemColumns(doc: PDFKit.PDFDocument, rows: string[][]): { columns: Colu
   };
 }
 
-/*
- * Fonts are parsed once per process and lent to each document. pdfkit would parse Helvetica's
- * metrics file (AFM, ~2,500 lines) for every document, which costs more than drawing the whole
- * invoice, and DejaVu Sans (750 KB, its layout tables decoded on first use) for every document,
- * which costs ~60 ms. The parsed font is shared; what belongs to one document (its PDF object id,
- * the subset of glyphs it embeds) is made per document. This leans on pdfkit internals (0.17:
- * `_fontFamilies`, `_fontCount`, the StandardFont fields, the EmbeddedFont constructor); should
- * they change, lending throws and the document loads its fonts the ordinary, slower way.
+/**
+ * A typeface: what text it prints, and its two fonts, parsed once per process and shared by every
+ * document (pdfkit-shared-fonts.ts says why and how).
  */
-interface FontInternals {
-  _font: object | null;
-  _fontFamilies: Record<string, object>;
-  _fontCount: number;
-}
-
-/** A typeface: what text it prints, and how one document gets its own copy of each font. */
 interface Typeface {
   print: (text: string) => string;
-  /** The ordinary pdfkit source of each font. */
-  sources: Record<FontName, string | Buffer>;
-  /** A per-document font made from the shared parsed one; undefined if pdfkit's internals moved. */
-  lend: ((doc: PDFKit.PDFDocument, name: FontName, id: string) => object) | undefined;
-}
-
-function lendFonts(doc: PDFKit.PDFDocument, typeface: Typeface): void {
-  const internals = doc as unknown as FontInternals;
-  const { lend } = typeface;
-  if (!lend || typeof internals._fontCount !== 'number' || typeof internals._fontFamilies !== 'object') {
-    throw new Error('unexpected pdfkit font internals');
-  }
-  for (const name of [FONT, BOLD] as const) {
-    internals._fontFamilies[name] = lend(doc, name, `F${++internals._fontCount}`);
-  }
-  doc.font(FONT);
-}
-
-/** The font pdfkit makes for `source` in a document of its own (an instance to copy or to learn from). */
-function pdfkitFont(source: string | Buffer): object {
-  const doc = new PDFDocument({ font: null as unknown as string });
-  doc.registerFont('probe', source);
-  const font = (doc.font('probe') as unknown as FontInternals)._font;
-  if (!font || !('name' in font)) throw new Error('unexpected pdfkit font internals');
-  return font;
-}
-
-/** `make()`, or undefined when it throws (pdfkit internals not as expected). */
-function attempt<T>(make: () => T): T | undefined {
-  try {
-    return make();
-  } catch {
-    return undefined;
-  }
+  fonts: Record<FontName, SharedFontSource>;
 }
 
 let helvetica: Typeface | undefined;
 
 function standardTypeface(): Typeface {
-  if (helvetica) return helvetica;
-  const sources = { [FONT]: 'Helvetica', [BOLD]: 'Helvetica-Bold' };
-  const lend = attempt(() => {
-    const parsed = { [FONT]: pdfkitFont(sources[FONT]), [BOLD]: pdfkitFont(sources[BOLD]) };
-    if (!('font' in parsed[FONT])) throw new Error('unexpected pdfkit font internals');
-    // a per-document copy: its own id and PDF object, the shared read-only metrics
-    return (doc: PDFKit.PDFDocument, name: FontName, id: string) =>
-      Object.assign(Object.create(Object.getPrototypeOf(parsed[name])), parsed[name], {
-        document: doc,
-        id,
-        dictionary: null,
-        embedded: false,
-      });
-  });
-  helvetica = { print: toWinAnsi, sources, lend };
+  helvetica ??= {
+    print: toWinAnsi,
+    fonts: { [FONT]: { standard: 'Helvetica' }, [BOLD]: { standard: 'Helvetica-Bold' } },
+  };
   return helvetica;
+}
+
+/** A typeface of two font files (regular, bold), read and parsed once; it prints what both have glyphs for. */
+function embeddedTypeface(files: Record<FontName, string>): Typeface {
+  const bytes = { [FONT]: readFileSync(files[FONT]), [BOLD]: readFileSync(files[BOLD]) };
+  const faces = { [FONT]: parseFont(bytes[FONT]) as Font, [BOLD]: parseFont(bytes[BOLD]) as Font };
+  const covers = (char: string) =>
+    !/\p{C}/u.test(char) &&
+    faces[FONT].hasGlyphForCodePoint(char.codePointAt(0)!) &&
+    faces[BOLD].hasGlyphForCodePoint(char.codePointAt(0)!);
+  return {
+    print: (text) => printableWith(text, covers),
+    fonts: {
+      [FONT]: { embedded: faces[FONT], bytes: bytes[FONT] },
+      [BOLD]: { embedded: faces[BOLD], bytes: bytes[BOLD] },
+    },
+  };
+}
+
+/** The folder of an npm package's files. */
+function packageDirectory(name: string): string {
+  return createRequire(import.meta.url)
+    .resolve(`${name}/package.json`)
+    .replace(/package\.json$/, '');
 }
 
 let dejaVu: Typeface | undefined;
 
 /** DejaVu Sans from its npm package, read and parsed on first need. */
 function dejaVuTypeface(): Typeface {
-  if (dejaVu) return dejaVu;
-  const fontDirectory = createRequire(import.meta.url)
-    .resolve('dejavu-fonts-ttf/package.json')
-    .replace(/package\.json$/, 'ttf/');
-  const sources = {
-    [FONT]: readFileSync(`${fontDirectory}DejaVuSans.ttf`),
-    [BOLD]: readFileSync(`${fontDirectory}DejaVuSans-Bold.ttf`),
-  };
-  const faces = { [FONT]: parseFont(sources[FONT]) as Font, [BOLD]: parseFont(sources[BOLD]) as Font };
-  const covers = (char: string) =>
-    !/\p{C}/u.test(char) &&
-    faces[FONT].hasGlyphForCodePoint(char.codePointAt(0)!) &&
-    faces[BOLD].hasGlyphForCodePoint(char.codePointAt(0)!);
-  const lend = attempt(() => {
-    // pdfkit's EmbeddedFont, learnt from an instance: (document, fontkit font, id), its own subset
-    const embedded = pdfkitFont(sources[FONT]);
-    if (!('subset' in embedded) || !('layoutCache' in embedded))
-      throw new Error('unexpected pdfkit font internals');
-    const EmbeddedFont = embedded.constructor as new (
-      doc: PDFKit.PDFDocument,
-      font: Font,
-      id: string,
-    ) => object;
-    return (doc: PDFKit.PDFDocument, name: FontName, id: string) => new EmbeddedFont(doc, faces[name], id);
+  const directory = `${packageDirectory('dejavu-fonts-ttf')}ttf/`;
+  dejaVu ??= embeddedTypeface({
+    [FONT]: `${directory}DejaVuSans.ttf`,
+    [BOLD]: `${directory}DejaVuSans-Bold.ttf`,
   });
-  dejaVu = { print: (text) => printableWith(text, covers), sources, lend };
   return dejaVu;
 }
 
@@ -222,32 +190,65 @@ export function toDejaVu(text: string): string {
   return dejaVuTypeface().print(text);
 }
 
-/** A document with its fonts: Helvetica when every text fits WinAnsi, else DejaVu Sans. */
+let notoSansSc: Typeface | undefined;
+
+/** Noto Sans SC from its npm package, read and parsed on the first document with Chinese or Japanese. */
+function cjkTypeface(): Typeface {
+  const directory = packageDirectory('@expo-google-fonts/noto-sans-sc');
+  notoSansSc ??= embeddedTypeface({
+    [FONT]: `${directory}400Regular/NotoSansSC_400Regular.ttf`,
+    [BOLD]: `${directory}700Bold/NotoSansSC_700Bold.ttf`,
+  });
+  return notoSansSc;
+}
+
+/** Text in Noto Sans SC, character for character where it has the glyph (Chinese, kana; not Hangul). */
+export function toNotoSansSc(text: string): string {
+  return cjkTypeface().print(text);
+}
+
+/**
+ * How one document prints a piece of text: which of its faces, and the text that face can show.
+ * `set` selects that face on the document and returns the text, for `doc.text(set(...))`.
+ */
+interface Typesetter {
+  faceFor(text: string, weight: Weight): FaceName;
+  print(text: string, face: FaceName): string;
+  set(text: string, weight: Weight): string;
+}
+
+/**
+ * A document with its fonts: Helvetica when every text fits WinAnsi, else DejaVu Sans; and Noto
+ * Sans SC beside it when some text holds Chinese or Japanese.
+ */
 function newDocument(
   options: PDFKit.PDFDocumentOptions,
   texts: readonly string[],
-): { doc: PDFKit.PDFDocument; print: (text: string) => string } {
-  const typeface = texts.every(fitsWinAnsi) ? standardTypeface() : dejaVuTypeface();
-  if (typeface.lend) {
-    // font: null keeps pdfkit from loading Helvetica itself before the lent fonts are in place
-    const doc = new PDFDocument({ ...options, font: null as unknown as string });
-    lendFonts(doc, typeface);
-    return { doc, print: typeface.print };
-  }
-  const doc = new PDFDocument(options);
-  doc.registerFont(FONT, typeface.sources[FONT]);
-  doc.registerFont(BOLD, typeface.sources[BOLD]);
-  doc.font(FONT);
-  return { doc, print: typeface.print };
-}
-
-/** Exported for its unit test, which fails if pdfkit's internals moved and documents fell back. */
-export function lendParsedFonts(doc: PDFKit.PDFDocument, wide = false): void {
-  lendFonts(doc, wide ? dejaVuTypeface() : standardTypeface());
+): { doc: PDFKit.PDFDocument; typesetter: Typesetter } {
+  const cjkTexts = texts.some((text) => CJK.test(text));
+  const others = cjkTexts ? texts.filter((text) => !CJK.test(text)) : texts;
+  const typeface = others.every(fitsWinAnsi) ? standardTypeface() : dejaVuTypeface();
+  const cjk = cjkTexts ? cjkTypeface() : undefined;
+  const doc = documentWithSharedFonts(options, {
+    ...typeface.fonts,
+    ...(cjk ? { [CJK_FONT]: cjk.fonts[FONT], [CJK_BOLD]: cjk.fonts[BOLD] } : {}),
+  });
+  const typesetter: Typesetter = {
+    faceFor: (text, weight) =>
+      cjk && CJK.test(text) ? (weight === 'bold' ? CJK_BOLD : CJK_FONT) : weight === 'bold' ? BOLD : FONT,
+    print: (text, face) =>
+      cjk && (face === CJK_FONT || face === CJK_BOLD) ? cjk.print(text) : typeface.print(text),
+    set(text, weight) {
+      const face = typesetter.faceFor(text, weight);
+      doc.font(face);
+      return typesetter.print(text, face);
+    },
+  };
+  return { doc, typesetter };
 }
 
 /** Every piece of database text the document prints, to choose its typeface. */
-function textsOf({ invoice, seller, customer }: PrintableInvoice): string[] {
+function textsOf({ locale, invoice, seller, customer }: PrintableInvoice, m: Messages): string[] {
   const party = (who: InvoiceParty) => [
     who.name,
     who.contactName ?? '',
@@ -261,25 +262,34 @@ function textsOf({ invoice, seller, customer }: PrintableInvoice): string[] {
     ...party(seller),
     ...party(customer),
     ...invoice.items.flatMap((item) => [item.description, item.tax_type ?? '']),
+    // the locale's own words and figures (French dates and amounts are WinAnsi; another locale may not be)
+    m.invoiceTitle,
+    m.documentFootnote(invoice.currency),
+    m.invoiceStatus[invoice.status],
+    m.dueDate,
+    displayMoney(invoice.total, invoice.currency, locale),
+    displayDate(invoice.due_date, locale),
   ];
 }
 
 /** The printable invoice as a PDF document (the same content as the HTML one). */
 export function renderInvoicePdf(printable: PrintableInvoice): Promise<Buffer> {
   const { invoice } = printable;
+  const m = messagesFor(printable.locale);
   const plain = (text: string) => text.replace(/\p{C}+/gu, ' ');
-  const { doc, print } = newDocument(
+  const { doc, typesetter } = newDocument(
     {
       size: 'LETTER',
       margin: PAGE_MARGIN,
       // document properties are Unicode strings in any PDF, whatever the fonts
       info: {
-        Title: plain(`Invoice ${invoice.invoice_number}`),
+        Title: plain(m.documentTitle(invoice.invoice_number)),
         Author: plain(printable.seller.name),
-        Subject: plain(`Invoice ${invoice.invoice_number} for ${printable.customer.name}`),
+        Subject: plain(m.documentSubject(invoice.invoice_number, printable.customer.name)),
       },
+      lang: printable.locale,
     },
-    textsOf(printable),
+    textsOf(printable, m),
   );
   const done = new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -287,7 +297,7 @@ export function renderInvoicePdf(printable: PrintableInvoice): Promise<Buffer> {
     doc.on('end', () => resolve(Buffer.concat(chunks)));
     doc.on('error', reject);
   });
-  drawDocument(doc, printable, print);
+  drawDocument(doc, printable, m, typesetter);
   doc.end();
   return done;
 }
@@ -295,38 +305,44 @@ export function renderInvoicePdf(printable: PrintableInvoice): Promise<Buffer> {
 function drawDocument(
   doc: PDFKit.PDFDocument,
   printable: PrintableInvoice,
-  text: (value: string) => string,
+  m: Messages,
+  ts: Typesetter,
 ): void {
-  const { invoice, seller, customer, subtotal, taxLines, overdue } = printable;
+  /** Words and figures of our own, in the document's typeface (whatever font is selected). */
+  const text = (value: string) => ts.print(value, FONT);
+  const { locale, invoice, seller, customer, subtotal, taxLines, overdue } = printable;
+  const date = (value: string) => displayDate(value, locale);
   const left = PAGE_MARGIN;
   const width = doc.page.width - 2 * PAGE_MARGIN;
 
   // Heading: seller on the left, the document's title and number on the right.
   const top = doc.y;
-  doc.font(BOLD).fontSize(22).text('INVOICE', left, top, { width, align: 'right' });
-  doc.font(FONT).fontSize(11).text(text(invoice.invoice_number), left, doc.y, { width, align: 'right' });
+  doc.font(BOLD).fontSize(22).text(text(m.invoiceTitle), left, top, { width, align: 'right' });
+  doc.fontSize(11).text(ts.set(invoice.invoice_number, 'regular'), left, doc.y, { width, align: 'right' });
   doc
     .font(BOLD)
     .fontSize(16)
-    .text(text(seller.name), left, top, { width: width * 0.6 });
+    .text(ts.set(seller.name, 'bold'), left, top, { width: width * 0.6 });
   doc.y = Math.max(doc.y, top + 44) + 16;
 
   // Seller above customer on the left, the invoice's particulars on the right.
   const blockTop = doc.y;
   const detailsWidth = 240;
   const partyWidth = width - detailsWidth - 24;
-  const sellerBottom = drawParty(doc, text, 'From', seller, left, blockTop, partyWidth);
-  const customerBottom = drawParty(doc, text, 'Bill to', customer, left, sellerBottom + 14, partyWidth);
+  const sellerBottom = drawParty(doc, ts, m, m.from, seller, left, blockTop, partyWidth);
+  const customerBottom = drawParty(doc, ts, m, m.billTo, customer, left, sellerBottom + 14, partyWidth);
+  const status = m.invoiceStatus[invoice.status];
   const detailsBottom = drawDetails(
     doc,
-    text,
+    ts,
+    m.invoiceDetails,
     [
-      ['Invoice number', invoice.invoice_number],
-      ['Invoice date', invoice.invoice_date],
-      ['Due date', invoice.due_date],
-      ['Period', `${invoice.period_start} to ${invoice.period_end}`],
-      ['Status', overdue ? `${invoice.status} (OVERDUE)` : invoice.status],
-      ['Currency', invoice.currency],
+      [m.invoiceNumber, invoice.invoice_number],
+      [m.invoiceDate, date(invoice.invoice_date)],
+      [m.dueDate, date(invoice.due_date)],
+      [m.period, m.periodRange(date(invoice.period_start), date(invoice.period_end))],
+      [m.status, overdue ? `${status} (${m.overdue})` : status],
+      [m.currency, invoice.currency],
     ],
     left + width - detailsWidth,
     blockTop,
@@ -334,20 +350,24 @@ function drawDocument(
   );
   doc.y = Math.max(customerBottom, detailsBottom) + 24;
 
-  drawItems(doc, text, printable);
+  drawItems(doc, ts, m, printable);
 
   // Totals, right-aligned under the amount columns.
   const currency = invoice.currency;
   const totals: [string, string, boolean][] = [
-    ['Subtotal', subtotal, false],
-    ...taxLines.map((line): [string, string, boolean] => [line.name, line.amount, false]),
-    [taxLines.length > 0 ? 'Total tax' : 'Tax', invoice.tax_amount, false],
-    ['Total', invoice.total, true],
-    ['Paid', invoice.amount_paid, false],
+    [m.subtotal, subtotal, false],
+    ...taxLines.map((line): [string, string, boolean] => [
+      m.taxNames[line.name] ?? line.name,
+      line.amount,
+      false,
+    ]),
+    [taxLines.length > 0 ? m.totalTax : m.tax, invoice.tax_amount, false],
+    [m.total, invoice.total, true],
+    [m.paid, invoice.amount_paid, false],
     ...(parseMoney(invoice.amount_refunded) !== 0n
-      ? [['Refunded', invoice.amount_refunded, false] as [string, string, boolean]]
+      ? [[m.refunded, invoice.amount_refunded, false] as [string, string, boolean]]
       : []),
-    ['Balance due', invoice.balance, true],
+    [m.balanceDue, invoice.balance, true],
   ];
   // room for the largest amount stored (999,999,999,999.99999999) and its currency on one line
   const labelX = left + width - 300;
@@ -356,8 +376,8 @@ function drawDocument(
     ensureRoom(doc, 18);
     const y = doc.y;
     doc.font(strong ? BOLD : FONT).fontSize(10);
-    doc.text(label, labelX, y, { width: 90 });
-    doc.text(`${formatAmount(amount)} ${text(currency)}`, labelX + 90, y, { width: 210, align: 'right' });
+    doc.text(text(label), labelX, y, { width: 110 });
+    doc.text(text(displayMoney(amount, currency, locale)), labelX + 110, y, { width: 190, align: 'right' });
     doc.y = y + 16;
   }
 
@@ -366,62 +386,56 @@ function drawDocument(
     .font(FONT)
     .fontSize(8)
     .fillColor(MUTED)
-    .text(
-      text(
-        `Amounts in ${currency}. Line amounts are before tax. The balance is the total less the amount paid.`,
-      ),
-      left,
-      doc.y + 24,
-      { width },
-    )
+    .text(text(m.documentFootnote(currency)), left, doc.y + 24, { width })
     .fillColor('black');
 }
 
 function drawParty(
   doc: PDFKit.PDFDocument,
-  print: (text: string) => string,
+  ts: Typesetter,
+  m: Messages,
   title: string,
   who: InvoiceParty,
   x: number,
   y: number,
   width: number,
 ): number {
-  doc.font(BOLD).fontSize(8).fillColor(MUTED).text(title.toUpperCase(), x, y, { width });
+  doc.font(BOLD).fontSize(8).fillColor(MUTED).text(ts.print(title.toUpperCase(), BOLD), x, y, { width });
   doc
     .fillColor('black')
-    .font(BOLD)
     .fontSize(11)
-    .text(print(who.name), x, doc.y + 2, { width });
+    .text(ts.set(who.name, 'bold'), x, doc.y + 2, { width });
   const lines = [
-    who.contactName ? `Attn: ${who.contactName}` : null,
+    who.contactName ? m.attention(who.contactName) : null,
     ...who.addressLines,
     who.email,
-    who.taxId ? `Tax ID: ${who.taxId}` : null,
+    who.taxId ? m.taxId(who.taxId) : null,
   ].filter((line): line is string => Boolean(line));
-  doc.font(FONT).fontSize(9);
-  for (const line of lines) doc.text(print(line), x, doc.y, { width });
+  doc.fontSize(9);
+  for (const line of lines) doc.text(ts.set(line, 'regular'), x, doc.y, { width });
   return doc.y;
 }
 
 function drawDetails(
   doc: PDFKit.PDFDocument,
-  print: (text: string) => string,
+  ts: Typesetter,
+  title: string,
   rows: [string, string][],
   x: number,
   y: number,
   width: number,
 ): number {
-  doc.font(BOLD).fontSize(8).fillColor(MUTED).text('INVOICE DETAILS', x, y, { width });
+  doc.font(BOLD).fontSize(8).fillColor(MUTED).text(ts.print(title.toUpperCase(), BOLD), x, y, { width });
   doc.fillColor('black').fontSize(9);
   let rowY = doc.y + 2;
   for (const [label, value] of rows) {
     doc
       .font(FONT)
       .fillColor(MUTED)
-      .text(label, x, rowY, { width: width * 0.45 });
+      .text(ts.print(label, FONT), x, rowY, { width: width * 0.45 });
     doc
       .fillColor('black')
-      .text(print(value), x + width * 0.45, rowY, { width: width * 0.55, align: 'right' });
+      .text(ts.set(value, 'regular'), x + width * 0.45, rowY, { width: width * 0.55, align: 'right' });
     rowY = Math.max(doc.y, rowY + 12);
   }
   return rowY;
@@ -429,27 +443,34 @@ function drawDetails(
 
 function drawItems(
   doc: PDFKit.PDFDocument,
-  print: (text: string) => string,
-  { invoice }: PrintableInvoice,
+  ts: Typesetter,
+  m: Messages,
+  { locale, invoice }: PrintableInvoice,
 ): void {
   const left = PAGE_MARGIN;
-  const rows = invoice.items.map((item) => [
-    print(item.description),
-    formatQuantity(item.quantity),
-    formatAmount(item.unit_price),
+  // a description may need Noto Sans SC; every other cell is ours, in the document's typeface
+  const descriptionFaces = invoice.items.map((item) => ts.faceFor(item.description, 'regular'));
+  const rows = invoice.items.map((item, r) => [
+    ts.print(item.description, descriptionFaces[r]!),
+    displayQuantity(item.quantity, locale),
+    displayAmount(item.unit_price, locale),
     item.tax_type ?? '—',
-    formatAmount(item.tax_amount),
-    formatAmount(item.line_total_pre_tax),
+    displayAmount(item.tax_amount, locale),
+    displayAmount(item.line_total_pre_tax, locale),
   ]);
-  const { columns, fontSize } = itemColumns(doc, rows);
+  const titles = [m.description, m.quantity, m.unitPrice, m.taxType, m.tax, m.amount].map((title) =>
+    ts.print(title.toUpperCase(), BOLD),
+  );
+  const faceOf = (r: number, column: number) => (column === 0 ? descriptionFaces[r]! : FONT);
+  const { columns, fontSize } = itemColumns(doc, rows, titles);
   const header = () => {
     const y = doc.y;
     doc.font(BOLD).fontSize(8);
     let x = left;
-    for (const column of columns) {
-      doc.text(column.title.toUpperCase(), x, y, { width: column.width - CELL_GAP, align: column.align });
+    columns.forEach((column, i) => {
+      doc.text(titles[i]!, x, y, { width: column.width - CELL_GAP, align: column.align });
       x += column.width;
-    }
+    });
     const lineY = y + 12;
     doc
       .moveTo(left, lineY)
@@ -460,9 +481,11 @@ function drawItems(
   };
   header();
   doc.font(FONT).fontSize(fontSize);
-  for (const cells of rows) {
+  rows.forEach((cells, r) => {
     const height = Math.max(
-      ...cells.map((cell, i) => doc.heightOfString(cell, { width: columns[i]!.width - CELL_GAP })),
+      ...cells.map((cell, i) =>
+        doc.font(faceOf(r, i)).heightOfString(cell, { width: columns[i]!.width - CELL_GAP }),
+      ),
     );
     if (ensureRoom(doc, height + 8)) {
       header();
@@ -472,7 +495,7 @@ function drawItems(
     let x = left;
     cells.forEach((cell, i) => {
       const column = columns[i]!;
-      doc.text(cell, x, y, { width: column.width - CELL_GAP, align: column.align });
+      doc.font(faceOf(r, i)).text(cell, x, y, { width: column.width - CELL_GAP, align: column.align });
       x += column.width;
     });
     const lineY = y + height + 3;
@@ -484,7 +507,7 @@ function drawItems(
       .stroke()
       .strokeColor('black');
     doc.y = lineY + 5;
-  }
+  });
 }
 
 function totalWidth(): number {

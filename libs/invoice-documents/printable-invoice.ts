@@ -1,9 +1,10 @@
 import { federalGstOf } from '../billing/index.js';
 import { getCustomer } from '../customers/index.js';
 import type { Queryable } from '../db/index.js';
+import type { Locale } from '../i18n/index.js';
 import { getInvoice } from '../invoices/index.js';
 import { addScaled, formatMoney, parseMoney } from '../money/index.js';
-import type { Customer, Invoice, InvoiceItem } from '../schemas/index.js';
+import type { Customer, InvoiceRecord as Invoice, InvoiceItem } from '../schemas/index.js';
 import { countryName } from './format.js';
 
 /** A seller or a buyer as the document prints them: every line is raw database text. */
@@ -17,6 +18,8 @@ export interface InvoiceParty {
 
 /** Everything the HTML and the PDF print, from one load, so the two carry the same content. */
 export interface PrintableInvoice {
+  /** The language the document is written in; its labels, dates and numbers follow it. */
+  locale: Locale;
   invoice: Invoice;
   seller: InvoiceParty;
   customer: InvoiceParty;
@@ -43,7 +46,7 @@ interface SellerRow extends Address {
   tax_id: string | null;
 }
 
-function addressLines(address: Address): string[] {
+function addressLines(address: Address, locale: Locale): string[] {
   const locality = [address.city, [address.state_province, address.postal_code].filter(Boolean).join('  ')]
     .filter(Boolean)
     .join(', ');
@@ -51,21 +54,22 @@ function addressLines(address: Address): string[] {
     address.address_line1,
     address.address_line2,
     locality,
-    address.country ? countryName(address.country) : null,
+    address.country ? countryName(address.country, locale) : null,
   ].filter((line): line is string => Boolean(line?.trim()));
 }
 
-function customerParty(customer: Customer): InvoiceParty {
+function customerParty(customer: Customer, locale: Locale): InvoiceParty {
   return {
     name: customer.name,
     contactName: customer.contact_name,
-    addressLines: addressLines(customer),
+    addressLines: addressLines(customer, locale),
     email: customer.email,
     taxId: customer.tax_id,
   };
 }
 
 export interface TaxLine {
+  /** GST, HST, QST, PST, Sales tax or Tax: a key of the locale's tax names. */
   name: string;
   amount: string;
 }
@@ -111,7 +115,7 @@ export function taxLinesOf(invoice: Invoice): TaxLine[] {
   }));
 }
 
-export function isOverdue(invoice: Invoice, today: string): boolean {
+export function isOverdue(invoice: Pick<Invoice, 'status' | 'due_date' | 'balance'>, today: string): boolean {
   return (
     (invoice.status === 'POSTED' || invoice.status === 'PARTIALLY_PAID') &&
     invoice.due_date < today &&
@@ -127,7 +131,7 @@ export async function loadPrintableInvoice(
   db: Queryable,
   orgId: number,
   invoiceId: string,
-  now: Date = new Date(),
+  { locale = 'en', now = new Date() }: { locale?: Locale; now?: Date } = {},
 ): Promise<PrintableInvoice> {
   const invoice = await getInvoice(db, orgId, invoiceId);
   const [customer, seller] = await Promise.all([
@@ -141,15 +145,16 @@ export async function loadPrintableInvoice(
   ]);
   const sellerRow = seller.rows[0]!;
   return {
+    locale,
     invoice,
     seller: {
       name: sellerRow.name,
       contactName: null,
-      addressLines: addressLines(sellerRow),
+      addressLines: addressLines(sellerRow, locale),
       email: sellerRow.email,
       taxId: sellerRow.tax_id,
     },
-    customer: customerParty(customer),
+    customer: customerParty(customer, locale),
     subtotal: formatMoney(addScaled(...invoice.items.map((item) => parseMoney(item.line_total_pre_tax)))),
     taxLines: taxLinesOf(invoice),
     overdue: isOverdue(invoice, now.toISOString().slice(0, 10)),

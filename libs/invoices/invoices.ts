@@ -4,23 +4,25 @@ import { type ListSource, type ListTotalReader, listTotal, readPage } from '../l
 import {
   type Invoice,
   type InvoiceItem,
+  type InvoiceRecord,
   type InvoiceStatus,
   isUuid,
   type PaginationQuery,
 } from '../schemas/index.js';
+import { hostedInvoiceUrl } from './hosted-link.js';
 
 // balance is derived (total - amount_paid; refunds are not subtracted), never stored
 const COLUMNS = `i.id, i.invoice_number, i.customer_id, i.subscription_id, i.invoice_date, i.period_start,
   i.period_end, i.due_date, i.status, i.total, i.amount_paid, i.amount_refunded,
   (i.total - i.amount_paid)::numeric(20, 8) AS balance, i.tax_amount, i.currency, i.created_at, i.updated_at`;
 
-type InvoiceRow = Omit<Invoice, 'object' | 'items' | 'created_at' | 'updated_at'> & {
+type InvoiceRow = Omit<InvoiceRecord, 'object' | 'items' | 'created_at' | 'updated_at'> & {
   created_at: Date;
   updated_at: Date;
 };
 type ItemRow = InvoiceItem & { invoice_id: string };
 
-function toInvoice(row: InvoiceRow, items: InvoiceItem[]): Invoice {
+function toInvoice(row: InvoiceRow, items: InvoiceItem[]): InvoiceRecord {
   return {
     object: 'invoice',
     ...row,
@@ -50,7 +52,7 @@ async function itemsByInvoice(
 }
 
 /** A text id that is not a UUID is simply not found (docs/decisions.md). */
-export async function getInvoice(db: Queryable, orgId: number, invoiceId: string): Promise<Invoice> {
+export async function getInvoice(db: Queryable, orgId: number, invoiceId: string): Promise<InvoiceRecord> {
   if (!isUuid(invoiceId)) throw ApiError.notFound(`Invoice ${invoiceId}`);
   const [invoice, items] = await Promise.all([
     db.query<InvoiceRow>(`SELECT ${COLUMNS} FROM invoices i WHERE i.org_id = $1 AND i.id = $2`, [
@@ -109,7 +111,7 @@ export async function listInvoices(
   orgId: number,
   filter: InvoiceFilter,
   page: PaginationQuery,
-): Promise<{ data: Invoice[]; total: number }> {
+): Promise<{ data: InvoiceRecord[]; total: number }> {
   const { rows, total } = await readPage<InvoiceRow>(db, invoiceList(db, orgId, filter, COLUMNS), page);
   const [items, count] = await Promise.all([
     itemsByInvoice(
@@ -131,7 +133,7 @@ export async function invoicesWithVersions(
   tx: Queryable,
   orgId: number,
   ids: string[],
-): Promise<{ invoice: Invoice; version: number }[]> {
+): Promise<{ invoice: InvoiceRecord; version: number }[]> {
   const invoices = await tx.query<InvoiceRow & { version: number }>(
     `SELECT ${COLUMNS}, i.version FROM invoices i WHERE i.org_id = $1 AND i.id = ANY($2::uuid[])`,
     [orgId, ids],
@@ -141,4 +143,30 @@ export async function invoicesWithVersions(
     invoice: toInvoice(row, items.get(row.id) ?? []),
     version,
   }));
+}
+
+/** The key the organization signs its hosted invoice links with (migration 010). */
+export async function hostedLinkKeyOf(db: Queryable, orgId: number): Promise<Buffer> {
+  const { rows } = await db.query<{ hosted_link_key: Buffer }>(
+    'SELECT hosted_link_key FROM organizations WHERE id = $1',
+    [orgId],
+  );
+  if (!rows[0]) throw ApiError.notFound(`Organization ${orgId}`);
+  return rows[0].hosted_link_key;
+}
+
+/** The public invoice: the record with its hosted page's link under `baseUrl`. */
+export function toPublicInvoice(record: InvoiceRecord, baseUrl: string, key: Buffer): Invoice {
+  return { ...record, hosted_url: hostedInvoiceUrl(baseUrl, record.id, key) };
+}
+
+/** GET /invoices/{id}: the invoice as the public API shows it, links under `baseUrl`. */
+export async function getPublicInvoice(
+  db: Queryable,
+  orgId: number,
+  invoiceId: string,
+  baseUrl: string,
+): Promise<Invoice> {
+  const [record, key] = await Promise.all([getInvoice(db, orgId, invoiceId), hostedLinkKeyOf(db, orgId)]);
+  return toPublicInvoice(record, baseUrl, key);
 }

@@ -1,10 +1,18 @@
 import type { Database } from '../db/index.js';
 import { ListTotalReader, readPage } from '../list-pages/index.js';
 import { Invoice, jsonWriter, type PaginationQuery } from '../schemas/index.js';
-import { type InvoiceFilter, invoiceList, invoicesWithVersions } from './invoices.js';
+import {
+  hostedLinkKeyOf,
+  type InvoiceFilter,
+  invoiceList,
+  invoicesWithVersions,
+  toPublicInvoice,
+} from './invoices.js';
 
 interface Rendering {
   version: number;
+  /** The base of the links written into it (hosted_url): requests may reach us under other names. */
+  baseUrl: string;
   /** UTF-8: a page is then one Buffer.concat, with nothing to encode or measure again per request. */
   json: Buffer;
   /** Read since the eviction pass last went by (see evict). */
@@ -37,20 +45,29 @@ export class RenderedInvoicePages {
     orgId: number,
     filter: InvoiceFilter,
     page: PaginationQuery,
+    baseUrl: string,
   ): Promise<{ items: Buffer[]; total: number }> {
     // created_at only orders the page (readPage may re-sort it): as epoch seconds, a numeric that
     // sorts the same and costs no Date per row.
     const columns = 'i.id, i.version, extract(epoch FROM i.created_at) AS created_at';
     const source = invoiceList(this.db, orgId, filter, columns, this.totals);
     const { rows, total } = await readPage<{ id: string; version: number }>(this.db, source, page);
-    const items: (Buffer | undefined)[] = rows.map((row) => this.held(row.id, row.version));
+    const items: (Buffer | undefined)[] = rows.map((row) => this.held(row.id, row.version, baseUrl));
     const missing = rows.filter((_, i) => items[i] === undefined).map((row) => row.id);
     if (missing.length > 0) {
-      const read = await this.db.transaction((tx) => invoicesWithVersions(tx, orgId, missing), {
-        readOnly: true,
-        isolation: 'repeatable read',
-      });
-      const written = new Map(read.map(({ invoice, version }) => [invoice.id, this.hold(invoice, version)]));
+      const [read, key] = await Promise.all([
+        this.db.transaction((tx) => invoicesWithVersions(tx, orgId, missing), {
+          readOnly: true,
+          isolation: 'repeatable read',
+        }),
+        hostedLinkKeyOf(this.db, orgId),
+      ]);
+      const written = new Map(
+        read.map(({ invoice, version }) => [
+          invoice.id,
+          this.hold(toPublicInvoice(invoice, baseUrl, key), version, baseUrl),
+        ]),
+      );
       rows.forEach((row, i) => {
         items[i] ??= written.get(row.id);
       });
@@ -60,14 +77,14 @@ export class RenderedInvoicePages {
   }
 
   /** The held JSON of invoice `id` at `version`, marked as used since the last eviction pass. */
-  private held(id: string, version: number): Buffer | undefined {
+  private held(id: string, version: number, baseUrl: string): Buffer | undefined {
     const rendering = this.renderings.get(id);
-    if (rendering?.version !== version) return undefined;
+    if (rendering?.version !== version || rendering.baseUrl !== baseUrl) return undefined;
     rendering.used = true;
     return rendering.json;
   }
 
-  private hold(invoice: Invoice, version: number): Buffer {
+  private hold(invoice: Invoice, version: number, baseUrl: string): Buffer {
     const json = Buffer.from(this.writeInvoice(invoice));
     const previous = this.renderings.get(invoice.id);
     // a slower request read an older version than one already held: serve it, keep the newer
@@ -76,7 +93,7 @@ export class RenderedInvoicePages {
       this.heldBytes -= sizeOf(previous);
       this.renderings.delete(invoice.id);
     }
-    const rendering = { version, json, used: false };
+    const rendering = { version, baseUrl, json, used: false };
     this.renderings.set(invoice.id, rendering);
     this.heldBytes += sizeOf(rendering);
     this.evict();

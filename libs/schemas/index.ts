@@ -5,6 +5,7 @@ export {
   INVOICE_STATUSES,
   Invoice,
   InvoiceItem,
+  InvoiceRecord,
   type InvoiceStatus,
   InvoiceTransaction,
   TAX_TYPES,
@@ -29,6 +30,7 @@ export {
   paginationQuery,
   single,
 } from './pagination.js';
+export { CreatePortalSession, LOCALES, PortalSession } from './portal-session.js';
 export {
   CURRENCIES,
   countryCode,

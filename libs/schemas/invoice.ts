@@ -29,29 +29,38 @@ export const InvoiceItem = z
   .meta({ id: 'PublicInvoiceItem' });
 export type InvoiceItem = z.output<typeof InvoiceItem>;
 
-export const Invoice = z
-  .object({
-    id: uuid,
-    object: z.literal('invoice'),
-    invoice_number: z.string(),
-    customer_id: integerId,
-    subscription_id: integerId,
-    invoice_date: date,
-    period_start: date,
-    period_end: date,
-    due_date: date,
-    status: z.enum(INVOICE_STATUSES),
-    total: money,
-    amount_paid: money,
-    amount_refunded: money,
-    balance: money.meta({ description: 'total minus amount_paid; refunds are not subtracted.' }),
-    tax_amount: money,
-    currency: z.string(),
-    items: z.array(InvoiceItem),
-    created_at: dateTime,
-    updated_at: dateTime,
-  })
-  .meta({ id: 'PublicInvoice' });
+/** An invoice as stored: what billing, documents and MCP read. */
+export const InvoiceRecord = z.object({
+  id: uuid,
+  object: z.literal('invoice'),
+  invoice_number: z.string(),
+  customer_id: integerId,
+  subscription_id: integerId,
+  invoice_date: date,
+  period_start: date,
+  period_end: date,
+  due_date: date,
+  status: z.enum(INVOICE_STATUSES),
+  total: money,
+  amount_paid: money,
+  amount_refunded: money,
+  balance: money.meta({ description: 'total minus amount_paid; refunds are not subtracted.' }),
+  tax_amount: money,
+  currency: z.string(),
+  items: z.array(InvoiceItem),
+  created_at: dateTime,
+  updated_at: dateTime,
+});
+export type InvoiceRecord = z.output<typeof InvoiceRecord>;
+
+/** The public invoice: the record and the link its customer can open without a key. */
+export const Invoice = InvoiceRecord.extend({
+  hosted_url: z.url().meta({
+    description:
+      "The invoice's own page for its customer (view, printable HTML, PDF), opened without an API key. " +
+      'Valid until 90 days after the invoice is paid, withdrawn or refunded.',
+  }),
+}).meta({ id: 'PublicInvoice' });
 export type Invoice = z.output<typeof Invoice>;
 
 export const TRANSACTION_TYPES = ['PAYMENT', 'CREDIT_MEMO', 'REFUND'] as const;

@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ApiConfig } from '../../libs/config/index.js';
 import type { DependencyCheck } from '../../libs/observability/index.js';
+import { PORTAL_PATH } from '../../libs/portal/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import { registerApiReference } from './plugins/api-reference.js';
@@ -17,6 +18,7 @@ import { responseSerializerCompiler } from './plugins/serialization.js';
 import { zodValidatorCompiler } from './plugins/validation.js';
 import { publicRoutes } from './routes/index.js';
 import { siteRootLlmsRoutes } from './routes/llms.js';
+import { portalPageRoutes } from './routes/portal-pages.js';
 import type { ApiDeps, ApiInstance } from './types.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -32,6 +34,7 @@ export function apiDepsFrom(
     bodyLimit: config.BODY_LIMIT_BYTES,
     invoiceCacheBytes: config.INVOICE_CACHE_MB * 1024 * 1024,
     publicBaseUrl: config.PUBLIC_BASE_URL,
+    publicUrl: config.PUBLIC_URL,
     webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
     usageIngest: usage.ingest,
     extraReadinessChecks: usage.checks,
@@ -78,6 +81,7 @@ export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
   await app.register(publicRoutes, { prefix: BASE_PATH });
   await app.register(siteRootLlmsRoutes);
   await registerApiReference(app);
+  await app.register(portalPageRoutes, { prefix: PORTAL_PATH });
   addMethodNotAllowedRoutes();
   return app;
 }

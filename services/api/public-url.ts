@@ -20,3 +20,9 @@ function localAddressOf(request: FastifyRequest): string {
   const address = localAddress.includes(':') ? `[${localAddress}]` : localAddress;
   return localPort ? `${address}:${localPort}` : address;
 }
+
+/** Base of the links to pages for people (portal, hosted invoices): PUBLIC_URL, else the api's own. */
+export function pagesBaseUrlOf(request: FastifyRequest): string {
+  const configured = request.server.deps.publicUrl;
+  return configured ? configured.replace(/\/+$/, '') : baseUrlOf(request);
+}

@@ -9,6 +9,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AuthContext } from '../../libs/auth/index.js';
 import type { DependencyCheck } from '../../libs/observability/index.js';
 import type { Platform } from '../../libs/platform/index.js';
+import type { PortalUsageSource } from '../../libs/portal/index.js';
 import type { RateLimitDecision } from '../../libs/rate-limit/index.js';
 import type { UsageIngest } from '../../libs/usage/index.js';
 
@@ -21,6 +22,13 @@ export interface ApiDeps {
   invoiceCacheBytes: number;
   /** External base URL (scheme://host[:port]) when configured; otherwise derived from the request. */
   publicBaseUrl: string | undefined;
+  /** Base of the links to pages for people (PUBLIC_URL); unset: the api's own URL. */
+  publicUrl?: string | undefined;
+  /**
+   * Current usage and the upcoming invoice for the portal (the usage read-back, DESIGN §9.1);
+   * unset, the portal says those figures are not available yet.
+   */
+  portalUsage?: PortalUsageSource | undefined;
   webhookAllowLocalhost: boolean;
   /** The usage ingest core, shared with the ingest service when both run in one process. */
   usageIngest: UsageIngest;

@@ -80,6 +80,7 @@ const INVOICE_KEYS = [
   'items',
   'created_at',
   'updated_at',
+  'hosted_url',
 ].sort();
 const ITEM_KEYS = [
   'id',

@@ -1,8 +1,9 @@
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { Platform } from '../../libs/platform/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { openUsageIngest, type UsagePipeline } from '../../libs/usage/index.js';
 import { buildApiApp } from '../../services/api/app.js';
-import type { ApiInstance } from '../../services/api/types.js';
+import type { ApiDeps, ApiInstance } from '../../services/api/types.js';
 import { createTestPlatform, type TestPlatform } from './platform.js';
 import { recordCredentials } from './run-log.js';
 
@@ -19,7 +20,11 @@ export interface TestApi extends TestPlatform {
  * through the in-process log into this database; pass `env: { KAFKA_BROKERS, KAFKA_USAGE_TOPIC }`
  * to publish them to Kafka instead.
  */
-export async function startTestApi(options: Parameters<typeof createTestPlatform>[0] = {}): Promise<TestApi> {
+export async function startTestApi(
+  options: Parameters<typeof createTestPlatform>[0] & {
+    deps?: (platform: Platform) => Partial<ApiDeps>;
+  } = {},
+): Promise<TestApi> {
   const base = await createTestPlatform(options);
   const usage = await openUsageIngest(base.platform);
   const app = await buildApiApp({
@@ -27,9 +32,11 @@ export async function startTestApi(options: Parameters<typeof createTestPlatform
     bodyLimit: base.config.BODY_LIMIT_BYTES,
     invoiceCacheBytes: base.config.INVOICE_CACHE_MB * 1024 * 1024,
     publicBaseUrl: undefined,
+    publicUrl: base.config.PUBLIC_URL,
     webhookAllowLocalhost: true,
     usageIngest: usage.ingest,
     extraReadinessChecks: usage.checks,
+    ...options.deps?.(base.platform),
   });
   await app.ready();
   return {

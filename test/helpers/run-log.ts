@@ -17,7 +17,8 @@ export function runLogger(service = 'test'): Logger {
   });
 }
 
-const CREDENTIAL = /\b(?:sk_(?:live|test)_[A-Za-z0-9_-]{43}|whsec_[A-Za-z0-9_-]{43})\b/g;
+const CREDENTIAL =
+  /\b(?:sk_(?:live|test)_[A-Za-z0-9_-]{43}|whsec_[A-Za-z0-9_-]{43}|pst_[A-Za-z0-9_-]{43}|hinv_[A-Za-z0-9_-]{64})\b/g;
 
 /** Records each key or signing secret found in `text` as one that must never be logged. */
 export function recordCredentials(text: string): void {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { listInvoices } from '../../invoices/index.js';
 import { parseMoney } from '../../money/index.js';
-import { type Invoice, integerId } from '../../schemas/index.js';
+import { type InvoiceRecord as Invoice, integerId } from '../../schemas/index.js';
 import { recentPayments } from '../read-models/payments.js';
 import { defineTool, toolLimit } from './tool.js';
 

@@ -4,6 +4,7 @@ import { invoiceRoutes } from './invoices.js';
 import { llmsRoutes } from './llms.js';
 import { mcpRoutes } from './mcp.js';
 import { metaRoutes } from './meta.js';
+import { portalSessionRoutes } from './portal-sessions.js';
 import { productRoutes } from './products.js';
 import { subscriptionRoutes } from './subscriptions.js';
 import { usageRoutes } from './usage.js';
@@ -18,6 +19,7 @@ export const publicRoutes: FastifyPluginAsyncZod = async (app) => {
   await app.register(productRoutes);
   await app.register(subscriptionRoutes);
   await app.register(invoiceRoutes);
+  await app.register(portalSessionRoutes);
   await app.register(webhookEndpointRoutes);
   await app.register(webhookEventRoutes);
   await app.register(mcpRoutes);

@@ -1,6 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { LOCALES } from '../../../libs/i18n/index.js';
 import {
   INVOICE_HTML_HEADERS,
   invoicePdfFilename,
@@ -8,7 +9,11 @@ import {
   renderInvoiceHtml,
   renderInvoicePdf,
 } from '../../../libs/invoice-documents/index.js';
-import { getInvoice, listInvoiceTransactions, RenderedInvoicePages } from '../../../libs/invoices/index.js';
+import {
+  getPublicInvoice,
+  listInvoiceTransactions,
+  RenderedInvoicePages,
+} from '../../../libs/invoices/index.js';
 import {
   INVOICE_STATUSES,
   Invoice,
@@ -23,6 +28,7 @@ import {
   uuidPathId,
 } from '../../../libs/schemas/index.js';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
+import { pagesBaseUrlOf } from '../public-url.js';
 import { orgIdOf } from '../types.js';
 
 const InvoiceListQuery = paginationQuery.extend({
@@ -33,12 +39,18 @@ const InvoiceListQuery = paginationQuery.extend({
     .meta({ description: 'Only invoices in this status (uppercase).' }),
 });
 const InvoicePath = z.object({ invoice_id: uuidPathId });
+const DocumentQuery = z.object({
+  locale: z
+    .enum(LOCALES)
+    .default('en')
+    .meta({ description: 'The language of the document: labels, dates and number formats.' }),
+});
 /** Sent as raw bytes: Fastify never serializes a Buffer. */
 const PdfBytes = z
   .custom<Buffer>((value) => Buffer.isBuffer(value))
   .meta({ type: 'string', format: 'binary' });
 
-const documentErrors = errorResponses(...AUTHENTICATED_ERRORS, 404);
+const documentErrors = errorResponses(...AUTHENTICATED_ERRORS, 404, 422);
 
 export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db } = app.deps.platform;
@@ -58,7 +70,12 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const { customer_id, status, ...page } = request.query;
       const filter = { customerId: customer_id, status };
-      const { items, total } = await renderedPages.list(orgIdOf(request), filter, page);
+      const { items, total } = await renderedPages.list(
+        orgIdOf(request),
+        filter,
+        page,
+        pagesBaseUrlOf(request),
+      );
       // Already JSON, written by the route's own schemas: Fastify sends a Buffer as it is (the
       // reply's type, bound to the schema's object shape, is set aside for this one send).
       return (reply as FastifyReply)
@@ -78,7 +95,9 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: single(Invoice), ...errorResponses(...AUTHENTICATED_ERRORS, 404) },
       },
     },
-    async (request) => ({ data: await getInvoice(db, orgIdOf(request), request.params.invoice_id) }),
+    async (request) => ({
+      data: await getPublicInvoice(db, orgIdOf(request), request.params.invoice_id, pagesBaseUrlOf(request)),
+    }),
   );
 
   app.get(
@@ -89,6 +108,7 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['Invoices'],
         summary: 'The printable invoice as an HTML document',
         params: InvoicePath,
+        querystring: DocumentQuery,
         response: {
           200: {
             description: 'A self-contained printable invoice (no script, inline styles).',
@@ -99,7 +119,9 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const printable = await loadPrintableInvoice(db, orgIdOf(request), request.params.invoice_id);
+      const printable = await loadPrintableInvoice(db, orgIdOf(request), request.params.invoice_id, {
+        locale: request.query.locale,
+      });
       return reply
         .headers(INVOICE_HTML_HEADERS)
         .type('text/html; charset=utf-8')
@@ -116,6 +138,7 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'The printable invoice as a PDF',
         description: 'Content-Disposition names the file `<invoice_number>.pdf`.',
         params: InvoicePath,
+        querystring: DocumentQuery,
         response: {
           200: {
             description: 'The invoice as a PDF document.',
@@ -132,7 +155,9 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const printable = await loadPrintableInvoice(db, orgIdOf(request), request.params.invoice_id);
+      const printable = await loadPrintableInvoice(db, orgIdOf(request), request.params.invoice_id, {
+        locale: request.query.locale,
+      });
       const pdf = await renderInvoicePdf(printable);
       return reply
         .header('Cache-Control', 'private, no-store')

@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { type DailyQuantity, niceCeiling, renderUsageChart } from './chart.js';
+
+function month(quantities: (string | number)[]): DailyQuantity[] {
+  return quantities.map((quantity, i) => ({
+    date: `2026-01-${String(i + 1).padStart(2, '0')}`,
+    quantity: Number(quantity).toFixed(8),
+  }));
+}
+
+const bars = (svg: string) => [
+  ...svg.matchAll(/<rect class="bar" x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)">/g),
+];
+
+describe('usage chart', () => {
+  it('draws one bar per day, zero days included, heights in proportion to a round axis top', () => {
+    const series = month(Array.from({ length: 31 }, (_, i) => (i % 7 === 0 ? 0 : i * 10)));
+    const svg = renderUsageChart(series, { locale: 'en', itemName: 'API calls', id: 'c1' });
+    const drawn = bars(svg);
+    expect(drawn).toHaveLength(31);
+    // the largest day is 300 (day 31): the axis top is 500, the plot 162 units high
+    const heights = drawn.map((bar) => Number(bar[4]));
+    expect(heights[0]).toBe(0);
+    expect(heights[30]).toBeCloseTo((300 / 500) * 162, 1);
+    expect(heights[15]).toBeCloseTo((150 / 500) * 162, 1);
+    // bars move right day by day and never overlap
+    const xs = drawn.map((bar) => Number(bar[1]));
+    for (let i = 1; i < xs.length; i++) expect(xs[i]!).toBeGreaterThan(xs[i - 1]! + Number(drawn[i - 1]![3]));
+    expect(svg).toContain('<text class="axis" x="50" y="14" text-anchor="end">500</text>');
+    expect(svg).toContain('>Jan 1<');
+    expect(svg).toContain('>Jan 31<');
+  });
+
+  it('says the total and the peak as text, and gives the figures as a table', () => {
+    const series = month(['1.5', '0', '1234.25']);
+    const svg = renderUsageChart(series, { locale: 'en', itemName: 'Storage <GB>', id: 'c2' });
+    expect(svg).toContain('role="img" aria-labelledby="c2-title c2-desc"');
+    expect(svg).toContain('<title id="c2-title">Daily usage of Storage &lt;GB&gt;</title>');
+    expect(svg).toContain('over 3 days: 1,235.75 in all, at most 1,234.25 in one day.');
+    expect(svg).toContain('<figcaption>Total for the period: 1,235.75</figcaption>');
+    expect(svg).toContain('<tr><td>Jan 3</td><td class="num">1,234.25</td></tr>');
+    expect(svg).not.toMatch(/\sstyle=|<script/);
+  });
+
+  it('writes Canadian French', () => {
+    const svg = renderUsageChart(month(['1234.5']), { locale: 'fr-CA', itemName: 'Appels', id: 'c3' });
+    expect(svg).toContain('Consommation quotidienne de Appels');
+    expect(svg).toContain('1\u00a0234,5');
+    expect(svg).toContain('>1 janv.<');
+  });
+
+  it('draws an empty month flat, and no bars for no days', () => {
+    expect(
+      bars(renderUsageChart(month(Array(30).fill(0)), { locale: 'en', itemName: 'x', id: 'c4' })).map(
+        (b) => b[4],
+      ),
+    ).toEqual(Array(30).fill('0'));
+    expect(bars(renderUsageChart([], { locale: 'en', itemName: 'x', id: 'c5' }))).toHaveLength(0);
+  });
+
+  it('rounds the axis up to 1, 2 or 5 times a power of ten', () => {
+    expect([0, 0.3, 1, 1.01, 2, 3, 7, 10, 11, 300, 1234].map(niceCeiling)).toEqual([
+      1, 0.5, 1, 2, 2, 5, 10, 10, 20, 500, 2000,
+    ]);
+  });
+});

@@ -1,0 +1,142 @@
+import type { Queryable } from '../db/index.js';
+import { displayDate, type Locale, messagesFor } from '../i18n/index.js';
+import { loadPrintableInvoice, type PrintableInvoice } from '../invoice-documents/index.js';
+import { getInvoice } from '../invoices/index.js';
+import type { InvoiceRecord } from '../schemas/index.js';
+import { listSubscriptions } from '../subscriptions/index.js';
+import type { HostedInvoiceAccess } from './hosted-invoices.js';
+import { type InvoiceLinks, renderInvoicePage, renderPortalHome } from './pages.js';
+import { PORTAL_PATH, type PortalAccess } from './sessions.js';
+import type { PortalUsage, PortalUsageSource } from './usage-source.js';
+
+/** The most invoices and subscriptions one page lists (two years of monthly invoices fit many times). */
+const PAGE_LIMIT = 100;
+
+type Granted<T> = Extract<T, { kind: 'granted' }>;
+
+export interface PageRequest {
+  /** Base of every link on the page (PUBLIC_URL, else the api's own URL). */
+  base: string;
+  locale: Locale;
+  now?: Date;
+}
+
+/** Links of an invoice opened from the portal session `token`. */
+export function portalInvoiceLinks(token: string, invoiceId: string): InvoiceLinks {
+  const page = `${PORTAL_PATH}/${token}/invoices/${invoiceId}`;
+  return { page, printable: `${page}/print`, pdf: `${page}/pdf` };
+}
+
+/** Links of an invoice opened from its hosted link `token`. */
+export function hostedInvoiceLinks(token: string): InvoiceLinks {
+  const page = `${PORTAL_PATH}/invoice/${token}`;
+  return { page, printable: `${page}/print`, pdf: `${page}/pdf` };
+}
+
+/** What the portal's list shows of an invoice. */
+export type InvoiceSummary = Pick<
+  InvoiceRecord,
+  'id' | 'invoice_number' | 'invoice_date' | 'due_date' | 'status' | 'total' | 'balance' | 'currency'
+>;
+
+/**
+ * The customer's issued invoices, newest first, in one query on the (org_id, customer_id,
+ * created_at, id) index: a draft is not issued yet, and its customer does not see it.
+ */
+async function issuedInvoices(db: Queryable, orgId: number, customerId: number): Promise<InvoiceSummary[]> {
+  const { rows } = await db.query<InvoiceSummary>(
+    `SELECT id, invoice_number, invoice_date, due_date, status, total,
+            (total - amount_paid)::numeric(20, 8) AS balance, currency
+       FROM invoices
+      WHERE org_id = $1 AND customer_id = $2 AND status <> 'DRAFT'
+      ORDER BY created_at DESC, id DESC
+      LIMIT ${PAGE_LIMIT}`,
+    [orgId, customerId],
+  );
+  return rows;
+}
+
+/** The portal's home page for the session's customer. */
+export async function portalHomePage(
+  db: Queryable,
+  access: Granted<PortalAccess>,
+  token: string,
+  request: PageRequest & { usageSource: PortalUsageSource | undefined },
+): Promise<string> {
+  const { orgId, customerId } = access;
+  const now = request.now ?? new Date();
+  const [subscriptions, invoices] = await Promise.all([
+    listSubscriptions(db, orgId, { customerId }, { limit: PAGE_LIMIT, offset: 0 }),
+    issuedInvoices(db, orgId, customerId),
+  ]);
+  let usage: Map<number, PortalUsage> | 'unavailable' = 'unavailable';
+  if (request.usageSource) {
+    const source = request.usageSource;
+    const read = await Promise.all(subscriptions.data.map((s) => source.read(orgId, s.id)));
+    usage = new Map();
+    subscriptions.data.forEach((subscription, i) => {
+      if (read[i]) (usage as Map<number, PortalUsage>).set(subscription.id, read[i]);
+    });
+  }
+  return renderPortalHome({
+    locale: request.locale,
+    base: request.base,
+    path: `${PORTAL_PATH}/${token}`,
+    organization: access.organizationName,
+    customerName: access.customerName,
+    expiresAt: access.expiresAt,
+    today: now.toISOString().slice(0, 10),
+    subscriptions: subscriptions.data,
+    usage,
+    invoices,
+    linksOf: (invoice: InvoiceSummary) => portalInvoiceLinks(token, invoice.id),
+  });
+}
+
+/**
+ * The printable invoice `invoiceId` if the session's customer may see it: the organization's,
+ * the customer's, issued (not a draft). Anything else is not found, exactly like an unknown id.
+ */
+export async function portalPrintableInvoice(
+  db: Queryable,
+  access: Granted<PortalAccess> | Granted<HostedInvoiceAccess>,
+  invoiceId: string,
+  request: PageRequest,
+): Promise<PrintableInvoice | undefined> {
+  let invoice: InvoiceRecord;
+  try {
+    invoice = await getInvoice(db, access.orgId, invoiceId);
+  } catch {
+    return undefined;
+  }
+  if (invoice.customer_id !== access.customerId || invoice.status === 'DRAFT') return undefined;
+  return loadPrintableInvoice(db, access.orgId, invoiceId, { locale: request.locale, now: request.now });
+}
+
+/** An invoice's page opened from a portal session (with a way back) or from its hosted link. */
+export function invoicePage(
+  printable: PrintableInvoice,
+  request: PageRequest,
+  opened:
+    | { from: 'portal'; token: string; expiresAt: Date }
+    | { from: 'hosted'; token: string; validUntil: Date | null },
+): string {
+  const m = messagesFor(request.locale);
+  const links =
+    opened.from === 'portal'
+      ? portalInvoiceLinks(opened.token, printable.invoice.id)
+      : hostedInvoiceLinks(opened.token);
+  const until = opened.from === 'portal' ? opened.expiresAt : opened.validUntil;
+  return renderInvoicePage({
+    base: request.base,
+    path: links.page,
+    printable,
+    links,
+    ...(opened.from === 'portal' ? { back: `${PORTAL_PATH}/${opened.token}` } : {}),
+    footer: until
+      ? opened.from === 'portal'
+        ? m.sessionExpires(displayDate(until.toISOString(), request.locale))
+        : m.linkValidUntil(displayDate(until.toISOString(), request.locale))
+      : '',
+  });
+}

@@ -1,0 +1,202 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { isLocale, type Locale } from '../../../libs/i18n/index.js';
+import {
+  INVOICE_STYLE_SOURCE,
+  invoicePdfFilename,
+  type PrintableInvoice,
+  renderInvoiceHtml,
+  renderInvoicePdf,
+} from '../../../libs/invoice-documents/index.js';
+import {
+  type ErrorPageKind,
+  type HostedInvoiceAccess,
+  invoicePage,
+  openHostedInvoice,
+  openPortalSession,
+  PORTAL_CSS,
+  PORTAL_CSS_PATH,
+  PORTAL_ICON,
+  PORTAL_ICON_PATH,
+  PORTAL_PATH,
+  type PortalAccess,
+  portalHomePage,
+  portalPrintableInvoice,
+  renderErrorPage,
+} from '../../../libs/portal/index.js';
+import { pagesBaseUrlOf } from '../public-url.js';
+
+/*
+ * The pages for the people who pay (DESIGN §9.3), at PORTAL_PATH below the site root: no API key,
+ * a token in the path instead. Every response here, pages, documents, errors and the stylesheet,
+ * carries the headers below; the access log records the route pattern, never the token.
+ */
+const PAGE_HEADERS = {
+  'Cache-Control': 'no-store',
+  'Referrer-Policy': 'no-referrer',
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'X-Robots-Tag': 'noindex, nofollow',
+  'Content-Security-Policy':
+    "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+} as const;
+/** The printable invoice is one self-contained file: its inline stylesheet, by hash, and nothing else. */
+const PRINTABLE_CSP = `default-src 'self'; style-src ${INVOICE_STYLE_SOURCE}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
+
+type Query = { locale?: unknown };
+type TokenParams = { token: string };
+type InvoiceParams = { token: string; invoice_id: string };
+
+/** The page's language: ?locale= when it names one, else `fallback`. */
+function localeOf(request: FastifyRequest, fallback: Locale): Locale {
+  const asked = (request.query as Query).locale;
+  return isLocale(asked) ? asked : fallback;
+}
+
+/** Before we know whose page it is: ?locale=, else the browser's first choice of French or English. */
+function visitorLocale(request: FastifyRequest): Locale {
+  const accepted = request.headers['accept-language'] ?? '';
+  return localeOf(request, /^\s*fr\b/i.test(accepted) ? 'fr-CA' : 'en');
+}
+
+function sendPage(reply: FastifyReply, status: number, body: string): FastifyReply {
+  return reply.code(status).type('text/html; charset=utf-8').send(body);
+}
+
+function sendError(request: FastifyRequest, reply: FastifyReply, kind: ErrorPageKind): FastifyReply {
+  const status = kind === 'expired' ? 410 : kind === 'not-found' ? 404 : 503;
+  return sendPage(reply, status, renderErrorPage(kind, visitorLocale(request), pagesBaseUrlOf(request)));
+}
+
+async function sendDocument(
+  reply: FastifyReply,
+  printable: PrintableInvoice,
+  format: 'html' | 'pdf',
+): Promise<FastifyReply> {
+  if (format === 'html') {
+    return reply
+      .header('Content-Security-Policy', PRINTABLE_CSP)
+      .type('text/html; charset=utf-8')
+      .send(renderInvoiceHtml(printable));
+  }
+  const pdf = await renderInvoicePdf(printable);
+  return reply
+    .header(
+      'Content-Disposition',
+      `attachment; filename="${invoicePdfFilename(printable.invoice.invoice_number)}"`,
+    )
+    .type('application/pdf')
+    .send(pdf);
+}
+
+/** GET /portal/... at the site root (outside the JSON API and its OpenAPI document). */
+export const portalPageRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { db, log } = app.deps.platform;
+  const usageSource = app.deps.portalUsage;
+  const route = { config: { auth: 'none' as const }, schema: { hide: true } };
+
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.headers(PAGE_HEADERS);
+  });
+  // Pages answer pages, never the JSON error body; what failed goes to the log (without the path).
+  app.setErrorHandler((error, request, reply) => {
+    log.error({ err: error, reqId: request.id, route: request.routeOptions.url }, 'portal page failed');
+    return sendError(request, reply, 'unavailable');
+  });
+  app.setNotFoundHandler((request, reply) => sendError(request, reply, 'not-found'));
+
+  app.get(PORTAL_CSS_PATH.slice(PORTAL_PATH.length), route, async (_request, reply) =>
+    reply.type('text/css; charset=utf-8').send(PORTAL_CSS),
+  );
+  app.get(PORTAL_ICON_PATH.slice(PORTAL_PATH.length), route, async (_request, reply) =>
+    reply.type('image/svg+xml').send(PORTAL_ICON),
+  );
+
+  // --- a portal session: one customer's home page and their invoices ---
+  app.get<{ Params: TokenParams }>('/:token', route, async (request, reply) => {
+    const access = await openPortalSession(db, request.params.token);
+    if (access.kind !== 'granted')
+      return sendError(request, reply, access.kind === 'expired' ? 'expired' : 'not-found');
+    const page = await portalHomePage(db, access, request.params.token, {
+      base: pagesBaseUrlOf(request),
+      locale: localeOf(request, access.locale),
+      usageSource,
+    });
+    return sendPage(reply, 200, page);
+  });
+
+  /** The invoice a granted link opens with the page's language, or undefined once the refusal page is sent. */
+  const openInvoice = async <A extends PortalAccess | HostedInvoiceAccess>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    access: A,
+    invoiceIdOf: (granted: Extract<A, { kind: 'granted' }>) => string,
+  ) => {
+    if (access.kind !== 'granted') {
+      sendError(request, reply, access.kind === 'expired' ? 'expired' : 'not-found');
+      return undefined;
+    }
+    const granted = access as Extract<A, { kind: 'granted' }>;
+    const pageRequest = { base: pagesBaseUrlOf(request), locale: localeOf(request, granted.locale) };
+    const printable = await portalPrintableInvoice(db, granted, invoiceIdOf(granted), pageRequest);
+    if (!printable) {
+      sendError(request, reply, 'not-found');
+      return undefined;
+    }
+    return { access: granted, printable, pageRequest };
+  };
+  const portalInvoice = async (request: FastifyRequest<{ Params: InvoiceParams }>, reply: FastifyReply) =>
+    openInvoice(
+      request,
+      reply,
+      await openPortalSession(db, request.params.token),
+      () => request.params.invoice_id,
+    );
+  const hostedInvoice = async (request: FastifyRequest<{ Params: TokenParams }>, reply: FastifyReply) =>
+    openInvoice(
+      request,
+      reply,
+      await openHostedInvoice(db, request.params.token),
+      (granted) => granted.invoiceId,
+    );
+
+  app.get<{ Params: InvoiceParams }>('/:token/invoices/:invoice_id', route, async (request, reply) => {
+    const found = await portalInvoice(request, reply);
+    if (!found) return reply;
+    const { access, printable, pageRequest } = found;
+    const page = invoicePage(printable, pageRequest, {
+      from: 'portal',
+      token: request.params.token,
+      expiresAt: access.expiresAt,
+    });
+    return sendPage(reply, 200, page);
+  });
+  app.get<{ Params: InvoiceParams }>('/:token/invoices/:invoice_id/print', route, async (request, reply) => {
+    const found = await portalInvoice(request, reply);
+    return found ? sendDocument(reply, found.printable, 'html') : reply;
+  });
+  app.get<{ Params: InvoiceParams }>('/:token/invoices/:invoice_id/pdf', route, async (request, reply) => {
+    const found = await portalInvoice(request, reply);
+    return found ? sendDocument(reply, found.printable, 'pdf') : reply;
+  });
+
+  // --- a hosted invoice link: that one invoice ---
+  app.get<{ Params: TokenParams }>('/invoice/:token', route, async (request, reply) => {
+    const found = await hostedInvoice(request, reply);
+    if (!found) return reply;
+    const page = invoicePage(found.printable, found.pageRequest, {
+      from: 'hosted',
+      token: request.params.token,
+      validUntil: found.access.validUntil,
+    });
+    return sendPage(reply, 200, page);
+  });
+  app.get<{ Params: TokenParams }>('/invoice/:token/print', route, async (request, reply) => {
+    const found = await hostedInvoice(request, reply);
+    return found ? sendDocument(reply, found.printable, 'html') : reply;
+  });
+  app.get<{ Params: TokenParams }>('/invoice/:token/pdf', route, async (request, reply) => {
+    const found = await hostedInvoice(request, reply);
+    return found ? sendDocument(reply, found.printable, 'pdf') : reply;
+  });
+};

@@ -1,0 +1,225 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi, type TestApi } from '../helpers/api.js';
+import { type BillingScenario, insertBillingScenario } from '../helpers/billing-fixtures.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { createSession } from './support.js';
+import { usageFromEvents } from './usage-from-events.js';
+
+/**
+ * The portal in a real browser: Debian's chromium (installed by deploy/dev-services), driven by
+ * playwright-core, which never downloads a browser of its own. A fresh, empty profile per run.
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+/** Screenshots a person can look at after the run. */
+const SCREENSHOTS = join(process.cwd(), '.cache', 'portal-screenshots');
+
+let api: TestApi;
+let org: TestOrg;
+let scenario: BillingScenario;
+let origin: string;
+let profile: string;
+let context: BrowserContext;
+/** What each day of January 2026 got, for the item charted (API calls, the first metered item). */
+const posted = new Map<string, number>();
+
+beforeAll(async () => {
+  api = await startTestApi({ deps: (platform) => ({ portalUsage: usageFromEvents(platform.db) }) });
+  org = await createTestOrg(api.platform.db);
+  scenario = await insertBillingScenario(api.platform.db, org.orgId);
+  // real usage events through the public route, on some days of the subscription's period (January)
+  const item = scenario.meteredItemIds[0]!;
+  for (const [day, quantity] of [
+    [2, 120],
+    [3, 40],
+    [15, 310],
+    [16, 5],
+    [31, 77],
+  ] as const) {
+    for (const half of [0.5, 0.5]) {
+      const response = await api.request({
+        method: 'POST',
+        path: '/usage/events',
+        key: org.apiKey,
+        payload: {
+          subscription_item_id: item,
+          quantity: quantity * half,
+          timestamp: `2026-01-${String(day).padStart(2, '0')}T${half === 0.5 ? '10' : '11'}:00:00Z`,
+        },
+        headers: { 'idempotency-key': `browser-${day}-${Math.random()}` },
+      });
+      expect(response.statusCode, response.body).toBe(201);
+    }
+    posted.set(`2026-01-${String(day).padStart(2, '0')}`, quantity);
+  }
+  origin = await api.app.listen({ host: '127.0.0.1', port: 0 });
+  profile = mkdtempSync(join(tmpdir(), 'portal-chromium-'));
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    acceptDownloads: true,
+    viewport: { width: 1100, height: 900 },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await context?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+  await api?.close();
+});
+
+/** A page that records every console error, failed request and uncaught exception. */
+async function watchedPage(): Promise<{ page: Page; problems: string[] }> {
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error' || message.type() === 'warning')
+      problems.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('requestfailed', (request) => {
+    // a download ends its navigation request on purpose
+    if (!request.url().endsWith('/pdf') && !request.url().includes('/pdf?'))
+      problems.push(`failed: ${request.url()}`);
+  });
+  page.on('response', (response) => {
+    if (response.status() >= 400) problems.push(`${response.status()}: ${response.url()}`);
+  });
+  return { page, problems };
+}
+
+/** The portal URL on the listening server (sessions are made under its own address). */
+function onServer(url: string): string {
+  const parsed = new URL(url);
+  return `${origin}${parsed.pathname}${parsed.search}`;
+}
+
+describe('the portal in Chromium', () => {
+  it('draws the daily chart of real usage: one bar per day of the period, tall where usage was', async () => {
+    const session = await createSession(api, org.apiKey, {
+      customer_id: scenario.customers.quebec.id,
+      locale: 'en',
+    });
+    const { page, problems } = await watchedPage();
+    await page.goto(onServer(session.url));
+    const charts = page.locator('figure.chart');
+    // the Team plan has two metered items: API calls (with usage) and Storage (none)
+    expect(await charts.count()).toBe(2);
+    const bars = charts.first().locator('svg rect.bar');
+    expect(await bars.count()).toBe(31);
+    const heights = await bars.evaluateAll((rects) =>
+      rects.map((rect) => (rect as unknown as { getBBox(): { height: number } }).getBBox().height),
+    );
+    const labels = await bars.evaluateAll((rects) =>
+      rects.map((rect) => rect.querySelector('title')?.textContent ?? ''),
+    );
+    for (let day = 1; day <= 31; day++) {
+      const date = `2026-01-${String(day).padStart(2, '0')}`;
+      const quantity = posted.get(date) ?? 0;
+      expect(heights[day - 1]! > 0, date).toBe(quantity > 0);
+      expect(labels[day - 1], date).toBe(`Jan ${day}: ${quantity}`);
+    }
+    // the tallest bar is the 15th (310 of an axis topped at 500)
+    expect(heights.indexOf(Math.max(...heights))).toBe(14);
+    expect(await charts.first().locator('figcaption').textContent()).toBe('Total for the period: 552');
+    expect(await charts.first().locator('svg').getAttribute('role')).toBe('img');
+    expect(await charts.nth(1).locator('svg rect.bar').count()).toBe(31);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('reaches an invoice by keyboard alone, downloads its PDF, and the PDF says what the page says', async () => {
+    const session = await createSession(api, org.apiKey, { customer_id: scenario.customers.quebec.id });
+    const invoice = scenario.invoices.PARTIALLY_PAID;
+    const { page, problems } = await watchedPage();
+    await page.goto(onServer(session.url));
+    const target = `Voir la facture ${invoice.invoiceNumber}`;
+    let reached = false;
+    for (let presses = 0; presses < 200 && !reached; presses++) {
+      await page.keyboard.press('Tab');
+      reached = (await page.evaluate("document.activeElement?.getAttribute('aria-label')")) === target;
+    }
+    expect(reached, 'Tab reaches the invoice link').toBe(true);
+    // the focused link shows where focus is
+    const outline = await page.evaluate('getComputedStyle(document.activeElement).outlineStyle');
+    expect(outline).not.toBe('none');
+    await Promise.all([
+      page.waitForURL(/\/invoices\/[0-9a-f-]{36}\?locale=fr-CA$/),
+      page.keyboard.press('Enter'),
+    ]);
+    expect(await page.locator('h1').textContent()).toBe(`Facture ${invoice.invoiceNumber}`);
+
+    // on to the PDF link, by keyboard too
+    let onPdf = false;
+    for (let presses = 0; presses < 50 && !onPdf; presses++) {
+      await page.keyboard.press('Tab');
+      onPdf = (await page.evaluate('document.activeElement?.textContent')) === 'Télécharger le PDF';
+    }
+    expect(onPdf, 'Tab reaches the PDF link').toBe(true);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.keyboard.press('Enter')]);
+    expect(download.suggestedFilename()).toBe(`${invoice.invoiceNumber}.pdf`);
+    const file = await download.path();
+    const text = execFileSync('pdftotext', ['-layout', file, '-'], { encoding: 'utf8' }).replace(
+      /\u00a0/g,
+      ' ',
+    );
+    for (const expected of [
+      'FACTURE',
+      invoice.invoiceNumber,
+      'Amélie Côté',
+      'Solde dû',
+      'Partiellement payée',
+      '305,12281078 $',
+      'TPS',
+      'TVQ',
+    ]) {
+      expect(text, expected).toContain(expected);
+    }
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('looks right in English and in French (screenshots), with no console error', async () => {
+    for (const locale of ['en', 'fr-CA'] as const) {
+      const session = await createSession(api, org.apiKey, {
+        customer_id: scenario.customers.quebec.id,
+        locale,
+      });
+      const { page, problems } = await watchedPage();
+      await page.goto(onServer(session.url));
+      expect(await page.getAttribute('html', 'lang')).toBe(locale);
+      // the stylesheet applied (CSP default-src 'self' lets it in): cards have a border and a background
+      const border = await page.evaluate(
+        "getComputedStyle(document.querySelector('section.card')).borderTopStyle",
+      );
+      expect(border).toBe('solid');
+      const shot = await page.screenshot({ path: join(SCREENSHOTS, `portal-${locale}.png`), fullPage: true });
+      expect(shot.length).toBeGreaterThan(20_000);
+      const invoicePage = await watchedPage();
+      await invoicePage.page.goto(
+        onServer(`${session.url.replace(/\?.*$/, '')}/invoices/${scenario.invoices.POSTED.id}`),
+      );
+      await invoicePage.page.screenshot({ path: join(SCREENSHOTS, `invoice-${locale}.png`), fullPage: true });
+      expect(problems).toEqual([]);
+      expect(invoicePage.problems).toEqual([]);
+      await page.close();
+      await invoicePage.page.close();
+    }
+  });
+});
