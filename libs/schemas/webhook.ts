@@ -69,7 +69,7 @@ const endpointUrl = z
   .refine(storable, UNSTORABLE_MESSAGE)
   .meta({
     description:
-      'HTTPS URL that receives the POSTs. `http://localhost[:port]` and `http://127.0.0.1[:port]` are accepted where the service allows them (development and test).',
+      'HTTPS URL that receives the POSTs, stored in its WHATWG-normalized form. `http://localhost[:port]` and `http://127.0.0.1[:port]` (any loopback address) are accepted where the service allows them (development and test).',
   });
 const endpointEvents = z.array(eventSelector).min(1).max(50);
 

@@ -10,7 +10,7 @@ import type {
 import { isUuid } from '../schemas/index.js';
 import { normalizeSelectors } from './event-matching.js';
 import { generateSigningSecret } from './signing.js';
-import { endpointUrlProblem } from './url-policy.js';
+import { judgeEndpointUrl } from './url-policy.js';
 
 /** Where endpoint URLs are accepted: whether `http://localhost` style URLs are (WEBHOOK_ALLOW_LOCALHOST). */
 export interface EndpointPolicy {
@@ -42,9 +42,13 @@ function toEndpoint(row: EndpointRow): WebhookEndpoint {
   };
 }
 
-function checkUrl(url: string, policy: EndpointPolicy): void {
-  const problem = endpointUrlProblem(url, policy.allowLocalhost);
-  if (problem) throw ApiError.validation([{ field: 'url', message: problem, code: 'invalid_value' }]);
+/** The URL to store: its WHATWG-normalized form, judged by the policy (422 naming `url` when refused). */
+function acceptedUrl(raw: string, policy: EndpointPolicy): string {
+  const judgement = judgeEndpointUrl(raw, policy.allowLocalhost);
+  if (!judgement.accepted) {
+    throw ApiError.validation([{ field: 'url', message: judgement.problem, code: 'invalid_value' }]);
+  }
+  return judgement.url;
 }
 
 /** The only response that carries the signing secret. */
@@ -54,12 +58,12 @@ export async function createEndpoint(
   input: CreateWebhookEndpoint,
   policy: EndpointPolicy,
 ): Promise<CreatedWebhookEndpoint> {
-  checkUrl(input.url, policy);
+  const url = acceptedUrl(input.url, policy);
   const secret = generateSigningSecret();
   const { rows } = await db.query<EndpointRow>(
     `INSERT INTO webhook_endpoints (org_id, url, events, status, description, secret)
      VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-    [orgId, input.url, normalizeSelectors(input.events), input.status, input.description, secret],
+    [orgId, url, normalizeSelectors(input.events), input.status, input.description, secret],
   );
   return { ...toEndpoint(rows[0]!), secret };
 }
@@ -109,7 +113,7 @@ export async function updateEndpoint(
   policy: EndpointPolicy,
 ): Promise<WebhookEndpoint> {
   assertEndpointId(endpointId);
-  if (patch.url !== undefined) checkUrl(patch.url, policy);
+  const url = patch.url === undefined ? null : acceptedUrl(patch.url, policy);
   return db.transaction(async (tx) => {
     const { rows } = await tx.query<EndpointRow>(
       `UPDATE webhook_endpoints SET
@@ -123,7 +127,7 @@ export async function updateEndpoint(
       [
         orgId,
         endpointId,
-        patch.url ?? null,
+        url,
         patch.events ? normalizeSelectors(patch.events) : null,
         patch.status ?? null,
         patch.description ?? null,

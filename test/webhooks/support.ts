@@ -26,7 +26,7 @@ export interface ReceiverAnswer {
 
 export type Responder = (delivery: ReceivedDelivery, count: number) => ReceiverAnswer;
 
-/** A real HTTP receiver on 127.0.0.1 that records every request it gets. */
+/** A real HTTP receiver on 127.0.0.1 (or another loopback address) that records every request it gets. */
 export interface Receiver {
   url: string;
   port: number;
@@ -37,7 +37,11 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(responder: Responder = () => ({ status: 200 })): Promise<Receiver> {
+export async function startReceiver(
+  responder: Responder = () => ({ status: 200 }),
+  options: { host?: string } = {},
+): Promise<Receiver> {
+  const host = options.host ?? '127.0.0.1';
   let current = responder;
   const deliveries: ReceivedDelivery[] = [];
   const server: Server = createServer((request, response) => {
@@ -61,10 +65,10 @@ export async function startReceiver(responder: Responder = () => ({ status: 200 
       else send();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}/hooks`,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/hooks`,
     port,
     deliveries,
     respond(next) {
