@@ -88,6 +88,8 @@ export {
   EVENT_WILDCARDS,
   type EventType,
   eventSelector,
+  RecoverWebhookEvents,
+  RotateWebhookSecret,
   UpdateWebhookEndpoint,
   WEBHOOK_ENDPOINT_STATUSES,
   WEBHOOK_EVENT_STATUSES,
@@ -96,4 +98,13 @@ export {
   WebhookEvent,
   type WebhookEventStatus,
   WebhookEventWithHistory,
+  WebhookRecovery,
 } from './webhook.js';
+export {
+  InvoiceEventData,
+  PaymentEventData,
+  SubscriptionEventData,
+  WEBHOOK_PAYLOADS,
+  WEBHOOK_USER_AGENT,
+  WebhookDeliveryHeaders,
+} from './webhook-delivery.js';

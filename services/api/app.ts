@@ -32,6 +32,7 @@ export function apiDepsFrom(
     invoiceCacheBytes: config.INVOICE_CACHE_MB * 1024 * 1024,
     publicBaseUrl: config.PUBLIC_BASE_URL,
     webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
+    webhookMaxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
     usageIngest: usage.ingest,
     extraReadinessChecks: usage.checks,
   };

@@ -28,6 +28,7 @@ export async function startTestApi(options: Parameters<typeof createTestPlatform
     invoiceCacheBytes: base.config.INVOICE_CACHE_MB * 1024 * 1024,
     publicBaseUrl: undefined,
     webhookAllowLocalhost: true,
+    webhookMaxAttempts: base.config.WEBHOOK_MAX_ATTEMPTS,
     usageIngest: usage.ingest,
     extraReadinessChecks: usage.checks,
   });

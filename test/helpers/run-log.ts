@@ -17,7 +17,9 @@ export function runLogger(service = 'test'): Logger {
   });
 }
 
-const CREDENTIAL = /\b(?:sk_(?:live|test)_[A-Za-z0-9_-]{43}|whsec_[A-Za-z0-9_-]{43})\b/g;
+// signing secrets: standard base64 now, base64url before
+const CREDENTIAL =
+  /\b(?:sk_(?:live|test)_[A-Za-z0-9_-]{43}\b|whsec_[A-Za-z0-9+/]{43}=|whsec_[A-Za-z0-9_-]{43}\b)/g;
 
 /** Records each key or signing secret found in `text` as one that must never be logged. */
 export function recordCredentials(text: string): void {

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BASE_PATH } from '../../libs/schemas/index.js';
+import { signingKeyId } from '../../libs/webhooks/index.js';
 import { buildApiApp } from '../../services/api/app.js';
 import type { ApiInstance } from '../../services/api/types.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { runCommonRouteTests } from '../helpers/route-suite.js';
 
-const SECRET = /^whsec_[A-Za-z0-9_-]{43}$/;
+const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
 const MISSING_ID = '6f1c0c8e-4b1a-4c55-9d43-2f0b0f3b7e11';
 
 describe('webhook endpoints API', () => {
@@ -71,6 +72,9 @@ describe('webhook endpoints API', () => {
         events: ['invoice.paid', 'subscription.*'],
         status: 'ACTIVE',
         description: '',
+        secret_key_id: signingKeyId(data.secret),
+        previous_secret_key_id: null,
+        previous_secret_expires_at: null,
         created_at: expect.any(String),
         updated_at: expect.any(String),
         secret: expect.stringMatching(SECRET),
@@ -151,6 +155,7 @@ describe('webhook endpoints API', () => {
         invoiceCacheBytes: 1024 * 1024,
         publicBaseUrl: undefined,
         webhookAllowLocalhost: false,
+        webhookMaxAttempts: 5,
         usageIngest: api.usage.ingest,
       });
       try {

@@ -153,6 +153,7 @@ describe('localhost spellings of an endpoint URL', () => {
       invoiceCacheBytes: 1024 * 1024,
       publicBaseUrl: undefined,
       webhookAllowLocalhost: false,
+      webhookMaxAttempts: 5,
       usageIngest: api.usage.ingest,
     });
     try {

@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { Database } from '../../libs/db/index.js';
 import { emitDomainEvent } from '../../libs/events/index.js';
 import type { Logger } from '../../libs/log/index.js';
@@ -39,7 +40,7 @@ export interface Receiver {
 
 export async function startReceiver(
   responder: Responder = () => ({ status: 200 }),
-  options: { host?: string } = {},
+  options: { host?: string; port?: number } = {},
 ): Promise<Receiver> {
   const host = options.host ?? '127.0.0.1';
   let current = responder;
@@ -65,7 +66,7 @@ export async function startReceiver(
       else send();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, host, resolve));
   const port = (server.address() as AddressInfo).port;
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/hooks`,
@@ -172,4 +173,23 @@ export async function eventually<T>(
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Whether the standardwebhooks package accepts `delivery` with `secret`, exactly as a receiver calls it. */
+export function standardVerifies(
+  secret: string,
+  delivery: Pick<ReceivedDelivery, 'body' | 'headers'>,
+): boolean {
+  try {
+    new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>);
+    return true;
+  } catch (error) {
+    if (error instanceof WebhookVerificationError) return false;
+    throw error;
+  }
+}
+
+/** The Standard Webhooks signatures of a delivery (`v1,...` entries of webhook-signature). */
+export function standardSignatures(delivery: Pick<ReceivedDelivery, 'headers'>): string[] {
+  return String(delivery.headers['webhook-signature'] ?? '').split(' ');
 }
