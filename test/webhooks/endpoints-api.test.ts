@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { signingKeyId } from '../../libs/webhooks/index.js';
-import { buildApiApp } from '../../services/api/app.js';
 import type { ApiInstance } from '../../services/api/types.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { runCommonRouteTests } from '../helpers/route-suite.js';
+import { buildApiWithoutLocalhost } from './support.js';
 
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
 const MISSING_ID = '6f1c0c8e-4b1a-4c55-9d43-2f0b0f3b7e11';
@@ -149,15 +149,7 @@ describe('webhook endpoints API', () => {
     });
 
     it('refuses localhost URLs where WEBHOOK_ALLOW_LOCALHOST is false', async () => {
-      const production: ApiInstance = await buildApiApp({
-        platform: api.platform,
-        bodyLimit: api.config.BODY_LIMIT_BYTES,
-        invoiceCacheBytes: 1024 * 1024,
-        publicBaseUrl: undefined,
-        webhookAllowLocalhost: false,
-        webhookMaxAttempts: 5,
-        usageIngest: api.usage.ingest,
-      });
+      const production: ApiInstance = await buildApiWithoutLocalhost(api);
       try {
         for (const url of [
           'http://localhost:3000/hooks',

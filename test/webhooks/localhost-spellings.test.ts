@@ -1,10 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import type { WebhookDispatcher } from '../../libs/webhooks/index.js';
-import { buildApiApp } from '../../services/api/app.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { emit, eventually, type Receiver, startDispatcher, startReceiver, storedEvents } from './support.js';
+import {
+  buildApiWithoutLocalhost,
+  emit,
+  eventually,
+  type Receiver,
+  startDispatcher,
+  startReceiver,
+  storedEvents,
+} from './support.js';
 
 /**
  * Issue 28, defect 8: with WEBHOOK_ALLOW_LOCALHOST, numeric and case spellings of this machine
@@ -147,15 +154,7 @@ describe('localhost spellings of an endpoint URL', () => {
 
   it('refuses every spelling where WEBHOOK_ALLOW_LOCALHOST is false', async () => {
     const org = await createTestOrg(api.platform.db);
-    const production = await buildApiApp({
-      platform: api.platform,
-      bodyLimit: api.config.BODY_LIMIT_BYTES,
-      invoiceCacheBytes: 1024 * 1024,
-      publicBaseUrl: undefined,
-      webhookAllowLocalhost: false,
-      webhookMaxAttempts: 5,
-      usageIngest: api.usage.ingest,
-    });
+    const production = await buildApiWithoutLocalhost(api);
     try {
       const given = [
         ...spellings().map(([url]) => url),

@@ -9,6 +9,7 @@ import {
   emit,
   eventually,
   type Receiver,
+  registerEndpoint,
   sleep,
   standardVerifies,
   startDispatcher,
@@ -38,16 +39,8 @@ describe('webhook recovery', () => {
     await api?.close();
   });
 
-  async function createEndpoint(org: TestOrg, url: string): Promise<{ id: string; secret: string }> {
-    const response = await api.request({
-      method: 'POST',
-      path: '/webhook-endpoints',
-      key: org.apiKey,
-      payload: { url, events: ['invoice.*'] },
-    });
-    expect(response.statusCode, response.body).toBe(201);
-    return response.json().data;
-  }
+  const createEndpoint = (org: TestOrg, url: string) =>
+    registerEndpoint(api, org.apiKey, { url, events: ['invoice.*'] });
 
   function recover(org: TestOrg, endpointId: string, payload: unknown) {
     return api.request({

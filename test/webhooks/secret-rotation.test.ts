@@ -8,6 +8,7 @@ import {
   eventually,
   type ReceivedDelivery,
   type Receiver,
+  registerEndpoint,
   standardSignatures,
   standardVerifies,
   startDispatcher,
@@ -51,14 +52,12 @@ describe('webhook secret rotation', () => {
   }
 
   async function createEndpoint(org: TestOrg, extra: Record<string, unknown> = {}): Promise<Endpoint> {
-    const response = await api.request({
-      method: 'POST',
-      path: '/webhook-endpoints',
-      key: org.apiKey,
-      payload: { url: `${target.url}?org=${org.orgId}`, events: ['invoice.*'], ...extra },
+    const created = await registerEndpoint(api, org.apiKey, {
+      url: `${target.url}?org=${org.orgId}`,
+      events: ['invoice.*'],
+      ...extra,
     });
-    expect(response.statusCode, response.body).toBe(201);
-    return response.json().data;
+    return created as Endpoint;
   }
 
   function rotate(org: TestOrg, endpointId: string, payload?: unknown) {

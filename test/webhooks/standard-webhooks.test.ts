@@ -20,6 +20,7 @@ import {
   eventually,
   type ReceivedDelivery,
   type Receiver,
+  registerEndpoint,
   standardSignatures,
   standardVerifies,
   startDispatcher,
@@ -63,15 +64,18 @@ describe('Standard Webhooks signatures', () => {
     return started;
   }
 
-  async function createEndpoint(org: TestOrg, url: string, events: string[]) {
-    const response = await api.request({
-      method: 'POST',
-      path: '/webhook-endpoints',
-      key: org.apiKey,
-      payload: { url, events },
+  const createEndpoint = (org: TestOrg, url: string, events: string[]) =>
+    registerEndpoint(api, org.apiKey, { url, events });
+
+  /** A subscription of one seat: one subscription.created event. */
+  async function subscribeOne(org: TestOrg): Promise<void> {
+    const { db } = api.platform;
+    const { seats } = await basicCatalog(db, org.orgId);
+    await subscribe(db, org.orgId, {
+      customer_id: await customerIn(db, org.orgId),
+      items: [{ product_id: seats, quantity: 1 }],
+      start_date: new Date('2026-01-01T00:00:00Z'),
     });
-    expect(response.statusCode, response.body).toBe(201);
-    return response.json().data as { id: string; secret: string; secret_key_id: string };
   }
 
   /** One event of every type the service emits, through the billing flows that emit them. */
@@ -200,13 +204,7 @@ describe('Standard Webhooks signatures', () => {
     const org = await createTestOrg(api.platform.db);
     const target = await receiver((_, count) => ({ status: count < 3 ? 500 : 200 }));
     const endpoint = await createEndpoint(org, target.url, ['subscription.*']);
-    const { db } = api.platform;
-    const { seats } = await basicCatalog(db, org.orgId);
-    await subscribe(db, org.orgId, {
-      customer_id: await customerIn(db, org.orgId),
-      items: [{ product_id: seats, quantity: 1 }],
-      start_date: new Date('2026-01-01T00:00:00Z'),
-    });
+    await subscribeOne(org);
     const attempts = await target.waitFor(3, 15_000);
     const timestamps = attempts.map((a) => Number(a.headers['webhook-timestamp']));
     expect(timestamps[1]).toBeGreaterThan(timestamps[0]!);
@@ -231,7 +229,7 @@ describe('Standard Webhooks signatures', () => {
     };
     expect(standardVerifies(endpoint.secret, { body: attempts[2]!.body, headers: replayed })).toBe(false);
     const [event] = await eventually(
-      () => storedEvents(db, endpoint.id),
+      () => storedEvents(api.platform.db, endpoint.id),
       (rows) => rows[0]?.status === 'SUCCESS',
     );
     const history = (await api.request({ path: `/webhook-events/${event!.id}`, key: org.apiKey })).json().data
@@ -253,13 +251,7 @@ describe('Standard Webhooks signatures', () => {
       endpoint.id,
       legacy,
     ]);
-    const { db } = api.platform;
-    const { seats } = await basicCatalog(db, org.orgId);
-    await subscribe(db, org.orgId, {
-      customer_id: await customerIn(db, org.orgId),
-      items: [{ product_id: seats, quantity: 1 }],
-      start_date: new Date('2026-01-01T00:00:00Z'),
-    });
+    await subscribeOne(org);
     const [delivery] = await target.waitFor(1);
     expect(
       await verifyServiceSignature(

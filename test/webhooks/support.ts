@@ -6,6 +6,9 @@ import { emitDomainEvent } from '../../libs/events/index.js';
 import type { Logger } from '../../libs/log/index.js';
 import type { EmittedEventType } from '../../libs/schemas/index.js';
 import { type DispatcherSettings, WebhookDispatcher } from '../../libs/webhooks/index.js';
+import { buildApiApp } from '../../services/api/app.js';
+import type { ApiInstance } from '../../services/api/types.js';
+import type { TestApi } from '../helpers/api.js';
 import { runLogger } from '../helpers/run-log.js';
 
 export interface ReceivedDelivery {
@@ -192,4 +195,34 @@ export function standardVerifies(
 /** The Standard Webhooks signatures of a delivery (`v1,...` entries of webhook-signature). */
 export function standardSignatures(delivery: Pick<ReceivedDelivery, 'headers'>): string[] {
   return String(delivery.headers['webhook-signature'] ?? '').split(' ');
+}
+
+/** The api as production runs it (WEBHOOK_ALLOW_LOCALHOST false), on a test api's platform. */
+export function buildApiWithoutLocalhost(api: TestApi): Promise<ApiInstance> {
+  return buildApiApp({
+    platform: api.platform,
+    bodyLimit: api.config.BODY_LIMIT_BYTES,
+    invoiceCacheBytes: 1024 * 1024,
+    publicBaseUrl: undefined,
+    webhookAllowLocalhost: false,
+    webhookMaxAttempts: api.config.WEBHOOK_MAX_ATTEMPTS,
+    usageIngest: api.usage.ingest,
+  });
+}
+
+/** Registers an endpoint through the api (201 expected) and returns it with its secret. */
+export async function registerEndpoint(
+  api: TestApi,
+  apiKey: string,
+  body: Record<string, unknown>,
+): Promise<{ id: string; secret: string; secret_key_id: string; status: string; updated_at: string }> {
+  const response = await api.request({
+    method: 'POST',
+    path: '/webhook-endpoints',
+    key: apiKey,
+    payload: body,
+  });
+  if (response.statusCode !== 201)
+    throw new Error(`endpoint not created: ${response.statusCode} ${response.body}`);
+  return response.json().data;
 }
