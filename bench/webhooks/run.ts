@@ -22,7 +22,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Database, migrate } from '../../libs/db/index.js';
 import { emitDomainEvent } from '../../libs/events/index.js';
 import { createOrganization } from '../../libs/organizations/index.js';
-import { createEndpoint, signPayload } from '../../libs/webhooks/index.js';
+import { createEndpoint, signPayload, signStandard } from '../../libs/webhooks/index.js';
 import {
   autocannon,
   createDatabase,
@@ -241,8 +241,10 @@ async function explainLatency(scenario: string, startedAt: Date): Promise<void> 
 
 /** The same signed POST, straight from autocannon to one receiver: what HTTP alone allows here. */
 async function baseline(port: number, secret: string): Promise<ScenarioResult> {
+  const id = '00000000-0000-4000-8000-000000000000';
+  const timestamp = Math.floor(Date.now() / 1000);
   const body = JSON.stringify({
-    id: '00000000-0000-4000-8000-000000000000',
+    id,
     type: 'invoice.posted',
     created: Math.floor(Date.now() / 1000),
     data: {
@@ -264,6 +266,9 @@ async function baseline(port: number, secret: string): Promise<ScenarioResult> {
       'content-type': 'application/json',
       'x-service-event': 'invoice.posted',
       'x-service-signature': signPayload(secret, body),
+      'webhook-id': id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signStandard(secret, { id, timestamp, body }),
     },
   });
   return {
