@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/index.js';
 import { deliveryHeaders, type SignatureKeyIds } from './payload.js';
 import { type AfterFailure, afterFailedAttempt } from './retry-schedule.js';
+import { keyIdsMemo, type SigningSecret } from './signing.js';
 import type { AttemptOutcome, WebhookSender } from './webhook-sender.js';
 
 /*
@@ -34,9 +35,9 @@ export interface PendingDelivery {
   lease: string;
   endpoint: {
     url: string;
-    secret: string;
+    secret: SigningSecret;
     /** The secret before the last rotation, which signs too until it expires. */
-    previousSecret?: { secret: string; expiresAt: Date };
+    previousSecret?: SigningSecret & { expiresAt: Date };
     deliverable: boolean;
     why?: string;
   };
@@ -138,6 +139,7 @@ export async function claimDueDeliveries(
        ep.previous_secret_expires_at, ep.status AS endpoint_status, ep.deleted_at IS NOT NULL AS endpoint_deleted`,
     [limit, leaseMs, [...fairness.busy.keys()], [...fairness.busy.values()], fairness.perEndpoint],
   );
+  const named = keyIdsMemo();
   return rows.map((row) => ({
     kind: 'pending',
     eventId: row.id,
@@ -151,9 +153,9 @@ export async function claimDueDeliveries(
     lease: row.lease,
     endpoint: {
       url: row.url,
-      secret: row.secret,
+      secret: named(row.secret),
       ...(row.previous_secret && row.previous_secret_expires_at
-        ? { previousSecret: { secret: row.previous_secret, expiresAt: row.previous_secret_expires_at } }
+        ? { previousSecret: { ...named(row.previous_secret), expiresAt: row.previous_secret_expires_at } }
         : {}),
       deliverable: !row.endpoint_deleted && row.endpoint_status === 'ACTIVE',
       ...(row.endpoint_deleted
@@ -183,7 +185,7 @@ export async function attempt(
     timestamp: Math.floor(attemptedAt.getTime() / 1000),
     secrets: {
       current: secret,
-      previous: previousSecret && previousSecret.expiresAt > attemptedAt ? previousSecret.secret : undefined,
+      previous: previousSecret && previousSecret.expiresAt > attemptedAt ? previousSecret : undefined,
     },
   });
   const outcome = await sender.send({ url: pending.endpoint.url, body: pending.payload, headers });

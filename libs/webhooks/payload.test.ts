@@ -2,7 +2,9 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { WebhookDeliveryHeaders } from '../schemas/index.js';
 import { buildPayload, deliveryHeaders } from './payload.js';
-import { generateSigningSecret, signingKeyId, verifySignature } from './signing.js';
+import { generateSigningSecret, keyIdsMemo, signingKeyId, verifySignature } from './signing.js';
+
+const named = keyIdsMemo();
 
 describe('buildPayload', () => {
   it('is compact JSON with id, type, created in Unix seconds and data', () => {
@@ -30,7 +32,7 @@ describe('deliveryHeaders', () => {
       type: 'invoice.paid',
       payload,
       timestamp,
-      secrets: { current: secret },
+      secrets: { current: named(secret) },
     });
     expect(headers).toEqual({
       'content-type': 'application/json',
@@ -56,7 +58,7 @@ describe('deliveryHeaders', () => {
       type: 'invoice.paid',
       payload,
       timestamp,
-      secrets: { current, previous },
+      secrets: { current: named(current), previous: named(previous) },
     });
     expect(headers['webhook-signature']).toMatch(/^v1,\S+ v1,\S+$/);
     expect(WebhookDeliveryHeaders.parse(headers)).toBeDefined();

@@ -1,5 +1,5 @@
 import { WEBHOOK_USER_AGENT, type WebhookDeliveryHeaders } from '../schemas/index.js';
-import { signingKeyId, signPayload, signStandard } from './signing.js';
+import { type SigningSecret, signPayload, signStandard } from './signing.js';
 
 export const USER_AGENT = WEBHOOK_USER_AGENT;
 
@@ -23,8 +23,8 @@ export function buildPayload(event: {
 
 /** The secrets an attempt is signed with: the endpoint's current one, and the previous one during a rotation. */
 export interface SigningSecrets {
-  current: string;
-  previous?: string | undefined;
+  current: SigningSecret;
+  previous?: SigningSecret | undefined;
 }
 
 /** Which secrets signed an attempt, by key id, per header (what the attempt history shows). */
@@ -47,23 +47,22 @@ export function deliveryHeaders(delivery: {
   const { current, previous } = delivery.secrets;
   const message = { id: delivery.deliveryId, timestamp: delivery.timestamp, body: delivery.payload };
   const standard = previous
-    ? `${signStandard(current, message)} ${signStandard(previous, message)}`
-    : signStandard(current, message);
-  const currentKeyId = signingKeyId(current);
+    ? `${signStandard(current.secret, message)} ${signStandard(previous.secret, message)}`
+    : signStandard(current.secret, message);
   return {
     headers: {
       'content-type': 'application/json',
       'user-agent': USER_AGENT,
       'x-service-event': delivery.type,
       'x-service-delivery': delivery.deliveryId,
-      'x-service-signature': signPayload(current, delivery.payload),
+      'x-service-signature': signPayload(current.secret, delivery.payload),
       'webhook-id': delivery.deliveryId,
       'webhook-timestamp': String(delivery.timestamp),
       'webhook-signature': standard,
     },
     keyIds: {
-      service: currentKeyId,
-      standard: previous ? [currentKeyId, signingKeyId(previous)] : [currentKeyId],
+      service: current.keyId,
+      standard: previous ? [current.keyId, previous.keyId] : [current.keyId],
     },
   };
 }

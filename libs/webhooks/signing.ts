@@ -22,6 +22,22 @@ export function signingKeyId(secret: string): string {
   return `key_${createHash('sha256').update(secret).digest('hex').slice(0, 16)}`;
 }
 
+/** A secret with its key id, worked out once for all the attempts that it signs. */
+export interface SigningSecret {
+  secret: string;
+  keyId: string;
+}
+
+/** `signingKeyId` remembered per secret: for the deliveries of one claim, which share endpoints. */
+export function keyIdsMemo(): (secret: string) => SigningSecret {
+  const known = new Map<string, SigningSecret>();
+  return (secret) => {
+    let named = known.get(secret);
+    if (!named) known.set(secret, (named = { secret, keyId: signingKeyId(secret) }));
+    return named;
+  };
+}
+
 /**
  * The `X-Service-Signature` value: `sha256=` + the hex HMAC-SHA256 of the exact body bytes, keyed
  * with the whole secret string (prefix included), as GitHub-style receivers compute it.
@@ -55,9 +71,10 @@ export function signStandard(
   secret: string,
   message: { id: string; timestamp: number; body: string | Buffer },
 ): string {
-  const mac = createHmac('sha256', standardKeyOf(secret))
-    .update(`${message.id}.${message.timestamp}.`)
-    .update(message.body)
-    .digest('base64');
+  const signed =
+    typeof message.body === 'string'
+      ? `${message.id}.${message.timestamp}.${message.body}`
+      : Buffer.concat([Buffer.from(`${message.id}.${message.timestamp}.`), message.body]);
+  const mac = createHmac('sha256', standardKeyOf(secret)).update(signed).digest('base64');
   return `${STANDARD_SIGNATURE_VERSION},${mac}`;
 }
