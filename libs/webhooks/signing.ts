@@ -32,8 +32,10 @@ export interface SigningSecret {
 export function keyIdsMemo(): (secret: string) => SigningSecret {
   const known = new Map<string, SigningSecret>();
   return (secret) => {
-    let named = known.get(secret);
-    if (!named) known.set(secret, (named = { secret, keyId: signingKeyId(secret) }));
+    const remembered = known.get(secret);
+    if (remembered) return remembered;
+    const named = { secret, keyId: signingKeyId(secret) };
+    known.set(secret, named);
     return named;
   };
 }
