@@ -147,13 +147,14 @@ const sinkOnly = z.object({
 const webhookPolicy = z.object({
   /** Unset: allowed everywhere but APP_ENV=production (see withWebhookDefaults). */
   WEBHOOK_ALLOW_LOCALHOST: flag().optional(),
+  /** Attempts per event, and per series of attempts a recovery starts (api). */
+  WEBHOOK_MAX_ATTEMPTS: positiveInt(5),
 });
 
 const dispatcherOnly = webhookPolicy.extend({
   DISPATCHER_PORT: port(8082),
   WEBHOOK_RETRY_DELAYS_MS: msList.default([1000, 2000, 4000, 8000]),
   WEBHOOK_TIMEOUT_MS: timerMs(10_000),
-  WEBHOOK_MAX_ATTEMPTS: positiveInt(5),
   DISPATCHER_POLL_MS: timerMs(1000),
   DISPATCHER_CONCURRENCY: positiveInt(50),
   DISPATCHER_ENDPOINT_CONCURRENCY: positiveInt(10),

@@ -15,11 +15,13 @@ const REDACTED_PATHS = [
   'apiKey',
   'secret',
   'signing_secret',
+  'previous_secret',
   'password',
   '*.authorization',
   '*.api_key',
   '*.apiKey',
   '*.secret',
+  '*.previous_secret',
   '*.password',
 ];
 

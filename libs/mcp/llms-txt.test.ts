@@ -49,4 +49,20 @@ describe('renderLlmsTxt', () => {
     expect(text).toContain('(https://api.example.com/v1/mcp)');
     expect(text).toContain('- [find_thing](https://api.example.com/v1/mcp) ({id, limit?}): Finds a thing.');
   });
+
+  it('lists the webhooks of the document, with how to verify them', () => {
+    const withWebhooks = renderLlmsTxt(
+      { ...document, webhooks: { 'thing.made': { post: { summary: 'thing.made: A thing\nwas made.' } } } },
+      tools,
+    );
+    const section = withWebhooks.slice(
+      withWebhooks.indexOf('## Webhooks'),
+      withWebhooks.indexOf('## MCP tools'),
+    );
+    expect(section).toContain('webhook-signature');
+    expect(section).toContain(
+      '- [thing.made](https://api.example.com/v1/openapi.json): thing.made: A thing was made.',
+    );
+    expect(text).not.toContain('## Webhooks');
+  });
 });

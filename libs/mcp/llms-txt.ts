@@ -16,6 +16,8 @@ export interface OpenApiSource {
   info?: { title?: string; description?: string; version?: string };
   servers?: { url: string }[];
   paths?: Record<string, unknown>;
+  /** The deliveries the service POSTs to registered endpoints, by event type. */
+  webhooks?: Record<string, unknown>;
 }
 
 export interface ToolSummary {
@@ -56,6 +58,25 @@ export function renderLlmsTxt(openApi: OpenApiSource, tools: readonly ToolSummar
       const noKey = Array.isArray(operation.security) && operation.security.length === 0 ? ' (no key)' : '';
       const summary = operation.summary ? `: ${oneLine(operation.summary)}` : '';
       lines.push(`- [${method.toUpperCase()} ${path}](${apiBase}${path})${summary}${noKey}`);
+    }
+    lines.push('');
+  }
+
+  const webhooks = Object.entries(openApi.webhooks ?? {});
+  if (webhooks.length) {
+    lines.push(
+      '## Webhooks',
+      '',
+      'Register an endpoint (POST /webhook-endpoints) and keep its `secret`. Each delivery is a POST of ' +
+        'the event as JSON, at least once (deduplicate on `id`), signed twice: `X-Service-Signature: ' +
+        'sha256=<hex HMAC-SHA256 of the raw body keyed with the whole secret>`, and the Standard Webhooks ' +
+        'headers `webhook-id`, `webhook-timestamp`, `webhook-signature` that the `standardwebhooks` ' +
+        'libraries verify with the secret as shown. Payload schemas: `webhooks` in the OpenAPI document.',
+      '',
+    );
+    for (const [type, item] of webhooks) {
+      const summary = (item as { post?: OpenApiOperation }).post?.summary;
+      lines.push(`- [${type}](${apiBase}/openapi.json)${summary ? `: ${oneLine(summary)}` : ''}`);
     }
     lines.push('');
   }

@@ -90,6 +90,8 @@ export {
   EVENT_WILDCARDS,
   type EventType,
   eventSelector,
+  RecoverWebhookEvents,
+  RotateWebhookSecret,
   UpdateWebhookEndpoint,
   WEBHOOK_ENDPOINT_STATUSES,
   WEBHOOK_EVENT_STATUSES,
@@ -98,4 +100,13 @@ export {
   WebhookEvent,
   type WebhookEventStatus,
   WebhookEventWithHistory,
+  WebhookRecovery,
 } from './webhook.js';
+export {
+  InvoiceEventData,
+  PaymentEventData,
+  SubscriptionEventData,
+  WEBHOOK_PAYLOADS,
+  WEBHOOK_USER_AGENT,
+  WebhookDeliveryHeaders,
+} from './webhook-delivery.js';

@@ -51,15 +51,29 @@ export const WebhookEndpoint = z
       .enum(WEBHOOK_ENDPOINT_STATUSES)
       .meta({ description: 'DISABLED endpoints receive nothing; their pending deliveries end as FAILED.' }),
     description: z.string(),
+    secret_key_id: z.string().meta({
+      description:
+        'Names the current signing secret without revealing it: `key_` + the first 16 hex digits of the SHA-256 of the secret. Each attempt records the key ids that signed it.',
+    }),
+    previous_secret_key_id: z.string().nullable().meta({
+      description: 'After a rotation, the key id of the previous secret while it still signs; else null.',
+    }),
+    previous_secret_expires_at: dateTime.nullable().meta({
+      description:
+        'Until then, webhook-signature also carries a signature made with the previous secret; null when there is none.',
+    }),
     created_at: dateTime,
     updated_at: dateTime,
   })
   .meta({ id: 'PublicWebhookEndpoint' });
 export type WebhookEndpoint = z.output<typeof WebhookEndpoint>;
 
-/** Only the creation response carries the signing secret. */
+/** Only the creation and rotation responses carry the signing secret. */
 export const CreatedWebhookEndpoint = WebhookEndpoint.extend({
-  secret: z.string().meta({ description: 'Signing secret (whsec_...). Shown once.' }),
+  secret: z.string().meta({
+    description:
+      'Signing secret: `whsec_` + 32 random bytes in standard base64, as Standard Webhooks libraries take it. Shown once.',
+  }),
 }).meta({ id: 'PublicWebhookEndpointWithSecret' });
 export type CreatedWebhookEndpoint = z.output<typeof CreatedWebhookEndpoint>;
 
@@ -69,7 +83,7 @@ const endpointUrl = z
   .refine(storable, UNSTORABLE_MESSAGE)
   .meta({
     description:
-      'HTTPS URL that receives the POSTs. `http://localhost[:port]` and `http://127.0.0.1[:port]` are accepted where the service allows them (development and test).',
+      'HTTPS URL that receives the POSTs, stored in its WHATWG-normalized form. `http://localhost[:port]` and `http://127.0.0.1[:port]` (any loopback address) are accepted where the service allows them (development and test).',
   });
 const endpointEvents = z.array(eventSelector).min(1).max(50);
 
@@ -93,12 +107,78 @@ export const UpdateWebhookEndpoint = z
   .meta({ id: 'UpdateWebhookEndpointRequest' });
 export type UpdateWebhookEndpoint = z.output<typeof UpdateWebhookEndpoint>;
 
+export const MAX_EXPIRE_PREVIOUS_SECONDS = 7 * 24 * 3600;
+export const DEFAULT_EXPIRE_PREVIOUS_SECONDS = 24 * 3600;
+
+export const RotateWebhookSecret = z
+  .strictObject({
+    expire_previous_in: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_EXPIRE_PREVIOUS_SECONDS)
+      .default(DEFAULT_EXPIRE_PREVIOUS_SECONDS)
+      .meta({
+        description:
+          'Seconds the previous secret keeps signing (webhook-signature), 0 to 604800; default 86400. 0 forgets it at once.',
+      }),
+  })
+  .meta({ id: 'RotateWebhookSecretRequest' });
+export type RotateWebhookSecret = z.output<typeof RotateWebhookSecret>;
+
+export const RecoverWebhookEvents = z
+  .strictObject({
+    since: z.iso
+      .datetime({ offset: true, error: 'Must be an ISO 8601 date-time with a time zone (Z or ±hh:mm).' })
+      // a malformed value is reported once, by the format check
+      .refine((value) => !(Date.parse(value) > Date.now()), {
+        message: 'Must not be in the future.',
+        params: { code: 'out_of_range' },
+      })
+      // Postgres has no year 0000
+      .refine((value) => !value.startsWith('0000'), {
+        message: 'Must be from year 0001 on.',
+        params: { code: 'out_of_range' },
+      })
+      .meta({
+        description: 'Every FAILED event of the endpoint created at or after this instant is sent again.',
+      }),
+  })
+  .meta({ id: 'RecoverWebhookEventsRequest' });
+export type RecoverWebhookEvents = z.output<typeof RecoverWebhookEvents>;
+
+export const WebhookRecovery = z
+  .object({
+    queued: z.number().int().min(0).meta({
+      description:
+        'FAILED events that got a new series of attempts now; events already queued again by an earlier call are not counted twice.',
+    }),
+  })
+  .meta({ id: 'PublicWebhookRecovery' });
+export type WebhookRecovery = z.output<typeof WebhookRecovery>;
+
+export const WebhookAttemptSignatures = z
+  .object({
+    x_service_signature: z.string().meta({ description: 'Key id of the secret behind X-Service-Signature.' }),
+    webhook_signature: z
+      .array(z.string())
+      .meta({ description: 'Key ids of the secrets behind webhook-signature, in header order.' }),
+  })
+  .meta({
+    id: 'PublicWebhookAttemptSignatures',
+    description:
+      "Which secrets signed this attempt, by key id (the endpoint's secret_key_id), never the secrets; null for attempts made before signatures were recorded.",
+  });
+
 export const WebhookAttempt = z
   .object({
     attempt: z.number().int(),
-    at: dateTime,
+    at: dateTime.meta({
+      description: 'When the attempt started; webhook-timestamp is this instant in Unix seconds.',
+    }),
     response_code: z.number().int().meta({ description: '408 for a timeout, 0 for a connection error.' }),
     duration_ms: z.number().int(),
+    signatures: WebhookAttemptSignatures.nullable(),
   })
   .meta({ id: 'PublicWebhookAttempt' });
 

@@ -2,9 +2,11 @@ import type { Database, Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
 import type {
   PaginationQuery,
+  RecoverWebhookEvents,
   WebhookEvent,
   WebhookEventStatus,
   WebhookEventWithHistory,
+  WebhookRecovery,
 } from '../schemas/index.js';
 import { isUuid } from '../schemas/index.js';
 import { WEBHOOK_EVENT_DUE_CHANNEL } from './delivery.js';
@@ -88,10 +90,13 @@ export async function getWebhookEvent(
       attempted_at: Date | null;
       response_code: number;
       duration_ms: number;
+      service_signature_key_id: string | null;
+      standard_signature_key_ids: string[] | null;
     }
   >(
     `WITH event AS (SELECT ${COLUMNS} FROM webhook_events WHERE org_id = $1 AND id = $2)
-     SELECT event.*, a.attempt, a.attempted_at, a.response_code, a.duration_ms
+     SELECT event.*, a.attempt, a.attempted_at, a.response_code, a.duration_ms,
+       a.service_signature_key_id, a.standard_signature_key_ids
      FROM event LEFT JOIN webhook_attempts a ON a.org_id = $1 AND a.webhook_event_id = event.id
      ORDER BY a.attempt`,
     [orgId, eventId],
@@ -106,6 +111,13 @@ export async function getWebhookEvent(
         at: row.attempted_at!.toISOString(),
         response_code: row.response_code,
         duration_ms: row.duration_ms,
+        signatures:
+          row.service_signature_key_id === null
+            ? null
+            : {
+                x_service_signature: row.service_signature_key_id,
+                webhook_signature: row.standard_signature_key_ids ?? [],
+              },
       })),
   };
 }
@@ -142,6 +154,52 @@ export async function retryWebhookEvent(db: Database, orgId: number, eventId: st
     // Delivered at commit: the dispatcher makes the attempt now rather than at its next poll.
     await tx.query(`SELECT pg_notify('${WEBHOOK_EVENT_DUE_CHANNEL}', '')`);
     return toEvent(updated.rows[0]!);
+  });
+}
+
+/**
+ * Gives every FAILED event of the endpoint created at or after `since` a new series of attempts:
+ * the same id and bytes, `seriesLength` more attempts spaced as the first ones were, due now in
+ * the order the events were created. Only FAILED events move, so calling again while they are
+ * queued queues nothing twice (concurrent calls included: the second waits for the first's row
+ * locks and then finds them RETRYING). A DISABLED endpoint receives nothing, so recovering to
+ * it is a 409: enable it first.
+ */
+export async function recoverWebhookEvents(
+  db: Database,
+  orgId: number,
+  endpointId: string,
+  input: RecoverWebhookEvents,
+  series: { seriesLength: number },
+): Promise<WebhookRecovery> {
+  if (!isUuid(endpointId)) throw ApiError.notFound(`Webhook endpoint ${endpointId}`);
+  return db.transaction(async (tx) => {
+    // FOR SHARE: a concurrent disable or delete commits before this reads, or waits for it
+    const { rows } = await tx.query<{ status: string }>(
+      `SELECT status FROM webhook_endpoints WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL FOR SHARE`,
+      [orgId, endpointId],
+    );
+    if (!rows[0]) throw ApiError.notFound(`Webhook endpoint ${endpointId}`);
+    if (rows[0].status !== 'ACTIVE') {
+      throw ApiError.conflict('The endpoint is disabled and receives nothing; enable it, then recover.');
+    }
+    const { rowCount } = await tx.query(
+      `UPDATE webhook_events e SET status = 'RETRYING',
+         series_first_attempt = e.attempts + 1,
+         max_attempts = e.attempts + $4,
+         next_attempt_at = now() + (f.position - 1) * interval '1 microsecond',
+         updated_at = now()
+       FROM (
+         SELECT id, row_number() OVER (ORDER BY created_at, id) AS position FROM webhook_events
+         WHERE org_id = $1 AND endpoint_id = $2 AND status = 'FAILED' AND created_at >= $3
+       ) f
+       WHERE e.id = f.id AND e.status = 'FAILED'`,
+      [orgId, endpointId, input.since, series.seriesLength],
+    );
+    const queued = rowCount ?? 0;
+    // Delivered at commit: the dispatcher starts now rather than at its next poll.
+    if (queued) await tx.query(`SELECT pg_notify('${WEBHOOK_EVENT_DUE_CHANNEL}', '')`);
+    return { queued };
   });
 }
 

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/index.js';
-import { deliveryHeaders } from './payload.js';
+import { deliveryHeaders, type SignatureKeyIds } from './payload.js';
 import { type AfterFailure, afterFailedAttempt } from './retry-schedule.js';
+import { keyIdsMemo, type SigningSecret } from './signing.js';
 import type { AttemptOutcome, WebhookSender } from './webhook-sender.js';
 
 /*
@@ -28,15 +29,26 @@ export interface PendingDelivery {
   /** The number of the attempt to make (1-based). */
   attempt: number;
   maxAttempts: number;
+  /** The first attempt of the event's current series (1, or where a recovery started one). */
+  seriesFirstAttempt: number;
   /** next_attempt_at as set by the claim, in Postgres' own text form (microseconds kept). */
   lease: string;
-  endpoint: { url: string; secret: string; deliverable: boolean; why?: string };
+  endpoint: {
+    url: string;
+    secret: SigningSecret;
+    /** The secret before the last rotation, which signs too until it expires. */
+    previousSecret?: SigningSecret & { expiresAt: Date };
+    deliverable: boolean;
+    why?: string;
+  };
 }
 
 export interface AttemptedDelivery {
   kind: 'attempted';
   pending: PendingDelivery;
   attemptedAt: Date;
+  /** Which secrets signed the request. */
+  keyIds: SignatureKeyIds;
   outcome: AttemptOutcome;
 }
 
@@ -71,9 +83,12 @@ interface ClaimedRow {
   payload: string;
   attempts: number;
   max_attempts: number;
+  series_first_attempt: number;
   lease: string;
   url: string;
   secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
   endpoint_status: string;
   endpoint_deleted: boolean;
 }
@@ -120,10 +135,11 @@ export async function claimDueDeliveries(
      FROM due, webhook_endpoints ep
      WHERE e.id = due.id AND ep.org_id = e.org_id AND ep.id = e.endpoint_id
      RETURNING e.id, e.org_id, e.endpoint_id, e.event_type, e.payload, e.attempts, e.max_attempts,
-       e.next_attempt_at::text AS lease, ep.url, ep.secret, ep.status AS endpoint_status,
-       ep.deleted_at IS NOT NULL AS endpoint_deleted`,
+       e.series_first_attempt, e.next_attempt_at::text AS lease, ep.url, ep.secret, ep.previous_secret,
+       ep.previous_secret_expires_at, ep.status AS endpoint_status, ep.deleted_at IS NOT NULL AS endpoint_deleted`,
     [limit, leaseMs, [...fairness.busy.keys()], [...fairness.busy.values()], fairness.perEndpoint],
   );
+  const named = keyIdsMemo();
   return rows.map((row) => ({
     kind: 'pending',
     eventId: row.id,
@@ -133,10 +149,14 @@ export async function claimDueDeliveries(
     payload: row.payload,
     attempt: row.attempts + 1,
     maxAttempts: row.max_attempts,
+    seriesFirstAttempt: row.series_first_attempt,
     lease: row.lease,
     endpoint: {
       url: row.url,
-      secret: row.secret,
+      secret: named(row.secret),
+      ...(row.previous_secret && row.previous_secret_expires_at
+        ? { previousSecret: { ...named(row.previous_secret), expiresAt: row.previous_secret_expires_at } }
+        : {}),
       deliverable: !row.endpoint_deleted && row.endpoint_status === 'ACTIVE',
       ...(row.endpoint_deleted
         ? { why: 'Not delivered: the endpoint was deleted.' }
@@ -147,20 +167,29 @@ export async function claimDueDeliveries(
   }));
 }
 
-/** pending -> attempted: one signed POST of the stored payload. */
-export async function attempt(pending: PendingDelivery, sender: WebhookSender): Promise<AttemptedDelivery> {
-  const attemptedAt = new Date();
-  const outcome = await sender.send({
-    url: pending.endpoint.url,
-    body: pending.payload,
-    headers: deliveryHeaders({
-      deliveryId: pending.eventId,
-      type: pending.eventType,
-      payload: pending.payload,
-      secret: pending.endpoint.secret,
-    }),
+/**
+ * pending -> attempted: one POST of the stored payload, signed at `attemptedAt` (its
+ * webhook-timestamp: each attempt has its own) with the current secret, and with the previous
+ * one too while it has not expired by then.
+ */
+export async function attempt(
+  pending: PendingDelivery,
+  sender: WebhookSender,
+  attemptedAt: Date,
+): Promise<AttemptedDelivery> {
+  const { secret, previousSecret } = pending.endpoint;
+  const { headers, keyIds } = deliveryHeaders({
+    deliveryId: pending.eventId,
+    type: pending.eventType,
+    payload: pending.payload,
+    timestamp: Math.floor(attemptedAt.getTime() / 1000),
+    secrets: {
+      current: secret,
+      previous: previousSecret && previousSecret.expiresAt > attemptedAt ? previousSecret : undefined,
+    },
   });
-  return { kind: 'attempted', pending, attemptedAt, outcome };
+  const outcome = await sender.send({ url: pending.endpoint.url, body: pending.payload, headers });
+  return { kind: 'attempted', pending, attemptedAt, keyIds, outcome };
 }
 
 /** attempted -> succeeded | failed: any 2xx succeeds; everything else (3xx included) fails. */
@@ -169,8 +198,9 @@ export function judge(
   retryDelaysMs: readonly number[],
 ): SucceededDelivery | FailedDelivery {
   if (attempted.outcome.result === 'success') return { kind: 'succeeded', attempted };
-  const { attempt: number, maxAttempts } = attempted.pending;
-  return { kind: 'failed', attempted, next: afterFailedAttempt(number, maxAttempts, retryDelaysMs) };
+  const { attempt: number, maxAttempts, seriesFirstAttempt } = attempted.pending;
+  const next = afterFailedAttempt({ number, maxAttempts, seriesFirstAttempt }, retryDelaysMs);
+  return { kind: 'failed', attempted, next };
 }
 
 /**
@@ -199,9 +229,12 @@ export async function recordSettled(
     body: [] as (string | null)[],
     delayMs: [] as (number | null)[],
     durationMs: [] as number[],
+    serviceKeyId: [] as string[],
+    // space-separated: unnest cannot take an array of arrays of different lengths
+    standardKeyIds: [] as string[],
   };
   for (const delivery of settled) {
-    const { pending, outcome, attemptedAt } = delivery.attempted;
+    const { pending, outcome, attemptedAt, keyIds } = delivery.attempted;
     const next = delivery.kind === 'succeeded' ? undefined : delivery.next;
     columns.id.push(pending.eventId);
     columns.lease.push(pending.lease);
@@ -212,12 +245,15 @@ export async function recordSettled(
     columns.body.push(outcome.responseBody);
     columns.delayMs.push(next?.status === 'RETRYING' ? next.delayMs : null);
     columns.durationMs.push(outcome.durationMs);
+    columns.serviceKeyId.push(keyIds.service);
+    columns.standardKeyIds.push(keyIds.standard.join(' '));
   }
   const { rows } = await db.query<{ id: string }>(
     `WITH input AS (
        SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[], $5::timestamptz[],
-                            $6::int[], $7::text[], $8::float8[], $9::int[])
-         AS t (id, lease, attempt, status, attempted_at, code, body, delay_ms, duration_ms)
+                            $6::int[], $7::text[], $8::float8[], $9::int[], $10::text[], $11::text[])
+         AS t (id, lease, attempt, status, attempted_at, code, body, delay_ms, duration_ms,
+               service_key_id, standard_key_ids)
      ), updated AS (
        UPDATE webhook_events e SET
          status = CASE WHEN e.status = 'FAILED' THEN e.status ELSE i.status END,
@@ -231,10 +267,14 @@ export async function recordSettled(
        WHERE e.id = i.id AND e.attempts = i.attempt - 1
          AND ((e.next_attempt_at = i.lease AND e.status IN ('PENDING', 'RETRYING'))
            OR (e.status = 'FAILED' AND e.next_attempt_at IS NULL))
-       RETURNING e.id, e.org_id, i.attempt, i.attempted_at, i.code, i.duration_ms, i.body
+       RETURNING e.id, e.org_id, i.attempt, i.attempted_at, i.code, i.duration_ms, i.body,
+         i.service_key_id, i.standard_key_ids
      )
-     INSERT INTO webhook_attempts (org_id, webhook_event_id, attempt, attempted_at, response_code, duration_ms, response_body)
-     SELECT org_id, id, attempt, attempted_at, code, duration_ms, body FROM updated
+     INSERT INTO webhook_attempts (org_id, webhook_event_id, attempt, attempted_at, response_code, duration_ms,
+                                   response_body, service_signature_key_id, standard_signature_key_ids)
+     SELECT org_id, id, attempt, attempted_at, code, duration_ms, body, service_key_id,
+       string_to_array(standard_key_ids, ' ')
+     FROM updated
      ON CONFLICT (webhook_event_id, attempt) DO NOTHING
      RETURNING webhook_event_id AS id`,
     [
@@ -247,6 +287,8 @@ export async function recordSettled(
       columns.body,
       columns.delayMs,
       columns.durationMs,
+      columns.serviceKeyId,
+      columns.standardKeyIds,
     ],
   );
   return new Set(rows.map((row) => row.id));

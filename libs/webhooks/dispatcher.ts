@@ -11,6 +11,7 @@ import {
   recordUndeliverable,
   WEBHOOK_EVENT_DUE_CHANNEL,
 } from './delivery.js';
+import { forgetExpiredSecrets } from './endpoints.js';
 import { fanOutOutbox } from './outbox-fan-out.js';
 import { SettledRecorder } from './settled-recorder.js';
 import type { HostResolver } from './ssrf-guard.js';
@@ -31,10 +32,17 @@ export interface DispatcherSettings {
   outboxBatchSize?: number;
   /** Tests map host names to chosen addresses; production uses the system resolver. */
   resolveHost?: HostResolver;
+  /**
+   * The clock that stamps each attempt (webhook-timestamp) and decides whether a previous secret
+   * still signs; tests move it. Scheduling stays on the database clock.
+   */
+  now?: () => Date;
 }
 
 /** Never fewer than this between two loop turns with nothing to do, so an idle loop cannot spin. */
 const MIN_SLEEP_MS = 5;
+/** Expired previous secrets are forgotten once per this many poll intervals (they stop signing at once). */
+const SECRET_SWEEP_POLLS = 10;
 
 /**
  * The dispatcher loop: fans the outbox out into webhook events, claims due events up to the
@@ -68,6 +76,8 @@ export class WebhookDispatcher {
   private listenFailing = false;
   private outboxMayHaveRows = true;
   private lastFanOutAt = 0;
+  private lastSecretSweepAt = 0;
+  private readonly now: () => Date;
 
   constructor(
     private readonly db: Database,
@@ -81,6 +91,7 @@ export class WebhookDispatcher {
       ...(settings.resolveHost ? { resolveHost: settings.resolveHost } : {}),
     });
     this.recorder = new SettledRecorder(db);
+    this.now = settings.now ?? (() => new Date());
     // An attempt lasts at most the timeout; twice that leaves room to record it before another
     // dispatcher may take the event over.
     this.leaseMs = 2 * settings.timeoutMs;
@@ -161,6 +172,11 @@ export class WebhookDispatcher {
       moreOutbox = fannedOut.outboxRows === batchSize;
       this.outboxMayHaveRows ||= moreOutbox;
     }
+    if (Date.now() - this.lastSecretSweepAt >= SECRET_SWEEP_POLLS * this.settings.pollMs) {
+      this.lastSecretSweepAt = Date.now();
+      const forgotten = await forgetExpiredSecrets(this.db, this.now());
+      if (forgotten) this.log.info({ endpoints: forgotten }, 'expired previous signing secrets forgotten');
+    }
     const { concurrency } = this.settings;
     // A slot frees when the HTTP request ends; recording follows in batches. Deliveries waiting to
     // be recorded are bounded too, so a slow database slows claiming instead of piling up.
@@ -231,7 +247,7 @@ export class WebhookDispatcher {
         return;
       }
       this.countAttempt(pending.endpointId, 1);
-      const attempted = await attempt(pending, this.sender).finally(() => {
+      const attempted = await attempt(pending, this.sender, this.now()).finally(() => {
         this.countAttempt(pending.endpointId, -1);
         this.wake.notify();
       });

@@ -1,6 +1,7 @@
 export {
   getWebhookEvent,
   listWebhookEvents,
+  recoverWebhookEvents,
   retryWebhookEvent,
   type WebhookEventFilters,
 } from './delivery-history.js';
@@ -11,11 +12,18 @@ export {
   type EndpointPolicy,
   getEndpoint,
   listEndpoints,
+  rotateSecret,
   updateEndpoint,
 } from './endpoints.js';
 export { endpointReceives } from './event-matching.js';
 export { fanOutOutbox } from './outbox-fan-out.js';
 export { USER_AGENT } from './payload.js';
-export { generateSigningSecret, signPayload, verifySignature } from './signing.js';
+export {
+  generateSigningSecret,
+  signingKeyId,
+  signPayload,
+  signStandard,
+  verifySignature,
+} from './signing.js';
 export { type HostResolver, type ResolvedAddress, systemResolver } from './ssrf-guard.js';
 export { RESPONSE_BODY_CHARACTERS } from './webhook-sender.js';

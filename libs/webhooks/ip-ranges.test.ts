@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { forbiddenRangeOf } from './ip-ranges.js';
+import { forbiddenRangeOf, isLoopbackAddress } from './ip-ranges.js';
 
 describe('forbiddenRangeOf', () => {
   it.each([
@@ -89,5 +89,32 @@ describe('forbiddenRangeOf', () => {
     expect(forbiddenRangeOf('example.com')).toBe('reserved');
     expect(forbiddenRangeOf('10.0.0')).toBe('reserved');
     expect(forbiddenRangeOf('')).toBe('reserved');
+  });
+});
+
+describe('isLoopbackAddress', () => {
+  it('is true for 127.0.0.0/8, ::1 and their IPv4-mapped forms only', () => {
+    for (const address of [
+      '127.0.0.1',
+      '127.255.255.254',
+      '::1',
+      '[::1]',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+    ]) {
+      expect(isLoopbackAddress(address), address).toBe(true);
+    }
+    for (const address of [
+      '128.0.0.1',
+      '0.0.0.0',
+      '::',
+      '::2',
+      '::7f00:1',
+      '64:ff9b::7f00:1',
+      '2002:7f00:1::',
+      'localhost',
+    ]) {
+      expect(isLoopbackAddress(address), address).toBe(false);
+    }
   });
 });

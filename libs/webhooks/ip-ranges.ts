@@ -89,6 +89,24 @@ export function forbiddenRangeOf(address: string): ForbiddenRange | undefined {
   return find(IPV6_RANGES, v6, 128);
 }
 
+const IPV4_LOOPBACK = v4Range('127.0.0.0/8', 'loopback');
+const IPV6_LOOPBACK = parseIPv6('::1')!;
+
+/**
+ * Whether `address` (a literal, brackets allowed) is this machine's own: 127.0.0.0/8, ::1, or an
+ * IPv4-mapped form of the former (::ffff:127.0.0.1, which a dual-stack socket connects to locally).
+ * NAT64 and 6to4 addresses embedding 127.x are not: they are routed to a gateway.
+ */
+export function isLoopbackAddress(address: string): boolean {
+  const literal = address.replace(/^\[|\]$/g, '');
+  const v4 = parseIPv4(literal);
+  if (v4 !== undefined) return find([IPV4_LOOPBACK], v4, 32) !== undefined;
+  const v6 = parseIPv6(literal);
+  if (v6 === undefined) return false;
+  if (v6 === IPV6_LOOPBACK) return true;
+  return v6 >> 32n === IPV4_MAPPED >> 32n && find([IPV4_LOOPBACK], v6 & 0xffffffffn, 32) !== undefined;
+}
+
 /** The IPv4 address carried inside an IPv4-mapped, NAT64 (64:ff9b::/96) or 6to4 address. */
 function embeddedIPv4(v6: bigint): bigint | undefined {
   if (v6 >> 32n === IPV4_MAPPED >> 32n) return v6 & 0xffffffffn;

@@ -1,14 +1,70 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { verify } from '@octokit/webhooks-methods';
+import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { generateSigningSecret, signPayload, verifySignature } from './signing.js';
+import {
+  generateSigningSecret,
+  signingKeyId,
+  signPayload,
+  signStandard,
+  standardKeyOf,
+  verifySignature,
+} from './signing.js';
 
 describe('signing secrets', () => {
-  it('are whsec_ + 32 random bytes in base64url, different every time', () => {
+  it('are whsec_ + 32 random bytes in standard base64, different every time', () => {
     const secret = generateSigningSecret();
-    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
-    expect(Buffer.from(secret.slice(6), 'base64url')).toHaveLength(32);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(secret.slice(6), 'base64')).toHaveLength(32);
     expect(generateSigningSecret()).not.toBe(secret);
+  });
+
+  it('are taken as they are by the standardwebhooks package, which decodes the same key', () => {
+    for (let i = 0; i < 50; i++) {
+      const secret = generateSigningSecret();
+      const message = { id: 'msg_1', timestamp: 1_700_000_000, body: '{}' };
+      expect(new Webhook(secret).sign(message.id, new Date(message.timestamp * 1000), message.body)).toBe(
+        signStandard(secret, message),
+      );
+    }
+  });
+
+  it('are named by a key id that reveals nothing of them', () => {
+    const secret = generateSigningSecret();
+    expect(signingKeyId(secret)).toBe(
+      `key_${createHash('sha256').update(secret).digest('hex').slice(0, 16)}`,
+    );
+    expect(signingKeyId(secret)).toMatch(/^key_[0-9a-f]{16}$/);
+    expect(signingKeyId(generateSigningSecret())).not.toBe(signingKeyId(secret));
+  });
+});
+
+describe('signStandard', () => {
+  const body = '{"id":"b5a7","type":"invoice.paid","created":1700000000,"data":{"note":"é ✓"}}';
+
+  it('is v1, and the base64 HMAC-SHA256 of id.timestamp.body keyed with the decoded secret', () => {
+    const secret = generateSigningSecret();
+    const key = Buffer.from(secret.slice(6), 'base64');
+    const expected = createHmac('sha256', key).update(`b5a7.1700000000.${body}`, 'utf8').digest('base64');
+    expect(signStandard(secret, { id: 'b5a7', timestamp: 1_700_000_000, body })).toBe(`v1,${expected}`);
+  });
+
+  it('keys an older base64url secret with the same bytes as its standard base64 spelling', () => {
+    // secrets made before were whsec_ + base64url; pick bytes whose base64url has - and _
+    let bytes = randomBytes(32);
+    while (!/[-_]/.test(bytes.toString('base64url'))) bytes = randomBytes(32);
+    const legacy = `whsec_${bytes.toString('base64url')}`;
+    const standard = `whsec_${bytes.toString('base64')}`;
+    expect(standardKeyOf(legacy)).toEqual(bytes);
+    const message = { id: 'b5a7', timestamp: Math.floor(Date.now() / 1000), body };
+    const headers = {
+      'webhook-id': message.id,
+      'webhook-timestamp': String(message.timestamp),
+      'webhook-signature': signStandard(legacy, message),
+    };
+    expect(new Webhook(standard).verify(body, headers)).toEqual(JSON.parse(body));
+    // the package cannot decode the base64url spelling itself: hence the conversion in the README
+    expect(() => new Webhook(legacy).verify(body, headers)).toThrow();
   });
 });
 

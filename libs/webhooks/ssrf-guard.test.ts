@@ -93,7 +93,11 @@ describe('literal addresses', () => {
       'Refused: 10.0.0.1 is a private address; webhooks are delivered to public addresses only.',
     );
     expect(refusalFor(new URL('http://127.0.0.1:1/'), '127.0.0.1', true)).toBeUndefined();
-    expect(refusalFor(new URL('http://[::1]:1/'), '::1', true)).toBeInstanceOf(AddressRefusedError);
+    expect(refusalFor(new URL('http://[::1]:1/'), '::1', true)).toBeUndefined();
+    expect(refusalFor(new URL('http://[::1]:1/'), '::1', false)).toBeInstanceOf(AddressRefusedError);
+    expect(refusalFor(new URL('http://[64:ff9b::7f00:1]:1/'), '64:ff9b::7f00:1', true)).toBeInstanceOf(
+      AddressRefusedError,
+    );
     expect(refusalFor(new URL('https://8.8.8.8/'), '8.8.8.8', false)).toBeUndefined();
   });
 });

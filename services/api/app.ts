@@ -36,6 +36,7 @@ export function apiDepsFrom(
     publicBaseUrl: config.PUBLIC_BASE_URL,
     publicUrl: config.PUBLIC_URL,
     webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
+    webhookMaxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
     usageIngest: usage.ingest,
     extraReadinessChecks: usage.checks,
   };

@@ -30,6 +30,8 @@ export interface ApiDeps {
    */
   portalUsage?: PortalUsageSource | undefined;
   webhookAllowLocalhost: boolean;
+  /** Attempts in the series a webhook recovery starts (WEBHOOK_MAX_ATTEMPTS). */
+  webhookMaxAttempts: number;
   /** The usage ingest core, shared with the ingest service when both run in one process. */
   usageIngest: UsageIngest;
   /** Dependencies beyond the platform's (database, Redis, ClickHouse) that /readyz checks, e.g. the usage log. */

@@ -34,6 +34,7 @@ export async function startTestApi(
     publicBaseUrl: undefined,
     publicUrl: base.config.PUBLIC_URL,
     webhookAllowLocalhost: true,
+    webhookMaxAttempts: base.config.WEBHOOK_MAX_ATTEMPTS,
     usageIngest: usage.ingest,
     extraReadinessChecks: usage.checks,
     ...options.deps?.(base.platform),

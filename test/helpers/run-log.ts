@@ -17,8 +17,9 @@ export function runLogger(service = 'test'): Logger {
   });
 }
 
+// signing secrets: standard base64 now, base64url before; portal session and hosted-invoice tokens
 const CREDENTIAL =
-  /\b(?:sk_(?:live|test)_[A-Za-z0-9_-]{43}|whsec_[A-Za-z0-9_-]{43}|pst_[A-Za-z0-9_-]{43}|hinv_[A-Za-z0-9_-]{64})\b/g;
+  /\b(?:sk_(?:live|test)_[A-Za-z0-9_-]{43}\b|whsec_[A-Za-z0-9+/]{43}=|whsec_[A-Za-z0-9_-]{43}\b|pst_[A-Za-z0-9_-]{43}\b|hinv_[A-Za-z0-9_-]{64}\b)/g;
 
 /** Records each key or signing secret found in `text` as one that must never be logged. */
 export function recordCredentials(text: string): void {

@@ -11,7 +11,7 @@ import {
   type UsagePipeline,
   type UsageSinks,
 } from '../../libs/usage/index.js';
-import { buildApiApp } from '../../services/api/app.js';
+import { apiDepsFrom, buildApiApp } from '../../services/api/app.js';
 import type { ApiInstance } from '../../services/api/types.js';
 import { nodeHttpTransport } from '../../services/ingest/node-http.js';
 import { type IngestServer, startIngestServer } from '../../services/ingest/server.js';
@@ -104,15 +104,7 @@ describe('a dependency that stalls under load', () => {
       checks: () => ingestReadinessChecks(platform, pipeline),
       log,
     });
-    api = await buildApiApp({
-      platform,
-      bodyLimit: config.BODY_LIMIT_BYTES,
-      invoiceCacheBytes: 1024 * 1024,
-      publicBaseUrl: undefined,
-      webhookAllowLocalhost: true,
-      usageIngest: pipeline.ingest,
-      extraReadinessChecks: pipeline.checks,
-    });
+    api = await buildApiApp(apiDepsFrom(config, platform, { ingest: pipeline.ingest, checks: pipeline.checks }));
     await api.listen({ host: '127.0.0.1', port: 0 });
     apiPort = (api.server.address() as AddressInfo).port;
     org = await createTestOrg(platform.db);

@@ -175,8 +175,16 @@ describe('webhook delivery history API', () => {
     expect(response.statusCode).toBe(200);
     const { data } = response.json();
     expect(data).toMatchObject({ ...failed, updated_at: expect.any(String) });
+    const keyId = (await api.request({ path: `/webhook-endpoints/${endpointB}`, key: org.apiKey })).json()
+      .data.secret_key_id;
     expect(data.attempt_history).toEqual([
-      { attempt: 1, at: expect.any(String), response_code: 500, duration_ms: expect.any(Number) },
+      {
+        attempt: 1,
+        at: expect.any(String),
+        response_code: 500,
+        duration_ms: expect.any(Number),
+        signatures: { x_service_signature: keyId, webhook_signature: [keyId] },
+      },
     ]);
     expect(data.attempt_history[0].at).toBe(data.last_attempt_at);
     const [delivered] = receiver.deliveries.filter((d) => d.headers['x-service-delivery'] === failed.id);

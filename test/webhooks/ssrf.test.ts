@@ -145,7 +145,7 @@ describe('the SSRF guard at delivery time', () => {
         { url: `http://127.0.0.2:${receiver.port}/hooks`, literal: true },
         { url: 'https://[fe80::1]/hooks', literal: true },
       ],
-      true,
+      false,
     );
     expect(results.get('https://10.0.0.1/hooks')!.body).toBe(
       'Refused: 10.0.0.1 is a private address; webhooks are delivered to public addresses only.',
@@ -165,19 +165,45 @@ describe('the SSRF guard at delivery time', () => {
   it('lets only allowed localhost URLs reach loopback, and only while WEBHOOK_ALLOW_LOCALHOST is true', async () => {
     const viaName = `http://localhost:${receiver.port}/hooks?via=name`;
     const viaAddress = `http://127.0.0.1:${receiver.port}/hooks?via=address`;
+    const viaMapped = `http://[::ffff:7f00:1]:${receiver.port}/hooks?via=mapped`;
+    const viaNumber = `http://2130706433:${receiver.port}/hooks?via=number`;
     const rebind = `https://rebind.example.test:${receiver.port}/hooks`;
-    const allowed = await deliverOnce([{ url: viaName }, { url: viaAddress }, { url: rebind }], true);
-    expect(allowed.get(viaName)).toMatchObject({ status: 'SUCCESS', code: 200 });
-    expect(allowed.get(viaAddress)).toMatchObject({ status: 'SUCCESS', code: 200 });
+    const nat64 = `http://[64:ff9b::7f00:1]:${receiver.port}/hooks`;
+    const allowed = await deliverOnce(
+      [
+        { url: viaName },
+        { url: viaAddress },
+        { url: viaMapped, literal: true },
+        { url: viaNumber, literal: true },
+        { url: rebind },
+        { url: nat64, literal: true },
+      ],
+      true,
+    );
+    for (const url of [viaName, viaAddress, viaMapped, viaNumber]) {
+      expect(allowed.get(url), url).toMatchObject({ status: 'SUCCESS', code: 200 });
+    }
     expect(allowed.get(rebind)).toMatchObject({ status: 'FAILED', code: 0 });
     expect(allowed.get(rebind)!.body).toContain('rebind.example.test resolves to a loopback address');
-    expect(receiver.deliveries.map((d) => d.url).sort()).toEqual(['/hooks?via=address', '/hooks?via=name']);
+    // NAT64 of 127.0.0.1 is routed to a gateway: not this machine, so no exception
+    expect(allowed.get(nat64)).toMatchObject({ status: 'FAILED', code: 0 });
+    expect(allowed.get(nat64)!.body).toContain('is a loopback address');
+    expect(receiver.deliveries.map((d) => d.url).sort()).toEqual([
+      '/hooks?via=address',
+      '/hooks?via=mapped',
+      '/hooks?via=name',
+      '/hooks?via=number',
+    ]);
 
-    const refused = await deliverOnce([{ url: viaName }, { url: viaAddress }], false);
+    const refused = await deliverOnce(
+      [{ url: viaName }, { url: viaAddress }, { url: viaNumber, literal: true }],
+      false,
+    );
     expect(refused.get(viaName)).toMatchObject({ status: 'FAILED', code: 0 });
     expect(refused.get(viaName)!.body).toContain('localhost resolves to a loopback address');
     expect(refused.get(viaAddress)!.body).toContain('127.0.0.1 is a loopback address');
-    expect(receiver.deliveries).toHaveLength(2);
+    expect(refused.get(viaNumber)!.body).toContain('127.0.0.1 is a loopback address');
+    expect(receiver.deliveries).toHaveLength(4);
   });
 
   it('records a name that does not resolve as a connection error (0)', async () => {

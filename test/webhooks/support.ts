@@ -1,10 +1,14 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { Database } from '../../libs/db/index.js';
 import { emitDomainEvent } from '../../libs/events/index.js';
 import type { Logger } from '../../libs/log/index.js';
 import type { EmittedEventType } from '../../libs/schemas/index.js';
 import { type DispatcherSettings, WebhookDispatcher } from '../../libs/webhooks/index.js';
+import { buildApiApp } from '../../services/api/app.js';
+import type { ApiInstance } from '../../services/api/types.js';
+import type { TestApi } from '../helpers/api.js';
 import { runLogger } from '../helpers/run-log.js';
 
 export interface ReceivedDelivery {
@@ -26,7 +30,7 @@ export interface ReceiverAnswer {
 
 export type Responder = (delivery: ReceivedDelivery, count: number) => ReceiverAnswer;
 
-/** A real HTTP receiver on 127.0.0.1 that records every request it gets. */
+/** A real HTTP receiver on 127.0.0.1 (or another loopback address) that records every request it gets. */
 export interface Receiver {
   url: string;
   port: number;
@@ -37,7 +41,11 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(responder: Responder = () => ({ status: 200 })): Promise<Receiver> {
+export async function startReceiver(
+  responder: Responder = () => ({ status: 200 }),
+  options: { host?: string; port?: number } = {},
+): Promise<Receiver> {
+  const host = options.host ?? '127.0.0.1';
   let current = responder;
   const deliveries: ReceivedDelivery[] = [];
   const server: Server = createServer((request, response) => {
@@ -61,10 +69,10 @@ export async function startReceiver(responder: Responder = () => ({ status: 200 
       else send();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, host, resolve));
   const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}/hooks`,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/hooks`,
     port,
     deliveries,
     respond(next) {
@@ -168,4 +176,53 @@ export async function eventually<T>(
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Whether the standardwebhooks package accepts `delivery` with `secret`, exactly as a receiver calls it. */
+export function standardVerifies(
+  secret: string,
+  delivery: Pick<ReceivedDelivery, 'body' | 'headers'>,
+): boolean {
+  try {
+    new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>);
+    return true;
+  } catch (error) {
+    if (error instanceof WebhookVerificationError) return false;
+    throw error;
+  }
+}
+
+/** The Standard Webhooks signatures of a delivery (`v1,...` entries of webhook-signature). */
+export function standardSignatures(delivery: Pick<ReceivedDelivery, 'headers'>): string[] {
+  return String(delivery.headers['webhook-signature'] ?? '').split(' ');
+}
+
+/** The api as production runs it (WEBHOOK_ALLOW_LOCALHOST false), on a test api's platform. */
+export function buildApiWithoutLocalhost(api: TestApi): Promise<ApiInstance> {
+  return buildApiApp({
+    platform: api.platform,
+    bodyLimit: api.config.BODY_LIMIT_BYTES,
+    invoiceCacheBytes: 1024 * 1024,
+    publicBaseUrl: undefined,
+    webhookAllowLocalhost: false,
+    webhookMaxAttempts: api.config.WEBHOOK_MAX_ATTEMPTS,
+    usageIngest: api.usage.ingest,
+  });
+}
+
+/** Registers an endpoint through the api (201 expected) and returns it with its secret. */
+export async function registerEndpoint(
+  api: TestApi,
+  apiKey: string,
+  body: Record<string, unknown>,
+): Promise<{ id: string; secret: string; secret_key_id: string; status: string; updated_at: string }> {
+  const response = await api.request({
+    method: 'POST',
+    path: '/webhook-endpoints',
+    key: apiKey,
+    payload: body,
+  });
+  if (response.statusCode !== 201)
+    throw new Error(`endpoint not created: ${response.statusCode} ${response.body}`);
+  return response.json().data;
 }

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { z } from 'zod';
 import { ApiError } from '../../../libs/errors/index.js';
 import type { ApiInstance } from '../types.js';
 
@@ -6,8 +7,8 @@ import type { ApiInstance } from '../types.js';
  * Request bodies are JSON only: anything else is a 415, not a body handed to a route as a string.
  *
  * Many HTTP clients send `Content-Type: application/json` on every request, a DELETE or a body-less
- * POST included. On a route that declares no body, an empty body is taken as no body instead of
- * Fastify's 400 for an empty JSON body; a route that declares one still answers that 400, and
+ * POST included. On a route that declares no body or an optional one, an empty body is taken as no
+ * body instead of Fastify's 400 for an empty JSON body; a route that requires one still answers that 400, and
  * everything else goes through Fastify's own JSON parser (prototype-poisoning checks included), once
  * the bytes are known to be UTF-8 (decoding others would put U+FFFD into stored names and keys).
  * Scoped parsers (the MCP route's) replace this one where they are added.
@@ -17,7 +18,7 @@ export function registerBodyParsing(app: ApiInstance): void {
   const { onProtoPoisoning, onConstructorPoisoning } = app.initialConfig;
   const parseJson = app.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
   app.addContentTypeParser<Buffer>('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    if (body.length === 0 && request.routeOptions.schema?.body === undefined) {
+    if (body.length === 0 && takesNoBody(request.routeOptions.schema?.body)) {
       done(null, undefined);
       return;
     }
@@ -32,4 +33,9 @@ export function registerBodyParsing(app: ApiInstance): void {
     }
     parseJson(request, body.toString('utf8'), done);
   });
+}
+
+/** A route without a body schema, or whose body schema accepts no body at all. */
+function takesNoBody(schema: unknown): boolean {
+  return schema === undefined || (schema instanceof z.ZodType && schema.safeParse(undefined).success);
 }

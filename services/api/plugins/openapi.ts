@@ -1,6 +1,13 @@
 import swagger from '@fastify/swagger';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
-import { API_VERSION, BASE_PATH, ErrorBody } from '../../../libs/schemas/index.js';
+import { z } from 'zod';
+import {
+  API_VERSION,
+  BASE_PATH,
+  ErrorBody,
+  WEBHOOK_PAYLOADS,
+  WebhookDeliveryHeaders,
+} from '../../../libs/schemas/index.js';
 import type { ApiInstance } from '../types.js';
 
 /**
@@ -36,9 +43,13 @@ export async function registerOpenApi(app: ApiInstance): Promise<void> {
 
 type Transform = typeof jsonSchemaTransform;
 
+/** Marks an operation whose body may be omitted; publicOpenApiDocument turns it into `required: false`. */
+const OPTIONAL_BODY = 'x-optional-body';
+
 /**
  * jsonSchemaTransform, keeping the `headers` of a response declared by content type (it keeps
- * only description and content), which @fastify/swagger documents as the response's headers.
+ * only description and content), which @fastify/swagger documents as the response's headers, and
+ * marking a body schema that accepts no body (@fastify/swagger documents every body as required).
  */
 const keepResponseHeaders: Transform = (input) => {
   const output = jsonSchemaTransform(input);
@@ -48,29 +59,86 @@ const keepResponseHeaders: Transform = (input) => {
     const target = transformed?.[status];
     if (response?.headers && target && !('headers' in target)) target.headers = response.headers;
   }
+  const body = (input.schema as { body?: unknown }).body;
+  if (body instanceof z.ZodType && body.safeParse(undefined).success) {
+    (output.schema as Record<string, unknown>)[OPTIONAL_BODY] = true;
+  }
   return output;
 };
 
 interface OpenApiDocument {
   servers?: { url: string }[];
   paths?: Record<string, unknown>;
+  webhooks?: Record<string, unknown>;
   [key: string]: unknown;
 }
 
-/** The public document: paths relative to the base path, which `servers` names. */
+/** The public document: paths relative to the base path, which `servers` names, and the webhooks sent. */
 export function publicOpenApiDocument(app: ApiInstance, baseUrl: string): OpenApiDocument {
   const document = structuredClone(app.swagger() as OpenApiDocument);
   const paths: Record<string, unknown> = {};
   for (const [path, item] of Object.entries(document.paths ?? {})) {
     if (path.startsWith(`${BASE_PATH}/`)) paths[path.slice(BASE_PATH.length)] = item;
+    for (const operation of Object.values(item as Record<string, Record<string, unknown>>)) {
+      if (!operation[OPTIONAL_BODY]) continue;
+      delete operation[OPTIONAL_BODY];
+      (operation.requestBody as { required: boolean }).required = false;
+    }
   }
+  const webhooks = webhooksSection();
   const components = document.components as { schemas?: Record<string, unknown> } | undefined;
   return {
     ...document,
     servers: [{ url: `${baseUrl}${BASE_PATH}` }],
     paths,
-    components: { ...components, schemas: reachableSchemas(paths, components?.schemas ?? {}) },
+    webhooks,
+    components: { ...components, schemas: reachableSchemas([paths, webhooks], components?.schemas ?? {}) },
   };
+}
+
+const DELIVERY_DESCRIPTION =
+  'POSTed to every ACTIVE endpoint subscribed to this event type or its family wildcard, at least once: ' +
+  'deduplicate on `id` (also webhook-id). Verify the raw body before parsing it, with either header: ' +
+  'X-Service-Signature (hex HMAC-SHA256 keyed with the whole `whsec_...` secret), or webhook-id, ' +
+  'webhook-timestamp and webhook-signature as the Standard Webhooks libraries (`standardwebhooks` on npm) ' +
+  'check them, with the secret exactly as shown; reject a webhook-timestamp more than 5 minutes away. ' +
+  'Answer 2xx once processed or durably queued, and ignore event types you do not know.';
+
+/**
+ * The OpenAPI 3.1 `webhooks`: one POST per event type the service emits, its body the event's
+ * payload schema (a component, by reference) and its parameters the delivery headers, both from
+ * the zod schemas that type what the dispatcher sends.
+ */
+function webhooksSection(): Record<string, unknown> {
+  const parameters = Object.entries(WebhookDeliveryHeaders.shape).map(([name, schema]) => {
+    const { $schema: _dialect, description, ...jsonSchema } = z.toJSONSchema(schema, { io: 'output' });
+    return { name, in: 'header', required: true, description, schema: jsonSchema };
+  });
+  return Object.fromEntries(
+    Object.entries(WEBHOOK_PAYLOADS).map(([type, payload]) => {
+      const { id, description } = z.globalRegistry.get(payload) ?? {};
+      const operationId = `${type.replace(/\.(\w)/g, (_, letter: string) => letter.toUpperCase())}Webhook`;
+      const operation = {
+        operationId,
+        tags: ['Webhook payloads'],
+        summary: `${type}: ${description}`,
+        description: DELIVERY_DESCRIPTION,
+        security: [],
+        parameters,
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { $ref: `#/components/schemas/${id}` } } },
+        },
+        responses: {
+          '2XX': {
+            description:
+              'Received. Anything else, or no answer within the timeout (10 s), is retried: 5 attempts, 1, 2, 4 and 8 s apart.',
+          },
+        },
+      };
+      return [type, { post: operation }];
+    }),
+  );
 }
 
 /**

@@ -6,17 +6,22 @@ import {
   listOf,
   paginationOf,
   paginationQuery,
+  RecoverWebhookEvents,
+  RotateWebhookSecret,
   single,
   UpdateWebhookEndpoint,
   uuidPathId,
   WEBHOOK_ENDPOINT_STATUSES,
   WebhookEndpoint,
+  WebhookRecovery,
 } from '../../../libs/schemas/index.js';
 import {
   createEndpoint,
   deleteEndpoint,
   getEndpoint,
   listEndpoints,
+  recoverWebhookEvents,
+  rotateSecret,
   updateEndpoint,
 } from '../../../libs/webhooks/index.js';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
@@ -109,6 +114,62 @@ export const webhookEndpointRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => ({
       data: await updateEndpoint(db, orgIdOf(request), request.params.endpoint_id, request.body, policy),
     }),
+  );
+
+  app.post(
+    '/webhook-endpoints/:endpoint_id/rotate-secret',
+    {
+      schema: {
+        operationId: 'rotateWebhookEndpointSecret',
+        tags,
+        summary: 'Rotate the signing secret of a webhook endpoint',
+        description:
+          'Answers 200 with the endpoint and its new `secret`, shown this once. X-Service-Signature uses the new secret at once; for `expire_previous_in` seconds (default 86400, 0 to 604800) webhook-signature also carries a signature made with the previous secret, which is then forgotten. A rotation drops the secret before the previous one. Works on a DISABLED endpoint (rotate, then enable). The body may be omitted.',
+        params: EndpointParams,
+        body: RotateWebhookSecret.optional(),
+        response: {
+          200: single(CreatedWebhookEndpoint),
+          ...errorResponses(400, 404, 413, 415, 422, ...AUTHENTICATED_ERRORS),
+        },
+      },
+    },
+    async (request) => ({
+      data: await rotateSecret(
+        db,
+        orgIdOf(request),
+        request.params.endpoint_id,
+        request.body ?? RotateWebhookSecret.parse({}),
+      ),
+    }),
+  );
+
+  app.post(
+    '/webhook-endpoints/:endpoint_id/recover',
+    {
+      schema: {
+        operationId: 'recoverWebhookEndpointEvents',
+        tags,
+        summary: 'Send the failed events of a webhook endpoint again',
+        description:
+          'Every FAILED event of the endpoint created at or after `since` gets a new series of attempts (the same id and body; a new webhook-timestamp and signatures per attempt), in the order the events were created. Answers 202 with how many were queued; events already queued again by an earlier call are not queued twice. A DISABLED endpoint answers 409: enable it first.',
+        params: EndpointParams,
+        body: RecoverWebhookEvents,
+        response: {
+          202: single(WebhookRecovery),
+          ...errorResponses(400, 404, 409, 413, 415, 422, ...AUTHENTICATED_ERRORS),
+        },
+      },
+    },
+    async (request, reply) => {
+      const recovery = await recoverWebhookEvents(
+        db,
+        orgIdOf(request),
+        request.params.endpoint_id,
+        request.body,
+        { seriesLength: app.deps.webhookMaxAttempts },
+      );
+      return reply.code(202).send({ data: recovery });
+    },
   );
 
   app.delete(
