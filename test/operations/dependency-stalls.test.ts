@@ -104,7 +104,9 @@ describe('a dependency that stalls under load', () => {
       checks: () => ingestReadinessChecks(platform, pipeline),
       log,
     });
-    api = await buildApiApp(apiDepsFrom(config, platform, { ingest: pipeline.ingest, checks: pipeline.checks }));
+    api = await buildApiApp(
+      apiDepsFrom(config, platform, { ingest: pipeline.ingest, checks: pipeline.checks }),
+    );
     await api.listen({ host: '127.0.0.1', port: 0 });
     apiPort = (api.server.address() as AddressInfo).port;
     org = await createTestOrg(platform.db);

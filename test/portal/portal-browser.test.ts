@@ -1,30 +1,16 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { type BillingScenario, insertBillingScenario } from '../helpers/billing-fixtures.js';
+import { launchChromium, type TestBrowser, watchedPage as watchedBrowserPage } from '../helpers/browser.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { createSession } from './support.js';
 import { usageFromEvents } from './usage-from-events.js';
 
-/**
- * The portal in a real browser: Debian's chromium (installed by deploy/dev-services), driven by
- * playwright-core, which never downloads a browser of its own. A fresh, empty profile per run.
- */
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+/** The portal in a real browser (test/helpers/browser.ts). */
 /** Screenshots a person can look at after the run. */
 const SCREENSHOTS = join(process.cwd(), '.cache', 'portal-screenshots');
 
@@ -32,7 +18,7 @@ let api: TestApi;
 let org: TestOrg;
 let scenario: BillingScenario;
 let origin: string;
-let profile: string;
+let browser: TestBrowser;
 let context: BrowserContext;
 /** What each day of January 2026 got, for the item charted (API calls, the first metered item). */
 const posted = new Map<string, number>();
@@ -67,41 +53,21 @@ beforeAll(async () => {
     posted.set(`2026-01-${String(day).padStart(2, '0')}`, quantity);
   }
   origin = await api.app.listen({ host: '127.0.0.1', port: 0 });
-  profile = mkdtempSync(join(tmpdir(), 'portal-chromium-'));
   mkdirSync(SCREENSHOTS, { recursive: true });
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_FLAGS,
-    acceptDownloads: true,
-    viewport: { width: 1100, height: 900 },
-  });
+  browser = await launchChromium({ acceptDownloads: true });
+  context = browser.context;
 }, 120_000);
 
 afterAll(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await browser?.close();
   await api?.close();
 });
 
-/** A page that records every console error, failed request and uncaught exception. */
+/** A page that records every problem; a download ends its navigation request on purpose. */
 async function watchedPage(): Promise<{ page: Page; problems: string[] }> {
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error' || message.type() === 'warning')
-      problems.push(`console: ${message.text()}`);
+  return watchedBrowserPage(context, {
+    ignoreFailed: (url) => url.endsWith('/pdf') || url.includes('/pdf?'),
   });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('requestfailed', (request) => {
-    // a download ends its navigation request on purpose
-    if (!request.url().endsWith('/pdf') && !request.url().includes('/pdf?'))
-      problems.push(`failed: ${request.url()}`);
-  });
-  page.on('response', (response) => {
-    if (response.status() >= 400) problems.push(`${response.status()}: ${response.url()}`);
-  });
-  return { page, problems };
 }
 
 /** The portal URL on the listening server (sessions are made under its own address). */
