@@ -144,7 +144,7 @@ describe('console', () => {
     const result = await console_('help', 'org', 'create');
     expect(result.code).toBe(0);
     expect(result.stderr).toBe('');
-    expect(result.stdout).toMatch(/^org create --name NAME/);
+    expect(result.stdout).toMatch(/^usage: npx billing org create --name NAME/);
     const unknown = await console_('help', 'frobnicate');
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/^unknown command: frobnicate\n/);
