@@ -1,11 +1,10 @@
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runConsole } from '../../libs/console/index.js';
 import { INVOICE_STATUSES } from '../../libs/schemas/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { type BillingScenario, insertBillingScenario } from '../helpers/billing-fixtures.js';
+import { inProcessConsole } from '../helpers/console.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { PROJECT_ROOT, type ProcessResult } from '../helpers/processes.js';
+import { runCommand } from '../helpers/processes.js';
 
 /**
  * The operators' lookups (issue 27 item 6): every list prints what the public API's list route
@@ -48,12 +47,7 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-async function run(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runConsole(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) }, env);
-  return { code, stdout, stderr, json: () => JSON.parse(stdout) };
-}
+const run = inProcessConsole(() => env);
 
 /** Runs a command that must succeed and returns its JSON. */
 async function ok(...argv: string[]) {
@@ -471,21 +465,7 @@ describe('product update', () => {
 });
 
 /** `npx billing ...` from the project's directory, as an operator types it. */
-function npxBilling(args: string[]): Promise<ProcessResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('npx', ['--no-install', 'billing', ...args], {
-      cwd: PROJECT_ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const npxBilling = (args: string[]) => runCommand('npx', ['--no-install', 'billing', ...args], env);
 
 describe('npx billing', () => {
   it('runs the console as its own process: help, a list, a refusal', async () => {
