@@ -26,6 +26,8 @@ WORKDIR /app
 COPY --from=deps /app/node_modules node_modules
 COPY --from=build /app/dist dist
 COPY package.json ./
+# package.json's bin (npx billing): without tsx in the image it runs dist/bin/console.js
+COPY bin/billing.js bin/billing.js
 USER node
 EXPOSE 8080 8081 8082 8083
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 \

@@ -1,3 +1,9 @@
 export { ApiKeyAuthenticator, type AuthContext } from './authenticator.js';
-export { type CreatedApiKey, createApiKey, revokeApiKey } from './key-management.js';
+export {
+  type ApiKeySummary,
+  type CreatedApiKey,
+  createApiKey,
+  listApiKeys,
+  revokeApiKey,
+} from './key-management.js';
 export { bearerToken, generateApiKey, hashApiKey, looksLikeApiKey } from './keys.js';

@@ -1,5 +1,7 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
+import { readPage } from '../list-pages/index.js';
+import type { PaginationQuery } from '../schemas/index.js';
 import { generateApiKey } from './keys.js';
 
 export interface CreatedApiKey {
@@ -40,4 +42,54 @@ export async function revokeApiKey(
   const row = rows[0];
   if (!row) throw ApiError.notFound(`API key ${keyId}`);
   return { ...row, revoked_at: row.revoked_at.toISOString() };
+}
+
+/** An API key as operators see it: never the key nor its hash, which identify the holder. */
+export interface ApiKeySummary {
+  id: number;
+  org_id: number;
+  name: string;
+  environment: 'live' | 'test';
+  prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+type ApiKeyRow = Omit<ApiKeySummary, 'created_at' | 'revoked_at'> & {
+  created_at: Date;
+  revoked_at: Date | null;
+};
+
+/** An organization's keys, revoked ones included, newest first (see libs/list-pages). */
+export async function listApiKeys(
+  db: Queryable,
+  orgId: number,
+  page: PaginationQuery,
+): Promise<{ data: ApiKeySummary[]; total: number }> {
+  const { rows, total } = await readPage<ApiKeyRow>(
+    db,
+    {
+      table: 'api_keys',
+      alias: 'k',
+      columns: 'k.id, k.org_id, k.name, k.environment, k.prefix, k.created_at, k.revoked_at',
+      where: 'org_id = $1',
+      values: [orgId],
+      // an organization holds a handful of keys: a count costs less than keeping a total
+      total: async () =>
+        (
+          await db.query<{ total: number }>('SELECT count(*) AS total FROM api_keys WHERE org_id = $1', [
+            orgId,
+          ])
+        ).rows[0]!.total,
+    },
+    page,
+  );
+  return {
+    data: rows.map((row) => ({
+      ...row,
+      created_at: row.created_at.toISOString(),
+      revoked_at: row.revoked_at?.toISOString() ?? null,
+    })),
+    total: await total,
+  };
 }

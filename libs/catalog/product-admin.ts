@@ -17,6 +17,7 @@ import {
   PRODUCT_CATEGORIES,
   PRODUCT_TYPES,
   type Product,
+  updateInputOf,
 } from '../schemas/index.js';
 import { getProduct } from './products.js';
 
@@ -31,64 +32,82 @@ export const NewPriceTier = z.strictObject({
   flat_fee: moneyInput.default('0'),
 });
 
-export const NewProduct = z
-  .strictObject({
-    name: z.string().min(1).max(255),
-    unit_price: moneyInput.default('0'),
-    pricing_type: z.enum(PRICING_TYPES),
-    pricing_model: z.enum(PRICING_MODELS).default('per_unit'),
-    /** Default: tiered when a mode or tiers are given, else linear. */
-    pricing_scheme: z.enum(PRICING_SCHEMES).optional(),
-    pricing_mode: z.enum(PRICING_MODES).optional(),
-    tiers: z.array(NewPriceTier).max(50).optional(),
-    /** Default: the organization's default currency. */
-    currency: z
-      .string()
-      .regex(/^[A-Z]{3}$/, 'Must be a three-letter currency code such as CAD.')
-      .optional(),
-    /** Default: usage for usage-priced products, software otherwise. */
-    category: z.enum(PRODUCT_CATEGORIES).optional(),
-    product_type: z.enum(PRODUCT_TYPES).default('standard'),
-    default_billing_period: z.enum(BILLING_PERIODS).default('monthly'),
-    sku: z.string().max(100).default(''),
-    description: z.string().max(2000).default(''),
-    unit_label: z.string().min(1).max(50).default('unit'),
-    external_id: z.string().max(255).default(''),
-    is_active: z.boolean().default(true),
-    metadata: z.record(z.string(), z.unknown()).default({}),
-  })
-  .superRefine((product, ctx) => {
-    const tiered =
-      (product.pricing_scheme ?? (product.pricing_mode || product.tiers ? 'tiered' : 'linear')) === 'tiered';
-    if (!tiered) {
-      if (product.pricing_mode) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['pricing_mode'],
-          message: 'Only a tiered price has a pricing mode.',
-        });
-      }
-      if (product.tiers?.length) {
-        ctx.addIssue({ code: 'custom', path: ['tiers'], message: 'Only a tiered price has tiers.' });
-      }
-      return;
-    }
-    if (!product.pricing_mode) {
+/** A product's fields and their rules, before the rules that tie a price's fields together. */
+const ProductFields = z.strictObject({
+  name: z.string().min(1).max(255),
+  unit_price: moneyInput.default('0'),
+  pricing_type: z.enum(PRICING_TYPES),
+  pricing_model: z.enum(PRICING_MODELS).default('per_unit'),
+  /** Default: tiered when a mode or tiers are given, else linear. */
+  pricing_scheme: z.enum(PRICING_SCHEMES).optional(),
+  pricing_mode: z.enum(PRICING_MODES).optional(),
+  tiers: z.array(NewPriceTier).max(50).optional(),
+  /** Default: the organization's default currency. */
+  currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/, 'Must be a three-letter currency code such as CAD.')
+    .optional(),
+  /** Default: usage for usage-priced products, software otherwise. */
+  category: z.enum(PRODUCT_CATEGORIES).optional(),
+  product_type: z.enum(PRODUCT_TYPES).default('standard'),
+  default_billing_period: z.enum(BILLING_PERIODS).default('monthly'),
+  sku: z.string().max(100).default(''),
+  description: z.string().max(2000).default(''),
+  unit_label: z.string().min(1).max(50).default('unit'),
+  external_id: z.string().max(255).default(''),
+  is_active: z.boolean().default(true),
+  metadata: z.record(z.string(), z.unknown()).default({}),
+});
+
+export const NewProduct = ProductFields.superRefine((product, ctx) => {
+  const tiered =
+    (product.pricing_scheme ?? (product.pricing_mode || product.tiers ? 'tiered' : 'linear')) === 'tiered';
+  if (!tiered) {
+    if (product.pricing_mode) {
       ctx.addIssue({
         code: 'custom',
         path: ['pricing_mode'],
-        message: 'A tiered price needs a pricing mode: flat, volume or graduated.',
+        message: 'Only a tiered price has a pricing mode.',
       });
     }
-    for (const problem of tierProblems(product.tiers ?? [])) {
-      ctx.addIssue({
-        code: 'custom',
-        path: problem.index < 0 ? ['tiers'] : ['tiers', problem.index, problem.field],
-        message: problem.message,
-      });
+    if (product.tiers?.length) {
+      ctx.addIssue({ code: 'custom', path: ['tiers'], message: 'Only a tiered price has tiers.' });
     }
-  });
+    return;
+  }
+  if (!product.pricing_mode) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['pricing_mode'],
+      message: 'A tiered price needs a pricing mode: flat, volume or graduated.',
+    });
+  }
+  for (const problem of tierProblems(product.tiers ?? [])) {
+    ctx.addIssue({
+      code: 'custom',
+      path: problem.index < 0 ? ['tiers'] : ['tiers', problem.index, problem.field],
+      message: problem.message,
+    });
+  }
+});
 export type NewProduct = z.input<typeof NewProduct>;
+
+/**
+ * What `product update` may change: what names and describes a product, and whether it is sold.
+ * Never its price: subscriptions copied their unit price when created, but tiers are read at
+ * billing time, so a changed price would silently rebill subscriptions already running.
+ */
+export const UpdateProduct = updateInputOf(
+  ProductFields.pick({
+    name: true,
+    description: true,
+    sku: true,
+    unit_label: true,
+    external_id: true,
+    is_active: true,
+  }),
+);
+export type UpdateProduct = z.input<typeof UpdateProduct>;
 
 export type ProductWithTiers = Product & {
   tiers: { up_to: string | null; unit_price: string; flat_fee: string }[];
@@ -145,6 +164,37 @@ export async function createProduct(
     );
   }
   return { ...(await getProduct(tx, orgId, id)), tiers: await getPriceTiers(tx, orgId, id) };
+}
+
+/**
+ * Changes the fields given (see UpdateProduct) and leaves the others, the price above all, as
+ * they are. Found by id, or only within `orgId`. A deactivated product can no longer be put on a
+ * new subscription; the subscriptions that have it go on billing it.
+ */
+export async function updateProduct(
+  tx: Queryable,
+  ref: { productId: number; orgId?: number | undefined },
+  input: UpdateProduct,
+): Promise<ProductWithTiers> {
+  const product = parseInput(UpdateProduct, input);
+  // each field of UpdateProduct is the column of its name; nothing else reaches the SQL
+  const changes = Object.keys(UpdateProduct.shape)
+    .map((column) => [column, product[column as keyof typeof product]] as const)
+    .filter(([, value]) => value !== undefined);
+  const assignments = [...changes.map(([column], i) => `${column} = $${i + 3}`), 'updated_at = now()'];
+  const { rows } = await tx.query<{ id: number; org_id: number }>(
+    changes.length
+      ? `UPDATE products SET ${assignments.join(', ')}
+          WHERE id = $1 AND ($2::bigint IS NULL OR org_id = $2) RETURNING id, org_id`
+      : 'SELECT id, org_id FROM products WHERE id = $1 AND ($2::bigint IS NULL OR org_id = $2)',
+    [ref.productId, ref.orgId ?? null, ...changes.map(([, value]) => value)],
+  );
+  const found = rows[0];
+  if (!found) throw ApiError.notFound(`Product ${ref.productId}`);
+  return {
+    ...(await getProduct(tx, found.org_id, found.id)),
+    tiers: await getPriceTiers(tx, found.org_id, found.id),
+  };
 }
 
 /** A product's tiers in ascending order (empty for a linear price). */

@@ -181,7 +181,10 @@ export const apiSettings = common
 export const ingestSettings = common.extend(ingestOnly.shape);
 export const sinkSettings = common.extend(sinkOnly.shape);
 export const dispatcherSettings = common.extend(dispatcherOnly.shape).transform(withWebhookDefaults);
-export const consoleSettings = common.extend(billingOnly.shape).extend({ PORT: apiOnly.shape.PORT });
+export const consoleSettings = common
+  .extend(billingOnly.shape)
+  // the links it prints (seed's base URL, invoices' hosted_url) are the api's
+  .extend({ PORT: apiOnly.shape.PORT, PUBLIC_URL: apiOnly.shape.PUBLIC_URL });
 export const embeddedSettings = common
   .extend(apiOnly.shape)
   .extend(ingestOnly.shape)

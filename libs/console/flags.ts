@@ -38,6 +38,17 @@ export const jsonFlag = <T extends z.ZodType>(schema: T) =>
     })
     .pipe(schema);
 
+/**
+ * The body fields the `names` flags set: each field is its flag in snake_case (`contact-name` ->
+ * `contact_name`), the inverse of how refusals name a flag. A flag not given stays undefined.
+ */
+export function fieldsOf<F extends Record<string, unknown>>(
+  flags: F,
+  names: readonly (keyof F & string)[],
+): Record<string, unknown> {
+  return Object.fromEntries(names.map((flag) => [flag.replaceAll('-', '_'), flags[flag]]));
+}
+
 /** A clock a little ahead of this machine's is still "now"; a later year is a typo. */
 const CLOCK_SKEW_MS = 5 * 60_000;
 

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { z } from 'zod';
 import {
   ConfigError,
   type ConsoleConfig,
@@ -31,8 +32,16 @@ export async function runConsole(
 ): Promise<number> {
   const { words, flags, repeated } = parseArgv(argv);
   // `help`, `--help`, `help org`, `org --help`, `help org create` and `org create --help` ask for
-  // help: it is the answer (stdout, exit 0)
-  const helpTopic = words[0] === 'help' ? words.slice(1) : flags.help !== undefined ? words : undefined;
+  // help: it is the answer (stdout, exit 0). The parser reads `--help org` as a flag with a value:
+  // that value is a word of the topic.
+  const helpTopic =
+    words[0] === 'help'
+      ? words.slice(1)
+      : flags.help === undefined
+        ? undefined
+        : flags.help === true
+          ? words
+          : [...words, flags.help];
   if (helpTopic) return printHelp(helpTopic, commands, io);
   const command = findCommand(commands, words);
   if (!command) {
@@ -167,7 +176,7 @@ function commandsUnder(commands: Command[], words: string[]): Command[] {
 function printHelp(topic: string[], commands: Command[], io: ConsoleIo): number {
   const command = findCommand(commands, topic);
   if (command) {
-    io.stdout(`${command.name} ${command.usage}\n  ${command.summary}\n`);
+    io.stdout(commandHelp(command));
     return 0;
   }
   const group = commandsUnder(commands, topic);
@@ -225,7 +234,36 @@ function describe(error: unknown, command: Command): string {
   return `error: ${pg?.message ?? String(error)}`;
 }
 
+/** How the console is started from the project's directory (package.json `bin`). */
+const INVOCATION = 'npx billing';
+
 function help(commands: Command[]): string {
   const lines = commands.map((c) => `  ${c.name.padEnd(22)} ${c.summary}\n  ${' '.repeat(22)} ${c.usage}`);
-  return `usage: npm run --silent console -- <command> [--flags]\n\ncommands:\n${lines.join('\n')}\n`;
+  return (
+    `usage: ${INVOCATION} <command> [--flags]   (or: npm run --silent console -- <command> [--flags])\n` +
+    `       ${INVOCATION} <command> --help      (one command's flags)\n\ncommands:\n${lines.join('\n')}\n`
+  );
+}
+
+/**
+ * One command's help: its usage line, its summary, and each of its flags as its schema has it
+ * (required, or the value it takes when left out), so the list cannot drift from what is parsed.
+ */
+function commandHelp(command: Command): string {
+  const flags = Object.entries(command.flags.shape as Record<string, z.ZodType>);
+  const width = Math.max(0, ...flags.map(([flag]) => flag.length)) + 4;
+  const lines = flags.map(([flag, schema]) => {
+    const omitted = schema.safeParse(undefined);
+    const status = !omitted.success
+      ? 'required'
+      : omitted.data === undefined
+        ? 'optional'
+        : `default: ${omitted.data instanceof Date ? omitted.data.toISOString() : String(omitted.data)}`;
+    const description = schema.description ? `; ${schema.description}` : '';
+    return `  ${`--${flag}`.padEnd(width)} ${status}${description}\n`;
+  });
+  return (
+    `usage: ${INVOCATION} ${command.name}${command.usage ? ` ${command.usage}` : ''}\n\n` +
+    `${command.summary}\n${lines.length ? `\nflags:\n${lines.join('')}` : ''}`
+  );
 }

@@ -9,6 +9,7 @@ import {
   parseIntegerId,
   storable,
   UNSTORABLE_MESSAGE,
+  UpdateCustomer,
 } from '../schemas/index.js';
 
 const COLUMNS = `c.id, c.name, c.contact_name, c.email, c.phone, c.address_line1, c.address_line2, c.city,
@@ -30,7 +31,7 @@ function toCustomer(row: CustomerRow): Customer {
 }
 
 /** Text Postgres cannot store as sent (U+0000, a lone surrogate) is refused by field, not mangled or failed. */
-function assertStorableText(input: CreateCustomer): void {
+function assertStorableText(input: CreateCustomer | UpdateCustomer): void {
   const invalid: FieldError[] = [];
   for (const [field, value] of Object.entries(input)) {
     if (typeof value === 'string' && !storable(value)) {
@@ -66,6 +67,37 @@ export async function createCustomer(db: Queryable, orgId: number, input: Create
     ],
   );
   return toCustomer(rows[0]!);
+}
+
+/**
+ * Changes the fields given in `input` (parsed by UpdateCustomer) and leaves the others as they
+ * are; `null` empties a field that may be empty. Found by id, or only within `orgId`. With no
+ * field given, the customer is returned unchanged.
+ */
+export async function updateCustomer(
+  db: Queryable,
+  ref: { customerId: number; orgId?: number | undefined },
+  input: UpdateCustomer,
+): Promise<Customer> {
+  assertStorableText(input);
+  // each field of UpdateCustomer is the column of its name; nothing else reaches the SQL
+  const changes = Object.keys(UpdateCustomer.shape)
+    .map((column) => [column, input[column as keyof UpdateCustomer]] as const)
+    .filter(([, value]) => value !== undefined);
+  const assignments = changes.map(([column], i) => `${column} = $${i + 3}`);
+  const { rows } = changes.length
+    ? await db.query<CustomerRow>(
+        `UPDATE customers AS c SET ${assignments.join(', ')}, updated_at = now()
+          WHERE c.id = $1 AND ($2::bigint IS NULL OR c.org_id = $2)
+          RETURNING ${COLUMNS}`,
+        [ref.customerId, ref.orgId ?? null, ...changes.map(([, value]) => value)],
+      )
+    : await db.query<CustomerRow>(
+        `SELECT ${COLUMNS} FROM customers c WHERE c.id = $1 AND ($2::bigint IS NULL OR c.org_id = $2)`,
+        [ref.customerId, ref.orgId ?? null],
+      );
+  if (!rows[0]) throw ApiError.notFound(`Customer ${ref.customerId}`);
+  return toCustomer(rows[0]);
 }
 
 /** A text id that is not a positive integer is simply not found (docs/decisions.md). */

@@ -1,1 +1,1 @@
-export { CustomerReader, createCustomer, getCustomer, listCustomers } from './customers.js';
+export { CustomerReader, createCustomer, getCustomer, listCustomers, updateCustomer } from './customers.js';

@@ -1,6 +1,7 @@
 export {
   createOrganization,
   getOrganization,
+  listOrganizations,
   type Organization,
   setPlan,
   setRateLimitOverride,

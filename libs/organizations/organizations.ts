@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
 import { PLANS, type Plan, requestsPerHour } from '../rate-limit/index.js';
+import type { PaginationQuery } from '../schemas/index.js';
 
 export interface Organization {
   id: number;
@@ -56,6 +57,24 @@ export async function getOrganization(db: Queryable, orgId: number): Promise<Org
   const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM organizations WHERE id = $1`, [orgId]);
   if (!rows[0]) throw ApiError.notFound(`Organization ${orgId}`);
   return present(rows[0]);
+}
+
+/**
+ * Newest first, for operators. Organizations are few (one per tenant) and read only here, so a
+ * page is a plain LIMIT/OFFSET and the total a count.
+ */
+export async function listOrganizations(
+  db: Queryable,
+  page: PaginationQuery,
+): Promise<{ data: Organization[]; total: number }> {
+  const [list, count] = await Promise.all([
+    db.query<Row>(
+      `SELECT ${COLUMNS} FROM organizations ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2`,
+      [page.limit, page.offset],
+    ),
+    db.query<{ total: number }>('SELECT count(*) AS total FROM organizations'),
+  ]);
+  return { data: list.rows.map(present), total: count.rows[0]!.total };
 }
 
 export async function setPlan(db: Queryable, orgId: number, plan: string): Promise<Organization> {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { countryCode, dateTime, integerId, money } from './primitives.js';
+import { updateInputOf } from './update-input.js';
 
 export const Customer = z
   .object({
@@ -57,3 +58,7 @@ export const CreateCustomer = z
   })
   .meta({ id: 'CreateCustomerRequest' });
 export type CreateCustomer = z.output<typeof CreateCustomer>;
+
+/** What `customer update` may change: the fields of CreateCustomer, each optional, none defaulted. */
+export const UpdateCustomer = updateInputOf(CreateCustomer);
+export type UpdateCustomer = z.output<typeof UpdateCustomer>;

@@ -1,4 +1,4 @@
-export { CreateCustomer, Customer } from './customer.js';
+export { CreateCustomer, Customer, UpdateCustomer } from './customer.js';
 export { ErrorBody, FieldError } from './error.js';
 export { integerIdQuery, integerPathId, isUuid, parseIntegerId, uuidPathId } from './identifiers.js';
 export {
@@ -65,6 +65,7 @@ export {
   SubscriptionItem,
   type SubscriptionStatus,
 } from './subscription.js';
+export { type UpdateShape, updateInputOf } from './update-input.js';
 export {
   CreateUsageEventBatch,
   MAX_USAGE_BATCH_EVENTS,

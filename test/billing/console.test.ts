@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runConsole } from '../../libs/console/index.js';
+import { inProcessConsole } from '../helpers/console.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { runTs } from '../helpers/processes.js';
 import { outbox, recordUsage } from './fixtures.js';
@@ -25,12 +25,7 @@ beforeAll(async () => {
 });
 afterAll(() => database.drop());
 
-async function run(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runConsole(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) }, env);
-  return { code, stdout, stderr, json: () => JSON.parse(stdout) };
-}
+const run = inProcessConsole(() => env);
 
 /** Runs a command that must succeed and returns its JSON. */
 async function ok(...argv: string[]) {

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runConsole } from '../../libs/console/index.js';
+import { inProcessConsole } from '../helpers/console.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { runTs } from '../helpers/processes.js';
 
@@ -13,13 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => database.drop());
 
-/** Runs a command in-process, exactly as bin/console.ts does, capturing its output. */
-async function console_(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runConsole(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) }, env);
-  return { code, stdout, stderr, json: () => JSON.parse(stdout) };
-}
+const console_ = inProcessConsole(() => env);
 
 describe('console', () => {
   it('migrate applies nothing more on a migrated database', async () => {
@@ -144,7 +138,7 @@ describe('console', () => {
     const result = await console_('help', 'org', 'create');
     expect(result.code).toBe(0);
     expect(result.stderr).toBe('');
-    expect(result.stdout).toMatch(/^org create --name NAME/);
+    expect(result.stdout).toMatch(/^usage: npx billing org create --name NAME/);
     const unknown = await console_('help', 'frobnicate');
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/^unknown command: frobnicate\n/);

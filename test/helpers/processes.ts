@@ -19,8 +19,26 @@ export function runTs(
   env: Record<string, string | undefined>,
   timeoutMs?: number,
 ): Promise<ProcessResult> {
+  return runCommand(
+    process.execPath,
+    ['--import', 'tsx', path.join(PROJECT_ROOT, entry), ...args],
+    env,
+    timeoutMs,
+  );
+}
+
+/**
+ * Runs `command` in the project's directory to completion, or kills it after `timeoutMs` (code
+ * null) when given.
+ */
+export function runCommand(
+  command: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  timeoutMs?: number,
+): Promise<ProcessResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, entry), ...args], {
+    const child = spawn(command, args, {
       cwd: PROJECT_ROOT,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -10,6 +10,7 @@ import { paymentCommands } from './payment.js';
 import { productCommands } from './product.js';
 import { seedCommand } from './seed.js';
 import { subscriptionCommands } from './subscription.js';
+import { webhookEndpointCommands } from './webhook-endpoint.js';
 
 /** Every console command; each module owns one area. */
 export const COMMANDS: Command[] = [
@@ -23,5 +24,6 @@ export const COMMANDS: Command[] = [
   ...billingCommands,
   ...invoiceCommands,
   ...paymentCommands,
+  ...webhookEndpointCommands,
   ...clickhouseCommands,
 ] as Command[];

@@ -1,8 +1,11 @@
 import { z } from 'zod';
 import { postInvoice, withdrawInvoice } from '../../billing/index.js';
-import { uuid } from '../../schemas/index.js';
+import { getPublicInvoice, hostedLinkKeyOf, listInvoices, toPublicInvoice } from '../../invoices/index.js';
+import { getOrganization } from '../../organizations/index.js';
+import { INVOICE_STATUSES, Invoice, uuid } from '../../schemas/index.js';
 import { defineCommand } from '../command.js';
 import { idFlag } from '../flags.js';
+import { organizationOf, pageFlags, pagesBaseUrl, publicPage } from '../lookups.js';
 
 const flags = z.strictObject({ id: uuid, org: idFlag.optional() });
 
@@ -21,5 +24,33 @@ export const invoiceCommands = [
     usage: '--id UUID [--org ID]',
     flags,
     run: ({ db }, f) => db.transaction((tx) => withdrawInvoice(tx, { invoiceId: f.id, orgId: f.org })),
+  }),
+  defineCommand({
+    name: 'invoice list',
+    summary: "An organization's invoices with their items, newest first, as GET /invoices answers",
+    usage: `--org ID [--customer ID] [--status ${INVOICE_STATUSES.join('|')}] [--limit 1-100] [--offset N]`,
+    flags: z.strictObject({
+      org: idFlag,
+      customer: idFlag.optional(),
+      status: z.enum(INVOICE_STATUSES).optional(),
+      ...pageFlags,
+    }),
+    run: async ({ db, config }, f) => {
+      await getOrganization(db, f.org);
+      const filter = { customerId: f.customer, status: f.status };
+      const [page, key] = await Promise.all([listInvoices(db, f.org, filter, f), hostedLinkKeyOf(db, f.org)]);
+      const data = page.data.map((record) => toPublicInvoice(record, pagesBaseUrl(config), key));
+      return publicPage(Invoice, f, { data, total: page.total });
+    },
+  }),
+  defineCommand({
+    name: 'invoice show',
+    summary: 'One invoice with its items, as GET /invoices/{id} answers (with --org, only within it)',
+    usage: '--id UUID [--org ID]',
+    flags,
+    run: async ({ db, config }, f) => {
+      const orgId = await organizationOf(db, 'invoices', f.id, f.org);
+      return z.encode(Invoice, await getPublicInvoice(db, orgId, f.id, pagesBaseUrl(config)));
+    },
   }),
 ];

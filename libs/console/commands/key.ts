@@ -1,7 +1,9 @@
 import { z } from 'zod';
-import { createApiKey, revokeApiKey } from '../../auth/index.js';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../auth/index.js';
+import { getOrganization } from '../../organizations/index.js';
 import { defineCommand } from '../command.js';
 import { idFlag } from '../flags.js';
+import { pageFlags, pageOf } from '../lookups.js';
 
 export const keyCommands = [
   defineCommand({
@@ -14,6 +16,18 @@ export const keyCommands = [
       environment: z.enum(['live', 'test']).default('live'),
     }),
     run: ({ db }, f) => createApiKey(db, { orgId: f.org, name: f.name, environment: f.environment }),
+  }),
+  defineCommand({
+    name: 'key list',
+    summary:
+      "An organization's API keys, revoked ones included, newest first: id, name, environment, prefix, " +
+      'created_at, revoked_at (never a key nor its hash)',
+    usage: '--org ID [--limit 1-100] [--offset N]',
+    flags: z.strictObject({ org: idFlag, ...pageFlags }),
+    run: async ({ db }, f) => {
+      await getOrganization(db, f.org);
+      return pageOf(f, await listApiKeys(db, f.org, f));
+    },
   }),
   defineCommand({
     name: 'key revoke',

@@ -1,8 +1,14 @@
 import { z } from 'zod';
-import { createOrganization, setPlan, setRateLimitOverride } from '../../organizations/index.js';
+import {
+  createOrganization,
+  listOrganizations,
+  setPlan,
+  setRateLimitOverride,
+} from '../../organizations/index.js';
 import { PLANS } from '../../rate-limit/index.js';
 import { defineCommand } from '../command.js';
 import { idFlag, integerFlag, textFlag } from '../flags.js';
+import { pageFlags, pageOf } from '../lookups.js';
 
 export const orgCommands = [
   defineCommand({
@@ -25,6 +31,13 @@ export const orgCommands = [
         paymentTermsDays: f['payment-terms-days'],
         currency: f.currency,
       }),
+  }),
+  defineCommand({
+    name: 'org list',
+    summary: 'Every organization, newest first, with its plan and hourly limit',
+    usage: '[--limit 1-100] [--offset N]',
+    flags: z.strictObject(pageFlags),
+    run: async ({ db }, f) => pageOf(f, await listOrganizations(db, f)),
   }),
   defineCommand({
     name: 'org set-plan',

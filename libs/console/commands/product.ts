@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { moneyInput } from '../../billing/index.js';
-import { createProduct, NewPriceTier } from '../../catalog/index.js';
+import { createProduct, listProducts, NewPriceTier, updateProduct } from '../../catalog/index.js';
+import { getOrganization } from '../../organizations/index.js';
 import {
   BILLING_PERIODS,
   PRICING_MODELS,
@@ -9,9 +10,11 @@ import {
   PRICING_TYPES,
   PRODUCT_CATEGORIES,
   PRODUCT_TYPES,
+  Product,
 } from '../../schemas/index.js';
 import { defineCommand } from '../command.js';
-import { booleanFlag, idFlag, jsonFlag, textFlag } from '../flags.js';
+import { booleanFlag, booleanValue, fieldsOf, idFlag, jsonFlag, textFlag } from '../flags.js';
+import { pageFlags, publicPage } from '../lookups.js';
 
 export const productCommands = [
   defineCommand({
@@ -66,6 +69,49 @@ export const productCommands = [
           metadata: f.metadata,
           is_active: !f.inactive,
         }),
+      ),
+  }),
+  defineCommand({
+    name: 'product list',
+    summary:
+      "An organization's products, newest first, as GET /products answers (--active: only active or inactive)",
+    usage: '--org ID [--active true|false] [--limit 1-100] [--offset N]',
+    flags: z.strictObject({ org: idFlag, active: booleanValue.optional(), ...pageFlags }),
+    run: async ({ db }, f) => {
+      await getOrganization(db, f.org);
+      return publicPage(Product, f, await listProducts(db, f.org, { active: f.active }, f));
+    },
+  }),
+  defineCommand({
+    name: 'product update',
+    summary:
+      'Rename, describe or (de)activate a product: --active false keeps it off new subscriptions, ' +
+      'those that have it go on billing it. The price never changes here: subscriptions copied the ' +
+      'unit price when created but tiers are read at billing time, so a new price would silently ' +
+      'rebill running subscriptions; create another product instead',
+    usage:
+      '--id ID [--org ID] [--name N] [--description D] [--sku S] [--unit-label L] [--external-id X] [--active true|false]',
+    flags: z.strictObject({
+      id: idFlag,
+      org: idFlag.optional(),
+      name: z.string().optional(),
+      description: z.string().optional(),
+      sku: z.string().optional(),
+      'unit-label': z.string().optional(),
+      'external-id': z.string().optional(),
+      active: booleanValue.optional(),
+    }),
+    flagOfField: { is_active: 'active' },
+    run: ({ db }, { id, org, active, ...fields }) =>
+      db.transaction((tx) =>
+        updateProduct(
+          tx,
+          { productId: id, orgId: org },
+          {
+            ...fieldsOf(fields, ['name', 'description', 'sku', 'unit-label', 'external-id']),
+            is_active: active,
+          },
+        ),
       ),
   }),
 ];

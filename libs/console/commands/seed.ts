@@ -4,6 +4,7 @@ import { BASE_PATH } from '../../schemas/index.js';
 import { seedDemo } from '../../seed/index.js';
 import { defineCommand } from '../command.js';
 import { integerFlag } from '../flags.js';
+import { apiOrigin } from '../lookups.js';
 
 export const seedCommand = defineCommand({
   name: 'seed',
@@ -14,7 +15,6 @@ export const seedCommand = defineCommand({
     // Usage goes through the usage log, as accepted events do; only its failures are worth a line.
     const log = createLogger({ level: 'error', service: 'console', destination: 'stderr' });
     const orgs = await seedDemo(db, { config, log, orgs: f.orgs, progress });
-    const origin = config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`;
-    return { base_url: `${origin.replace(/\/+$/, '')}${BASE_PATH}`, orgs };
+    return { base_url: `${apiOrigin(config)}${BASE_PATH}`, orgs };
   },
 });

@@ -2,16 +2,19 @@ import { z } from 'zod';
 import { instantInput, runBilling, usageSource } from '../../billing/index.js';
 import { ApiError } from '../../errors/index.js';
 import { getOrganization } from '../../organizations/index.js';
-import { BILLING_PERIODS } from '../../schemas/index.js';
+import { BILLING_PERIODS, SUBSCRIPTION_STATUSES, Subscription } from '../../schemas/index.js';
 import {
   cancelSubscription,
   createSubscription,
+  getSubscription,
+  listSubscriptions,
   NewSubscriptionItem,
   unparkSubscription,
 } from '../../subscriptions/index.js';
 import { openUsageAggregator } from '../../usage/index.js';
 import { defineCommand } from '../command.js';
 import { billingNowFlag, booleanFlag, booleanValue, idFlag, integerFlag, jsonFlag } from '../flags.js';
+import { organizationOf, pageFlags, publicPage } from '../lookups.js';
 
 export const subscriptionCommands = [
   defineCommand({
@@ -126,5 +129,32 @@ export const subscriptionCommands = [
     flags: z.strictObject({ id: idFlag, org: idFlag.optional() }),
     run: ({ db }, f) =>
       db.transaction((tx) => unparkSubscription(tx, { subscriptionId: f.id, orgId: f.org })),
+  }),
+  defineCommand({
+    name: 'subscription list',
+    summary: "An organization's subscriptions with their items, newest first, as GET /subscriptions answers",
+    usage: `--org ID [--customer ID] [--status ${SUBSCRIPTION_STATUSES.join('|')}] [--limit 1-100] [--offset N]`,
+    flags: z.strictObject({
+      org: idFlag,
+      customer: idFlag.optional(),
+      status: z.enum(SUBSCRIPTION_STATUSES).optional(),
+      ...pageFlags,
+    }),
+    run: async ({ db }, f) => {
+      await getOrganization(db, f.org);
+      const filter = { customerId: f.customer, status: f.status };
+      return publicPage(Subscription, f, await listSubscriptions(db, f.org, filter, f));
+    },
+  }),
+  defineCommand({
+    name: 'subscription show',
+    summary:
+      'One subscription with its items, as GET /subscriptions/{id} answers (with --org, only within it)',
+    usage: '--id ID [--org ID]',
+    flags: z.strictObject({ id: idFlag, org: idFlag.optional() }),
+    run: async ({ db }, f) => {
+      const orgId = await organizationOf(db, 'subscriptions', f.id, f.org);
+      return z.encode(Subscription, await getSubscription(db, orgId, f.id));
+    },
   }),
 ];
