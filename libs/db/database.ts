@@ -135,15 +135,20 @@ export class Database implements Queryable {
     let client: pg.PoolClient | undefined;
     let released = false;
     let abandoned = false;
+    // A connection lost while checked out makes pg emit 'error' on the client, and an 'error'
+    // nobody listens to crashes the process; the statement on it fails on its own.
+    const ignoreLostConnection = () => {};
     const release = (broken?: Error) => {
       if (released || !client) return;
       released = true;
+      client.off('error', ignoreLostConnection);
       client.release(broken);
     };
     const gaveUp = () => new Error('abandoned: the database stopped answering');
     return this.guard!.run(
       async () => {
         client = await this.pool.connect();
+        client.on('error', ignoreLostConnection);
         if (abandoned) {
           release(gaveUp());
           throw gaveUp();
