@@ -2,6 +2,7 @@ import { type AddressInfo, connect, createServer, type Server, type Socket } fro
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Database } from '../../libs/db/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { runLogger } from '../helpers/run-log.js';
 
 describe('Database on Postgres with preparedStatements', () => {
   let database: TestDatabase;
@@ -132,5 +133,40 @@ describe('Database when its server stops answering after the connections were ma
     expect(Date.now() - started).toBeLessThan(3000);
     await db.transaction(async (tx) => expect((await tx.query('SELECT 3 AS n')).rows).toEqual([{ n: 3 }]));
     await db.close();
+  });
+});
+
+describe('Database under the stall guard, when a connection it has lent out is cut', () => {
+  it('fails that statement and keeps the process alive', async () => {
+    const database = await createTestDatabase('lost-connection');
+    const target = new URL(database.url);
+    // A TCP relay the test can cut: the connection ends with no message from the server.
+    const cut = new Set<Socket>();
+    const relay = createServer((client) => {
+      const server = connect(Number(target.port || 5432), target.hostname);
+      for (const socket of [client, server]) {
+        cut.add(socket);
+        socket.on('error', () => socket.destroy());
+      }
+      client.pipe(server).pipe(client);
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const relayed = new URL(database.url);
+    relayed.hostname = '127.0.0.1';
+    relayed.port = String((relay.address() as AddressInfo).port);
+    const db = new Database(relayed.toString(), { poolSize: 1, stall: { waitMs: 10_000, log: runLogger() } });
+    try {
+      await db.query('SELECT 1');
+      const sleeping = db.query('SELECT pg_sleep(30)');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      for (const socket of cut) socket.destroy();
+      // pg emits 'error' on the lent-out client in the same tick as it fails the statement: with
+      // nobody listening, that is an uncaught exception, which vitest reports as a failed run.
+      await expect(sleeping).rejects.toThrow(/Connection terminated/);
+    } finally {
+      await db.close().catch(() => {});
+      relay.close();
+      await database.drop();
+    }
   });
 });
