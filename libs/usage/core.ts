@@ -3,13 +3,10 @@ import { ApiError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { ingestEvents } from '../observability/index.js';
 import {
-  bucketKey,
-  hourWindow,
   type RateLimitDecision,
   type RateLimiter,
   rateLimitedError,
   rateLimitHeaders,
-  requestsPerHour,
 } from '../rate-limit/index.js';
 import type { UsageEvent } from '../schemas/index.js';
 import {
@@ -46,7 +43,10 @@ export interface UsageIngestOptions {
   store: UsageDedupStore;
   log: UsageEventLog;
   items: Pick<SubscriptionItemCache, 'usageType' | 'cached'>;
-  /** Counts requests that never reach the reservation (invalid ones), with the same buckets. */
+  /**
+   * Decides every request's limit: it counts those that never reach the reservation (invalid
+   * ones) itself, and plans the count the reservation makes in the same bucket.
+   */
   rateLimiter: RateLimiter;
   /** REDIS_KEY_PREFIX: the rate limiter's buckets and the dedup keys live under it. */
   keyPrefix: string;
@@ -63,8 +63,6 @@ export interface UsageIngestOptions {
 const MAX_ATTEMPTS = 2;
 /** Records a duplicate follows (awaited, adopted, read again) before it gives up with 503. */
 const MAX_SETTLE_STEPS = 4;
-/** As the rate limiter's own buckets: a little over the hour, for replicas with skewed clocks. */
-const BUCKET_TTL_SECONDS = 3600 + 300;
 
 interface Settled {
   record: UsageEventRecord;
@@ -343,11 +341,11 @@ export class UsageIngest {
     // must find us here, even if its reply from the store arrives first.
     for (const candidate of candidates) this.inFlight.set(candidate.id, null);
 
-    const bucket = countHere ? this.bucketOf(auth) : undefined;
+    const planned = countHere ? this.options.rateLimiter.plan(auth) : undefined;
     let reservation: Awaited<ReturnType<UsageDedupStore['reserve']>>;
     try {
       reservation = await this.options.store.reserve({
-        bucket: bucket?.bucket,
+        bucket: planned?.bucket,
         entries,
         ttlSeconds: this.options.idempotencyTtlSeconds,
       });
@@ -355,11 +353,10 @@ export class UsageIngest {
       for (const candidate of candidates) this.inFlight.delete(candidate.id);
       throw unavailable('The idempotency store is unavailable.', cause);
     }
-    const decision = bucket && this.decisionOf(bucket, reservation.count, reservation.allowed);
+    const decision = planned && this.options.rateLimiter.decide(planned, reservation);
     const headers = decision ? rateLimitHeaders(decision) : {};
     if (!reservation.allowed) {
       for (const candidate of candidates) this.inFlight.delete(candidate.id);
-      this.options.rateLimiter.noteExhausted(auth.orgId, decision!.limit);
       throw withHeaders(rateLimitedError(decision!), headers);
     }
 
@@ -540,35 +537,6 @@ export class UsageIngest {
     if (!waiting) return;
     if ('stored' in result) waiting.resolve(result.stored);
     else waiting.reject(result.error);
-  }
-
-  private bucketOf(auth: AuthContext) {
-    const window = hourWindow(this.now());
-    const limit = requestsPerHour(auth.plan, auth.rateLimitOverride);
-    return {
-      bucket: {
-        key: bucketKey(this.options.keyPrefix, auth.orgId, window.hour),
-        limit,
-        ttlSeconds: BUCKET_TTL_SECONDS,
-      },
-      window,
-      plan: auth.plan,
-    };
-  }
-
-  private decisionOf(
-    { bucket, window, plan }: ReturnType<UsageIngest['bucketOf']>,
-    count: number,
-    allowed: boolean,
-  ): RateLimitDecision {
-    return {
-      allowed,
-      plan,
-      limit: bucket.limit,
-      remaining: Math.max(0, bucket.limit - count),
-      resetEpochSeconds: window.resetEpochSeconds,
-      secondsToReset: window.secondsToReset,
-    };
   }
 }
 
