@@ -1,5 +1,5 @@
 import { writeDecimal } from '../bytes/index.js';
-import type { UsageEvent } from '../schemas/index.js';
+import { isUuid, type UsageEvent } from '../schemas/index.js';
 
 /**
  * A usage event as the log, the sinks and the dedup store carry it. Its identity is
@@ -51,7 +51,6 @@ export function logMessageKey(orgId: number, subscriptionItemId: number): string
 
 /** First line of every usage message: the format, so a later one can be told apart. */
 const LOG_FORMAT = 'usage/1';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DECIMAL = /^\d+(\.\d{1,8})?$/;
 const INTEGER = /^\d{1,15}$/;
 
@@ -137,7 +136,7 @@ export function decodeLogMessage(value: Buffer | string | null): UsageEventRecor
     const [id, org, item, quantity, occurred, recorded, idempotencyKey] = lines[i]!.split('\t', 7);
     if (
       !id ||
-      !UUID.test(id) ||
+      !isUuid(id) ||
       !org ||
       !INTEGER.test(org) ||
       !item ||

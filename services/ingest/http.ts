@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { JSON_CONTENT_TYPE } from '../../libs/schemas/index.js';
 import type { HttpResponse } from './transport.js';
 
@@ -37,17 +36,6 @@ const STATUS_LINES = new Map(
 );
 const CONTENT_TYPE = bytesOf('content-type');
 const REQUEST_ID = bytesOf('X-Request-ID');
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** As the api service: a caller's own X-Request-ID is kept when it is a UUID, else a new one. */
-export function requestIdFrom(given: string): string {
-  return given && UUID.test(given) ? given.toLowerCase() : newRequestId();
-}
-
-export function newRequestId(): string {
-  return randomUUID();
-}
 
 /**
  * The life of one uWS response: it may be written once, and never after the client went away

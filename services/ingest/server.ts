@@ -13,12 +13,13 @@ import {
   BASE_PATH,
   dataListWriter,
   jsonWriter,
+  requestIdFrom,
   single,
   UsageEvent,
   UsageEventBatchResult,
 } from '../../libs/schemas/index.js';
 import { batchResultBody, parseUsageBody, type UsageIngest } from '../../libs/usage/index.js';
-import { bytesOf, Exchange, readBody, requestIdFrom } from './http.js';
+import { bytesOf, Exchange, readBody } from './http.js';
 import type { HttpRequest, HttpResponse, HttpTransport } from './transport.js';
 
 export const USAGE_EVENTS_PATH = `${BASE_PATH}/usage/events`;
