@@ -10,9 +10,15 @@ const inexactQuantities = new WeakSet<object>();
  * for every other route), and each event's `quantity` is checked against its text: JSON.parse
  * turns `12345678901234.12345678` into the nearest double, `12345678901234.123`, and an amount
  * must never change on its way in (quantityIsInexact tells the validation). Bytes that are not UTF-8
- * are refused rather than decoded to U+FFFD, which would make different keys one. Throws ApiError 400.
+ * are refused rather than decoded to U+FFFD, which would make different keys one. A body sent with
+ * a Content-Encoding other than identity is refused first (415). Throws ApiError 400 or 415.
  */
-export function parseUsageBody(bytes: Buffer): unknown {
+export function parseUsageBody(
+  bytes: Buffer,
+  headers: { contentEncoding?: string | undefined } = {},
+): unknown {
+  const encoded = ApiError.ofContentEncoding(headers.contentEncoding);
+  if (encoded) throw encoded;
   if (!isUtf8(bytes)) throw ApiError.invalidUtf8();
   const text = bytes.toString('utf8');
   const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;

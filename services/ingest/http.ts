@@ -50,16 +50,23 @@ export class Exchange {
   /** Called once if the client goes away before the answer. */
   onAbort: (() => void) | undefined;
 
-  /**
-   * `bodiless` for an answer to HEAD: it carries the headers only, since a client reads no body
-   * after it and would take those bytes for the start of the next response on the connection.
-   */
+  private readonly bodiless: boolean;
+  private readonly closing: () => boolean;
+
   constructor(
     readonly res: HttpResponse,
-    private readonly bodiless = false,
-    /** True once the server drains: every answer then closes its connection (no next request on it). */
-    private readonly closing: () => boolean = () => false,
+    options: {
+      /**
+       * An answer to HEAD: it carries the headers only, since a client reads no body after it and
+       * would take those bytes for the start of the next response on the connection.
+       */
+      bodiless?: boolean;
+      /** True once the server drains: every answer then closes its connection (no next request on it). */
+      closing?: () => boolean;
+    } = {},
   ) {
+    this.bodiless = options.bodiless ?? false;
+    this.closing = options.closing ?? (() => false);
     // The JS fallback also calls this after a normal end; `answered` tells the two apart.
     res.onAborted(() => {
       if (this.answered || this.aborted) return;
@@ -76,8 +83,10 @@ export class Exchange {
     status: number,
     headers: Record<string, string>,
     body: string | Buffer,
-    contentType = JSON_CONTENT_TYPE,
-    closeConnection = false,
+    {
+      contentType = JSON_CONTENT_TYPE,
+      closeConnection = false,
+    }: { contentType?: string; closeConnection?: boolean } = {},
   ): void {
     if (!this.open) return;
     this.answered = true;
