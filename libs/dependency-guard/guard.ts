@@ -85,13 +85,13 @@ export class DependencyGuard {
     }
     this.watch();
     return new Promise<T>((resolve, reject) => {
-      let settled = false;
+      let answered = false;
       const waiting: Waiting = {
         started: performance.now(),
         suspectedAt: 0,
         giveUp: (error) => {
-          if (settled) return;
-          settled = true;
+          if (answered) return;
+          answered = true;
           this.waiting.delete(waiting);
           abandon?.();
           reject(error);
@@ -100,14 +100,14 @@ export class DependencyGuard {
       this.waiting.add(waiting);
       call().then(
         (value) => {
-          if (settled) return;
-          settled = true;
+          if (answered) return;
+          answered = true;
           this.waiting.delete(waiting);
           resolve(value);
         },
         (error: unknown) => {
-          if (settled) return;
-          settled = true;
+          if (answered) return;
+          answered = true;
           this.waiting.delete(waiting);
           if (this.options.isOutage?.(error)) this.markDown(describe(error));
           reject(error);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InFlightRequests } from './in-flight.js';
 
-async function isSettled(promise: Promise<void>): Promise<boolean> {
+async function hasResolved(promise: Promise<void>): Promise<boolean> {
   let done = false;
   void promise.then(() => {
     done = true;
@@ -13,7 +13,7 @@ async function isSettled(promise: Promise<void>): Promise<boolean> {
 describe('InFlightRequests', () => {
   it('is idle at once when nothing runs', async () => {
     const requests = new InFlightRequests();
-    expect(await isSettled(requests.idle())).toBe(true);
+    expect(await hasResolved(requests.idle())).toBe(true);
     expect(requests.draining).toBe(false);
   });
 
@@ -26,10 +26,10 @@ describe('InFlightRequests', () => {
     const first = requests.idle();
     const second = requests.idle();
     requests.finish();
-    expect(await isSettled(first)).toBe(false);
+    expect(await hasResolved(first)).toBe(false);
     requests.finish();
-    expect(await isSettled(first)).toBe(true);
-    expect(await isSettled(second)).toBe(true);
+    expect(await hasResolved(first)).toBe(true);
+    expect(await hasResolved(second)).toBe(true);
     expect(requests.count).toBe(0);
   });
 

@@ -3,6 +3,7 @@ import type { Database } from '../db/index.js';
 import { OUTBOX_CHANNEL } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import { webhookAttempts, webhookDeliveryDuration } from '../observability/index.js';
+import { AttemptRecorder } from './attempt-recorder.js';
 import {
   attempt,
   claimDueDeliveries,
@@ -13,7 +14,6 @@ import {
 } from './delivery.js';
 import { forgetExpiredSecrets } from './endpoints.js';
 import { fanOutOutbox } from './outbox-fan-out.js';
-import { SettledRecorder } from './settled-recorder.js';
 import type { HostResolver } from './ssrf-guard.js';
 import { WebhookSender } from './webhook-sender.js';
 
@@ -55,7 +55,7 @@ const SECRET_SWEEP_POLLS = 10;
  */
 export class WebhookDispatcher {
   private readonly sender: WebhookSender;
-  private readonly recorder: SettledRecorder;
+  private readonly recorder: AttemptRecorder;
   /** Every claimed delivery until it is recorded (what a shutdown waits for). */
   private readonly inFlight = new Set<Promise<void>>();
   /** Deliveries whose HTTP request is under way: what the concurrency limits. */
@@ -90,7 +90,7 @@ export class WebhookDispatcher {
       maxSocketsPerHost: settings.concurrency,
       ...(settings.resolveHost ? { resolveHost: settings.resolveHost } : {}),
     });
-    this.recorder = new SettledRecorder(db);
+    this.recorder = new AttemptRecorder(db);
     this.now = settings.now ?? (() => new Date());
     // An attempt lasts at most the timeout; twice that leaves room to record it before another
     // dispatcher may take the event over.

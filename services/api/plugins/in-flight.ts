@@ -10,7 +10,7 @@ type Tracked = FastifyRequest & { [finished]?: boolean };
  * Counts requests whose work is still running. Closing the server waits for requests whose client
  * is still connected, but a client that went away mid-request leaves its hooks and handler
  * running; closing the database or Redis under them would fail them, with errors in the log at
- * every shutdown under load. `app.requestsSettled()` resolves once none is left, so a caller closes
+ * every shutdown under load. `app.requestsFinished()` resolves once none is left, so a caller closes
  * those only after it. A request's work ends when its reply is ready (onSend runs for every
  * outcome, a client gone included); onResponse is a second chance that cannot count twice.
  */
@@ -21,7 +21,7 @@ export function registerInFlightTracking(app: ApiInstance): void {
     request[finished] = true;
     requests.finish();
   };
-  app.decorate('requestsSettled', () => requests.idle());
+  app.decorate('requestsFinished', () => requests.idle());
   // Once closing, a request that still arrives on an open connection is answered 503 like every
   // other error (Retry-After, X-Request-ID, the error body) instead of Fastify's bare 503.
   app.addHook('preClose', async () => requests.startDraining());
