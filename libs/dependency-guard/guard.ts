@@ -1,3 +1,4 @@
+import { withTimeout } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 
 /** A call refused or given up on because its dependency is down: answered 503, never a 500. */
@@ -209,16 +210,6 @@ export class DependencyGuard {
     );
     this.downSince = undefined;
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 function describe(error: unknown): string {
