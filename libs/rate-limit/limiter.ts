@@ -50,7 +50,7 @@ export class RateLimiter {
     const planned = this.plan(subject);
     const known = this.exhausted.get(subject.orgId);
     if (known && known.hour === planned.window.hour && known.limit === planned.bucket.limit) {
-      return decisionOf(planned, planned.bucket.limit, false);
+      return decisionOf(planned, { count: planned.bucket.limit, allowed: false });
     }
     const { key, limit, ttlSeconds } = planned.bucket;
     return this.decide(planned, await this.store.consume(key, limit, ttlSeconds));
@@ -78,11 +78,14 @@ export class RateLimiter {
     } else if (this.exhausted.has(planned.orgId)) {
       this.exhausted.delete(planned.orgId);
     }
-    return decisionOf(planned, counted.count, counted.allowed);
+    return decisionOf(planned, counted);
   }
 }
 
-function decisionOf(planned: PlannedCount, count: number, allowed: boolean): RateLimitDecision {
+function decisionOf(
+  planned: PlannedCount,
+  { count, allowed }: { count: number; allowed: boolean },
+): RateLimitDecision {
   const { limit } = planned.bucket;
   return {
     allowed,
