@@ -99,7 +99,7 @@ stopOnSignals({
   async stop() {
     await ingest.server.close();
     await api.close();
-    await api.requestsSettled();
+    await api.requestsFinished();
     await ingest.pipeline.close();
     await dispatcher.stop();
     await billing.stop();

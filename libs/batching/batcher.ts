@@ -49,7 +49,7 @@ export class Batcher<I, O> {
     });
   }
 
-  /** Closes the open batch now and waits until every batch has settled. */
+  /** Closes the open batch now and waits until every batch has its outcome. */
   async flush(): Promise<void> {
     this.close();
     while (this.running.size) await Promise.allSettled([...this.running]);

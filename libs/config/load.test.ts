@@ -6,6 +6,7 @@ import {
   embeddedSettings,
   loadConfig,
   reaching,
+  withTimeout,
 } from './index.js';
 
 describe('configuration', () => {
@@ -104,5 +105,13 @@ describe('configuration', () => {
       reaching('CLICKHOUSE_URL', Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:1'))),
     ).rejects.toThrow('cannot reach CLICKHOUSE_URL: connect ECONNREFUSED 127.0.0.1:1');
     await expect(reaching('DATABASE_URL', Promise.resolve(7))).resolves.toBe(7);
+  });
+});
+
+describe('withTimeout', () => {
+  it("passes the promise's outcome on, or fails once the time is up, and leaves no timer behind", async () => {
+    await expect(withTimeout(Promise.resolve('answer'), 1000)).resolves.toBe('answer');
+    await expect(withTimeout(Promise.reject(new Error('refused')), 1000)).rejects.toThrow('refused');
+    await expect(withTimeout(new Promise(() => {}), 10)).rejects.toThrow('no answer within 10 ms');
   });
 });

@@ -44,8 +44,8 @@ export class Database implements Queryable {
 
   /**
    * `preparedStatements`: each distinct SQL text of query() becomes a named statement, parsed and
-   * planned once per connection instead of on every call (measured: half of Postgres's CPU on a
-   * primary-key lookup). Only for Postgres itself: the embedded PGlite serves every connection from
+   * planned once per connection instead of on every call (parsing and planning are most of
+   * Postgres's work for a primary-key lookup). Only for Postgres itself: the embedded PGlite serves every connection from
    * ONE backend, where two connections preparing one name would collide. Texts are parameterized
    * everywhere, so their number is bounded; past MAX_NAMED_STATEMENTS, texts run unnamed. A
    * call without values is never named: its text may hold several statements.

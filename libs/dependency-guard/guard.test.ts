@@ -13,7 +13,7 @@ function recordingLog() {
   return { lines, log: { error: at('error'), warn: at('warn'), info: at('info') } as unknown as Logger };
 }
 
-/** A call that settles when the test says so. */
+/** A call that ends when the test says so. */
 function pending<T>() {
   let resolve!: (value: T) => void;
   let reject!: (error: unknown) => void;
@@ -24,7 +24,7 @@ function pending<T>() {
   return { promise, resolve, reject };
 }
 
-const settled = async <T>(promise: Promise<T>) => {
+const outcomeOf = async <T>(promise: Promise<T>) => {
   let state: { value: T } | { error: unknown } | undefined;
   promise.then(
     (value) => {
@@ -89,10 +89,10 @@ describe('DependencyGuard', () => {
     probeAnswers = false;
     const g = guard();
     const stuck = pending<string>();
-    const first = await settled(g.run(() => stuck.promise));
+    const first = await outcomeOf(g.run(() => stuck.promise));
     await vi.advanceTimersByTimeAsync(600);
     const abandoned = vi.fn();
-    const second = await settled(g.run(() => stuck.promise, abandoned));
+    const second = await outcomeOf(g.run(() => stuck.promise, abandoned));
     await vi.advanceTimersByTimeAsync(300);
     expect(first()).toBeUndefined();
     await vi.advanceTimersByTimeAsync(300); // the first call passes 1000 ms: both are given up on
@@ -123,7 +123,7 @@ describe('DependencyGuard', () => {
   it('summarizes a lasting outage once per interval, without a line per refused call', async () => {
     probeAnswers = false;
     const g = guard({ summaryIntervalMs: 10_000 });
-    await settled(g.run(() => new Promise(() => {})));
+    await outcomeOf(g.run(() => new Promise(() => {})));
     await vi.advanceTimersByTimeAsync(1500);
     for (let i = 0; i < 100; i++) await g.run(async () => 0).catch(() => {});
     await vi.advanceTimersByTimeAsync(25_000);
@@ -148,7 +148,7 @@ describe('DependencyGuard', () => {
     it('keeps waiting for a slow call while the dependency answers its probe', async () => {
       const g = guard({ whenSlow: 'probe', name: 'database' });
       const slow = pending<string>();
-      const result = await settled(g.run(() => slow.promise));
+      const result = await outcomeOf(g.run(() => slow.promise));
       await vi.advanceTimersByTimeAsync(5000);
       expect(result()).toBeUndefined();
       expect(probes).toBeGreaterThanOrEqual(1);
@@ -164,7 +164,7 @@ describe('DependencyGuard', () => {
       probeAnswers = false;
       const g = guard({ whenSlow: 'probe', name: 'database' });
       const abandoned = vi.fn();
-      const result = await settled(g.run(() => new Promise(() => {}), abandoned));
+      const result = await outcomeOf(g.run(() => new Promise(() => {}), abandoned));
       await vi.advanceTimersByTimeAsync(1300);
       expect(result()).toBeUndefined(); // suspected, the probe still running
       await vi.advanceTimersByTimeAsync(1000);

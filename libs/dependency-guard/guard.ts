@@ -1,3 +1,4 @@
+import { withTimeout } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 
 /** A call refused or given up on because its dependency is down: answered 503, never a 500. */
@@ -85,13 +86,13 @@ export class DependencyGuard {
     }
     this.watch();
     return new Promise<T>((resolve, reject) => {
-      let settled = false;
+      let answered = false;
       const waiting: Waiting = {
         started: performance.now(),
         suspectedAt: 0,
         giveUp: (error) => {
-          if (settled) return;
-          settled = true;
+          if (answered) return;
+          answered = true;
           this.waiting.delete(waiting);
           abandon?.();
           reject(error);
@@ -100,14 +101,14 @@ export class DependencyGuard {
       this.waiting.add(waiting);
       call().then(
         (value) => {
-          if (settled) return;
-          settled = true;
+          if (answered) return;
+          answered = true;
           this.waiting.delete(waiting);
           resolve(value);
         },
         (error: unknown) => {
-          if (settled) return;
-          settled = true;
+          if (answered) return;
+          answered = true;
           this.waiting.delete(waiting);
           if (this.options.isOutage?.(error)) this.markDown(describe(error));
           reject(error);
@@ -209,16 +210,6 @@ export class DependencyGuard {
     );
     this.downSince = undefined;
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 function describe(error: unknown): string {

@@ -354,25 +354,24 @@ function drawDocument(
 
   // Totals, right-aligned under the amount columns.
   const currency = invoice.currency;
-  const totals: [string, string, boolean][] = [
-    [m.subtotal, subtotal, false],
-    ...taxLines.map((line): [string, string, boolean] => [
-      m.taxNames[line.name] ?? line.name,
-      line.amount,
-      false,
-    ]),
-    [taxLines.length > 0 ? m.totalTax : m.tax, invoice.tax_amount, false],
-    [m.total, invoice.total, true],
-    [m.paid, invoice.amount_paid, false],
+  type TotalLine = { label: string; amount: string; strong?: boolean };
+  const totals: TotalLine[] = [
+    { label: m.subtotal, amount: subtotal },
+    ...taxLines.map(
+      (line): TotalLine => ({ label: m.taxNames[line.name] ?? line.name, amount: line.amount }),
+    ),
+    { label: taxLines.length > 0 ? m.totalTax : m.tax, amount: invoice.tax_amount },
+    { label: m.total, amount: invoice.total, strong: true },
+    { label: m.paid, amount: invoice.amount_paid },
     ...(parseMoney(invoice.amount_refunded) !== 0n
-      ? [[m.refunded, invoice.amount_refunded, false] as [string, string, boolean]]
+      ? [{ label: m.refunded, amount: invoice.amount_refunded }]
       : []),
-    [m.balanceDue, invoice.balance, true],
+    { label: m.balanceDue, amount: invoice.balance, strong: true },
   ];
   // room for the largest amount stored (999,999,999,999.99999999) and its currency on one line
   const labelX = left + width - 300;
   doc.y += 10;
-  for (const [label, amount, strong] of totals) {
+  for (const { label, amount, strong } of totals) {
     ensureRoom(doc, 18);
     const y = doc.y;
     doc.font(strong ? BOLD : FONT).fontSize(10);

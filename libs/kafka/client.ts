@@ -1,7 +1,6 @@
 import { Kafka, type LogEntry, logLevel } from 'kafkajs';
 import type { Logger } from '../log/index.js';
-import { usePooledKafkaEncoderBuffers } from './pooled-encoder.js';
-import { useOwnProduceEncoder } from './produce-encoder.js';
+import { installKafkajsAdapter } from './kafkajs-adapter.js';
 
 export interface KafkaSettings {
   brokers: string[];
@@ -20,8 +19,7 @@ export function createKafka(
   log?: Logger,
   retries: 'fail-fast' | 'patient' = 'fail-fast',
 ): Kafka {
-  usePooledKafkaEncoderBuffers();
-  useOwnProduceEncoder();
+  installKafkajsAdapter();
   return new Kafka({
     clientId: settings.clientId,
     brokers: settings.brokers,

@@ -10,7 +10,7 @@ import { TopicPartitionCount } from './partitions.js';
  * most. So a lone request is not held for the linger, and under load each call carries more.
  * `toMessages` turns a whole window into messages, given the topic's partition count when known,
  * so items can share a message: kafkajs spends far more per message than per item. Each caller's
- * promise settles with its window: a caller knows exactly whether its items are durable.
+ * promise resolves or rejects with its window: a caller knows exactly whether its items are durable.
  */
 export class LingeringProducer<T> {
   private readonly producer: Producer;

@@ -1,15 +1,19 @@
-import { createRequire } from 'node:module';
+/*
+ * Produce requests (v3, which kafkajs also sends as v4-v7) encoded in ONE pass into ONE buffer,
+ * byte for byte as kafkajs 2.2.4 encodes them. Pure: no kafkajs code here; kafkajs-adapter.ts
+ * hands these bytes to kafkajs. Only what ingest sends is encoded (no compression, no
+ * transaction, no idempotent producer id, no headers, integer timestamps); for anything else
+ * `produceRequestBytes` answers undefined and kafkajs' own encoder is used.
+ */
 
-const require = createRequire(import.meta.url);
-
-interface ProduceMessage {
+export interface ProduceMessage {
   key?: Buffer | string | null;
   value: Buffer | string | null;
   timestamp?: number | string;
   headers?: Record<string, unknown>;
 }
 
-interface ProduceRequestOptions {
+export interface ProduceRequestOptions {
   acks: number;
   timeout: number;
   transactionalId?: string | null;
@@ -22,77 +26,14 @@ interface ProduceRequestOptions {
   }[];
 }
 
-interface KafkaRequest {
-  apiKey: number;
-  apiVersion: number;
-  apiName: string;
-  expectResponse: () => boolean;
-  /** A kafkajs Encoder: `buffer` holds the bytes written. */
-  encode: () => Promise<{ buffer: Buffer }>;
-}
-
-type ProduceRequestV3 = (options: ProduceRequestOptions) => KafkaRequest;
-
-const V3_PATH = require.resolve('kafkajs/src/protocol/requests/produce/v3/request.js');
-const V7_PATH = require.resolve('kafkajs/src/protocol/requests/produce/v7/request.js');
-const kafkajsRequestV3: ProduceRequestV3 = require(V3_PATH);
-const Encoder: new () => {
-  buf: Buffer;
-  offset: number;
-  buffer: Buffer;
-} = require('kafkajs/src/protocol/encoder.js');
-const crc32C: (buffer: Buffer) => number = require('kafkajs/src/protocol/recordBatch/crc32C/crc32C.js');
-
-/** Marks the requests encoded here, so a test can tell that kafkajs uses this encoder. */
-const ENCODED_HERE = Symbol.for('billing.kafka.produce-encoder');
-const PRODUCE_API_KEY = 0;
 const MAGIC_BYTE = 2;
 const RECORD_BATCH_OVERHEAD = 61; // firstOffset .. record count, before the records
 const MAX_SAFE_DELTA = 2 ** 51;
 
-/**
- * Produce requests (v3, which kafkajs also sends as v4-v7) encoded in ONE pass into ONE buffer,
- * byte for byte as kafkajs 2.2.4 encodes them: kafkajs builds a chain of Encoders, object spreads
- * and awaits per partition and per record, which cost the ingest service more CPU than anything
- * else it does per event. Only what ingest sends is encoded here (no compression, no transaction,
- * no idempotent producer id, no headers, integer timestamps); anything else goes to kafkajs' own
- * encoder unchanged. produce-encoder.test.ts compares both encoders' bytes.
- */
-export function encodeProduceRequest(options: ProduceRequestOptions): KafkaRequest {
-  if (!canEncodeHere(options)) return kafkajsRequestV3(options);
-  const { acks, timeout, topicData } = options;
-  const producerEpoch = options.producerEpoch ?? 0;
-  return {
-    apiKey: PRODUCE_API_KEY,
-    apiVersion: 3,
-    apiName: 'Produce',
-    expectResponse: () => acks !== 0,
-    encode: async () => {
-      const encoder = new Encoder();
-      encoder.buf = writeRequest(acks, timeout, producerEpoch, topicData);
-      encoder.offset = encoder.buf.length;
-      return encoder;
-    },
-    [ENCODED_HERE]: true,
-  } as KafkaRequest;
-}
-
-/**
- * Makes kafkajs encode produce requests with encodeProduceRequest. Must run before kafkajs first
- * loads its v4-v7 produce modules (they keep the v3 function they found): createKafka does.
- */
-export function useOwnProduceEncoder(): void {
-  const cached = require.cache[V3_PATH];
-  if (cached && cached.exports !== encodeProduceRequest) cached.exports = encodeProduceRequest;
-}
-
-/** Whether kafkajs' newest produce version (the one it negotiates with Kafka 1.0+) goes through here. */
-export function ownProduceEncoderInUse(): boolean {
-  const requestV7: ProduceRequestV3 = require(V7_PATH);
-  const request = requestV7({ acks: -1, timeout: 1, topicData: [] }) as KafkaRequest & {
-    [ENCODED_HERE]?: boolean;
-  };
-  return request[ENCODED_HERE] === true && request.apiVersion === 7;
+/** The body of a v3 produce request, or undefined when the request needs what is not encoded here. */
+export function produceRequestBytes(options: ProduceRequestOptions): Buffer | undefined {
+  if (!canEncodeHere(options)) return undefined;
+  return writeRequest(options.acks, options.timeout, options.producerEpoch ?? 0, options.topicData);
 }
 
 function canEncodeHere(options: ProduceRequestOptions): boolean {
@@ -190,7 +131,7 @@ function writeRequest(
         at = writeBytes(out, at, record.value, record.valueLength);
         at = writeVarInt(out, at, 0); // no headers
       });
-      out.writeUInt32BE(crc32C(out.subarray(bodyStart, at)), crcAt);
+      out.writeUInt32BE(crc32c(out, bodyStart, at), crcAt);
     }
   }
   if (at !== size) throw new Error(`produce request encoded to ${at} bytes, planned ${size}`);
@@ -271,4 +212,21 @@ function writeVarInt(out: Buffer, at: number, unsigned: number): number {
   }
   out[at++] = unsigned;
   return at;
+}
+
+/** CRC-32C (Castagnoli, reflected polynomial 0x82f63b78), as a record batch's checksum. */
+const CRC32C_TABLE = (() => {
+  const table = new Int32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+    table[n] = c;
+  }
+  return table;
+})();
+
+export function crc32c(bytes: Uint8Array, start = 0, end = bytes.length): number {
+  let crc = -1;
+  for (let i = start; i < end; i++) crc = CRC32C_TABLE[(crc ^ bytes[i]!) & 0xff]! ^ (crc >>> 8);
+  return (crc ^ -1) >>> 0;
 }

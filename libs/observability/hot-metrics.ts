@@ -14,8 +14,8 @@ interface Collected {
 /**
  * Counters and histograms for code taken tens of thousands of times a second (each usage request
  * counts itself two or three times). prom-client hashes and validates the labels on every inc and
- * observe, even through a child from `labels()`: measured, 3.7% of the ingest service's CPU per
- * event. Here a child holds plain numbers, found once, and the registry reads them when scraped, in
+ * observe, even through a child from `labels()`, a cost paid several times per event on the
+ * ingest path. Here a child holds plain numbers, found once, and the registry reads them when scraped, in
  * the same exposition as prom-client's Counter and Histogram (hot-metrics.test.ts holds them to it).
  */
 abstract class HotMetric<L extends string, Child> {

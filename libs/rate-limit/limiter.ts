@@ -20,9 +20,23 @@ export interface RateLimitDecision {
 }
 
 /**
- * Per-organization fixed window on the UTC hour. An organization found over its limit is
- * rejected from memory until the window ends, without a store call: a client hammering after a
- * 429 costs nothing. The clock is injectable so tests can cross an hour boundary.
+ * A request's count, planned: the bucket to count it in and what a decision needs. The limiter
+ * counts it itself (`consume`), or a store that counts inside a call of its own (ingest's
+ * reservation script) does, and `decide` turns the count into the decision.
+ */
+export interface PlannedCount {
+  orgId: number;
+  plan: Plan;
+  /** The bucket, as a store counts in it. */
+  bucket: { key: string; limit: number; ttlSeconds: number };
+  window: ReturnType<typeof hourWindow>;
+}
+
+/**
+ * Per-organization fixed window on the UTC hour: the one place that decides whether a request is
+ * within its organization's limit. An organization found over its limit is rejected from memory
+ * until the window ends, without a store call: a client hammering after a 429 costs nothing. The
+ * clock is injectable so tests can cross an hour boundary.
  */
 export class RateLimiter {
   private readonly exhausted = new Map<number, { hour: number; limit: number }>();
@@ -33,30 +47,52 @@ export class RateLimiter {
   ) {}
 
   async consume(subject: RateLimitSubject): Promise<RateLimitDecision> {
-    const now = (this.options.now ?? Date.now)();
-    const window = hourWindow(now);
-    const limit = requestsPerHour(subject.plan, subject.rateLimitOverride);
-    const decision = (count: number, allowed: boolean): RateLimitDecision => ({
-      allowed,
-      plan: subject.plan,
-      limit,
-      remaining: Math.max(0, limit - count),
-      resetEpochSeconds: window.resetEpochSeconds,
-      secondsToReset: window.secondsToReset,
-    });
-
+    const planned = this.plan(subject);
     const known = this.exhausted.get(subject.orgId);
-    if (known && known.hour === window.hour && known.limit === limit) return decision(limit, false);
-
-    const bucket = bucketKey(this.options.keyPrefix ?? '', subject.orgId, window.hour);
-    const { count, allowed } = await this.store.consume(bucket, limit, BUCKET_TTL_SECONDS);
-    if (!allowed) this.exhausted.set(subject.orgId, { hour: window.hour, limit });
-    else if (known) this.exhausted.delete(subject.orgId);
-    return decision(count, allowed);
+    if (known && known.hour === planned.window.hour && known.limit === planned.bucket.limit) {
+      return decisionOf(planned, { count: planned.bucket.limit, allowed: false });
+    }
+    const { key, limit, ttlSeconds } = planned.bucket;
+    return this.decide(planned, await this.store.consume(key, limit, ttlSeconds));
   }
 
-  /** Records a decision reached elsewhere (the ingest script counts inside its own Lua call). */
-  noteExhausted(orgId: number, limit: number): void {
-    this.exhausted.set(orgId, { hour: hourWindow((this.options.now ?? Date.now)()).hour, limit });
+  /** The bucket `subject`'s request counts in now, for a store that counts it elsewhere. */
+  plan(subject: RateLimitSubject): PlannedCount {
+    const window = hourWindow((this.options.now ?? Date.now)());
+    return {
+      orgId: subject.orgId,
+      plan: subject.plan,
+      bucket: {
+        key: bucketKey(this.options.keyPrefix ?? '', subject.orgId, window.hour),
+        limit: requestsPerHour(subject.plan, subject.rateLimitOverride),
+        ttlSeconds: BUCKET_TTL_SECONDS,
+      },
+      window,
+    };
   }
+
+  /** The decision for a planned count the store made (`count` requests so far, this one included). */
+  decide(planned: PlannedCount, counted: { count: number; allowed: boolean }): RateLimitDecision {
+    if (!counted.allowed) {
+      this.exhausted.set(planned.orgId, { hour: planned.window.hour, limit: planned.bucket.limit });
+    } else if (this.exhausted.has(planned.orgId)) {
+      this.exhausted.delete(planned.orgId);
+    }
+    return decisionOf(planned, counted);
+  }
+}
+
+function decisionOf(
+  planned: PlannedCount,
+  { count, allowed }: { count: number; allowed: boolean },
+): RateLimitDecision {
+  const { limit } = planned.bucket;
+  return {
+    allowed,
+    plan: planned.plan,
+    limit,
+    remaining: Math.max(0, limit - count),
+    resetEpochSeconds: planned.window.resetEpochSeconds,
+    secondsToReset: planned.window.secondsToReset,
+  };
 }

@@ -3,7 +3,8 @@ import { DependencyGuard } from '../dependency-guard/index.js';
 import type { Logger } from '../log/index.js';
 
 export type { Redis } from 'ioredis';
-export { BulkScript, type ScriptArgument } from './bulk-script.js';
+export { BulkScript } from './bulk-script.js';
+export type { ScriptArgument } from './resp.js';
 
 /**
  * One connection per process. Commands fail fast while Redis is unreachable (no offline queue,

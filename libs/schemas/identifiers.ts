@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 
 const POSITIVE_INTEGER = /^[1-9][0-9]{0,15}$/;
@@ -11,8 +12,23 @@ export function parseIntegerId(value: number | string): number | undefined {
   return Number.isSafeInteger(id) ? id : undefined;
 }
 
+/** A UUID in its 8-4-4-4-12 hexadecimal form, either case: the one pattern the project checks ids with. */
 export function isUuid(value: string): boolean {
   return UUID.test(value);
+}
+
+/**
+ * The request id of an answer (X-Request-ID, the error body's `request_id`): a caller's own
+ * X-Request-ID is kept when it is a UUID (the contract's type), lower-cased, so logs on both sides
+ * line up; anything else gets a fresh one. Both front ends call this.
+ */
+export function requestIdFrom(given: unknown): string {
+  return typeof given === 'string' && UUID.test(given) ? given.toLowerCase() : newRequestId();
+}
+
+/** A fresh request id, for an answer to a request whose headers were never read. */
+export function newRequestId(): string {
+  return randomUUID();
 }
 
 /*

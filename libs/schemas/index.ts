@@ -1,6 +1,14 @@
 export { CreateCustomer, Customer, UpdateCustomer } from './customer.js';
 export { ErrorBody, FieldError } from './error.js';
-export { integerIdQuery, integerPathId, isUuid, parseIntegerId, uuidPathId } from './identifiers.js';
+export {
+  integerIdQuery,
+  integerPathId,
+  isUuid,
+  newRequestId,
+  parseIntegerId,
+  requestIdFrom,
+  uuidPathId,
+} from './identifiers.js';
 export {
   INVOICE_STATUSES,
   Invoice,

@@ -197,7 +197,7 @@ export const WebhookEvent = z
     max_attempts: z.number().int(),
     next_attempt_at: dateTime
       .nullable()
-      .meta({ description: 'When the next attempt is due; null once settled.' }),
+      .meta({ description: 'When the next attempt is due; null once it succeeded or failed for good.' }),
     last_attempt_at: dateTime.nullable(),
     last_response_code: z.number().int().nullable(),
     last_response_body: z

@@ -3,13 +3,10 @@ import { ApiError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { ingestEvents } from '../observability/index.js';
 import {
-  bucketKey,
-  hourWindow,
   type RateLimitDecision,
   type RateLimiter,
   rateLimitedError,
   rateLimitHeaders,
-  requestsPerHour,
 } from '../rate-limit/index.js';
 import type { UsageEvent } from '../schemas/index.js';
 import {
@@ -24,7 +21,13 @@ import {
 import { newEventId } from './event-id.js';
 import type { SubscriptionItemCache } from './items.js';
 import type { UsageEventLog } from './log.js';
-import { identityOf, parseUsageEvent, parseUsageEventBatch, type ValidUsageEvent } from './request.js';
+import {
+  identityOf,
+  parseBatchedUsageEvent,
+  parseUsageEvent,
+  parseUsageEventBatch,
+  type ValidUsageEvent,
+} from './request.js';
 import type { DedupEntry, UsageDedupStore } from './store.js';
 
 export interface IngestReply<T> {
@@ -46,7 +49,10 @@ export interface UsageIngestOptions {
   store: UsageDedupStore;
   log: UsageEventLog;
   items: Pick<SubscriptionItemCache, 'usageType' | 'cached'>;
-  /** Counts requests that never reach the reservation (invalid ones), with the same buckets. */
+  /**
+   * Decides every request's limit: it counts those that never reach the reservation (invalid
+   * ones) itself, and plans the count the reservation makes in the same bucket.
+   */
   rateLimiter: RateLimiter;
   /** REDIS_KEY_PREFIX: the rate limiter's buckets and the dedup keys live under it. */
   keyPrefix: string;
@@ -58,15 +64,13 @@ export interface UsageIngestOptions {
 /**
  * A duplicate whose first request failed tries once as new; if that attempt fails too (or waits on
  * yet another that fails), the answer is 503. While the log is down this keeps every request's
- * answer within a few produce timeouts (attempts x MAX_SETTLE_STEPS at most), never an endless chain.
+ * answer within a few produce timeouts (attempts x MAX_RESOLVE_STEPS at most), never an endless chain.
  */
 const MAX_ATTEMPTS = 2;
 /** Records a duplicate follows (awaited, adopted, read again) before it gives up with 503. */
-const MAX_SETTLE_STEPS = 4;
-/** As the rate limiter's own buckets: a little over the hour, for replicas with skewed clocks. */
-const BUCKET_TTL_SECONDS = 3600 + 300;
+const MAX_RESOLVE_STEPS = 4;
 
-interface Settled {
+interface Resolved {
   record: UsageEventRecord;
   deduplicated: boolean;
 }
@@ -122,8 +126,8 @@ export class UsageIngest {
       }
       return this.refuse(auth, error);
     }
-    const { decision, settled } = await this.recordCounted(auth, [candidate]);
-    const [outcome] = settled;
+    const { decision, resolved } = await this.recordCounted(auth, [candidate]);
+    const [outcome] = resolved;
     countOutcome(outcome!.deduplicated ? DEDUPLICATED : ACCEPTED);
     return {
       value: { event: toPublicUsageEvent(outcome!.record), deduplicated: outcome!.deduplicated },
@@ -160,7 +164,7 @@ export class UsageIngest {
     for (let index = 0; index < events.length; index++) {
       let valid: ValidUsageEvent;
       try {
-        valid = parseUsageEvent(events[index], undefined, receivedAtMs, true);
+        valid = parseBatchedUsageEvent(events[index], receivedAtMs);
       } catch (error) {
         if (!(error instanceof ApiError)) throw error;
         countOutcome(rejected(error.code));
@@ -192,7 +196,7 @@ export class UsageIngest {
       const recorded = await this.recordCounted(auth, valid);
       decision = recorded.decision;
       let repeats = 0;
-      recorded.settled.forEach((outcome, i) => {
+      recorded.resolved.forEach((outcome, i) => {
         if (outcome.deduplicated) repeats++;
         outcomes[positions[i]!] = { event: toPublicUsageEvent(outcome.record) };
       });
@@ -241,7 +245,7 @@ export class UsageIngest {
       record =
         found === null
           ? await this.storedInLog({ orgId: auth.orgId, ...identity })
-          : await this.settled(key, found, { orgId: auth.orgId, ...identity });
+          : await this.resolvedRecord(key, found, { orgId: auth.orgId, ...identity });
     } catch (error) {
       const refusal = withHeaders(asApiError(error), headers);
       countOutcome(rejected(refusal.code));
@@ -314,10 +318,10 @@ export class UsageIngest {
   private async recordCounted(
     auth: AuthContext,
     candidates: UsageEventRecord[],
-  ): Promise<{ decision: RateLimitDecision; settled: Settled[] }> {
+  ): Promise<{ decision: RateLimitDecision; resolved: Resolved[] }> {
     try {
-      const { decision, settled } = await this.record(auth, candidates, true);
-      return { decision: decision!, settled };
+      const { decision, resolved } = await this.record(auth, candidates, { countRequest: true });
+      return { decision: decision!, resolved };
     } catch (error) {
       rejected(error instanceof ApiError ? error.code : 'INTERNAL_SERVER_ERROR').inc(candidates.length);
       throw error;
@@ -326,14 +330,18 @@ export class UsageIngest {
 
   /**
    * Reserves, appends the new events, resolves the duplicates. Throws ApiError 429 or 503.
-   * `attempt` is 2 when a duplicate proceeds as new after the first request with its key failed.
    */
   private async record(
     auth: AuthContext,
     candidates: UsageEventRecord[],
-    countHere: boolean,
-    attempt = 1,
-  ): Promise<{ decision: RateLimitDecision | undefined; settled: Settled[] }> {
+    how: {
+      /** Count the request in the reservation; false for a retry of one already counted. */
+      countRequest: boolean;
+      /** 2 when a duplicate proceeds as new after the first request with its key failed. */
+      attempt?: number;
+    },
+  ): Promise<{ decision: RateLimitDecision | undefined; resolved: Resolved[] }> {
+    const attempt = how.attempt ?? 1;
     const { keyPrefix } = this.options;
     const entries: DedupEntry[] = candidates.map((candidate) => ({
       key: dedupKey(keyPrefix, candidate.orgId, candidate.subscriptionItemId, candidate.idempotencyKey),
@@ -343,11 +351,11 @@ export class UsageIngest {
     // must find us here, even if its reply from the store arrives first.
     for (const candidate of candidates) this.inFlight.set(candidate.id, null);
 
-    const bucket = countHere ? this.bucketOf(auth) : undefined;
+    const planned = how.countRequest ? this.options.rateLimiter.plan(auth) : undefined;
     let reservation: Awaited<ReturnType<UsageDedupStore['reserve']>>;
     try {
       reservation = await this.options.store.reserve({
-        bucket: bucket?.bucket,
+        bucket: planned?.bucket,
         entries,
         ttlSeconds: this.options.idempotencyTtlSeconds,
       });
@@ -355,11 +363,10 @@ export class UsageIngest {
       for (const candidate of candidates) this.inFlight.delete(candidate.id);
       throw unavailable('The idempotency store is unavailable.', cause);
     }
-    const decision = bucket && this.decisionOf(bucket, reservation.count, reservation.allowed);
+    const decision = planned && this.options.rateLimiter.decide(planned, reservation);
     const headers = decision ? rateLimitHeaders(decision) : {};
     if (!reservation.allowed) {
       for (const candidate of candidates) this.inFlight.delete(candidate.id);
-      this.options.rateLimiter.noteExhausted(auth.orgId, decision!.limit);
       throw withHeaders(rateLimitedError(decision!), headers);
     }
 
@@ -372,18 +379,18 @@ export class UsageIngest {
         duplicates.push(i);
       }
     });
-    const settled: Settled[] = new Array(candidates.length);
+    const resolved: Resolved[] = new Array(candidates.length);
     if (!duplicates.length) {
       // The common case: every event is new.
       try {
         const stored = await this.append(candidates, entries);
         for (let i = 0; i < stored.length; i++) {
-          settled[i] = { record: stored[i]!, deduplicated: stored[i]!.id !== candidates[i]!.id };
+          resolved[i] = { record: stored[i]!, deduplicated: stored[i]!.id !== candidates[i]!.id };
         }
       } catch (error) {
         throw withHeaders(asApiError(error), headers);
       }
-      return { decision, settled };
+      return { decision, resolved };
     }
     const work: Promise<void>[] = [];
     if (fresh.length) {
@@ -393,16 +400,16 @@ export class UsageIngest {
           fresh.map((i) => entries[i]!),
         ).then((stored) => {
           fresh.forEach((i, at) => {
-            settled[i] = { record: stored[at]!, deduplicated: stored[at]!.id !== candidates[i]!.id };
+            resolved[i] = { record: stored[at]!, deduplicated: stored[at]!.id !== candidates[i]!.id };
           });
         }),
       );
     }
     for (const i of duplicates) {
       work.push(
-        this.settleDuplicate(auth, candidates[i]!, entries[i]!.key, reservation.existing[i]!, attempt).then(
+        this.resolveDuplicate(auth, candidates[i]!, entries[i]!.key, reservation.existing[i]!, attempt).then(
           (outcome) => {
-            settled[i] = outcome;
+            resolved[i] = outcome;
           },
         ),
       );
@@ -410,7 +417,7 @@ export class UsageIngest {
     const results = await Promise.allSettled(work);
     const failure = results.find((result) => result.status === 'rejected');
     if (failure) throw withHeaders(asApiError(failure.reason), headers);
-    return { decision, settled };
+    return { decision, resolved };
   }
 
   /** Appends new events; answers with the stored ones, or releases the identities and throws 503. */
@@ -438,27 +445,30 @@ export class UsageIngest {
       stored = await this.options.log.append(events);
     } catch (cause) {
       await beforeFailing?.();
-      for (const event of events) this.settleInFlight(event.id, { error: cause });
+      for (const event of events) this.finishInFlight(event.id, { error: cause });
       throw unavailable('The usage log is unavailable.', cause);
     }
-    for (let i = 0; i < events.length; i++) this.settleInFlight(events[i]!.id, { stored: stored[i]! });
+    for (let i = 0; i < events.length; i++) this.finishInFlight(events[i]!.id, { stored: stored[i]! });
     return stored;
   }
 
   /** A duplicate: the stored event once it is durable, or a new attempt if the first one failed. */
-  private async settleDuplicate(
+  private async resolveDuplicate(
     auth: AuthContext,
     candidate: UsageEventRecord,
     key: string,
     found: string,
     attempt: number,
-  ): Promise<Settled> {
-    const record = await this.settled(key, found, candidate);
+  ): Promise<Resolved> {
+    const record = await this.resolvedRecord(key, found, candidate);
     if (record) return { record, deduplicated: true };
     // The first request failed and released the key: this one proceeds as new (counted already).
     if (attempt >= MAX_ATTEMPTS) throw unavailable('The usage event could not be recorded; retry.');
-    const retried = await this.record(auth, [{ ...candidate, id: newEventId() }], false, attempt + 1);
-    return retried.settled[0]!;
+    const retried = await this.record(auth, [{ ...candidate, id: newEventId() }], {
+      countRequest: false,
+      attempt: attempt + 1,
+    });
+    return retried.resolved[0]!;
   }
 
   /**
@@ -467,7 +477,7 @@ export class UsageIngest {
    * release it, and appended again by this request. Null when the key is free (the first request
    * failed and released it). Throws 503 when the log fails.
    */
-  private async settled(
+  private async resolvedRecord(
     key: string,
     found: string,
     identity: Pick<UsageEventRecord, 'orgId' | 'subscriptionItemId' | 'idempotencyKey'>,
@@ -477,7 +487,7 @@ export class UsageIngest {
       if (current === null) return null;
       const { state, record } = decodeDedupRecord(current, identity);
       if (state === 'committed') return record;
-      if (step >= MAX_SETTLE_STEPS) throw unavailable('The usage event could not be recorded; retry.');
+      if (step >= MAX_RESOLVE_STEPS) throw unavailable('The usage event could not be recorded; retry.');
       const local = this.waiterFor(record.id);
       if (local) {
         try {
@@ -534,41 +544,12 @@ export class UsageIngest {
     return created;
   }
 
-  private settleInFlight(id: string, result: { stored: UsageEventRecord } | { error: unknown }): void {
+  private finishInFlight(id: string, result: { stored: UsageEventRecord } | { error: unknown }): void {
     const waiting = this.inFlight.get(id);
     this.inFlight.delete(id);
     if (!waiting) return;
     if ('stored' in result) waiting.resolve(result.stored);
     else waiting.reject(result.error);
-  }
-
-  private bucketOf(auth: AuthContext) {
-    const window = hourWindow(this.now());
-    const limit = requestsPerHour(auth.plan, auth.rateLimitOverride);
-    return {
-      bucket: {
-        key: bucketKey(this.options.keyPrefix, auth.orgId, window.hour),
-        limit,
-        ttlSeconds: BUCKET_TTL_SECONDS,
-      },
-      window,
-      plan: auth.plan,
-    };
-  }
-
-  private decisionOf(
-    { bucket, window, plan }: ReturnType<UsageIngest['bucketOf']>,
-    count: number,
-    allowed: boolean,
-  ): RateLimitDecision {
-    return {
-      allowed,
-      plan,
-      limit: bucket.limit,
-      remaining: Math.max(0, bucket.limit - count),
-      resetEpochSeconds: window.resetEpochSeconds,
-      secondsToReset: window.secondsToReset,
-    };
   }
 }
 

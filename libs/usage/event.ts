@@ -1,4 +1,5 @@
-import type { UsageEvent } from '../schemas/index.js';
+import { writeDecimal } from '../bytes/index.js';
+import { isUuid, type UsageEvent } from '../schemas/index.js';
 
 /**
  * A usage event as the log, the sinks and the dedup store carry it. Its identity is
@@ -50,7 +51,6 @@ export function logMessageKey(orgId: number, subscriptionItemId: number): string
 
 /** First line of every usage message: the format, so a later one can be told apart. */
 const LOG_FORMAT = 'usage/1';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DECIMAL = /^\d+(\.\d{1,8})?$/;
 const INTEGER = /^\d{1,15}$/;
 
@@ -113,46 +113,17 @@ function writeLogLine(out: Buffer, at: number, event: UsageEventRecord): number 
   out[at++] = NEWLINE;
   at += out.write(event.id, at, 'utf8');
   out[at++] = TAB;
-  at = writeInteger(out, at, event.orgId);
+  at = writeDecimal(out, at, event.orgId);
   out[at++] = TAB;
-  at = writeInteger(out, at, event.subscriptionItemId);
+  at = writeDecimal(out, at, event.subscriptionItemId);
   out[at++] = TAB;
   at += out.write(event.quantity, at, 'utf8');
   out[at++] = TAB;
-  at = writeInteger(out, at, event.occurredAtMs);
+  at = writeDecimal(out, at, event.occurredAtMs);
   out[at++] = TAB;
-  at = writeInteger(out, at, event.recordedAtMs);
+  at = writeDecimal(out, at, event.recordedAtMs);
   out[at++] = TAB;
   return at + out.write(event.idempotencyKey, at, 'utf8');
-}
-
-/**
- * `n` in decimal, as String(n) writes it. A time in ms has 13 digits, past what V8 divides as
- * small integers: it is written in two halves of at most 9 digits that are.
- */
-function writeInteger(out: Buffer, at: number, n: number): number {
-  if (!Number.isSafeInteger(n) || n < 0) return at + out.write(String(n), at, 'latin1');
-  if (n < 1e9) return writeDigits(out, at, n, digitCount(n));
-  const high = Math.floor(n / 1e9);
-  at = writeDigits(out, at, high, digitCount(high));
-  return writeDigits(out, at, n - high * 1e9, 9);
-}
-
-/** The last `digits` digits of `n` (< 1e9), zero-padded on the left. */
-function writeDigits(out: Buffer, at: number, n: number, digits: number): number {
-  const end = at + digits;
-  for (let i = end - 1; i >= at; i--) {
-    const rest = (n / 10) | 0;
-    out[i] = 0x30 + n - rest * 10;
-    n = rest;
-  }
-  return end;
-}
-
-function digitCount(n: number): number {
-  let digits = 1;
-  for (let rest = n; rest >= 10; rest = (rest / 10) | 0) digits++;
-  return digits;
 }
 
 /** The events of one message. Throws on anything else: the sinks log it and skip it. */
@@ -165,7 +136,7 @@ export function decodeLogMessage(value: Buffer | string | null): UsageEventRecor
     const [id, org, item, quantity, occurred, recorded, idempotencyKey] = lines[i]!.split('\t', 7);
     if (
       !id ||
-      !UUID.test(id) ||
+      !isUuid(id) ||
       !org ||
       !INTEGER.test(org) ||
       !item ||

@@ -31,7 +31,7 @@ export {
   type UsageSinks,
 } from './open.js';
 export { RedisUsageDedupStore } from './redis.js';
-export { batchResultBody } from './responses.js';
+export { batchResponseBody, eventResponseBody } from './responses.js';
 export type { UsageSink } from './sink.js';
 export { ClickHouseUsageSink } from './sink-clickhouse.js';
 export { type KafkaSinkOptions, KafkaSinkRunner } from './sink-consumer.js';

@@ -29,13 +29,28 @@ const LATEST_TIMESTAMP_MS = Date.UTC(2100, 0, 1);
 /**
  * Checks one event's body and resolves its idempotency key (DESIGN §6): the header wins over the
  * body's key; neither is a 400; a key over 255 characters is a 422. Throws ApiError.
- * Events of a batch (`inBatch`) carry their own keys only: `headerKey` is undefined for them.
  */
 export function parseUsageEvent(
   body: unknown,
   headerKey: string | undefined,
   receivedAtMs: number,
-  inBatch = false,
+): ValidUsageEvent {
+  return parseEvent(body, headerKey, receivedAtMs, 'request');
+}
+
+/** As parseUsageEvent, for one event of a batch: it carries its own key only (no header). */
+export function parseBatchedUsageEvent(body: unknown, receivedAtMs: number): ValidUsageEvent {
+  return parseEvent(body, undefined, receivedAtMs, 'batch');
+}
+
+/** Where an event's key may come from: the request (header or body), or the event of a batch. */
+type KeySource = 'request' | 'batch';
+
+function parseEvent(
+  body: unknown,
+  headerKey: string | undefined,
+  receivedAtMs: number,
+  source: KeySource,
 ): ValidUsageEvent {
   const inexact = quantityIsInexact(body);
   let event = inexact ? undefined : wellFormedEvent(body);
@@ -53,7 +68,7 @@ export function parseUsageEvent(
     event = parsed.data;
   }
 
-  const idempotencyKey = resolveIdempotencyKey(headerKey, event.idempotency_key, inBatch);
+  const idempotencyKey = resolveIdempotencyKey(headerKey, event.idempotency_key, source);
 
   let occurredAtMs = receivedAtMs;
   if (event.timestamp !== undefined) {
@@ -126,14 +141,14 @@ function decimalText(q: number): string {
 function resolveIdempotencyKey(
   headerKey: string | undefined,
   bodyKey: string | undefined,
-  inBatch: boolean,
+  source: KeySource,
 ): string {
   const fromHeader = headerKey !== undefined && headerKey !== '';
   const key = fromHeader ? headerKey : bodyKey;
   const field = fromHeader ? 'Idempotency-Key' : 'idempotency_key';
   if (key === undefined) {
     throw ApiError.badRequest(
-      inBatch
+      source === 'batch'
         ? 'An idempotency key is required: each event of a batch carries its own idempotency_key.'
         : 'An idempotency key is required: send the Idempotency-Key header (or idempotency_key in the body).',
     );
@@ -180,7 +195,7 @@ export function identityOf(
   try {
     return {
       subscriptionItemId: item,
-      idempotencyKey: resolveIdempotencyKey(headerKey, usableBodyKey, false),
+      idempotencyKey: resolveIdempotencyKey(headerKey, usableBodyKey, 'request'),
     };
   } catch {
     return undefined;

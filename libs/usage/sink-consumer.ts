@@ -172,7 +172,7 @@ export class KafkaSinkRunner {
     if (this.buffer.length >= this.options.batchSize) {
       // Back-pressure: fetching waits for the write; heartbeats keep the group membership meanwhile.
       const flushed = this.flush();
-      while (!(await settlesWithin(flushed, 1000))) await heartbeat().catch(() => {});
+      while (!(await endsWithin(flushed, 1000))) await heartbeat().catch(() => {});
     }
   }
 
@@ -274,7 +274,7 @@ export class KafkaSinkRunner {
   }
 }
 
-function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+function endsWithin(promise: Promise<void>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
     promise.then(() => true),

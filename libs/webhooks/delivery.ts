@@ -204,7 +204,7 @@ export function judge(
 }
 
 /**
- * Records settled attempts, each with its event's new state, in ONE statement (atomic), each only
+ * Records finished attempts, each with its event's new state, in ONE statement (atomic), each only
  * while this dispatcher still holds its lease. Returns the ids of the events recorded; one missing
  * lost its lease (taken over, or reset by a manual retry), and whoever holds it makes the attempt
  * again: at-least-once. Handles both final states: succeeded -> SUCCESS, failed -> RETRYING (due
@@ -214,11 +214,11 @@ export function judge(
  * flight (its endpoint disabled or deleted) still gets the attempt in its history and count, since
  * the receiver got the request; it stays FAILED with the reason it ended, and is not revived.
  */
-export async function recordSettled(
+export async function recordAttempts(
   db: Queryable,
-  settled: readonly (SucceededDelivery | FailedDelivery)[],
+  finished: readonly (SucceededDelivery | FailedDelivery)[],
 ): Promise<Set<string>> {
-  if (!settled.length) return new Set();
+  if (!finished.length) return new Set();
   const columns = {
     id: [] as string[],
     lease: [] as string[],
@@ -233,7 +233,7 @@ export async function recordSettled(
     // space-separated: unnest cannot take an array of arrays of different lengths
     standardKeyIds: [] as string[],
   };
-  for (const delivery of settled) {
+  for (const delivery of finished) {
     const { pending, outcome, attemptedAt, keyIds } = delivery.attempted;
     const next = delivery.kind === 'succeeded' ? undefined : delivery.next;
     columns.id.push(pending.eventId);

@@ -3,6 +3,7 @@ import type { Database } from '../db/index.js';
 import { OUTBOX_CHANNEL } from '../events/index.js';
 import type { Logger } from '../log/index.js';
 import { webhookAttempts, webhookDeliveryDuration } from '../observability/index.js';
+import { AttemptRecorder } from './attempt-recorder.js';
 import {
   attempt,
   claimDueDeliveries,
@@ -13,7 +14,6 @@ import {
 } from './delivery.js';
 import { forgetExpiredSecrets } from './endpoints.js';
 import { fanOutOutbox } from './outbox-fan-out.js';
-import { SettledRecorder } from './settled-recorder.js';
 import type { HostResolver } from './ssrf-guard.js';
 import { WebhookSender } from './webhook-sender.js';
 
@@ -55,7 +55,7 @@ const SECRET_SWEEP_POLLS = 10;
  */
 export class WebhookDispatcher {
   private readonly sender: WebhookSender;
-  private readonly recorder: SettledRecorder;
+  private readonly recorder: AttemptRecorder;
   /** Every claimed delivery until it is recorded (what a shutdown waits for). */
   private readonly inFlight = new Set<Promise<void>>();
   /** Deliveries whose HTTP request is under way: what the concurrency limits. */
@@ -90,7 +90,7 @@ export class WebhookDispatcher {
       maxSocketsPerHost: settings.concurrency,
       ...(settings.resolveHost ? { resolveHost: settings.resolveHost } : {}),
     });
-    this.recorder = new SettledRecorder(db);
+    this.recorder = new AttemptRecorder(db);
     this.now = settings.now ?? (() => new Date());
     // An attempt lasts at most the timeout; twice that leaves room to record it before another
     // dispatcher may take the event over.
@@ -154,39 +154,53 @@ export class WebhookDispatcher {
    * interval (a finished attempt wakes the loop earlier).
    */
   private async turn(): Promise<number> {
-    const batchSize = this.settings.outboxBatchSize ?? 500;
-    let moreOutbox = false;
+    const moreOutbox = await this.fanOutIfDue();
+    await this.forgetExpiredSecretsIfDue();
+    const room = this.roomToClaim();
+    if ('waitMs' in room) return moreOutbox ? 0 : room.waitMs;
+    const claimed = await this.claimAndDeliver(room.free);
+    if (moreOutbox || claimed === room.free) return 0;
+    return claimed ? this.settings.pollMs : this.msUntilNextDue();
+  }
+
+  /** Fans the outbox out when it may hold rows; true when a full batch suggests more are waiting. */
+  private async fanOutIfDue(): Promise<boolean> {
     // A finished attempt also wakes the loop; the outbox only needs a look when a NOTIFY came,
     // the last batch was full, or a poll interval passed (a NOTIFY can be missed while reconnecting).
-    if (this.outboxMayHaveRows || Date.now() - this.lastFanOutAt >= this.settings.pollMs) {
-      this.outboxMayHaveRows = false;
-      this.lastFanOutAt = Date.now();
-      const fannedOut = await fanOutOutbox(this.db, { batchSize, maxAttempts: this.settings.maxAttempts });
-      if (fannedOut.webhookEvents) {
-        this.cappedClaim = undefined;
-        this.log.debug(
-          { outbox_rows: fannedOut.outboxRows, webhook_events: fannedOut.webhookEvents },
-          'outbox fanned out',
-        );
-      }
-      moreOutbox = fannedOut.outboxRows === batchSize;
-      this.outboxMayHaveRows ||= moreOutbox;
+    if (!this.outboxMayHaveRows && Date.now() - this.lastFanOutAt < this.settings.pollMs) return false;
+    const batchSize = this.settings.outboxBatchSize ?? 500;
+    this.outboxMayHaveRows = false;
+    this.lastFanOutAt = Date.now();
+    const fannedOut = await fanOutOutbox(this.db, { batchSize, maxAttempts: this.settings.maxAttempts });
+    if (fannedOut.webhookEvents) {
+      this.cappedClaim = undefined;
+      this.log.debug(
+        { outbox_rows: fannedOut.outboxRows, webhook_events: fannedOut.webhookEvents },
+        'outbox fanned out',
+      );
     }
-    if (Date.now() - this.lastSecretSweepAt >= SECRET_SWEEP_POLLS * this.settings.pollMs) {
-      this.lastSecretSweepAt = Date.now();
-      const forgotten = await forgetExpiredSecrets(this.db, this.now());
-      if (forgotten) this.log.info({ endpoints: forgotten }, 'expired previous signing secrets forgotten');
-    }
-    const { concurrency } = this.settings;
+    const moreOutbox = fannedOut.outboxRows === batchSize;
+    this.outboxMayHaveRows ||= moreOutbox;
+    return moreOutbox;
+  }
+
+  private async forgetExpiredSecretsIfDue(): Promise<void> {
+    if (Date.now() - this.lastSecretSweepAt < SECRET_SWEEP_POLLS * this.settings.pollMs) return;
+    this.lastSecretSweepAt = Date.now();
+    const forgotten = await forgetExpiredSecrets(this.db, this.now());
+    if (forgotten) this.log.info({ endpoints: forgotten }, 'expired previous signing secrets forgotten');
+  }
+
+  /** How many deliveries to claim now, or how long to wait before trying (nothing is claimed). */
+  private roomToClaim(): { free: number } | { waitMs: number } {
+    const { concurrency, pollMs } = this.settings;
     // A slot frees when the HTTP request ends; recording follows in batches. Deliveries waiting to
     // be recorded are bounded too, so a slow database slows claiming instead of piling up.
     const free = Math.min(concurrency - this.attempting, 4 * concurrency - this.inFlight.size);
     // Claims come in batches of at least a quarter of the slots while attempts are running: one
     // claim per finished attempt would cost a statement per delivery.
     const batch = Math.max(1, Math.floor(concurrency / 4));
-    if (this.stopping || free <= 0 || (free < batch && this.attempting > 0)) {
-      return moreOutbox ? 0 : this.settings.pollMs;
-    }
+    if (this.stopping || free <= 0 || (free < batch && this.attempting > 0)) return { waitMs: pollMs };
     // The last claim came back short while endpoints were at their limit: the free slots may be
     // theirs to wait for. Claiming again after every finished attempt would cost a statement per
     // delivery; the next claim waits for a quarter of the attempts under way to finish, new
@@ -196,10 +210,15 @@ export class WebhookDispatcher {
       capped &&
       this.attempting > 0 &&
       this.finishedAttempts - capped.finishedAttempts < Math.max(1, Math.floor(this.attempting / 4)) &&
-      Date.now() - capped.at < this.settings.pollMs
+      Date.now() - capped.at < pollMs
     ) {
-      return moreOutbox ? 0 : this.settings.pollMs - (Date.now() - capped.at);
+      return { waitMs: pollMs - (Date.now() - capped.at) };
     }
+    return { free };
+  }
+
+  /** Claims up to `free` due deliveries and starts each; returns how many were claimed. */
+  private async claimAndDeliver(free: number): Promise<number> {
     const due = await claimDueDeliveries(this.db, free, this.leaseMs, {
       perEndpoint: this.settings.endpointConcurrency,
       busy: this.attemptingByEndpoint,
@@ -210,8 +229,7 @@ export class WebhookDispatcher {
     );
     this.cappedClaim =
       due.length < free && atLimit ? { at: Date.now(), finishedAttempts: this.finishedAttempts } : undefined;
-    if (moreOutbox || due.length === free) return 0;
-    return due.length ? this.settings.pollMs : this.msUntilNextDue();
+    return due.length;
   }
 
   /** Milliseconds until the earliest due (or leased) event, capped by the poll interval. */

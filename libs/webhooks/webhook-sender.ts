@@ -75,10 +75,10 @@ export class WebhookSender {
     const body = Buffer.from(request.body, 'utf8');
     const transport = url.protocol === 'https:' ? https : http;
     return new Promise<AttemptOutcome>((resolve) => {
-      let settled = false;
+      let done = false;
       const finish = (outcome: AttemptOutcome) => {
-        if (settled) return;
-        settled = true;
+        if (done) return;
+        done = true;
         clearTimeout(timer);
         resolve(outcome);
       };
@@ -115,7 +115,7 @@ export class WebhookSender {
           finish(connectionError('Connection error: the response was cut off.', elapsed())),
         );
       });
-      // The last resort that keeps every attempt settled: the socket went away without an answer.
+      // The last resort that gives every attempt an outcome: the socket went away without an answer.
       req.once('close', () =>
         setImmediate(() =>
           finish(connectionError('Connection error: closed without a response.', elapsed())),

@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ApiConfig } from '../../libs/config/index.js';
 import type { DependencyCheck } from '../../libs/observability/index.js';
 import { PORTAL_PATH } from '../../libs/portal/index.js';
-import { BASE_PATH } from '../../libs/schemas/index.js';
+import { BASE_PATH, requestIdFrom } from '../../libs/schemas/index.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import { registerApiReference } from './plugins/api-reference.js';
 import { registerAuthentication } from './plugins/authentication.js';
@@ -20,8 +19,6 @@ import { publicRoutes } from './routes/index.js';
 import { siteRootLlmsRoutes } from './routes/llms.js';
 import { portalPageRoutes } from './routes/portal-pages.js';
 import type { ApiDeps, ApiInstance } from './types.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The api's dependencies from its configuration, the platform and the usage core it serves through. */
 export function apiDepsFrom(
@@ -49,13 +46,8 @@ export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
     // one access line per response instead (plugins/access-log.ts)
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: deps.bodyLimit,
-    // A caller's own X-Request-ID is kept when it is a UUID (the contract's type), so logs on
-    // both sides line up; anything else gets a fresh one.
     requestIdHeader: false,
-    genReqId: (request) => {
-      const given = request.headers['x-request-id'];
-      return typeof given === 'string' && UUID.test(given) ? given.toLowerCase() : randomUUID();
-    },
+    genReqId: (request) => requestIdFrom(request.headers['x-request-id']),
     routerOptions: { ignoreTrailingSlash: true },
     frameworkErrors: (error, request, reply) => sendError(error, request, reply),
     // while closing, requests still go through the hooks: in-flight.ts answers them 503

@@ -25,7 +25,7 @@ stopOnSignals({
   async stop() {
     await app.close();
     // a handler whose client went away may still be using the database or Redis
-    await app.requestsSettled();
+    await app.requestsFinished();
     await usage.close();
     await platform.close();
   },

@@ -53,7 +53,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     deps: ApiDeps;
     /** Resolves once no request's work is running (plugins/in-flight.ts); close resources after it. */
-    requestsSettled(): Promise<void>;
+    requestsFinished(): Promise<void>;
   }
   interface FastifyRequest {
     auth: AuthContext | undefined;

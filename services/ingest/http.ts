@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { JSON_CONTENT_TYPE } from '../../libs/schemas/index.js';
 import type { HttpResponse } from './transport.js';
 
 /**
  * The fixed strings of a response (status lines, header names, media types) as bytes: uWS reads a
  * JS string through v8::String::Utf8Value, a malloc'd copy made on every call, and a response
- * writes a dozen of them (measured: 5% of the ingest service's CPU at saturation). A Buffer it
+ * writes a dozen of them, on every response of the hot path. A Buffer it
  * reads in place. Only strings from this code are kept, so the cache stays small.
  */
 const fixedBytes = new Map<string, Buffer>();
@@ -38,17 +37,6 @@ const STATUS_LINES = new Map(
 const CONTENT_TYPE = bytesOf('content-type');
 const REQUEST_ID = bytesOf('X-Request-ID');
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** As the api service: a caller's own X-Request-ID is kept when it is a UUID, else a new one. */
-export function requestIdFrom(given: string): string {
-  return given && UUID.test(given) ? given.toLowerCase() : newRequestId();
-}
-
-export function newRequestId(): string {
-  return randomUUID();
-}
-
 /**
  * The life of one uWS response: it may be written once, and never after the client went away
  * (uWS forbids touching an aborted response).
@@ -62,16 +50,23 @@ export class Exchange {
   /** Called once if the client goes away before the answer. */
   onAbort: (() => void) | undefined;
 
-  /**
-   * `bodiless` for an answer to HEAD: it carries the headers only, since a client reads no body
-   * after it and would take those bytes for the start of the next response on the connection.
-   */
+  private readonly bodiless: boolean;
+  private readonly closing: () => boolean;
+
   constructor(
     readonly res: HttpResponse,
-    private readonly bodiless = false,
-    /** True once the server drains: every answer then closes its connection (no next request on it). */
-    private readonly closing: () => boolean = () => false,
+    options: {
+      /**
+       * An answer to HEAD: it carries the headers only, since a client reads no body after it and
+       * would take those bytes for the start of the next response on the connection.
+       */
+      bodiless?: boolean;
+      /** True once the server drains: every answer then closes its connection (no next request on it). */
+      closing?: () => boolean;
+    } = {},
   ) {
+    this.bodiless = options.bodiless ?? false;
+    this.closing = options.closing ?? (() => false);
     // The JS fallback also calls this after a normal end; `answered` tells the two apart.
     res.onAborted(() => {
       if (this.answered || this.aborted) return;
@@ -88,8 +83,10 @@ export class Exchange {
     status: number,
     headers: Record<string, string>,
     body: string | Buffer,
-    contentType = JSON_CONTENT_TYPE,
-    closeConnection = false,
+    {
+      contentType = JSON_CONTENT_TYPE,
+      closeConnection = false,
+    }: { contentType?: string; closeConnection?: boolean } = {},
   ): void {
     if (!this.open) return;
     this.answered = true;

@@ -1,8 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError, toErrorBody } from '../../libs/errors/index.js';
-import { JSON_CONTENT_TYPE } from '../../libs/schemas/index.js';
-import { newRequestId } from './http.js';
+import { JSON_CONTENT_TYPE, newRequestId } from '../../libs/schemas/index.js';
 import type {
   HttpApp,
   HttpRequest,

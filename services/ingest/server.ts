@@ -9,16 +9,15 @@ import {
   ingestNativeServer,
   OPS_PATHS,
 } from '../../libs/observability/index.js';
+import { BASE_PATH, requestIdFrom } from '../../libs/schemas/index.js';
+import { InFlightRequests } from '../../libs/shutdown/index.js';
 import {
-  BASE_PATH,
-  dataListWriter,
-  jsonWriter,
-  single,
-  UsageEvent,
-  UsageEventBatchResult,
-} from '../../libs/schemas/index.js';
-import { batchResultBody, parseUsageBody, type UsageIngest } from '../../libs/usage/index.js';
-import { bytesOf, Exchange, readBody, requestIdFrom } from './http.js';
+  batchResponseBody,
+  eventResponseBody,
+  parseUsageBody,
+  type UsageIngest,
+} from '../../libs/usage/index.js';
+import { bytesOf, Exchange, readBody } from './http.js';
 import type { HttpRequest, HttpResponse, HttpTransport } from './transport.js';
 
 export const USAGE_EVENTS_PATH = `${BASE_PATH}/usage/events`;
@@ -70,10 +69,6 @@ const REQUEST_HEADERS = {
   idempotencyKey: bytesOf('idempotency-key'),
 };
 
-/** The response bodies, written from the same schemas as the api service's (fast-json-stringify). */
-const writeEvent = jsonWriter(single(UsageEvent));
-const writeBatchResult = dataListWriter(UsageEventBatchResult);
-
 /**
  * The usage routes on uWebSockets.js, the same contract as the api service's: auth, rate-limit
  * headers, error bodies and X-Request-ID, with the ingest core doing the work. This file only
@@ -81,17 +76,77 @@ const writeBatchResult = dataListWriter(UsageEventBatchResult);
  * collected with a limit, and each response is written once, corked, unless the client left.
  */
 export async function startIngestServer(options: IngestServerOptions): Promise<IngestServer> {
-  const { usage, authenticator, log } = options;
-  let inFlight = 0;
-  let draining = false;
-  const isDraining = () => draining;
-  let drained: (() => void) | undefined;
+  const requests = new InFlightRequests();
+  new IngestRoutes(options, requests).register(options.transport.app);
+  const listening = await options.transport.listen(options.host, options.port);
+  ingestNativeServer.set(options.transport.name === 'uws' ? 1 : 0);
+  return {
+    port: listening.port,
+    transport: options.transport.name,
+    async close() {
+      if (requests.draining) return;
+      requests.startDraining();
+      listening.stopAccepting();
+      await requests.idle();
+    },
+  };
+}
 
-  const { app } = options.transport;
+/** What a usage request's work answers, once the core decided. */
+interface Reply {
+  status: number;
+  headers: Record<string, string>;
+  payload: string | Buffer;
+}
 
-  const usageRoute = (route: string, kind: Kind) => (res: HttpResponse, req: HttpRequest) => {
+/**
+ * The routes of the ingest server: the two usage routes, 404/405 for everything else, and the
+ * operations routes. Every request it begins is counted in `requests` until answered or abandoned,
+ * so a drain waits for it; once draining, a usage request is answered 503 at once.
+ */
+class IngestRoutes {
+  private readonly closing = () => this.requests.draining;
+
+  constructor(
+    private readonly options: IngestServerOptions,
+    private readonly requests: InFlightRequests,
+  ) {}
+
+  register(app: HttpTransport['app']): void {
+    for (const [route, kind] of [
+      [USAGE_EVENTS_PATH, 'event'],
+      [USAGE_BATCH_PATH, 'batch'],
+    ] as const) {
+      // with or without a trailing slash, as the api service routes
+      for (const path of [route, `${route}/`]) {
+        app.post(path, (res, req) => this.usageRequest(res, req, route, kind));
+        app.any(path, (res, req) =>
+          this.refuseUnrouted(
+            res,
+            req,
+            route,
+            new ApiError('METHOD_NOT_ALLOWED', 'This path supports POST.', { headers: { Allow: 'POST' } }),
+          ),
+        );
+      }
+    }
+    for (const path of Object.values(OPS_PATHS)) app.get(path, (res) => this.opsRequest(res, path));
+    app.any('/*', (res, req) => {
+      const path = req.getUrl().split('?')[0];
+      this.refuseUnrouted(
+        res,
+        req,
+        'unmatched',
+        new ApiError('NOT_FOUND', `No route ${req.getMethod().toUpperCase()} ${path}.`),
+      );
+    });
+  }
+
+  /** POST of a usage route: headers read now, authentication while the body arrives, then the core. */
+  private usageRequest(res: HttpResponse, req: HttpRequest, route: string, kind: Kind): void {
+    const { log } = this.options;
     const started = performance.now();
-    const exchange = new Exchange(res, false, isDraining);
+    const exchange = new Exchange(res, { closing: this.closing });
     const requestId = requestIdFrom(req.getHeader(REQUEST_HEADERS.requestId));
     exchange.requestId = requestId;
     const authorization = req.getHeader(REQUEST_HEADERS.authorization);
@@ -99,34 +154,31 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     const contentEncoding = req.getHeader(REQUEST_HEADERS.contentEncoding);
     const chunked = req.getHeader(REQUEST_HEADERS.transferEncoding) !== '';
     const idempotencyKey = req.getHeader(REQUEST_HEADERS.idempotencyKey);
-    inFlight++;
+    this.requests.begin();
     let orgId: number | undefined;
     let finished = false;
     const finish = () => {
       if (finished) return;
       finished = true;
-      inFlight--;
       observe('post', route, exchange, started, requestId, orgId, log);
-      if (draining && inFlight === 0) drained?.();
+      this.requests.finish();
     };
     exchange.onAbort = finish;
-    if (draining) {
+    if (this.requests.draining) {
       exchange.send(
         503,
         { 'Retry-After': '1' },
         JSON.stringify(toErrorBody(ApiError.shuttingDown(), requestId).body),
-        undefined,
-        true,
+        { closeConnection: true },
       );
       finish();
       return;
     }
-    // Authentication starts at once, while the body arrives.
-    const authenticated = authenticate(authenticator, authorization);
+    const authenticated = authenticate(this.options.authenticator, authorization);
     authenticated.catch(() => {});
-    readBody(res, options.bodyLimit, (body, tooLarge) => {
+    readBody(res, this.options.bodyLimit, (body, tooLarge) => {
       const request = { body, tooLarge, contentType, contentEncoding, chunked, idempotencyKey };
-      handle(kind, requestId, authenticated, request, (auth) => {
+      this.answer(kind, requestId, authenticated, request, (auth) => {
         orgId = auth.orgId;
       }).then(
         ({ status, headers, payload }) => {
@@ -145,15 +197,17 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
         },
       );
     });
-  };
+  }
 
-  const handle = async (
+  /** The answer to a whole usage request, from the core; throws the ApiError to send instead. */
+  private async answer(
     kind: Kind,
     requestId: string,
     authenticated: Promise<AuthContext>,
     { body, tooLarge, contentType, contentEncoding, chunked, idempotencyKey }: ReceivedRequest,
     onAuthenticated: (auth: AuthContext) => void,
-  ): Promise<{ status: number; headers: Record<string, string>; payload: string | Buffer }> => {
+  ): Promise<Reply> {
+    const { usage } = this.options;
     const auth = await authenticated;
     onAuthenticated(auth);
     // In the api service's order: the media type, then the size, then the encoding and the JSON
@@ -172,9 +226,7 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     let parsed: unknown = null;
     if (isJson(contentType)) {
       try {
-        const encoded = ApiError.ofContentEncoding(contentEncoding);
-        if (encoded) throw encoded;
-        parsed = parseUsageBody(body);
+        parsed = parseUsageBody(body, { contentEncoding });
       } catch (error) {
         await usage.refuse(auth, error);
       }
@@ -184,47 +236,26 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
         body: parsed,
         idempotencyKey: idempotencyKey || undefined,
       });
-      return { status: 201, headers: reply.headers, payload: writeEvent({ data: reply.value.event }) };
+      return { status: 201, headers: reply.headers, payload: eventResponseBody(reply.value.event) };
     }
     const reply = await usage.recordBatch(auth, parsed);
-    return {
-      status: 200,
-      headers: reply.headers,
-      payload: writeBatchResult(batchResultBody(reply.value, requestId)),
-    };
-  };
-
-  for (const [route, kind] of [
-    [USAGE_EVENTS_PATH, 'event'],
-    [USAGE_BATCH_PATH, 'batch'],
-  ] as const) {
-    // with or without a trailing slash, as the api service routes
-    for (const path of [route, `${route}/`]) {
-      app.post(path, usageRoute(route, kind));
-      app.any(path, (res, req) =>
-        refuseUnrouted(
-          res,
-          req,
-          route,
-          new ApiError('METHOD_NOT_ALLOWED', 'This path supports POST.', { headers: { Allow: 'POST' } }),
-        ),
-      );
-    }
+    return { status: 200, headers: reply.headers, payload: batchResponseBody(reply.value, requestId) };
   }
 
   /**
    * 405 and 404, as on the api service: asked with a valid key, the request counts and carries the
    * rate-limit headers (or is a 429 over the limit); without one it is answered all the same.
    */
-  const refuseUnrouted = (res: HttpResponse, req: HttpRequest, route: string, error: ApiError) => {
+  private refuseUnrouted(res: HttpResponse, req: HttpRequest, route: string, error: ApiError): void {
+    const { authenticator, usage, log } = this.options;
     const started = performance.now();
     const method = req.getMethod();
     // uWS names methods in lower case, its JS fallback as sent
-    const exchange = new Exchange(res, method.toLowerCase() === 'head', isDraining);
+    const exchange = new Exchange(res, { bodiless: method.toLowerCase() === 'head', closing: this.closing });
     const requestId = requestIdFrom(req.getHeader(REQUEST_HEADERS.requestId));
     exchange.requestId = requestId;
     const authorization = req.getHeader(REQUEST_HEADERS.authorization);
-    inFlight++;
+    this.requests.begin();
     let orgId: number | undefined;
     const counted = authorization
       ? authenticator.authenticate(authorization).then(
@@ -238,56 +269,28 @@ export async function startIngestServer(options: IngestServerOptions): Promise<I
     counted
       .catch((answer: unknown) => sendError(exchange, requestId, answer, log, orgId))
       .finally(() => {
-        inFlight--;
         observe(method, route, exchange, started, requestId, orgId, log);
-        if (draining && inFlight === 0) drained?.();
+        this.requests.finish();
       });
-  };
-
-  for (const path of Object.values(OPS_PATHS)) {
-    app.get(path, (res) => {
-      const exchange = new Exchange(res, false, isDraining);
-      answerOpsRequest(path, options.checks, { http_server: options.transport.name }).then(
-        (answer) => {
-          const { status, contentType, body } = answer ?? {
-            status: 404,
-            contentType: 'text/plain',
-            body: '',
-          };
-          exchange.send(status, { 'cache-control': 'no-store' }, body, contentType);
-        },
-        (error) => {
-          log.error({ err: error, path }, 'operations route failed');
-          exchange.send(500, {}, JSON.stringify({ error: 'internal error' }));
-        },
-      );
-    });
   }
 
-  app.any('/*', (res, req) => {
-    const path = req.getUrl().split('?')[0];
-    refuseUnrouted(
-      res,
-      req,
-      'unmatched',
-      new ApiError('NOT_FOUND', `No route ${req.getMethod().toUpperCase()} ${path}.`),
+  private opsRequest(res: HttpResponse, path: string): void {
+    const exchange = new Exchange(res, { closing: this.closing });
+    answerOpsRequest(path, this.options.checks, { http_server: this.options.transport.name }).then(
+      (answer) => {
+        const { status, contentType, body } = answer ?? {
+          status: 404,
+          contentType: 'text/plain',
+          body: '',
+        };
+        exchange.send(status, { 'cache-control': 'no-store' }, body, { contentType });
+      },
+      (error) => {
+        this.options.log.error({ err: error, path }, 'operations route failed');
+        exchange.send(500, {}, JSON.stringify({ error: 'internal error' }));
+      },
     );
-  });
-
-  const listening = await options.transport.listen(options.host, options.port);
-  ingestNativeServer.set(options.transport.name === 'uws' ? 1 : 0);
-  const { port } = listening;
-
-  return {
-    port,
-    transport: options.transport.name,
-    async close() {
-      if (draining) return;
-      draining = true;
-      listening.stopAccepting();
-      if (inFlight > 0) await new Promise<void>((resolve) => (drained = resolve));
-    },
-  };
+  }
 }
 
 async function authenticate(authenticator: ApiKeyAuthenticator, header: string): Promise<AuthContext> {

@@ -10,7 +10,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * Delivery history and manual retry. Events are fanned out without a dispatcher first (so they
- * stay PENDING), then a dispatcher that makes one attempt per event settles them.
+ * stay PENDING), then a dispatcher that makes one attempt per event finishes them.
  */
 describe('webhook delivery history API', () => {
   let api: TestApi;
@@ -104,7 +104,7 @@ describe('webhook delivery history API', () => {
     });
   });
 
-  it('settles them: A SUCCESS, B FAILED after its only attempt', async () => {
+  it('finishes them: A SUCCESS, B FAILED after its only attempt', async () => {
     dispatcher = startDispatcher(api.platform.db, { maxAttempts: 1 });
     await eventually(
       () => list('?status=PENDING'),
@@ -202,12 +202,12 @@ describe('webhook delivery history API', () => {
     expect(Math.abs(Date.parse(data.next_attempt_at) - before)).toBeLessThan(5000);
     expect(response.json()).not.toHaveProperty('data.attempt_history');
 
-    const settled = await eventually(
+    const finished = await eventually(
       async () => (await api.request({ path: `/webhook-events/${failed.id}`, key: org.apiKey })).json().data,
       (event) => event.status === 'SUCCESS',
     );
-    expect(settled).toMatchObject({ attempts: 2, last_response_code: 204, next_attempt_at: null });
-    expect(settled.attempt_history.map((a: { response_code: number }) => a.response_code)).toEqual([
+    expect(finished).toMatchObject({ attempts: 2, last_response_code: 204, next_attempt_at: null });
+    expect(finished.attempt_history.map((a: { response_code: number }) => a.response_code)).toEqual([
       500, 204,
     ]);
     const deliveries = receiver.deliveries.filter((d) => d.headers['x-service-delivery'] === failed.id);
@@ -296,11 +296,11 @@ describe('webhook delivery history API', () => {
         key: third.apiKey,
       });
       expect(accepted.json().data).toMatchObject({ status: 'RETRYING', attempts: 1, max_attempts: 2 });
-      const settled = await eventually(
+      const finished = await eventually(
         () => read(stored!.id),
         (event) => event.status !== 'RETRYING' || event.attempts > 1,
       );
-      expect(settled).toMatchObject({
+      expect(finished).toMatchObject({
         status: 'FAILED',
         attempts: 2,
         max_attempts: 2,

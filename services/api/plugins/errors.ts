@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isConnectionFailure } from '../../../libs/db/index.js';
 import { DependencyUnavailableError } from '../../../libs/dependency-guard/index.js';
 import { ApiError, toErrorBody } from '../../../libs/errors/index.js';
+import { newRequestId } from '../../../libs/schemas/index.js';
 import type { ApiInstance } from '../types.js';
 
 /** Fastify's own request errors, mapped to the spec's codes. */
@@ -65,7 +65,7 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? new ApiError('REQUEST_TIMEOUT', 'The request took too long to arrive.')
         : ApiError.badRequest('The request is not valid HTTP.');
-  const requestId = randomUUID();
+  const requestId = newRequestId();
   const { status, body } = toErrorBody(apiError, requestId);
   const json = JSON.stringify(body);
   if (socket.writable) {

@@ -5,14 +5,13 @@ import { ApiError } from '../../../libs/errors/index.js';
 import {
   CreateUsageEvent,
   CreateUsageEventBatch,
-  dataListWriter,
   idempotencyKey,
   JSON_CONTENT_TYPE,
   single,
   UsageEvent,
   UsageEventBatchResult,
 } from '../../../libs/schemas/index.js';
-import { batchResultBody, parseUsageBody, type UsageIngest } from '../../../libs/usage/index.js';
+import { batchResponseBody, parseUsageBody, type UsageIngest } from '../../../libs/usage/index.js';
 import { sendError, toApiError } from '../plugins/errors.js';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
 
@@ -30,8 +29,6 @@ import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
  *   wrong media type, too large) is counted by `countRefused`, the routes' error handler.
  */
 const validatedByTheCore: FastifySchemaCompiler<unknown> = () => (value) => ({ value });
-
-const writeBatchResult = dataListWriter(UsageEventBatchResult);
 
 /** The first value of a header sent once or more (rawHeaders: name, value, name, value...). */
 function firstHeaderValue(rawHeaders: string[], name: string): string | undefined {
@@ -83,9 +80,7 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser<Buffer>('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     try {
-      const encoded = ApiError.ofContentEncoding(request.headers['content-encoding']);
-      if (encoded) throw encoded;
-      done(null, parseUsageBody(body));
+      done(null, parseUsageBody(body, { contentEncoding: request.headers['content-encoding'] }));
     } catch (error) {
       done(error as Error);
     }
@@ -161,7 +156,7 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
         .code(200)
         .headers(recorded.headers)
         .type(JSON_CONTENT_TYPE)
-        .send(writeBatchResult(batchResultBody(recorded.value, request.id)));
+        .send(batchResponseBody(recorded.value, request.id));
     },
   );
 };

@@ -1,18 +1,19 @@
 import type { Queryable } from '../db/index.js';
-import { type FailedDelivery, recordSettled, type SucceededDelivery } from './delivery.js';
+import { type FailedDelivery, recordAttempts, type SucceededDelivery } from './delivery.js';
 
-type Settled = SucceededDelivery | FailedDelivery;
+/** An attempt with its outcome known: what is recorded. */
+type FinishedAttempt = SucceededDelivery | FailedDelivery;
 
 /**
- * Gathers settled attempts and records them together: a batch is written when it reaches
+ * Gathers finished attempts and records them together: a batch is written when it reaches
  * `maxBatch` or `maxDelayMs` after its first entry, whichever comes first. One statement per
  * batch instead of one per delivery is what lets a dispatcher keep up with a busy outbox. Each
  * caller learns whether its own attempt was recorded; a failed write rejects every caller of
  * the batch (their leases run out and the attempts are made again).
  */
-export class SettledRecorder {
+export class AttemptRecorder {
   private batch: {
-    delivery: Settled;
+    delivery: FinishedAttempt;
     resolve: (recorded: boolean) => void;
     reject: (error: unknown) => void;
   }[] = [];
@@ -24,7 +25,7 @@ export class SettledRecorder {
     private readonly maxDelayMs = 5,
   ) {}
 
-  record(delivery: Settled): Promise<boolean> {
+  record(delivery: FinishedAttempt): Promise<boolean> {
     return new Promise((resolve, reject) => {
       this.batch.push({ delivery, resolve, reject });
       if (this.batch.length >= this.maxBatch) this.flush();
@@ -37,7 +38,7 @@ export class SettledRecorder {
     this.timer = undefined;
     const batch = this.batch;
     this.batch = [];
-    recordSettled(
+    recordAttempts(
       this.db,
       batch.map((entry) => entry.delivery),
     ).then(

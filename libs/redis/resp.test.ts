@@ -1,6 +1,6 @@
 import { Command } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { encodeCommand } from './bulk-script.js';
+import { encodeCommand } from './resp.js';
 
 describe('encodeCommand', () => {
   it('writes the bytes ioredis writes for the same command', () => {

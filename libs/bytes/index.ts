@@ -1,0 +1,1 @@
+export { decimalLength, writeDecimal } from './decimal.js';

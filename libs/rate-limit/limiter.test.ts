@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { RateLimiter } from './limiter.js';
+import { MemoryRateLimitStore } from './memory.js';
+import type { RateLimitStore } from './store.js';
+
+const AT = Date.UTC(2026, 0, 1, 5, 59, 30);
+const subject = { orgId: 7, plan: 'beta' as const, rateLimitOverride: 2 };
+
+/** The in-process store, with the calls it gets counted. */
+function countingStore(now: () => number): RateLimitStore & { calls: number } {
+  const memory = new MemoryRateLimitStore(now);
+  const store = {
+    calls: 0,
+    consume(bucket: string, limit: number, ttlSeconds: number) {
+      store.calls++;
+      return memory.consume(bucket, limit, ttlSeconds);
+    },
+  };
+  return store;
+}
+
+describe('RateLimiter', () => {
+  it('plans the count of a request: its hourly bucket, its limit and how long the bucket lives', () => {
+    const limiter = new RateLimiter(
+      countingStore(() => AT),
+      { keyPrefix: 'p:', now: () => AT },
+    );
+    const planned = limiter.plan(subject);
+    const hour = Math.floor(AT / 3_600_000);
+    expect(planned.bucket).toEqual({ key: `p:rl:7:${hour}`, limit: 2, ttlSeconds: 3900 });
+    expect(planned.window).toEqual({ hour, resetEpochSeconds: (hour + 1) * 3600, secondsToReset: 30 });
+    expect(limiter.plan({ ...subject, rateLimitOverride: null }).bucket.limit).toBe(2000);
+  });
+
+  it('decides a count made elsewhere as it decides its own, and remembers an exhausted organization', async () => {
+    const store = countingStore(() => AT);
+    const limiter = new RateLimiter(store, { now: () => AT });
+    const planned = limiter.plan(subject);
+    expect(limiter.decide(planned, { count: 1, allowed: true })).toMatchObject({
+      allowed: true,
+      limit: 2,
+      remaining: 1,
+      secondsToReset: 30,
+    });
+    // a store that counted elsewhere found the organization over its limit: no store call after
+    expect(limiter.decide(planned, { count: 2, allowed: false })).toMatchObject({
+      allowed: false,
+      remaining: 0,
+    });
+    expect(await limiter.consume(subject)).toMatchObject({ allowed: false, remaining: 0 });
+    expect(store.calls).toBe(0);
+  });
+
+  it('counts in its store until the limit, then refuses from memory until the hour ends', async () => {
+    let now = AT;
+    const store = countingStore(() => now);
+    const limiter = new RateLimiter(store, { now: () => now });
+    expect((await limiter.consume(subject)).remaining).toBe(1);
+    expect((await limiter.consume(subject)).remaining).toBe(0);
+    expect((await limiter.consume(subject)).allowed).toBe(false);
+    expect((await limiter.consume(subject)).allowed).toBe(false);
+    expect(store.calls).toBe(3);
+    now += 31_000; // the next hour
+    expect(await limiter.consume(subject)).toMatchObject({
+      allowed: true,
+      remaining: 1,
+      secondsToReset: 3599,
+    });
+  });
+});

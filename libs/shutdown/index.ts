@@ -1,0 +1,1 @@
+export { InFlightRequests } from './in-flight.js';
