@@ -6,7 +6,6 @@ import { billingRunDuration, billingRunInvoices, secondsSince } from '../observa
 import { PostgresUsageAggregator, type UsageAggregator } from '../usage/index.js';
 import {
   applyCredits,
-  type BillingCustomer,
   type CreditApplication,
   claimDueSubscriptions,
   type DueSubscription,
@@ -24,11 +23,11 @@ import {
 import { applyDunning } from './dunning.js';
 import { invoiceEventData, subscriptionEventData } from './event-data.js';
 import { InvoiceLimitError } from './invoice-limits.js';
-import { type BillableItem, buildInvoiceLines } from './invoice-lines.js';
+import type { BillableItem } from './invoice-lines.js';
+import { composePeriodInvoice } from './period-invoice.js';
 import { addDays, invoicePeriodDates, utcDate } from './periods.js';
 import { planBilling, type ScheduleStep } from './schedule.js';
 import { settleOnPosting } from './settlement.js';
-import { taxRuleFor } from './tax.js';
 
 /**
  * The billing run (DESIGN §6 Billing): every subscription whose next_billing_date has passed is
@@ -342,13 +341,15 @@ async function createInvoices(
       throw new Error(`customer ${subscription.customer_id} of subscription ${subscription.id} not found`);
     }
     const org = numbering.get(subscription.org_id)!;
-    const invoiceDate = utcDate(step.periodEnd);
-    const draft = buildInvoiceLines(items.get(subscription.id) ?? [], {
-      currency: subscription.currency.trim(),
+    const draft = composePeriodInvoice({
+      items: items.get(subscription.id) ?? [],
+      currency: subscription.currency,
       usage: usage.get(usageKey(subscription, step)) ?? new Map(),
       firstPeriod: step.firstPeriod,
-      taxRule: taxRuleFor(destinationOf(customer), invoiceDate),
+      periodEnd: step.periodEnd,
+      customer,
     });
+    const invoiceDate = draft.invoice_date;
     const id = randomUUID();
     let status: NewInvoice['status'] = 'DRAFT';
     let amountPaid = formatMoney(0n);
@@ -433,14 +434,6 @@ async function periodUsage(
     for (const key of group.keys) usage.set(key, totals);
   }
   return usage;
-}
-
-function destinationOf(customer: BillingCustomer) {
-  return {
-    country: customer.country,
-    stateProvince: customer.state_province,
-    taxExempt: customer.tax_exempt,
-  };
 }
 
 function unique(values: number[]): number[] {

@@ -33,6 +33,12 @@ export {
   recordPayment,
 } from './payments.js';
 export {
+  composePeriodInvoice,
+  type PeriodInvoice,
+  type PeriodInvoiceCustomer,
+  type PeriodInvoiceInput,
+} from './period-invoice.js';
+export {
   addDays,
   addDaysToInstant,
   addMonthsAnchored,
