@@ -1,5 +1,7 @@
 import { type BillableItem, buildInvoiceLines, type InvoiceLine } from './invoice-lines.js';
+import { itemForPeriod } from './item-changes.js';
 import { utcDate } from './periods.js';
+import type { ProrationLine } from './proration.js';
 import { taxRuleFor } from './tax.js';
 
 /**
@@ -25,8 +27,15 @@ export interface PeriodInvoiceInput {
   usage: ReadonlyMap<number, string>;
   /** Whether this is the subscription's first paid period (one-time items are billed then). */
   firstPeriod: boolean;
+  /** The period's start: items changed within the period are billed at the terms it began with. */
+  periodStart: Date;
   /** The period's end: the invoice is dated on it and taxed with the rules of that day. */
   periodEnd: Date;
+  /**
+   * Lines of subscription changes waiting for this invoice (pendingProrationLines): a credit and
+   * a charge per changed licensed item (DESIGN §9.2).
+   */
+  prorationLines: readonly ProrationLine[];
   customer: PeriodInvoiceCustomer;
 }
 
@@ -41,7 +50,10 @@ export interface PeriodInvoice {
 
 export function composePeriodInvoice(input: PeriodInvoiceInput): PeriodInvoice {
   const invoiceDate = utcDate(input.periodEnd);
-  const draft = buildInvoiceLines(input.items, {
+  const period = { start: input.periodStart, end: input.periodEnd };
+  const items = input.items.flatMap((item) => itemForPeriod(item, period) ?? []);
+  const draft = buildInvoiceLines(items, {
+    prorationLines: input.prorationLines,
     currency: input.currency.trim(),
     usage: input.usage,
     firstPeriod: input.firstPeriod,

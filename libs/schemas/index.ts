@@ -60,8 +60,14 @@ export {
   Product,
 } from './product.js';
 export {
+  PendingChange,
+  PendingChangeItem,
+  ProrationLine,
   SUBSCRIPTION_STATUSES,
   Subscription,
+  SubscriptionChange,
+  SubscriptionChangeItem,
+  SubscriptionChangeRequest,
   SubscriptionItem,
   type SubscriptionStatus,
 } from './subscription.js';
