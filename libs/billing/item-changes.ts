@@ -3,7 +3,12 @@ import { ApiError, type FieldError } from '../errors/index.js';
 import { formatScaled, parseMoney, parseScaled } from '../money/index.js';
 import type { BillingPeriod } from '../schemas/index.js';
 import { loadBillableItems } from './billing-store.js';
-import { fitsAnInvoice, fixedChargeProblems, productPriceProblems } from './invoice-limits.js';
+import {
+  fitsAnInvoice,
+  fixedChargeProblems,
+  MAX_STORED_MONEY,
+  productPriceProblems,
+} from './invoice-limits.js';
 import type { BillableItem, ItemBase } from './invoice-lines.js';
 import { priceQuantity } from './pricing.js';
 import {
@@ -344,8 +349,7 @@ export async function applyItemSet(
       lines.push(...prorationLinesFor(undefined, item, { at, period, currency }));
     }
   }
-  await insertProrationLines(tx, subscription, lines);
-
+  // checked before anything is stored: a line beyond NUMERIC(20, 8) must be a 422, not an overflow
   const problems = fixedChargeProblems(after);
   if (problems.length === 0 && keepsBase) {
     // the running period's invoice: the base of every item billed in it, plus all its lines
@@ -359,7 +363,11 @@ export async function applyItemSet(
         );
       }
     }
-    for (const line of pending.get(subscription.id) ?? []) total += parseMoney(line.amount);
+    for (const line of [...(pending.get(subscription.id) ?? []), ...lines]) {
+      const amount = parseMoney(line.amount);
+      total += amount;
+      if (!fitsAnInvoice(amount < 0n ? -amount : amount)) total = MAX_STORED_MONEY + 1n;
+    }
     if (!fitsAnInvoice(total)) {
       problems.push({
         field: 'items',
@@ -369,6 +377,7 @@ export async function applyItemSet(
     }
   }
   if (problems.length) throw ApiError.validation(problems);
+  await insertProrationLines(tx, subscription, lines);
   return { before: [...current], after, proration_lines: lines, effective_at: at };
 }
 
