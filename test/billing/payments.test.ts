@@ -159,6 +159,9 @@ describe('payments', () => {
     expect(over.details?.[0]).toMatchObject({ field: 'amount', code: 'out_of_range' });
     expect((await failure(pay({ invoiceId: id, amount: '0' }))).code).toBe('VALIDATION_ERROR');
     expect((await failure(pay({ invoiceId: id, amount: '1.5e2' }))).code).toBe('VALIDATION_ERROR');
+    // payable amounts: money that moves is in whole cents
+    const subCent = await failure(pay({ invoiceId: id, amount: '10.005' }));
+    expect(subCent.details?.[0]).toMatchObject({ field: 'amount', code: 'invalid_format' });
     const draft = await invoice({ post: false });
     expect((await failure(pay({ invoiceId: draft, amount: '1' }))).message).toMatch(
       /is DRAFT.*\(post it first\)/,

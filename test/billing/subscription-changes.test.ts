@@ -8,6 +8,7 @@ import { createTestOrg } from '../helpers/fixtures.js';
 import {
   basicCatalog,
   customerIn,
+  expectPayableInvoices,
   outbox,
   productIn,
   recordUsage,
@@ -489,5 +490,9 @@ describe('subscription changes, billed by the run', () => {
       [subscription.id],
     );
     expect(rows).toEqual([{ quantity: 1_000_000 }, { quantity: 1 }]);
+  });
+
+  it('every invoice these tests made has payable amounts', async () => {
+    expect(await expectPayableInvoices(database.db)).toBeGreaterThan(8);
   });
 });

@@ -241,10 +241,10 @@ describe('the official MCP SDK client against the endpoint', () => {
       amount: '100.00000000',
       tax_lines: [
         { name: 'GST', jurisdiction: 'CA', rate: '0.05', amount: '5.00000000' },
-        { name: 'QST', jurisdiction: 'QC', rate: '0.09975', amount: '9.97500000' },
+        { name: 'QST', jurisdiction: 'QC', rate: '0.09975', amount: '9.98000000' },
       ],
-      tax_amount: '14.97500000',
-      total_with_tax: '114.97500000',
+      tax_amount: '14.98000000',
+      total_with_tax: '114.98000000',
     });
     expect(await call('tax_lookup', { country: 'US', state_province: 'OR' })).toMatchObject({
       tax_type: 'US_SALES_TAX',

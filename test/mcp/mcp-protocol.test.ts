@@ -264,8 +264,8 @@ describe('MCP endpoint over plain HTTP', () => {
     expect(text).not.toContain('\n');
     expect(JSON.parse(text)).toMatchObject({
       tax_type: 'HST',
-      tax_amount: '2.59870000',
-      total_with_tax: '22.58870000',
+      tax_amount: '2.60000000',
+      total_with_tax: '22.59000000',
     });
   });
 
