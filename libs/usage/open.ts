@@ -20,6 +20,7 @@ import type { UsageSink } from './sink.js';
 import { CLICKHOUSE_SINK_NAME, ClickHouseUsageSink } from './sink-clickhouse.js';
 import { KafkaSinkRunner } from './sink-consumer.js';
 import { POSTGRES_SINK_NAME, PostgresUsageSink } from './sink-postgres.js';
+import { SinkWatermarkRecorder } from './watermark.js';
 
 export interface OpenedUsageAggregator {
   aggregator: UsageAggregator;
@@ -174,6 +175,9 @@ export async function openUsageEventLog(
   return { eventLog, clickhouse };
 }
 
+/** How often each sink records its committed watermark (the floor of `lag_seconds`). */
+const WATERMARK_INTERVAL_MS = 250;
+
 export interface UsageSinks {
   runners: KafkaSinkRunner[];
   checks(): DependencyCheck[];
@@ -230,8 +234,21 @@ export async function startUsageSinks(options: {
       }),
   );
   const admin = kafka.admin();
+  const watermarks = runners.map(
+    (runner) =>
+      new SinkWatermarkRecorder({
+        admin,
+        db,
+        topic: config.KAFKA_USAGE_TOPIC,
+        groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}${runner.name}`,
+        sink: runner.name,
+        intervalMs: WATERMARK_INTERVAL_MS,
+        log,
+      }),
+  );
   try {
     await Promise.all([admin.connect(), ...runners.map((runner) => runner.start())]);
+    for (const recorder of watermarks) recorder.start();
   } catch (error) {
     await Promise.allSettled([...runners.map((runner) => runner.stop()), admin.disconnect()]);
     await clickhouse?.close();
@@ -245,6 +262,7 @@ export async function startUsageSinks(options: {
       ...runners.map((runner) => runner.check()),
     ],
     async stop() {
+      await Promise.all(watermarks.map((recorder) => recorder.stop()));
       await Promise.all(runners.map((runner) => runner.stop()));
       await admin.disconnect();
       await clickhouse?.close();
