@@ -15,6 +15,7 @@ import { SubscriptionItemCache } from './items.js';
 import { KafkaUsageEventLog } from './kafka-log.js';
 import type { UsageEventLog } from './log.js';
 import { MemoryUsageDedupStore } from './memory.js';
+import { openUsageReadStores, type UsageReadStores } from './read-stores.js';
 import { RedisUsageDedupStore } from './redis.js';
 import type { UsageSink } from './sink.js';
 import { CLICKHOUSE_SINK_NAME, ClickHouseUsageSink } from './sink-clickhouse.js';
@@ -88,6 +89,8 @@ export async function openUsageAggregator(
 /** The ingest core with its ports, as one process uses it. */
 export interface UsagePipeline {
   ingest: UsageIngest;
+  /** What the usage read-back (and voids) go through, on the same log as ingest. */
+  readStores: UsageReadStores;
   /** Dependencies beyond the platform's that serving usage needs (Kafka when it is the log). */
   checks(): DependencyCheck[];
   /** After the HTTP front ends drained: key releases still on their way, the log's last batch, connections. */
@@ -122,14 +125,17 @@ export async function openUsageIngest(
     idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_DAYS * 86_400,
     logger: log,
   });
+  const readStores = openUsageReadStores(config, db, eventLog, log);
   return {
     ingest,
+    readStores,
     checks: () => [
       ...eventLog.checks(),
       ...(clickhouse && config.CLICKHOUSE_URL ? [clickhouseCheck(config.CLICKHOUSE_URL)] : []),
     ],
     async close() {
       await ingest.drain();
+      await readStores.close();
       await eventLog.close();
       await store.flush();
       await clickhouse?.close();
