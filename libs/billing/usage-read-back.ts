@@ -8,7 +8,7 @@ import {
   type SubscriptionUsage,
   type UpcomingInvoice,
 } from '../schemas/index.js';
-import type { UsageReadStores } from '../usage/index.js';
+import { PostgresUsageAggregator, type UsageAggregator, type UsageReadStores } from '../usage/index.js';
 import {
   type DueSubscription,
   loadBillableItems,
@@ -29,6 +29,16 @@ import { planBilling, type ScheduleStep } from './schedule.js';
  */
 
 const DAY_MS = 86_400_000;
+
+/**
+ * Postgres totals read through the caller's `db`: inside a transaction (an MCP tool's), a second
+ * connection of the embedded database would wait for it to end.
+ */
+function aggregatorFor(db: Queryable, stores: UsageReadStores): UsageAggregator {
+  return stores.aggregator instanceof PostgresUsageAggregator
+    ? new PostgresUsageAggregator(db)
+    : stores.aggregator;
+}
 export const MAX_DAILY_DAYS = 93;
 
 interface Loaded {
@@ -85,7 +95,7 @@ export async function getSubscriptionUsage(
   // as_of first: every event it vouches for is in the store before the totals are read.
   const asOf = await stores.asOf();
   const totals = meteredItems.length
-    ? await stores.aggregator.totals(
+    ? await aggregatorFor(db, stores).totals(
         orgId,
         meteredItems.map((item) => item.subscription_item_id),
         start,
@@ -170,7 +180,7 @@ export async function getDailyUsage(
   }
   if (!series.length) return [];
   const ids = series.map((item) => item.subscription_item_id);
-  const rows = await stores.aggregator.daily(orgId, ids, new Date(from), new Date(to + DAY_MS));
+  const rows = await aggregatorFor(db, stores).daily(orgId, ids, new Date(from), new Date(to + DAY_MS));
   const found = new Map(rows.map((row) => [`${row.date}|${row.subscription_item_id}`, row.quantity]));
   const points: DailyUsagePoint[] = [];
   for (let day = from; day <= to; day += DAY_MS) {
@@ -232,7 +242,7 @@ export async function previewUpcomingInvoice(
   const asOf = await stores.asOf();
   const meteredIds = metered(items).map((item) => item.subscription_item_id);
   const usage = meteredIds.length
-    ? await stores.aggregator.totals(orgId, meteredIds, step.periodStart, step.periodEnd)
+    ? await aggregatorFor(db, stores).totals(orgId, meteredIds, step.periodStart, step.periodEnd)
     : new Map<number, string>();
   const invoice: PeriodInvoice = composePeriodInvoice({
     items,
