@@ -73,7 +73,6 @@ afterAll(async () => {
   await stack?.close();
 });
 
-const api = () => stack.frontEnds.find((f) => f.name === 'api')!;
 const ingest = () => stack.frontEnds.find((f) => f.name === 'uws')!;
 
 async function post(quantity: number, at: Date): Promise<{ id: string; answeredAt: number }> {

@@ -286,6 +286,32 @@ describe('usage read-back, embedded mode', () => {
   });
 });
 
+describe('the read-back in the documents', () => {
+  it('llms.txt lists every new route with an example of its answer', async () => {
+    const text = (await api.request({ method: 'GET', path: '/llms.txt' })).body;
+    for (const route of [
+      'GET /subscriptions/{subscription_id}/usage',
+      'GET /subscriptions/{subscription_id}/usage/daily',
+      'GET /subscriptions/{subscription_id}/upcoming-invoice',
+      'GET /usage/events',
+      'GET /usage/events/{event_id}',
+      'POST /usage/events/{event_id}/void',
+    ]) {
+      expect(text).toContain(route);
+    }
+    for (const tool of ['get_subscription_usage', 'preview_upcoming_invoice']) expect(text).toContain(tool);
+    // each with an example answer, from the schema's own example
+    for (const object of [
+      '"object":"subscription_usage"',
+      '"object":"upcoming_invoice"',
+      '"status":"VOIDED"',
+    ]) {
+      expect(text).toContain(object);
+    }
+    expect(text).toContain('Example answer: `{"data":[{"date":"2026-11-20"');
+  });
+});
+
 function iso(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
