@@ -56,6 +56,23 @@ export async function claimDueSubscriptions(
   return rows;
 }
 
+/** One subscription as a billing run reads it, without claiming it (the usage read-back). */
+export async function loadSubscriptionSchedule(
+  db: Queryable,
+  orgId: number,
+  subscriptionId: number,
+): Promise<DueSubscription | undefined> {
+  const { rows } = await db.query<DueSubscription>(
+    `SELECT id, org_id, customer_id, status, currency, start_date, trial_end_date, billing_period, billing_anchor_day,
+            current_period_start, current_period_end, next_billing_date, term_type, initial_term_months, auto_renew,
+            subscription_end_date, cancel_at_period_end, ended_at
+       FROM subscriptions
+      WHERE org_id = $1 AND id = $2`,
+    [orgId, subscriptionId],
+  );
+  return rows[0];
+}
+
 /**
  * Items of the given subscriptions with their products' prices and tiers, grouped by subscription:
  * those billed for the running period or later, so an item removed by a change since the running

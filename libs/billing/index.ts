@@ -104,3 +104,11 @@ export {
   taxRuleFor,
   US_STATE_RATES,
 } from './tax.js';
+export {
+  type DailyUsageQuery,
+  getDailyUsage,
+  getSubscriptionUsage,
+  MAX_DAILY_DAYS,
+  portalUsageSource,
+  previewUpcomingInvoice,
+} from './usage-read-back.js';

@@ -89,6 +89,14 @@ export {
   UsageEvent,
 } from './usage-event.js';
 export {
+  DailyUsagePoint,
+  SubscriptionUsage,
+  SubscriptionUsageItem,
+  UpcomingInvoice,
+  UpcomingInvoiceLine,
+  UsageEventWithStatus,
+} from './usage-read-back.js';
+export {
   CreatedWebhookEndpoint,
   CreateWebhookEndpoint,
   EMITTED_EVENT_TYPES,

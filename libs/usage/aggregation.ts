@@ -4,7 +4,7 @@ import type { Queryable } from '../db/index.js';
  * Usage totals for billing and MCP: the sum of quantities per subscription item over the window
  * [from, to) of event timestamps. Implementations return exact decimal strings with 8 fractional
  * digits, and the same string for the same events: Postgres in the embedded mode, ClickHouse in
- * the distributed one.
+ * the distributed one. A voided event counts nowhere.
  */
 export interface UsageAggregator {
   /** Every requested item is in the result; an item without usage totals '0.00000000'. */
@@ -14,6 +14,19 @@ export interface UsageAggregator {
     from: Date,
     to: Date,
   ): Promise<Map<number, string>>;
+  /**
+   * Per UTC day and item, the days of [from, to) that have usage (the caller fills the zero days);
+   * `from` and `to` are UTC midnights.
+   */
+  daily(orgId: number, subscriptionItemIds: readonly number[], from: Date, to: Date): Promise<DailyUsage[]>;
+}
+
+export interface DailyUsage {
+  /** YYYY-MM-DD (UTC). */
+  date: string;
+  subscription_item_id: number;
+  /** Decimal text, 8 fractional digits. */
+  quantity: string;
 }
 
 export const ZERO_QUANTITY = '0.00000000';
@@ -34,10 +47,31 @@ export class PostgresUsageAggregator implements UsageAggregator {
       `SELECT subscription_item_id AS item, sum(quantity)::numeric(38, 8)::text AS total
          FROM usage_events
         WHERE org_id = $1 AND subscription_item_id = ANY($2::bigint[]) AND occurred_at >= $3 AND occurred_at < $4
+          AND voided_at IS NULL
         GROUP BY subscription_item_id`,
       [orgId, subscriptionItemIds, from, to],
     );
     for (const row of rows) result.set(row.item, row.total);
     return result;
+  }
+
+  async daily(
+    orgId: number,
+    subscriptionItemIds: readonly number[],
+    from: Date,
+    to: Date,
+  ): Promise<DailyUsage[]> {
+    if (subscriptionItemIds.length === 0) return [];
+    const { rows } = await this.db.query<DailyUsage>(
+      `SELECT to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS date,
+              subscription_item_id::int AS subscription_item_id,
+              sum(quantity)::numeric(38, 8)::text AS quantity
+         FROM usage_events
+        WHERE org_id = $1 AND subscription_item_id = ANY($2::bigint[]) AND occurred_at >= $3 AND occurred_at < $4
+          AND voided_at IS NULL
+        GROUP BY 1, 2`,
+      [orgId, subscriptionItemIds, from, to],
+    );
+    return rows.map((row) => ({ ...row, subscription_item_id: Number(row.subscription_item_id) }));
   }
 }

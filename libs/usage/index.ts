@@ -1,4 +1,9 @@
-export { PostgresUsageAggregator, type UsageAggregator, ZERO_QUANTITY } from './aggregation.js';
+export {
+  type DailyUsage,
+  PostgresUsageAggregator,
+  type UsageAggregator,
+  ZERO_QUANTITY,
+} from './aggregation.js';
 export { parseUsageBody } from './body.js';
 export { type PartitionLag, SinkBehindError } from './catch-up.js';
 export { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
@@ -15,6 +20,7 @@ export {
   encodeLogMessages,
   toPublicUsageEvent,
   type UsageEventRecord,
+  type UsageVoidRecord,
 } from './event.js';
 export { InProcessUsageEventLog } from './in-process-log.js';
 export { SubscriptionItemCache } from './items.js';
@@ -30,6 +36,12 @@ export {
   type UsagePipeline,
   type UsageSinks,
 } from './open.js';
+export {
+  GuardedUsageAggregator,
+  isClickHouseOutage,
+  openUsageReadStores,
+  type UsageReadStores,
+} from './read-stores.js';
 export { RedisUsageDedupStore } from './redis.js';
 export { batchResultBody } from './responses.js';
 export type { UsageSink } from './sink.js';
@@ -37,3 +49,11 @@ export { ClickHouseUsageSink } from './sink-clickhouse.js';
 export { type KafkaSinkOptions, KafkaSinkRunner } from './sink-consumer.js';
 export { PostgresUsageSink } from './sink-postgres.js';
 export type { UsageDedupStore } from './store.js';
+export {
+  getUsageEvent,
+  listUsageEvents,
+  type UsageEventFilter,
+  VOID_CATCH_UP_MS,
+  voidUsageEvent,
+} from './usage-events.js';
+export { SinkWatermarkRecorder, sinkWatermark } from './watermark.js';

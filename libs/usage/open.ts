@@ -15,11 +15,13 @@ import { SubscriptionItemCache } from './items.js';
 import { KafkaUsageEventLog } from './kafka-log.js';
 import type { UsageEventLog } from './log.js';
 import { MemoryUsageDedupStore } from './memory.js';
+import { openUsageReadStores, type UsageReadStores } from './read-stores.js';
 import { RedisUsageDedupStore } from './redis.js';
 import type { UsageSink } from './sink.js';
 import { CLICKHOUSE_SINK_NAME, ClickHouseUsageSink } from './sink-clickhouse.js';
 import { KafkaSinkRunner } from './sink-consumer.js';
 import { POSTGRES_SINK_NAME, PostgresUsageSink } from './sink-postgres.js';
+import { SinkWatermarkRecorder } from './watermark.js';
 
 export interface OpenedUsageAggregator {
   aggregator: UsageAggregator;
@@ -87,6 +89,8 @@ export async function openUsageAggregator(
 /** The ingest core with its ports, as one process uses it. */
 export interface UsagePipeline {
   ingest: UsageIngest;
+  /** What the usage read-back (and voids) go through, on the same log as ingest. */
+  readStores: UsageReadStores;
   /** Dependencies beyond the platform's that serving usage needs (Kafka when it is the log). */
   checks(): DependencyCheck[];
   /** After the HTTP front ends drained: key releases still on their way, the log's last batch, connections. */
@@ -121,14 +125,17 @@ export async function openUsageIngest(
     idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_DAYS * 86_400,
     logger: log,
   });
+  const readStores = openUsageReadStores(config, db, eventLog, log);
   return {
     ingest,
+    readStores,
     checks: () => [
       ...eventLog.checks(),
       ...(clickhouse && config.CLICKHOUSE_URL ? [clickhouseCheck(config.CLICKHOUSE_URL)] : []),
     ],
     async close() {
       await ingest.drain();
+      await readStores.close();
       await eventLog.close();
       await store.flush();
       await clickhouse?.close();
@@ -173,6 +180,9 @@ export async function openUsageEventLog(
   });
   return { eventLog, clickhouse };
 }
+
+/** How often each sink records its committed watermark (the floor of `lag_seconds`). */
+const WATERMARK_INTERVAL_MS = 250;
 
 export interface UsageSinks {
   runners: KafkaSinkRunner[];
@@ -230,8 +240,21 @@ export async function startUsageSinks(options: {
       }),
   );
   const admin = kafka.admin();
+  const watermarks = runners.map(
+    (runner) =>
+      new SinkWatermarkRecorder({
+        admin,
+        db,
+        topic: config.KAFKA_USAGE_TOPIC,
+        groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}${runner.name}`,
+        sink: runner.name,
+        intervalMs: WATERMARK_INTERVAL_MS,
+        log,
+      }),
+  );
   try {
     await Promise.all([admin.connect(), ...runners.map((runner) => runner.start())]);
+    for (const recorder of watermarks) recorder.start();
   } catch (error) {
     await Promise.allSettled([...runners.map((runner) => runner.stop()), admin.disconnect()]);
     await clickhouse?.close();
@@ -245,6 +268,7 @@ export async function startUsageSinks(options: {
       ...runners.map((runner) => runner.check()),
     ],
     async stop() {
+      await Promise.all(watermarks.map((recorder) => recorder.stop()));
       await Promise.all(runners.map((runner) => runner.stop()));
       await admin.disconnect();
       await clickhouse?.close();

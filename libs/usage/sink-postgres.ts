@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/index.js';
-import type { UsageEventRecord, UsageIdentity } from './event.js';
+import type { UsageEventRecord, UsageIdentity, UsageVoidRecord } from './event.js';
 import type { UsageSink } from './sink.js';
 
 const INSERT = `
@@ -22,6 +22,21 @@ export class PostgresUsageSink implements UsageSink {
 
   async write(events: readonly UsageEventRecord[]): Promise<void> {
     if (events.length) await this.db.query(INSERT, columns(events));
+  }
+
+  /** A redelivered event is dropped by the unique key, so its voided_at stays. */
+  async writeVoids(voids: readonly UsageVoidRecord[]): Promise<void> {
+    if (!voids.length) return;
+    await this.db.query(
+      `UPDATE usage_events e SET voided_at = v.voided_at
+         FROM unnest($1::bigint[], $2::uuid[], $3::timestamptz[]) AS v (org_id, id, voided_at)
+        WHERE e.org_id = v.org_id AND e.id = v.id AND e.voided_at IS NULL`,
+      [
+        voids.map((v) => v.event.orgId),
+        voids.map((v) => v.event.id),
+        voids.map((v) => new Date(v.voidedAtMs).toISOString()),
+      ],
+    );
   }
 
   /**

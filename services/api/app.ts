@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { portalUsageSource } from '../../libs/billing/index.js';
 import type { ApiConfig } from '../../libs/config/index.js';
 import type { DependencyCheck } from '../../libs/observability/index.js';
 import { PORTAL_PATH } from '../../libs/portal/index.js';
@@ -27,7 +28,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function apiDepsFrom(
   config: ApiConfig,
   platform: ApiDeps['platform'],
-  usage: { ingest: ApiDeps['usageIngest']; checks: () => DependencyCheck[] },
+  usage: {
+    ingest: ApiDeps['usageIngest'];
+    readStores: ApiDeps['usageRead'];
+    checks: () => DependencyCheck[];
+  },
 ): ApiDeps {
   return {
     platform,
@@ -38,6 +43,8 @@ export function apiDepsFrom(
     webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
     webhookMaxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
     usageIngest: usage.ingest,
+    usageRead: usage.readStores,
+    portalUsage: portalUsageSource(platform.db, usage.readStores),
     extraReadinessChecks: usage.checks,
   };
 }

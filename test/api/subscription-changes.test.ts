@@ -70,15 +70,16 @@ const post = (id: number | string, payload: unknown, key = orgA.apiKey) =>
 
 describe('POST /subscriptions/{id}/changes', () => {
   it('changes now: the subscription, its proration lines, when; a preview answers the same and writes nothing', async () => {
-    const subscription = await running();
-    const item = subscription.items[0]!;
-    const body = {
-      items: [
-        { id: item.id, quantity: 5 },
-        { product_id: apiCalls, included_units: '1000' },
-      ],
-    };
     for (let attempt = 0; ; attempt++) {
+      // a fresh subscription per attempt: an attempt that straddled a second changed its own
+      const subscription = await running();
+      const item = subscription.items[0]!;
+      const body = {
+        items: [
+          { id: item.id, quantity: 5 },
+          { product_id: apiCalls, included_units: '1000' },
+        ],
+      };
       // a change is timed to the second: compare two answers given within the same second
       const preview = await post(subscription.id, { ...body, preview: true });
       expect(preview.statusCode, preview.body).toBe(200);

@@ -1,8 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runBilling, type UsageForTransaction, usageSource } from '../../libs/billing/index.js';
+import {
+  previewUpcomingInvoice,
+  runBilling,
+  type UsageForTransaction,
+  usageSource,
+} from '../../libs/billing/index.js';
 import { getInvoice } from '../../libs/invoices/index.js';
+import { createLogger } from '../../libs/log/index.js';
 import { changeSubscription, getSubscription } from '../../libs/subscriptions/index.js';
-import { PostgresUsageAggregator } from '../../libs/usage/index.js';
+import {
+  InProcessUsageEventLog,
+  openUsageReadStores,
+  PostgresUsageAggregator,
+  PostgresUsageSink,
+  type UsageReadStores,
+} from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
 import {
@@ -23,12 +35,30 @@ import {
 
 let database: TestDatabase;
 let usage: UsageForTransaction;
+let stores: UsageReadStores;
 
 beforeAll(async () => {
   database = await createTestDatabase('subscription_changes');
   usage = usageSource(new PostgresUsageAggregator(database.db));
+  const eventLog = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 });
+  stores = openUsageReadStores(
+    {
+      CLICKHOUSE_URL: undefined,
+      CLICKHOUSE_DATABASE: 'billing',
+      KAFKA_BROKERS: undefined,
+      KAFKA_CLIENT_ID: 'test',
+      KAFKA_USAGE_TOPIC: 'usage.events',
+      KAFKA_CONSUMER_GROUP_PREFIX: '',
+    },
+    database.db,
+    eventLog,
+    createLogger({ level: 'silent', service: 'test' }),
+  );
 });
-afterAll(() => database.drop());
+afterAll(async () => {
+  await stores.close();
+  await database.drop();
+});
 
 const at = (iso: string) => new Date(iso);
 
@@ -125,6 +155,15 @@ describe('subscription changes, billed by the run', () => {
       effective_at: '2026-03-11T06:30:15.000Z',
     });
 
+    // the upcoming invoice carries the lines already, as the run will
+    const upcoming = await previewUpcomingInvoice(database.db, stores, orgId, subscription.id);
+    expect(upcoming.lines.map((line) => line.amount)).toEqual(['20.00000000', '-13.37000000', '33.43000000']);
+    expect([upcoming.subtotal, upcoming.tax, upcoming.total]).toEqual([
+      '40.06000000',
+      '5.21000000',
+      '45.27000000',
+    ]);
+
     const march = await billAt(orgId, '2026-04-01T00:00:00Z');
     // base 2 x 10.00 = 20.00, -13.37, +33.43: 40.06; HST 5.2078 -> 5.21; total 45.27
     expect(await invoiceLines(orgId, march.invoice_ids[0]!)).toEqual({
@@ -177,6 +216,8 @@ describe('subscription changes, billed by the run', () => {
     await recordUsage(database.db, orgId, gb.id, '500', '2026-03-05T00:00:00Z'); // before its start
     await recordUsage(database.db, orgId, gb.id, '400', '2026-03-25T00:00:00Z'); // counted
 
+    const upcoming = await previewUpcomingInvoice(database.db, stores, orgId, subscription.id);
+    expect(upcoming.total).toBe('123.17000000');
     const march = await billAt(orgId, '2026-04-01T00:00:00Z');
     // seats 10.00; calls 130 - 50 = 80 at 1.00 = 80.00; storage 400 - 210 = 190 at 0.10 = 19.00
     // subtotal 109.00, HST 14.17, total 123.17

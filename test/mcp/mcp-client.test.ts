@@ -13,6 +13,8 @@ const TOOL_NAMES = [
   'list_products',
   'recent_payments',
   'tax_lookup',
+  'get_subscription_usage',
+  'preview_upcoming_invoice',
 ];
 
 function isoDate(offsetDays: number): string {
@@ -48,7 +50,7 @@ describe('the official MCP SDK client against the endpoint', () => {
     expect(client.getInstructions()).toMatch(/read-only/i);
   });
 
-  it('lists the seven read-only tools, each with an object JSON Schema for its arguments', async () => {
+  it('lists the nine read-only tools, each with an object JSON Schema for its arguments', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual(TOOL_NAMES);
     for (const tool of tools) {
@@ -178,6 +180,57 @@ describe('the official MCP SDK client against the endpoint', () => {
       }),
       expect.objectContaining({ currency: 'USD', invoice_count: 1, billed: '100.00000000' }),
     ]);
+  });
+
+  it('get_subscription_usage and preview_upcoming_invoice: the figures of the REST read-back', async () => {
+    const db = api.platform.db;
+    const subscriptionId = data.subscriptions.quebec;
+    const { rows } = await db.query<{ item: number; start: Date }>(
+      `SELECT si.id AS item, s.current_period_start AS start FROM subscriptions s
+         JOIN subscription_items si ON si.org_id = s.org_id AND si.subscription_id = s.id
+        WHERE s.org_id = $1 AND s.id = $2 AND si.usage_type = 'metered'`,
+      [org.orgId, subscriptionId],
+    );
+    const { item, start } = rows[0]!;
+    for (const [key, quantity] of [
+      ['mcp-1', '1500'],
+      ['mcp-2', '250.5'],
+    ]) {
+      await db.query(
+        `INSERT INTO usage_events (id, org_id, subscription_item_id, idempotency_key, quantity, occurred_at, recorded_at)
+         VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, now())`,
+        [org.orgId, item, key, quantity, new Date(start.getTime() + 3_600_000)],
+      );
+    }
+    const rest = async (path: string) =>
+      (await api.request({ method: 'GET', path, key: org.apiKey })).json().data as Record<string, unknown>;
+    const withoutClock = ({ as_of: _, lag_seconds: __, ...rest }: Record<string, unknown>) => rest;
+
+    const usage = await call('get_subscription_usage', { subscription_id: subscriptionId });
+    expect(withoutClock(usage)).toEqual(withoutClock(await rest(`/subscriptions/${subscriptionId}/usage`)));
+    expect(usage.items).toEqual([
+      expect.objectContaining({
+        subscription_item_id: item,
+        quantity: '1750.50000000',
+        included_units: '1000.00000000',
+        billable_quantity: '750.50000000',
+      }),
+    ]);
+    const previous = await call('get_subscription_usage', {
+      subscription_id: subscriptionId,
+      period: 'previous',
+    });
+    expect(previous.period_end).toBe(usage.period_start);
+
+    const preview = await call('preview_upcoming_invoice', { subscription_id: subscriptionId });
+    expect(withoutClock(preview)).toEqual(
+      withoutClock(await rest(`/subscriptions/${subscriptionId}/upcoming-invoice`)),
+    );
+    expect(preview).toMatchObject({
+      object: 'upcoming_invoice',
+      subscription_id: subscriptionId,
+      tax_type: 'GST_QST',
+    });
   });
 
   it('list_products: prices, the active filter and the tiers of tiered products', async () => {

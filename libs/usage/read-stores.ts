@@ -1,0 +1,143 @@
+import { type ClickHouse, openClickHouse } from '../clickhouse/index.js';
+import type { CommonConfig } from '../config/index.js';
+import type { Queryable } from '../db/index.js';
+import { DependencyGuard } from '../dependency-guard/index.js';
+import { type Admin, createKafka } from '../kafka/index.js';
+import type { Logger } from '../log/index.js';
+import { type DailyUsage, PostgresUsageAggregator, type UsageAggregator } from './aggregation.js';
+import { waitForSinkCatchUp } from './catch-up.js';
+import { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
+import type { UsageEventLog } from './log.js';
+import { CLICKHOUSE_SINK_NAME } from './sink-clickhouse.js';
+import { POSTGRES_SINK_NAME } from './sink-postgres.js';
+import { sinkWatermark } from './watermark.js';
+
+/**
+ * What the usage read-back reads and writes through (DESIGN §9.1), for this process's mode: the
+ * aggregation port the billing run uses (ClickHouse in the distributed mode, Postgres embedded),
+ * the sinks' watermark for `as_of`, and the usage log the voids travel on.
+ */
+export interface UsageReadStores {
+  aggregator: UsageAggregator;
+  /** Every event answered 201 before this instant is counted by `aggregator`. */
+  asOf(): Promise<Date>;
+  /**
+   * Resolves true once Postgres `usage_events` holds every event accepted before the call (at once
+   * without Kafka), false past `timeoutMs`: a void naming an event still on its way waits for it.
+   */
+  eventsCaughtUp(timeoutMs: number): Promise<boolean>;
+  /** The log voids are appended to, after their event. */
+  eventLog: UsageEventLog;
+  close(): Promise<void>;
+}
+
+type ReadConfig = Pick<
+  CommonConfig,
+  | 'CLICKHOUSE_URL'
+  | 'CLICKHOUSE_DATABASE'
+  | 'KAFKA_BROKERS'
+  | 'KAFKA_CLIENT_ID'
+  | 'KAFKA_USAGE_TOPIC'
+  | 'KAFKA_CONSUMER_GROUP_PREFIX'
+>;
+
+/** How long a ClickHouse read may take before ClickHouse is probed (and, if silent, called down). */
+const CLICKHOUSE_WAIT_MS = 2000;
+
+export function openUsageReadStores(
+  config: ReadConfig,
+  db: Queryable,
+  eventLog: UsageEventLog,
+  log: Logger,
+): UsageReadStores {
+  const distributed = Boolean(config.KAFKA_BROKERS);
+  // The billing run's rule (openUsageAggregator): ClickHouse whenever it is configured.
+  const clickhouse = config.CLICKHOUSE_URL
+    ? openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE })
+    : undefined;
+  const guard = clickhouse ? clickhouseGuard(clickhouse, log) : undefined;
+  const aggregator =
+    clickhouse && guard
+      ? new GuardedUsageAggregator(new ClickHouseUsageAggregator(clickhouse), guard)
+      : new PostgresUsageAggregator(db);
+  const sink = clickhouse ? CLICKHOUSE_SINK_NAME : POSTGRES_SINK_NAME;
+  let admin: Admin | undefined;
+  return {
+    aggregator,
+    async asOf() {
+      if (!distributed) return new Date();
+      return (await sinkWatermark(db, sink, config.KAFKA_USAGE_TOPIC)) ?? new Date(0);
+    },
+    async eventsCaughtUp(timeoutMs) {
+      if (!config.KAFKA_BROKERS) return true;
+      if (!admin) {
+        admin = createKafka({
+          brokers: config.KAFKA_BROKERS,
+          clientId: `${config.KAFKA_CLIENT_ID}-read-back`,
+        }).admin();
+        await admin.connect();
+      }
+      try {
+        await waitForSinkCatchUp(admin, {
+          topic: config.KAFKA_USAGE_TOPIC,
+          groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}${POSTGRES_SINK_NAME}`,
+          timeoutMs,
+          pollMs: 50,
+        });
+        return true;
+      } catch (error) {
+        if ((error as Error).name === 'SinkBehindError') return false;
+        throw error;
+      }
+    },
+    eventLog,
+    async close() {
+      guard?.close();
+      await admin?.disconnect();
+      await clickhouse?.close();
+    },
+  };
+}
+
+/**
+ * ClickHouse reads under a DependencyGuard, as Kafka, Redis and Postgres calls are: while it is
+ * down, reads fail at once with DependencyUnavailableError (503 with Retry-After), and a slow
+ * query that ClickHouse still answers its ping for keeps waiting.
+ */
+function clickhouseGuard(clickhouse: ClickHouse, log: Logger): DependencyGuard {
+  return new DependencyGuard({
+    name: 'clickhouse',
+    waitMs: CLICKHOUSE_WAIT_MS,
+    whenSlow: 'probe',
+    probe: () => clickhouse.rows('SELECT 1'),
+    isOutage: isClickHouseOutage,
+    log,
+  });
+}
+
+/** A refused, reset or timed-out connection; a ClickHouse error answer is not an outage. */
+export function isClickHouseOutage(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (
+    typeof code === 'string' &&
+    /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE)$/.test(code)
+  )
+    return true;
+  const message = (error as Error | null)?.message ?? '';
+  return /ECONNREFUSED|ECONNRESET|socket hang up|Timeout error|fetch failed/i.test(message);
+}
+
+export class GuardedUsageAggregator implements UsageAggregator {
+  constructor(
+    private readonly inner: UsageAggregator,
+    private readonly guard: DependencyGuard,
+  ) {}
+
+  totals(orgId: number, itemIds: readonly number[], from: Date, to: Date): Promise<Map<number, string>> {
+    return this.guard.run(() => this.inner.totals(orgId, itemIds, from, to));
+  }
+
+  daily(orgId: number, itemIds: readonly number[], from: Date, to: Date): Promise<DailyUsage[]> {
+    return this.guard.run(() => this.inner.daily(orgId, itemIds, from, to));
+  }
+}
