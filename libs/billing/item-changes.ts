@@ -219,10 +219,12 @@ export interface AppliedItemSet {
 export async function applyItemSet(
   tx: Queryable,
   subscription: ChangingSubscription,
-  current: readonly BillableItem[],
+  /** What loadBillableItems answers: the items, and those removed within the running period. */
+  items: readonly BillableItem[],
   resolved: readonly ResolvedEntry[],
   context: { at: Date; mode: ChangeMode },
 ): Promise<AppliedItemSet> {
+  const current = items.filter((item) => !item.removed_at);
   const at = toTheSecond(context.at);
   const period: Period = { start: subscription.current_period_start, end: subscription.current_period_end };
   const currency = subscription.currency.trim();
@@ -337,8 +339,21 @@ export async function applyItemSet(
     addedIds.push(rows[0]!.id);
   }
 
-  const loaded =
-    (await loadBillableItems(tx, [subscription.org_id], [subscription.id])).get(subscription.id) ?? [];
+  // without an added item, what was written is known: no need to read it back
+  const loaded = addedIds.length
+    ? ((await loadBillableItems(tx, [subscription.org_id], [subscription.id])).get(subscription.id) ?? [])
+    : items.map((item) => {
+        const update = updates.find((candidate) => candidate.id === item.subscription_item_id);
+        return update
+          ? {
+              ...item,
+              quantity: update.quantity,
+              included_units: update.included_units,
+              removed_at: update.removed_at ? new Date(update.removed_at) : null,
+              base: update.base,
+            }
+          : item;
+      });
   const live = new Map(
     loaded.filter((item) => !item.removed_at).map((item) => [item.subscription_item_id, item]),
   );

@@ -63,21 +63,24 @@ async function applyChange(
   const now = input.now ?? new Date();
   const id = parseIntegerId(input.subscriptionId);
   if (id === undefined) throw ApiError.notFound(`Subscription ${input.subscriptionId}`);
-  const { rows } = await tx.query<LockedSubscription>(
-    `SELECT id, org_id, customer_id, status, currency, billing_period, current_period_start, current_period_end,
-            next_billing_date, billing_parked_reason
-       FROM subscriptions
+  // The UPDATE takes the row lock a billing run claims with (FOR NO KEY UPDATE): updated_at moves
+  // with any change, and a refusal rolls it back with the rest.
+  const { rows } = await tx.query<LockedSubscription & { has_pending_change: boolean }>(
+    `UPDATE subscriptions s SET updated_at = now()
       WHERE id = $1 AND ($2::bigint IS NULL OR org_id = $2)
-        FOR NO KEY UPDATE`,
+     RETURNING id, org_id, customer_id, status, currency, billing_period, current_period_start, current_period_end,
+               next_billing_date, billing_parked_reason,
+               EXISTS (SELECT 1 FROM subscription_pending_changes c
+                        WHERE c.org_id = s.org_id AND c.subscription_id = s.id) AS has_pending_change`,
     [id, input.orgId ?? null],
   );
   const subscription = rows[0];
   if (!subscription) throw ApiError.notFound(`Subscription ${input.subscriptionId}`);
   assertChangeable(subscription, now, change.effective);
 
-  const current = (
-    (await loadBillableItems(tx, [subscription.org_id], [subscription.id])).get(subscription.id) ?? []
-  ).filter((item) => !item.removed_at);
+  const items =
+    (await loadBillableItems(tx, [subscription.org_id], [subscription.id])).get(subscription.id) ?? [];
+  const current = items.filter((item) => !item.removed_at);
   const resolved = await resolveItemSet(tx, subscription, current, change.items, { checkActive: true });
 
   if (change.effective === 'period_end') {
@@ -85,7 +88,7 @@ async function applyChange(
     // what the run will apply at the boundary must pass the same door checks now
     await tx.query('SAVEPOINT subscription_change_check');
     try {
-      await applyItemSet(tx, subscription, current, resolved, { at: effectiveAt, mode: 'direct' });
+      await applyItemSet(tx, subscription, items, resolved, { at: effectiveAt, mode: 'direct' });
     } finally {
       await tx.query('ROLLBACK TO SAVEPOINT subscription_change_check');
       await tx.query('RELEASE SAVEPOINT subscription_change_check');
@@ -105,16 +108,14 @@ async function applyChange(
   }
 
   const mode: ChangeMode = UNBILLED_STATUSES.includes(subscription.status) ? 'direct' : change.proration;
-  const applied = await applyItemSet(tx, subscription, current, resolved, { at: now, mode });
-  // an immediate change supersedes a scheduled one (its item ids may no longer exist)
-  await tx.query('DELETE FROM subscription_pending_changes WHERE org_id = $1 AND subscription_id = $2', [
-    subscription.org_id,
-    subscription.id,
-  ]);
-  await tx.query('UPDATE subscriptions SET updated_at = now() WHERE org_id = $1 AND id = $2', [
-    subscription.org_id,
-    subscription.id,
-  ]);
+  const applied = await applyItemSet(tx, subscription, items, resolved, { at: now, mode });
+  if (subscription.has_pending_change) {
+    // an immediate change supersedes a scheduled one (its item ids may no longer exist)
+    await tx.query('DELETE FROM subscription_pending_changes WHERE org_id = $1 AND subscription_id = $2', [
+      subscription.org_id,
+      subscription.id,
+    ]);
+  }
   await emitDomainEvent(tx, {
     orgId: subscription.org_id,
     type: 'subscription.updated',
