@@ -121,6 +121,7 @@ export {
   InvoiceEventData,
   PaymentEventData,
   SubscriptionEventData,
+  SubscriptionUpdatedEventData,
   WEBHOOK_PAYLOADS,
   WEBHOOK_USER_AGENT,
   WebhookDeliveryHeaders,

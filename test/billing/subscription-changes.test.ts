@@ -7,6 +7,7 @@ import {
 } from '../../libs/billing/index.js';
 import { getInvoice } from '../../libs/invoices/index.js';
 import { createLogger } from '../../libs/log/index.js';
+import { SubscriptionUpdatedEventData } from '../../libs/schemas/index.js';
 import { changeSubscription, getSubscription } from '../../libs/subscriptions/index.js';
 import {
   InProcessUsageEventLog,
@@ -148,6 +149,8 @@ describe('subscription changes, billed by the run', () => {
     expect(applied.subscription.items.map((i) => [i.id, i.quantity])).toEqual([[item.id, 5]]);
 
     const [event] = await outbox(database.db, orgId, 'subscription.updated');
+    // what receivers get is what the OpenAPI webhooks section documents
+    expect(() => SubscriptionUpdatedEventData.parse(event!.data)).not.toThrow();
     expect(event!.data).toMatchObject({
       id: subscription.id,
       previous_items: [{ id: item.id, quantity: 2 }],
