@@ -1,6 +1,7 @@
 import {
   applyItemSet,
   BILLABLE_STATUSES,
+  type BillableItem,
   type ChangeMode,
   type ChangingSubscription,
   loadBillableItems,
@@ -11,13 +12,16 @@ import {
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
 import { emitDomainEvent } from '../events/index.js';
+import { formatMoney, parseMoney } from '../money/index.js';
 import {
+  type PendingChange,
   parseIntegerId,
+  type Subscription,
   type SubscriptionChange,
   SubscriptionChangeRequest,
   type SubscriptionStatus,
 } from '../schemas/index.js';
-import { getSubscription } from './subscriptions.js';
+import { SUBSCRIPTION_COLUMNS, type SubscriptionRow, toSubscription } from './subscriptions.js';
 
 /**
  * A change of a subscription's items (DESIGN §9.2), the one function behind POST
@@ -65,11 +69,10 @@ async function applyChange(
   if (id === undefined) throw ApiError.notFound(`Subscription ${input.subscriptionId}`);
   // The UPDATE takes the row lock a billing run claims with (FOR NO KEY UPDATE): updated_at moves
   // with any change, and a refusal rolls it back with the rest.
-  const { rows } = await tx.query<LockedSubscription & { has_pending_change: boolean }>(
+  const { rows } = await tx.query<LockedSubscription & SubscriptionRow & { has_pending_change: boolean }>(
     `UPDATE subscriptions s SET updated_at = now()
       WHERE id = $1 AND ($2::bigint IS NULL OR org_id = $2)
-     RETURNING id, org_id, customer_id, status, currency, billing_period, current_period_start, current_period_end,
-               next_billing_date, billing_parked_reason,
+     RETURNING ${SUBSCRIPTION_COLUMNS}, s.org_id, s.currency, s.billing_parked_reason,
                EXISTS (SELECT 1 FROM subscription_pending_changes c
                         WHERE c.org_id = s.org_id AND c.subscription_id = s.id) AS has_pending_change`,
     [id, input.orgId ?? null],
@@ -101,7 +104,10 @@ async function applyChange(
       [subscription.id, subscription.org_id, JSON.stringify(resolved), effectiveAt],
     );
     return {
-      subscription: await getSubscription(tx, subscription.org_id, subscription.id),
+      subscription: answered(subscription, current, {
+        items: resolved,
+        effective_at: effectiveAt.toISOString(),
+      }),
       proration_lines: [],
       effective_at: effectiveAt.toISOString(),
     };
@@ -122,10 +128,39 @@ async function applyChange(
     data: subscriptionUpdatedEventData(subscription, applied),
   });
   return {
-    subscription: await getSubscription(tx, subscription.org_id, subscription.id),
+    subscription: answered(subscription, applied.after, null),
     proration_lines: applied.proration_lines.map(({ product_id: _product, ...line }) => line),
     effective_at: applied.effective_at.toISOString(),
   };
+}
+
+/**
+ * The subscription object after the change, from what the change read and wrote (the row as the
+ * UPDATE returned it, the items as written): what GET /subscriptions/{id} answers next.
+ */
+function answered(
+  row: SubscriptionRow,
+  items: readonly BillableItem[],
+  pendingChange: PendingChange | null,
+): Subscription {
+  const columns = Object.fromEntries(
+    SUBSCRIPTION_COLUMNS.split(',').map((column) => {
+      const name = column.trim().replace(/^s\./, '');
+      return [name, (row as unknown as Record<string, unknown>)[name]];
+    }),
+  ) as SubscriptionRow;
+  const shown = [...items]
+    .sort((a, b) => a.subscription_item_id - b.subscription_item_id)
+    .map((item) => ({
+      id: item.subscription_item_id,
+      product_id: item.product_id,
+      product_name: item.product_name,
+      quantity: item.quantity,
+      unit_price: formatMoney(parseMoney(item.unit_price)),
+      usage_type: item.usage_type,
+      included_units: formatMoney(parseMoney(item.included_units)),
+    }));
+  return toSubscription(columns, shown, pendingChange);
 }
 
 function assertChangeable(

@@ -10,12 +10,13 @@ import {
   type SubscriptionStatus,
 } from '../schemas/index.js';
 
-const COLUMNS = `s.id, s.customer_id, s.status, s.title, s.start_date, s.next_billing_date, s.billing_period,
+/** The subscription object's columns (alias s), for every read of one. */
+export const SUBSCRIPTION_COLUMNS = `s.id, s.customer_id, s.status, s.title, s.start_date, s.next_billing_date, s.billing_period,
   s.current_period_start, s.current_period_end, s.term_type, s.initial_term_months, s.auto_renew,
   s.subscription_end_date, s.trial_end_date, s.cancel_at_period_end, s.canceled_at, s.ended_at, s.created_at,
   s.updated_at`;
 
-type SubscriptionRow = Omit<
+export type SubscriptionRow = Omit<
   Subscription,
   | 'object'
   | 'items'
@@ -44,7 +45,7 @@ type SubscriptionRow = Omit<
 };
 type ItemRow = SubscriptionItem & { subscription_id: number };
 
-function toSubscription(
+export function toSubscription(
   row: SubscriptionRow,
   items: SubscriptionItem[],
   pendingChange: PendingChange | null,
@@ -119,10 +120,10 @@ export async function getSubscription(
   const id = parseIntegerId(subscriptionId);
   if (id === undefined) throw ApiError.notFound(`Subscription ${subscriptionId}`);
   const [subscription, items, pending] = await Promise.all([
-    db.query<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions s WHERE s.org_id = $1 AND s.id = $2`, [
-      orgId,
-      id,
-    ]),
+    db.query<SubscriptionRow>(
+      `SELECT ${SUBSCRIPTION_COLUMNS} FROM subscriptions s WHERE s.org_id = $1 AND s.id = $2`,
+      [orgId, id],
+    ),
     itemsBySubscription(db, orgId, [id]),
     pendingChanges(db, orgId, [id]),
   ]);
@@ -160,7 +161,7 @@ export async function listSubscriptions(
     {
       table: 'subscriptions',
       alias: 's',
-      columns: COLUMNS,
+      columns: SUBSCRIPTION_COLUMNS,
       where: conditions.join(' AND '),
       values,
       total: () => listTotal(db, { orgId, list: 'subscriptions', ...filter }),

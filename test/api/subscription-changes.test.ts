@@ -112,6 +112,9 @@ describe('POST /subscriptions/{id}/changes', () => {
         [apiCalls, 1, '1000.00000000'],
       ]);
       expect(change.subscription.pending_change).toBeNull();
+      // the subscription answered is the one read afterwards
+      const read = await api.request({ path: `/subscriptions/${subscription.id}`, key: orgA.apiKey });
+      expect(read.json().data).toEqual(change.subscription);
       break;
     }
   });
@@ -132,7 +135,7 @@ describe('POST /subscriptions/{id}/changes', () => {
       effective_at: subscription.current_period_end,
     });
     const shown = await api.request({ path: `/subscriptions/${subscription.id}`, key: orgA.apiKey });
-    expect(shown.json().data.pending_change).toEqual(change.subscription.pending_change);
+    expect(shown.json().data).toEqual(change.subscription);
   });
 
   it('answers 422 naming each field, 404 for what the organization does not have, 409 when canceled', async () => {
