@@ -8,7 +8,7 @@ import {
   type SubscriptionUsage,
   type UpcomingInvoice,
 } from '../schemas/index.js';
-import { PostgresUsageAggregator, type UsageAggregator, type UsageReadStores } from '../usage/index.js';
+import { PostgresDailyTotalsAggregator, type UsageAggregator, type UsageReadStores } from '../usage/index.js';
 import {
   type DueSubscription,
   loadBillableItems,
@@ -35,8 +35,8 @@ const DAY_MS = 86_400_000;
  * connection of the embedded database would wait for it to end.
  */
 function aggregatorFor(db: Queryable, stores: UsageReadStores): UsageAggregator {
-  return stores.aggregator instanceof PostgresUsageAggregator
-    ? new PostgresUsageAggregator(db)
+  return stores.aggregator instanceof PostgresDailyTotalsAggregator
+    ? new PostgresDailyTotalsAggregator(db)
     : stores.aggregator;
 }
 export const MAX_DAILY_DAYS = 93;
