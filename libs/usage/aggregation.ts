@@ -78,6 +78,13 @@ export class PostgresUsageAggregator implements UsageAggregator {
 
 const DAY_MS = 86_400_000;
 
+/** The partial days at a window's ends ($5-$6 and $7-$8), from the events themselves. */
+const EDGES = `
+  UNION ALL
+  SELECT subscription_item_id, quantity FROM usage_events
+   WHERE org_id = $1 AND subscription_item_id = ANY($2::bigint[]) AND voided_at IS NULL
+     AND ((occurred_at >= $5 AND occurred_at < $6) OR (occurred_at >= $7 AND occurred_at < $8))`;
+
 /**
  * Totals from Postgres' daily totals (usage_daily_totals, kept exact by the statements that insert
  * and void events): a period costs one row per item and day instead of one per event. The whole
@@ -101,25 +108,17 @@ export class PostgresDailyTotalsAggregator implements UsageAggregator {
     const whole = firstDay < endDay;
     const head = [from, whole ? new Date(firstDay) : to];
     const tail = whole ? [new Date(endDay), to] : [to, to];
+    const edges = head[0]! < head[1]! || tail[0]! < tail[1]!;
+    // a window of whole days (periods start at midnight) reads the daily totals alone
     const { rows } = await this.db.query<{ item: number; total: string }>(
       `SELECT item, sum(quantity)::numeric(38, 8)::text AS total FROM (
          SELECT subscription_item_id AS item, quantity FROM usage_daily_totals
           WHERE org_id = $1 AND subscription_item_id = ANY($2::bigint[]) AND day >= $3::date AND day < $4::date
-         UNION ALL
-         SELECT subscription_item_id, quantity FROM usage_events
-          WHERE org_id = $1 AND subscription_item_id = ANY($2::bigint[]) AND voided_at IS NULL
-            AND ((occurred_at >= $5 AND occurred_at < $6) OR (occurred_at >= $7 AND occurred_at < $8))
+         ${edges ? EDGES : ''}
        ) AS parts GROUP BY item`,
-      [
-        orgId,
-        subscriptionItemIds,
-        isoDay(firstDay),
-        isoDay(whole ? endDay : firstDay),
-        head[0],
-        head[1],
-        tail[0],
-        tail[1],
-      ],
+      edges
+        ? [orgId, subscriptionItemIds, isoDay(firstDay), isoDay(whole ? endDay : firstDay), ...head, ...tail]
+        : [orgId, subscriptionItemIds, isoDay(firstDay), isoDay(endDay)],
     );
     for (const row of rows) result.set(Number(row.item), row.total);
     return result;
