@@ -48,10 +48,14 @@ interface Loaded {
 
 async function load(db: Queryable, orgId: number, subscriptionId: number | string): Promise<Loaded> {
   const id = parseIntegerId(subscriptionId);
-  const subscription = id === undefined ? undefined : await loadSubscriptionSchedule(db, orgId, id);
+  if (id === undefined) throw ApiError.notFound(`Subscription ${subscriptionId}`);
+  // side by side: both are scoped to the organization, and the items of a missing one are dropped
+  const [subscription, items] = await Promise.all([
+    loadSubscriptionSchedule(db, orgId, id),
+    loadBillableItems(db, [orgId], [id]),
+  ]);
   if (!subscription) throw ApiError.notFound(`Subscription ${subscriptionId}`);
-  const items = (await loadBillableItems(db, [orgId], [subscription.id])).get(subscription.id) ?? [];
-  return { subscription, items };
+  return { subscription, items: items.get(id) ?? [] };
 }
 
 function metered(items: readonly BillableItem[]): BillableItem[] {
@@ -93,7 +97,7 @@ export async function getSubscriptionUsage(
   const { start, end } = periodOf(subscription, options.period ?? 'current');
   const meteredItems = metered(items);
   // as_of first: every event it vouches for is in the store before the totals are read.
-  const asOf = await stores.asOf();
+  const [asOf, customer] = await Promise.all([stores.asOf(), customerOf(db, subscription)]);
   const totals = meteredItems.length
     ? await aggregatorFor(db, stores).totals(
         orgId,
@@ -110,7 +114,7 @@ export async function getSubscriptionUsage(
         // metered items only: one-time items (the first period's) do not enter usage amounts
         firstPeriod: false,
         periodEnd: end,
-        customer: await customerOf(db, subscription),
+        customer,
       })
     : undefined;
   const amounts = new Map(invoice?.lines.map((line) => [line.subscription_item_id, line.line_total_pre_tax]));
@@ -239,7 +243,7 @@ export async function previewUpcomingInvoice(
       `Subscription ${subscription.id} has no upcoming invoice (status ${subscription.status}).`,
     );
   }
-  const asOf = await stores.asOf();
+  const [asOf, customer] = await Promise.all([stores.asOf(), customerOf(db, subscription)]);
   const meteredIds = metered(items).map((item) => item.subscription_item_id);
   const usage = meteredIds.length
     ? await aggregatorFor(db, stores).totals(orgId, meteredIds, step.periodStart, step.periodEnd)
@@ -250,7 +254,7 @@ export async function previewUpcomingInvoice(
     usage,
     firstPeriod: step.firstPeriod,
     periodEnd: step.periodEnd,
-    customer: await customerOf(db, subscription),
+    customer,
   });
   return {
     object: 'upcoming_invoice',
