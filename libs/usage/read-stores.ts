@@ -12,9 +12,9 @@ import { POSTGRES_SINK_NAME } from './sink-postgres.js';
 import { sinkWatermark } from './watermark.js';
 
 /**
- * What the usage read-back reads and writes through (DESIGN §9.1), for this process's mode: the
- * aggregation port the billing run uses (ClickHouse in the distributed mode, Postgres embedded),
- * the sinks' watermark for `as_of`, and the usage log the voids travel on.
+ * What the usage read-back reads and writes through (DESIGN §9.1): totals through the aggregation
+ * port (Postgres daily totals, see openUsageReadStores), the pg-sink's watermark for `as_of`, and
+ * the usage log the voids travel on.
  */
 export interface UsageReadStores {
   aggregator: UsageAggregator;
