@@ -8,7 +8,7 @@ import {
   type SubscriptionUsage,
   type UpcomingInvoice,
 } from '../schemas/index.js';
-import { PostgresUsageAggregator, type UsageAggregator, type UsageReadStores } from '../usage/index.js';
+import { PostgresDailyTotalsAggregator, type UsageAggregator, type UsageReadStores } from '../usage/index.js';
 import {
   type DueSubscription,
   loadBillableItems,
@@ -36,8 +36,8 @@ const DAY_MS = 86_400_000;
  * connection of the embedded database would wait for it to end.
  */
 function aggregatorFor(db: Queryable, stores: UsageReadStores): UsageAggregator {
-  return stores.aggregator instanceof PostgresUsageAggregator
-    ? new PostgresUsageAggregator(db)
+  return stores.aggregator instanceof PostgresDailyTotalsAggregator
+    ? new PostgresDailyTotalsAggregator(db)
     : stores.aggregator;
 }
 export const MAX_DAILY_DAYS = 93;
@@ -49,10 +49,14 @@ interface Loaded {
 
 async function load(db: Queryable, orgId: number, subscriptionId: number | string): Promise<Loaded> {
   const id = parseIntegerId(subscriptionId);
-  const subscription = id === undefined ? undefined : await loadSubscriptionSchedule(db, orgId, id);
+  if (id === undefined) throw ApiError.notFound(`Subscription ${subscriptionId}`);
+  // side by side: both are scoped to the organization, and the items of a missing one are dropped
+  const [subscription, items] = await Promise.all([
+    loadSubscriptionSchedule(db, orgId, id),
+    loadBillableItems(db, [orgId], [id]),
+  ]);
   if (!subscription) throw ApiError.notFound(`Subscription ${subscriptionId}`);
-  const items = (await loadBillableItems(db, [orgId], [subscription.id])).get(subscription.id) ?? [];
-  return { subscription, items };
+  return { subscription, items: items.get(id) ?? [] };
 }
 
 function metered(items: readonly BillableItem[]): BillableItem[] {
@@ -96,7 +100,7 @@ export async function getSubscriptionUsage(
   const { start, end } = periodOf(subscription, options.period ?? 'current');
   const meteredItems = metered(items);
   // as_of first: every event it vouches for is in the store before the totals are read.
-  const asOf = await stores.asOf();
+  const [asOf, customer] = await Promise.all([stores.asOf(), customerOf(db, subscription)]);
   // each item over the time it was on the subscription (DESIGN §9.2), as the billing run counts it
   const totals = meteredItems.length
     ? await windowedUsageTotals(aggregatorFor(db, stores), orgId, meteredItems, { start, end })
@@ -111,7 +115,7 @@ export async function getSubscriptionUsage(
         periodStart: start,
         periodEnd: end,
         prorationLines: [],
-        customer: await customerOf(db, subscription),
+        customer,
       })
     : undefined;
   const amounts = new Map(invoice?.lines.map((line) => [line.subscription_item_id, line.line_total_pre_tax]));
@@ -240,7 +244,7 @@ export async function previewUpcomingInvoice(
       `Subscription ${subscription.id} has no upcoming invoice (status ${subscription.status}).`,
     );
   }
-  const asOf = await stores.asOf();
+  const [asOf, customer] = await Promise.all([stores.asOf(), customerOf(db, subscription)]);
   const period = { start: step.periodStart, end: step.periodEnd };
   const usage = await windowedUsageTotals(aggregatorFor(db, stores), orgId, metered(items), period);
   // the lines of changes made in the period (DESIGN §9.2): the run puts them on this invoice
@@ -255,7 +259,7 @@ export async function previewUpcomingInvoice(
     periodStart: step.periodStart,
     periodEnd: step.periodEnd,
     prorationLines: prorationLines ?? [],
-    customer: await customerOf(db, subscription),
+    customer,
   });
   return {
     object: 'upcoming_invoice',

@@ -1,5 +1,6 @@
 export {
   type DailyUsage,
+  PostgresDailyTotalsAggregator,
   PostgresUsageAggregator,
   type UsageAggregator,
   ZERO_QUANTITY,

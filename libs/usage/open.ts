@@ -2,12 +2,11 @@ import { type ClickHouse, openClickHouse } from '../clickhouse/index.js';
 import { type CommonConfig, reaching } from '../config/index.js';
 import type { Queryable } from '../db/index.js';
 import { type Admin, createKafka, ensureTopic, type Kafka, kafkaCheck } from '../kafka/index.js';
-import type { Logger } from '../log/index.js';
+import { createLogger, type Logger } from '../log/index.js';
 import { clickhouseCheck, type DependencyCheck } from '../observability/index.js';
 import type { Platform } from '../platform/index.js';
 import { PostgresUsageAggregator, type UsageAggregator } from './aggregation.js';
 import { waitForSinkCatchUp } from './catch-up.js';
-import { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
 import { migrateClickHouse } from './clickhouse-schema.js';
 import { UsageIngest } from './core.js';
 import { InProcessUsageEventLog } from './in-process-log.js';
@@ -15,7 +14,7 @@ import { SubscriptionItemCache } from './items.js';
 import { KafkaUsageEventLog } from './kafka-log.js';
 import type { UsageEventLog } from './log.js';
 import { MemoryUsageDedupStore } from './memory.js';
-import { openUsageReadStores, type UsageReadStores } from './read-stores.js';
+import { guardedClickHouseAggregator, openUsageReadStores, type UsageReadStores } from './read-stores.js';
 import { RedisUsageDedupStore } from './redis.js';
 import type { UsageSink } from './sink.js';
 import { CLICKHOUSE_SINK_NAME, ClickHouseUsageSink } from './sink-clickhouse.js';
@@ -55,14 +54,17 @@ const CATCH_UP_TIMEOUT_MS = 60_000;
 export async function openUsageAggregator(
   config: AggregatorConfig,
   db: Queryable,
+  log: Logger = createLogger({ level: 'warn', service: 'billing' }),
 ): Promise<OpenedUsageAggregator> {
   const clickhouse = config.CLICKHOUSE_URL
     ? openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE })
     : undefined;
+  // guarded: a ClickHouse that is down fails the run at once instead of each read waiting it out
+  const guarded = clickhouse ? guardedClickHouseAggregator(clickhouse, log) : undefined;
   const sink = clickhouse ? CLICKHOUSE_SINK_NAME : POSTGRES_SINK_NAME;
   let admin: Admin | undefined;
   return {
-    aggregator: clickhouse ? new ClickHouseUsageAggregator(clickhouse) : new PostgresUsageAggregator(db),
+    aggregator: guarded ?? new PostgresUsageAggregator(db),
     async caughtUp(options = {}) {
       if (!config.KAFKA_BROKERS) return;
       if (!admin) {
@@ -80,6 +82,7 @@ export async function openUsageAggregator(
       });
     },
     async close() {
+      guarded?.close();
       await admin?.disconnect();
       await clickhouse?.close();
     },

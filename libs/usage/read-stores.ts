@@ -1,21 +1,20 @@
-import { type ClickHouse, openClickHouse } from '../clickhouse/index.js';
+import type { ClickHouse } from '../clickhouse/index.js';
 import type { CommonConfig } from '../config/index.js';
 import type { Queryable } from '../db/index.js';
 import { DependencyGuard } from '../dependency-guard/index.js';
 import { type Admin, createKafka } from '../kafka/index.js';
 import type { Logger } from '../log/index.js';
-import { type DailyUsage, PostgresUsageAggregator, type UsageAggregator } from './aggregation.js';
+import { type DailyUsage, PostgresDailyTotalsAggregator, type UsageAggregator } from './aggregation.js';
 import { waitForSinkCatchUp } from './catch-up.js';
 import { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
 import type { UsageEventLog } from './log.js';
-import { CLICKHOUSE_SINK_NAME } from './sink-clickhouse.js';
 import { POSTGRES_SINK_NAME } from './sink-postgres.js';
 import { sinkWatermark } from './watermark.js';
 
 /**
- * What the usage read-back reads and writes through (DESIGN §9.1), for this process's mode: the
- * aggregation port the billing run uses (ClickHouse in the distributed mode, Postgres embedded),
- * the sinks' watermark for `as_of`, and the usage log the voids travel on.
+ * What the usage read-back reads and writes through (DESIGN §9.1): totals through the aggregation
+ * port (Postgres daily totals, see openUsageReadStores), the pg-sink's watermark for `as_of`, and
+ * the usage log the voids travel on.
  */
 export interface UsageReadStores {
   aggregator: UsageAggregator;
@@ -44,23 +43,22 @@ type ReadConfig = Pick<
 /** How long a ClickHouse read may take before ClickHouse is probed (and, if silent, called down). */
 const CLICKHOUSE_WAIT_MS = 2000;
 
+/**
+ * The read-back's totals come from Postgres' daily totals in every mode (docs/decisions.md): one
+ * row per item and day, kept exact by the statements that insert and void events, where ClickHouse
+ * would scan every event of the period with FINAL. In the distributed mode the pg-sink writes them,
+ * so `as_of` is its watermark; the billing run keeps reading ClickHouse (openUsageAggregator), and
+ * both are exact, so the preview still equals the run's invoice.
+ */
 export function openUsageReadStores(
   config: ReadConfig,
   db: Queryable,
   eventLog: UsageEventLog,
-  log: Logger,
+  _log?: Logger,
 ): UsageReadStores {
   const distributed = Boolean(config.KAFKA_BROKERS);
-  // The billing run's rule (openUsageAggregator): ClickHouse whenever it is configured.
-  const clickhouse = config.CLICKHOUSE_URL
-    ? openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE })
-    : undefined;
-  const guard = clickhouse ? clickhouseGuard(clickhouse, log) : undefined;
-  const aggregator =
-    clickhouse && guard
-      ? new GuardedUsageAggregator(new ClickHouseUsageAggregator(clickhouse), guard)
-      : new PostgresUsageAggregator(db);
-  const sink = clickhouse ? CLICKHOUSE_SINK_NAME : POSTGRES_SINK_NAME;
+  const aggregator = new PostgresDailyTotalsAggregator(db);
+  const sink = POSTGRES_SINK_NAME;
   let admin: Admin | undefined;
   return {
     aggregator,
@@ -92,20 +90,18 @@ export function openUsageReadStores(
     },
     eventLog,
     async close() {
-      guard?.close();
       await admin?.disconnect();
-      await clickhouse?.close();
     },
   };
 }
 
 /**
- * ClickHouse reads under a DependencyGuard, as Kafka, Redis and Postgres calls are: while it is
+ * ClickHouse reads (the billing run's totals) under a DependencyGuard, as Kafka, Redis and Postgres calls are: while it is
  * down, reads fail at once with DependencyUnavailableError (503 with Retry-After), and a slow
  * query that ClickHouse still answers its ping for keeps waiting.
  */
-function clickhouseGuard(clickhouse: ClickHouse, log: Logger): DependencyGuard {
-  return new DependencyGuard({
+export function guardedClickHouseAggregator(clickhouse: ClickHouse, log: Logger): GuardedUsageAggregator {
+  const guard = new DependencyGuard({
     name: 'clickhouse',
     waitMs: CLICKHOUSE_WAIT_MS,
     whenSlow: 'probe',
@@ -113,6 +109,7 @@ function clickhouseGuard(clickhouse: ClickHouse, log: Logger): DependencyGuard {
     isOutage: isClickHouseOutage,
     log,
   });
+  return new GuardedUsageAggregator(new ClickHouseUsageAggregator(clickhouse), guard);
 }
 
 /** A refused, reset or timed-out connection; a ClickHouse error answer is not an outage. */
@@ -132,6 +129,11 @@ export class GuardedUsageAggregator implements UsageAggregator {
     private readonly inner: UsageAggregator,
     private readonly guard: DependencyGuard,
   ) {}
+
+  /** Stops the guard's probing (on close). */
+  close(): void {
+    this.guard.close();
+  }
 
   totals(orgId: number, itemIds: readonly number[], from: Date, to: Date): Promise<Map<number, string>> {
     return this.guard.run(() => this.inner.totals(orgId, itemIds, from, to));

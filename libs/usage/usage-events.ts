@@ -3,6 +3,7 @@ import { ApiError } from '../errors/index.js';
 import { isUuid, type PaginationQuery, type UsageEventWithStatus } from '../schemas/index.js';
 import type { UsageEventRecord } from './event.js';
 import type { UsageReadStores } from './read-stores.js';
+import { SUBTRACT_VOIDED } from './sink-postgres.js';
 
 /**
  * Reading back and voiding recorded usage events (DESIGN §9.1). Events are read from Postgres
@@ -162,11 +163,14 @@ export async function voidUsageEvent(
     const voidedAt = row.voided_at ?? now();
     await stores.eventLog.appendVoids([{ event: toRecord(row), voidedAtMs: voidedAt.getTime() }]);
     if (!row.voided_at) {
-      await tx.query('UPDATE usage_events SET voided_at = $3 WHERE org_id = $1 AND id = $2', [
-        orgId,
-        row.id,
-        voidedAt,
-      ]);
+      await tx.query(
+        `WITH voided AS (
+           UPDATE usage_events SET voided_at = $3 WHERE org_id = $1 AND id = $2 AND voided_at IS NULL
+           RETURNING org_id, subscription_item_id, occurred_at, quantity
+         )
+         ${SUBTRACT_VOIDED}`,
+        [orgId, row.id, voidedAt],
+      );
     }
     return toPublic({ ...row, voided_at: voidedAt });
   });

@@ -4,6 +4,7 @@ import { createCustomer } from '../../libs/customers/index.js';
 import type { Queryable } from '../../libs/db/index.js';
 import { CreateCustomer } from '../../libs/schemas/index.js';
 import { createSubscription, type NewSubscription } from '../../libs/subscriptions/index.js';
+import { PostgresUsageSink } from '../../libs/usage/index.js';
 
 /** Building blocks of the billing tests, all through the domain functions the console uses. */
 
@@ -56,7 +57,7 @@ export async function subscribe(
   return createSubscription(db, orgId, input, { now });
 }
 
-/** What the pg sink writes for a usage event (the ingest pipeline is tested on its own). */
+/** A usage event written as the pg sink writes it, daily totals included (the pipeline is tested on its own). */
 export async function recordUsage(
   db: Queryable,
   orgId: number,
@@ -64,11 +65,17 @@ export async function recordUsage(
   quantity: string,
   occurredAt: string,
 ): Promise<void> {
-  await db.query(
-    `INSERT INTO usage_events (id, org_id, subscription_item_id, idempotency_key, quantity, occurred_at, recorded_at)
-     VALUES ($1, $2, $3, $4, $5, $6, now())`,
-    [randomUUID(), orgId, subscriptionItemId, randomUUID(), quantity, occurredAt],
-  );
+  await new PostgresUsageSink(db).write([
+    {
+      id: randomUUID(),
+      orgId,
+      subscriptionItemId,
+      idempotencyKey: randomUUID(),
+      quantity,
+      occurredAtMs: Date.parse(occurredAt),
+      recordedAtMs: Date.now(),
+    },
+  ]);
 }
 
 export async function outbox(db: Queryable, orgId: number, type?: string) {

@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresUsageSink } from '../../libs/usage/index.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { type BillingFixture, seedBillingFixture } from './mcp-fixtures.js';
 import { connectSdkClient, type ListeningApi, startListeningApi, toolJson } from './mcp-server.js';
@@ -196,11 +198,17 @@ describe('the official MCP SDK client against the endpoint', () => {
       ['mcp-1', '1500'],
       ['mcp-2', '250.5'],
     ]) {
-      await db.query(
-        `INSERT INTO usage_events (id, org_id, subscription_item_id, idempotency_key, quantity, occurred_at, recorded_at)
-         VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, now())`,
-        [org.orgId, item, key, quantity, new Date(start.getTime() + 3_600_000)],
-      );
+      await new PostgresUsageSink(db).write([
+        {
+          id: randomUUID(),
+          orgId: org.orgId,
+          subscriptionItemId: item,
+          idempotencyKey: key!,
+          quantity: quantity!,
+          occurredAtMs: start.getTime() + 3_600_000,
+          recordedAtMs: Date.now(),
+        },
+      ]);
     }
     const rest = async (path: string) =>
       (await api.request({ method: 'GET', path, key: org.apiKey })).json().data as Record<string, unknown>;

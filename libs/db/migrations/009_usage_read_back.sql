@@ -20,3 +20,20 @@ CREATE TABLE usage_sink_watermarks (
   covered_until    timestamptz NOT NULL,
   PRIMARY KEY (sink, topic, log_partition)
 );
+
+-- Per UTC day and item, the quantity of the events not voided: what GET /subscriptions/{id}/usage
+-- and /usage/daily read in the Postgres mode, so a period costs a few rows whatever the number of
+-- events. Kept exact by the statements that change usage_events: an insert adds only the events
+-- it inserted (ON CONFLICT DO NOTHING ... RETURNING), a void subtracts only the event it voided
+-- (WHERE voided_at IS NULL ... RETURNING), each in the same statement as the change.
+CREATE TABLE usage_daily_totals (
+  org_id               bigint NOT NULL,
+  subscription_item_id bigint NOT NULL,
+  day                  date NOT NULL,
+  quantity             numeric(38, 8) NOT NULL,
+  PRIMARY KEY (org_id, subscription_item_id, day)
+);
+INSERT INTO usage_daily_totals (org_id, subscription_item_id, day, quantity)
+SELECT org_id, subscription_item_id, (occurred_at AT TIME ZONE 'UTC')::date, sum(quantity)
+  FROM usage_events
+ GROUP BY 1, 2, 3;
