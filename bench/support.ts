@@ -82,6 +82,8 @@ export interface AutocannonOptions {
   url: string;
   connections: number;
   duration: number;
+  /** Requests per second across all connections (0: as fast as the server answers). */
+  overallRate?: number;
   method?: string;
   body?: string;
   headers?: Record<string, string>;

@@ -39,7 +39,11 @@ export async function liveOpenApiDocument(): Promise<unknown> {
   };
   const usage = await openUsageIngest(platform);
   const app = await buildApiApp(
-    apiDepsFrom(config, platform, { ingest: usage.ingest, checks: usage.checks }),
+    apiDepsFrom(config, platform, {
+      ingest: usage.ingest,
+      readStores: usage.readStores,
+      checks: usage.checks,
+    }),
   );
   try {
     await app.ready();

@@ -42,7 +42,11 @@ const { platform, ingest, api, demo } = await startOrExit('the billing service',
   });
 
   const api = await buildApiApp(
-    apiDepsFrom(config, platform, { ingest: ingest.usage, checks: ingest.pipeline.checks }),
+    apiDepsFrom(config, platform, {
+      ingest: ingest.usage,
+      readStores: ingest.pipeline.readStores,
+      checks: ingest.pipeline.checks,
+    }),
   );
   await api.listen({ host: config.HOST, port: config.PORT });
   return { platform, ingest, api, demo };

@@ -9,7 +9,11 @@
  * Scenarios:
  * - run: BENCH_CONCURRENT_RUNS processes at once (default 1) bill everything that is due;
  * - rerun: the same command again: nothing is due, so it measures the fixed cost of a run (process
- *   start, connections, one empty claim) and is the baseline the first run is compared with.
+ *   start, connections, one empty claim) and is the baseline the first run is compared with;
+ * - run with proration lines (issue 24): the same data loaded again into a second database, where
+ *   BENCH_PRORATION_SUBSCRIPTIONS of the subscriptions (default 2,000) had their seats changed
+ *   mid-period (base terms recorded, a credit and a charge line waiting): bar, its run within 1.2x
+ *   of the first run's.
  *
  * Settings (env): BENCH_SUBSCRIPTIONS, BENCH_METERED_SHARE (0.5), BENCH_EVENTS_PER_ITEM (20),
  * BENCH_CUSTOMERS (2,000), BENCH_BATCH_SIZE (the run's default), BENCH_CONCURRENT_RUNS (1),
@@ -52,10 +56,13 @@ const settings = {
   usageStore: (process.env.BENCH_USAGE_STORE ?? 'clickhouse') as 'clickhouse' | 'postgres',
   timeoutSeconds: intEnv('BENCH_TIMEOUT_SECONDS', 300, 1),
   clickhouseUrl: process.env.CLICKHOUSE_URL ?? 'http://127.0.0.1:8123',
+  prorationSubscriptions: intEnv('BENCH_PRORATION_SUBSCRIPTIONS', 2000, 0),
 };
 const BAR_SECONDS = 60;
+const BAR_PRORATION_RATIO = 1.2;
 
 const databaseName = `bench_billing_run_${process.pid}`;
+const prorationDatabaseName = `${databaseName}_proration`;
 const log = logger('billing-run');
 let db: Database | undefined;
 
@@ -64,6 +71,7 @@ try {
 } finally {
   await db?.close();
   await dropDatabase(databaseName, log);
+  await dropDatabase(prorationDatabaseName, log);
   if (settings.usageStore === 'clickhouse') {
     const clickhouse = openClickHouse({ url: settings.clickhouseUrl, database: databaseName });
     await clickhouse.command(`DROP DATABASE IF EXISTS ${databaseName}`).catch(() => {});
@@ -120,7 +128,65 @@ async function main(): Promise<void> {
   const { rows } = await db.query<{ invoices: number; periods: number }>(
     'SELECT count(*)::int AS invoices, count(DISTINCT (subscription_id, period_start))::int AS periods FROM invoices',
   );
+  await db.close();
+  db = undefined;
+
+  if (settings.prorationSubscriptions > 0) {
+    // the same rows again (same ids, so the usage in ClickHouse serves both), then the changes
+    const prorationUrl = await createDatabase(prorationDatabaseName);
+    db = new Database(prorationUrl, { poolSize: 4, applicationName: 'bench-billing-run' });
+    await migrate(db);
+    await loadData(db, periodStart, periodEnd);
+    if (settings.usageStore === 'postgres') await loadUsage(meteredItems, periodStart, periodEnd);
+    const lines = await addProrationLines(db, periodStart, periodEnd);
+    log(
+      `${settings.prorationSubscriptions} subscriptions changed mid-period: ${lines} proration lines waiting`,
+    );
+    results.push(
+      await scenario(
+        `run, ${settings.prorationSubscriptions} with proration lines`,
+        settings.concurrentRuns,
+        args,
+        { ...env, DATABASE_URL: prorationUrl },
+      ),
+    );
+    const billed = await db.query<{ lines: number }>(
+      'SELECT count(*)::int AS lines FROM subscription_proration_lines WHERE invoice_id IS NOT NULL',
+    );
+    if (billed.rows[0]!.lines !== lines)
+      throw new Error(`${billed.rows[0]!.lines} of ${lines} lines invoiced`);
+  }
   await report(results, rows[0]!, { loadSeconds, events });
+}
+
+/**
+ * What POST /subscriptions/{id}/changes leaves on the first N subscriptions (every fifth id): seats
+ * re-quantified on the 11th day, the base terms recorded, a credit and a charge line waiting.
+ */
+async function addProrationLines(database: Database, periodStart: Date, periodEnd: Date): Promise<number> {
+  const changedAt = new Date(periodStart.getTime() + 10 * 86_400_000);
+  const step = Math.max(1, Math.floor(settings.subscriptions / settings.prorationSubscriptions));
+  const { rows } = await database.query<{ id: number }>(
+    `WITH changed AS (
+       UPDATE subscription_items si
+          SET base_period_start = $1, base_quantity = si.quantity, base_unit_price = si.unit_price,
+              base_included_units = si.included_units, quantity = si.quantity + 1
+        WHERE si.usage_type = 'licensed' AND si.subscription_id % $3 = 0 AND si.subscription_id / $3 <= $4
+        RETURNING si.org_id, si.subscription_id, si.id, si.product_id, si.quantity, si.unit_price
+     ), fraction AS (
+       SELECT extract(epoch FROM ($2::timestamptz - $5::timestamptz)) / extract(epoch FROM ($2::timestamptz - $1::timestamptz)) AS f
+     )
+     INSERT INTO subscription_proration_lines (org_id, subscription_id, subscription_item_id, product_id, description,
+       quantity, unit_price, amount, period_start, period_end)
+     SELECT c.org_id, c.subscription_id, c.id, c.product_id, x.description, x.quantity, c.unit_price,
+            round(x.sign * x.quantity * c.unit_price * f.f, 2), $5, $2
+       FROM changed c CROSS JOIN fraction f
+       CROSS JOIN LATERAL (VALUES ('Unused time on Seats', c.quantity - 1, -1),
+                                  ('Remaining time on Seats', c.quantity, 1)) x(description, quantity, sign)
+     RETURNING id`,
+    [periodStart, periodEnd, step, settings.prorationSubscriptions, changedAt],
+  );
+  return rows.length;
 }
 
 /** One org, customers across provinces and states, seats and a tiered usage product. */
@@ -266,7 +332,7 @@ async function report(
   stored: { invoices: number; periods: number },
   setup: { loadSeconds: number; events: number },
 ): Promise<void> {
-  const [run, rerun] = results as [RunResult, RunResult];
+  const [run, rerun, withLines] = results as [RunResult, RunResult, RunResult | undefined];
   printTable(
     ['scenario', 'processes', 'invoices', 'run s', 'wall s', 'invoices/s', 'x rerun (wall)'],
     results.map((r) => [
@@ -295,6 +361,17 @@ async function report(
       value: `${rerun.invoices} invoices`,
       pass: rerun.invoices === 0,
     },
+    ...(withLines
+      ? [
+          {
+            check: `with ${settings.prorationSubscriptions} carrying proration lines: run <= ${BAR_PRORATION_RATIO}x the run without`,
+            value: `${(withLines.runSeconds / run.runSeconds).toFixed(2)}x (${withLines.runSeconds.toFixed(2)} s / ${run.runSeconds.toFixed(2)} s)`,
+            pass:
+              withLines.runSeconds / run.runSeconds <= BAR_PRORATION_RATIO &&
+              withLines.invoices === run.invoices,
+          },
+        ]
+      : []),
   ];
   printBars(checks.map((c) => ({ bar: c.check, measured: c.value, pass: c.pass })));
   const file = await writeReport('billing-run', { settings, setup, results, stored, checks });

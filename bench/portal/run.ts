@@ -9,19 +9,20 @@
  * the PDFs; bar < 100 KB), autocannon's throughput and latency over BENCH_DURATION seconds against
  * the same server beside GET /healthz (the baseline), and PDF rendering per document.
  *
- * The usage figures come from a fixed in-memory series through PortalUsageSource: the usage
- * read-back (issue 23) is not wired in yet, and its own queries are not in these figures.
+ * The usage figures come from real usage events (one a day per metered item) through the api's own
+ * PortalUsageSource, the usage read-back: its queries are in these figures.
  * Env: BENCH_RENDERS (default 1000), BENCH_DURATION (10), BENCH_CONNECTIONS (10), DATABASE_URL.
  */
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { apiSettings, loadConfig } from '../../libs/config/index.js';
 import { migrate } from '../../libs/db/index.js';
 import { loadPrintableInvoice, renderInvoicePdf } from '../../libs/invoice-documents/index.js';
 import { openPlatform } from '../../libs/platform/index.js';
-import { createPortalSession, type PortalUsage } from '../../libs/portal/index.js';
-import { openUsageIngest } from '../../libs/usage/index.js';
+import { createPortalSession } from '../../libs/portal/index.js';
+import { openUsageIngest, PostgresUsageSink } from '../../libs/usage/index.js';
 import { apiDepsFrom, buildApiApp } from '../../services/api/app.js';
 import {
   commandCpuSeconds,
@@ -120,58 +121,35 @@ try {
     [orgId],
   );
 
-  // a 31-day series per metered item (the read-back's shape, DESIGN §9.1)
   const { rows: items } = await db.query<{ id: number; name: string }>(
     `SELECT si.id, p.name FROM subscription_items si JOIN products p ON p.id = si.product_id
       WHERE si.subscription_id = $1 AND si.usage_type = 'metered' ORDER BY si.id`,
     [customer.subscription_id],
   );
-  const days = Array.from({ length: 31 }, (_, i) => `2026-10-${String(i + 1).padStart(2, '0')}`);
-  const usage: PortalUsage = {
-    usage: {
-      period_start: '2026-10-01T00:00:00.000Z',
-      period_end: '2026-11-01T00:00:00.000Z',
-      as_of: new Date().toISOString(),
-      currency: 'CAD',
-      items: items.map((item) => ({
-        subscription_item_id: item.id,
-        product_name: item.name,
-        unit_label: null,
-        quantity: '46500.00000000',
-        included_units: '0.00000000',
-        billable_quantity: '46500.00000000',
-        amount: '93.00000000',
+  // real usage events over the subscription's current period (31 days), written as the pg-sink
+  // writes them (daily totals included): the page reads them through the usage read-back
+  const { rows: periods } = await db.query<{ start: Date }>(
+    'SELECT current_period_start AS start FROM subscriptions WHERE id = $1',
+    [customer.subscription_id],
+  );
+  const periodStart = periods[0]!.start.getTime();
+  const sink = new PostgresUsageSink(db);
+  for (const item of items) {
+    await sink.write(
+      Array.from({ length: 31 }, (_, i) => ({
+        id: randomUUID(),
+        orgId,
+        subscriptionItemId: item.id,
+        idempotencyKey: `bench-${item.id}-${i}`,
+        quantity: `${1000 + ((i * 37) % 11) * 100}`,
+        occurredAtMs: periodStart + i * 86_400_000 + 3_600_000,
+        recordedAtMs: Date.now(),
       })),
-    },
-    daily: items.flatMap((item) =>
-      days.map((date, i) => ({
-        date,
-        subscription_item_id: item.id,
-        quantity: `${1000 + ((i * 37) % 11) * 100}.00000000`,
-      })),
-    ),
-    upcoming: {
-      invoice_date: '2026-11-01',
-      currency: 'CAD',
-      lines: items.map((item) => ({
-        description: item.name,
-        quantity: '46500.0000',
-        unit_price: '0.00200000',
-        amount: '93.00000000',
-      })),
-      subtotal: '186.00000000',
-      tax: '27.85350000',
-      total: '213.85350000',
-    },
-  };
+    );
+  }
 
   const ingest = await openUsageIngest(platform);
-  const app = await buildApiApp({
-    ...apiDepsFrom(config, platform, ingest),
-    portalUsage: {
-      read: async (_org, subscriptionId) => (subscriptionId === customer.subscription_id ? usage : undefined),
-    },
-  });
+  const app = await buildApiApp(apiDepsFrom(config, platform, ingest));
   await app.ready();
   const session = await createPortalSession(
     db,

@@ -14,21 +14,31 @@ import {
   insertInvoices,
   loadBillableItems,
   loadCustomers,
+  markProrationLinesInvoiced,
   type NewInvoice,
   type ParkedSubscription,
   parkedSubscriptions,
   parkSubscription,
   reserveInvoiceNumbers,
+  takeDueChanges,
   updateSubscriptions,
 } from './billing-store.js';
 import { applyDunning } from './dunning.js';
-import { invoiceEventData, subscriptionEventData } from './event-data.js';
+import { invoiceEventData, subscriptionEventData, subscriptionUpdatedEventData } from './event-data.js';
 import { InvoiceLimitError } from './invoice-limits.js';
-import { type BillableItem, buildInvoiceLines } from './invoice-lines.js';
+import type { BillableItem } from './invoice-lines.js';
+import {
+  applyItemSet,
+  itemForPeriod,
+  type PendingProrationLine,
+  pendingProrationLines,
+  type ResolvedEntry,
+  usageWindow,
+} from './item-changes.js';
+import { composePeriodInvoice } from './period-invoice.js';
 import { addDays, invoicePeriodDates, utcDate } from './periods.js';
-import { planBilling, type ScheduleStep } from './schedule.js';
+import { BILLABLE_STATUSES, planBilling, type ScheduleStep, type SubscriptionSchedule } from './schedule.js';
 import { settleOnPosting } from './settlement.js';
-import { taxRuleFor } from './tax.js';
 
 /**
  * The billing run (DESIGN §6 Billing): every subscription whose next_billing_date has passed is
@@ -276,7 +286,7 @@ async function billBatch(
     })),
   );
 
-  const events: DomainEvent[] = [];
+  const events: DomainEvent[] = await applyDueChanges(tx, plans);
   for (const invoice of invoices) {
     if (!invoice.posted) continue;
     events.push({ orgId: invoice.org_id, type: 'invoice.posted', data: invoiceEventData(invoice) });
@@ -306,143 +316,284 @@ async function billBatch(
   return result;
 }
 
+interface InvoiceTarget {
+  subscription: DueSubscription;
+  step: InvoiceStep;
+}
+
+/** What composing a batch's invoices reads, in a few queries for the whole batch. */
+interface InvoiceInputs {
+  items: Map<number, BillableItem[]>;
+  customers: Map<number, BillingCustomer>;
+  usage: Map<string, Map<number, string>>;
+  /** usageKey -> the proration lines that invoice carries. */
+  prorationLines: Map<string, PendingProrationLine[]>;
+}
+
+/**
+ * The batch's invoices: inputs read, numbers reserved, lines composed (composePeriodInvoice, the
+ * one composition the upcoming-invoice preview shares), credit settled when posting, then written.
+ */
 async function createInvoices(
   tx: Queryable,
   context: BatchContext,
-  toInvoice: { subscription: DueSubscription; step: InvoiceStep }[],
+  toInvoice: InvoiceTarget[],
 ): Promise<NewInvoice[]> {
-  const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
-  const items = await loadBillableItems(
+  const inputs = await loadInvoiceInputs(tx, context, toInvoice);
+  const numbering = await reserveNumbering(tx, toInvoice);
+  const invoices = toInvoice.map((target) => composeInvoice(target, inputs, numbering, context));
+  const credits = context.post ? settleCredits(invoices, inputs.customers, numbering) : [];
+  await insertInvoices(tx, invoices);
+  await applyCredits(tx, credits);
+  await markProrationLinesInvoiced(
     tx,
-    orgIds,
-    unique(toInvoice.map(({ subscription }) => subscription.id)),
+    toInvoice.flatMap((target, index) =>
+      (inputs.prorationLines.get(usageKey(target.subscription, target.step)) ?? []).map((line) => ({
+        id: line.id,
+        invoice_id: invoices[index]!.id,
+      })),
+    ),
   );
+  return invoices;
+}
+
+async function loadInvoiceInputs(
+  tx: Queryable,
+  context: BatchContext,
+  toInvoice: InvoiceTarget[],
+): Promise<InvoiceInputs> {
+  const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
+  const subscriptionIds = unique(toInvoice.map(({ subscription }) => subscription.id));
+  const items = await loadBillableItems(tx, orgIds, subscriptionIds);
   const customers = await loadCustomers(
     tx,
     orgIds,
     unique(toInvoice.map(({ subscription }) => subscription.customer_id)),
-    context.post,
+    { lock: context.post },
   );
   const usage = await periodUsage(context.usage(tx), toInvoice, items);
+  const lastEnd = toInvoice.reduce(
+    (latest, { step }) => (step.periodEnd > latest ? step.periodEnd : latest),
+    new Date(0),
+  );
+  const pending = await pendingProrationLines(tx, orgIds, subscriptionIds, lastEnd);
+  // each line goes on the first invoice (in period order) whose period ends at or after its own
+  const prorationLines = new Map<string, PendingProrationLine[]>();
+  for (const { subscription, step } of toInvoice) {
+    const waiting = pending.get(subscription.id) ?? [];
+    const due = waiting.filter((line) => new Date(line.period_end) <= step.periodEnd);
+    if (due.length === 0) continue;
+    prorationLines.set(usageKey(subscription, step), due);
+    pending.set(
+      subscription.id,
+      waiting.filter((line) => !due.includes(line)),
+    );
+  }
+  return { items, customers, usage, prorationLines };
+}
 
-  // numbers are reserved per organization in id order, the lock order every run follows
-  const numbering = new Map<number, { next: number; paymentTermsDays: number; creditCurrency: string }>();
-  for (const orgId of orgIds.sort((a, b) => a - b)) {
+interface OrgNumbering {
+  next: number;
+  paymentTermsDays: number;
+  creditCurrency: string;
+}
+
+/** Numbers are reserved per organization in id order, the lock order every run follows. */
+async function reserveNumbering(
+  tx: Queryable,
+  toInvoice: InvoiceTarget[],
+): Promise<Map<number, OrgNumbering>> {
+  const numbering = new Map<number, OrgNumbering>();
+  for (const orgId of unique(toInvoice.map(({ subscription }) => subscription.org_id)).sort(
+    (a, b) => a - b,
+  )) {
     const count = toInvoice.filter(({ subscription }) => subscription.org_id === orgId).length;
     const reserved = await reserveInvoiceNumbers(tx, orgId, count);
     numbering.set(orgId, { ...reserved, next: reserved.first });
   }
+  return numbering;
+}
 
+function composeInvoice(
+  { subscription, step }: InvoiceTarget,
+  inputs: InvoiceInputs,
+  numbering: Map<number, OrgNumbering>,
+  context: BatchContext,
+): NewInvoice {
+  const customer = inputs.customers.get(subscription.customer_id);
+  if (!customer || customer.org_id !== subscription.org_id) {
+    throw new Error(`customer ${subscription.customer_id} of subscription ${subscription.id} not found`);
+  }
+  const org = numbering.get(subscription.org_id)!;
+  const key = usageKey(subscription, step);
+  const draft = composePeriodInvoice({
+    items: inputs.items.get(subscription.id) ?? [],
+    currency: subscription.currency,
+    usage: inputs.usage.get(key) ?? new Map(),
+    firstPeriod: step.firstPeriod,
+    periodStart: step.periodStart,
+    periodEnd: step.periodEnd,
+    prorationLines: inputs.prorationLines.get(key) ?? [],
+    customer,
+  });
+  return {
+    id: randomUUID(),
+    org_id: subscription.org_id,
+    invoice_number: formatInvoiceNumber(org.next++),
+    customer_id: subscription.customer_id,
+    subscription_id: subscription.id,
+    invoice_date: draft.invoice_date,
+    ...invoicePeriodDates(step.periodStart, step.periodEnd),
+    due_date: addDays(draft.invoice_date, org.paymentTermsDays),
+    status: 'DRAFT',
+    subtotal: draft.subtotal,
+    tax_amount: draft.tax_amount,
+    total: draft.total,
+    amount_paid: formatMoney(0n),
+    currency: subscription.currency.trim(),
+    posted: context.post,
+    lines: draft.lines,
+  };
+}
+
+/**
+ * Posting consumes each customer's credit, in the invoices' order, as a CREDIT_MEMO: a customer's
+ * credit is in the organization's default currency, so invoices in another currency do not use
+ * it. Sets each invoice's status and amount paid.
+ */
+function settleCredits(
+  invoices: NewInvoice[],
+  customers: Map<number, BillingCustomer>,
+  numbering: Map<number, OrgNumbering>,
+): CreditApplication[] {
   const creditLeft = new Map<number, bigint>();
   const credits: CreditApplication[] = [];
-  const invoices: NewInvoice[] = [];
-  for (const { subscription, step } of toInvoice) {
-    const customer = customers.get(subscription.customer_id);
-    if (!customer || customer.org_id !== subscription.org_id) {
-      throw new Error(`customer ${subscription.customer_id} of subscription ${subscription.id} not found`);
+  for (const invoice of invoices) {
+    const customer = customers.get(invoice.customer_id)!;
+    const inCreditCurrency = invoice.currency === numbering.get(invoice.org_id)!.creditCurrency;
+    const available = inCreditCurrency
+      ? (creditLeft.get(customer.id) ?? parseMoney(customer.credit_balance))
+      : 0n;
+    const settled = settleOnPosting(invoice.total, formatMoney(available));
+    invoice.status = settled.status;
+    invoice.amount_paid = settled.credit_applied;
+    const applied = parseMoney(settled.credit_applied);
+    if (inCreditCurrency) creditLeft.set(customer.id, available - applied);
+    if (applied > 0n) {
+      credits.push({
+        org_id: invoice.org_id,
+        customer_id: customer.id,
+        invoice_id: invoice.id,
+        amount: settled.credit_applied,
+      });
     }
-    const org = numbering.get(subscription.org_id)!;
-    const invoiceDate = utcDate(step.periodEnd);
-    const draft = buildInvoiceLines(items.get(subscription.id) ?? [], {
-      currency: subscription.currency.trim(),
-      usage: usage.get(usageKey(subscription, step)) ?? new Map(),
-      firstPeriod: step.firstPeriod,
-      taxRule: taxRuleFor(destinationOf(customer), invoiceDate),
-    });
-    const id = randomUUID();
-    let status: NewInvoice['status'] = 'DRAFT';
-    let amountPaid = formatMoney(0n);
-    if (context.post) {
-      // a customer's credit is in the organization's default currency: other invoices do not use it
-      const inCreditCurrency = subscription.currency.trim() === org.creditCurrency;
-      const available = inCreditCurrency
-        ? (creditLeft.get(customer.id) ?? parseMoney(customer.credit_balance))
-        : 0n;
-      const settled = settleOnPosting(draft.total, formatMoney(available));
-      status = settled.status;
-      amountPaid = settled.credit_applied;
-      const applied = parseMoney(settled.credit_applied);
-      if (inCreditCurrency) creditLeft.set(customer.id, available - applied);
-      if (applied > 0n) {
-        credits.push({
-          org_id: subscription.org_id,
-          customer_id: customer.id,
-          invoice_id: id,
-          amount: amountPaid,
-        });
-      }
-    }
-    invoices.push({
-      id,
-      org_id: subscription.org_id,
-      invoice_number: formatInvoiceNumber(org.next++),
-      customer_id: subscription.customer_id,
-      subscription_id: subscription.id,
-      invoice_date: invoiceDate,
-      ...invoicePeriodDates(step.periodStart, step.periodEnd),
-      due_date: addDays(invoiceDate, org.paymentTermsDays),
-      status,
-      subtotal: draft.subtotal,
-      tax_amount: draft.tax_amount,
-      total: draft.total,
-      amount_paid: amountPaid,
-      currency: subscription.currency.trim(),
-      posted: context.post,
-      lines: draft.lines,
-    });
   }
-  await insertInvoices(tx, invoices);
-  await applyCredits(tx, credits);
-  return invoices;
+  return credits;
 }
 
 const usageKey = (subscription: DueSubscription, step: InvoiceStep) =>
   `${subscription.id}|${step.periodStart.toISOString()}`;
 
 /**
- * Usage of every metered item over its invoice's period, one aggregation call per (organization,
- * period): in a batch of subscriptions renewing together that is one call for all of them.
+ * Usage of every metered item over the part of its invoice's period it was on the subscription
+ * (all of it, unless a change added or removed it within), one aggregation call per
+ * (organization, window): in a batch of subscriptions renewing together that is one call for all.
  */
 async function periodUsage(
   aggregator: UsageAggregator,
-  toInvoice: { subscription: DueSubscription; step: InvoiceStep }[],
+  toInvoice: InvoiceTarget[],
   items: Map<number, BillableItem[]>,
 ): Promise<Map<string, Map<number, string>>> {
   const groups = new Map<
     string,
-    { orgId: number; from: Date; to: Date; itemIds: number[]; keys: string[] }
+    { orgId: number; from: Date; to: Date; itemIds: number[]; keys: Set<string> }
   >();
   for (const { subscription, step } of toInvoice) {
-    const metered = (items.get(subscription.id) ?? []).filter((item) => item.usage_type === 'metered');
-    if (metered.length === 0) continue;
-    const groupKey = `${subscription.org_id}|${step.periodStart.toISOString()}|${step.periodEnd.toISOString()}`;
-    const group = groups.get(groupKey) ?? {
-      orgId: subscription.org_id,
-      from: step.periodStart,
-      to: step.periodEnd,
-      itemIds: [],
-      keys: [],
-    };
-    group.itemIds.push(...metered.map((item) => item.subscription_item_id));
-    group.keys.push(usageKey(subscription, step));
-    groups.set(groupKey, group);
+    const period = { start: step.periodStart, end: step.periodEnd };
+    for (const item of items.get(subscription.id) ?? []) {
+      if (item.usage_type !== 'metered' || !itemForPeriod(item, period)) continue;
+      const window = usageWindow(item, period);
+      const groupKey = `${subscription.org_id}|${window.start.toISOString()}|${window.end.toISOString()}`;
+      const group = groups.get(groupKey) ?? {
+        orgId: subscription.org_id,
+        from: window.start,
+        to: window.end,
+        itemIds: [],
+        keys: new Set<string>(),
+      };
+      group.itemIds.push(item.subscription_item_id);
+      group.keys.add(usageKey(subscription, step));
+      groups.set(groupKey, group);
+    }
   }
   const usage = new Map<string, Map<number, string>>();
   for (const group of groups.values()) {
     const totals = await aggregator.totals(group.orgId, group.itemIds, group.from, group.to);
-    for (const key of group.keys) usage.set(key, totals);
+    for (const key of group.keys) {
+      const merged = usage.get(key) ?? new Map<number, string>();
+      for (const id of group.itemIds) {
+        const total = totals.get(id);
+        if (total !== undefined) merged.set(id, total);
+      }
+      usage.set(key, merged);
+    }
   }
   return usage;
 }
 
-function destinationOf(customer: BillingCustomer) {
-  return {
-    country: customer.country,
-    stateProvince: customer.state_province,
-    taxExempt: customer.tax_exempt,
-  };
+/**
+ * Scheduled changes (effective "period_end") whose boundary this batch passed: applied as they
+ * were asked for, on the new period (nothing of the ended period is touched: its invoice is made),
+ * with subscription.updated. A subscription that stopped drops its change.
+ */
+async function applyDueChanges(
+  tx: Queryable,
+  plans: { subscription: DueSubscription; next: SubscriptionSchedule }[],
+): Promise<DomainEvent[]> {
+  const changes = await takeDueChanges(
+    tx,
+    plans.map(({ subscription, next }) => ({
+      id: subscription.id,
+      org_id: subscription.org_id,
+      boundary: next.current_period_start.toISOString(),
+    })),
+  );
+  const events: DomainEvent[] = [];
+  for (const change of changes) {
+    const { subscription, next } = plans.find((plan) => plan.subscription.id === change.subscription_id)!;
+    if (!(BILLABLE_STATUSES as readonly string[]).includes(next.status)) continue;
+    const changing = {
+      id: subscription.id,
+      org_id: subscription.org_id,
+      currency: subscription.currency,
+      billing_period: subscription.billing_period,
+      current_period_start: next.current_period_start,
+      current_period_end: next.current_period_end,
+    };
+    const current = (
+      (await loadBillableItems(tx, [subscription.org_id], [subscription.id])).get(subscription.id) ?? []
+    ).filter((item) => !item.removed_at);
+    // the set was checked when it was scheduled; an immediate change since would have replaced it
+    const resolved: ResolvedEntry[] = change.items;
+    if (
+      resolved.some(
+        (entry) => entry.id !== null && !current.some((item) => item.subscription_item_id === entry.id),
+      )
+    ) {
+      continue;
+    }
+    const applied = await applyItemSet(tx, changing, current, resolved, {
+      at: next.current_period_start,
+      mode: 'direct',
+    });
+    events.push({
+      orgId: subscription.org_id,
+      type: 'subscription.updated',
+      data: subscriptionUpdatedEventData({ ...subscription, status: next.status }, applied),
+    });
+  }
+  return events;
 }
-
 function unique(values: number[]): number[] {
   return [...new Set(values)];
 }

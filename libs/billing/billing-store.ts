@@ -56,7 +56,28 @@ export async function claimDueSubscriptions(
   return rows;
 }
 
-/** Items of the given subscriptions with their products' prices and tiers, grouped by subscription. */
+/** One subscription as a billing run reads it, without claiming it (the usage read-back). */
+export async function loadSubscriptionSchedule(
+  db: Queryable,
+  orgId: number,
+  subscriptionId: number,
+): Promise<DueSubscription | undefined> {
+  const { rows } = await db.query<DueSubscription>(
+    `SELECT id, org_id, customer_id, status, currency, start_date, trial_end_date, billing_period, billing_anchor_day,
+            current_period_start, current_period_end, next_billing_date, term_type, initial_term_months, auto_renew,
+            subscription_end_date, cancel_at_period_end, ended_at
+       FROM subscriptions
+      WHERE org_id = $1 AND id = $2`,
+    [orgId, subscriptionId],
+  );
+  return rows[0];
+}
+
+/**
+ * Items of the given subscriptions with their products' prices and tiers, grouped by subscription:
+ * those billed for the running period or later, so an item removed by a change since the running
+ * period began is still there (with its `removed_at`) until that period is invoiced.
+ */
 export async function loadBillableItems(
   tx: Queryable,
   orgIds: number[],
@@ -78,13 +99,22 @@ export async function loadBillableItems(
     pricing_scheme: BillableItem['pricing']['pricing_scheme'];
     pricing_mode: BillableItem['pricing']['pricing_mode'];
     org_id: number;
+    started_at: Date | null;
+    removed_at: Date | null;
+    base_period_start: Date | null;
+    base_quantity: number | null;
+    base_unit_price: string | null;
+    base_included_units: string | null;
   }>(
     `SELECT si.subscription_id, si.id AS subscription_item_id, si.product_id, si.quantity, si.unit_price,
             si.usage_type, si.included_units, p.name AS product_name, p.unit_label, p.currency, p.pricing_type,
-            p.pricing_model, p.pricing_scheme, p.pricing_mode, si.org_id
+            p.pricing_model, p.pricing_scheme, p.pricing_mode, si.org_id, si.started_at, si.removed_at,
+            si.base_period_start, si.base_quantity, si.base_unit_price, si.base_included_units
        FROM subscription_items si
        JOIN products p ON p.org_id = si.org_id AND p.id = si.product_id
+       JOIN subscriptions s ON s.org_id = si.org_id AND s.id = si.subscription_id
       WHERE si.org_id = ANY($1::bigint[]) AND si.subscription_id = ANY($2::bigint[])
+        AND (si.removed_at IS NULL OR si.removed_at > s.current_period_start)
       ORDER BY si.subscription_id, si.id`,
     [orgIds, subscriptionIds],
   );
@@ -109,6 +139,17 @@ export async function loadBillableItems(
         pricing_mode: row.pricing_mode,
         tiers: tiers.get(row.product_id) ?? [],
       },
+      started_at: row.started_at,
+      removed_at: row.removed_at,
+      base:
+        row.base_period_start === null
+          ? null
+          : {
+              period_start: row.base_period_start,
+              quantity: row.base_quantity!,
+              unit_price: row.base_unit_price!,
+              included_units: row.base_included_units!,
+            },
     });
   }
   return grouped;
@@ -153,12 +194,12 @@ export async function loadCustomers(
   tx: Queryable,
   orgIds: number[],
   customerIds: number[],
-  lock: boolean,
+  options: { lock: boolean },
 ): Promise<Map<number, BillingCustomer>> {
   const { rows } = await tx.query<BillingCustomer>(
     `SELECT id, org_id, country, state_province, tax_exempt, credit_balance FROM customers
       WHERE org_id = ANY($1::bigint[]) AND id = ANY($2::bigint[])
-      ORDER BY id ${lock ? 'FOR NO KEY UPDATE' : ''}`,
+      ORDER BY id ${options.lock ? 'FOR NO KEY UPDATE' : ''}`,
     [orgIds, customerIds],
   );
   return new Map(rows.map((row) => [row.id, { ...row, country: row.country.trim() }]));
@@ -332,4 +373,41 @@ export async function parkedSubscriptions(
     [filter.orgId ?? null, filter.subscriptionIds ?? null],
   );
   return rows.map((row) => ({ ...row, parked_at: row.parked_at.toISOString() }));
+}
+
+/** Proration lines now on an invoice: never carried by another one. */
+export async function markProrationLinesInvoiced(
+  tx: Queryable,
+  assignments: readonly { id: number; invoice_id: string }[],
+): Promise<void> {
+  if (assignments.length === 0) return;
+  await tx.query(
+    `UPDATE subscription_proration_lines l SET invoice_id = x.invoice_id
+       FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, invoice_id uuid)
+      WHERE l.id = x.id AND l.invoice_id IS NULL`,
+    [JSON.stringify(assignments)],
+  );
+}
+
+export interface DueChange {
+  subscription_id: number;
+  org_id: number;
+  items: { id: number | null; product_id: number; quantity: number; included_units: string }[];
+  effective_at: Date;
+}
+
+/** Scheduled changes of these subscriptions whose moment has come by `boundary`, locked rows' own. */
+export async function takeDueChanges(
+  tx: Queryable,
+  due: readonly { id: number; org_id: number; boundary: string }[],
+): Promise<DueChange[]> {
+  if (due.length === 0) return [];
+  const { rows } = await tx.query<DueChange>(
+    `DELETE FROM subscription_pending_changes c
+      USING jsonb_to_recordset($1::jsonb) AS x(id bigint, org_id bigint, boundary timestamptz)
+      WHERE c.org_id = x.org_id AND c.subscription_id = x.id AND c.effective_at <= x.boundary
+      RETURNING c.subscription_id, c.org_id, c.items, c.effective_at`,
+    [JSON.stringify(due)],
+  );
+  return rows;
 }

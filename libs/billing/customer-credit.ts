@@ -3,7 +3,7 @@ import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
 import { formatMoney, parseMoney } from '../money/index.js';
 import type { Customer } from '../schemas/index.js';
-import { parseAmount } from './settlement.js';
+import { assertPayableAmount, parseAmount } from './settlement.js';
 
 /**
  * Adds to a customer's credit balance (a goodwill credit, a prepayment), held in the
@@ -18,12 +18,15 @@ export async function addCustomerCredit(
 ): Promise<Customer> {
   const amount = parseAmount('amount', input.amount);
   // Locks the customer: two runs with one reference cannot both find it unused.
-  const customer = await tx.query<{ org_id: number }>(
-    'SELECT org_id FROM customers WHERE id = $1 AND ($2::bigint IS NULL OR org_id = $2) FOR UPDATE',
+  const customer = await tx.query<{ org_id: number; currency: string }>(
+    `SELECT c.org_id, o.default_currency AS currency FROM customers c JOIN organizations o ON o.id = c.org_id
+      WHERE c.id = $1 AND ($2::bigint IS NULL OR c.org_id = $2) FOR UPDATE OF c`,
     [input.customerId, input.orgId ?? null],
   );
   const orgId = customer.rows[0]?.org_id;
   if (orgId === undefined) throw ApiError.notFound(`Customer ${input.customerId}`);
+  // credit is consumed by invoices in the organization's default currency: whole minor units
+  assertPayableAmount('amount', amount, customer.rows[0]!.currency);
   if (input.reference !== undefined) {
     const { rows } = await tx.query<{ amount: string }>(
       `SELECT amount FROM customer_credit_grants WHERE org_id = $1 AND customer_id = $2 AND reference = $3`,

@@ -10,7 +10,12 @@ export { type BillingScheduler, startBillingScheduler } from './billing-schedule
 export { loadBillableItems } from './billing-store.js';
 export { addCustomerCredit } from './customer-credit.js';
 export { applyDunning } from './dunning.js';
-export { invoiceEventData, paymentEventData, subscriptionEventData } from './event-data.js';
+export {
+  invoiceEventData,
+  paymentEventData,
+  subscriptionEventData,
+  subscriptionUpdatedEventData,
+} from './event-data.js';
 export { instantInput, moneyInput, parseInput, quantityInput } from './inputs.js';
 export {
   fitsAnInvoice,
@@ -26,12 +31,31 @@ export {
 } from './invoice-lines.js';
 export { type InvoiceRef, postInvoice, withdrawInvoice } from './invoice-operations.js';
 export {
+  type AppliedItemSet,
+  applyItemSet,
+  type ChangeMode,
+  type ChangingSubscription,
+  type ItemSetEntry,
+  itemForPeriod,
+  type PendingProrationLine,
+  pendingProrationLines,
+  type ResolvedEntry,
+  resolveItemSet,
+  usageWindow,
+} from './item-changes.js';
+export {
   createCreditMemo,
   createRefund,
   type MoneyInput,
   type MoneyResult,
   recordPayment,
 } from './payments.js';
+export {
+  composePeriodInvoice,
+  type PeriodInvoice,
+  type PeriodInvoiceCustomer,
+  type PeriodInvoiceInput,
+} from './period-invoice.js';
 export {
   addDays,
   addDaysToInstant,
@@ -48,6 +72,14 @@ export {
   priceQuantity,
   tierProblems,
 } from './pricing.js';
+export {
+  blendIncludedUnits,
+  type Period,
+  type ProrationLine,
+  proratedIncludedUnits,
+  prorationLinesFor,
+  secondsBetween,
+} from './proration.js';
 export { regionCode } from './regions.js';
 export { BILLABLE_STATUSES, planBilling, type ScheduleStep, type SubscriptionSchedule } from './schedule.js';
 export { parseAmount, settleOnPosting, statusAfterRefund, statusForAmountPaid } from './settlement.js';
@@ -63,6 +95,7 @@ export {
   CANADIAN_PROVINCES,
   computeTax,
   federalGstOf,
+  federalGstOfSubtotal,
   type TaxComponent,
   type TaxComputation,
   type TaxDestination,
@@ -71,3 +104,11 @@ export {
   taxRuleFor,
   US_STATE_RATES,
 } from './tax.js';
+export {
+  type DailyUsageQuery,
+  getDailyUsage,
+  getSubscriptionUsage,
+  MAX_DAILY_DAYS,
+  portalUsageSource,
+  previewUpcomingInvoice,
+} from './usage-read-back.js';

@@ -29,6 +29,43 @@ function item(overrides: Partial<BillableItem>): BillableItem {
 const ontario = taxRuleFor({ country: 'CA', stateProvince: 'ON' }, '2026-03-01');
 
 describe('invoice lines', () => {
+  it('rounds lines to the cent, taxes the subtotal once per component, carries proration lines', () => {
+    const draft = buildInvoiceLines(
+      [
+        // 3 x 0.3333 = 0.9999 -> 1.00; 7 x 1.0005 = 7.0035 -> 7.00 (below a half)
+        item({ subscription_item_id: 1, quantity: 3, unit_price: '0.33330000' }),
+        item({ subscription_item_id: 2, quantity: 7, unit_price: '1.00050000' }),
+      ],
+      {
+        currency: 'CAD',
+        usage: new Map(),
+        firstPeriod: false,
+        taxRule: taxRuleFor({ country: 'CA', stateProvince: 'QC' }, '2026-03-01'),
+        prorationLines: [
+          {
+            description: 'Unused time',
+            subscription_item_id: 2,
+            product_id: 10,
+            quantity: '7.0000',
+            unit_price: '1.00050000',
+            amount: '-3.50000000',
+            period_start: '2026-03-16T12:00:00.000Z',
+            period_end: '2026-04-01T00:00:00.000Z',
+          },
+        ],
+      },
+    );
+    expect(draft.lines.map((line) => line.line_total_pre_tax)).toEqual([
+      '1.00000000',
+      '7.00000000',
+      '-3.50000000',
+    ]);
+    // subtotal 4.50: GST 0.225 -> 0.23, QST 0.448875 -> 0.45; tax 0.68
+    expect(draft).toMatchObject({ subtotal: '4.50000000', tax_amount: '0.68000000', total: '5.18000000' });
+    // the lines' shares of the tax are in cents and add up to it exactly
+    expect(draft.lines.map((line) => line.tax_amount)).toEqual(['0.15000000', '1.06000000', '-0.53000000']);
+  });
+
   it('licensed quantity x price, metered usage above included units, tax per line', () => {
     const draft = buildInvoiceLines(
       [
@@ -54,7 +91,8 @@ describe('invoice lines', () => {
         quantity: '3.0000',
         unit_price: '19.99000000',
         line_total_pre_tax: '59.97000000',
-        tax_amount: '7.79610000',
+        // HST on the subtotal: 64.97 x 0.13 = 8.4461 -> 8.45, shared by amount: 7.7961 -> 7.80
+        tax_amount: '7.80000000',
         tax_type: 'HST',
       },
       {
@@ -68,7 +106,7 @@ describe('invoice lines', () => {
         tax_type: 'HST',
       },
     ]);
-    expect(draft).toMatchObject({ subtotal: '64.97000000', tax_amount: '8.44610000', total: '73.41610000' });
+    expect(draft).toMatchObject({ subtotal: '64.97000000', tax_amount: '8.45000000', total: '73.42000000' });
   });
 
   it('bills a metered item without usage at zero and a one-time item only on the first period', () => {
@@ -120,7 +158,7 @@ describe('invoice lines', () => {
       firstPeriod: false,
       taxRule: taxRuleFor({ country: 'CA', stateProvince: 'QC' }),
     });
-    expect(quebec.lines[0]).toMatchObject({ tax_type: 'GST_QST', tax_amount: '1.49750000' });
+    expect(quebec.lines[0]).toMatchObject({ tax_type: 'GST_QST', tax_amount: '1.50000000' });
   });
 
   it('never mixes currencies on one invoice', () => {

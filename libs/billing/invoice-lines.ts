@@ -1,7 +1,16 @@
-import { formatMoney, formatQuantity, parseMoney, parseScaled, QUANTITY_SCALE } from '../money/index.js';
+import {
+  formatMoney,
+  formatQuantity,
+  minorUnitDigits,
+  parseMoney,
+  parseScaled,
+  QUANTITY_SCALE,
+  roundToMinorUnit,
+} from '../money/index.js';
 import type { TaxType } from '../schemas/index.js';
 import { InvoiceLimitError, MAX_STORED_MONEY, MAX_STORED_QUANTITY } from './invoice-limits.js';
 import { billableUsage, type PricedLine, type ProductPricing, priceQuantity } from './pricing.js';
+import type { ProrationLine } from './proration.js';
 import { computeTax, type TaxRule } from './tax.js';
 
 /**
@@ -24,6 +33,19 @@ export interface BillableItem {
   included_units: string;
   /** The product's price structure; tiers come from the product. */
   pricing: Omit<ProductPricing, 'unit_price'>;
+  /** Added by a subscription change at this instant (DESIGN §9.2); null: since the start. */
+  started_at?: Date | null;
+  /** Removed by a subscription change at this instant: billed for that period, never after. */
+  removed_at?: Date | null;
+  /** The item's terms when the period starting at `period_start` began (set by its first change). */
+  base?: ItemBase | null;
+}
+
+export interface ItemBase {
+  period_start: Date;
+  quantity: number;
+  unit_price: string;
+  included_units: string;
 }
 
 export interface InvoiceLine {
@@ -53,11 +75,11 @@ export function buildInvoiceLines(
     /** Whether this is the subscription's first paid period (one-time items are billed then). */
     firstPeriod: boolean;
     taxRule: TaxRule;
+    /** Lines of subscription changes this invoice carries (already in the minor unit). */
+    prorationLines?: readonly ProrationLine[] | undefined;
   },
 ): InvoiceDraft {
-  const lines: InvoiceLine[] = [];
-  let subtotal = 0n;
-  let tax = 0n;
+  const lines: Omit<InvoiceLine, 'tax_amount' | 'tax_type'>[] = [];
   for (const item of items) {
     if (item.currency !== context.currency) {
       // subscriptions are created single-currency; this guards the invariant, never mixes
@@ -78,21 +100,36 @@ export function buildInvoiceLines(
       priced = priceQuantity(pricing, String(item.quantity));
     }
     assertLineFitsStorage(item.product_name, priced, context.currency);
-    const lineTax = computeTax(context.taxRule, priced.amount);
-    subtotal += parseMoney(priced.amount);
-    tax += parseMoney(lineTax.amount);
     lines.push({
       product_id: item.product_id,
       subscription_item_id: item.subscription_item_id,
       description,
       quantity: priced.quantity,
       unit_price: priced.unit_price,
-      line_total_pre_tax: priced.amount,
-      tax_amount: lineTax.amount,
-      tax_type: lineTax.taxType,
+      // payable amounts (DESIGN §9.2b): each line half-up to the minor unit; unit prices keep theirs
+      line_total_pre_tax: formatMoney(roundToMinorUnit(parseMoney(priced.amount), context.currency)),
     });
   }
-  const total = subtotal + tax;
+  for (const line of context.prorationLines ?? []) {
+    lines.push({
+      product_id: line.product_id,
+      subscription_item_id: line.subscription_item_id,
+      description: line.description,
+      quantity: line.quantity,
+      unit_price: line.unit_price,
+      line_total_pre_tax: formatMoney(roundToMinorUnit(parseMoney(line.amount), context.currency)),
+    });
+  }
+  const subtotal = lines.reduce((sum, line) => sum + parseMoney(line.line_total_pre_tax), 0n);
+  // Every line of an invoice has its customer's one rule, so the taxable subtotal of each rate is
+  // the subtotal: each component is rounded once, on it, and then shared out over the lines.
+  const tax = computeTax(context.taxRule, formatMoney(subtotal), context.currency);
+  const lineTaxes = shareOut(
+    parseMoney(tax.amount),
+    lines.map((line) => parseMoney(line.line_total_pre_tax)),
+    context.currency,
+  );
+  const total = subtotal + parseMoney(tax.amount);
   if (total > MAX_STORED_MONEY) {
     // NUMERIC(20,8) would refuse it as "numeric field overflow": say what is wrong instead.
     throw new InvoiceLimitError(
@@ -100,11 +137,50 @@ export function buildInvoiceLines(
     );
   }
   return {
-    lines,
+    lines: lines.map((line, index) => ({
+      ...line,
+      tax_amount: formatMoney(lineTaxes[index]!),
+      tax_type: tax.taxType,
+    })),
     subtotal: formatMoney(subtotal),
-    tax_amount: formatMoney(tax),
+    tax_amount: tax.amount,
     total: formatMoney(total),
   };
+}
+
+/**
+ * Shares an invoice's tax over its lines in proportion to their amounts, each share in the minor
+ * unit, the shares summing to the tax exactly: every share is rounded down, then the units left
+ * go one each to the lines with the largest remainders (ties: the earlier line).
+ */
+function shareOut(tax: bigint, amounts: readonly bigint[], currency: string): bigint[] {
+  const base = amounts.reduce((sum, amount) => sum + amount, 0n);
+  if (tax === 0n || base === 0n) return amounts.map(() => 0n);
+  const unit = minorUnitStep(currency);
+  const taxUnits = tax / unit;
+  const shares = amounts.map((amount) => {
+    const exact = taxUnits * amount;
+    const floor = exact >= 0n ? exact / base : -((-exact + base - 1n) / base);
+    return { floor, remainder: exact - floor * base };
+  });
+  let left = taxUnits - shares.reduce((sum, share) => sum + share.floor, 0n);
+  const order = shares
+    .map((_, index) => index)
+    .sort((a, b) => {
+      const difference = shares[b]!.remainder - shares[a]!.remainder;
+      return difference > 0n ? 1 : difference < 0n ? -1 : a - b;
+    });
+  const result = shares.map((share) => share.floor);
+  for (const index of order) {
+    if (left <= 0n) break;
+    result[index]! += 1n;
+    left--;
+  }
+  return result.map((units) => units * unit);
+}
+
+function minorUnitStep(currency: string): bigint {
+  return 10n ** BigInt(8 - minorUnitDigits(currency));
 }
 
 /**

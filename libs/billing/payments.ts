@@ -13,7 +13,7 @@ import { restoreIfSettled } from './dunning.js';
 import { invoiceEventData, paymentEventData } from './event-data.js';
 import { type InvoiceRef, type LockedInvoice, lockInvoice } from './invoice-operations.js';
 import { utcDate } from './periods.js';
-import { parseAmount, statusAfterRefund, statusForAmountPaid } from './settlement.js';
+import { assertPayableAmount, parseAmount, statusAfterRefund, statusForAmountPaid } from './settlement.js';
 import { assertInvoiceTransition } from './state-machines.js';
 
 /**
@@ -80,6 +80,7 @@ async function collect(
       `${what} of ${formatMoney(amount)} exceeds the balance of ${formatMoney(balance)} ${invoice.currency}.`,
     );
   }
+  assertPayableAmount('amount', amount, invoice.currency, balance);
   const status = statusForAmountPaid(total, paid + amount);
   assertInvoiceTransition(invoice.invoice_number, invoice.status, status);
   const transaction = await insertTransaction(tx, invoice, type, amount, input);
@@ -148,6 +149,7 @@ export async function createRefund(tx: Queryable, input: MoneyInput): Promise<Mo
       `A refund of ${formatMoney(amount)} exceeds the refundable ${formatMoney(refundable)} ${invoice.currency}.`,
     );
   }
+  assertPayableAmount('amount', amount, invoice.currency, refundable);
   const status = statusAfterRefund(refundable - amount);
   assertInvoiceTransition(invoice.invoice_number, invoice.status, status);
   const transaction = await insertTransaction(tx, invoice, 'REFUND', amount, input);

@@ -1,5 +1,5 @@
 import { ApiError } from '../errors/index.js';
-import { formatMoney, parseMoney } from '../money/index.js';
+import { formatMoney, isInMinorUnits, minorUnitDigits, parseMoney } from '../money/index.js';
 
 /**
  * How money moves an invoice's status (DESIGN §6): `amount_paid` counts completed payments and
@@ -54,4 +54,26 @@ export function parseAmount(field: string, text: string, options: { allowZero?: 
     throw ApiError.validation([{ field, message: 'Must be greater than zero.', code: 'out_of_range' }]);
   }
   return value;
+}
+
+/**
+ * Money that moves (payments, credits, refunds) is payable amounts (DESIGN §9.2b): whole units of
+ * the currency's minor unit. `exact` is the one other amount accepted: an invoice's whole balance
+ * (or refundable part), which an invoice issued before the rule may hold below a cent.
+ */
+export function assertPayableAmount(
+  field: string,
+  amount: bigint,
+  currency: string,
+  exact?: bigint | undefined,
+): void {
+  if (amount === exact || isInMinorUnits(amount, currency)) return;
+  const digits = minorUnitDigits(currency);
+  throw ApiError.validation([
+    {
+      field,
+      message: `Must be in whole ${currency} minor units (${digits === 0 ? 'no decimals' : `at most ${digits} decimals`}).`,
+      code: 'invalid_format',
+    },
+  ]);
 }

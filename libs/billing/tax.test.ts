@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { parseScaled } from '../money/index.js';
+import { formatMoney, parseScaled } from '../money/index.js';
 import { HIGHEST_TAX_RATE } from './invoice-limits.js';
 import { CANADIAN_PROVINCES, computeTax, taxRuleFor, US_STATE_RATES } from './tax.js';
 
 const taxOn = (country: string, stateProvince: string | null, amount = '100', date = '2026-01-15') =>
-  computeTax(taxRuleFor({ country, stateProvince }, date), amount);
+  computeTax(taxRuleFor({ country, stateProvince }, date), amount, country === 'US' ? 'USD' : 'CAD');
 
 describe('destination sales tax', () => {
   it.each([
@@ -13,7 +13,7 @@ describe('destination sales tax', () => {
     ['NL', 'HST', '15.00000000'],
     ['PE', 'HST', '15.00000000'],
     ['NS', 'HST', '14.00000000'],
-    ['QC', 'GST_QST', '14.97500000'],
+    ['QC', 'GST_QST', '14.98000000'], // QST 9.975 -> 9.98, half-up,
     ['BC', 'GST_PST', '12.00000000'],
     ['SK', 'GST_PST', '11.00000000'],
     ['MB', 'GST_PST', '12.00000000'],
@@ -48,8 +48,8 @@ describe('destination sales tax', () => {
   it('reads provinces and states written out, in English or French, with or without accents', () => {
     for (const [country, region, taxType, tax] of [
       ['CA', 'Ontario', 'HST', '13.00000000'],
-      ['CA', 'Québec', 'GST_QST', '14.97500000'],
-      ['CA', 'quebec', 'GST_QST', '14.97500000'],
+      ['CA', 'Québec', 'GST_QST', '14.98000000'],
+      ['CA', 'quebec', 'GST_QST', '14.98000000'],
       ['CA', 'Île-du-Prince-Édouard', 'HST', '15.00000000'],
       ['CA', 'British Columbia', 'GST_PST', '12.00000000'],
       ['CA', ' on ', 'HST', '13.00000000'],
@@ -78,7 +78,7 @@ describe('destination sales tax', () => {
   });
 
   it('charges nothing to a tax-exempt customer, recorded as EXEMPT', () => {
-    const tax = computeTax(taxRuleFor({ country: 'CA', stateProvince: 'ON', taxExempt: true }), '100');
+    const tax = computeTax(taxRuleFor({ country: 'CA', stateProvince: 'ON', taxExempt: true }), '100', 'CAD');
     expect(tax).toEqual({ taxType: 'EXEMPT', lines: [], amount: '0.00000000' });
   });
 
@@ -87,11 +87,50 @@ describe('destination sales tax', () => {
     expect(taxOn('US', 'ZZ').taxType).toBeNull();
   });
 
-  it('rounds each component half-even at 8 fractional digits', () => {
-    // 0.00000010 x 0.05 = 0.000000005 -> 0.00000000 (half to even); x 0.15 = 0.000000015 -> 0.00000002
-    expect(taxOn('CA', 'AB', '0.0000001').amount).toBe('0.00000000');
-    expect(taxOn('CA', 'NB', '0.0000001').amount).toBe('0.00000002');
-    expect(taxOn('CA', 'ON', '19.99').amount).toBe('2.59870000');
+  it('rounds each component half-up to the cent, on the amount it is given', () => {
+    // 19.99 x 0.13 = 2.5987 -> 2.60; 0.10 x 0.05 = 0.005 -> 0.01 (a half, up)
+    expect(taxOn('CA', 'ON', '19.99').amount).toBe('2.60000000');
+    expect(taxOn('CA', 'AB', '0.10').amount).toBe('0.01000000');
+    // QC: GST 10.01 x 0.05 = 0.5005 -> 0.50; QST 10.01 x 0.09975 = 0.99849... -> 1.00
+    expect(taxOn('CA', 'QC', '10.01').lines.map((line) => line.amount)).toEqual(['0.50000000', '1.00000000']);
+    expect(taxOn('CA', 'QC', '10.01').amount).toBe('1.50000000');
+  });
+
+  it('rounds a half cent up at every province and state rate', () => {
+    const destinations = [
+      ...CANADIAN_PROVINCES.map((code) => ({ country: 'CA', stateProvince: code })),
+      ...Object.keys(US_STATE_RATES).map((code) => ({ country: 'US', stateProvince: code })),
+    ];
+    let halves = 0;
+    const never: string[] = [];
+    for (const destination of destinations) {
+      const rule = taxRuleFor(destination, '2026-01-15');
+      rule.components.forEach((component, index) => {
+        const rate = parseScaled(component.rate, 6); // millionths
+        if (rate === 0n) return;
+        // the fewest cents c where c x rate is a whole number of cents and a half: 2 x c x rate /
+        // 10^6 must be an odd integer. A rate whose double, in lowest terms, has an even numerator
+        // (0.04 = 1/25, AZ 0.056 = 7/125) never lands on a half cent: those are counted apart.
+        let cents = 1n;
+        const lands = (c: bigint) =>
+          (2n * c * rate) % 1_000_000n === 0n && ((2n * c * rate) / 1_000_000n) % 2n === 1n;
+        while (cents <= 1_000_000n && !lands(cents)) cents++;
+        if (cents > 1_000_000n) {
+          never.push(component.rate);
+          return;
+        }
+        const halfCents = (2n * cents * rate) / 1_000_000n; // the tax in half cents, odd
+        const expected = formatMoney(((halfCents + 1n) / 2n) * 1_000_000n); // up to the next cent
+        const amount = formatMoney(cents * 1_000_000n);
+        const tax = computeTax(rule, amount, destination.country === 'US' ? 'USD' : 'CAD');
+        expect(tax.lines[index]!.amount, `${destination.stateProvince} ${component.name} on ${amount}`).toBe(
+          expected,
+        );
+        halves++;
+      });
+    }
+    expect(halves).toBeGreaterThan(50);
+    expect([...new Set(never)].sort()).toEqual(['0.04', '0.056']);
   });
 
   it('never charges more than HIGHEST_TAX_RATE, on any date, anywhere', () => {

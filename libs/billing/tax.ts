@@ -1,4 +1,11 @@
-import { formatMoney, formatScaled, MONEY_SCALE, multiplyScaled, parseScaled } from '../money/index.js';
+import {
+  formatMoney,
+  formatScaled,
+  MONEY_SCALE,
+  multiplyScaled,
+  parseScaled,
+  roundToMinorUnit,
+} from '../money/index.js';
 import type { TaxType } from '../schemas/index.js';
 import { regionCode } from './regions.js';
 
@@ -42,7 +49,7 @@ export interface TaxLine extends TaxComponent {
 export interface TaxComputation {
   taxType: TaxType | null;
   lines: TaxLine[];
-  /** Sum of the lines, each rounded half-even to 8 fractional digits. */
+  /** Sum of the lines, each rounded half-up to the currency's minor unit. */
   amount: string;
 }
 
@@ -186,18 +193,19 @@ function canadianRule(province: string | undefined, onDate: string): TaxRule {
   return rule('GST', [GST()], 'Federal GST.');
 }
 
-/** Applies a rule to a pre-tax amount (a money string): each component rounded half-even, then summed. */
-export function computeTax(taxRule: TaxRule, amount: string): TaxComputation {
+/**
+ * Applies a rule to a pre-tax amount (a money string; on an invoice, the taxable subtotal of the
+ * rule): each component is rounded half-up to the currency's minor unit (DESIGN §9.2b, as the CRA
+ * and US states expect), then the components are summed.
+ */
+export function computeTax(taxRule: TaxRule, amount: string, currency: string): TaxComputation {
   const base = parseScaled(amount, MONEY_SCALE);
   let total = 0n;
   const lines = taxRule.components.map((component) => {
-    const tax = multiplyScaled(
-      base,
-      MONEY_SCALE,
-      parseScaled(component.rate, RATE_SCALE),
-      RATE_SCALE,
-      MONEY_SCALE,
-    );
+    const tax = roundToMinorUnit(base, currency, {
+      numerator: parseScaled(component.rate, RATE_SCALE),
+      denominator: 10n ** BigInt(RATE_SCALE),
+    });
     total += tax;
     return { ...component, amount: formatMoney(tax) };
   });
@@ -205,11 +213,25 @@ export function computeTax(taxRule: TaxRule, amount: string): TaxComputation {
 }
 
 /**
- * The federal GST part of a Canadian line's tax, computed as computeTax computes it: a printed
- * invoice splits GST + QST or GST + PST into its parts, which must agree with the stored tax.
+ * The federal GST part of a Canadian line's tax on invoices issued before payable amounts (their
+ * components were rounded half-even at 8 digits per line): a printed invoice splits GST + QST or
+ * GST + PST into its parts, which must agree with the stored tax.
  */
 export function federalGstOf(preTaxAmount: string): string {
-  return computeTax(rule('GST', [GST()], ''), preTaxAmount).amount;
+  return formatMoney(
+    multiplyScaled(
+      parseScaled(preTaxAmount, MONEY_SCALE),
+      MONEY_SCALE,
+      parseScaled('0.05', RATE_SCALE),
+      RATE_SCALE,
+      MONEY_SCALE,
+    ),
+  );
+}
+
+/** The federal GST of a taxable subtotal under the payable-amounts rule (DESIGN §9.2b). */
+export function federalGstOfSubtotal(subtotal: string, currency: string): string {
+  return computeTax(rule('GST', [GST()], ''), subtotal, currency).amount;
 }
 
 function rule(taxType: TaxType | null, components: TaxComponent[], note: string): TaxRule {

@@ -1,3 +1,4 @@
+import { minorUnitDigits } from '../money/index.js';
 import type { Locale } from './locale.js';
 
 /*
@@ -68,9 +69,24 @@ function frenchDecimal(decimal: string, currency: string | null, minimumFraction
   });
 }
 
+/**
+ * Digits a currency's amounts print at least: its ISO 4217 minor unit (payable amounts, DESIGN
+ * §9.2b: "333.66", "1,200" yen); an unknown code prints cents.
+ */
+function minorDigitsOf(currency: string): number {
+  try {
+    return minorUnitDigits(currency);
+  } catch {
+    return 2;
+  }
+}
+
 /** A money amount with its currency: "1,234.56 CAD" (en), "1 234,56 $" (fr-CA). */
 export function displayMoney(amount: string, currency: string, locale: Locale): string {
-  return locale === 'fr-CA' ? frenchDecimal(amount, currency, 2) : `${englishDecimal(amount, 2)} ${currency}`;
+  const digits = minorDigitsOf(currency);
+  return locale === 'fr-CA'
+    ? frenchDecimal(amount, currency, digits)
+    : `${englishDecimal(amount, digits)} ${currency}`;
 }
 
 /** A money amount without its currency, for tables whose heading names it: "1,234.56", "1 234,56". */

@@ -1,9 +1,9 @@
-import { federalGstOf } from '../billing/index.js';
+import { federalGstOf, federalGstOfSubtotal } from '../billing/index.js';
 import { getCustomer } from '../customers/index.js';
 import type { Queryable } from '../db/index.js';
 import type { Locale } from '../i18n/index.js';
 import { getInvoice } from '../invoices/index.js';
-import { addScaled, formatMoney, parseMoney } from '../money/index.js';
+import { addScaled, formatMoney, isInMinorUnits, parseMoney } from '../money/index.js';
 import type { Customer, InvoiceRecord as Invoice, InvoiceItem } from '../schemas/index.js';
 import { countryName } from './format.js';
 
@@ -103,11 +103,30 @@ function itemTaxComponents(item: InvoiceItem): [string, bigint][] {
   }
 }
 
-/** The invoice's tax by component, in a fixed order; components that levy nothing are left out. */
+/**
+ * The invoice's tax by component, in a fixed order; components that levy nothing are left out.
+ * Invoices with payable amounts (DESIGN §9.2b: every line and tax in the minor unit) computed each
+ * component once on the subtotal: GST is recomputed so, the provincial part is the rest. Older
+ * invoices split line by line, as they were computed.
+ */
 export function taxLinesOf(invoice: Invoice): TaxLine[] {
   const sums = new Map<string, bigint>();
-  for (const item of invoice.items) {
-    for (const [name, amount] of itemTaxComponents(item)) sums.set(name, (sums.get(name) ?? 0n) + amount);
+  const payable = invoice.items.every(
+    (item) =>
+      isInMinorUnits(parseMoney(item.line_total_pre_tax), invoice.currency) &&
+      isInMinorUnits(parseMoney(item.tax_amount), invoice.currency),
+  );
+  const split = invoice.items.filter((item) => item.tax_type === 'GST_QST' || item.tax_type === 'GST_PST');
+  if (payable && split.length > 0 && split.length === invoice.items.length) {
+    const subtotal = split.reduce((sum, item) => sum + parseMoney(item.line_total_pre_tax), 0n);
+    const tax = split.reduce((sum, item) => sum + parseMoney(item.tax_amount), 0n);
+    const gst = parseMoney(federalGstOfSubtotal(formatMoney(subtotal), invoice.currency));
+    sums.set('GST', gst);
+    sums.set(split[0]!.tax_type === 'GST_QST' ? 'QST' : 'PST', tax - gst);
+  } else {
+    for (const item of invoice.items) {
+      for (const [name, amount] of itemTaxComponents(item)) sums.set(name, (sums.get(name) ?? 0n) + amount);
+    }
   }
   return TAX_ORDER.filter((name) => sums.get(name) !== undefined && sums.get(name) !== 0n).map((name) => ({
     name,

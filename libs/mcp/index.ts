@@ -1,6 +1,6 @@
 /**
  * What AI assistants read: the read-only MCP server (JSON-RPC 2.0, stateless, transport-agnostic)
- * with its seven tools, and the llms.txt overview of the public API.
+ * with its nine tools, and the llms.txt overview of the public API.
  */
 export { JsonRpcMessage, JsonRpcResponseBody } from './json-rpc.js';
 export { type OpenApiSource, renderLlmsTxt } from './llms-txt.js';

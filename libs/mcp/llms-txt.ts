@@ -9,6 +9,15 @@ interface OpenApiOperation {
   description?: string;
   tags?: string[];
   security?: unknown[];
+  responses?: Record<string, { content?: Record<string, { schema?: SchemaNode }> }>;
+}
+
+interface SchemaNode {
+  $ref?: string;
+  type?: string;
+  items?: SchemaNode;
+  properties?: Record<string, SchemaNode>;
+  examples?: unknown[];
 }
 
 /** The parts of an OpenAPI 3.1 document this page reads. */
@@ -16,6 +25,7 @@ export interface OpenApiSource {
   info?: { title?: string; description?: string; version?: string };
   servers?: { url: string }[];
   paths?: Record<string, unknown>;
+  components?: { schemas?: Record<string, SchemaNode> };
   /** The deliveries the service POSTs to registered endpoints, by event type. */
   webhooks?: Record<string, unknown>;
 }
@@ -58,6 +68,8 @@ export function renderLlmsTxt(openApi: OpenApiSource, tools: readonly ToolSummar
       const noKey = Array.isArray(operation.security) && operation.security.length === 0 ? ' (no key)' : '';
       const summary = operation.summary ? `: ${oneLine(operation.summary)}` : '';
       lines.push(`- [${method.toUpperCase()} ${path}](${apiBase}${path})${summary}${noKey}`);
+      const example = answerExample(openApi, operation);
+      if (example) lines.push(`  Example answer: \`${example}\``);
     }
     lines.push('');
   }
@@ -108,6 +120,22 @@ function operationsByTag(paths: Record<string, unknown>) {
     }
   }
   return groups;
+}
+
+/**
+ * `{ "data": <example> }` when the success answer's `data` is a schema with an example of its own
+ * (or a list of one): what an agent would otherwise have to assemble from the OpenAPI document.
+ */
+function answerExample(openApi: OpenApiSource, operation: OpenApiOperation): string | undefined {
+  const success = operation.responses?.['200'] ?? operation.responses?.['201'];
+  const data = success?.content?.['application/json']?.schema?.properties?.data;
+  if (!data) return undefined;
+  const resolve = (node: SchemaNode | undefined) =>
+    node?.$ref ? openApi.components?.schemas?.[node.$ref.replace('#/components/schemas/', '')] : node;
+  const list = data.type === 'array';
+  const example = resolve(list ? data.items : data)?.examples?.[0];
+  if (example === undefined) return undefined;
+  return JSON.stringify({ data: list ? [example] : example });
 }
 
 /** `{customer_id}` or `{status?, limit?}`: the argument names, optional ones marked. */

@@ -3,6 +3,7 @@ import type { Database } from '../db/index.js';
 import { ApiError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { API_VERSION } from '../schemas/index.js';
+import type { UsageReadStores } from '../usage/index.js';
 import {
   classifyMessage,
   errorResponse,
@@ -64,6 +65,8 @@ export interface McpServerOptions {
   log: Logger;
   tools?: readonly McpTool[];
   now?: () => Date;
+  /** What the usage tools read through (the api's usage read stores). */
+  usage?: UsageReadStores | undefined;
 }
 
 const CallToolParams = z.object({
@@ -84,6 +87,7 @@ export class McpServer {
   private readonly db: Pick<Database, 'transaction'>;
   private readonly log: Logger;
   private readonly now: () => Date;
+  private readonly usage: UsageReadStores | undefined;
   private readonly tools: ReadonlyMap<string, McpTool>;
   private readonly toolList: readonly ToolDescription[];
 
@@ -91,6 +95,7 @@ export class McpServer {
     this.db = options.db;
     this.log = options.log;
     this.now = options.now ?? (() => new Date());
+    this.usage = options.usage;
     const tools = options.tools ?? MCP_TOOLS;
     this.tools = new Map(tools.map((tool) => [tool.name, tool]));
     this.toolList = tools.map(describeTool);
@@ -220,7 +225,7 @@ export class McpServer {
       const value = await this.db.transaction(
         async (tx) => {
           await tx.query(`SET LOCAL statement_timeout = '${TOOL_STATEMENT_TIMEOUT}'`);
-          return tool.run(input.data, { db: tx, orgId: caller.orgId, today });
+          return tool.run(input.data, { db: tx, orgId: caller.orgId, today, usage: this.usage });
         },
         { readOnly: true },
       );

@@ -12,3 +12,4 @@ export {
   QUANTITY_SCALE,
   rescale,
 } from './fixed-point.js';
+export { isInMinorUnits, minorUnitDigits, roundToMinorUnit } from './minor-units.js';

@@ -68,8 +68,14 @@ export {
   Product,
 } from './product.js';
 export {
+  PendingChange,
+  PendingChangeItem,
+  ProrationLine,
   SUBSCRIPTION_STATUSES,
   Subscription,
+  SubscriptionChange,
+  SubscriptionChangeItem,
+  SubscriptionChangeRequest,
   SubscriptionItem,
   type SubscriptionStatus,
 } from './subscription.js';
@@ -90,6 +96,14 @@ export {
   USAGE_QUANTITY_SCALE,
   UsageEvent,
 } from './usage-event.js';
+export {
+  DailyUsagePoint,
+  SubscriptionUsage,
+  SubscriptionUsageItem,
+  UpcomingInvoice,
+  UpcomingInvoiceLine,
+  UsageEventWithStatus,
+} from './usage-read-back.js';
 export {
   CreatedWebhookEndpoint,
   CreateWebhookEndpoint,
@@ -115,6 +129,7 @@ export {
   InvoiceEventData,
   PaymentEventData,
   SubscriptionEventData,
+  SubscriptionUpdatedEventData,
   WEBHOOK_PAYLOADS,
   WEBHOOK_USER_AGENT,
   WebhookDeliveryHeaders,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dateTime, decimal8, integerId, money } from './primitives.js';
+import { dateTime, decimal8, integerId, money, quantity4 } from './primitives.js';
 import { BILLING_PERIODS } from './product.js';
 
 export const SUBSCRIPTION_STATUSES = [
@@ -27,6 +27,28 @@ export const SubscriptionItem = z
   .meta({ id: 'PublicSubscriptionItem' });
 export type SubscriptionItem = z.output<typeof SubscriptionItem>;
 
+export const PendingChangeItem = z
+  .object({
+    id: integerId.nullable().meta({ description: 'The item kept; null for an item the change adds.' }),
+    product_id: integerId,
+    quantity: z.number().int(),
+    included_units: decimal8,
+  })
+  .meta({ id: 'PendingChangeItem' });
+
+export const PendingChange = z
+  .object({
+    items: z.array(PendingChangeItem).meta({ description: 'The whole item set from `effective_at` on.' }),
+    effective_at: dateTime.meta({
+      description: 'The end of the running period: the billing run applies it then.',
+    }),
+  })
+  .meta({
+    id: 'PendingChange',
+    description: 'A change scheduled with `effective: "period_end"`; a later change replaces it.',
+  });
+export type PendingChange = z.output<typeof PendingChange>;
+
 export const Subscription = z
   .object({
     id: integerId,
@@ -48,8 +70,101 @@ export const Subscription = z
     canceled_at: dateTime.nullable(),
     ended_at: dateTime.nullable(),
     items: z.array(SubscriptionItem),
+    pending_change: PendingChange.nullable(),
     created_at: dateTime,
     updated_at: dateTime,
   })
   .meta({ id: 'PublicSubscription' });
 export type Subscription = z.output<typeof Subscription>;
+
+const MAX_ID = Number.MAX_SAFE_INTEGER;
+
+export const SubscriptionChangeItem = z
+  .strictObject({
+    id: integerId.max(MAX_ID).optional().meta({ description: 'Keeps this item of the subscription.' }),
+    product_id: integerId.max(MAX_ID).optional().meta({ description: 'Adds an item of this product.' }),
+    quantity: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .optional()
+      .meta({ description: 'Licensed items only. Default: the kept quantity, or 1 for an added item.' }),
+    included_units: z
+      .union([z.string(), z.number().refine(Number.isSafeInteger, 'Send a decimal as a string ("2.5").')])
+      .transform((value) => (typeof value === 'number' ? String(value) : value.trim()))
+      .pipe(
+        z
+          .string()
+          .regex(
+            /^\d{1,30}(\.\d{1,8})?$/,
+            'Must be a non-negative decimal with at most 8 fractional digits.',
+          ),
+      )
+      .optional()
+      .meta({ description: 'Metered items only: usage per period that is not charged.' }),
+  })
+  .superRefine((entry, ctx) => {
+    if ((entry.id === undefined) === (entry.product_id === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['id'],
+        message: 'Give either `id` (keep an item) or `product_id` (add one), not both and not neither.',
+      });
+    }
+  })
+  .meta({ id: 'SubscriptionChangeItem' });
+
+export const SubscriptionChangeRequest = z
+  .strictObject({
+    items: z
+      .array(SubscriptionChangeItem)
+      .min(1)
+      .max(100)
+      .meta({ description: 'The whole new item set: an item left out is removed.' }),
+    effective: z.enum(['now', 'period_end']).default('now'),
+    proration: z.enum(['prorate', 'none']).default('prorate'),
+    preview: z
+      .boolean()
+      .default(false)
+      .meta({ description: 'Answer what the change would do; write nothing.' }),
+  })
+  .superRefine((change, ctx) => {
+    const seen = new Set<number>();
+    change.items.forEach((entry, index) => {
+      if (entry.id === undefined) return;
+      if (seen.has(entry.id)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['items', index, 'id'],
+          message: `Item ${entry.id} is listed twice.`,
+        });
+      }
+      seen.add(entry.id);
+    });
+  })
+  .meta({ id: 'SubscriptionChangeRequest' });
+export type SubscriptionChangeRequest = z.input<typeof SubscriptionChangeRequest>;
+
+export const ProrationLine = z
+  .object({
+    description: z.string(),
+    subscription_item_id: integerId,
+    quantity: quantity4,
+    unit_price: money.meta({ description: "The item's price per period." }),
+    amount: money.meta({ description: "Negative for a credit; in the currency's minor unit." }),
+    period_start: dateTime,
+    period_end: dateTime,
+  })
+  .meta({ id: 'ProrationLine' });
+
+export const SubscriptionChange = z
+  .object({
+    subscription: Subscription,
+    proration_lines: z
+      .array(ProrationLine)
+      .meta({ description: 'Lines the next invoice of the subscription carries for this change.' }),
+    effective_at: dateTime,
+  })
+  .meta({ id: 'SubscriptionChange' });
+export type SubscriptionChange = z.output<typeof SubscriptionChange>;

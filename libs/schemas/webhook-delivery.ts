@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Invoice, InvoiceTransaction } from './invoice.js';
-import { integerId, uuid } from './primitives.js';
-import { Subscription } from './subscription.js';
+import { dateTime, integerId, uuid } from './primitives.js';
+import { Subscription, SubscriptionItem } from './subscription.js';
 import type { EmittedEventType } from './webhook.js';
 
 /*
@@ -28,6 +28,16 @@ export const SubscriptionEventData = Subscription.pick({
   status: true,
 }).meta({ id: 'WebhookSubscriptionData', description: 'The subscription as it stands after the change.' });
 export type SubscriptionEventData = z.output<typeof SubscriptionEventData>;
+
+export const SubscriptionUpdatedEventData = SubscriptionEventData.extend({
+  previous_items: z.array(SubscriptionItem).meta({ description: 'The items before the change.' }),
+  items: z.array(SubscriptionItem).meta({ description: 'The items after the change.' }),
+  effective_at: dateTime.meta({ description: 'When the change took effect.' }),
+}).meta({
+  id: 'WebhookSubscriptionUpdatedData',
+  description: 'The subscription after a change of its items, with the items before and after.',
+});
+export type SubscriptionUpdatedEventData = z.output<typeof SubscriptionUpdatedEventData>;
 
 export const PaymentEventData = InvoiceTransaction.extend({ customer_id: integerId }).meta({
   id: 'WebhookPaymentData',
@@ -79,6 +89,12 @@ export const WEBHOOK_PAYLOADS = {
     SubscriptionEventData,
     'WebhookSubscriptionCanceled',
     'A subscription was canceled.',
+  ),
+  'subscription.updated': payloadOf(
+    'subscription.updated',
+    SubscriptionUpdatedEventData,
+    'WebhookSubscriptionUpdated',
+    'The items of a subscription changed (now, or at the end of a period as scheduled).',
   ),
   'payment.succeeded': payloadOf(
     'payment.succeeded',

@@ -27,6 +27,7 @@ export const EMITTED_EVENT_TYPES = [
   'invoice.paid',
   'subscription.created',
   'subscription.canceled',
+  'subscription.updated',
   'payment.succeeded',
 ] as const satisfies readonly EventType[];
 export type EmittedEventType = (typeof EMITTED_EVENT_TYPES)[number];

@@ -1,3 +1,4 @@
+export { changeSubscription } from './subscription-changes.js';
 export {
   cancelSubscription,
   createSubscription,

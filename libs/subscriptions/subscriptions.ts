@@ -3,21 +3,24 @@ import { ApiError } from '../errors/index.js';
 import { listTotal, readPage } from '../list-pages/index.js';
 import {
   type PaginationQuery,
+  type PendingChange,
   parseIntegerId,
   type Subscription,
   type SubscriptionItem,
   type SubscriptionStatus,
 } from '../schemas/index.js';
 
-const COLUMNS = `s.id, s.customer_id, s.status, s.title, s.start_date, s.next_billing_date, s.billing_period,
+/** The subscription object's columns (alias s), for every read of one. */
+export const SUBSCRIPTION_COLUMNS = `s.id, s.customer_id, s.status, s.title, s.start_date, s.next_billing_date, s.billing_period,
   s.current_period_start, s.current_period_end, s.term_type, s.initial_term_months, s.auto_renew,
   s.subscription_end_date, s.trial_end_date, s.cancel_at_period_end, s.canceled_at, s.ended_at, s.created_at,
   s.updated_at`;
 
-type SubscriptionRow = Omit<
+export type SubscriptionRow = Omit<
   Subscription,
   | 'object'
   | 'items'
+  | 'pending_change'
   | 'start_date'
   | 'next_billing_date'
   | 'current_period_start'
@@ -42,7 +45,11 @@ type SubscriptionRow = Omit<
 };
 type ItemRow = SubscriptionItem & { subscription_id: number };
 
-function toSubscription(row: SubscriptionRow, items: SubscriptionItem[]): Subscription {
+export function toSubscription(
+  row: SubscriptionRow,
+  items: SubscriptionItem[],
+  pendingChange: PendingChange | null,
+): Subscription {
   return {
     ...row,
     object: 'subscription',
@@ -55,6 +62,7 @@ function toSubscription(row: SubscriptionRow, items: SubscriptionItem[]): Subscr
     canceled_at: row.canceled_at?.toISOString() ?? null,
     ended_at: row.ended_at?.toISOString() ?? null,
     items,
+    pending_change: pendingChange,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
@@ -72,12 +80,35 @@ async function itemsBySubscription(
     `SELECT si.subscription_id, si.id, si.product_id, p.name AS product_name, si.quantity, si.unit_price,
             si.usage_type, si.included_units
        FROM subscription_items si JOIN products p ON p.org_id = si.org_id AND p.id = si.product_id
-      WHERE si.org_id = $1 AND si.subscription_id = ANY($2::bigint[])
+      WHERE si.org_id = $1 AND si.subscription_id = ANY($2::bigint[]) AND si.removed_at IS NULL
       ORDER BY si.subscription_id, si.id`,
     [orgId, subscriptionIds],
   );
   for (const { subscription_id, ...item } of rows) grouped.get(subscription_id)?.push(item);
   return grouped;
+}
+
+/** Changes scheduled for the end of the running period (DESIGN §9.2), by subscription. */
+async function pendingChanges(
+  db: Queryable,
+  orgId: number,
+  subscriptionIds: number[],
+): Promise<Map<number, PendingChange>> {
+  const pending = new Map<number, PendingChange>();
+  if (subscriptionIds.length === 0) return pending;
+  const { rows } = await db.query<{
+    subscription_id: number;
+    items: PendingChange['items'];
+    effective_at: Date;
+  }>(
+    `SELECT subscription_id, items, effective_at FROM subscription_pending_changes
+      WHERE org_id = $1 AND subscription_id = ANY($2::bigint[])`,
+    [orgId, subscriptionIds],
+  );
+  for (const row of rows) {
+    pending.set(row.subscription_id, { items: row.items, effective_at: row.effective_at.toISOString() });
+  }
+  return pending;
 }
 
 /** A text id that is not a positive integer is simply not found (docs/decisions.md). */
@@ -88,15 +119,16 @@ export async function getSubscription(
 ): Promise<Subscription> {
   const id = parseIntegerId(subscriptionId);
   if (id === undefined) throw ApiError.notFound(`Subscription ${subscriptionId}`);
-  const [subscription, items] = await Promise.all([
-    db.query<SubscriptionRow>(`SELECT ${COLUMNS} FROM subscriptions s WHERE s.org_id = $1 AND s.id = $2`, [
-      orgId,
-      id,
-    ]),
+  const [subscription, items, pending] = await Promise.all([
+    db.query<SubscriptionRow>(
+      `SELECT ${SUBSCRIPTION_COLUMNS} FROM subscriptions s WHERE s.org_id = $1 AND s.id = $2`,
+      [orgId, id],
+    ),
     itemsBySubscription(db, orgId, [id]),
+    pendingChanges(db, orgId, [id]),
   ]);
   if (!subscription.rows[0]) throw ApiError.notFound(`Subscription ${subscriptionId}`);
-  return toSubscription(subscription.rows[0], items.get(id) ?? []);
+  return toSubscription(subscription.rows[0], items.get(id) ?? [], pending.get(id) ?? null);
 }
 
 export interface SubscriptionFilter {
@@ -129,20 +161,21 @@ export async function listSubscriptions(
     {
       table: 'subscriptions',
       alias: 's',
-      columns: COLUMNS,
+      columns: SUBSCRIPTION_COLUMNS,
       where: conditions.join(' AND '),
       values,
       total: () => listTotal(db, { orgId, list: 'subscriptions', ...filter }),
     },
     page,
   );
-  const [items, count] = await Promise.all([
-    itemsBySubscription(
-      db,
-      orgId,
-      rows.map((r) => r.id),
-    ),
+  const ids = rows.map((r) => r.id);
+  const [items, pending, count] = await Promise.all([
+    itemsBySubscription(db, orgId, ids),
+    pendingChanges(db, orgId, ids),
     total,
   ]);
-  return { data: rows.map((row) => toSubscription(row, items.get(row.id) ?? [])), total: count };
+  return {
+    data: rows.map((row) => toSubscription(row, items.get(row.id) ?? [], pending.get(row.id) ?? null)),
+    total: count,
+  };
 }

@@ -1,10 +1,12 @@
 import type { ClickHouse } from '../clickhouse/index.js';
-import { type UsageAggregator, ZERO_QUANTITY } from './aggregation.js';
+import { type DailyUsage, type UsageAggregator, ZERO_QUANTITY } from './aggregation.js';
 import { CLICKHOUSE_USAGE_TABLE } from './clickhouse-schema.js';
 
 /**
  * Usage totals from ClickHouse: FINAL collapses the rows of one identity to the kept one before
- * summing, so the totals equal Postgres' for the same events. Every value inlined in the query is
+ * summing, so the totals equal Postgres' for the same events. A voided event's kept row is its void
+ * (clickhouse-schema.ts): sumIf leaves it out after the collapse, where a WHERE on `voided` could be
+ * evaluated before it (PREWHERE) and bring the event's own row back. Every value inlined in the query is
  * an integer checked here (ClickHouse 18.16 has no query parameters).
  */
 export class ClickHouseUsageAggregator implements UsageAggregator {
@@ -27,7 +29,7 @@ export class ClickHouseUsageAggregator implements UsageAggregator {
     const toMs = Math.max(0, integer(to.getTime()));
     // The DateTime bounds prune partitions; the millisecond bounds make [from, to) exact.
     const rows = await this.clickhouse.rows<{ item: string; total: string }>(
-      `SELECT subscription_item_id AS item, toString(sum(quantity)) AS total
+      `SELECT subscription_item_id AS item, toString(sumIf(quantity, voided = 0)) AS total
          FROM ${this.table} FINAL
         WHERE org_id = ${integer(orgId)}
           AND subscription_item_id IN (${items})
@@ -40,6 +42,40 @@ export class ClickHouseUsageAggregator implements UsageAggregator {
     for (const row of rows) result.set(Number(row.item), row.total);
     return result;
   }
+
+  async daily(
+    orgId: number,
+    subscriptionItemIds: readonly number[],
+    from: Date,
+    to: Date,
+  ): Promise<DailyUsage[]> {
+    if (subscriptionItemIds.length === 0) return [];
+    const items = subscriptionItemIds.map(integer).join(', ');
+    // Day bounds are whole seconds (UTC midnights): the DateTime column is exact for them.
+    const fromS = Math.max(0, Math.floor(integer(from.getTime()) / 1000));
+    const toS = Math.max(0, Math.floor(integer(to.getTime()) / 1000));
+    const rows = await this.clickhouse.rows<{ date: string; item: string; total: string }>(
+      `SELECT toString(toDate(occurred_at)) AS date, subscription_item_id AS item,
+              toString(sumIf(quantity, voided = 0)) AS total
+         FROM ${this.table} FINAL
+        WHERE org_id = ${integer(orgId)}
+          AND subscription_item_id IN (${items})
+          AND occurred_at >= toDateTime(${fromS}, 'UTC')
+          AND occurred_at < toDateTime(${toS}, 'UTC')
+        GROUP BY date, item`,
+    );
+    return rows.map((row) => ({
+      date: row.date,
+      subscription_item_id: Number(row.item),
+      quantity: toScale8(row.total),
+    }));
+  }
+}
+
+/** ClickHouse prints Decimal(38, 8) without trailing zeros on some releases: 8 digits, as Postgres. */
+function toScale8(text: string): string {
+  const [whole, fraction = ''] = text.split('.');
+  return `${whole}.${fraction.padEnd(8, '0')}`;
 }
 
 function integer(value: number): number {

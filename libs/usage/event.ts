@@ -218,3 +218,85 @@ export function decodeDedupRecord(
     },
   };
 }
+
+/**
+ * A void of a recorded event, as the log and the sinks carry it: the whole event (ClickHouse
+ * replaces the event's row with a voided copy of it, so it needs every column) and when it was
+ * voided. It travels on the event's partition, after the event itself: ingest acknowledged the
+ * event before anyone could name it to void it.
+ */
+export interface UsageVoidRecord {
+  event: UsageEventRecord;
+  voidedAtMs: number;
+}
+
+const VOID_FORMAT = 'usage-void/1';
+
+/** One message per void, keyed like its event so that it lands on the event's partition. */
+export function encodeVoidMessages(
+  voids: readonly UsageVoidRecord[],
+  partitionOf?: (key: string) => number,
+): { key?: string; partition?: number; value: Buffer }[] {
+  return voids.map(({ event, voidedAtMs }) => {
+    const key = logMessageKey(event.orgId, event.subscriptionItemId);
+    const line = [
+      event.id,
+      event.orgId,
+      event.subscriptionItemId,
+      event.quantity,
+      event.occurredAtMs,
+      event.recordedAtMs,
+      voidedAtMs,
+      event.idempotencyKey,
+    ].join('\t');
+    const value = Buffer.from(`${VOID_FORMAT}\n${line}`);
+    return partitionOf ? { partition: partitionOf(key), value } : { key, value };
+  });
+}
+
+/** What one log message holds: events or voids. Throws on anything else. */
+export function decodeLogEntries(value: Buffer | string | null): {
+  events: UsageEventRecord[];
+  voids: UsageVoidRecord[];
+} {
+  if (value?.toString().startsWith(`${VOID_FORMAT}\n`)) {
+    const voids: UsageVoidRecord[] = [];
+    const lines = value.toString().split('\n');
+    for (let i = 1; i < lines.length; i++) {
+      const [id, org, item, quantity, occurred, recorded, voided, idempotencyKey] = lines[i]!.split('\t', 8);
+      if (
+        !id ||
+        !isUuid(id) ||
+        !org ||
+        !INTEGER.test(org) ||
+        !item ||
+        !INTEGER.test(item) ||
+        !quantity ||
+        !DECIMAL.test(quantity) ||
+        !occurred ||
+        !INTEGER.test(occurred) ||
+        !recorded ||
+        !INTEGER.test(recorded) ||
+        !voided ||
+        !INTEGER.test(voided) ||
+        !idempotencyKey
+      ) {
+        throw new Error(`malformed usage void on line ${i + 1}`);
+      }
+      voids.push({
+        event: {
+          id,
+          orgId: Number(org),
+          subscriptionItemId: Number(item),
+          idempotencyKey,
+          quantity,
+          occurredAtMs: Number(occurred),
+          recordedAtMs: Number(recorded),
+        },
+        voidedAtMs: Number(voided),
+      });
+    }
+    return { events: [], voids };
+  }
+  return { events: decodeLogMessage(value), voids: [] };
+}

@@ -1,6 +1,6 @@
 import { Batcher } from '../batching/index.js';
 import type { DependencyCheck } from '../observability/index.js';
-import type { UsageEventRecord, UsageIdentity } from './event.js';
+import type { UsageEventRecord, UsageIdentity, UsageVoidRecord } from './event.js';
 import type { UsageEventLog } from './log.js';
 import type { UsageSink } from './sink.js';
 import type { PostgresUsageSink } from './sink-postgres.js';
@@ -34,6 +34,12 @@ export class InProcessUsageEventLog implements UsageEventLog {
   /** Postgres remembers what the in-process dedup store forgot at a restart. */
   stored(identity: UsageIdentity): Promise<UsageEventRecord | null> {
     return this.postgres.find(identity);
+  }
+
+  /** Postgres is the caller's (its transaction voids the row); the other stores are written now. */
+  async appendVoids(voids: readonly UsageVoidRecord[]): Promise<void> {
+    if (!voids.length) return;
+    for (const sink of this.others) await sink.writeVoids(voids);
   }
 
   checks(): DependencyCheck[] {

@@ -1,4 +1,10 @@
-export { PostgresUsageAggregator, type UsageAggregator, ZERO_QUANTITY } from './aggregation.js';
+export {
+  type DailyUsage,
+  PostgresDailyTotalsAggregator,
+  PostgresUsageAggregator,
+  type UsageAggregator,
+  ZERO_QUANTITY,
+} from './aggregation.js';
 export { parseUsageBody } from './body.js';
 export { type PartitionLag, SinkBehindError } from './catch-up.js';
 export { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
@@ -15,6 +21,7 @@ export {
   encodeLogMessages,
   toPublicUsageEvent,
   type UsageEventRecord,
+  type UsageVoidRecord,
 } from './event.js';
 export { InProcessUsageEventLog } from './in-process-log.js';
 export { SubscriptionItemCache } from './items.js';
@@ -30,6 +37,12 @@ export {
   type UsagePipeline,
   type UsageSinks,
 } from './open.js';
+export {
+  GuardedUsageAggregator,
+  isClickHouseOutage,
+  openUsageReadStores,
+  type UsageReadStores,
+} from './read-stores.js';
 export { RedisUsageDedupStore } from './redis.js';
 export { batchResponseBody, eventResponseBody } from './responses.js';
 export type { UsageSink } from './sink.js';
@@ -37,3 +50,11 @@ export { ClickHouseUsageSink } from './sink-clickhouse.js';
 export { type KafkaSinkOptions, KafkaSinkRunner } from './sink-consumer.js';
 export { PostgresUsageSink } from './sink-postgres.js';
 export type { UsageDedupStore } from './store.js';
+export {
+  getUsageEvent,
+  listUsageEvents,
+  type UsageEventFilter,
+  VOID_CATCH_UP_MS,
+  voidUsageEvent,
+} from './usage-events.js';
+export { SinkWatermarkRecorder, sinkWatermark } from './watermark.js';

@@ -9,7 +9,12 @@ import {
 } from '../kafka/index.js';
 import type { Logger } from '../log/index.js';
 import type { DependencyCheck } from '../observability/index.js';
-import { encodeLogMessages, type UsageEventRecord } from './event.js';
+import {
+  encodeLogMessages,
+  encodeVoidMessages,
+  type UsageEventRecord,
+  type UsageVoidRecord,
+} from './event.js';
 import type { UsageEventLog } from './log.js';
 
 /**
@@ -23,6 +28,8 @@ import type { UsageEventLog } from './log.js';
  */
 export class KafkaUsageEventLog implements UsageEventLog {
   private readonly producer: LingeringProducer<UsageEventRecord>;
+  /** Voids are rare and waited for by one request each: no linger, their own producer. */
+  private readonly voidProducer: LingeringProducer<UsageVoidRecord>;
   private readonly admin: Admin;
   private readonly guard: DependencyGuard;
 
@@ -44,6 +51,15 @@ export class KafkaUsageEventLog implements UsageEventLog {
           partitions ? (key) => partitionOfKey(options.topic, key, partitions) : undefined,
         ),
     });
+    this.voidProducer = new LingeringProducer(kafka, this.admin, {
+      topic: options.topic,
+      lingerMs: 0,
+      toMessages: (voids, partitions) =>
+        encodeVoidMessages(
+          voids,
+          partitions ? (key) => partitionOfKey(options.topic, key, partitions) : undefined,
+        ),
+    });
   }
 
   /** Connects early so the first request does not pay for it; a broker that is down is not fatal. */
@@ -57,6 +73,10 @@ export class KafkaUsageEventLog implements UsageEventLog {
     return [...events];
   }
 
+  async appendVoids(voids: readonly UsageVoidRecord[]): Promise<void> {
+    if (voids.length) await this.guard.run(() => this.voidProducer.send(voids));
+  }
+
   checks(): DependencyCheck[] {
     return [kafkaCheck(this.admin)];
   }
@@ -64,6 +84,7 @@ export class KafkaUsageEventLog implements UsageEventLog {
   async close(): Promise<void> {
     this.guard.close();
     await this.producer.disconnect();
+    await this.voidProducer.disconnect();
     await this.admin.disconnect();
   }
 }

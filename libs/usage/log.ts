@@ -1,5 +1,5 @@
 import type { DependencyCheck } from '../observability/index.js';
-import type { UsageEventRecord, UsageIdentity } from './event.js';
+import type { UsageEventRecord, UsageIdentity, UsageVoidRecord } from './event.js';
 
 /**
  * Where accepted usage events go before anything else: Kafka in the distributed mode, an
@@ -17,6 +17,13 @@ export interface UsageEventLog {
    * Postgres; Kafka cannot): what a repeat finds once the dedup store forgot the key.
    */
   stored?(identity: UsageIdentity): Promise<UsageEventRecord | null>;
+  /**
+   * Resolves once the voids are durable on the log, for every store it feeds except the Postgres
+   * `usage_events` the caller voids in its own transaction (the pg-sink applies them again,
+   * idempotently). Each travels after its event (same partition), so a sink never sees a void
+   * before the event it voids.
+   */
+  appendVoids(voids: readonly UsageVoidRecord[]): Promise<void>;
   checks(): DependencyCheck[];
   /** Waits for appends in flight, then lets go of connections. */
   close(): Promise<void>;

@@ -2,12 +2,11 @@ import { type ClickHouse, openClickHouse } from '../clickhouse/index.js';
 import { type CommonConfig, reaching } from '../config/index.js';
 import type { Queryable } from '../db/index.js';
 import { type Admin, createKafka, ensureTopic, type Kafka, kafkaCheck } from '../kafka/index.js';
-import type { Logger } from '../log/index.js';
+import { createLogger, type Logger } from '../log/index.js';
 import { clickhouseCheck, type DependencyCheck } from '../observability/index.js';
 import type { Platform } from '../platform/index.js';
 import { PostgresUsageAggregator, type UsageAggregator } from './aggregation.js';
 import { waitForSinkCatchUp } from './catch-up.js';
-import { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
 import { migrateClickHouse } from './clickhouse-schema.js';
 import { UsageIngest } from './core.js';
 import { InProcessUsageEventLog } from './in-process-log.js';
@@ -15,11 +14,13 @@ import { SubscriptionItemCache } from './items.js';
 import { KafkaUsageEventLog } from './kafka-log.js';
 import type { UsageEventLog } from './log.js';
 import { MemoryUsageDedupStore } from './memory.js';
+import { guardedClickHouseAggregator, openUsageReadStores, type UsageReadStores } from './read-stores.js';
 import { RedisUsageDedupStore } from './redis.js';
 import type { UsageSink } from './sink.js';
 import { CLICKHOUSE_SINK_NAME, ClickHouseUsageSink } from './sink-clickhouse.js';
 import { KafkaSinkRunner } from './sink-consumer.js';
 import { POSTGRES_SINK_NAME, PostgresUsageSink } from './sink-postgres.js';
+import { SinkWatermarkRecorder } from './watermark.js';
 
 export interface OpenedUsageAggregator {
   aggregator: UsageAggregator;
@@ -53,14 +54,17 @@ const CATCH_UP_TIMEOUT_MS = 60_000;
 export async function openUsageAggregator(
   config: AggregatorConfig,
   db: Queryable,
+  log: Logger = createLogger({ level: 'warn', service: 'billing' }),
 ): Promise<OpenedUsageAggregator> {
   const clickhouse = config.CLICKHOUSE_URL
     ? openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE })
     : undefined;
+  // guarded: a ClickHouse that is down fails the run at once instead of each read waiting it out
+  const guarded = clickhouse ? guardedClickHouseAggregator(clickhouse, log) : undefined;
   const sink = clickhouse ? CLICKHOUSE_SINK_NAME : POSTGRES_SINK_NAME;
   let admin: Admin | undefined;
   return {
-    aggregator: clickhouse ? new ClickHouseUsageAggregator(clickhouse) : new PostgresUsageAggregator(db),
+    aggregator: guarded ?? new PostgresUsageAggregator(db),
     async caughtUp(options = {}) {
       if (!config.KAFKA_BROKERS) return;
       if (!admin) {
@@ -78,6 +82,7 @@ export async function openUsageAggregator(
       });
     },
     async close() {
+      guarded?.close();
       await admin?.disconnect();
       await clickhouse?.close();
     },
@@ -87,6 +92,8 @@ export async function openUsageAggregator(
 /** The ingest core with its ports, as one process uses it. */
 export interface UsagePipeline {
   ingest: UsageIngest;
+  /** What the usage read-back (and voids) go through, on the same log as ingest. */
+  readStores: UsageReadStores;
   /** Dependencies beyond the platform's that serving usage needs (Kafka when it is the log). */
   checks(): DependencyCheck[];
   /** After the HTTP front ends drained: key releases still on their way, the log's last batch, connections. */
@@ -121,14 +128,17 @@ export async function openUsageIngest(
     idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_DAYS * 86_400,
     logger: log,
   });
+  const readStores = openUsageReadStores(config, db, eventLog, log);
   return {
     ingest,
+    readStores,
     checks: () => [
       ...eventLog.checks(),
       ...(clickhouse && config.CLICKHOUSE_URL ? [clickhouseCheck(config.CLICKHOUSE_URL)] : []),
     ],
     async close() {
       await ingest.drain();
+      await readStores.close();
       await eventLog.close();
       await store.flush();
       await clickhouse?.close();
@@ -173,6 +183,9 @@ export async function openUsageEventLog(
   });
   return { eventLog, clickhouse };
 }
+
+/** How often each sink records its committed watermark (the floor of `lag_seconds`). */
+const WATERMARK_INTERVAL_MS = 250;
 
 export interface UsageSinks {
   runners: KafkaSinkRunner[];
@@ -230,8 +243,21 @@ export async function startUsageSinks(options: {
       }),
   );
   const admin = kafka.admin();
+  const watermarks = runners.map(
+    (runner) =>
+      new SinkWatermarkRecorder({
+        admin,
+        db,
+        topic: config.KAFKA_USAGE_TOPIC,
+        groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}${runner.name}`,
+        sink: runner.name,
+        intervalMs: WATERMARK_INTERVAL_MS,
+        log,
+      }),
+  );
   try {
     await Promise.all([admin.connect(), ...runners.map((runner) => runner.start())]);
+    for (const recorder of watermarks) recorder.start();
   } catch (error) {
     await Promise.allSettled([...runners.map((runner) => runner.stop()), admin.disconnect()]);
     await clickhouse?.close();
@@ -245,6 +271,7 @@ export async function startUsageSinks(options: {
       ...runners.map((runner) => runner.check()),
     ],
     async stop() {
+      await Promise.all(watermarks.map((recorder) => recorder.stop()));
       await Promise.all(runners.map((runner) => runner.stop()));
       await admin.disconnect();
       await clickhouse?.close();

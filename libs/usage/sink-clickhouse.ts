@@ -1,6 +1,6 @@
 import { type ClickHouse, tabSeparatedRow } from '../clickhouse/index.js';
-import { CLICKHOUSE_USAGE_TABLE, VERSION_CEILING_MS } from './clickhouse-schema.js';
-import type { UsageEventRecord } from './event.js';
+import { CLICKHOUSE_USAGE_TABLE, VERSION_CEILING_MS, VOID_VERSION } from './clickhouse-schema.js';
+import type { UsageEventRecord, UsageVoidRecord } from './event.js';
 import type { UsageSink } from './sink.js';
 
 const COLUMNS = [
@@ -15,6 +15,8 @@ const COLUMNS = [
   'recorded_ms',
   'version',
 ] as const;
+
+const VOID_COLUMNS = [...COLUMNS, 'voided', 'voided_at'] as const;
 
 /** Its consumer group's name (after KAFKA_CONSUMER_GROUP_PREFIX): billing waits for it to catch up. */
 export const CLICKHOUSE_SINK_NAME = 'ch-sink';
@@ -50,5 +52,28 @@ export class ClickHouseUsageSink implements UsageSink {
       ]);
     }
     await this.clickhouse.insertTabSeparated(this.table, COLUMNS, lines);
+  }
+
+  /** The voided copy of each event's row, at VOID_VERSION: it replaces the event's row for good. */
+  async writeVoids(voids: readonly UsageVoidRecord[]): Promise<void> {
+    if (!voids.length) return;
+    let lines = '';
+    for (const { event, voidedAtMs } of voids) {
+      lines += tabSeparatedRow([
+        event.orgId,
+        event.subscriptionItemId,
+        event.idempotencyKey,
+        event.id,
+        event.quantity,
+        Math.floor(event.occurredAtMs / 1000),
+        event.occurredAtMs % 1000,
+        Math.floor(event.recordedAtMs / 1000),
+        event.recordedAtMs % 1000,
+        VOID_VERSION,
+        1,
+        Math.floor(voidedAtMs / 1000),
+      ]);
+    }
+    await this.clickhouse.insertTabSeparated(this.table, VOID_COLUMNS, lines);
   }
 }

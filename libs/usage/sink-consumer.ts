@@ -7,7 +7,7 @@ import {
   sinkLagSeconds,
   sinkWriteDuration,
 } from '../observability/index.js';
-import { decodeLogMessage, type UsageEventRecord } from './event.js';
+import { decodeLogEntries, type UsageEventRecord, type UsageVoidRecord } from './event.js';
 import type { UsageSink } from './sink.js';
 
 export interface KafkaSinkOptions {
@@ -31,6 +31,8 @@ export interface KafkaSinkOptions {
 export class KafkaSinkRunner {
   private readonly consumer: Consumer;
   private buffer: UsageEventRecord[] = [];
+  /** Voids read since the last flush; written after the buffer's events (a void follows its event). */
+  private voids: UsageVoidRecord[] = [];
   /** Per partition, the next offset to commit once the buffer is written. */
   private bufferedOffsets = new Map<number, string>();
   private readonly committed = new Map<number, bigint>();
@@ -152,10 +154,12 @@ export class KafkaSinkRunner {
     if (this.stopping || isStale() || !batch.messages.length) return;
     for (const message of batch.messages) {
       try {
-        for (const event of decodeLogMessage(message.value)) {
+        const { events, voids } = decodeLogEntries(message.value);
+        for (const event of events) {
           this.buffer.push(event);
           if (event.recordedAtMs < this.oldestBufferedMs) this.oldestBufferedMs = event.recordedAtMs;
         }
+        for (const entry of voids) this.voids.push(entry);
       } catch (error) {
         // It can never be written; holding the partition for it would stop every later event.
         this.options.log.error(
@@ -186,7 +190,11 @@ export class KafkaSinkRunner {
         };
       });
       this.reportLag();
-      if (this.buffer.length && Date.now() - this.bufferedSince >= this.options.flushMs) await this.flush();
+      if (
+        (this.buffer.length || this.voids.length) &&
+        Date.now() - this.bufferedSince >= this.options.flushMs
+      )
+        await this.flush();
     }
   }
 
@@ -215,10 +223,12 @@ export class KafkaSinkRunner {
   }
 
   private async flushOnce(): Promise<void> {
-    if (!this.buffer.length && !this.bufferedOffsets.size) return;
+    if (!this.buffer.length && !this.voids.length && !this.bufferedOffsets.size) return;
     const events = this.buffer;
+    const voids = this.voids;
     const offsets = this.bufferedOffsets;
     this.buffer = [];
+    this.voids = [];
     this.bufferedOffsets = new Map();
     this.bufferedSince = 0;
     this.oldestWritingMs = this.oldestBufferedMs;
@@ -233,6 +243,7 @@ export class KafkaSinkRunner {
       const started = process.hrtime.bigint();
       try {
         await this.options.sink.write(events);
+        await this.options.sink.writeVoids(voids);
         sinkWriteDuration.observe({ sink }, Number(process.hrtime.bigint() - started) / 1e9);
         if (failingSince) {
           this.options.log.info(

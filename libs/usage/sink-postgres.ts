@@ -1,11 +1,26 @@
 import type { Queryable } from '../db/index.js';
-import type { UsageEventRecord, UsageIdentity } from './event.js';
+import type { UsageEventRecord, UsageIdentity, UsageVoidRecord } from './event.js';
 import type { UsageSink } from './sink.js';
 
+/**
+ * The insert, and in the same statement the daily totals of what it inserted: a redelivered event
+ * is not inserted, so it adds nothing (usage_daily_totals, migration 009). Totals are upserted in
+ * key order, the one lock order of every writer. Answers the ids inserted.
+ */
 const INSERT = `
-  INSERT INTO usage_events (id, org_id, subscription_item_id, idempotency_key, quantity, occurred_at, recorded_at)
-  SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::numeric[], $6::timestamptz[], $7::timestamptz[])
-  ON CONFLICT (org_id, subscription_item_id, idempotency_key) DO NOTHING`;
+  WITH inserted AS (
+    INSERT INTO usage_events (id, org_id, subscription_item_id, idempotency_key, quantity, occurred_at, recorded_at)
+    SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::numeric[], $6::timestamptz[], $7::timestamptz[])
+    ON CONFLICT (org_id, subscription_item_id, idempotency_key) DO NOTHING
+    RETURNING id, org_id, subscription_item_id, quantity, occurred_at
+  ), totals AS (
+    INSERT INTO usage_daily_totals (org_id, subscription_item_id, day, quantity)
+    SELECT org_id, subscription_item_id, (occurred_at AT TIME ZONE 'UTC')::date, sum(quantity)
+      FROM inserted GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (org_id, subscription_item_id, day)
+      DO UPDATE SET quantity = usage_daily_totals.quantity + excluded.quantity
+  )
+  SELECT id FROM inserted`;
 
 /** Its consumer group's name (after KAFKA_CONSUMER_GROUP_PREFIX): billing waits for it to catch up. */
 export const POSTGRES_SINK_NAME = 'pg-sink';
@@ -24,6 +39,25 @@ export class PostgresUsageSink implements UsageSink {
     if (events.length) await this.db.query(INSERT, columns(events));
   }
 
+  /** A redelivered event is dropped by the unique key, so its voided_at stays. */
+  async writeVoids(voids: readonly UsageVoidRecord[]): Promise<void> {
+    if (!voids.length) return;
+    await this.db.query(
+      `WITH voided AS (
+         UPDATE usage_events e SET voided_at = v.voided_at
+           FROM unnest($1::bigint[], $2::uuid[], $3::timestamptz[]) AS v (org_id, id, voided_at)
+          WHERE e.org_id = v.org_id AND e.id = v.id AND e.voided_at IS NULL
+          RETURNING e.org_id, e.subscription_item_id, e.occurred_at, e.quantity
+       )
+       ${SUBTRACT_VOIDED}`,
+      [
+        voids.map((v) => v.event.orgId),
+        voids.map((v) => v.event.id),
+        voids.map((v) => new Date(v.voidedAtMs).toISOString()),
+      ],
+    );
+  }
+
   /**
    * Writes and reports, per event, the event Postgres holds for its identity: the event itself when
    * it was inserted, else the one stored earlier. `inserted` lists the events that are new.
@@ -32,7 +66,7 @@ export class PostgresUsageSink implements UsageSink {
     events: readonly UsageEventRecord[],
   ): Promise<{ stored: UsageEventRecord[]; inserted: UsageEventRecord[] }> {
     if (!events.length) return { stored: [], inserted: [] };
-    const { rows } = await this.db.query<{ id: string }>(`${INSERT} RETURNING id`, columns(events));
+    const { rows } = await this.db.query<{ id: string }>(INSERT, columns(events));
     const insertedIds = new Set(rows.map((row) => row.id));
     const inserted = events.filter((event) => insertedIds.has(event.id));
     if (inserted.length === events.length) return { stored: [...events], inserted };
@@ -74,6 +108,17 @@ export class PostgresUsageSink implements UsageSink {
     return rows[0] ? recordOf(rows[0]) : null;
   }
 }
+
+/**
+ * After a CTE `voided` of the events a statement just voided (voided_at was null): their quantity
+ * leaves the daily totals. Only the statement that set voided_at subtracts, so a void applied twice
+ * (by the api and by the pg-sink) subtracts once.
+ */
+export const SUBTRACT_VOIDED = `
+  UPDATE usage_daily_totals t SET quantity = t.quantity - s.quantity
+    FROM (SELECT org_id, subscription_item_id, (occurred_at AT TIME ZONE 'UTC')::date AS day, sum(quantity) AS quantity
+            FROM voided GROUP BY 1, 2, 3) s
+   WHERE t.org_id = s.org_id AND t.subscription_item_id = s.subscription_item_id AND t.day = s.day`;
 
 const SELECT_STORED = `
   SELECT id, org_id, subscription_item_id, idempotency_key, quantity::text AS quantity, occurred_at, recorded_at

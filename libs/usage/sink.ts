@@ -1,4 +1,4 @@
-import type { UsageEventRecord } from './event.js';
+import type { UsageEventRecord, UsageVoidRecord } from './event.js';
 
 /**
  * A store the usage log is copied into. `write` is idempotent: an event written again (Kafka
@@ -8,4 +8,9 @@ import type { UsageEventRecord } from './event.js';
 export interface UsageSink {
   readonly name: string;
   write(events: readonly UsageEventRecord[]): Promise<void>;
+  /**
+   * Marks events voided, idempotently and whatever the order: a void applied again, or before a
+   * redelivery of its event, leaves the event voided.
+   */
+  writeVoids(voids: readonly UsageVoidRecord[]): Promise<void>;
 }

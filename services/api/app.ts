@@ -1,5 +1,6 @@
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { portalUsageSource } from '../../libs/billing/index.js';
 import type { ApiConfig } from '../../libs/config/index.js';
 import type { DependencyCheck } from '../../libs/observability/index.js';
 import { PORTAL_PATH } from '../../libs/portal/index.js';
@@ -24,7 +25,11 @@ import type { ApiDeps, ApiInstance } from './types.js';
 export function apiDepsFrom(
   config: ApiConfig,
   platform: ApiDeps['platform'],
-  usage: { ingest: ApiDeps['usageIngest']; checks: () => DependencyCheck[] },
+  usage: {
+    ingest: ApiDeps['usageIngest'];
+    readStores: ApiDeps['usageRead'];
+    checks: () => DependencyCheck[];
+  },
 ): ApiDeps {
   return {
     platform,
@@ -35,6 +40,8 @@ export function apiDepsFrom(
     webhookAllowLocalhost: config.WEBHOOK_ALLOW_LOCALHOST,
     webhookMaxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
     usageIngest: usage.ingest,
+    usageRead: usage.readStores,
+    portalUsage: portalUsageSource(platform.db, usage.readStores),
     extraReadinessChecks: usage.checks,
   };
 }

@@ -11,7 +11,7 @@ import type { DependencyCheck } from '../../libs/observability/index.js';
 import type { Platform } from '../../libs/platform/index.js';
 import type { PortalUsageSource } from '../../libs/portal/index.js';
 import type { RateLimitDecision } from '../../libs/rate-limit/index.js';
-import type { UsageIngest } from '../../libs/usage/index.js';
+import type { UsageIngest, UsageReadStores } from '../../libs/usage/index.js';
 
 /** Everything a route may use, built once per process (see app.ts). */
 export interface ApiDeps {
@@ -34,6 +34,8 @@ export interface ApiDeps {
   webhookMaxAttempts: number;
   /** The usage ingest core, shared with the ingest service when both run in one process. */
   usageIngest: UsageIngest;
+  /** The usage read-back's stores (DESIGN §9.1): totals, the sinks' watermark, the log voids go on. */
+  usageRead: UsageReadStores;
   /** Dependencies beyond the platform's (database, Redis, ClickHouse) that /readyz checks, e.g. the usage log. */
   extraReadinessChecks?: () => DependencyCheck[];
 }

@@ -53,6 +53,7 @@ const SUBSCRIPTION_KEYS = [
   'canceled_at',
   'ended_at',
   'items',
+  'pending_change',
   'created_at',
   'updated_at',
 ].sort();

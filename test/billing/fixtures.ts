@@ -4,6 +4,7 @@ import { createCustomer } from '../../libs/customers/index.js';
 import type { Queryable } from '../../libs/db/index.js';
 import { CreateCustomer } from '../../libs/schemas/index.js';
 import { createSubscription, type NewSubscription } from '../../libs/subscriptions/index.js';
+import { PostgresUsageSink } from '../../libs/usage/index.js';
 
 /** Building blocks of the billing tests, all through the domain functions the console uses. */
 
@@ -56,7 +57,7 @@ export async function subscribe(
   return createSubscription(db, orgId, input, { now });
 }
 
-/** What the pg sink writes for a usage event (the ingest pipeline is tested on its own). */
+/** A usage event written as the pg sink writes it, daily totals included (the pipeline is tested on its own). */
 export async function recordUsage(
   db: Queryable,
   orgId: number,
@@ -64,11 +65,17 @@ export async function recordUsage(
   quantity: string,
   occurredAt: string,
 ): Promise<void> {
-  await db.query(
-    `INSERT INTO usage_events (id, org_id, subscription_item_id, idempotency_key, quantity, occurred_at, recorded_at)
-     VALUES ($1, $2, $3, $4, $5, $6, now())`,
-    [randomUUID(), orgId, subscriptionItemId, randomUUID(), quantity, occurredAt],
-  );
+  await new PostgresUsageSink(db).write([
+    {
+      id: randomUUID(),
+      orgId,
+      subscriptionItemId,
+      idempotencyKey: randomUUID(),
+      quantity,
+      occurredAtMs: Date.parse(occurredAt),
+      recordedAtMs: Date.now(),
+    },
+  ]);
 }
 
 export async function outbox(db: Queryable, orgId: number, type?: string) {
@@ -93,4 +100,36 @@ export async function invoicesOf(db: Queryable, subscriptionId: number) {
     [subscriptionId],
   );
   return rows;
+}
+
+/**
+ * Payable amounts (DESIGN §9.2b) over every invoice of the database (or one organization): each
+ * amount of the invoice, its lines and its transactions has no digit below the currency's minor
+ * unit, total = subtotal + tax and the lines add up to both, exactly. Returns how many invoices.
+ */
+export async function expectPayableInvoices(db: Queryable, orgId?: number): Promise<number> {
+  const { rows } = await db.query<{ problem: string }>(
+    `WITH scope AS (
+       SELECT i.*, CASE WHEN trim(i.currency) = 'JPY' THEN 1 ELSE 0.01 END AS unit
+         FROM invoices i WHERE $1::bigint IS NULL OR i.org_id = $1
+     ), lines AS (
+       SELECT invoice_id, sum(line_total_pre_tax) AS pre_tax, sum(tax_amount) AS tax,
+              bool_and(line_total_pre_tax % 0.01 = 0 AND tax_amount % 0.01 = 0) AS whole
+         FROM invoice_items GROUP BY invoice_id
+     )
+     SELECT s.invoice_number || ': ' || CASE
+              WHEN s.subtotal % s.unit <> 0 OR s.tax_amount % s.unit <> 0 OR s.total % s.unit <> 0
+                   OR s.amount_paid % s.unit <> 0 OR s.amount_refunded % s.unit <> 0 THEN 'amount below the minor unit'
+              WHEN s.total <> s.subtotal + s.tax_amount THEN 'total <> subtotal + tax'
+              WHEN coalesce(l.pre_tax, 0) <> s.subtotal OR coalesce(l.tax, 0) <> s.tax_amount THEN 'lines do not add up'
+              WHEN NOT coalesce(l.whole, true) THEN 'a line below the minor unit'
+              WHEN EXISTS (SELECT 1 FROM invoice_transactions t WHERE t.invoice_id = s.id AND t.amount % s.unit <> 0)
+                THEN 'a transaction below the minor unit'
+            END AS problem
+       FROM scope s LEFT JOIN lines l ON l.invoice_id = s.id`,
+    [orgId ?? null],
+  );
+  const problems = rows.filter((row) => row.problem !== null).map((row) => row.problem);
+  if (problems.length) throw new Error(`invoices without payable amounts:\n${problems.join('\n')}`);
+  return rows.length;
 }

@@ -159,6 +159,9 @@ describe('payments', () => {
     expect(over.details?.[0]).toMatchObject({ field: 'amount', code: 'out_of_range' });
     expect((await failure(pay({ invoiceId: id, amount: '0' }))).code).toBe('VALIDATION_ERROR');
     expect((await failure(pay({ invoiceId: id, amount: '1.5e2' }))).code).toBe('VALIDATION_ERROR');
+    // payable amounts: money that moves is in whole cents
+    const subCent = await failure(pay({ invoiceId: id, amount: '10.005' }));
+    expect(subCent.details?.[0]).toMatchObject({ field: 'amount', code: 'invalid_format' });
     const draft = await invoice({ post: false });
     expect((await failure(pay({ invoiceId: draft, amount: '1' }))).message).toMatch(
       /is DRAFT.*\(post it first\)/,
@@ -292,6 +295,10 @@ describe('payments', () => {
     // without a reference each call adds again, and every grant is on record
     await grant('5');
     expect((await grant('5')).credit_balance).toBe('35.00000000');
+    // payable amounts: a credit below the cent is refused, naming the field
+    const subCent = await failure(grant('0.125'));
+    expect(subCent.status).toBe(422);
+    expect(subCent.details?.[0]).toMatchObject({ field: 'amount', code: 'invalid_format' });
     const { rows } = await database.db.query(
       'SELECT amount, reference FROM customer_credit_grants WHERE customer_id = $1 ORDER BY id',
       [customer],

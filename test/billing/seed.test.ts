@@ -3,6 +3,7 @@ import { INVOICE_STATUSES } from '../../libs/schemas/index.js';
 import { seedDemoData } from '../../libs/seed/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { recordCredentials } from '../helpers/run-log.js';
+import { expectPayableInvoices } from './fixtures.js';
 
 /** The demo data (issue 3 item 10): seeded through the billing paths, so it obeys their rules. */
 
@@ -24,6 +25,17 @@ const query = async <T extends Record<string, unknown>>(sql: string) =>
   (await database.db.query<T>(sql, [orgId])).rows;
 
 describe('demo seed', () => {
+  it('issues payable amounts: every invoice, line and transaction in the minor unit, totals exact', async () => {
+    expect(await expectPayableInvoices(database.db, orgId)).toBeGreaterThan(20);
+    const [balances] = await query<{ wrong: number }>(
+      `SELECT count(*)::int AS wrong FROM invoices
+        WHERE org_id = $1 AND amount_paid <> (SELECT coalesce(sum(amount), 0) FROM invoice_transactions t
+                                               WHERE t.invoice_id = invoices.id AND t.type IN ('PAYMENT', 'CREDIT_MEMO')
+                                                 AND t.status IN ('COMPLETED', 'REFUNDED'))`,
+    );
+    expect(balances!.wrong).toBe(0);
+  });
+
   it('is quick', () => {
     expect(seconds).toBeLessThan(15);
   });

@@ -154,8 +154,8 @@ describe('usage through the ingest pipeline', () => {
       quantity: '201.5000',
       line_total_pre_tax: '150.75000000',
     });
-    // seats 10.00 + usage 150.75 = 160.75, GST 5 % = 8.0375
-    expect(invoice).toMatchObject({ total: '168.78750000', tax_amount: '8.03750000' });
+    // seats 10.00 + usage 150.75 = 160.75, GST 5 % = 8.0375 -> 8.04 (half-up to the cent)
+    expect(invoice).toMatchObject({ total: '168.79000000', tax_amount: '8.04000000' });
 
     expect((await runBilling(db, options)).invoices_created).toBe(0);
     expect(await invoicesOf(db, subscription.id)).toHaveLength(1);

@@ -1,4 +1,5 @@
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { portalUsageSource } from '../../libs/billing/index.js';
 import type { Platform } from '../../libs/platform/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { openUsageIngest, type UsagePipeline } from '../../libs/usage/index.js';
@@ -36,6 +37,8 @@ export async function startTestApi(
     webhookAllowLocalhost: true,
     webhookMaxAttempts: base.config.WEBHOOK_MAX_ATTEMPTS,
     usageIngest: usage.ingest,
+    usageRead: usage.readStores,
+    portalUsage: portalUsageSource(base.platform.db, usage.readStores),
     extraReadinessChecks: usage.checks,
     ...options.deps?.(base.platform),
   });

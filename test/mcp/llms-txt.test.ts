@@ -93,7 +93,7 @@ describe('llms.txt', () => {
     expect(text).toContain('[list_invoices](');
     expect(text).toContain('({status?, customer_id?, limit?})');
     expect(text).toContain('({customer_id})');
-    expect(text).toContain('({country, state_province?, amount?, date?})');
+    expect(text).toContain('({country, state_province?, amount?, currency?, date?})');
   });
 });
 

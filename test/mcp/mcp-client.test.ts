@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresUsageSink } from '../../libs/usage/index.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { type BillingFixture, seedBillingFixture } from './mcp-fixtures.js';
 import { connectSdkClient, type ListeningApi, startListeningApi, toolJson } from './mcp-server.js';
@@ -13,6 +15,8 @@ const TOOL_NAMES = [
   'list_products',
   'recent_payments',
   'tax_lookup',
+  'get_subscription_usage',
+  'preview_upcoming_invoice',
 ];
 
 function isoDate(offsetDays: number): string {
@@ -48,7 +52,7 @@ describe('the official MCP SDK client against the endpoint', () => {
     expect(client.getInstructions()).toMatch(/read-only/i);
   });
 
-  it('lists the seven read-only tools, each with an object JSON Schema for its arguments', async () => {
+  it('lists the nine read-only tools, each with an object JSON Schema for its arguments', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual(TOOL_NAMES);
     for (const tool of tools) {
@@ -180,6 +184,63 @@ describe('the official MCP SDK client against the endpoint', () => {
     ]);
   });
 
+  it('get_subscription_usage and preview_upcoming_invoice: the figures of the REST read-back', async () => {
+    const db = api.platform.db;
+    const subscriptionId = data.subscriptions.quebec;
+    const { rows } = await db.query<{ item: number; start: Date }>(
+      `SELECT si.id AS item, s.current_period_start AS start FROM subscriptions s
+         JOIN subscription_items si ON si.org_id = s.org_id AND si.subscription_id = s.id
+        WHERE s.org_id = $1 AND s.id = $2 AND si.usage_type = 'metered'`,
+      [org.orgId, subscriptionId],
+    );
+    const { item, start } = rows[0]!;
+    for (const [key, quantity] of [
+      ['mcp-1', '1500'],
+      ['mcp-2', '250.5'],
+    ]) {
+      await new PostgresUsageSink(db).write([
+        {
+          id: randomUUID(),
+          orgId: org.orgId,
+          subscriptionItemId: item,
+          idempotencyKey: key!,
+          quantity: quantity!,
+          occurredAtMs: start.getTime() + 3_600_000,
+          recordedAtMs: Date.now(),
+        },
+      ]);
+    }
+    const rest = async (path: string) =>
+      (await api.request({ method: 'GET', path, key: org.apiKey })).json().data as Record<string, unknown>;
+    const withoutClock = ({ as_of: _, lag_seconds: __, ...rest }: Record<string, unknown>) => rest;
+
+    const usage = await call('get_subscription_usage', { subscription_id: subscriptionId });
+    expect(withoutClock(usage)).toEqual(withoutClock(await rest(`/subscriptions/${subscriptionId}/usage`)));
+    expect(usage.items).toEqual([
+      expect.objectContaining({
+        subscription_item_id: item,
+        quantity: '1750.50000000',
+        included_units: '1000.00000000',
+        billable_quantity: '750.50000000',
+      }),
+    ]);
+    const previous = await call('get_subscription_usage', {
+      subscription_id: subscriptionId,
+      period: 'previous',
+    });
+    expect(previous.period_end).toBe(usage.period_start);
+
+    const preview = await call('preview_upcoming_invoice', { subscription_id: subscriptionId });
+    expect(withoutClock(preview)).toEqual(
+      withoutClock(await rest(`/subscriptions/${subscriptionId}/upcoming-invoice`)),
+    );
+    expect(preview).toMatchObject({
+      object: 'upcoming_invoice',
+      subscription_id: subscriptionId,
+      tax_type: 'GST_QST',
+    });
+  });
+
   it('list_products: prices, the active filter and the tiers of tiered products', async () => {
     const all = await call('list_products');
     expect(all).toMatchObject({ total: 3, returned: 3 });
@@ -241,10 +302,10 @@ describe('the official MCP SDK client against the endpoint', () => {
       amount: '100.00000000',
       tax_lines: [
         { name: 'GST', jurisdiction: 'CA', rate: '0.05', amount: '5.00000000' },
-        { name: 'QST', jurisdiction: 'QC', rate: '0.09975', amount: '9.97500000' },
+        { name: 'QST', jurisdiction: 'QC', rate: '0.09975', amount: '9.98000000' },
       ],
-      tax_amount: '14.97500000',
-      total_with_tax: '114.97500000',
+      tax_amount: '14.98000000',
+      total_with_tax: '114.98000000',
     });
     expect(await call('tax_lookup', { country: 'US', state_province: 'OR' })).toMatchObject({
       tax_type: 'US_SALES_TAX',

@@ -47,6 +47,12 @@ function everyCall(target: BillingFixture): { name: string; arguments: Record<st
     { name: 'list_products', arguments: { active: false, limit: 100 } },
     { name: 'recent_payments', arguments: { limit: 100 } },
     { name: 'tax_lookup', arguments: { country: 'CA', state_province: 'QC', amount: '10' } },
+    { name: 'get_subscription_usage', arguments: { subscription_id: target.subscriptions.quebec } },
+    {
+      name: 'get_subscription_usage',
+      arguments: { subscription_id: target.subscriptions.quebec, period: 'previous' },
+    },
+    { name: 'preview_upcoming_invoice', arguments: { subscription_id: target.subscriptions.quebec } },
   ];
 }
 
@@ -75,6 +81,16 @@ describe('MCP tenancy', () => {
       arguments: { customer_id: dataB.customers.quebec },
     });
     expect(toolJson(foreignInvoices)).toMatchObject({ total: 0, invoices: [] });
+    for (const name of ['get_subscription_usage', 'preview_upcoming_invoice']) {
+      const foreignUsage = await clientA.callTool({
+        name,
+        arguments: { subscription_id: dataB.subscriptions.quebec },
+      });
+      expect(foreignUsage, name).toMatchObject({ isError: true });
+      expect(foreignUsage.content).toEqual([
+        { type: 'text', text: `Subscription ${dataB.subscriptions.quebec} not found.` },
+      ]);
+    }
   });
 
   it('each key sees its own data in full', async () => {

@@ -78,7 +78,7 @@ describe('MCP endpoint over plain HTTP', () => {
 
   it('lists the tools', async () => {
     const body = await rpc({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
-    expect(body.result.tools).toHaveLength(7);
+    expect(body.result.tools).toHaveLength(9);
   });
 
   it('-32700 when the body is not JSON (from the MCP route, not the REST 400)', async () => {
@@ -264,9 +264,24 @@ describe('MCP endpoint over plain HTTP', () => {
     expect(text).not.toContain('\n');
     expect(JSON.parse(text)).toMatchObject({
       tax_type: 'HST',
-      tax_amount: '2.59870000',
-      total_with_tax: '22.58870000',
+      tax_amount: '2.60000000',
+      total_with_tax: '22.59000000',
     });
+  });
+
+  it('the usage tools answer over plain HTTP; an unknown subscription is an isError result', async () => {
+    for (const name of ['get_subscription_usage', 'preview_upcoming_invoice']) {
+      const body = await rpc({
+        jsonrpc: '2.0',
+        id: 13,
+        method: 'tools/call',
+        params: { name, arguments: { subscription_id: 999_999 } },
+      });
+      expect(body.result).toEqual({
+        isError: true,
+        content: [{ type: 'text', text: 'Subscription 999999 not found.' }],
+      });
+    }
   });
 
   it('answers a batch with an array in order, skipping notifications; all-notification batches get 202', async () => {

@@ -105,7 +105,11 @@ describe('a dependency that stalls under load', () => {
       log,
     });
     api = await buildApiApp(
-      apiDepsFrom(config, platform, { ingest: pipeline.ingest, checks: pipeline.checks }),
+      apiDepsFrom(config, platform, {
+        ingest: pipeline.ingest,
+        readStores: pipeline.readStores,
+        checks: pipeline.checks,
+      }),
     );
     await api.listen({ host: '127.0.0.1', port: 0 });
     apiPort = (api.server.address() as AddressInfo).port;

@@ -206,6 +206,13 @@ describe('deploy/nginx/nginx.conf', () => {
       ['GET', '/api/public/v1/usage/events/batch'],
       ['PUT', '/api/public/v1/usage/events'],
       ['POST', '/api/public/v1/usage/events/extra'],
+      // the usage read-back and the void are the api's (DESIGN §9.1)
+      ['GET', '/api/public/v1/usage/events?status=VOIDED&limit=5'],
+      ['GET', '/api/public/v1/usage/events/3f2c8a4e-1b7d-4c9e-a0f1-2d3e4f5a6b7c'],
+      ['POST', '/api/public/v1/usage/events/3f2c8a4e-1b7d-4c9e-a0f1-2d3e4f5a6b7c/void'],
+      ['GET', '/api/public/v1/subscriptions/7/usage?period=previous'],
+      ['GET', '/api/public/v1/subscriptions/7/usage/daily?from=2026-11-01&to=2026-11-30'],
+      ['GET', '/api/public/v1/subscriptions/7/upcoming-invoice'],
       ['GET', '/api/public/v1/customers?limit=5'],
     ] as const) {
       const body = method === 'GET' ? undefined : '{}';

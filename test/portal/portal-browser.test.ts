@@ -7,8 +7,7 @@ import { startTestApi, type TestApi } from '../helpers/api.js';
 import { type BillingScenario, insertBillingScenario } from '../helpers/billing-fixtures.js';
 import { launchChromium, type TestBrowser, watchedPage as watchedBrowserPage } from '../helpers/browser.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { createSession } from './support.js';
-import { usageFromEvents } from './usage-from-events.js';
+import { createSession, open } from './support.js';
 
 /** The portal in a real browser (test/helpers/browser.ts). */
 /** Screenshots a person can look at after the run. */
@@ -24,7 +23,8 @@ let context: BrowserContext;
 const posted = new Map<string, number>();
 
 beforeAll(async () => {
-  api = await startTestApi({ deps: (platform) => ({ portalUsage: usageFromEvents(platform.db) }) });
+  // the api's own portal usage source: the usage read-back (test/helpers/api.ts wires it as main does)
+  api = await startTestApi();
   org = await createTestOrg(api.platform.db);
   scenario = await insertBillingScenario(api.platform.db, org.orgId);
   // real usage events through the public route, on some days of the subscription's period (January)
@@ -75,6 +75,28 @@ function onServer(url: string): string {
   const parsed = new URL(url);
   return `${origin}${parsed.pathname}${parsed.search}`;
 }
+
+describe('the portal on the usage read-back', () => {
+  it('shows the upcoming invoice and the usage figures the public API gives', async () => {
+    const session = await createSession(api, org.apiKey, {
+      customer_id: scenario.customers.quebec.id,
+      locale: 'en',
+    });
+    const page = (await open(api, session.url)).body;
+    const subscriptionId = scenario.subscriptions.active;
+    const upcoming = await api.request({
+      method: 'GET',
+      path: `/subscriptions/${subscriptionId}/upcoming-invoice`,
+      key: org.apiKey,
+    });
+    expect(upcoming.statusCode, upcoming.body).toBe(200);
+    const lines = upcoming.json().data.lines as { description: string }[];
+    expect(lines.length).toBeGreaterThan(0);
+    const escaped = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+    for (const line of lines) expect(page).toContain(escaped(line.description));
+    expect(page).not.toContain('not available');
+  });
+});
 
 describe('the portal in Chromium', () => {
   it('draws the daily chart of real usage: one bar per day of the period, tall where usage was', async () => {

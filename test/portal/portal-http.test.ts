@@ -162,7 +162,9 @@ describe('the portal page', () => {
     expect(page).toMatch(/\d{1,2} [a-zéû.]+ \d{4}/);
     expect(page).not.toMatch(/<script/i);
     expect(page).not.toMatch(/\sstyle=/i);
-    expect(page).toContain('La consommation n&#39;est pas encore affichée');
+    // usage and the upcoming invoice come from the usage read-back, which the api wires in
+    expect(page).not.toContain('La consommation n&#39;est pas encore affichée');
+    expect(page).toContain('Prochaine facture');
     const english = await open(api, `${session.url}?locale=en`);
     expect(english.body).toContain('<html lang="en">');
     expect(english.body).toContain('Subscriptions');

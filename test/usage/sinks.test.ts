@@ -252,6 +252,7 @@ describe('usage sinks', () => {
         if (failing) throw new Error('the store is down');
         await postgresSink.write(batch);
       },
+      writeVoids: (voids) => postgresSink.writeVoids(voids),
     };
     const lines: { level: string; msg: string; err?: unknown }[] = [];
     const log = createLogger({

@@ -207,6 +207,7 @@ export function buildApiWithoutLocalhost(api: TestApi): Promise<ApiInstance> {
     webhookAllowLocalhost: false,
     webhookMaxAttempts: api.config.WEBHOOK_MAX_ATTEMPTS,
     usageIngest: api.usage.ingest,
+    usageRead: api.usage.readStores,
   });
 }
 

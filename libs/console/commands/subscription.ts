@@ -2,9 +2,16 @@ import { z } from 'zod';
 import { instantInput, runBilling, usageSource } from '../../billing/index.js';
 import { ApiError } from '../../errors/index.js';
 import { getOrganization } from '../../organizations/index.js';
-import { BILLING_PERIODS, SUBSCRIPTION_STATUSES, Subscription } from '../../schemas/index.js';
+import {
+  BILLING_PERIODS,
+  SUBSCRIPTION_STATUSES,
+  Subscription,
+  SubscriptionChange,
+  SubscriptionChangeItem,
+} from '../../schemas/index.js';
 import {
   cancelSubscription,
+  changeSubscription,
   createSubscription,
   getSubscription,
   listSubscriptions,
@@ -119,6 +126,37 @@ export const subscriptionCommands = [
       } finally {
         await usage.close();
       }
+    },
+  }),
+  defineCommand({
+    name: 'subscription update',
+    summary:
+      "Change a subscription's items, as POST /subscriptions/{id}/changes does: now with proration lines on the " +
+      'next invoice, or scheduled for the end of the period (emits subscription.updated when applied)',
+    usage:
+      `--id ID --items '[{"id":41,"quantity":5},{"product_id":14,"included_units":"1000"}]' ` +
+      '(the whole new set: an item left out is removed) [--effective now|period_end] [--proration prorate|none] ' +
+      '[--preview] [--org ID] [--now ISO]',
+    flags: z.strictObject({
+      id: idFlag,
+      items: jsonFlag(z.array(SubscriptionChangeItem)),
+      effective: z.enum(['now', 'period_end']).optional(),
+      proration: z.enum(['prorate', 'none']).optional(),
+      preview: booleanFlag,
+      org: idFlag.optional(),
+      /** As of this instant (default: now), like `billing run --now`. */
+      now: billingNowFlag.optional(),
+    }),
+    run: async ({ db }, f) => {
+      const result = await db.transaction((tx) =>
+        changeSubscription(tx, {
+          subscriptionId: f.id,
+          orgId: f.org,
+          change: { items: f.items, effective: f.effective, proration: f.proration, preview: f.preview },
+          now: f.now,
+        }),
+      );
+      return z.encode(SubscriptionChange, result);
     },
   }),
   defineCommand({

@@ -4,6 +4,7 @@ import { listProductsTool } from './products.js';
 import { revenueSummaryTool } from './revenue.js';
 import { taxLookupTool } from './tax.js';
 import type { McpTool } from './tool.js';
+import { getSubscriptionUsageTool, previewUpcomingInvoiceTool } from './usage.js';
 
 /** Every tool the endpoint offers, in the order tools/list shows them. None can change data. */
 export const MCP_TOOLS: readonly McpTool[] = [
@@ -14,6 +15,8 @@ export const MCP_TOOLS: readonly McpTool[] = [
   listProductsTool,
   recentPaymentsTool,
   taxLookupTool,
+  getSubscriptionUsageTool,
+  previewUpcomingInvoiceTool,
 ];
 
 export { isOverdue } from './invoices.js';

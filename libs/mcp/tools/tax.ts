@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { computeTax, regionCode, taxRuleFor } from '../../billing/index.js';
 import { addScaled, formatMoney, parseMoney } from '../../money/index.js';
-import { countryCode, inputDate } from '../../schemas/index.js';
+import { CURRENCIES, countryCode, inputDate } from '../../schemas/index.js';
 import { defineTool } from './tool.js';
 
 export const taxLookupTool = defineTool({
@@ -28,11 +28,15 @@ export const taxLookupTool = defineTool({
       )
       .optional()
       .describe('Pre-tax amount as a decimal string, e.g. "100.00".'),
+    currency: z
+      .enum(CURRENCIES)
+      .optional()
+      .describe('Currency of the amount (taxes are rounded to its minor unit); default CAD, USD in the US.'),
     date: inputDate
       .optional()
       .describe('Invoice date, YYYY-MM-DD (rates change over time); default today (UTC).'),
   }),
-  async run({ country, state_province, amount, date }, { today }) {
+  async run({ country, state_province, amount, currency, date }, { today }) {
     const onDate = date ?? today;
     const rule = taxRuleFor({ country, stateProvince: state_province }, onDate);
     const lookup = {
@@ -46,7 +50,8 @@ export const taxLookupTool = defineTool({
       note: rule.note,
     };
     if (amount === undefined) return lookup;
-    const tax = computeTax(rule, amount);
+    // the invoices' own rounding (DESIGN §9.2b): what an assistant quotes is what is charged
+    const tax = computeTax(rule, amount, currency ?? (country.toUpperCase() === 'US' ? 'USD' : 'CAD'));
     return {
       ...lookup,
       amount: formatMoney(parseMoney(amount)),

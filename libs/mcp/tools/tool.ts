@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/index.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../schemas/index.js';
+import type { UsageReadStores } from '../../usage/index.js';
 
 /** What a tool may use: a client inside a READ ONLY transaction, scoped to one organization. */
 export interface ToolContext {
@@ -8,6 +9,8 @@ export interface ToolContext {
   orgId: number;
   /** Today in UTC (YYYY-MM-DD): the reference date for "overdue". */
   today: string;
+  /** The usage read-back's stores; absent where the server was built without them. */
+  usage?: UsageReadStores | undefined;
 }
 
 /**

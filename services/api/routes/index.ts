@@ -8,6 +8,7 @@ import { portalSessionRoutes } from './portal-sessions.js';
 import { productRoutes } from './products.js';
 import { subscriptionRoutes } from './subscriptions.js';
 import { usageRoutes } from './usage.js';
+import { usageReadBackRoutes } from './usage-read-back.js';
 import { webhookEndpointRoutes } from './webhook-endpoints.js';
 import { webhookEventRoutes } from './webhook-events.js';
 
@@ -15,6 +16,7 @@ import { webhookEventRoutes } from './webhook-events.js';
 export const publicRoutes: FastifyPluginAsyncZod = async (app) => {
   await app.register(metaRoutes);
   await app.register(usageRoutes);
+  await app.register(usageReadBackRoutes);
   await app.register(customerRoutes);
   await app.register(productRoutes);
   await app.register(subscriptionRoutes);

@@ -16,7 +16,11 @@ import { orgIdOf } from '../types.js';
  * plugins' (every MCP call counts); GET and DELETE get the shared 405.
  */
 export const mcpRoutes: FastifyPluginAsyncZod = async (app) => {
-  const server = new McpServer({ db: app.deps.platform.db, log: app.deps.platform.log });
+  const server = new McpServer({
+    db: app.deps.platform.db,
+    log: app.deps.platform.log,
+    usage: app.deps.usageRead,
+  });
 
   // Scoped to this plugin: the body reaches the MCP server as text, so a body that is not JSON
   // becomes JSON-RPC's -32700 instead of the REST API's 400. Other media types stay a 415.

@@ -8,9 +8,11 @@ import {
   paginationQuery,
   SUBSCRIPTION_STATUSES,
   Subscription,
+  SubscriptionChange,
+  SubscriptionChangeRequest,
   single,
 } from '../../../libs/schemas/index.js';
-import { getSubscription, listSubscriptions } from '../../../libs/subscriptions/index.js';
+import { changeSubscription, getSubscription, listSubscriptions } from '../../../libs/subscriptions/index.js';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
 import { orgIdOf } from '../types.js';
 
@@ -58,6 +60,42 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => ({
       data: await getSubscription(db, orgIdOf(request), request.params.subscription_id),
+    }),
+  );
+
+  app.post(
+    '/subscriptions/:subscription_id/changes',
+    {
+      schema: {
+        operationId: 'changeSubscription',
+        tags: ['Subscriptions'],
+        summary: "Change a subscription's items, now or at the end of its period, with proration",
+        description:
+          '`items` is the whole new set: an entry with `id` keeps (and may re-quantify) that item, one with ' +
+          '`product_id` adds an item, an item left out is removed. `effective: "now"` (default) changes it at ' +
+          'once: licensed items get a credit line for the rest of the period at the old quantity and price and a ' +
+          'charge line at the new (to the second, rounded to the minor unit), which the next invoice carries; ' +
+          'metered items are billed for their usage while they were on the subscription. `proration: "none"` ' +
+          'bills the running period at the old terms. `effective: "period_end"` schedules the change ' +
+          '(`pending_change`), applied by the billing run at the boundary; a later change replaces it. ' +
+          'Trialing subscriptions change without proration. `preview: true` answers the same and writes ' +
+          'nothing. Emits `subscription.updated` when the items change. Canceled or expired: 409.',
+        params: SubscriptionPath,
+        body: SubscriptionChangeRequest,
+        response: {
+          200: single(SubscriptionChange),
+          ...errorResponses(...AUTHENTICATED_ERRORS, 400, 404, 409, 413, 415, 422),
+        },
+      },
+    },
+    async (request) => ({
+      data: await db.transaction((tx) =>
+        changeSubscription(tx, {
+          subscriptionId: request.params.subscription_id,
+          orgId: orgIdOf(request),
+          change: request.body,
+        }),
+      ),
     }),
   );
 };

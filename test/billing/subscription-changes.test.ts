@@ -1,0 +1,542 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  previewUpcomingInvoice,
+  runBilling,
+  type UsageForTransaction,
+  usageSource,
+} from '../../libs/billing/index.js';
+import { getInvoice } from '../../libs/invoices/index.js';
+import { createLogger } from '../../libs/log/index.js';
+import { SubscriptionUpdatedEventData } from '../../libs/schemas/index.js';
+import { changeSubscription, getSubscription } from '../../libs/subscriptions/index.js';
+import {
+  InProcessUsageEventLog,
+  openUsageReadStores,
+  PostgresUsageAggregator,
+  PostgresUsageSink,
+  type UsageReadStores,
+} from '../../libs/usage/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg } from '../helpers/fixtures.js';
+import {
+  basicCatalog,
+  customerIn,
+  expectPayableInvoices,
+  outbox,
+  productIn,
+  recordUsage,
+  subscribe as subscribeAt,
+} from './fixtures.js';
+
+/*
+ * Subscription changes against real Postgres, billed by the billing run in the same tests. The
+ * customer is in Ontario (HST 13 %); seats cost 10.00 a month. Expected amounts are worked out by
+ * hand in each test: price x quantity x seconds left / seconds of the period, half-up to the cent.
+ */
+
+let database: TestDatabase;
+let usage: UsageForTransaction;
+let stores: UsageReadStores;
+
+beforeAll(async () => {
+  database = await createTestDatabase('subscription_changes');
+  usage = usageSource(new PostgresUsageAggregator(database.db));
+  const eventLog = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 });
+  stores = openUsageReadStores(
+    {
+      CLICKHOUSE_URL: undefined,
+      CLICKHOUSE_DATABASE: 'billing',
+      KAFKA_BROKERS: undefined,
+      KAFKA_CLIENT_ID: 'test',
+      KAFKA_USAGE_TOPIC: 'usage.events',
+      KAFKA_CONSUMER_GROUP_PREFIX: '',
+    },
+    database.db,
+    eventLog,
+    createLogger({ level: 'silent', service: 'test' }),
+  );
+});
+afterAll(async () => {
+  await stores.close();
+  await database.drop();
+});
+
+const at = (iso: string) => new Date(iso);
+
+/** Created when it starts: active (or trialing) from then, its first period running. */
+function subscribe(
+  db: TestDatabase['db'],
+  orgId: number,
+  input: Parameters<typeof subscribeAt>[2],
+  now?: Date,
+) {
+  return subscribeAt(db, orgId, input, now ?? input.start_date);
+}
+
+async function setUp() {
+  const { orgId } = await createTestOrg(database.db);
+  const catalog = await basicCatalog(database.db, orgId);
+  const storage = await productIn(database.db, orgId, {
+    name: 'Storage',
+    pricing_type: 'usage',
+    unit_price: '0.10',
+    currency: 'CAD',
+    unit_label: 'GB',
+  });
+  const customerId = await customerIn(database.db, orgId);
+  return { orgId, customerId, storage, ...catalog };
+}
+
+function change(orgId: number, subscriptionId: number, body: unknown, now: string) {
+  return database.db.transaction((tx) =>
+    changeSubscription(tx, { subscriptionId, orgId, change: body, now: at(now) }),
+  );
+}
+
+async function invoiceLines(orgId: number, invoiceId: string) {
+  const invoice = await getInvoice(database.db, orgId, invoiceId);
+  const { rows } = await database.db.query<{ subtotal: string }>(
+    'SELECT subtotal FROM invoices WHERE id = $1',
+    [invoiceId],
+  );
+  return {
+    lines: invoice.items.map((item) => [item.description, item.quantity, item.line_total_pre_tax]),
+    subtotal: rows[0]!.subtotal,
+    tax: invoice.tax_amount,
+    total: invoice.total,
+  };
+}
+
+async function billAt(orgId: number, now: string) {
+  const summary = await runBilling(database.db, { usage, orgId, now: at(now) });
+  expect(summary.failures).toEqual([]);
+  return summary;
+}
+
+describe('subscription changes, billed by the run', () => {
+  it('upgrade mid-period: the preview equals what is applied, the next invoice carries both lines', async () => {
+    const { orgId, customerId, seats } = await setUp();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const item = subscription.items[0]!;
+    const body = { items: [{ id: item.id, quantity: 5 }] };
+    const now = '2026-03-11T06:30:15.400Z';
+
+    const preview = await change(orgId, subscription.id, { ...body, preview: true }, now);
+    expect((await getSubscription(database.db, orgId, subscription.id)).items[0]!.quantity).toBe(2);
+    expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
+
+    const applied = await change(orgId, subscription.id, body, now);
+    // left: Mar 11 06:30:15 -> Apr 1 = 1,790,985 s of 2,678,400 s (31 days)
+    // credit 20.00 x 1790985/2678400 = 13.3736 -> 13.37; charge 50.00 x ... = 33.4341 -> 33.43
+    expect(applied.proration_lines.map((line) => [line.quantity, line.unit_price, line.amount])).toEqual([
+      ['2.0000', '10.00000000', '-13.37000000'],
+      ['5.0000', '10.00000000', '33.43000000'],
+    ]);
+    expect(applied.proration_lines.every((line) => line.period_start === '2026-03-11T06:30:15.000Z')).toBe(
+      true,
+    );
+    expect(applied.proration_lines.every((line) => line.period_end === '2026-04-01T00:00:00.000Z')).toBe(
+      true,
+    );
+    expect(applied.effective_at).toBe('2026-03-11T06:30:15.000Z');
+    const { updated_at: _p, ...previewed } = preview.subscription;
+    const { updated_at: _a, ...changed } = applied.subscription;
+    expect({ ...preview, subscription: previewed }).toEqual({ ...applied, subscription: changed });
+    expect(applied.subscription.items.map((i) => [i.id, i.quantity])).toEqual([[item.id, 5]]);
+
+    const [event] = await outbox(database.db, orgId, 'subscription.updated');
+    // what receivers get is what the OpenAPI webhooks section documents
+    expect(() => SubscriptionUpdatedEventData.parse(event!.data)).not.toThrow();
+    expect(event!.data).toMatchObject({
+      id: subscription.id,
+      previous_items: [{ id: item.id, quantity: 2 }],
+      items: [{ id: item.id, quantity: 5 }],
+      effective_at: '2026-03-11T06:30:15.000Z',
+    });
+
+    // the upcoming invoice carries the lines already, as the run will
+    const upcoming = await previewUpcomingInvoice(database.db, stores, orgId, subscription.id);
+    expect(upcoming.lines.map((line) => line.amount)).toEqual(['20.00000000', '-13.37000000', '33.43000000']);
+    expect([upcoming.subtotal, upcoming.tax, upcoming.total]).toEqual([
+      '40.06000000',
+      '5.21000000',
+      '45.27000000',
+    ]);
+
+    const march = await billAt(orgId, '2026-04-01T00:00:00Z');
+    // base 2 x 10.00 = 20.00, -13.37, +33.43: 40.06; HST 5.2078 -> 5.21; total 45.27
+    expect(await invoiceLines(orgId, march.invoice_ids[0]!)).toEqual({
+      lines: [
+        ['Seats', '2.0000', '20.00000000'],
+        ['Unused time on 2 x Seats, 2026-03-11 to 2026-03-31', '2.0000', '-13.37000000'],
+        ['Remaining time on 5 x Seats, 2026-03-11 to 2026-03-31', '5.0000', '33.43000000'],
+      ],
+      subtotal: '40.06000000',
+      tax: '5.21000000',
+      total: '45.27000000',
+    });
+    const april = await billAt(orgId, '2026-05-01T00:00:00Z');
+    expect(await invoiceLines(orgId, april.invoice_ids[0]!)).toEqual({
+      lines: [['Seats', '5.0000', '50.00000000']],
+      subtotal: '50.00000000',
+      tax: '6.50000000',
+      total: '56.50000000',
+    });
+  });
+
+  it('adds and removes metered items mid-period: usage while they were on, included units by time', async () => {
+    const { orgId, customerId, seats, apiCalls, storage } = await setUp();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }, { product_id: apiCalls, included_units: '100' }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const [seat, calls] = subscription.items;
+    // add Storage on Mar 11: 21 of 31 days left, 310 included -> 210
+    const added = await change(
+      orgId,
+      subscription.id,
+      { items: [{ id: seat!.id }, { id: calls!.id }, { product_id: storage, included_units: '310' }] },
+      '2026-03-11T00:00:00Z',
+    );
+    expect(added.proration_lines).toEqual([]);
+    const gb = added.subscription.items.find((i) => i.product_id === storage)!;
+    // remove API calls on Mar 16 12:00: 15.5 of 31 days on, 100 included -> 50
+    const removed = await change(
+      orgId,
+      subscription.id,
+      { items: [{ id: seat!.id }, { id: gb.id }] },
+      '2026-03-16T12:00:00Z',
+    );
+    expect(removed.subscription.items.map((i) => i.id)).toEqual([seat!.id, gb.id]);
+
+    await recordUsage(database.db, orgId, calls!.id, '130', '2026-03-05T00:00:00Z'); // counted
+    await recordUsage(database.db, orgId, calls!.id, '40', '2026-03-20T00:00:00Z'); // after its removal
+    await recordUsage(database.db, orgId, gb.id, '500', '2026-03-05T00:00:00Z'); // before its start
+    await recordUsage(database.db, orgId, gb.id, '400', '2026-03-25T00:00:00Z'); // counted
+
+    const upcoming = await previewUpcomingInvoice(database.db, stores, orgId, subscription.id);
+    expect(upcoming.total).toBe('123.17000000');
+    const march = await billAt(orgId, '2026-04-01T00:00:00Z');
+    // seats 10.00; calls 130 - 50 = 80 at 1.00 = 80.00; storage 400 - 210 = 190 at 0.10 = 19.00
+    // subtotal 109.00, HST 14.17, total 123.17
+    expect(await invoiceLines(orgId, march.invoice_ids[0]!)).toEqual({
+      lines: [
+        ['Seats', '1.0000', '10.00000000'],
+        ['API calls (usage: 130 calls, 50 included)', '80.0000', '80.00000000'],
+        ['Storage (usage: 400 GB, 210 included)', '190.0000', '19.00000000'],
+      ],
+      subtotal: '109.00000000',
+      tax: '14.17000000',
+      total: '123.17000000',
+    });
+    await recordUsage(database.db, orgId, gb.id, '320', '2026-04-10T00:00:00Z');
+    const april = await billAt(orgId, '2026-05-01T00:00:00Z');
+    // API calls gone; storage with its whole 310 included: 10 GB at 0.10 = 1.00
+    expect((await invoiceLines(orgId, april.invoice_ids[0]!)).lines).toEqual([
+      ['Seats', '1.0000', '10.00000000'],
+      ['Storage (usage: 320 GB, 310 included)', '10.0000', '1.00000000'],
+    ]);
+  });
+
+  it('downgrade without proration: the running period at the old terms, the next at the new', async () => {
+    const { orgId, customerId, seats } = await setUp();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 4 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const result = await change(
+      orgId,
+      subscription.id,
+      { items: [{ id: subscription.items[0]!.id, quantity: 1 }], proration: 'none' },
+      '2026-03-11T00:00:00Z',
+    );
+    expect(result.proration_lines).toEqual([]);
+    const march = await billAt(orgId, '2026-04-01T00:00:00Z');
+    expect((await invoiceLines(orgId, march.invoice_ids[0]!)).total).toBe('45.20000000'); // 40.00 + 5.20
+    const april = await billAt(orgId, '2026-05-01T00:00:00Z');
+    expect((await invoiceLines(orgId, april.invoice_ids[0]!)).total).toBe('11.30000000'); // 10.00 + 1.30
+  });
+
+  it('downgrade and removal in a quarter: credits never take the period below what was used', async () => {
+    const { orgId, customerId } = await setUp();
+    const quarterly = await productIn(database.db, orgId, {
+      name: 'Support',
+      unit_price: '300.00',
+      pricing_type: 'recurring',
+      currency: 'CAD',
+      default_billing_period: 'quarterly',
+    });
+    const addOn = await productIn(database.db, orgId, {
+      name: 'Add-on',
+      unit_price: '90.00',
+      pricing_type: 'recurring',
+      currency: 'CAD',
+      default_billing_period: 'quarterly',
+    });
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: quarterly, quantity: 3 }, { product_id: addOn }],
+      start_date: at('2026-01-31T00:00:00Z'),
+    });
+    const [support] = subscription.items;
+    // quarter Jan 31 -> Apr 30 (anchor 31) = 89 d = 7,689,600 s; left from Mar 15 08:00 = 3,945,600 s
+    // credit 900 x 3945600/7689600 = 461.797753 -> 461.80; charge 300 x ... = 153.932584 -> 153.93
+    // add-on removed: credit 90 x ... = 46.179775 -> 46.18
+    const result = await change(
+      orgId,
+      subscription.id,
+      { items: [{ id: support!.id, quantity: 1 }] },
+      '2026-03-15T08:00:00Z',
+    );
+    expect(result.proration_lines.map((line) => line.amount)).toEqual([
+      '-461.80000000',
+      '153.93000000',
+      '-46.18000000',
+    ]);
+    const quarter = await billAt(orgId, '2026-04-30T00:00:00Z');
+    // 900 + 90 - 461.80 + 153.93 - 46.18 = 635.95; HST 82.6735 -> 82.67; total 718.62
+    expect(await invoiceLines(orgId, quarter.invoice_ids[0]!)).toMatchObject({
+      subtotal: '635.95000000',
+      tax: '82.67000000',
+      total: '718.62000000',
+    });
+  });
+
+  it('a scheduled change shows as pending_change, can be replaced, and the run applies it at the boundary', async () => {
+    const { orgId, customerId, seats } = await setUp();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const id = subscription.items[0]!.id;
+    await change(
+      orgId,
+      subscription.id,
+      { items: [{ id, quantity: 5 }], effective: 'period_end' },
+      '2026-03-11T00:00:00Z',
+    );
+    const replaced = await change(
+      orgId,
+      subscription.id,
+      { items: [{ id, quantity: 7 }], effective: 'period_end' },
+      '2026-03-12T00:00:00Z',
+    );
+    expect(replaced.proration_lines).toEqual([]);
+    expect(replaced.effective_at).toBe('2026-04-01T00:00:00.000Z');
+    expect(replaced.subscription.items[0]!.quantity).toBe(2);
+    expect(replaced.subscription.pending_change).toEqual({
+      items: [{ id, product_id: seats, quantity: 7, included_units: '0.00000000' }],
+      effective_at: '2026-04-01T00:00:00.000Z',
+    });
+    expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
+
+    const march = await billAt(orgId, '2026-04-01T00:00:00Z');
+    expect((await invoiceLines(orgId, march.invoice_ids[0]!)).total).toBe('22.60000000'); // 2 x 10 + 13 %
+    const after = await getSubscription(database.db, orgId, subscription.id);
+    expect(after.items.map((i) => i.quantity)).toEqual([7]);
+    expect(after.pending_change).toBeNull();
+    const [event] = await outbox(database.db, orgId, 'subscription.updated');
+    expect(event!.data).toMatchObject({
+      previous_items: [{ quantity: 2 }],
+      items: [{ quantity: 7 }],
+      effective_at: '2026-04-01T00:00:00.000Z',
+    });
+    const april = await billAt(orgId, '2026-05-01T00:00:00Z');
+    expect((await invoiceLines(orgId, april.invoice_ids[0]!)).total).toBe('79.10000000'); // 70 + 9.10
+  });
+
+  it('a trialing subscription changes without proration; a termed one keeps its term', async () => {
+    const { orgId, customerId, seats } = await setUp();
+    const trial = await subscribe(
+      database.db,
+      orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: seats }],
+        trial_days: 14,
+        start_date: at('2026-03-01T00:00:00Z'),
+      },
+      at('2026-03-01T00:00:00Z'),
+    );
+    const changed = await change(
+      orgId,
+      trial.id,
+      { items: [{ id: trial.items[0]!.id, quantity: 3 }] },
+      '2026-03-05T00:00:00Z',
+    );
+    expect(changed.proration_lines).toEqual([]);
+    await billAt(orgId, '2026-03-15T00:00:00Z');
+    const first = await billAt(orgId, '2026-04-15T00:00:00Z');
+    expect((await invoiceLines(orgId, first.invoice_ids[0]!)).total).toBe('33.90000000'); // 30 + 3.90
+
+    const termed = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }],
+      term_type: 'termed',
+      initial_term_months: 12,
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const result = await change(
+      orgId,
+      termed.id,
+      { items: [{ id: termed.items[0]!.id, quantity: 2 }] },
+      '2026-03-20T00:00:00Z',
+    );
+    expect(result.subscription.subscription_end_date).toBe(termed.subscription_end_date);
+    expect(result.subscription.term_type).toBe('termed');
+  });
+
+  it('two changes at once: one waits for the other and applies on what it left', async () => {
+    const { orgId, customerId, seats } = await setUp();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const id = subscription.items[0]!.id;
+    const results = await Promise.all([
+      change(orgId, subscription.id, { items: [{ id, quantity: 3 }] }, '2026-03-11T00:00:00Z'),
+      change(orgId, subscription.id, { items: [{ id, quantity: 4 }] }, '2026-03-11T00:00:00Z'),
+    ]);
+    const lines = results.map((result) => result.proration_lines.map((line) => line.quantity));
+    // whichever went first, the second's credit is for what the first left: never a lost update
+    const [firstLines, secondLines] = lines[0]![0] === '2.0000' ? lines : [lines[1]!, lines[0]!];
+    expect(firstLines![0]).toBe('2.0000');
+    expect(secondLines![0]).toBe(firstLines![1]);
+    const final = await getSubscription(database.db, orgId, subscription.id);
+    expect(final.items[0]!.quantity).toBe(Number(secondLines![1]));
+    // 21 of 31 days left: the lines add up to (final - 2) seats for that time, within a cent per line
+    const { rows } = await database.db.query<{ sum: string }>(
+      'SELECT sum(amount) AS sum FROM subscription_proration_lines WHERE subscription_id = $1',
+      [subscription.id],
+    );
+    const exact = ((final.items[0]!.quantity - 2) * 10 * 21) / 31;
+    expect(Math.abs(Number(rows[0]!.sum) - exact)).toBeLessThanOrEqual(0.02);
+  });
+
+  it('a change during a billing run waits for it, then lands in the new period', async () => {
+    const { orgId, customerId, seats } = await setUp();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const id = subscription.items[0]!.id;
+    let changed: Promise<unknown> | undefined;
+    await database.db.transaction(async (tx) => {
+      const summary = await runBilling(tx, { usage, orgId, now: at('2026-04-01T00:00:00Z') });
+      expect(summary.invoices_created).toBe(1);
+      // the run holds the row: the change waits for its commit
+      changed = change(orgId, subscription.id, { items: [{ id, quantity: 5 }] }, '2026-04-11T00:00:00Z');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(
+        (
+          await tx.query('SELECT 1 FROM subscription_proration_lines WHERE subscription_id = $1', [
+            subscription.id,
+          ])
+        ).rowCount,
+      ).toBe(0);
+    });
+    const result = (await changed) as Awaited<ReturnType<typeof change>>;
+    // in April (30 days), 20 left: credit 20 x 2/3 = 13.33, charge 50 x 2/3 = 33.33
+    expect(result.proration_lines.map((line) => line.amount)).toEqual(['-13.33000000', '33.33000000']);
+    const { rows } = await database.db.query<{ total: string }>(
+      `SELECT total FROM invoices WHERE subscription_id = $1 ORDER BY period_start`,
+      [subscription.id],
+    );
+    expect(rows.map((row) => row.total)).toEqual(['22.60000000']); // March untouched by the change
+  });
+
+  it('refuses what cannot be applied, writing nothing', async () => {
+    const { orgId, customerId, seats, apiCalls } = await setUp();
+    const other = await setUp();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }, { product_id: apiCalls }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const sibling = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const [seat, calls] = subscription.items;
+    const now = '2026-03-11T00:00:00Z';
+    const failure = (body: unknown, subscriptionId = subscription.id, org = orgId) =>
+      change(org, subscriptionId, body, now).then(
+        () => undefined,
+        (error: { status: number; details?: { field: string }[] }) => ({
+          status: error.status,
+          fields: error.details?.map((detail) => detail.field),
+        }),
+      );
+    expect(await failure({ items: [{ id: seat!.id }] }, subscription.id, other.orgId)).toMatchObject({
+      status: 404,
+    });
+    expect(await failure({ items: [{ id: 999_999_999 }] })).toMatchObject({ status: 404 });
+    expect(await failure({ items: [{ product_id: other.seats }] })).toMatchObject({ status: 404 });
+    expect(
+      await failure({
+        items: [
+          { id: seat!.id, quantity: 0 },
+          { id: calls!.id, quantity: 2 },
+          { id: sibling.items[0]!.id },
+          { id: seat!.id },
+        ],
+      }),
+    ).toEqual({ status: 422, fields: ['items.0.quantity', 'items.3.id'] });
+    expect(
+      await failure({
+        items: [{ id: seat!.id }, { id: calls!.id, quantity: 2 }, { id: sibling.items[0]!.id }],
+      }),
+    ).toEqual({ status: 422, fields: ['items.1.quantity', 'items.2.id'] });
+    const usd = await productIn(database.db, orgId, {
+      name: 'USD seat',
+      unit_price: '1',
+      pricing_type: 'recurring',
+      currency: 'USD',
+    });
+    expect(await failure({ items: [{ id: seat!.id }, { product_id: usd }] })).toEqual({
+      status: 422,
+      fields: ['items.1.product_id'],
+    });
+    await database.db.query('UPDATE products SET is_active = false WHERE id = $1', [usd]);
+    expect(await failure({ items: [{ id: seat!.id }, { product_id: usd }] })).toEqual({
+      status: 422,
+      fields: ['items.1.product_id', 'items.1.product_id'],
+    });
+    expect(
+      await failure({ items: [{ id: seat!.id, quantity: 1_000_000 }, { id: calls!.id }] }),
+    ).toBeUndefined(); // fits
+    const huge = await productIn(database.db, orgId, {
+      name: 'Huge',
+      unit_price: '99999999999',
+      pricing_type: 'recurring',
+      currency: 'CAD',
+    });
+    expect(await failure({ items: [{ product_id: huge, quantity: 1000 }] })).toEqual({
+      status: 422,
+      fields: ['items.0.quantity'],
+    });
+    await database.db.query(`UPDATE subscriptions SET status = 'canceled' WHERE id = $1`, [sibling.id]);
+    expect(await failure({ items: [{ id: sibling.items[0]!.id }] }, sibling.id)).toMatchObject({
+      status: 409,
+    });
+    const { rows } = await database.db.query(
+      'SELECT quantity FROM subscription_items WHERE subscription_id = $1 AND removed_at IS NULL ORDER BY id',
+      [subscription.id],
+    );
+    expect(rows).toEqual([{ quantity: 1_000_000 }, { quantity: 1 }]);
+  });
+
+  it('every invoice these tests made has payable amounts', async () => {
+    expect(await expectPayableInvoices(database.db)).toBeGreaterThan(8);
+  });
+});

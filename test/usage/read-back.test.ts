@@ -1,0 +1,317 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBilling, usageSource } from '../../libs/billing/index.js';
+import { PostgresUsageAggregator } from '../../libs/usage/index.js';
+import { basicCatalog, customerIn, invoicesOf, subscribe } from '../billing/fixtures.js';
+import { startTestApi, type TestApi } from '../helpers/api.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+
+/**
+ * The usage read-back in the embedded mode (DESIGN §9.1): in-process log, totals from Postgres,
+ * `as_of` = now. The distributed mode (Kafka, sinks, ClickHouse) is read-back-distributed.test.ts.
+ */
+
+let api: TestApi;
+let org: TestOrg;
+let other: TestOrg;
+const DAY = 86_400_000;
+const today = Math.floor(Date.now() / DAY) * DAY;
+/** The running period began three days ago. */
+const start = new Date(today - 3 * DAY);
+
+let subscriptionId: number;
+let meteredItem: number;
+let licensedOnly: number;
+
+beforeAll(async () => {
+  api = await startTestApi({ redis: false });
+  const db = api.platform.db;
+  org = await createTestOrg(db);
+  other = await createTestOrg(db);
+  const { seats, apiCalls } = await basicCatalog(db, org.orgId);
+  const customerId = await customerIn(db, org.orgId, { country: 'CA', state_province: 'QC' });
+  const subscription = await subscribe(
+    db,
+    org.orgId,
+    {
+      customer_id: customerId,
+      items: [
+        { product_id: seats, quantity: 2 },
+        { product_id: apiCalls, included_units: '10' },
+      ],
+      start_date: start,
+    },
+    start,
+  );
+  subscriptionId = subscription.id;
+  meteredItem = subscription.items.find((item) => item.usage_type === 'metered')!.id;
+  licensedOnly = (
+    await subscribe(
+      db,
+      org.orgId,
+      { customer_id: customerId, items: [{ product_id: seats }], start_date: start },
+      start,
+    )
+  ).id;
+}, 60_000);
+afterAll(() => api?.close());
+
+async function post(quantity: number, timestamp: Date, key = randomUUID()) {
+  const response = await api.request({
+    method: 'POST',
+    path: '/usage/events',
+    key: org.apiKey,
+    headers: { 'idempotency-key': key },
+    payload: { subscription_item_id: meteredItem, quantity, timestamp: timestamp.toISOString() },
+  });
+  expect(response.statusCode, response.body).toBe(201);
+  return response.json().data as { id: string };
+}
+
+const get = (path: string, key = org.apiKey) => api.request({ method: 'GET', path, key });
+
+describe('usage read-back, embedded mode', () => {
+  const posted: { id: string }[] = [];
+
+  it('sums every posted event of the period, prices it as the billing run does, and now is as_of', async () => {
+    posted.push(await post(30, new Date(start.getTime() + 1000)));
+    posted.push(await post(45.5, new Date(today + 1000)));
+    posted.push(await post(2, new Date(today - DAY + 5000)));
+    await post(1000, new Date(start.getTime() - 1)); // the period before: not counted
+
+    const before = Date.now();
+    const response = await get(`/subscriptions/${subscriptionId}/usage`);
+    expect(response.statusCode, response.body).toBe(200);
+    const usage = response.json().data;
+    expect(usage).toMatchObject({
+      object: 'subscription_usage',
+      subscription_id: subscriptionId,
+      period_start: start.toISOString(),
+      currency: 'CAD',
+      items: [
+        {
+          subscription_item_id: meteredItem,
+          product_name: 'API calls',
+          unit_label: 'calls',
+          quantity: '77.50000000',
+          included_units: '10.00000000',
+          billable_quantity: '67.50000000',
+          // graduated: 67.5 at 1.00 (the first 100 units)
+          amount: '67.50000000',
+        },
+      ],
+      total_amount: '67.50000000',
+    });
+    expect(Date.parse(usage.as_of)).toBeGreaterThanOrEqual(before);
+    expect(usage.lag_seconds).toBeLessThan(1);
+  });
+
+  it('gives a daily series with the zero days, and the upcoming invoice with tax', async () => {
+    const daily = await get(
+      `/subscriptions/${subscriptionId}/usage/daily?from=${iso(start.getTime() - DAY)}&to=${iso(today)}`,
+    );
+    expect(daily.statusCode, daily.body).toBe(200);
+    expect(daily.json().data).toEqual([
+      { date: iso(start.getTime() - DAY), subscription_item_id: meteredItem, quantity: '1000.00000000' },
+      { date: iso(start.getTime()), subscription_item_id: meteredItem, quantity: '30.00000000' },
+      { date: iso(start.getTime() + DAY), subscription_item_id: meteredItem, quantity: '0.00000000' },
+      { date: iso(today - DAY), subscription_item_id: meteredItem, quantity: '2.00000000' },
+      { date: iso(today), subscription_item_id: meteredItem, quantity: '45.50000000' },
+    ]);
+
+    const upcoming = await get(`/subscriptions/${subscriptionId}/upcoming-invoice`);
+    expect(upcoming.statusCode, upcoming.body).toBe(200);
+    expect(upcoming.json().data).toMatchObject({
+      object: 'upcoming_invoice',
+      subscription_id: subscriptionId,
+      period_start: start.toISOString(),
+      currency: 'CAD',
+      subtotal: '87.50000000', // 2 seats x 10.00 + 67.50
+      tax_type: 'GST_QST',
+    });
+    expect(upcoming.json().data.lines).toHaveLength(2);
+  });
+
+  it('lists events newest first with filters and stable paging, and reads one', async () => {
+    const all = await get(`/usage/events?subscription_item_id=${meteredItem}&limit=100`);
+    expect(all.statusCode, all.body).toBe(200);
+    const events = all.json().data as { id: string; timestamp: string; status: string }[];
+    expect(events).toHaveLength(4);
+    const order = [...events].sort(
+      (a, b) => b.timestamp.localeCompare(a.timestamp) || b.id.localeCompare(a.id),
+    );
+    expect(events.map((e) => e.id)).toEqual(order.map((e) => e.id));
+    expect(all.json().pagination).toEqual({ limit: 100, offset: 0, total: 4, has_more: false });
+
+    const pages = [];
+    for (let offset = 0; offset < 4; offset += 3) {
+      const page = await get(`/usage/events?limit=3&offset=${offset}`);
+      pages.push(...page.json().data.map((e: { id: string }) => e.id));
+    }
+    expect(pages).toEqual(events.map((e) => e.id));
+
+    const window = await get(
+      `/usage/events?from=${encodeURIComponent(start.toISOString())}&to=${encodeURIComponent(new Date(today).toISOString())}`,
+    );
+    expect(
+      window
+        .json()
+        .data.map((e: { quantity: number }) => e.quantity)
+        .sort(),
+    ).toEqual([2, 30]);
+
+    const one = await get(`/usage/events/${posted[0]!.id}`);
+    expect(one.json().data).toMatchObject({
+      id: posted[0]!.id,
+      quantity: 30,
+      status: 'ACTIVE',
+      voided_at: null,
+    });
+  });
+
+  it('voids an event: it disappears from usage, daily and the upcoming invoice; a second void is the same', async () => {
+    const target = posted[1]!; // 45.5 today
+    const voided = await api.request({
+      method: 'POST',
+      path: `/usage/events/${target.id}/void`,
+      key: org.apiKey,
+    });
+    expect(voided.statusCode, voided.body).toBe(200);
+    expect(voided.json().data).toMatchObject({ id: target.id, status: 'VOIDED' });
+    const again = await api.request({
+      method: 'POST',
+      path: `/usage/events/${target.id}/void`,
+      key: org.apiKey,
+    });
+    expect(again.statusCode).toBe(200);
+    expect(again.json().data).toEqual(voided.json().data);
+
+    const usage = (await get(`/subscriptions/${subscriptionId}/usage`)).json().data;
+    expect(usage.items[0].quantity).toBe('32.00000000');
+    const daily = (await get(`/subscriptions/${subscriptionId}/usage/daily`)).json().data;
+    expect(daily.find((d: { date: string }) => d.date === iso(today)).quantity).toBe('0.00000000');
+    const upcoming = (await get(`/subscriptions/${subscriptionId}/upcoming-invoice`)).json().data;
+    expect(upcoming.subtotal).toBe('42.00000000'); // 20.00 + 22 billable calls
+
+    const listed = await get('/usage/events?status=VOIDED');
+    expect(listed.json().data.map((e: { id: string }) => e.id)).toEqual([target.id]);
+    const active = await get('/usage/events?status=ACTIVE');
+    expect(active.json().pagination.total).toBe(3);
+  });
+
+  it('keeps voided usage out of the billing run, and refuses to void an invoiced period (409 naming it)', async () => {
+    const db = api.platform.db;
+    const summary = await runBilling(db, {
+      usage: usageSource(new PostgresUsageAggregator(db)),
+      orgId: org.orgId,
+      subscriptionIds: [subscriptionId],
+      now: new Date(Date.parse(start.toISOString()) + 40 * DAY),
+      post: false,
+    });
+    expect(summary.invoices_created).toBeGreaterThanOrEqual(1);
+    const [invoice] = await invoicesOf(db, subscriptionId);
+    const { rows } = await db.query<{ subtotal: string }>(
+      'SELECT subtotal::text FROM invoices WHERE id = $1',
+      [invoice!.id],
+    );
+    expect(rows[0]!.subtotal).toBe('42.00000000');
+
+    const refused = await api.request({
+      method: 'POST',
+      path: `/usage/events/${posted[0]!.id}/void`,
+      key: org.apiKey,
+    });
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect(refused.json()).toMatchObject({ error_code: 'CONFLICT' });
+    expect(refused.json().message ?? refused.body).toContain(invoice!.invoice_number);
+  });
+
+  it('answers a licensed-only subscription with no items', async () => {
+    const usage = await get(`/subscriptions/${licensedOnly}/usage?period=previous`);
+    expect(usage.statusCode, usage.body).toBe(200);
+    expect(usage.json().data).toMatchObject({ items: [], total_amount: '0.00000000' });
+    expect((await get(`/subscriptions/${licensedOnly}/usage/daily`)).json().data).toEqual([]);
+  });
+
+  it('refuses bad input with 422 and details naming the field', async () => {
+    const base = `/subscriptions/${subscriptionId}/usage/daily`;
+    const cases: [string, string][] = [
+      [`${base}?from=2026-02-10&to=2026-02-01`, 'to'],
+      [`${base}?from=2026-01-01&to=2026-04-04`, 'to'], // 93 days is the most: this is 94
+      [`${base}?from=2026-13-01`, 'from'],
+      [`${base}?to=yesterday`, 'to'],
+      [`${base}?subscription_item_id=abc`, 'subscription_item_id'],
+      [`/subscriptions/${subscriptionId}/usage?period=next`, 'period'],
+      ['/usage/events?from=2026-02-10T00:00:00Z&to=2026-02-01T00:00:00Z', 'to'],
+      ['/usage/events?from=2026-02-10', 'from'],
+      ['/usage/events?status=DELETED', 'status'],
+    ];
+    for (const [path, field] of cases) {
+      const response = await get(path);
+      expect(response.statusCode, `${path}: ${response.body}`).toBe(422);
+      expect(response.json().details.map((d: { field: string }) => d.field)).toContain(field);
+    }
+    const exactly93 = await get(`${base}?from=2026-01-01&to=2026-04-03`);
+    expect(exactly93.statusCode).toBe(200);
+    expect(exactly93.json().data).toHaveLength(93);
+  });
+
+  it("answers 404 for another organization's subscription or event, on every route", async () => {
+    const paths = [
+      `/subscriptions/${subscriptionId}/usage`,
+      `/subscriptions/${subscriptionId}/usage/daily`,
+      `/subscriptions/${subscriptionId}/upcoming-invoice`,
+      `/usage/events/${posted[0]!.id}`,
+    ];
+    for (const path of paths) {
+      const response = await get(path, other.apiKey);
+      expect(response.statusCode, `${path}: ${response.body}`).toBe(404);
+    }
+    const voided = await api.request({
+      method: 'POST',
+      path: `/usage/events/${posted[2]!.id}/void`,
+      key: other.apiKey,
+    });
+    expect(voided.statusCode).toBe(404);
+    expect((await get(`/usage/events/${posted[2]!.id}`)).json().data.status).toBe('ACTIVE');
+    const list = await get('/usage/events', other.apiKey);
+    expect(list.json().data).toEqual([]);
+    for (const path of [
+      '/subscriptions/999999999/usage',
+      `/usage/events/${randomUUID()}`,
+      '/usage/events/nope',
+    ]) {
+      expect((await get(path)).statusCode).toBe(404);
+    }
+  });
+});
+
+describe('the read-back in the documents', () => {
+  it('llms.txt lists every new route with an example of its answer', async () => {
+    const text = (await api.request({ method: 'GET', path: '/llms.txt' })).body;
+    for (const route of [
+      'GET /subscriptions/{subscription_id}/usage',
+      'GET /subscriptions/{subscription_id}/usage/daily',
+      'GET /subscriptions/{subscription_id}/upcoming-invoice',
+      'GET /usage/events',
+      'GET /usage/events/{event_id}',
+      'POST /usage/events/{event_id}/void',
+    ]) {
+      expect(text).toContain(route);
+    }
+    for (const tool of ['get_subscription_usage', 'preview_upcoming_invoice']) expect(text).toContain(tool);
+    // each with an example answer, from the schema's own example
+    for (const object of [
+      '"object":"subscription_usage"',
+      '"object":"upcoming_invoice"',
+      '"status":"VOIDED"',
+    ]) {
+      expect(text).toContain(object);
+    }
+    expect(text).toContain('Example answer: `{"data":[{"date":"2026-11-20"');
+  });
+});
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
