@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Database, MIGRATIONS_DIR, migrate, startEmbeddedPostgres } from '../../libs/db/index.js';
 import { claimDueDeliveries } from '../../libs/webhooks/delivery.js';
+import { freePort } from '../helpers/processes.js';
 import { roundTripEveryTable } from '../helpers/round-trip.js';
 
 /** The embedded database (PGlite served on a loopback socket) runs the same migrations as Postgres. */
@@ -16,7 +17,7 @@ describe('embedded PGlite', () => {
 
   it('apply on embedded PGlite through the socket, and every table round-trips', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'billing-pglite-'));
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const port = freePort();
     const server = await startEmbeddedPostgres({ dataDir, host: '127.0.0.1', port });
     const db = new Database(server.url, { poolSize: 3 });
     cleanups.push(async () => {
@@ -43,7 +44,7 @@ describe('embedded PGlite', () => {
 
   it('refuses a second process on the same embedded data directory', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'billing-pglite-'));
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const port = freePort();
     // one made by an older version, open to everyone: closed to others on start
     await mkdir(path.join(dataDir, 'pgdata'));
     await chmod(path.join(dataDir, 'pgdata'), 0o777);
@@ -62,7 +63,7 @@ describe('embedded PGlite', () => {
 
   it("holds other connections off between one connection's Parse and its Sync", async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'billing-pglite-'));
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const port = freePort();
     const server = await startEmbeddedPostgres({ dataDir, host: '127.0.0.1', port });
     const a = await WireClient.connect(port);
     const b = await WireClient.connect(port);

@@ -120,6 +120,10 @@ export async function startTs(
   };
 }
 
+/**
+ * A port for a child to listen on, below the kernel's ephemeral range (32768 and up on Linux),
+ * where the outgoing connections of the run's own clients never land.
+ */
 export function freePort(): number {
-  return 20_000 + Math.floor(Math.random() * 30_000);
+  return 20_000 + Math.floor(Math.random() * 12_000);
 }

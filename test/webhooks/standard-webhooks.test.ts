@@ -9,7 +9,7 @@ import {
   WEBHOOK_PAYLOADS,
   WebhookDeliveryHeaders,
 } from '../../libs/schemas/index.js';
-import { cancelSubscription } from '../../libs/subscriptions/index.js';
+import { cancelSubscription, changeSubscription } from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { signingKeyId, type WebhookDispatcher } from '../../libs/webhooks/index.js';
 import { basicCatalog, customerIn, subscribe } from '../billing/fixtures.js';
@@ -96,6 +96,13 @@ describe('Standard Webhooks signatures', () => {
     });
     const invoiceId = run.invoice_ids[0]!;
     await db.transaction((tx) => recordPayment(tx, { invoiceId, amount: '105', method: 'CARD' }));
+    await db.transaction((tx) =>
+      changeSubscription(tx, {
+        subscriptionId: subscription.id,
+        change: { items: [{ id: subscription.items[0]!.id, quantity: 12 }] },
+        now: new Date('2026-02-10T00:00:00Z'),
+      }),
+    );
     await db.transaction((tx) =>
       cancelSubscription(tx, { subscriptionId: subscription.id, now: new Date('2026-02-15T00:00:00Z') }),
     );
