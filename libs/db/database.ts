@@ -43,7 +43,8 @@ export class Database implements Queryable {
   private readonly statementNames: Map<string, string> | undefined;
 
   /**
-   * `preparedStatements`: each distinct SQL text of query() becomes a named statement, parsed and
+   * `preparedStatements`: each distinct SQL text of query(), and of a transaction's statements,
+   * becomes a named statement, parsed and
    * planned once per connection instead of on every call (parsing and planning are most of
    * Postgres's work for a primary-key lookup). Only for Postgres itself: the embedded PGlite serves every connection from
    * ONE backend, where two connections preparing one name would collide. Texts are parameterized
@@ -178,6 +179,27 @@ export class Database implements Queryable {
     }
   }
 
+  /**
+   * The client as a transaction's code sees it: a parameterized `query(text, values)` runs as the
+   * named statement of its text, as query() does; everything else is the client's own.
+   */
+  private namingStatements(client: pg.PoolClient): pg.PoolClient {
+    if (!this.statementNames) return client;
+    const query = (...args: unknown[]) => {
+      const [text, values] = args;
+      const name = typeof text === 'string' && Array.isArray(values) ? this.statementName(text) : undefined;
+      if (name === undefined) return (client.query as (...a: unknown[]) => unknown)(...args);
+      return client.query({ name, text: text as string, values: values as unknown[] });
+    };
+    return new Proxy(client, {
+      get(target, property) {
+        if (property === 'query') return query;
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  }
+
   private statementName(text: string): string | undefined {
     const names = this.statementNames;
     if (!names) return undefined;
@@ -221,7 +243,7 @@ export class Database implements Queryable {
         .filter(Boolean)
         .join(' ');
       await client.query(`BEGIN ${modes}`);
-      const result = await fn(client);
+      const result = await fn(this.namingStatements(client));
       await client.query('COMMIT');
       return result;
     } catch (error) {

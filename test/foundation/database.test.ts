@@ -40,6 +40,17 @@ describe('Database on Postgres with preparedStatements', () => {
     expect((await prepared()).length).toBe(before);
   });
 
+  it("prepares a transaction's parameterized statements the same way", async () => {
+    const text = 'SELECT $1::int * 3 AS n';
+    for (const n of [1, 2]) {
+      const rows = await db.transaction(async (tx) => (await tx.query<{ n: number }>(text, [n])).rows);
+      expect(rows).toEqual([{ n: n * 3 }]);
+    }
+    const statements = (await prepared()).filter((s) => s.statement === text);
+    expect(statements).toHaveLength(1);
+    expect(statements[0]!.name).toMatch(/^billing_\d+$/);
+  });
+
   it('a failing prepared statement leaves the connection usable', async () => {
     await expect(db.query('SELECT 1 / $1::int AS n', [0])).rejects.toThrow(/division by zero/);
     expect((await db.query<{ n: number }>('SELECT 1 / $1::int AS n', [1])).rows).toEqual([{ n: 1 }]);
