@@ -1,33 +1,58 @@
+/**
+ * Usage events: taken in, deduplicated, logged, stored, aggregated and read back.
+ *
+ *   domain/       the ingest rules (ingest.ts), requests, events and their ids, the item cache,
+ *                 listing and voiding stored events
+ *   wire/         request bodies and response bodies of the usage routes, shared by both front ends
+ *   dedup-store/  where accepted idempotency keys live (Redis, or memory when embedded)
+ *   event-log/    the durable log every accepted event and void goes through (Kafka, in-process)
+ *   sinks/        what consumes the log into Postgres and ClickHouse, with its watermark
+ *   aggregation/  period totals for billing and the read-back, from Postgres or ClickHouse
+ *   open.ts       the wiring of all of these from the configuration
+ */
 export {
   type DailyUsage,
   PostgresDailyTotalsAggregator,
   PostgresUsageAggregator,
   type UsageAggregator,
   ZERO_QUANTITY,
-} from './aggregation.js';
-export { parseUsageBody } from './body.js';
-export { type PartitionLag, SinkBehindError } from './catch-up.js';
-export { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
-export { clickhouseUsageDdl, migrateClickHouse } from './clickhouse-schema.js';
+} from './aggregation/aggregator.js';
+export { ClickHouseUsageAggregator } from './aggregation/clickhouse.js';
+export { clickhouseUsageDdl, migrateClickHouse } from './aggregation/clickhouse-schema.js';
 export {
-  type BatchOutcome,
-  type IngestReply,
-  type RecordedEvent,
-  UsageIngest,
-  type UsageIngestOptions,
-} from './core.js';
+  GuardedUsageAggregator,
+  isClickHouseOutage,
+  openUsageReadStores,
+  type UsageReadStores,
+} from './aggregation/read-stores.js';
+export { MemoryUsageDedupStore } from './dedup-store/memory.js';
+export { RedisUsageDedupStore } from './dedup-store/redis.js';
+export type { UsageDedupStore } from './dedup-store/store.js';
 export {
   decodeLogMessage,
   encodeLogMessages,
   toPublicUsageEvent,
   type UsageEventRecord,
   type UsageVoidRecord,
-} from './event.js';
-export { InProcessUsageEventLog } from './in-process-log.js';
-export { SubscriptionItemCache } from './items.js';
-export { KafkaUsageEventLog } from './kafka-log.js';
-export type { UsageEventLog } from './log.js';
-export { MemoryUsageDedupStore } from './memory.js';
+} from './domain/event.js';
+export {
+  type BatchOutcome,
+  type IngestReply,
+  type RecordedEvent,
+  UsageIngest,
+  type UsageIngestOptions,
+} from './domain/ingest.js';
+export { SubscriptionItemCache } from './domain/items.js';
+export {
+  getUsageEvent,
+  listUsageEvents,
+  type UsageEventFilter,
+  VOID_CATCH_UP_MS,
+  voidUsageEvent,
+} from './domain/usage-events.js';
+export { InProcessUsageEventLog } from './event-log/in-process.js';
+export { KafkaUsageEventLog } from './event-log/kafka.js';
+export type { UsageEventLog } from './event-log/log.js';
 export {
   type OpenedUsageAggregator,
   openUsageAggregator,
@@ -37,24 +62,11 @@ export {
   type UsagePipeline,
   type UsageSinks,
 } from './open.js';
-export {
-  GuardedUsageAggregator,
-  isClickHouseOutage,
-  openUsageReadStores,
-  type UsageReadStores,
-} from './read-stores.js';
-export { RedisUsageDedupStore } from './redis.js';
-export { batchResponseBody, eventResponseBody } from './responses.js';
-export type { UsageSink } from './sink.js';
-export { ClickHouseUsageSink } from './sink-clickhouse.js';
-export { type KafkaSinkOptions, KafkaSinkRunner } from './sink-consumer.js';
-export { PostgresUsageSink } from './sink-postgres.js';
-export type { UsageDedupStore } from './store.js';
-export {
-  getUsageEvent,
-  listUsageEvents,
-  type UsageEventFilter,
-  VOID_CATCH_UP_MS,
-  voidUsageEvent,
-} from './usage-events.js';
-export { SinkWatermarkRecorder, sinkWatermark } from './watermark.js';
+export { type PartitionLag, SinkBehindError } from './sinks/catch-up.js';
+export { ClickHouseUsageSink } from './sinks/clickhouse.js';
+export { type KafkaSinkOptions, KafkaSinkRunner } from './sinks/kafka-consumer.js';
+export { PostgresUsageSink } from './sinks/postgres.js';
+export type { UsageSink } from './sinks/sink.js';
+export { SinkWatermarkRecorder, sinkWatermark } from './sinks/watermark.js';
+export { parseUsageBody } from './wire/body.js';
+export { batchResponseBody, eventResponseBody } from './wire/responses.js';

@@ -5,22 +5,26 @@ import { type Admin, createKafka, ensureTopic, type Kafka, kafkaCheck } from '..
 import { createLogger, type Logger } from '../log/index.js';
 import { clickhouseCheck, type DependencyCheck } from '../observability/index.js';
 import type { Platform } from '../platform/index.js';
-import { PostgresUsageAggregator, type UsageAggregator } from './aggregation.js';
-import { waitForSinkCatchUp } from './catch-up.js';
-import { migrateClickHouse } from './clickhouse-schema.js';
-import { UsageIngest } from './core.js';
-import { InProcessUsageEventLog } from './in-process-log.js';
-import { SubscriptionItemCache } from './items.js';
-import { KafkaUsageEventLog } from './kafka-log.js';
-import type { UsageEventLog } from './log.js';
-import { MemoryUsageDedupStore } from './memory.js';
-import { guardedClickHouseAggregator, openUsageReadStores, type UsageReadStores } from './read-stores.js';
-import { RedisUsageDedupStore } from './redis.js';
-import type { UsageSink } from './sink.js';
-import { CLICKHOUSE_SINK_NAME, ClickHouseUsageSink } from './sink-clickhouse.js';
-import { KafkaSinkRunner } from './sink-consumer.js';
-import { POSTGRES_SINK_NAME, PostgresUsageSink } from './sink-postgres.js';
-import { SinkWatermarkRecorder } from './watermark.js';
+import { PostgresUsageAggregator, type UsageAggregator } from './aggregation/aggregator.js';
+import { migrateClickHouse } from './aggregation/clickhouse-schema.js';
+import {
+  guardedClickHouseAggregator,
+  openUsageReadStores,
+  type UsageReadStores,
+} from './aggregation/read-stores.js';
+import { MemoryUsageDedupStore } from './dedup-store/memory.js';
+import { RedisUsageDedupStore } from './dedup-store/redis.js';
+import { UsageIngest } from './domain/ingest.js';
+import { SubscriptionItemCache } from './domain/items.js';
+import { InProcessUsageEventLog } from './event-log/in-process.js';
+import { KafkaUsageEventLog } from './event-log/kafka.js';
+import type { UsageEventLog } from './event-log/log.js';
+import { waitForSinkCatchUp } from './sinks/catch-up.js';
+import { CLICKHOUSE_SINK_NAME, ClickHouseUsageSink } from './sinks/clickhouse.js';
+import { KafkaSinkRunner } from './sinks/kafka-consumer.js';
+import { POSTGRES_SINK_NAME, PostgresUsageSink } from './sinks/postgres.js';
+import type { UsageSink } from './sinks/sink.js';
+import { SinkWatermarkRecorder } from './sinks/watermark.js';
 
 export interface OpenedUsageAggregator {
   aggregator: UsageAggregator;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dedupKey, encodeDedupRecord } from '../../libs/usage/event.js';
+import { dedupKey, encodeDedupRecord } from '../../libs/usage/domain/event.js';
 import { openUsageIngest, type UsagePipeline } from '../../libs/usage/index.js';
 import type { IngestServer } from '../../services/ingest/server.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/index.js';
+import type { Queryable } from '../../db/index.js';
 
 /**
  * Usage totals for billing and MCP: the sum of quantities per subscription item over the window

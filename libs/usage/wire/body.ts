@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { ApiError } from '../errors/index.js';
+import { ApiError } from '../../errors/index.js';
 
 /** Events (the root object, or an entry of a batch's `events`) whose `quantity` text a double does not hold. */
 const inexactQuantities = new WeakSet<object>();

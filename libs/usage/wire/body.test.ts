@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../errors/index.js';
+import { ApiError } from '../../errors/index.js';
 import { mayHoldLongNumber, parseUsageBody, quantityIsInexact } from './body.js';
 
 const parse = (text: string) => parseUsageBody(Buffer.from(text, 'utf8'));

@@ -1,15 +1,15 @@
-import type { ClickHouse } from '../clickhouse/index.js';
-import type { CommonConfig } from '../config/index.js';
-import type { Queryable } from '../db/index.js';
-import { DependencyGuard } from '../dependency-guard/index.js';
-import { type Admin, createKafka } from '../kafka/index.js';
-import type { Logger } from '../log/index.js';
-import { type DailyUsage, PostgresDailyTotalsAggregator, type UsageAggregator } from './aggregation.js';
-import { waitForSinkCatchUp } from './catch-up.js';
-import { ClickHouseUsageAggregator } from './clickhouse-aggregation.js';
-import type { UsageEventLog } from './log.js';
-import { POSTGRES_SINK_NAME } from './sink-postgres.js';
-import { sinkWatermark } from './watermark.js';
+import type { ClickHouse } from '../../clickhouse/index.js';
+import type { CommonConfig } from '../../config/index.js';
+import type { Queryable } from '../../db/index.js';
+import { DependencyGuard } from '../../dependency-guard/index.js';
+import { type Admin, createKafka } from '../../kafka/index.js';
+import type { Logger } from '../../log/index.js';
+import type { UsageEventLog } from '../event-log/log.js';
+import { waitForSinkCatchUp } from '../sinks/catch-up.js';
+import { POSTGRES_SINK_NAME } from '../sinks/postgres.js';
+import { sinkWatermark } from '../sinks/watermark.js';
+import { type DailyUsage, PostgresDailyTotalsAggregator, type UsageAggregator } from './aggregator.js';
+import { ClickHouseUsageAggregator } from './clickhouse.js';
 
 /**
  * What the usage read-back reads and writes through (DESIGN §9.1): totals through the aggregation

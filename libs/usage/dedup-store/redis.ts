@@ -1,7 +1,7 @@
-import { Batcher } from '../batching/index.js';
-import type { DependencyGuard } from '../dependency-guard/index.js';
-import { groupByBucket, nthDecision, RATE_LIMIT_LUA } from '../rate-limit/index.js';
-import { BulkScript, type Redis, type ScriptArgument } from '../redis/index.js';
+import { Batcher } from '../../batching/index.js';
+import type { DependencyGuard } from '../../dependency-guard/index.js';
+import { groupByBucket, nthDecision, RATE_LIMIT_LUA } from '../../rate-limit/index.js';
+import { BulkScript, type Redis, type ScriptArgument } from '../../redis/index.js';
 import type { DedupEntry, Reservation, ReservationResult, UsageDedupStore } from './store.js';
 
 /**

@@ -1,14 +1,16 @@
-import type { AuthContext } from '../auth/index.js';
-import { ApiError } from '../errors/index.js';
-import type { Logger } from '../log/index.js';
-import { ingestEvents } from '../observability/index.js';
+import type { AuthContext } from '../../auth/index.js';
+import { ApiError } from '../../errors/index.js';
+import type { Logger } from '../../log/index.js';
+import { ingestEvents } from '../../observability/index.js';
 import {
   type RateLimitDecision,
   type RateLimiter,
   rateLimitedError,
   rateLimitHeaders,
-} from '../rate-limit/index.js';
-import type { UsageEvent } from '../schemas/index.js';
+} from '../../rate-limit/index.js';
+import type { UsageEvent } from '../../schemas/index.js';
+import type { DedupEntry, UsageDedupStore } from '../dedup-store/store.js';
+import type { UsageEventLog } from '../event-log/log.js';
 import {
   decodeDedupRecord,
   dedupKey,
@@ -20,7 +22,6 @@ import {
 } from './event.js';
 import { newEventId } from './event-id.js';
 import type { SubscriptionItemCache } from './items.js';
-import type { UsageEventLog } from './log.js';
 import {
   identityOf,
   parseBatchedUsageEvent,
@@ -28,7 +29,6 @@ import {
   parseUsageEventBatch,
   type ValidUsageEvent,
 } from './request.js';
-import type { DedupEntry, UsageDedupStore } from './store.js';
 
 export interface IngestReply<T> {
   value: T;

@@ -1,13 +1,13 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
-import type { Logger } from '../log/index.js';
+import type { Logger } from '../../log/index.js';
 import {
   type DependencyCheck,
   sinkEventsWritten,
   sinkLagMessages,
   sinkLagSeconds,
   sinkWriteDuration,
-} from '../observability/index.js';
-import { decodeLogEntries, type UsageEventRecord, type UsageVoidRecord } from './event.js';
+} from '../../observability/index.js';
+import { decodeLogEntries, type UsageEventRecord, type UsageVoidRecord } from '../domain/event.js';
 import type { UsageSink } from './sink.js';
 
 export interface KafkaSinkOptions {

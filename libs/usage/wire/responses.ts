@@ -1,6 +1,12 @@
-import { toErrorBody } from '../errors/index.js';
-import { dataListWriter, jsonWriter, single, UsageEvent, UsageEventBatchResult } from '../schemas/index.js';
-import type { BatchOutcome } from './core.js';
+import { toErrorBody } from '../../errors/index.js';
+import {
+  dataListWriter,
+  jsonWriter,
+  single,
+  UsageEvent,
+  UsageEventBatchResult,
+} from '../../schemas/index.js';
+import type { BatchOutcome } from '../domain/ingest.js';
 
 /** The response bodies, written from the routes' own schemas (fast-json-stringify). */
 const writeEvent = jsonWriter(single(UsageEvent));

@@ -1,5 +1,5 @@
-import type { Queryable } from '../db/index.js';
-import type { UsageEventRecord, UsageIdentity, UsageVoidRecord } from './event.js';
+import type { Queryable } from '../../db/index.js';
+import type { UsageEventRecord, UsageIdentity, UsageVoidRecord } from '../domain/event.js';
 import type { UsageSink } from './sink.js';
 
 /**

@@ -1,9 +1,9 @@
-import type { Database, Queryable } from '../db/index.js';
-import { ApiError } from '../errors/index.js';
-import { isUuid, type PaginationQuery, type UsageEventWithStatus } from '../schemas/index.js';
+import type { Database, Queryable } from '../../db/index.js';
+import { ApiError } from '../../errors/index.js';
+import { isUuid, type PaginationQuery, type UsageEventWithStatus } from '../../schemas/index.js';
+import type { UsageReadStores } from '../aggregation/read-stores.js';
+import { SUBTRACT_VOIDED } from '../sinks/postgres.js';
 import type { UsageEventRecord } from './event.js';
-import type { UsageReadStores } from './read-stores.js';
-import { SUBTRACT_VOIDED } from './sink-postgres.js';
 
 /**
  * Reading back and voiding recorded usage events (DESIGN §9.1). Events are read from Postgres

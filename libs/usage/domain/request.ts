@@ -1,4 +1,4 @@
-import { ApiError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../errors/index.js';
+import { ApiError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../../errors/index.js';
 import {
   CreateUsageEvent,
   fractionalDigits,
@@ -7,8 +7,8 @@ import {
   storable,
   USAGE_QUANTITY_SCALE,
   UsageEventBatchEnvelope,
-} from '../schemas/index.js';
-import { quantityIsInexact } from './body.js';
+} from '../../schemas/index.js';
+import { quantityIsInexact } from '../wire/body.js';
 
 /** A usage event that passed every check that needs no storage. */
 export interface ValidUsageEvent {

@@ -1,6 +1,6 @@
-import type { Queryable } from '../db/index.js';
-import type { Admin } from '../kafka/index.js';
-import type { Logger } from '../log/index.js';
+import type { Queryable } from '../../db/index.js';
+import type { Admin } from '../../kafka/index.js';
+import type { Logger } from '../../log/index.js';
 
 /**
  * The sinks' committed watermark, `as_of` of the usage read-back (DESIGN §9.1, docs/decisions.md).

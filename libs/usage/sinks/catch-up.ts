@@ -1,4 +1,4 @@
-import type { Admin } from '../kafka/index.js';
+import type { Admin } from '../../kafka/index.js';
 
 /** A partition whose sink has not committed up to where the log ended. */
 export interface PartitionLag {

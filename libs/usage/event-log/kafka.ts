@@ -1,4 +1,4 @@
-import { DependencyGuard } from '../dependency-guard/index.js';
+import { DependencyGuard } from '../../dependency-guard/index.js';
 import {
   type Admin,
   isKafkaOutage,
@@ -6,15 +6,15 @@ import {
   kafkaCheck,
   LingeringProducer,
   partitionOfKey,
-} from '../kafka/index.js';
-import type { Logger } from '../log/index.js';
-import type { DependencyCheck } from '../observability/index.js';
+} from '../../kafka/index.js';
+import type { Logger } from '../../log/index.js';
+import type { DependencyCheck } from '../../observability/index.js';
 import {
   encodeLogMessages,
   encodeVoidMessages,
   type UsageEventRecord,
   type UsageVoidRecord,
-} from './event.js';
+} from '../domain/event.js';
 import type { UsageEventLog } from './log.js';
 
 /**

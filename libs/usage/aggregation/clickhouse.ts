@@ -1,5 +1,5 @@
-import type { ClickHouse } from '../clickhouse/index.js';
-import { type DailyUsage, type UsageAggregator, ZERO_QUANTITY } from './aggregation.js';
+import type { ClickHouse } from '../../clickhouse/index.js';
+import { type DailyUsage, type UsageAggregator, ZERO_QUANTITY } from './aggregator.js';
 import { CLICKHOUSE_USAGE_TABLE } from './clickhouse-schema.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { ClickHouse } from '../clickhouse/index.js';
+import type { ClickHouse } from '../../clickhouse/index.js';
 
 export const CLICKHOUSE_USAGE_TABLE = 'usage_events';
 

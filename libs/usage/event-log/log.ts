@@ -1,5 +1,5 @@
-import type { DependencyCheck } from '../observability/index.js';
-import type { UsageEventRecord, UsageIdentity, UsageVoidRecord } from './event.js';
+import type { DependencyCheck } from '../../observability/index.js';
+import type { UsageEventRecord, UsageIdentity, UsageVoidRecord } from '../domain/event.js';
 
 /**
  * Where accepted usage events go before anything else: Kafka in the distributed mode, an

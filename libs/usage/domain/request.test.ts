@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../errors/index.js';
-import { CreateUsageEvent } from '../schemas/index.js';
+import { ApiError } from '../../errors/index.js';
+import { CreateUsageEvent } from '../../schemas/index.js';
 import { identityOf, parseUsageEvent, parseUsageEventBatch, wellFormedEvent } from './request.js';
 
 const NOW = Date.UTC(2026, 10, 20, 12, 0, 0);

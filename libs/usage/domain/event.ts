@@ -1,5 +1,5 @@
-import { writeDecimal } from '../bytes/index.js';
-import { isUuid, type UsageEvent } from '../schemas/index.js';
+import { writeDecimal } from '../../bytes/index.js';
+import { isUuid, type UsageEvent } from '../../schemas/index.js';
 
 /**
  * A usage event as the log, the sinks and the dedup store carry it. Its identity is

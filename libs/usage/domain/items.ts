@@ -1,5 +1,5 @@
-import { Batcher } from '../batching/index.js';
-import type { Queryable } from '../db/index.js';
+import { Batcher } from '../../batching/index.js';
+import type { Queryable } from '../../db/index.js';
 
 export type UsageType = 'metered' | 'licensed';
 

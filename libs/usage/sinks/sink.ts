@@ -1,4 +1,4 @@
-import type { UsageEventRecord, UsageVoidRecord } from './event.js';
+import type { UsageEventRecord, UsageVoidRecord } from '../domain/event.js';
 
 /**
  * A store the usage log is copied into. `write` is idempotent: an event written again (Kafka

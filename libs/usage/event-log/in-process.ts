@@ -1,9 +1,9 @@
-import { Batcher } from '../batching/index.js';
-import type { DependencyCheck } from '../observability/index.js';
-import type { UsageEventRecord, UsageIdentity, UsageVoidRecord } from './event.js';
+import { Batcher } from '../../batching/index.js';
+import type { DependencyCheck } from '../../observability/index.js';
+import type { UsageEventRecord, UsageIdentity, UsageVoidRecord } from '../domain/event.js';
+import type { PostgresUsageSink } from '../sinks/postgres.js';
+import type { UsageSink } from '../sinks/sink.js';
 import type { UsageEventLog } from './log.js';
-import type { UsageSink } from './sink.js';
-import type { PostgresUsageSink } from './sink-postgres.js';
 
 /**
  * The embedded twin of Kafka: concurrent appends are gathered for the linger window and written

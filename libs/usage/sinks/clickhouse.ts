@@ -1,6 +1,10 @@
-import { type ClickHouse, tabSeparatedRow } from '../clickhouse/index.js';
-import { CLICKHOUSE_USAGE_TABLE, VERSION_CEILING_MS, VOID_VERSION } from './clickhouse-schema.js';
-import type { UsageEventRecord, UsageVoidRecord } from './event.js';
+import { type ClickHouse, tabSeparatedRow } from '../../clickhouse/index.js';
+import {
+  CLICKHOUSE_USAGE_TABLE,
+  VERSION_CEILING_MS,
+  VOID_VERSION,
+} from '../aggregation/clickhouse-schema.js';
+import type { UsageEventRecord, UsageVoidRecord } from '../domain/event.js';
 import type { UsageSink } from './sink.js';
 
 const COLUMNS = [

@@ -1,4 +1,4 @@
-import type { RateLimitStore } from '../rate-limit/index.js';
+import type { RateLimitStore } from '../../rate-limit/index.js';
 import type { DedupEntry, Reservation, ReservationResult, UsageDedupStore } from './store.js';
 
 interface Stored {
