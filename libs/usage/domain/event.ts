@@ -134,34 +134,49 @@ export function decodeLogMessage(value: Buffer | string | null): UsageEventRecor
   const events: UsageEventRecord[] = [];
   for (let i = 1; i < lines.length; i++) {
     const [id, org, item, quantity, occurred, recorded, idempotencyKey] = lines[i]!.split('\t', 7);
-    if (
-      !id ||
-      !isUuid(id) ||
-      !org ||
-      !INTEGER.test(org) ||
-      !item ||
-      !INTEGER.test(item) ||
-      !quantity ||
-      !DECIMAL.test(quantity) ||
-      !occurred ||
-      !INTEGER.test(occurred) ||
-      !recorded ||
-      !INTEGER.test(recorded) ||
-      !idempotencyKey
-    ) {
-      throw new Error(`malformed usage event on line ${i + 1}`);
-    }
-    events.push({
-      id,
-      orgId: Number(org),
-      subscriptionItemId: Number(item),
-      idempotencyKey,
-      quantity,
-      occurredAtMs: Number(occurred),
-      recordedAtMs: Number(recorded),
-    });
+    const event = eventOfFields(id, org, item, quantity, occurred, recorded, idempotencyKey);
+    if (!event) throw new Error(`malformed usage event on line ${i + 1}`);
+    events.push(event);
   }
   return events;
+}
+
+/** The event a log line's fields spell, or undefined when one of them is missing or malformed. */
+function eventOfFields(
+  id: string | undefined,
+  org: string | undefined,
+  item: string | undefined,
+  quantity: string | undefined,
+  occurred: string | undefined,
+  recorded: string | undefined,
+  idempotencyKey: string | undefined,
+): UsageEventRecord | undefined {
+  if (
+    !id ||
+    !isUuid(id) ||
+    !org ||
+    !INTEGER.test(org) ||
+    !item ||
+    !INTEGER.test(item) ||
+    !quantity ||
+    !DECIMAL.test(quantity) ||
+    !occurred ||
+    !INTEGER.test(occurred) ||
+    !recorded ||
+    !INTEGER.test(recorded) ||
+    !idempotencyKey
+  ) {
+    return undefined;
+  }
+  return {
+    id,
+    orgId: Number(org),
+    subscriptionItemId: Number(item),
+    idempotencyKey,
+    quantity,
+    occurredAtMs: Number(occurred),
+    recordedAtMs: Number(recorded),
+  };
 }
 
 /** The dedup store's key of an identity. */
@@ -264,37 +279,10 @@ export function decodeLogEntries(value: Buffer | string | null): {
     const lines = value.toString().split('\n');
     for (let i = 1; i < lines.length; i++) {
       const [id, org, item, quantity, occurred, recorded, voided, idempotencyKey] = lines[i]!.split('\t', 8);
-      if (
-        !id ||
-        !isUuid(id) ||
-        !org ||
-        !INTEGER.test(org) ||
-        !item ||
-        !INTEGER.test(item) ||
-        !quantity ||
-        !DECIMAL.test(quantity) ||
-        !occurred ||
-        !INTEGER.test(occurred) ||
-        !recorded ||
-        !INTEGER.test(recorded) ||
-        !voided ||
-        !INTEGER.test(voided) ||
-        !idempotencyKey
-      ) {
+      const event = eventOfFields(id, org, item, quantity, occurred, recorded, idempotencyKey);
+      if (!event || !voided || !INTEGER.test(voided))
         throw new Error(`malformed usage void on line ${i + 1}`);
-      }
-      voids.push({
-        event: {
-          id,
-          orgId: Number(org),
-          subscriptionItemId: Number(item),
-          idempotencyKey,
-          quantity,
-          occurredAtMs: Number(occurred),
-          recordedAtMs: Number(recorded),
-        },
-        voidedAtMs: Number(voided),
-      });
+      voids.push({ event, voidedAtMs: Number(voided) });
     }
     return { events: [], voids };
   }
