@@ -17,6 +17,28 @@ export interface TransactionOptions {
 }
 
 const MAX_NAMED_STATEMENTS = 1000;
+
+/** How long notify() folds further calls for a channel into one NOTIFY. */
+const NOTIFY_WINDOW_MS = 10;
+
+/** What runs once a transaction has committed, by the client its code was given (see afterCommit). */
+const commitHooks = new WeakMap<object, Set<(db: Database) => void>>();
+
+/**
+ * Runs `hook` once the work done through `queryable` is committed: after the COMMIT of the
+ * transaction whose client it is, at once for the Database itself (each of its statements commits
+ * alone). A hook given twice in one transaction runs once. False for a client this module did not
+ * open: the caller then does without. Nothing runs for a transaction that rolls back.
+ */
+export function afterCommit(queryable: Queryable, hook: (db: Database) => void): boolean {
+  if (queryable instanceof Database) {
+    hook(queryable);
+    return true;
+  }
+  const hooks = commitHooks.get(queryable);
+  hooks?.add(hook);
+  return hooks !== undefined;
+}
 const INT8_OID = 20;
 const DATE_OID = 1082;
 
@@ -243,8 +265,13 @@ export class Database implements Queryable {
         .filter(Boolean)
         .join(' ');
       await client.query(`BEGIN ${modes}`);
-      const result = await fn(this.namingStatements(client));
+      const tx = this.namingStatements(client);
+      const hooks = new Set<(db: Database) => void>();
+      commitHooks.set(tx, hooks);
+      const result = await fn(tx);
       await client.query('COMMIT');
+      commitHooks.delete(tx);
+      for (const hook of hooks) hook(this);
       return result;
     } catch (error) {
       // A statement past the query timeout may still run on this connection: a ROLLBACK would wait
@@ -256,6 +283,34 @@ export class Database implements Queryable {
       release(broken);
     }
   }
+
+  /**
+   * NOTIFY `channel` on a connection of the pool, outside any transaction: a NOTIFY inside a
+   * transaction that writes holds a cluster-wide lock through its commit's WAL flush, so every
+   * notifying commit would wait for the one before it. The first call sends at once; calls within
+   * the next NOTIFY_WINDOW_MS fold into one NOTIFY at its end (a listener woken by the first may
+   * have looked before their commits): a busy api sends a few a second, not one per write.
+   * Best effort: a listener must also poll, and a failure is dropped.
+   */
+  notify(channel: string): void {
+    const window = this.notifyWindows.get(channel);
+    if (window) {
+      window.again = true;
+      return;
+    }
+    const send = (): void => {
+      void this.query('SELECT pg_notify($1, $2)', [channel, '']).catch(() => undefined);
+      const opened = { again: false };
+      this.notifyWindows.set(channel, opened);
+      setTimeout(() => {
+        this.notifyWindows.delete(channel);
+        if (opened.again) send();
+      }, NOTIFY_WINDOW_MS).unref();
+    };
+    send();
+  }
+
+  private readonly notifyWindows = new Map<string, { again: boolean }>();
 
   async close(): Promise<void> {
     this.guard?.close();

@@ -41,6 +41,33 @@ describe('the outbox', () => {
     }
   });
 
+  it('wakes the dispatcher once the transaction commits, never from inside it or for a rollback', async () => {
+    const listener = await database.db.pool.connect();
+    const notifications: number[] = [];
+    listener.on('notification', () => notifications.push(Date.now()));
+    await listener.query('LISTEN outbox');
+    try {
+      let committedAt = 0;
+      await database.db.transaction(async (tx) => {
+        await emitDomainEvent(tx, { orgId: org.orgId, type: 'payment.succeeded', data: {} });
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        committedAt = Date.now();
+      });
+      await expect.poll(() => notifications.length).toBe(1);
+      expect(notifications[0]).toBeGreaterThanOrEqual(committedAt);
+      await database.db
+        .transaction(async (tx) => {
+          await emitDomainEvent(tx, { orgId: org.orgId, type: 'payment.succeeded', data: {} });
+          throw new Error('rolled back');
+        })
+        .catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(notifications).toHaveLength(1);
+    } finally {
+      listener.release();
+    }
+  });
+
   it('keeps nothing of a transaction that rolls back', async () => {
     const before = (await outbox()).length;
     await expect(
