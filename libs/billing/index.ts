@@ -7,7 +7,12 @@ export {
   usageSource,
 } from './billing-run.js';
 export { type BillingScheduler, startBillingScheduler } from './billing-scheduler.js';
-export { loadBillableItems } from './billing-store.js';
+export {
+  type BillableItemRow,
+  billableItemsSql,
+  loadBillableItems,
+  toBillableItem,
+} from './billing-store.js';
 export { addCustomerCredit } from './customer-credit.js';
 export { applyDunning } from './dunning.js';
 export {
@@ -33,14 +38,21 @@ export { type InvoiceRef, postInvoice, withdrawInvoice } from './invoice-operati
 export {
   type AppliedItemSet,
   applyItemSet,
+  type ChangeCatalogRow,
   type ChangeMode,
   type ChangingSubscription,
+  changeCatalogColumns,
   type ItemSetEntry,
+  type ItemSetPlan,
   itemForPeriod,
+  itemSetWriteCtes,
+  namedIds,
   type PendingProrationLine,
   pendingProrationLines,
+  planItemSet,
   type ResolvedEntry,
   resolveItemSet,
+  toChangeCatalog,
   usageWindow,
 } from './item-changes.js';
 export {

@@ -2,7 +2,6 @@ import type { Queryable } from '../db/index.js';
 import { ApiError, type FieldError } from '../errors/index.js';
 import { formatScaled, parseMoney, parseScaled } from '../money/index.js';
 import type { BillingPeriod } from '../schemas/index.js';
-import { loadBillableItems } from './billing-store.js';
 import {
   fitsAnInvoice,
   fixedChargeProblems,
@@ -10,7 +9,7 @@ import {
   productPriceProblems,
 } from './invoice-limits.js';
 import type { BillableItem, ItemBase } from './invoice-lines.js';
-import { priceQuantity } from './pricing.js';
+import { type PriceTier, priceQuantity } from './pricing.js';
 import {
   blendIncludedUnits,
   type Period,
@@ -23,7 +22,8 @@ import {
 /**
  * Applying a new item set to a subscription (DESIGN §9.2): the one place where items are kept,
  * re-quantified, added and removed, for an immediate change and for a scheduled one the billing
- * run applies at the boundary. The caller holds the subscription's row lock.
+ * run applies at the boundary. Worked out in memory from what one statement read (planItemSet),
+ * written by one statement (itemSetWriteCtes): a change is two round trips to Postgres.
  */
 
 /** One entry of a change's `items`: `id` keeps an item, `product_id` adds one. */
@@ -62,57 +62,137 @@ export interface ChangingSubscription {
  */
 export type ChangeMode = 'prorate' | 'none' | 'direct';
 
-interface ProductRow {
+/** A product a change adds, as the change reads it. */
+export interface ChangeProduct {
   id: number;
   name: string;
+  unit_label: string;
   pricing_type: 'one_time' | 'recurring' | 'usage';
+  pricing_model: BillableItem['pricing']['pricing_model'];
+  pricing_scheme: BillableItem['pricing']['pricing_scheme'];
+  pricing_mode: BillableItem['pricing']['pricing_mode'];
   unit_price: string;
   currency: string;
   is_active: boolean;
   default_billing_period: BillingPeriod;
+  tiers: PriceTier[];
+}
+
+/** What a change reads besides the subscription and its items (changeCatalogColumns). */
+export interface ChangeCatalog {
+  /** The products the entries add, by id. */
+  products: ReadonlyMap<number, ChangeProduct>;
+  /** The subscription of each item id the entries name, but not this subscription's removed items. */
+  itemOwners: ReadonlyMap<number, number>;
+  /** Ids for the items the entries add, one per added entry in their order. */
+  newItemIds: readonly number[];
+  /** The proration lines already waiting for the running period's invoice: their sum, and the largest. */
+  pendingLines: { sum: string; largest: string };
 }
 
 const UNIT_SCALE = 8;
 const units = (text: string) => formatScaled(parseScaled(text, UNIT_SCALE, 'half-even'), UNIT_SCALE);
+
+/** The product ids and item ids `entries` name: what changeCatalogColumns is given. */
+export function namedIds(entries: readonly ItemSetEntry[]): { productIds: number[]; itemIds: number[] } {
+  return {
+    productIds: entries.flatMap((entry) => (entry.product_id === undefined ? [] : [entry.product_id])),
+    itemIds: entries.flatMap((entry) => (entry.id === undefined ? [] : [entry.id])),
+  };
+}
+
+/**
+ * The select-list columns that read a ChangeCatalog in the statement that reads the subscription
+ * (`s`, a row of subscriptions): one round trip for the whole change, or for many. The arguments
+ * are SQL expressions: the product ids and item ids the entries name (bigint[]), and the end of the
+ * period whose waiting proration lines count. toChangeCatalog turns the columns into a
+ * ChangeCatalog. An added item's id is drawn from the items' sequence here, so that the change's
+ * lines can name it before it is written.
+ */
+export function changeCatalogColumns(sql: {
+  productIds: string;
+  itemIds: string;
+  periodEnd: string;
+}): string {
+  return `(SELECT coalesce(json_agg(p), '[]') FROM (
+            SELECT p.id, p.name, p.unit_label, p.pricing_type, p.pricing_model, p.pricing_scheme, p.pricing_mode,
+                   p.unit_price::text AS unit_price, p.currency, p.is_active, p.default_billing_period
+              FROM products p WHERE p.org_id = s.org_id AND p.id = ANY(${sql.productIds})) p) AS catalog_products,
+          (SELECT coalesce(json_agg(t ORDER BY t.product_id, t.position), '[]') FROM (
+            SELECT t.product_id, t.position, t.up_to::text AS up_to, t.unit_price::text AS unit_price,
+                   t.flat_fee::text AS flat_fee
+              FROM product_price_tiers t
+             WHERE t.org_id = s.org_id
+               AND t.product_id IN (SELECT product_id FROM subscription_items i
+                                     WHERE i.org_id = s.org_id AND i.subscription_id = s.id
+                                    UNION ALL SELECT unnest(${sql.productIds}))) t) AS catalog_tiers,
+          (SELECT coalesce(json_agg(json_build_array(o.id, o.subscription_id)), '[]') FROM subscription_items o
+            WHERE o.org_id = s.org_id AND o.id = ANY(${sql.itemIds})
+              AND (o.subscription_id <> s.id OR o.removed_at IS NULL)) AS catalog_item_owners,
+          (SELECT coalesce(array_agg(nextval(pg_get_serial_sequence('subscription_items', 'id'))), '{}')
+             FROM generate_series(1, cardinality(${sql.productIds}))) AS catalog_new_item_ids,
+          (SELECT json_build_object('sum', coalesce(sum(l.amount), 0)::text,
+                                    'largest', coalesce(max(abs(l.amount)), 0)::text)
+             FROM subscription_proration_lines l
+            WHERE l.org_id = s.org_id AND l.subscription_id = s.id AND l.invoice_id IS NULL
+              AND l.period_end <= ${sql.periodEnd}) AS catalog_pending_lines`;
+}
+
+export interface ChangeCatalogRow {
+  catalog_products: Omit<ChangeProduct, 'tiers'>[];
+  catalog_tiers: (PriceTier & { product_id: number })[];
+  catalog_item_owners: [number, number][];
+  catalog_new_item_ids: string[];
+  catalog_pending_lines: { sum: string; largest: string };
+}
+
+/** The ChangeCatalog of a row read with changeCatalogColumns, and the tiers of every product read. */
+export function toChangeCatalog(row: ChangeCatalogRow): {
+  catalog: ChangeCatalog;
+  tiers: Map<number, PriceTier[]>;
+} {
+  const tiers = new Map<number, PriceTier[]>();
+  for (const { product_id, up_to, unit_price, flat_fee } of row.catalog_tiers) {
+    const list = tiers.get(product_id) ?? [];
+    list.push({ up_to, unit_price, flat_fee });
+    tiers.set(product_id, list);
+  }
+  const products = new Map(
+    row.catalog_products.map((product) => [
+      product.id,
+      { ...product, currency: product.currency.trim(), tiers: tiers.get(product.id) ?? [] },
+    ]),
+  );
+  return {
+    catalog: {
+      products,
+      itemOwners: new Map(row.catalog_item_owners),
+      newItemIds: row.catalog_new_item_ids.map(Number),
+      pendingLines: row.catalog_pending_lines,
+    },
+    tiers,
+  };
+}
 
 /**
  * Checks a requested set against the subscription's current items and the catalog: 404 for an
  * item or product this organization does not have, 422 naming each field otherwise.
  * `checkActive` false at a scheduled change's boundary: the set was valid when it was scheduled.
  */
-export async function resolveItemSet(
-  tx: Queryable,
+export function resolveItemSet(
   subscription: ChangingSubscription,
   current: readonly BillableItem[],
   entries: readonly ItemSetEntry[],
+  catalog: ChangeCatalog,
   options: { checkActive: boolean },
-): Promise<ResolvedEntry[]> {
+): ResolvedEntry[] {
   const currentById = new Map(current.map((item) => [item.subscription_item_id, item]));
-  const askedIds = entries.flatMap((entry) => (entry.id === undefined ? [] : [entry.id]));
-  const foreign = askedIds.filter((id) => !currentById.has(id));
-  const elsewhere = new Map<number, number>();
-  if (foreign.length) {
-    const { rows } = await tx.query<{ id: number; subscription_id: number }>(
-      `SELECT id, subscription_id FROM subscription_items
-        WHERE org_id = $1 AND id = ANY($2::bigint[]) AND (subscription_id <> $3 OR removed_at IS NULL)`,
-      [subscription.org_id, foreign, subscription.id],
-    );
-    for (const row of rows) elsewhere.set(row.id, row.subscription_id);
-    const unknown = foreign.find((id) => !elsewhere.has(id));
-    if (unknown !== undefined) throw ApiError.notFound(`Subscription item ${unknown}`);
-  }
-  const productIds = entries.flatMap((entry) => (entry.product_id === undefined ? [] : [entry.product_id]));
-  const products = new Map<number, ProductRow>();
-  if (productIds.length) {
-    const { rows } = await tx.query<ProductRow>(
-      `SELECT id, name, pricing_type, unit_price, currency, is_active, default_billing_period
-         FROM products WHERE org_id = $1 AND id = ANY($2::bigint[])`,
-      [subscription.org_id, productIds],
-    );
-    for (const row of rows) products.set(row.id, { ...row, currency: row.currency.trim() });
-    const unknown = productIds.find((id) => !products.has(id));
-    if (unknown !== undefined) throw ApiError.notFound(`Product ${unknown}`);
-  }
+  const { productIds, itemIds } = namedIds(entries);
+  const unknownItem = itemIds.find((id) => !currentById.has(id) && !catalog.itemOwners.has(id));
+  if (unknownItem !== undefined) throw ApiError.notFound(`Subscription item ${unknownItem}`);
+  const unknownProduct = productIds.find((id) => !catalog.products.has(id));
+  if (unknownProduct !== undefined) throw ApiError.notFound(`Product ${unknownProduct}`);
+  const products = catalog.products;
 
   const problems: FieldError[] = [];
   const problem = (field: string, message: string, code = 'invalid_value') =>
@@ -124,7 +204,7 @@ export async function resolveItemSet(
       if (!item) {
         problem(
           `${at}.id`,
-          `Item ${entry.id} belongs to subscription ${elsewhere.get(entry.id)}, not this one.`,
+          `Item ${entry.id} belongs to subscription ${catalog.itemOwners.get(entry.id)}, not this one.`,
         );
         return undefined;
       }
@@ -209,34 +289,42 @@ export interface AppliedItemSet {
   effective_at: Date;
 }
 
+interface ItemUpdate {
+  id: number;
+  quantity: number;
+  included_units: string;
+  removed_at: string | null;
+  base: ItemBase | null;
+}
+
+/** A change worked out, not written yet: what it answers, and what writeItemSetSql stores. */
+export interface ItemSetPlan extends AppliedItemSet {
+  updates: ItemUpdate[];
+  added: BillableItem[];
+}
+
 /**
- * Writes the change: items re-quantified, added (started at `at`) and removed (at `at`, kept until
- * their period is invoiced), the running period's base terms recorded, proration lines stored for
- * the next invoice. Then the door checks every subscription passes at creation
- * (fixedChargeProblems, and the running period with its lines must fit an invoice); a refusal
- * throws, and the caller's transaction rolls the writes back.
+ * Works out a change (nothing is written): items re-quantified, added (started at `at`) and removed
+ * (at `at`, kept until their period is invoiced), the running period's base terms recorded,
+ * proration lines for the next invoice. Then the door checks every subscription passes at creation
+ * (fixedChargeProblems, and the running period with its lines must fit an invoice): a refusal
+ * throws. Pure, so a preview is the very plan a change writes.
  */
-export async function applyItemSet(
-  tx: Queryable,
+export function planItemSet(
   subscription: ChangingSubscription,
-  /** What loadBillableItems answers: the items, and those removed within the running period. */
+  /** The items and those removed within the running period (billableItemsSql). */
   items: readonly BillableItem[],
   resolved: readonly ResolvedEntry[],
+  catalog: ChangeCatalog,
   context: { at: Date; mode: ChangeMode },
-): Promise<AppliedItemSet> {
+): ItemSetPlan {
   const current = items.filter((item) => !item.removed_at);
   const at = toTheSecond(context.at);
   const period: Period = { start: subscription.current_period_start, end: subscription.current_period_end };
   const currency = subscription.currency.trim();
   const keepsBase = context.mode !== 'direct';
   const lines: ProrationLine[] = [];
-  const updates: {
-    id: number;
-    quantity: number;
-    included_units: string;
-    removed_at: string | null;
-    base: ItemBase | null;
-  }[] = [];
+  const updates: ItemUpdate[] = [];
 
   const baseOf = (item: BillableItem): ItemBase | null => {
     const running =
@@ -285,80 +373,66 @@ export async function applyItemSet(
       base,
     });
   }
-  if (updates.length) {
-    await tx.query(
-      `UPDATE subscription_items si
-          SET quantity = x.quantity, included_units = x.included_units, removed_at = x.removed_at,
-              base_period_start = x.base_period_start, base_quantity = x.base_quantity,
-              base_unit_price = x.base_unit_price, base_included_units = x.base_included_units, updated_at = now()
-         FROM jsonb_to_recordset($3::jsonb) AS x(id bigint, quantity integer, included_units numeric,
-              removed_at timestamptz, base_period_start timestamptz, base_quantity integer, base_unit_price numeric,
-              base_included_units numeric)
-        WHERE si.org_id = $1 AND si.subscription_id = $2 AND si.id = x.id`,
-      [
-        subscription.org_id,
-        subscription.id,
-        JSON.stringify(
-          updates.map(({ base, ...update }) => ({
-            ...update,
-            base_period_start: base?.period_start.toISOString() ?? null,
-            base_quantity: base?.quantity ?? null,
-            base_unit_price: base?.unit_price ?? null,
-            base_included_units: base?.included_units ?? null,
-          })),
-        ),
-      ],
-    );
-  }
 
-  const addedIds: number[] = [];
-  for (const entry of resolved) {
-    if (entry.id !== null) continue;
-    // one at a time: an added item's id is needed for its lines, in the order of the entries
-    const { rows } = await tx.query<{ id: number; usage_type: 'licensed' | 'metered' }>(
-      `INSERT INTO subscription_items (org_id, subscription_id, product_id, quantity, unit_price, usage_type,
-         included_units, started_at, base_period_start, base_quantity, base_unit_price, base_included_units)
-       SELECT $1, $2, p.id, $4, p.unit_price, CASE WHEN p.pricing_type = 'usage' THEN 'metered' ELSE 'licensed' END,
-              $5, $6, $7, CASE WHEN $7::timestamptz IS NULL THEN NULL ELSE 0 END,
-              CASE WHEN $7::timestamptz IS NULL THEN NULL ELSE p.unit_price END,
-              CASE WHEN $7::timestamptz IS NULL THEN NULL
-                   WHEN p.pricing_type = 'usage' THEN $8::numeric ELSE 0 END
-         FROM products p WHERE p.org_id = $1 AND p.id = $3
-       RETURNING id, usage_type`,
-      [
-        subscription.org_id,
-        subscription.id,
-        entry.product_id,
-        entry.quantity,
-        entry.included_units,
-        keepsBase ? at : null,
-        keepsBase ? period.start : null,
-        proratedIncludedUnits(entry.included_units, { start: at, end: period.end }, period),
-      ],
-    );
-    addedIds.push(rows[0]!.id);
-  }
-
-  // without an added item, what was written is known: no need to read it back
-  const loaded = addedIds.length
-    ? ((await loadBillableItems(tx, [subscription.org_id], [subscription.id])).get(subscription.id) ?? [])
-    : items.map((item) => {
-        const update = updates.find((candidate) => candidate.id === item.subscription_item_id);
-        return update
+  const newItemIds = [...catalog.newItemIds];
+  const added = resolved.flatMap((entry): BillableItem[] => {
+    if (entry.id !== null) return [];
+    const product = catalog.products.get(entry.product_id)!;
+    const metered = product.pricing_type === 'usage';
+    return [
+      {
+        subscription_item_id: newItemIds.shift()!,
+        product_id: product.id,
+        product_name: product.name,
+        unit_label: product.unit_label,
+        currency: product.currency,
+        pricing_type: product.pricing_type,
+        usage_type: metered ? 'metered' : 'licensed',
+        quantity: entry.quantity,
+        unit_price: product.unit_price,
+        included_units: units(entry.included_units),
+        pricing: {
+          pricing_model: product.pricing_model,
+          pricing_scheme: product.pricing_scheme,
+          pricing_mode: product.pricing_mode,
+          tiers: product.tiers,
+        },
+        started_at: keepsBase ? at : null,
+        removed_at: null,
+        base: keepsBase
           ? {
-              ...item,
-              quantity: update.quantity,
-              included_units: update.included_units,
-              removed_at: update.removed_at ? new Date(update.removed_at) : null,
-              base: update.base,
+              period_start: period.start,
+              quantity: 0,
+              unit_price: product.unit_price,
+              included_units: metered
+                ? proratedIncludedUnits(entry.included_units, { start: at, end: period.end }, period)
+                : units('0'),
             }
-          : item;
-      });
+          : null,
+      },
+    ];
+  });
+
+  const written = [
+    ...items.map((item) => {
+      const update = updates.find((candidate) => candidate.id === item.subscription_item_id);
+      return update
+        ? {
+            ...item,
+            quantity: update.quantity,
+            included_units: update.included_units,
+            removed_at: update.removed_at ? new Date(update.removed_at) : null,
+            base: update.base,
+          }
+        : item;
+    }),
+    ...added,
+  ];
   const live = new Map(
-    loaded.filter((item) => !item.removed_at).map((item) => [item.subscription_item_id, item]),
+    written.filter((item) => !item.removed_at).map((item) => [item.subscription_item_id, item]),
   );
-  let added = 0;
-  const after = resolved.map((entry) => live.get(entry.id ?? addedIds[added++]!)!);
+  const addedIds = added.map((item) => item.subscription_item_id);
+  const after = resolved.map((entry) => live.get(entry.id ?? addedIds.shift()!)!);
   for (const item of after) {
     if (item.started_at && (context.mode === 'prorate' || item.pricing_type === 'one_time')) {
       lines.push(...prorationLinesFor(undefined, item, { at, period, currency }));
@@ -368,9 +442,8 @@ export async function applyItemSet(
   const problems = fixedChargeProblems(after);
   if (problems.length === 0 && keepsBase) {
     // the running period's invoice: the base of every item billed in it, plus all its lines
-    const pending = await pendingProrationLines(tx, subscription.org_id, [subscription.id], period.end);
     let total = 0n;
-    for (const item of loaded) {
+    for (const item of written) {
       const billed = itemForPeriod(item, period);
       if (billed && billed.usage_type === 'licensed') {
         total += parseMoney(
@@ -378,11 +451,10 @@ export async function applyItemSet(
         );
       }
     }
-    for (const line of [...(pending.get(subscription.id) ?? []), ...lines]) {
-      const amount = parseMoney(line.amount);
-      total += amount;
-      if (!fitsAnInvoice(amount < 0n ? -amount : amount)) total = MAX_STORED_MONEY + 1n;
-    }
+    const amounts = [catalog.pendingLines.sum, ...lines.map((line) => line.amount)].map(parseMoney);
+    const largest = [parseMoney(catalog.pendingLines.largest), ...amounts.map((a) => (a < 0n ? -a : a))];
+    total += amounts.reduce((sum, amount) => sum + amount, 0n);
+    if (largest.some((amount) => !fitsAnInvoice(amount))) total = MAX_STORED_MONEY + 1n;
     if (!fitsAnInvoice(total)) {
       problems.push({
         field: 'items',
@@ -392,15 +464,127 @@ export async function applyItemSet(
     }
   }
   if (problems.length) throw ApiError.validation(problems);
-  await insertProrationLines(tx, subscription, lines);
-  return { before: [...current], after, proration_lines: lines, effective_at: at };
+  return { before: [...current], after, proration_lines: lines, effective_at: at, updates, added };
 }
 
 /**
- * The item as the invoice of `period` bills it, or undefined when that invoice does not bill it:
- * removed before the period, added after it, or a licensed item added within it (its charge line
- * bills it). A change within the period bills the terms the period began with.
+ * The CTEs that write plans (items updated and added, proration lines), for a statement of the
+ * caller's (`WITH ${sql} ...`); each subscription's writes happen only when `onlyIf`, an SQL
+ * condition on `x.subscription_id`, holds. `param` numbers a value.
  */
+export function itemSetWriteCtes(
+  changes: readonly {
+    subscription: { id: number; org_id: number };
+    plan: Pick<ItemSetPlan, 'updates' | 'added' | 'proration_lines'>;
+  }[],
+  param: (value: unknown) => string,
+  onlyIf = 'true',
+): string {
+  const records = <T>(
+    pick: (plan: (typeof changes)[number]['plan']) => readonly T[],
+    shape: (row: T) => object,
+  ) =>
+    JSON.stringify(
+      changes.flatMap(({ subscription, plan }) =>
+        pick(plan).map((row) => ({
+          org_id: subscription.org_id,
+          subscription_id: subscription.id,
+          ...shape(row),
+        })),
+      ),
+    );
+  const updates = records(
+    (plan) => plan.updates,
+    ({ base, ...update }) => ({
+      ...update,
+      base_period_start: base?.period_start.toISOString() ?? null,
+      base_quantity: base?.quantity ?? null,
+      base_unit_price: base?.unit_price ?? null,
+      base_included_units: base?.included_units ?? null,
+    }),
+  );
+  const added = records(
+    (plan) => plan.added,
+    (item) => ({
+      id: item.subscription_item_id,
+      product_id: item.product_id,
+      quantity: item.quantity,
+      unit_price: item.unit_price,
+      usage_type: item.usage_type,
+      included_units: item.included_units,
+      started_at: item.started_at?.toISOString() ?? null,
+      base_period_start: item.base?.period_start.toISOString() ?? null,
+      base_quantity: item.base?.quantity ?? null,
+      base_unit_price: item.base?.unit_price ?? null,
+      base_included_units: item.base?.included_units ?? null,
+    }),
+  );
+  const lines = records(
+    (plan) => plan.proration_lines,
+    (line) => line,
+  );
+  return `items_updated AS (
+     UPDATE subscription_items si
+        SET quantity = x.quantity, included_units = x.included_units, removed_at = x.removed_at,
+            base_period_start = x.base_period_start, base_quantity = x.base_quantity,
+            base_unit_price = x.base_unit_price, base_included_units = x.base_included_units, updated_at = now()
+       FROM jsonb_to_recordset(${param(updates)}::jsonb) AS x(org_id bigint, subscription_id bigint, id bigint,
+            quantity integer, included_units numeric, removed_at timestamptz, base_period_start timestamptz,
+            base_quantity integer, base_unit_price numeric, base_included_units numeric)
+      WHERE si.org_id = x.org_id AND si.subscription_id = x.subscription_id AND si.id = x.id AND ${onlyIf}
+   ), items_added AS (
+     INSERT INTO subscription_items (id, org_id, subscription_id, product_id, quantity, unit_price, usage_type,
+       included_units, started_at, base_period_start, base_quantity, base_unit_price, base_included_units)
+     SELECT x.id, x.org_id, x.subscription_id, x.product_id, x.quantity, x.unit_price, x.usage_type,
+            x.included_units, x.started_at, x.base_period_start, x.base_quantity, x.base_unit_price,
+            x.base_included_units
+       FROM jsonb_to_recordset(${param(added)}::jsonb) AS x(org_id bigint, subscription_id bigint, id bigint,
+            product_id bigint, quantity integer, unit_price numeric, usage_type text, included_units numeric,
+            started_at timestamptz, base_period_start timestamptz, base_quantity integer, base_unit_price numeric,
+            base_included_units numeric)
+      WHERE ${onlyIf}
+   ), proration_lines_added AS (
+     INSERT INTO subscription_proration_lines (org_id, subscription_id, subscription_item_id, product_id,
+       description, quantity, unit_price, amount, period_start, period_end)
+     SELECT x.org_id, x.subscription_id, x.subscription_item_id, x.product_id, x.description, x.quantity,
+            x.unit_price, x.amount, x.period_start, x.period_end
+       FROM jsonb_to_recordset(${param(lines)}::jsonb) AS x(org_id bigint, subscription_id bigint,
+            subscription_item_id bigint, product_id bigint, description text, quantity numeric, unit_price numeric,
+            amount numeric, period_start timestamptz, period_end timestamptz)
+      WHERE ${onlyIf}
+   )`;
+}
+
+/**
+ * Applies a set at a scheduled change's boundary, in the billing run's transaction (which holds the
+ * subscription's row): reads the catalog, works the change out, writes it.
+ */
+export async function applyItemSet(
+  tx: Queryable,
+  subscription: ChangingSubscription,
+  items: readonly BillableItem[],
+  resolved: readonly ResolvedEntry[],
+  context: { at: Date; mode: ChangeMode },
+): Promise<AppliedItemSet> {
+  const values: unknown[] = [];
+  const param = (value: unknown) => `$${values.push(value)}`;
+  const productIds = resolved.flatMap((entry) => (entry.id === null ? [entry.product_id] : []));
+  const columns = changeCatalogColumns({
+    productIds: `${param(productIds)}::bigint[]`,
+    itemIds: `'{}'::bigint[]`,
+    periodEnd: `${param(subscription.current_period_end)}::timestamptz`,
+  });
+  const { rows } = await tx.query<ChangeCatalogRow>(
+    `SELECT ${columns} FROM subscriptions s WHERE s.org_id = ${param(subscription.org_id)} AND s.id = ${param(subscription.id)}`,
+    values,
+  );
+  const plan = planItemSet(subscription, items, resolved, toChangeCatalog(rows[0]!).catalog, context);
+  const writes: unknown[] = [];
+  const ctes = itemSetWriteCtes([{ subscription, plan }], (value) => `$${writes.push(value)}`);
+  await tx.query(`WITH ${ctes} SELECT 1`, writes);
+  return plan;
+}
+
 export function itemForPeriod(item: BillableItem, period: Period): BillableItem | undefined {
   if (item.removed_at && item.removed_at <= period.start) return undefined;
   if (item.started_at && item.started_at >= period.end) return undefined;
@@ -429,22 +613,6 @@ export function usageWindow(item: BillableItem, period: Period): Period {
     start: item.started_at && item.started_at > period.start ? item.started_at : period.start,
     end: item.removed_at && item.removed_at < period.end ? item.removed_at : period.end,
   };
-}
-
-async function insertProrationLines(
-  tx: Queryable,
-  subscription: { id: number; org_id: number },
-  lines: readonly ProrationLine[],
-): Promise<void> {
-  if (lines.length === 0) return;
-  await tx.query(
-    `INSERT INTO subscription_proration_lines (org_id, subscription_id, subscription_item_id, product_id, description,
-       quantity, unit_price, amount, period_start, period_end)
-     SELECT $1, $2, subscription_item_id, product_id, description, quantity, unit_price, amount, period_start, period_end
-       FROM jsonb_to_recordset($3::jsonb) AS x(subscription_item_id bigint, product_id bigint, description text,
-            quantity numeric, unit_price numeric, amount numeric, period_start timestamptz, period_end timestamptz)`,
-    [subscription.org_id, subscription.id, JSON.stringify(lines)],
-  );
 }
 
 export interface PendingProrationLine extends ProrationLine {

@@ -1,17 +1,27 @@
+import { groupCommit } from '../batching/index.js';
 import {
-  applyItemSet,
   BILLABLE_STATUSES,
   type BillableItem,
+  type BillableItemRow,
+  billableItemsSql,
+  type ChangeCatalogRow,
   type ChangeMode,
   type ChangingSubscription,
-  loadBillableItems,
+  changeCatalogColumns,
+  type ItemSetPlan,
+  itemSetWriteCtes,
+  namedIds,
   parseInput,
+  planItemSet,
+  type ResolvedEntry,
   resolveItemSet,
   subscriptionUpdatedEventData,
+  toBillableItem,
+  toChangeCatalog,
 } from '../billing/index.js';
-import type { Queryable } from '../db/index.js';
+import { Database, type Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
-import { emitDomainEvent } from '../events/index.js';
+import { type DomainEvent, outboxInsert, wakeDispatcherAfterCommit } from '../events/index.js';
 import { formatMoney, parseMoney } from '../money/index.js';
 import {
   type PendingChange,
@@ -25,112 +35,289 @@ import { SUBSCRIPTION_COLUMNS, type SubscriptionRow, toSubscription } from './su
 
 /**
  * A change of a subscription's items (DESIGN §9.2), the one function behind POST
- * /subscriptions/{id}/changes and the console's `subscription update`. It runs in the caller's
- * transaction and holds the subscription's row lock (FOR NO KEY UPDATE, the lock a billing run
- * claims with): a change and a run, or two changes, of one subscription never interleave; the
- * later one waits and applies on what the first left, or a run skips the row until its next pass.
- * A preview does the very same inside a savepoint it rolls back, so it equals what is applied.
+ * /subscriptions/{id}/changes and the console's `subscription update`. Two statements, no
+ * transaction of its own: one reads the subscription, its items and what the change names; the
+ * change is worked out in memory; one statement writes it all (items, proration lines, pending
+ * change, subscription.updated in the outbox) on the condition that the subscription's row is still
+ * the version read (its xmin). The row is updated by that statement, and by every writer of a
+ * subscription's items, proration lines or pending change (a change, a billing run), so a
+ * subscription changed in between fails the condition, writes nothing, and the change is worked
+ * out again on what the other left: two changes, or a change and a run, never interleave and never
+ * lose an update. A preview is the same without the write, so it equals what is applied.
  */
 
-interface LockedSubscription extends ChangingSubscription {
+interface ChangeState extends ChangingSubscription, SubscriptionRow, ChangeCatalogRow {
   customer_id: number;
   status: SubscriptionStatus;
   next_billing_date: Date;
   billing_parked_reason: string | null;
+  /** The row's version (xmin): the write's condition. */
+  version: string;
+  has_pending_change: boolean;
+  items: BillableItemRow[];
 }
 
 /** Statuses whose running period is not billed: the new items simply replace the old. */
 const UNBILLED_STATUSES: readonly SubscriptionStatus[] = ['trialing', 'pending', 'paused'];
 
-export async function changeSubscription(
-  tx: Queryable,
-  input: { subscriptionId: number | string; orgId?: number | undefined; change: unknown; now?: Date },
-): Promise<SubscriptionChange> {
-  const change = parseInput(SubscriptionChangeRequest, input.change);
-  if (!change.preview) return applyChange(tx, input, change);
-  await tx.query('SAVEPOINT subscription_change_preview');
-  try {
-    return await applyChange(tx, input, change);
-  } finally {
-    await tx.query('ROLLBACK TO SAVEPOINT subscription_change_preview');
-    await tx.query('RELEASE SAVEPOINT subscription_change_preview');
-  }
-}
+/** Rounds of read, work out, write before a change racing others gives up with a 409. */
+const MAX_ROUNDS = 5;
 
 type ParsedChange = ReturnType<typeof SubscriptionChangeRequest.parse>;
 
-async function applyChange(
-  tx: Queryable,
-  input: { subscriptionId: number | string; orgId?: number | undefined; now?: Date },
-  change: ParsedChange,
+/** What a change reads: the subscription, and what its entries name. */
+interface ChangeRead {
+  id: number;
+  orgId: number | null;
+  productIds: number[];
+  itemIds: number[];
+}
+
+/** What a change writes, on the condition that the subscription is still `state.version`. */
+interface ChangeWrite {
+  state: Pick<ChangeState, 'id' | 'org_id' | 'version' | 'has_pending_change'>;
+  plan?: ItemSetPlan;
+  /** A change for the period end: the set it applies then. */
+  scheduled?: { items: ResolvedEntry[]; effectiveAt: Date };
+  event?: DomainEvent;
+}
+
+interface Outcome {
+  answer: SubscriptionChange;
+  write: Omit<ChangeWrite, 'state'>;
+}
+
+export async function changeSubscription(
+  db: Queryable,
+  input: { subscriptionId: number | string; orgId?: number | undefined; change: unknown; now?: Date },
 ): Promise<SubscriptionChange> {
+  const change = parseInput(SubscriptionChangeRequest, input.change);
   const now = input.now ?? new Date();
   const id = parseIntegerId(input.subscriptionId);
   if (id === undefined) throw ApiError.notFound(`Subscription ${input.subscriptionId}`);
-  // The UPDATE takes the row lock a billing run claims with (FOR NO KEY UPDATE): updated_at moves
-  // with any change, and a refusal rolls it back with the rest.
-  const { rows } = await tx.query<LockedSubscription & SubscriptionRow & { has_pending_change: boolean }>(
-    `UPDATE subscriptions s SET updated_at = now()
-      WHERE id = $1 AND ($2::bigint IS NULL OR org_id = $2)
-     RETURNING ${SUBSCRIPTION_COLUMNS}, s.org_id, s.currency, s.billing_parked_reason,
-               EXISTS (SELECT 1 FROM subscription_pending_changes c
-                        WHERE c.org_id = s.org_id AND c.subscription_id = s.id) AS has_pending_change`,
-    [id, input.orgId ?? null],
-  );
-  const subscription = rows[0];
-  if (!subscription) throw ApiError.notFound(`Subscription ${input.subscriptionId}`);
-  assertChangeable(subscription, now, change.effective);
+  const statements = changeStatementsFor(db);
+  const read: ChangeRead = { id, orgId: input.orgId ?? null, ...namedIds(change.items) };
+  for (let round = 1; ; round++) {
+    const state = await statements.read(read);
+    if (!state) throw ApiError.notFound(`Subscription ${input.subscriptionId}`);
+    let outcome: Outcome;
+    try {
+      outcome = workOut(state, change, now);
+    } catch (error) {
+      // A refusal read from a row a billing run or another change is rewriting (a period that
+      // ended, about to be invoiced) is judged again on what that writer leaves.
+      if (round === 1 && error instanceof ApiError && error.status === 409) {
+        await waitForWriters(db, state);
+        continue;
+      }
+      throw error;
+    }
+    if (change.preview) return outcome.answer;
+    const updatedAt = await statements.write({ state, ...outcome.write });
+    if (updatedAt) {
+      return {
+        ...outcome.answer,
+        subscription: { ...outcome.answer.subscription, updated_at: updatedAt.toISOString() },
+      };
+    }
+    if (round === MAX_ROUNDS) {
+      throw ApiError.conflict(
+        `Subscription ${id} kept changing while this change was applied; nothing was changed. Try again.`,
+      );
+    }
+  }
+}
 
-  const items =
-    (await loadBillableItems(tx, [subscription.org_id], [subscription.id])).get(subscription.id) ?? [];
+interface ChangeStatements {
+  read(request: ChangeRead): Promise<ChangeState | undefined>;
+  write(request: ChangeWrite): Promise<Date | undefined>;
+}
+
+const batchedStatements = new WeakMap<Database, ChangeStatements>();
+
+/**
+ * The reads and writes of changes. On a Database, the changes of concurrent requests share
+ * statements (group commit: under load one statement and one commit serve several changes, each
+ * with its own condition); a statement that fails is run again for each change alone, so an
+ * error reaches only the change it belongs to. Inside a caller's transaction, one at a time.
+ */
+function changeStatementsFor(db: Queryable): ChangeStatements {
+  if (!(db instanceof Database)) {
+    return {
+      read: async (request) => (await readChanges(db, [request]))[0],
+      write: async (request) => (await writeChanges(db, [request]))[0],
+    };
+  }
+  let statements = batchedStatements.get(db);
+  if (!statements) {
+    const options = { lingerMs: BATCH_LINGER_MS, maxInFlight: BATCHES_IN_FLIGHT, maxWeight: BATCH_MAX };
+    const reads = groupCommit((requests: ChangeRead[]) => readChanges(db, requests), options);
+    const writes = groupCommit((requests: ChangeWrite[]) => writeChanges(db, requests), options);
+    statements = { read: reads, write: writes };
+    batchedStatements.set(db, statements);
+  }
+  return statements;
+}
+
+/** While a statement runs, the changes for the next one gather for at most this long. */
+const BATCH_LINGER_MS = 3;
+/** Changes per statement, at most. */
+const BATCH_MAX = 50;
+/** Statements of each kind running at once before the next waits out the linger. */
+const BATCHES_IN_FLIGHT = 3;
+
+/** The subscriptions and what the changes name, in one statement: undefined for one not found. */
+async function readChanges(
+  db: Queryable,
+  requests: readonly ChangeRead[],
+): Promise<(ChangeState | undefined)[]> {
+  const { rows } = await db.query<ChangeState & { key: number }>(
+    `SELECT r.key, ${SUBSCRIPTION_COLUMNS}, s.org_id, s.currency, s.billing_parked_reason, s.xmin::text AS version,
+            EXISTS (SELECT 1 FROM subscription_pending_changes c
+                     WHERE c.org_id = s.org_id AND c.subscription_id = s.id) AS has_pending_change,
+            (SELECT coalesce(json_agg(i ORDER BY i.subscription_item_id), '[]')
+               FROM (${billableItemsSql('si.org_id = s.org_id AND si.subscription_id = s.id', 's')}) i) AS items,
+            ${changeCatalogColumns({ productIds: 'r.product_ids', itemIds: 'r.item_ids', periodEnd: 's.current_period_end' })}
+       FROM jsonb_to_recordset($1::jsonb) AS r(key integer, id bigint, org_id bigint, product_ids bigint[],
+            item_ids bigint[])
+       JOIN subscriptions s ON s.id = r.id AND (r.org_id IS NULL OR s.org_id = r.org_id)`,
+    [
+      JSON.stringify(
+        requests.map((request, key) => ({
+          key,
+          id: request.id,
+          org_id: request.orgId,
+          product_ids: request.productIds,
+          item_ids: request.itemIds,
+        })),
+      ),
+    ],
+  );
+  const found = new Map(rows.map((row) => [row.key, row]));
+  return requests.map((_, key) => found.get(key));
+}
+
+/**
+ * The changes, in one statement: each on the condition that its subscription is still the version
+ * it was worked out on (locked in id order, so that two such statements never deadlock). Answers
+ * each subscription's new updated_at, or undefined when it was not written. Of two changes of one
+ * subscription only the first is written: the other is worked out again on what it left.
+ */
+async function writeChanges(db: Queryable, requests: readonly ChangeWrite[]): Promise<(Date | undefined)[]> {
+  const firsts = requests.filter(
+    (request, n) => requests.findIndex((other) => other.state.id === request.state.id) === n,
+  );
+  const values: unknown[] = [];
+  const param = (value: unknown) => `$${values.push(value)}`;
+  const written = 'x.subscription_id IN (SELECT id FROM locked)';
+  const planned = firsts.flatMap(({ state, plan }) => (plan ? [{ subscription: state, plan }] : []));
+  const events = firsts.flatMap(({ state, event }) => (event ? [{ state, event }] : []));
+  const { rows } = await db.query<{ id: number; updated_at: Date }>(
+    `WITH requested AS (
+       SELECT * FROM jsonb_to_recordset(${param(
+         JSON.stringify(
+           firsts.map(({ state, plan }) => ({
+             org_id: state.org_id,
+             id: state.id,
+             version: state.version,
+             // an immediate change supersedes a scheduled one (its item ids may no longer exist)
+             drop_scheduled: plan !== undefined && state.has_pending_change,
+           })),
+         ),
+       )}::jsonb) AS r(org_id bigint, id bigint, version xid, drop_scheduled boolean)
+     ), locked AS (
+       UPDATE subscriptions s SET updated_at = now()
+         FROM (SELECT o.id FROM subscriptions o
+                 JOIN requested r ON o.org_id = r.org_id AND o.id = r.id AND o.xmin = r.version
+                ORDER BY o.id FOR NO KEY UPDATE OF o) l
+        WHERE s.id = l.id
+       RETURNING s.id, s.updated_at
+     ), ${itemSetWriteCtes(planned, param, written)},
+     scheduled AS (
+       INSERT INTO subscription_pending_changes (subscription_id, org_id, items, effective_at)
+       SELECT x.subscription_id, x.org_id, x.items, x.effective_at
+         FROM jsonb_to_recordset(${param(
+           JSON.stringify(
+             firsts.flatMap(({ state, scheduled }) =>
+               scheduled
+                 ? [
+                     {
+                       subscription_id: state.id,
+                       org_id: state.org_id,
+                       items: scheduled.items,
+                       effective_at: scheduled.effectiveAt,
+                     },
+                   ]
+                 : [],
+             ),
+           ),
+         )}::jsonb) AS x(subscription_id bigint, org_id bigint, items jsonb, effective_at timestamptz)
+        WHERE ${written}
+       ON CONFLICT (subscription_id) DO UPDATE SET items = EXCLUDED.items, effective_at = EXCLUDED.effective_at,
+              created_at = now()
+     ), unscheduled AS (
+       DELETE FROM subscription_pending_changes c USING requested r
+        WHERE c.org_id = r.org_id AND c.subscription_id = r.id AND r.drop_scheduled
+          AND r.id IN (SELECT id FROM locked)
+     ), events AS (${outboxInsert(
+       events.map(({ event }) => event),
+       param,
+       { keys: events.map(({ state }) => state.id), onlyIf: 'e.gate IN (SELECT id FROM locked)' },
+     )})
+     SELECT id, updated_at FROM locked`,
+    values,
+  );
+  if (rows.length > 0 && events.length > 0) await wakeDispatcherAfterCommit(db);
+  const updated = new Map(rows.map((row) => [row.id, row.updated_at]));
+  return requests.map((request) => (firsts.includes(request) ? updated.get(request.state.id) : undefined));
+}
+
+/** Waits until no transaction holds the subscription's row for writing. */
+async function waitForWriters(db: Queryable, state: ChangeState): Promise<void> {
+  await db.query('SELECT 1 FROM subscriptions WHERE org_id = $1 AND id = $2 FOR SHARE', [
+    state.org_id,
+    state.id,
+  ]);
+}
+
+/** The change worked out on `state`: its answer, and what to write. */
+function workOut(state: ChangeState, change: ParsedChange, now: Date): Outcome {
+  assertChangeable(state, now, change.effective);
+  const { catalog, tiers } = toChangeCatalog(state);
+  const items = state.items.map((row) => toBillableItem(row, tiers.get(row.product_id) ?? []));
   const current = items.filter((item) => !item.removed_at);
-  const resolved = await resolveItemSet(tx, subscription, current, change.items, { checkActive: true });
+  const resolved = resolveItemSet(state, current, change.items, catalog, { checkActive: true });
 
   if (change.effective === 'period_end') {
-    const effectiveAt = subscription.current_period_end;
+    const effectiveAt = state.current_period_end;
     // what the run will apply at the boundary must pass the same door checks now
-    await tx.query('SAVEPOINT subscription_change_check');
-    try {
-      await applyItemSet(tx, subscription, items, resolved, { at: effectiveAt, mode: 'direct' });
-    } finally {
-      await tx.query('ROLLBACK TO SAVEPOINT subscription_change_check');
-      await tx.query('RELEASE SAVEPOINT subscription_change_check');
-    }
-    await tx.query(
-      `INSERT INTO subscription_pending_changes (subscription_id, org_id, items, effective_at)
-       VALUES ($1, $2, $3, $4)
-       ON CONFLICT (subscription_id) DO UPDATE SET items = EXCLUDED.items, effective_at = EXCLUDED.effective_at,
-              created_at = now()`,
-      [subscription.id, subscription.org_id, JSON.stringify(resolved), effectiveAt],
-    );
+    planItemSet(state, items, resolved, catalog, { at: effectiveAt, mode: 'direct' });
     return {
-      subscription: answered(subscription, current, {
-        items: resolved,
+      answer: {
+        subscription: answered(state, current, { items: resolved, effective_at: effectiveAt.toISOString() }),
+        proration_lines: [],
         effective_at: effectiveAt.toISOString(),
-      }),
-      proration_lines: [],
-      effective_at: effectiveAt.toISOString(),
+      },
+      write: { scheduled: { items: resolved, effectiveAt } },
     };
   }
 
-  const mode: ChangeMode = UNBILLED_STATUSES.includes(subscription.status) ? 'direct' : change.proration;
-  const applied = await applyItemSet(tx, subscription, items, resolved, { at: now, mode });
-  if (subscription.has_pending_change) {
-    // an immediate change supersedes a scheduled one (its item ids may no longer exist)
-    await tx.query('DELETE FROM subscription_pending_changes WHERE org_id = $1 AND subscription_id = $2', [
-      subscription.org_id,
-      subscription.id,
-    ]);
-  }
-  await emitDomainEvent(tx, {
-    orgId: subscription.org_id,
-    type: 'subscription.updated',
-    data: subscriptionUpdatedEventData(subscription, applied),
-  });
+  const mode: ChangeMode = UNBILLED_STATUSES.includes(state.status) ? 'direct' : change.proration;
+  const plan = planItemSet(state, items, resolved, catalog, { at: now, mode });
   return {
-    subscription: answered(subscription, applied.after, null),
-    proration_lines: applied.proration_lines.map(({ product_id: _product, ...line }) => line),
-    effective_at: applied.effective_at.toISOString(),
+    answer: {
+      subscription: answered(state, plan.after, null),
+      proration_lines: plan.proration_lines.map(({ product_id: _product, ...line }) => line),
+      effective_at: plan.effective_at.toISOString(),
+    },
+    write: {
+      plan,
+      event: {
+        orgId: state.org_id,
+        type: 'subscription.updated',
+        data: subscriptionUpdatedEventData(state, plan),
+      },
+    },
   };
 }
 
@@ -163,11 +350,7 @@ function answered(
   return toSubscription(columns, shown, pendingChange);
 }
 
-function assertChangeable(
-  subscription: LockedSubscription,
-  now: Date,
-  effective: 'now' | 'period_end',
-): void {
+function assertChangeable(subscription: ChangeState, now: Date, effective: 'now' | 'period_end'): void {
   if (subscription.status === 'canceled' || subscription.status === 'expired') {
     throw ApiError.conflict(
       `Subscription ${subscription.id} is ${subscription.status}; its items cannot change.`,

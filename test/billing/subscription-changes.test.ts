@@ -88,9 +88,7 @@ async function setUp() {
 }
 
 function change(orgId: number, subscriptionId: number, body: unknown, now: string) {
-  return database.db.transaction((tx) =>
-    changeSubscription(tx, { subscriptionId, orgId, change: body, now: at(now) }),
-  );
+  return changeSubscription(database.db, { subscriptionId, orgId, change: body, now: at(now) });
 }
 
 async function invoiceLines(orgId: number, invoiceId: string) {
@@ -419,6 +417,63 @@ describe('subscription changes, billed by the run', () => {
     );
     const exact = ((final.items[0]!.quantity - 2) * 10 * 21) / 31;
     expect(Math.abs(Number(rows[0]!.sum) - exact)).toBeLessThanOrEqual(0.02);
+  });
+
+  it('many changes at once share statements; each applies once, on what the one before left', async () => {
+    const { orgId, customerId, seats } = await setUp();
+    const subscriptions = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        subscribe(database.db, orgId, {
+          customer_id: customerId,
+          items: [{ product_id: seats, quantity: 2 }],
+          start_date: at('2026-03-01T00:00:00Z'),
+        }),
+      ),
+    );
+    const [busy] = subscriptions;
+    // one change per subscription, and three more of the first among them
+    const asked = [
+      ...subscriptions.map((subscription, n) => ({ subscription, quantity: 3 + n })),
+      ...[20, 21, 22].map((quantity) => ({ subscription: busy!, quantity })),
+    ];
+    const changes = await Promise.all(
+      asked.map(({ subscription, quantity }) =>
+        change(
+          orgId,
+          subscription.id,
+          { items: [{ id: subscription.items[0]!.id, quantity }] },
+          '2026-03-11T00:00:00Z',
+        ),
+      ),
+    );
+    for (const [n, result] of changes.entries()) {
+      expect(result.subscription.items[0]!.quantity).toBe(asked[n]!.quantity);
+    }
+    const { rows } = await database.db.query<{ subscription_id: number; quantity: string }>(
+      `SELECT subscription_id, quantity FROM subscription_proration_lines
+        WHERE subscription_id = ANY($1::bigint[]) ORDER BY id`,
+      [subscriptions.map((subscription) => subscription.id)],
+    );
+    for (const [n, subscription] of subscriptions.entries()) {
+      const lines = rows.filter((row) => row.subscription_id === subscription.id).map((row) => row.quantity);
+      const final = (await getSubscription(database.db, orgId, subscription.id)).items[0]!.quantity;
+      if (n > 0) {
+        expect(lines).toEqual(['2.0000', `${3 + n}.0000`]);
+        expect(final).toBe(3 + n);
+        continue;
+      }
+      // four changes of one subscription, in some order: each credit is for what the one before left
+      expect(lines).toHaveLength(8);
+      for (let pair = 0; pair < 4; pair++) {
+        expect(lines[2 * pair]).toBe(pair === 0 ? '2.0000' : lines[2 * pair - 1]);
+      }
+      expect(`${final}.0000`).toBe(lines[7]);
+    }
+    const events = await database.db.query(
+      `SELECT 1 FROM outbox WHERE org_id = $1 AND event_type = 'subscription.updated'`,
+      [orgId],
+    );
+    expect(events.rowCount).toBe(asked.length);
   });
 
   it('a change during a billing run waits for it, then lands in the new period', async () => {

@@ -148,14 +148,13 @@ export const subscriptionCommands = [
       now: billingNowFlag.optional(),
     }),
     run: async ({ db }, f) => {
-      const result = await db.transaction((tx) =>
-        changeSubscription(tx, {
-          subscriptionId: f.id,
-          orgId: f.org,
-          change: { items: f.items, effective: f.effective, proration: f.proration, preview: f.preview },
-          now: f.now,
-        }),
-      );
+      // one function behind this and the api, called the same way: it is atomic on its own
+      const result = await changeSubscription(db, {
+        subscriptionId: f.id,
+        orgId: f.org,
+        change: { items: f.items, effective: f.effective, proration: f.proration, preview: f.preview },
+        now: f.now,
+      });
       return z.encode(SubscriptionChange, result);
     },
   }),

@@ -89,13 +89,11 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => ({
-      data: await db.transaction((tx) =>
-        changeSubscription(tx, {
-          subscriptionId: request.params.subscription_id,
-          orgId: orgIdOf(request),
-          change: request.body,
-        }),
-      ),
+      data: await changeSubscription(db, {
+        subscriptionId: request.params.subscription_id,
+        orgId: orgIdOf(request),
+        change: request.body,
+      }),
     }),
   );
 };
