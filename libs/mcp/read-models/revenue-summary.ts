@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/index.js';
+import { formatMoney, parseMoney, roundToMinorUnit } from '../../money/index.js';
 
 export interface RevenueByCurrency {
   currency: string;
@@ -27,7 +28,9 @@ const ZERO = '0.00000000';
  * Totals over the invoices issued in [from, to] (by invoice_date; either bound may be open).
  * Issued means neither DRAFT nor WITHDRAWN. `paid` and `outstanding` are those invoices' state
  * now; overdue follows the spec: POSTED or PARTIALLY_PAID, due date before `asOf`, balance > 0.
- * Sums stay NUMERIC in SQL and reach us as exact text; money never goes through a float.
+ * Sums stay NUMERIC in SQL and reach us as exact text; money never goes through a float. Each is
+ * reported in the currency's minor unit by the rounding every invoice amount goes through (a no-op
+ * for invoices made since amounts are payable; a sum of older sub-cent amounts is rounded once).
  */
 export async function revenueSummary(
   db: Queryable,
@@ -62,8 +65,16 @@ export async function revenueSummary(
     [orgId],
   );
   const activeByCurrency = new Map(subscriptions.rows.map((row) => [row.currency, row.count]));
+  const payable = (amount: string, currency: string) =>
+    formatMoney(roundToMinorUnit(parseMoney(amount), currency.trim()));
   const byCurrency: RevenueByCurrency[] = invoices.rows.map((row) => ({
     ...row,
+    billed: payable(row.billed, row.currency),
+    tax: payable(row.tax, row.currency),
+    paid: payable(row.paid, row.currency),
+    refunded: payable(row.refunded, row.currency),
+    outstanding: payable(row.outstanding, row.currency),
+    overdue_amount: payable(row.overdue_amount, row.currency),
     active_subscriptions: activeByCurrency.get(row.currency) ?? 0,
   }));
   for (const [currency, count] of activeByCurrency) {

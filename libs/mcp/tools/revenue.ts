@@ -10,7 +10,8 @@ export const revenueSummaryTool = defineTool({
     'Per currency, over invoices issued (not DRAFT or WITHDRAWN) with an invoice date in [from, to] ' +
     '(both optional, inclusive; none = all time): billed (sum of totals), tax, paid, refunded, ' +
     'outstanding (open balance of POSTED and PARTIALLY_PAID invoices), overdue count and amount ' +
-    '(open, due date before today UTC, balance > 0), and active subscriptions now. Amounts are exact decimal strings.',
+    '(open, due date before today UTC, balance > 0), and active subscriptions now. Amounts are exact ' +
+    "decimal strings, each sum rounded half-up to the currency's minor unit.",
   input: z
     .strictObject({
       from: inputDate.optional().describe('First invoice date included, YYYY-MM-DD.'),
