@@ -92,7 +92,7 @@ export interface AutocannonOptions {
 
 export interface AutocannonResult {
   requests: { average: number; total: number };
-  latency: { p50: number; p99: number; max: number };
+  latency: { p50: number; p90: number; p97_5: number; p99: number; max: number };
   '2xx': number;
   non2xx: number;
   errors: number;

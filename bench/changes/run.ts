@@ -18,7 +18,8 @@
  *
  * Other settings (env): BENCH_SCENARIOS (comma list, default all), BENCH_DB_POOL_SIZE (the api's
  * DATABASE_POOL_SIZE, default 20), DATABASE_URL (an admin URL; a database bench_changes_<pid> is
- * created in it and dropped afterwards), REDIS_URL.
+ * created in it and dropped afterwards), REDIS_URL, BENCH_CPU_PROF (a directory: the api writes a V8
+ * CPU profile of its run there).
  */
 import { createApiKey } from '../../libs/auth/index.js';
 import { createProduct } from '../../libs/catalog/index.js';
@@ -66,6 +67,8 @@ interface ScenarioResult {
   request: string;
   requestsPerSecond: number;
   p50Ms: number;
+  p90Ms: number;
+  p97_5Ms: number;
   p99Ms: number;
   maxMs: number;
   requests: number;
@@ -155,6 +158,9 @@ async function main(): Promise<void> {
   const helloPort = (JSON.parse(await waitForLine(hello)) as { port: number }).port;
   const apiPort = await freePort();
   const api = spawnEntry('services/api/main.ts', {
+    ...(process.env.BENCH_CPU_PROF
+      ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] }
+      : {}),
     env: {
       DATABASE_URL: databaseUrl,
       DATABASE_POOL_SIZE: String(settings.poolSize),
@@ -212,6 +218,8 @@ async function main(): Promise<void> {
       request: target.request,
       requestsPerSecond: result.requests.average,
       p50Ms: result.latency.p50,
+      p90Ms: result.latency.p90,
+      p97_5Ms: result.latency.p97_5,
       p99Ms: result.latency.p99,
       maxMs: result.latency.max,
       requests: result.requests.total,
@@ -251,6 +259,8 @@ async function main(): Promise<void> {
       'request',
       'req/s',
       'p50 ms',
+      'p90 ms',
+      'p97.5 ms',
       'p99 ms',
       'req/s vs hello',
       'responses',
@@ -264,6 +274,8 @@ async function main(): Promise<void> {
       r.request,
       r.requestsPerSecond.toFixed(0),
       String(r.p50Ms),
+      String(r.p90Ms),
+      String(r.p97_5Ms),
       String(r.p99Ms),
       hello0 ? `${((100 * r.requestsPerSecond) / hello0.requestsPerSecond).toFixed(1)} %` : '-',
       r.non2xx + r.errors > 0 ? `${r.non2xx + r.errors} failed` : 'ok',
