@@ -97,9 +97,21 @@ export async function changeSubscription(
   if (id === undefined) throw ApiError.notFound(`Subscription ${input.subscriptionId}`);
   const statements = changeStatementsFor(db);
   const read: ChangeRead = { id, orgId: input.orgId ?? null, ...namedIds(change.items) };
+  const apply = () => applyChange(db, statements, read, change, now);
+  // a preview writes nothing: it need not wait for a change of the same subscription
+  return change.preview ? apply() : statements.oneAtATime(id, apply);
+}
+
+async function applyChange(
+  db: Queryable,
+  statements: ChangeStatements,
+  read: ChangeRead,
+  change: ParsedChange,
+  now: Date,
+): Promise<SubscriptionChange> {
   for (let round = 1; ; round++) {
     const state = await statements.read(read);
-    if (!state) throw ApiError.notFound(`Subscription ${input.subscriptionId}`);
+    if (!state) throw ApiError.notFound(`Subscription ${read.id}`);
     let outcome: Outcome;
     try {
       outcome = workOut(state, change, now);
@@ -122,7 +134,7 @@ export async function changeSubscription(
     }
     if (round === MAX_ROUNDS) {
       throw ApiError.conflict(
-        `Subscription ${id} kept changing while this change was applied; nothing was changed. Try again.`,
+        `Subscription ${read.id} kept changing while this change was applied; nothing was changed. Try again.`,
       );
     }
   }
@@ -131,6 +143,26 @@ export async function changeSubscription(
 interface ChangeStatements {
   read(request: ChangeRead): Promise<ChangeState | undefined>;
   write(request: ChangeWrite): Promise<Date | undefined>;
+  /**
+   * Runs `apply` after the changes of subscription `id` this process started before it: the
+   * second of two changes of one subscription reads what the first wrote, instead of finding its
+   * write refused and going round again. Other processes are kept apart by the version condition.
+   */
+  oneAtATime<T>(id: number, apply: () => Promise<T>): Promise<T>;
+}
+
+function queuePerKey(): ChangeStatements['oneAtATime'] {
+  const tails = new Map<number, Promise<unknown>>();
+  return (id, apply) => {
+    const previous = tails.get(id);
+    const run = previous ? previous.then(apply, apply) : apply();
+    const tail = run.catch(() => undefined);
+    tails.set(id, tail);
+    void tail.then(() => {
+      if (tails.get(id) === tail) tails.delete(id);
+    });
+    return run;
+  };
 }
 
 const batchedStatements = new WeakMap<Database, ChangeStatements>();
@@ -146,6 +178,7 @@ function changeStatementsFor(db: Queryable): ChangeStatements {
     return {
       read: async (request) => (await readChanges(db, [request]))[0],
       write: async (request) => (await writeChanges(db, [request]))[0],
+      oneAtATime: (_id, apply) => apply(),
     };
   }
   let statements = batchedStatements.get(db);
@@ -153,7 +186,7 @@ function changeStatementsFor(db: Queryable): ChangeStatements {
     const options = { lingerMs: BATCH_LINGER_MS, maxInFlight: BATCHES_IN_FLIGHT, maxWeight: BATCH_MAX };
     const reads = groupCommit((requests: ChangeRead[]) => readChanges(db, requests), options);
     const writes = groupCommit((requests: ChangeWrite[]) => writeChanges(db, requests), options);
-    statements = { read: reads, write: writes };
+    statements = { read: reads, write: writes, oneAtATime: queuePerKey() };
     batchedStatements.set(db, statements);
   }
   return statements;
@@ -180,7 +213,8 @@ async function readChanges(
             ${changeCatalogColumns({ productIds: 'r.product_ids', itemIds: 'r.item_ids', periodEnd: 's.current_period_end' })}
        FROM jsonb_to_recordset($1::jsonb) AS r(key integer, id bigint, org_id bigint, product_ids bigint[],
             item_ids bigint[])
-       JOIN subscriptions s ON s.id = r.id AND (r.org_id IS NULL OR s.org_id = r.org_id)`,
+       JOIN subscriptions s ON s.id = r.id AND (r.org_id IS NULL OR s.org_id = r.org_id)
+      WHERE s.id = ANY($2::bigint[])`,
     [
       JSON.stringify(
         requests.map((request, key) => ({
@@ -191,6 +225,8 @@ async function readChanges(
           item_ids: request.itemIds,
         })),
       ),
+      // the ids again as an array, which the planner can look up by index (it cannot see into JSON)
+      requests.map((request) => request.id),
     ],
   );
   const found = new Map(rows.map((row) => [row.key, row]));
@@ -229,6 +265,7 @@ async function writeChanges(db: Queryable, requests: readonly ChangeWrite[]): Pr
        UPDATE subscriptions s SET updated_at = now()
          FROM (SELECT o.id FROM subscriptions o
                  JOIN requested r ON o.org_id = r.org_id AND o.id = r.id AND o.xmin = r.version
+                WHERE o.id = ANY(${param(firsts.map(({ state }) => state.id))}::bigint[])
                 ORDER BY o.id FOR NO KEY UPDATE OF o) l
         WHERE s.id = l.id
        RETURNING s.id, s.updated_at

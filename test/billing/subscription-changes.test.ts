@@ -5,6 +5,7 @@ import {
   type UsageForTransaction,
   usageSource,
 } from '../../libs/billing/index.js';
+import { Database } from '../../libs/db/index.js';
 import { getInvoice } from '../../libs/invoices/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { SubscriptionUpdatedEventData } from '../../libs/schemas/index.js';
@@ -389,6 +390,45 @@ describe('subscription changes, billed by the run', () => {
     );
     expect(result.subscription.subscription_end_date).toBe(termed.subscription_end_date);
     expect(result.subscription.term_type).toBe('termed');
+  });
+
+  it('changes of one subscription from two processes: the version condition orders them', async () => {
+    const { orgId, customerId, seats } = await setUp();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const id = subscription.items[0]!.id;
+    // a pool of its own: another api process, which this one's per-subscription queue cannot see
+    const other = new Database(database.url, { poolSize: 4, preparedStatements: true });
+    try {
+      const results = await Promise.all(
+        [3, 4, 5, 6].map((quantity, n) =>
+          changeSubscription(n % 2 ? other : database.db, {
+            subscriptionId: subscription.id,
+            orgId,
+            change: { items: [{ id, quantity }] },
+            now: at('2026-03-11T00:00:00Z'),
+          }),
+        ),
+      );
+      const { rows } = await database.db.query<{ quantity: string }>(
+        'SELECT quantity FROM subscription_proration_lines WHERE subscription_id = $1 ORDER BY id',
+        [subscription.id],
+      );
+      const lines = rows.map((row) => row.quantity);
+      expect(lines).toHaveLength(8);
+      // every credit is for what the change before left: none was lost, none applied twice
+      for (let pair = 0; pair < 4; pair++) {
+        expect(lines[2 * pair]).toBe(pair === 0 ? '2.0000' : lines[2 * pair - 1]);
+      }
+      expect(results.map((result) => `${result.subscription.items[0]!.quantity}.0000`).sort()).toEqual(
+        [1, 3, 5, 7].map((n) => lines[n]).sort(),
+      );
+    } finally {
+      await other.close();
+    }
   });
 
   it('two changes at once: one waits for the other and applies on what it left', async () => {
