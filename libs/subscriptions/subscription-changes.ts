@@ -193,11 +193,11 @@ function changeStatementsFor(db: Queryable): ChangeStatements {
 }
 
 /** While a statement runs, the changes for the next one gather for at most this long. */
-const BATCH_LINGER_MS = 3;
+const BATCH_LINGER_MS = 2;
 /** Changes per statement, at most. */
 const BATCH_MAX = 50;
 /** Statements of each kind running at once before the next waits out the linger. */
-const BATCHES_IN_FLIGHT = 3;
+const BATCHES_IN_FLIGHT = 2;
 
 /** The subscriptions and what the changes name, in one statement: undefined for one not found. */
 async function readChanges(
