@@ -203,15 +203,22 @@ export class Database implements Queryable {
 
   /**
    * The client as a transaction's code sees it: a parameterized `query(text, values)` runs as the
-   * named statement of its text, as query() does; everything else is the client's own.
+   * named statement of its text, as query() does; queries run one after the other, so domain code
+   * may start several at once (Promise.all) on a pool or a transaction alike (pg runs one at a time
+   * on a client, and will stop queueing them itself); everything else is the client's own.
    */
-  private namingStatements(client: pg.PoolClient): pg.PoolClient {
-    if (!this.statementNames) return client;
-    const query = (...args: unknown[]) => {
+  private transactionClient(client: pg.PoolClient): pg.PoolClient {
+    let tail: Promise<unknown> = Promise.resolve();
+    const run = (...args: unknown[]): Promise<unknown> => {
       const [text, values] = args;
       const name = typeof text === 'string' && Array.isArray(values) ? this.statementName(text) : undefined;
-      if (name === undefined) return (client.query as (...a: unknown[]) => unknown)(...args);
+      if (name === undefined) return (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
       return client.query({ name, text: text as string, values: values as unknown[] });
+    };
+    const query = (...args: unknown[]) => {
+      const result = tail.then(() => run(...args));
+      tail = result.catch(() => undefined);
+      return result;
     };
     return new Proxy(client, {
       get(target, property) {
@@ -265,7 +272,7 @@ export class Database implements Queryable {
         .filter(Boolean)
         .join(' ');
       await client.query(`BEGIN ${modes}`);
-      const tx = this.namingStatements(client);
+      const tx = this.transactionClient(client);
       const hooks = new Set<(db: Database) => void>();
       commitHooks.set(tx, hooks);
       const result = await fn(tx);

@@ -51,6 +51,25 @@ describe('Database on Postgres with preparedStatements', () => {
     expect(statements[0]!.name).toMatch(/^billing_\d+$/);
   });
 
+  it("runs a transaction's concurrent queries one after the other, each answering its own", async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on('warning', onWarning);
+    try {
+      const answers = await db.transaction((tx) =>
+        Promise.all([
+          tx.query<{ n: number }>('SELECT $1::int AS n, pg_sleep(0.05)', [1]),
+          ...[2, 3].map((n) => tx.query<{ n: number }>('SELECT $1::int AS n', [n])),
+        ]),
+      );
+      expect(answers.map((result) => result.rows[0]!.n)).toEqual([1, 2, 3]);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((message) => message.includes('already executing a query'))).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('a failing prepared statement leaves the connection usable', async () => {
     await expect(db.query('SELECT 1 / $1::int AS n', [0])).rejects.toThrow(/division by zero/);
     expect((await db.query<{ n: number }>('SELECT 1 / $1::int AS n', [1])).rows).toEqual([{ n: 1 }]);
