@@ -4,7 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Database, MIGRATIONS_DIR, migrate, startEmbeddedPostgres } from '../../libs/db/index.js';
+import { createOrganization } from '../../libs/organizations/index.js';
+import { changeSubscription } from '../../libs/subscriptions/index.js';
 import { claimDueDeliveries } from '../../libs/webhooks/delivery.js';
+import { basicCatalog, customerIn, subscribe } from '../billing/fixtures.js';
 import { freePort } from '../helpers/processes.js';
 import { roundTripEveryTable } from '../helpers/round-trip.js';
 
@@ -40,6 +43,51 @@ describe('embedded PGlite', () => {
     const busy = new Map([[rows[0]!.endpoint_id, 1]]);
     expect(await claimDueDeliveries(db, 10, 60_000, { perEndpoint: 1, busy })).toEqual([]);
     expect(await claimDueDeliveries(db, 10, 60_000, { perEndpoint: 2, busy })).toHaveLength(1);
+  });
+
+  it('changes subscriptions on PGlite: shared statements, the version condition, a preview', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'billing-pglite-'));
+    const port = freePort();
+    const server = await startEmbeddedPostgres({ dataDir, host: '127.0.0.1', port });
+    const db = new Database(server.url, { poolSize: 3 });
+    cleanups.push(async () => {
+      await db.close();
+      await server.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    });
+    await migrate(db);
+    const { id: orgId } = await createOrganization(db, { name: 'Embedded Co' });
+    const { seats } = await basicCatalog(db, orgId);
+    const customerId = await customerIn(db, orgId);
+    const start = new Date('2026-03-01T00:00:00Z');
+    const subscriptions = await Promise.all(
+      [0, 1, 2].map(() =>
+        subscribe(
+          db,
+          orgId,
+          { customer_id: customerId, items: [{ product_id: seats, quantity: 2 }], start_date: start },
+          start,
+        ),
+      ),
+    );
+    const now = new Date('2026-03-11T00:00:00Z');
+    const change = (subscription: (typeof subscriptions)[number], quantity: number, preview = false) =>
+      changeSubscription(db, {
+        subscriptionId: subscription.id,
+        orgId,
+        change: { items: [{ id: subscription.items[0]!.id, quantity }], preview },
+        now,
+      });
+    const [first] = subscriptions;
+    const preview = await change(first!, 9, true);
+    const results = await Promise.all([...subscriptions.map((s, n) => change(s, 3 + n)), change(first!, 7)]);
+    expect(results.map((result) => result.subscription.items[0]!.quantity)).toEqual([3, 4, 5, 7]);
+    expect(preview.proration_lines.map((line) => line.quantity)).toEqual(['2.0000', '9.0000']);
+    const { rows } = await db.query<{ quantity: string }>(
+      'SELECT quantity FROM subscription_proration_lines WHERE subscription_id = $1 ORDER BY id',
+      [first!.id],
+    );
+    expect(rows.map((row) => row.quantity)).toEqual(['2.0000', '3.0000', '3.0000', '7.0000']);
   });
 
   it('refuses a second process on the same embedded data directory', async () => {
