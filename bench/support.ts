@@ -468,6 +468,36 @@ export async function commandCpuSeconds(command: string): Promise<number> {
   return total;
 }
 
+/** CPU seconds so far of the server under test, all of Postgres, all of Redis and this process. */
+export interface CpuSnapshot {
+  server: number;
+  postgres: number;
+  redis: number;
+  autocannon: number;
+}
+
+export async function cpuSnapshot(serverPid: number | undefined): Promise<CpuSnapshot> {
+  const self = process.cpuUsage();
+  return {
+    server: await cpuSeconds(serverPid),
+    postgres: await commandCpuSeconds('postgres'),
+    redis: await commandCpuSeconds('redis-server'),
+    autocannon: (self.user + self.system) / 1e6,
+  };
+}
+
+/** CPU time per request between two snapshots, in whole microseconds, by process. */
+export function cpuMicrosPerRequest(before: CpuSnapshot, after: CpuSnapshot, requests: number): CpuSnapshot {
+  const micros = (key: keyof CpuSnapshot) =>
+    Math.round(((after[key] - before[key]) * 1e6) / Math.max(1, requests));
+  return {
+    server: micros('server'),
+    postgres: micros('postgres'),
+    redis: micros('redis'),
+    autocannon: micros('autocannon'),
+  };
+}
+
 // --- output ---------------------------------------------------------------------------------
 
 /** A plain text table: numbers right-aligned, the rest left-aligned. */

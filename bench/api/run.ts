@@ -34,8 +34,8 @@ import { connectRedis } from '../../libs/redis/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import {
   autocannon,
-  commandCpuSeconds,
-  cpuSeconds,
+  cpuMicrosPerRequest,
+  cpuSnapshot,
   createDatabase,
   dropDatabase,
   freePort,
@@ -91,24 +91,6 @@ interface ScenarioResult {
   errors: number;
   /** CPU time per request during the measured run, in microseconds, by process. */
   cpuMicrosPerRequest: { server: number; postgres: number; redis: number; autocannon: number };
-}
-
-interface CpuNow {
-  server: number;
-  postgres: number;
-  redis: number;
-  autocannon: number;
-}
-
-/** CPU seconds so far of the server under test, all of Postgres, all of Redis and this process. */
-async function cpuNow(serverPid: number | undefined): Promise<CpuNow> {
-  const self = process.cpuUsage();
-  return {
-    server: await cpuSeconds(serverPid),
-    postgres: await commandCpuSeconds('postgres'),
-    redis: await commandCpuSeconds('redis-server'),
-    autocannon: (self.user + self.system) / 1e6,
-  };
 }
 
 const databaseName = `bench_api_${process.pid}`;
@@ -213,11 +195,9 @@ async function main(): Promise<void> {
     };
     log(`${scenario}: warm-up ${settings.warmupSeconds} s, then ${settings.durationSeconds} s`);
     if (settings.warmupSeconds > 0) await autocannon({ ...options, duration: settings.warmupSeconds });
-    const cpuBefore = await cpuNow(scenario === 'hello' ? hello.pid : api.pid);
+    const cpuBefore = await cpuSnapshot(scenario === 'hello' ? hello.pid : api.pid);
     const result = await autocannon({ ...options, duration: settings.durationSeconds });
-    const cpuAfter = await cpuNow(scenario === 'hello' ? hello.pid : api.pid);
-    const micros = (key: keyof CpuNow) =>
-      Math.round(((cpuAfter[key] - cpuBefore[key]) * 1e6) / Math.max(1, result.requests.total));
+    const cpuAfter = await cpuSnapshot(scenario === 'hello' ? hello.pid : api.pid);
     results.push({
       scenario,
       request: target.request,
@@ -228,12 +208,7 @@ async function main(): Promise<void> {
       requests: result.requests.total,
       non2xx: result.non2xx,
       errors: result.errors + result.timeouts,
-      cpuMicrosPerRequest: {
-        server: micros('server'),
-        postgres: micros('postgres'),
-        redis: micros('redis'),
-        autocannon: micros('autocannon'),
-      },
+      cpuMicrosPerRequest: cpuMicrosPerRequest(cpuBefore, cpuAfter, result.requests.total),
     });
   }
 

@@ -31,8 +31,8 @@ import { connectRedis } from '../../libs/redis/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import {
   autocannon,
-  commandCpuSeconds,
-  cpuSeconds,
+  cpuMicrosPerRequest,
+  cpuSnapshot,
   createDatabase,
   dropDatabase,
   freePort,
@@ -77,23 +77,6 @@ interface ScenarioResult {
   non2xx: number;
   errors: number;
   cpuMicrosPerRequest: { server: number; postgres: number; redis: number; autocannon: number };
-}
-
-interface CpuNow {
-  server: number;
-  postgres: number;
-  redis: number;
-  autocannon: number;
-}
-
-async function cpuNow(serverPid: number | undefined): Promise<CpuNow> {
-  const self = process.cpuUsage();
-  return {
-    server: await cpuSeconds(serverPid),
-    postgres: await commandCpuSeconds('postgres'),
-    redis: await commandCpuSeconds('redis-server'),
-    autocannon: (self.user + self.system) / 1e6,
-  };
 }
 
 const databaseName = `bench_changes_${process.pid}`;
@@ -211,11 +194,9 @@ async function main(): Promise<void> {
     if (settings.warmupSeconds > 0) await autocannon({ ...options, duration: settings.warmupSeconds });
     await analyze(databaseUrl);
     const pid = scenario === 'hello' ? hello.pid : api.pid;
-    const cpuBefore = await cpuNow(pid);
+    const cpuBefore = await cpuSnapshot(pid);
     const result = await autocannon({ ...options, duration: settings.durationSeconds });
-    const cpuAfter = await cpuNow(pid);
-    const micros = (key: keyof CpuNow) =>
-      Math.round(((cpuAfter[key] - cpuBefore[key]) * 1e6) / Math.max(1, result.requests.total));
+    const cpuAfter = await cpuSnapshot(pid);
     results.push({
       scenario,
       request: target.request,
@@ -228,12 +209,7 @@ async function main(): Promise<void> {
       requests: result.requests.total,
       non2xx: result.non2xx,
       errors: result.errors + result.timeouts,
-      cpuMicrosPerRequest: {
-        server: micros('server'),
-        postgres: micros('postgres'),
-        redis: micros('redis'),
-        autocannon: micros('autocannon'),
-      },
+      cpuMicrosPerRequest: cpuMicrosPerRequest(cpuBefore, cpuAfter, result.requests.total),
     });
   }
 
