@@ -64,6 +64,17 @@ afterAll(async () => {
 
 const at = (iso: string) => new Date(iso);
 
+/**
+ * The quantities of `changes` credit/charge pairs of one item, in the order written: each credit
+ * is for the quantity the charge before it left (the first for `from`).
+ */
+function expectChainedLines(quantities: readonly string[], changes: number, from: string): void {
+  expect(quantities).toHaveLength(2 * changes);
+  for (let pair = 0; pair < changes; pair++) {
+    expect(quantities[2 * pair]).toBe(pair === 0 ? from : quantities[2 * pair - 1]);
+  }
+}
+
 /** Created when it starts: active (or trialing) from then, its first period running. */
 function subscribe(
   db: TestDatabase['db'],
@@ -418,11 +429,8 @@ describe('subscription changes, billed by the run', () => {
         [subscription.id],
       );
       const lines = rows.map((row) => row.quantity);
-      expect(lines).toHaveLength(8);
       // every credit is for what the change before left: none was lost, none applied twice
-      for (let pair = 0; pair < 4; pair++) {
-        expect(lines[2 * pair]).toBe(pair === 0 ? '2.0000' : lines[2 * pair - 1]);
-      }
+      expectChainedLines(lines, 4, '2.0000');
       expect(results.map((result) => `${result.subscription.items[0]!.quantity}.0000`).sort()).toEqual(
         [1, 3, 5, 7].map((n) => lines[n]).sort(),
       );
@@ -503,10 +511,7 @@ describe('subscription changes, billed by the run', () => {
         continue;
       }
       // four changes of one subscription, in some order: each credit is for what the one before left
-      expect(lines).toHaveLength(8);
-      for (let pair = 0; pair < 4; pair++) {
-        expect(lines[2 * pair]).toBe(pair === 0 ? '2.0000' : lines[2 * pair - 1]);
-      }
+      expectChainedLines(lines, 4, '2.0000');
       expect(`${final}.0000`).toBe(lines[7]);
     }
     const events = await database.db.query(
