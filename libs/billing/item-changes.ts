@@ -433,7 +433,10 @@ export function planItemSet(
   );
   const addedIds = added.map((item) => item.subscription_item_id);
   const after = resolved.map((entry) => live.get(entry.id ?? addedIds.shift()!)!);
-  for (const item of after) {
+  // What a change charges comes from what this change did: only the items it adds get a charge
+  // for the rest of the period. An item an earlier change added keeps its `started_at` in the
+  // period; charging it again here would bill it once per later change.
+  for (const item of added) {
     if (item.started_at && (context.mode === 'prorate' || item.pricing_type === 'one_time')) {
       lines.push(...prorationLinesFor(undefined, item, { at, period, currency }));
     }
