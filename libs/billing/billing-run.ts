@@ -29,6 +29,7 @@ import { InvoiceLimitError } from './invoice-limits.js';
 import type { BillableItem } from './invoice-lines.js';
 import {
   applyItemSet,
+  endItemsAt,
   itemForPeriod,
   type PendingProrationLine,
   pendingProrationLines,
@@ -37,6 +38,7 @@ import {
 } from './item-changes.js';
 import { composePeriodInvoice } from './period-invoice.js';
 import { addDays, invoicePeriodDates, utcDate } from './periods.js';
+import type { ProrationLine } from './proration.js';
 import { BILLABLE_STATUSES, planBilling, type ScheduleStep, type SubscriptionSchedule } from './schedule.js';
 import { settleOnPosting } from './settlement.js';
 
@@ -287,13 +289,7 @@ async function billBatch(
   );
 
   const events: DomainEvent[] = await applyDueChanges(tx, plans);
-  for (const invoice of invoices) {
-    if (!invoice.posted) continue;
-    events.push({ orgId: invoice.org_id, type: 'invoice.posted', data: invoiceEventData(invoice) });
-    if (invoice.status === 'PAID') {
-      events.push({ orgId: invoice.org_id, type: 'invoice.paid', data: invoiceEventData(invoice) });
-    }
-  }
+  events.push(...invoices.flatMap(postingEvents));
   for (const { subscription, steps } of plans) {
     for (const step of steps) {
       if (step.kind === 'renewed') result.renewed++;
@@ -316,9 +312,76 @@ async function billBatch(
   return result;
 }
 
+/** invoice.posted for a posted invoice, and invoice.paid when its credit paid it whole. */
+function postingEvents(invoice: NewInvoice): DomainEvent[] {
+  if (!invoice.posted) return [];
+  const posted: DomainEvent = {
+    orgId: invoice.org_id,
+    type: 'invoice.posted',
+    data: invoiceEventData(invoice),
+  };
+  if (invoice.status !== 'PAID') return [posted];
+  return [posted, { orgId: invoice.org_id, type: 'invoice.paid', data: invoiceEventData(invoice) }];
+}
+
+/**
+ * The final invoice of a subscription canceled now, posted (DESIGN decision "An immediate cancel
+ * bills the used part of its period", docs/decisions.md): its running period until `end.at`,
+ * composed like any period's invoice, so it carries what the period accrued: licensed items to
+ * the second (or the whole period with proration none), usage until the cancel, the proration
+ * lines changes left waiting. `subscription` is held by the caller's transaction; its period must
+ * not have ended (a period that ended is the billing run's). None when nothing of a paid period
+ * ran (a trial, a period not begun) and no line waits.
+ */
+export async function invoiceUntilEnd(
+  tx: Queryable,
+  subscription: DueSubscription,
+  end: SubscriptionEnd,
+  usage: UsageForTransaction = (transaction) => new PostgresUsageAggregator(transaction),
+): Promise<NewInvoice | undefined> {
+  const paid =
+    subscription.status === 'active' ||
+    subscription.status === 'past_due' ||
+    subscription.status === 'unpaid';
+  if (!paid || subscription.current_period_end <= end.at) return undefined;
+  const waiting = await pendingProrationLines(
+    tx,
+    subscription.org_id,
+    [subscription.id],
+    subscription.current_period_end,
+  );
+  if (end.at <= subscription.current_period_start && !waiting.get(subscription.id)?.length) return undefined;
+  const firstPaidStart = subscription.trial_end_date ?? subscription.start_date;
+  const step: InvoiceStep = {
+    kind: 'invoice',
+    periodStart: subscription.current_period_start,
+    periodEnd: subscription.current_period_end,
+    firstPeriod: subscription.current_period_start.getTime() === firstPaidStart.getTime(),
+  };
+  const context: BatchContext = {
+    now: end.at,
+    post: true,
+    orgId: subscription.org_id,
+    subscriptionIds: [subscription.id],
+    exclude: [],
+    usage,
+  };
+  const [invoice] = await createInvoices(tx, context, [{ subscription, step, end }]);
+  await emitDomainEvents(tx, postingEvents(invoice!));
+  return invoice;
+}
+
 interface InvoiceTarget {
   subscription: DueSubscription;
   step: InvoiceStep;
+  /** The subscription stops within the step's period (an immediate cancel): billed until then. */
+  end?: SubscriptionEnd;
+}
+
+/** Where a subscription canceled now stops being billed, and how its licensed items are credited. */
+export interface SubscriptionEnd {
+  at: Date;
+  proration: 'prorate' | 'none';
 }
 
 /** What composing a batch's invoices reads, in a few queries for the whole batch. */
@@ -328,6 +391,8 @@ interface InvoiceInputs {
   usage: Map<string, Map<number, string>>;
   /** usageKey -> the proration lines that invoice carries. */
   prorationLines: Map<string, PendingProrationLine[]>;
+  /** usageKey -> the credits of items ended before the period's end (written only as lines). */
+  endLines: Map<string, ProrationLine[]>;
 }
 
 /**
@@ -365,6 +430,17 @@ async function loadInvoiceInputs(
   const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
   const subscriptionIds = unique(toInvoice.map(({ subscription }) => subscription.id));
   const items = await loadBillableItems(tx, orgIds, subscriptionIds);
+  const endLines = new Map<string, ProrationLine[]>();
+  for (const { subscription, step, end } of toInvoice) {
+    if (!end) continue;
+    const ended = endItemsAt(
+      { ...subscription, current_period_start: step.periodStart, current_period_end: step.periodEnd },
+      items.get(subscription.id) ?? [],
+      { at: end.at, mode: end.proration },
+    );
+    items.set(subscription.id, ended.items);
+    endLines.set(usageKey(subscription, step), ended.lines);
+  }
   const customers = await loadCustomers(
     tx,
     orgIds,
@@ -389,7 +465,7 @@ async function loadInvoiceInputs(
       waiting.filter((line) => !due.includes(line)),
     );
   }
-  return { items, customers, usage, prorationLines };
+  return { items, customers, usage, prorationLines, endLines };
 }
 
 interface OrgNumbering {
@@ -415,7 +491,7 @@ async function reserveNumbering(
 }
 
 function composeInvoice(
-  { subscription, step }: InvoiceTarget,
+  { subscription, step, end }: InvoiceTarget,
   inputs: InvoiceInputs,
   numbering: Map<number, OrgNumbering>,
   context: BatchContext,
@@ -433,8 +509,9 @@ function composeInvoice(
     firstPeriod: step.firstPeriod,
     periodStart: step.periodStart,
     periodEnd: step.periodEnd,
-    prorationLines: inputs.prorationLines.get(key) ?? [],
+    prorationLines: [...(inputs.prorationLines.get(key) ?? []), ...(inputs.endLines.get(key) ?? [])],
     customer,
+    endsAt: end?.at,
   });
   return {
     id: randomUUID(),
@@ -443,7 +520,7 @@ function composeInvoice(
     customer_id: subscription.customer_id,
     subscription_id: subscription.id,
     invoice_date: draft.invoice_date,
-    ...invoicePeriodDates(step.periodStart, step.periodEnd),
+    ...invoicePeriodDates(step.periodStart, end?.at ?? step.periodEnd),
     due_date: addDays(draft.invoice_date, org.paymentTermsDays),
     status: 'DRAFT',
     subtotal: draft.subtotal,

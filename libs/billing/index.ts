@@ -2,7 +2,9 @@ export {
   type BillingRunOptions,
   type BillingRunSummary,
   DEFAULT_BATCH_SIZE,
+  invoiceUntilEnd,
   runBilling,
+  type SubscriptionEnd,
   type UsageForTransaction,
   usageSource,
 } from './billing-run.js';
@@ -11,6 +13,7 @@ export {
   type BillableItemRow,
   billableItemsSql,
   loadBillableItems,
+  loadSubscriptionSchedule,
   toBillableItem,
 } from './billing-store.js';
 export { addCustomerCredit } from './customer-credit.js';

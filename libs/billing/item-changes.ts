@@ -413,21 +413,7 @@ export function planItemSet(
     ];
   });
 
-  const written = [
-    ...items.map((item) => {
-      const update = updates.find((candidate) => candidate.id === item.subscription_item_id);
-      return update
-        ? {
-            ...item,
-            quantity: update.quantity,
-            included_units: update.included_units,
-            removed_at: update.removed_at ? new Date(update.removed_at) : null,
-            base: update.base,
-          }
-        : item;
-    }),
-    ...added,
-  ];
+  const written = itemsAfterPlan(items, { updates, added });
   const live = new Map(
     written.filter((item) => !item.removed_at).map((item) => [item.subscription_item_id, item]),
   );
@@ -468,6 +454,51 @@ export function planItemSet(
   }
   if (problems.length) throw ApiError.validation(problems);
   return { before: [...current], after, proration_lines: lines, effective_at: at, updates, added };
+}
+
+/** The subscription's items as a plan leaves them: updated in place, the added ones last. */
+function itemsAfterPlan(
+  items: readonly BillableItem[],
+  plan: Pick<ItemSetPlan, 'updates' | 'added'>,
+): BillableItem[] {
+  return [
+    ...items.map((item) => {
+      const update = plan.updates.find((candidate) => candidate.id === item.subscription_item_id);
+      return update
+        ? {
+            ...item,
+            quantity: update.quantity,
+            included_units: update.included_units,
+            removed_at: update.removed_at ? new Date(update.removed_at) : null,
+            base: update.base,
+          }
+        : item;
+    }),
+    ...plan.added,
+  ];
+}
+
+const NOTHING_NAMED: ChangeCatalog = {
+  products: new Map(),
+  itemOwners: new Map(),
+  newItemIds: [],
+  pendingLines: { sum: '0', largest: '0' },
+};
+
+/**
+ * The items of a subscription that stops at `at` (an immediate cancel) as its running period's
+ * final invoice bills them: every item ends then, exactly as a change removing them all would end
+ * it. Licensed items keep the terms the period began with and, with `prorate`, get a credit for
+ * the rest of the period; metered items count usage until `at`, their included units by time.
+ * Pure: nothing is written, the subscription keeps its items.
+ */
+export function endItemsAt(
+  subscription: ChangingSubscription,
+  items: readonly BillableItem[],
+  context: { at: Date; mode: 'prorate' | 'none' },
+): { items: BillableItem[]; lines: ProrationLine[] } {
+  const plan = planItemSet(subscription, items, [], NOTHING_NAMED, context);
+  return { items: itemsAfterPlan(items, plan), lines: plan.proration_lines };
 }
 
 /**

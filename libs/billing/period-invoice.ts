@@ -37,6 +37,11 @@ export interface PeriodInvoiceInput {
    */
   prorationLines: readonly ProrationLine[];
   customer: PeriodInvoiceCustomer;
+  /**
+   * When billing stops before `periodEnd` (an immediate cancel): the invoice is dated on this
+   * instant's day and taxed with that day's rules. The items already end at it (endItemsAt).
+   */
+  endsAt?: Date | undefined;
 }
 
 export interface PeriodInvoice {
@@ -49,7 +54,7 @@ export interface PeriodInvoice {
 }
 
 export function composePeriodInvoice(input: PeriodInvoiceInput): PeriodInvoice {
-  const invoiceDate = utcDate(input.periodEnd);
+  const invoiceDate = utcDate(input.endsAt ?? input.periodEnd);
   const period = { start: input.periodStart, end: input.periodEnd };
   const items = input.items.flatMap((item) => itemForPeriod(item, period) ?? []);
   const draft = buildInvoiceLines(items, {

@@ -84,6 +84,19 @@ describe('billing periods', () => {
     );
   });
 
+  it('a period ended within a day (an immediate cancel) prints that day as its last', () => {
+    expect(invoicePeriodDates(at('2026-03-01T00:00:00Z'), at('2026-03-16T12:00:00Z'))).toEqual({
+      period_start: '2026-03-01',
+      period_end: '2026-03-16',
+    });
+    expect(invoicePeriodDates(at('2026-03-01T00:00:00Z'), at('2026-03-16T00:00:01Z')).period_end).toBe(
+      '2026-03-16',
+    );
+    expect(invoicePeriodDates(at('2026-03-01T00:00:00Z'), at('2026-03-16T00:00:00Z')).period_end).toBe(
+      '2026-03-15',
+    );
+  });
+
   it('adds days across month and leap-year ends', () => {
     expect(addDays('2026-01-31', 30)).toBe('2026-03-02');
     expect(addDays('2028-02-28', 1)).toBe('2028-02-29');

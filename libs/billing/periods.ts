@@ -62,5 +62,6 @@ export function addDaysToInstant(instant: Date, days: number): Date {
  * Feb 1 - Feb 28.
  */
 export function invoicePeriodDates(start: Date, end: Date): { period_start: string; period_end: string } {
-  return { period_start: utcDate(start), period_end: addDays(utcDate(end), -1) };
+  // the last day with an instant before `end`: the day before a midnight end, the day of any other
+  return { period_start: utcDate(start), period_end: utcDate(new Date(end.getTime() - 1)) };
 }

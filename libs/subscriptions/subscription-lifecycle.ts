@@ -5,13 +5,16 @@ import {
   assertSubscriptionTransition,
   BILLABLE_STATUSES,
   fixedChargeProblems,
+  invoiceUntilEnd,
   loadBillableItems,
+  loadSubscriptionSchedule,
   moneyInput,
   PERIOD_MONTHS,
   parseInput,
   periodEndAfter,
   quantityInput,
   subscriptionEventData,
+  type UsageForTransaction,
 } from '../billing/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError, type FieldError } from '../errors/index.js';
@@ -252,10 +255,20 @@ export async function createSubscription(
   return getSubscription(tx, orgId, subscription.id);
 }
 
+/** How a cancel now bills the running period: where usage is read, how licensed items are credited. */
+export interface FinalInvoiceOptions {
+  /** Default: the usage events in Postgres, through the transaction (exact in both modes). */
+  usage?: UsageForTransaction | undefined;
+  /** `prorate` (default): licensed items to the second; `none`: the whole period. */
+  proration?: 'prorate' | 'none' | undefined;
+}
+
 /**
- * Cancels now (status canceled, billing stops, the current period is not invoiced; emits
- * subscription.canceled) or at the end of the current period (the billing run invoices that last
- * period, then cancels and emits subscription.canceled). Found by id, or only within `orgId`.
+ * Cancels now (status canceled, billing stops; the running period's used part is invoiced and
+ * posted at once, see invoiceUntilEnd; emits subscription.canceled) or at the end of the current
+ * period (the billing run invoices that last period, then cancels and emits
+ * subscription.canceled). Found by id, or only within `orgId`. Returns the subscription and the
+ * final invoice's id, if one was made.
  */
 export async function cancelSubscription(
   tx: Queryable,
@@ -268,9 +281,10 @@ export async function cancelSubscription(
      * subscription that can never be invoiced, such as a parked one); recorded on the row.
      */
     withoutInvoicing?: boolean | undefined;
+    finalInvoice?: FinalInvoiceOptions | undefined;
     now?: Date;
   },
-): Promise<Subscription> {
+): Promise<Subscription & { final_invoice_id?: string }> {
   const now = input.now ?? new Date();
   const { rows } = await tx.query<{
     id: number;
@@ -300,6 +314,16 @@ export async function cancelSubscription(
     );
   }
 
+  if (input.atPeriodEnd && input.finalInvoice?.proration !== undefined) {
+    throw ApiError.validation([
+      {
+        field: 'proration',
+        message:
+          'Only a cancel now has a final invoice to prorate; at the period end the whole period is billed.',
+        code: 'invalid_value',
+      },
+    ]);
+  }
   if (input.withoutInvoicing && input.atPeriodEnd) {
     throw ApiError.validation([
       {
@@ -347,6 +371,17 @@ export async function cancelSubscription(
       [subscription.org_id, subscription.id, now],
     );
   } else {
+    let finalInvoiceId: string | undefined;
+    if (!input.withoutInvoicing) {
+      const schedule = await loadSubscriptionSchedule(tx, subscription.org_id, subscription.id);
+      const invoice = await invoiceUntilEnd(
+        tx,
+        schedule!,
+        { at: now, proration: input.finalInvoice?.proration ?? 'prorate' },
+        input.finalInvoice?.usage,
+      );
+      finalInvoiceId = invoice?.id;
+    }
     await tx.query(
       `UPDATE subscriptions SET status = 'canceled', canceled_at = $3, ended_at = $3, updated_at = now(),
               canceled_without_invoicing = $4
@@ -358,6 +393,8 @@ export async function cancelSubscription(
       type: 'subscription.canceled',
       data: subscriptionEventData({ ...subscription, status: 'canceled' }),
     });
+    const canceled = await getSubscription(tx, subscription.org_id, subscription.id);
+    return finalInvoiceId ? { ...canceled, final_invoice_id: finalInvoiceId } : canceled;
   }
   return getSubscription(tx, subscription.org_id, subscription.id);
 }

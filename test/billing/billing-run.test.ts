@@ -365,7 +365,7 @@ describe('billing run', () => {
     ]);
   });
 
-  it('cancel now stops billing at once', async () => {
+  it('cancel now bills the days used at once, then stops billing', async () => {
     const { orgId, customerId, seats } = await orgWithCatalog();
     const subscription = await subscribeFrom(orgId, customerId, seats, '2026-01-10', '2026-01-10');
     const canceled = await database.db.transaction((tx) =>
@@ -373,8 +373,12 @@ describe('billing run', () => {
     );
     expect(canceled).toMatchObject({ status: 'canceled', ended_at: '2026-01-20T00:00:00.000Z' });
     expect(await outbox(database.db, orgId, 'subscription.canceled')).toHaveLength(1);
+    // 10 of 31 days at 10.00: 10.00 - 6.77 (21/31 credited) = 3.23; HST 0.4199 -> 0.42
+    expect(await invoicesOf(database.db, subscription.id)).toMatchObject([
+      { period_start: '2026-01-10', period_end: '2026-01-19', total: '3.65000000', status: 'POSTED' },
+    ]);
     await runBilling(database.db, { usage, orgId, now: at('2026-05-01T00:00:00Z') });
-    expect(await invoicesOf(database.db, subscription.id)).toEqual([]);
+    expect(await invoicesOf(database.db, subscription.id)).toHaveLength(1);
   });
 
   it('cancel refuses to drop a period that ended and is not invoiced yet', async () => {
@@ -405,8 +409,12 @@ describe('billing run', () => {
     await database.db.transaction((tx) =>
       cancelSubscription(tx, { subscriptionId: subscription.id, now: at('2026-02-15T00:00:00Z') }),
     );
-    expect((await invoicesOf(database.db, subscription.id)).map((i) => i.period_start)).toEqual([
-      '2026-01-10',
+    // the period that ended, then the days of the running one until the cancel
+    expect(
+      (await invoicesOf(database.db, subscription.id)).map((i) => [i.period_start, i.period_end]),
+    ).toEqual([
+      ['2026-01-10', '2026-02-09'],
+      ['2026-02-10', '2026-02-14'],
     ]);
   });
 

@@ -306,12 +306,17 @@ describe('billing console, end to end', () => {
       '2026-06-10',
     );
     expect(canceled).toMatchObject({ status: 'canceled' });
-    const { rows } = await database.db.query<{ period_start: string; total: string }>(
-      `SELECT to_char(period_start, 'YYYY-MM-DD') AS period_start, total FROM invoices WHERE subscription_id = $1`,
+    const { rows } = await database.db.query<{ id: string; period_start: string; total: string }>(
+      `SELECT id, to_char(period_start, 'YYYY-MM-DD') AS period_start, total FROM invoices
+        WHERE subscription_id = $1 ORDER BY period_start`,
       [subscription.id],
     );
-    // 100 + 5 % GST (AB)
-    expect(rows).toEqual([{ period_start: '2026-05-01', total: '105.00000000' }]);
+    // May: 100 + 5 % GST (AB); June until the cancel: 9 of 30 days = 30.00 + GST 1.50
+    expect(rows.map(({ id: _id, ...row }) => row)).toEqual([
+      { period_start: '2026-05-01', total: '105.00000000' },
+      { period_start: '2026-06-01', total: '31.50000000' },
+    ]);
+    expect(canceled.final_invoice_id).toBe(rows[1]!.id);
 
     // at period end, after an unbilled period: the period meant is the one running now
     const other = await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-05-01');

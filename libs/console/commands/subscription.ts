@@ -67,12 +67,17 @@ export const subscriptionCommands = [
   defineCommand({
     name: 'subscription cancel',
     summary:
-      'Cancel now (emits subscription.canceled) or at the end of the current period (the billing run does); ' +
-      'periods that already ended are invoiced first, unless --without-invoicing (recorded on the subscription)',
-    usage: '--id ID [--at-period-end | --without-invoicing] [--org ID] [--now ISO]',
+      'Cancel now (emits subscription.canceled; the running period is invoiced until now and posted: usage, ' +
+      'waiting proration lines, licensed items to the second unless --proration none) or at the end of the ' +
+      'current period (the billing run does); periods that already ended are invoiced first, unless ' +
+      '--without-invoicing (recorded on the subscription)',
+    usage:
+      '--id ID [--at-period-end | --without-invoicing] [--proration prorate|none] [--org ID] [--now ISO]',
     flags: z.strictObject({
       id: idFlag,
       'at-period-end': booleanFlag,
+      /** A cancel now: licensed items billed to the second (prorate, the default) or for the whole period. */
+      proration: z.enum(['prorate', 'none']).optional(),
       /** The way out for a subscription that can never be invoiced (a parked one): ends it now. */
       'without-invoicing': booleanFlag,
       org: idFlag.optional(),
@@ -120,6 +125,7 @@ export const subscriptionCommands = [
             subscriptionId: f.id,
             orgId: f.org,
             atPeriodEnd: f['at-period-end'],
+            finalInvoice: { usage: usageSource(usage.aggregator), proration: f.proration },
             now: f.now,
           });
         });
