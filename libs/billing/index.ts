@@ -1,43 +1,62 @@
+export { regionCode } from '../regions/regions.js';
+export { addCustomerCredit } from './collection/customer-credit.js';
+export { applyDunning } from './collection/dunning.js';
 export {
-  type BillingRunOptions,
-  type BillingRunSummary,
-  DEFAULT_BATCH_SIZE,
-  invoiceUntilEnd,
-  runBilling,
-  type SubscriptionEnd,
-  type UsageForTransaction,
-  usageSource,
-} from './billing-run.js';
-export { type BillingScheduler, startBillingScheduler } from './billing-scheduler.js';
+  createCreditMemo,
+  createRefund,
+  type MoneyInput,
+  type MoneyResult,
+  recordPayment,
+} from './collection/payments.js';
 export {
-  type BillableItemRow,
-  billableItemsSql,
-  loadBillableItems,
-  loadSubscriptionSchedule,
-  toBillableItem,
-} from './billing-store.js';
-export { addCustomerCredit } from './customer-credit.js';
-export { applyDunning } from './dunning.js';
+  parseAmount,
+  settleOnPosting,
+  statusAfterRefund,
+  statusForAmountPaid,
+} from './collection/settlement.js';
 export {
   invoiceEventData,
   paymentEventData,
   subscriptionEventData,
   subscriptionUpdatedEventData,
-} from './event-data.js';
-export { instantInput, moneyInput, parseInput, quantityInput } from './inputs.js';
+} from './domain/event-data.js';
+export { instantInput, moneyInput, parseInput, quantityInput } from './domain/inputs.js';
+export {
+  addDays,
+  addDaysToInstant,
+  addMonthsAnchored,
+  invoicePeriodDates,
+  PERIOD_MONTHS,
+  periodEndAfter,
+  utcDate,
+} from './domain/periods.js';
+export {
+  assertInvoiceTransition,
+  assertSubscriptionTransition,
+  canMoveInvoice,
+  canMoveSubscription,
+  INVOICE_TRANSITIONS,
+  SUBSCRIPTION_TRANSITIONS,
+} from './domain/state-machines.js';
 export {
   fitsAnInvoice,
   fixedChargeProblems,
   HIGHEST_TAX_RATE,
   productPriceProblems,
-} from './invoice-limits.js';
+} from './invoices/invoice-limits.js';
 export {
   type BillableItem,
   buildInvoiceLines,
   type InvoiceDraft,
   type InvoiceLine,
-} from './invoice-lines.js';
-export { type InvoiceRef, postInvoice, withdrawInvoice } from './invoice-operations.js';
+} from './invoices/invoice-lines.js';
+export { type InvoiceRef, postInvoice, withdrawInvoice } from './invoices/invoice-operations.js';
+export {
+  composePeriodInvoice,
+  type PeriodInvoice,
+  type PeriodInvoiceCustomer,
+  type PeriodInvoiceInput,
+} from './invoices/period-invoice.js';
 export {
   type AppliedItemSet,
   applyItemSet,
@@ -57,36 +76,14 @@ export {
   resolveItemSet,
   toChangeCatalog,
   usageWindow,
-} from './item-changes.js';
-export {
-  createCreditMemo,
-  createRefund,
-  type MoneyInput,
-  type MoneyResult,
-  recordPayment,
-} from './payments.js';
-export {
-  composePeriodInvoice,
-  type PeriodInvoice,
-  type PeriodInvoiceCustomer,
-  type PeriodInvoiceInput,
-} from './period-invoice.js';
-export {
-  addDays,
-  addDaysToInstant,
-  addMonthsAnchored,
-  invoicePeriodDates,
-  PERIOD_MONTHS,
-  periodEndAfter,
-  utcDate,
-} from './periods.js';
+} from './item-set/item-changes.js';
 export {
   billableUsage,
   type PriceTier,
   type ProductPricing,
   priceQuantity,
   tierProblems,
-} from './pricing.js';
+} from './pricing/pricing.js';
 export {
   blendIncludedUnits,
   type Period,
@@ -94,18 +91,39 @@ export {
   proratedIncludedUnits,
   prorationLinesFor,
   secondsBetween,
-} from './proration.js';
-export { regionCode } from './regions.js';
-export { BILLABLE_STATUSES, planBilling, type ScheduleStep, type SubscriptionSchedule } from './schedule.js';
-export { parseAmount, settleOnPosting, statusAfterRefund, statusForAmountPaid } from './settlement.js';
+} from './pricing/proration.js';
 export {
-  assertInvoiceTransition,
-  assertSubscriptionTransition,
-  canMoveInvoice,
-  canMoveSubscription,
-  INVOICE_TRANSITIONS,
-  SUBSCRIPTION_TRANSITIONS,
-} from './state-machines.js';
+  type DailyUsageQuery,
+  getDailyUsage,
+  getSubscriptionUsage,
+  MAX_DAILY_DAYS,
+  portalUsageSource,
+  previewUpcomingInvoice,
+} from './read-back/usage-read-back.js';
+export {
+  type BillingRunOptions,
+  type BillingRunSummary,
+  DEFAULT_BATCH_SIZE,
+  invoiceUntilEnd,
+  runBilling,
+  type SubscriptionEnd,
+  type UsageForTransaction,
+  usageSource,
+} from './run/billing-run.js';
+export { type BillingScheduler, startBillingScheduler } from './run/billing-scheduler.js';
+export {
+  type BillableItemRow,
+  billableItemsSql,
+  loadBillableItems,
+  loadSubscriptionSchedule,
+  toBillableItem,
+} from './run/billing-store.js';
+export {
+  BILLABLE_STATUSES,
+  planBilling,
+  type ScheduleStep,
+  type SubscriptionSchedule,
+} from './run/schedule.js';
 export {
   CANADIAN_PROVINCES,
   computeTax,
@@ -118,12 +136,4 @@ export {
   type TaxRule,
   taxRuleFor,
   US_STATE_RATES,
-} from './tax.js';
-export {
-  type DailyUsageQuery,
-  getDailyUsage,
-  getSubscriptionUsage,
-  MAX_DAILY_DAYS,
-  portalUsageSource,
-  previewUpcomingInvoice,
-} from './usage-read-back.js';
+} from './tax/tax.js';

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../errors/index.js';
+import { parseAmount, settleOnPosting, statusAfterRefund, statusForAmountPaid } from './settlement.js';
+
+describe('invoice settlement', () => {
+  it('derives the collectible status from the amount paid', () => {
+    expect(statusForAmountPaid(100n, 0n)).toBe('POSTED');
+    expect(statusForAmountPaid(100n, 1n)).toBe('PARTIALLY_PAID');
+    expect(statusForAmountPaid(100n, 100n)).toBe('PAID');
+    expect(statusForAmountPaid(0n, 0n)).toBe('PAID');
+  });
+
+  it('consumes credit up to the total when posting', () => {
+    expect(settleOnPosting('100.00000000', '0.00000000')).toEqual({
+      credit_applied: '0.00000000',
+      status: 'POSTED',
+    });
+    expect(settleOnPosting('100.00000000', '30.00000000')).toEqual({
+      credit_applied: '30.00000000',
+      status: 'PARTIALLY_PAID',
+    });
+    expect(settleOnPosting('100.00000000', '250.00000000')).toEqual({
+      credit_applied: '100.00000000',
+      status: 'PAID',
+    });
+    expect(settleOnPosting('0.00000000', '5.00000000')).toEqual({
+      credit_applied: '0.00000000',
+      status: 'PAID',
+    });
+  });
+
+  it('is REFUNDED once nothing refundable is left', () => {
+    expect(statusAfterRefund(0n)).toBe('REFUNDED');
+    expect(statusAfterRefund(1n)).toBe('PARTIALLY_REFUNDED');
+  });
+
+  it('parses operator amounts strictly', () => {
+    expect(parseAmount('amount', '49.99')).toBe(4_999_000_000n);
+    expect(parseAmount('amount', '0', { allowZero: true })).toBe(0n);
+    for (const bad of ['-1', '1e3', 'abc', '1.123456789', '', '0', '1234567890123']) {
+      expect(() => parseAmount('amount', bad), bad).toThrow(ApiError);
+    }
+    try {
+      parseAmount('amount', '0');
+    } catch (error) {
+      expect((error as ApiError).details).toEqual([
+        { field: 'amount', message: 'Must be greater than zero.', code: 'out_of_range' },
+      ]);
+    }
+  });
+});

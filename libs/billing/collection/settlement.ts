@@ -1,0 +1,79 @@
+import { ApiError } from '../../errors/index.js';
+import { formatMoney, isInMinorUnits, minorUnitDigits, parseMoney } from '../../money/index.js';
+
+/**
+ * How money moves an invoice's status (DESIGN §6): `amount_paid` counts completed payments and
+ * credit memos, `balance` = total - amount_paid, refunds are tracked apart in `amount_refunded`.
+ */
+
+export type CollectibleStatus = 'POSTED' | 'PARTIALLY_PAID' | 'PAID';
+
+/** POSTED with nothing paid, PARTIALLY_PAID with part of it, PAID once nothing is left. */
+export function statusForAmountPaid(total: bigint, amountPaid: bigint): CollectibleStatus {
+  if (amountPaid >= total) return 'PAID';
+  return amountPaid > 0n ? 'PARTIALLY_PAID' : 'POSTED';
+}
+
+/**
+ * Posting first consumes the customer's credit balance, up to the total (DESIGN §6). A zero-total
+ * invoice is settled the moment it is posted.
+ */
+export function settleOnPosting(
+  total: string,
+  creditBalance: string,
+): { credit_applied: string; status: CollectibleStatus } {
+  const owed = parseMoney(total);
+  const credit = parseMoney(creditBalance);
+  const applied = credit <= 0n ? 0n : credit < owed ? credit : owed;
+  return { credit_applied: formatMoney(applied), status: statusForAmountPaid(owed, applied) };
+}
+
+/** REFUNDED once every refundable (paid) amount went back, PARTIALLY_REFUNDED before. */
+export function statusAfterRefund(refundableLeft: bigint): 'REFUNDED' | 'PARTIALLY_REFUNDED' {
+  return refundableLeft <= 0n ? 'REFUNDED' : 'PARTIALLY_REFUNDED';
+}
+
+const AMOUNT = /^\d{1,12}(\.\d{1,8})?$/;
+
+/**
+ * A money amount typed by an operator: a positive decimal with at most 8 fractional digits and
+ * 12 integer digits (NUMERIC(20, 8)). Anything else is a 422 naming the field.
+ */
+export function parseAmount(field: string, text: string, options: { allowZero?: boolean } = {}): bigint {
+  if (!AMOUNT.test(text.trim())) {
+    throw ApiError.validation([
+      {
+        field,
+        message: 'Must be a decimal number with at most 12 integer and 8 fractional digits, e.g. 49.99.',
+        code: 'invalid_format',
+      },
+    ]);
+  }
+  const value = parseMoney(text.trim());
+  if (value === 0n && !options.allowZero) {
+    throw ApiError.validation([{ field, message: 'Must be greater than zero.', code: 'out_of_range' }]);
+  }
+  return value;
+}
+
+/**
+ * Money that moves (payments, credits, refunds) is payable amounts (DESIGN §9.2b): whole units of
+ * the currency's minor unit. `exact` is the one other amount accepted: an invoice's whole balance
+ * (or refundable part), which an invoice issued before the rule may hold below a cent.
+ */
+export function assertPayableAmount(
+  field: string,
+  amount: bigint,
+  currency: string,
+  exact?: bigint | undefined,
+): void {
+  if (amount === exact || isInMinorUnits(amount, currency)) return;
+  const digits = minorUnitDigits(currency);
+  throw ApiError.validation([
+    {
+      field,
+      message: `Must be in whole ${currency} minor units (${digits === 0 ? 'no decimals' : `at most ${digits} decimals`}).`,
+      code: 'invalid_format',
+    },
+  ]);
+}

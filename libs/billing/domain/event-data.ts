@@ -1,0 +1,79 @@
+import { formatMoney, parseMoney } from '../../money/index.js';
+import type { InvoiceTransaction } from '../../schemas/index.js';
+
+/**
+ * The webhook payload `data` of each emitted event (DESIGN §6 "Event payload data"), built in one
+ * place so every path that emits an event sends the same shape.
+ */
+
+export function invoiceEventData(invoice: {
+  id: string;
+  customer_id: number;
+  status: string;
+  invoice_number: string;
+  total: string;
+  amount_paid: string;
+  currency: string;
+}) {
+  return {
+    id: invoice.id,
+    object: 'invoice' as const,
+    customer_id: invoice.customer_id,
+    status: invoice.status,
+    invoice_number: invoice.invoice_number,
+    total: formatMoney(parseMoney(invoice.total)),
+    balance: formatMoney(parseMoney(invoice.total) - parseMoney(invoice.amount_paid)),
+    currency: invoice.currency,
+  };
+}
+
+export function subscriptionEventData(subscription: { id: number; customer_id: number; status: string }) {
+  return {
+    id: subscription.id,
+    object: 'subscription' as const,
+    customer_id: subscription.customer_id,
+    status: subscription.status,
+  };
+}
+
+export function paymentEventData(transaction: InvoiceTransaction, customerId: number) {
+  return { ...transaction, customer_id: customerId };
+}
+
+/** An item as subscription.updated shows it (the subscription object's item shape). */
+function eventItem(item: {
+  subscription_item_id: number;
+  product_id: number;
+  product_name: string;
+  quantity: number;
+  unit_price: string;
+  usage_type: 'licensed' | 'metered';
+  included_units: string;
+}) {
+  return {
+    id: item.subscription_item_id,
+    product_id: item.product_id,
+    product_name: item.product_name,
+    quantity: item.quantity,
+    unit_price: formatMoney(parseMoney(item.unit_price)),
+    usage_type: item.usage_type,
+    included_units: formatMoney(parseMoney(item.included_units)),
+  };
+}
+
+/** subscription.updated: the items before and after a change, and when it took effect. */
+export function subscriptionUpdatedEventData(
+  subscription: { id: number; customer_id: number; status: string },
+  change: {
+    before: readonly Parameters<typeof eventItem>[0][];
+    after: readonly Parameters<typeof eventItem>[0][];
+    effective_at: Date;
+  },
+) {
+  return {
+    ...subscriptionEventData(subscription),
+    previous_items: change.before.map(eventItem),
+    items: change.after.map(eventItem),
+    effective_at: change.effective_at.toISOString(),
+  };
+}

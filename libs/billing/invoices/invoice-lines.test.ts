@@ -1,0 +1,208 @@
+import { describe, expect, it } from 'vitest';
+import { taxRuleFor } from '../tax/tax.js';
+import { type BillableItem, buildInvoiceLines, trimDecimal } from './invoice-lines.js';
+
+const linearPricing = {
+  pricing_model: 'per_unit',
+  pricing_scheme: 'linear',
+  pricing_mode: null,
+  tiers: [],
+} as const;
+
+function item(overrides: Partial<BillableItem>): BillableItem {
+  return {
+    subscription_item_id: 1,
+    product_id: 10,
+    product_name: 'Seats',
+    unit_label: 'seat',
+    currency: 'CAD',
+    pricing_type: 'recurring',
+    usage_type: 'licensed',
+    quantity: 1,
+    unit_price: '10.00000000',
+    included_units: '0.00000000',
+    pricing: linearPricing,
+    ...overrides,
+  };
+}
+
+const ontario = taxRuleFor({ country: 'CA', stateProvince: 'ON' }, '2026-03-01');
+
+describe('invoice lines', () => {
+  it('rounds lines to the cent, taxes the subtotal once per component, carries proration lines', () => {
+    const draft = buildInvoiceLines(
+      [
+        // 3 x 0.3333 = 0.9999 -> 1.00; 7 x 1.0005 = 7.0035 -> 7.00 (below a half)
+        item({ subscription_item_id: 1, quantity: 3, unit_price: '0.33330000' }),
+        item({ subscription_item_id: 2, quantity: 7, unit_price: '1.00050000' }),
+      ],
+      {
+        currency: 'CAD',
+        usage: new Map(),
+        firstPeriod: false,
+        taxRule: taxRuleFor({ country: 'CA', stateProvince: 'QC' }, '2026-03-01'),
+        prorationLines: [
+          {
+            description: 'Unused time',
+            subscription_item_id: 2,
+            product_id: 10,
+            quantity: '7.0000',
+            unit_price: '1.00050000',
+            amount: '-3.50000000',
+            period_start: '2026-03-16T12:00:00.000Z',
+            period_end: '2026-04-01T00:00:00.000Z',
+          },
+        ],
+      },
+    );
+    expect(draft.lines.map((line) => line.line_total_pre_tax)).toEqual([
+      '1.00000000',
+      '7.00000000',
+      '-3.50000000',
+    ]);
+    // subtotal 4.50: GST 0.225 -> 0.23, QST 0.448875 -> 0.45; tax 0.68
+    expect(draft).toMatchObject({ subtotal: '4.50000000', tax_amount: '0.68000000', total: '5.18000000' });
+    // the lines' shares of the tax are in cents and add up to it exactly
+    expect(draft.lines.map((line) => line.tax_amount)).toEqual(['0.15000000', '1.06000000', '-0.53000000']);
+  });
+
+  it('licensed quantity x price, metered usage above included units, tax per line', () => {
+    const draft = buildInvoiceLines(
+      [
+        item({ subscription_item_id: 1, quantity: 3, unit_price: '19.99000000' }),
+        item({
+          subscription_item_id: 2,
+          product_id: 11,
+          product_name: 'API calls',
+          unit_label: 'calls',
+          pricing_type: 'usage',
+          usage_type: 'metered',
+          unit_price: '0.01000000',
+          included_units: '1000.00000000',
+        }),
+      ],
+      { currency: 'CAD', usage: new Map([[2, '1500.00000000']]), firstPeriod: false, taxRule: ontario },
+    );
+    expect(draft.lines).toEqual([
+      {
+        product_id: 10,
+        subscription_item_id: 1,
+        description: 'Seats',
+        quantity: '3.0000',
+        unit_price: '19.99000000',
+        line_total_pre_tax: '59.97000000',
+        // HST on the subtotal: 64.97 x 0.13 = 8.4461 -> 8.45, shared by amount: 7.7961 -> 7.80
+        tax_amount: '7.80000000',
+        tax_type: 'HST',
+      },
+      {
+        product_id: 11,
+        subscription_item_id: 2,
+        description: 'API calls (usage: 1500 calls, 1000 included)',
+        quantity: '500.0000',
+        unit_price: '0.01000000',
+        line_total_pre_tax: '5.00000000',
+        tax_amount: '0.65000000',
+        tax_type: 'HST',
+      },
+    ]);
+    expect(draft).toMatchObject({ subtotal: '64.97000000', tax_amount: '8.45000000', total: '73.42000000' });
+  });
+
+  it('bills a metered item without usage at zero and a one-time item only on the first period', () => {
+    const items = [
+      item({
+        subscription_item_id: 1,
+        pricing_type: 'one_time',
+        product_name: 'Setup',
+        unit_price: '99.00000000',
+      }),
+      item({
+        subscription_item_id: 2,
+        pricing_type: 'usage',
+        usage_type: 'metered',
+        product_name: 'Storage',
+      }),
+    ];
+    const first = buildInvoiceLines(items, {
+      currency: 'CAD',
+      usage: new Map(),
+      firstPeriod: true,
+      taxRule: ontario,
+    });
+    expect(first.lines.map((l) => [l.description, l.line_total_pre_tax])).toEqual([
+      ['Setup', '99.00000000'],
+      ['Storage (usage: 0 seat)', '0.00000000'],
+    ]);
+    const later = buildInvoiceLines(items, {
+      currency: 'CAD',
+      usage: new Map(),
+      firstPeriod: false,
+      taxRule: ontario,
+    });
+    expect(later.lines.map((l) => l.description)).toEqual(['Storage (usage: 0 seat)']);
+    expect(later.total).toBe('0.00000000');
+  });
+
+  it('records EXEMPT lines for a tax-exempt customer and no tax type outside CA/US', () => {
+    const exempt = buildInvoiceLines([item({})], {
+      currency: 'CAD',
+      usage: new Map(),
+      firstPeriod: false,
+      taxRule: taxRuleFor({ country: 'CA', stateProvince: 'QC', taxExempt: true }),
+    });
+    expect(exempt.lines[0]).toMatchObject({ tax_type: 'EXEMPT', tax_amount: '0.00000000' });
+    const quebec = buildInvoiceLines([item({})], {
+      currency: 'CAD',
+      usage: new Map(),
+      firstPeriod: false,
+      taxRule: taxRuleFor({ country: 'CA', stateProvince: 'QC' }),
+    });
+    expect(quebec.lines[0]).toMatchObject({ tax_type: 'GST_QST', tax_amount: '1.50000000' });
+  });
+
+  it('never mixes currencies on one invoice', () => {
+    expect(() =>
+      buildInvoiceLines([item({ currency: 'USD' })], {
+        currency: 'CAD',
+        usage: new Map(),
+        firstPeriod: false,
+        taxRule: ontario,
+      }),
+    ).toThrow(/priced in USD, the invoice in CAD/);
+  });
+
+  it('refuses by name a line its columns cannot store, not with a bare "numeric field overflow"', () => {
+    const metered = { pricing_type: 'usage', usage_type: 'metered', product_name: 'Events' } as const;
+    // 2e16 events at 0.00000001 is a bill of 200,000,000.00, but NUMERIC(20, 4) holds 16 integer digits
+    expect(() =>
+      buildInvoiceLines([item({ ...metered, unit_price: '0.00000001' })], {
+        currency: 'CAD',
+        usage: new Map([[1, '20000000000000000']]),
+        firstPeriod: false,
+        taxRule: ontario,
+      }),
+    ).toThrow(/Events: the quantity 20000000000000000\.0000 exceeds the largest quantity stored/);
+    // a stair-step fee of 900,000,000 for 0.0001 units averages 9e12 a unit: beyond NUMERIC(20, 8)
+    const stairs = {
+      pricing_model: 'per_unit',
+      pricing_scheme: 'tiered',
+      pricing_mode: 'flat',
+      tiers: [{ up_to: null, unit_price: '0', flat_fee: '900000000' }],
+    } as const;
+    expect(() =>
+      buildInvoiceLines([item({ ...metered, pricing: stairs })], {
+        currency: 'CAD',
+        usage: new Map([[1, '0.0001']]),
+        firstPeriod: false,
+        taxRule: ontario,
+      }),
+    ).toThrow(/Events: the unit price 9000000000000\.00000000 CAD exceeds the largest amount stored/);
+  });
+
+  it('trims decimals for people', () => {
+    expect(trimDecimal('1500.00000000')).toBe('1500');
+    expect(trimDecimal('0.50000000')).toBe('0.5');
+    expect(trimDecimal('12')).toBe('12');
+  });
+});

@@ -1,0 +1,232 @@
+import { describe, expect, it } from 'vitest';
+import { periodEndAfter } from '../domain/periods.js';
+import type { BillableItem } from '../invoices/invoice-lines.js';
+import { blendIncludedUnits, proratedIncludedUnits, prorationLinesFor } from './proration.js';
+
+/*
+ * Expected amounts are computed by hand: price x quantity x (seconds left / seconds of the period),
+ * rounded half-up to the cent; the seconds are written out in each case.
+ */
+
+function seat(quantity: number, unitPrice: string, overrides: Partial<BillableItem> = {}): BillableItem {
+  return {
+    subscription_item_id: 7,
+    product_id: 3,
+    product_name: 'Seat',
+    unit_label: 'seat',
+    currency: 'CAD',
+    pricing_type: 'recurring',
+    usage_type: 'licensed',
+    quantity,
+    unit_price: unitPrice,
+    included_units: '0',
+    pricing: { pricing_model: 'per_unit', pricing_scheme: 'linear', pricing_mode: null, tiers: [] },
+    ...overrides,
+  };
+}
+
+const utc = (text: string) => new Date(text);
+
+function amounts(
+  before: BillableItem | undefined,
+  after: BillableItem | undefined,
+  period: [string, string],
+  at: string,
+): string[] {
+  return prorationLinesFor(before, after, {
+    at: utc(at),
+    period: { start: utc(period[0]), end: utc(period[1]) },
+    currency: 'CAD',
+  }).map((line) => line.amount);
+}
+
+describe('proration to the second', () => {
+  it('monthly, a 31-day month: upgrade 2 -> 5 at 12.50, milliseconds dropped', () => {
+    // left: Mar 11 06:30:15 -> Apr 1 = 20 d 17:29:45 = 1,790,985 s of 2,678,400 s
+    // credit 25.00 x 1790985/2678400 = 16.71693 -> 16.72; charge 62.50 x ... = 41.79232 -> 41.79
+    expect(
+      amounts(
+        seat(2, '12.50000000'),
+        seat(5, '12.50000000'),
+        ['2026-03-01T00:00:00Z', '2026-04-01T00:00:00Z'],
+        '2026-03-11T06:30:15.400Z',
+      ),
+    ).toEqual(['-16.72000000', '41.79000000']);
+  });
+
+  it('monthly, a 28-day February: downgrade 10 -> 4 at 9.99', () => {
+    // left 9 d of 28 d: credit 99.90 x 9/28 = 32.110714 -> 32.11; charge 39.96 x 9/28 = 12.844286 -> 12.84
+    expect(
+      amounts(
+        seat(10, '9.99'),
+        seat(4, '9.99'),
+        ['2026-02-01T00:00:00Z', '2026-03-01T00:00:00Z'],
+        '2026-02-20T00:00:00Z',
+      ),
+    ).toEqual(['-32.11000000', '12.84000000']);
+  });
+
+  it('monthly, a 29-day leap February: an item added halfway lands on a half cent, rounded up', () => {
+    // left 14.5 d of 29 d = 1/2: 3 x 19.99 = 59.97 / 2 = 29.985 -> 29.99
+    expect(
+      amounts(
+        undefined,
+        seat(3, '19.99'),
+        ['2028-02-01T00:00:00Z', '2028-03-01T00:00:00Z'],
+        '2028-02-15T12:00:00Z',
+      ),
+    ).toEqual(['29.99000000']);
+  });
+
+  it('monthly, a 30-day month: an item removed leaves a credit only', () => {
+    // left 10 d of 30 d: 100 x 1/3 = 33.333 -> 33.33
+    expect(
+      amounts(
+        seat(1, '100'),
+        undefined,
+        ['2026-04-01T00:00:00Z', '2026-05-01T00:00:00Z'],
+        '2026-04-21T00:00:00Z',
+      ),
+    ).toEqual(['-33.33000000']);
+  });
+
+  it('a credit on a half cent rounds away from zero, mirroring the charge', () => {
+    // left 15.5 d of 31 d = 1/2: 0.31 / 2 = 0.155 -> 0.16
+    expect(
+      amounts(
+        seat(1, '0.31'),
+        undefined,
+        ['2026-03-01T00:00:00Z', '2026-04-01T00:00:00Z'],
+        '2026-03-16T12:00:00Z',
+      ),
+    ).toEqual(['-0.16000000']);
+  });
+
+  it('anchor days 31, 30 and 29 through a 28-day February', () => {
+    // anchor 31: Jan 31 -> Feb 28 = 28 d; left Feb 10 -> Feb 28 = 18 d: 49 x 18/28 = 31.50, 98 x 18/28 = 63.00
+    const end31 = periodEndAfter(utc('2026-01-31T00:00:00Z'), 'monthly', 31);
+    expect(end31.toISOString()).toBe('2026-02-28T00:00:00.000Z');
+    expect(
+      amounts(
+        seat(1, '49'),
+        seat(2, '49'),
+        ['2026-01-31T00:00:00Z', end31.toISOString()],
+        '2026-02-10T00:00:00Z',
+      ),
+    ).toEqual(['-31.50000000', '63.00000000']);
+    // anchor 30: Jan 30 -> Feb 28 = 29 d = 2,505,600 s; left Feb 10 17:45 -> Feb 28 = 1,491,300 s
+    // 45.75 x 1491300/2505600 = 27.229795 -> 27.23; 15.25 x ... = 9.076598 -> 9.08
+    const end30 = periodEndAfter(utc('2026-01-30T00:00:00Z'), 'monthly', 30);
+    expect(end30.toISOString()).toBe('2026-02-28T00:00:00.000Z');
+    expect(
+      amounts(
+        seat(3, '15.25'),
+        seat(1, '15.25'),
+        ['2026-01-30T00:00:00Z', end30.toISOString()],
+        '2026-02-10T17:45:00Z',
+      ),
+    ).toEqual(['-27.23000000', '9.08000000']);
+    // anchor 29: Jan 29 -> Feb 28 = 30 d = 2,592,000 s; left Feb 1 00:00:01 -> Feb 28 = 2,332,799 s
+    // 29.99 x 2332799/2592000 = 26.990988 -> 26.99; 209.93 x ... = 188.936919 -> 188.94
+    const end29 = periodEndAfter(utc('2026-01-29T00:00:00Z'), 'monthly', 29);
+    expect(end29.toISOString()).toBe('2026-02-28T00:00:00.000Z');
+    expect(
+      amounts(
+        seat(1, '29.99'),
+        seat(7, '29.99'),
+        ['2026-01-29T00:00:00Z', end29.toISOString()],
+        '2026-02-01T00:00:01Z',
+      ),
+    ).toEqual(['-26.99000000', '188.94000000']);
+  });
+
+  it('quarterly, anchor 31: Jan 31 -> Apr 30 (89 d)', () => {
+    // 7,689,600 s; left Mar 15 08:00 -> Apr 30 = 45 d 16 h = 3,945,600 s
+    // 480 x 3945600/7689600 = 246.292135 -> 246.29; 720 x ... = 369.438202 -> 369.44
+    const end = periodEndAfter(utc('2026-01-31T00:00:00Z'), 'quarterly', 31);
+    expect(end.toISOString()).toBe('2026-04-30T00:00:00.000Z');
+    expect(
+      amounts(
+        seat(4, '120'),
+        seat(6, '120'),
+        ['2026-01-31T00:00:00Z', end.toISOString()],
+        '2026-03-15T08:00:00Z',
+      ),
+    ).toEqual(['-246.29000000', '369.44000000']);
+  });
+
+  it('annually, over a leap day (366 d), anchor 29', () => {
+    // 31,622,400 s; left Dec 1 2027 -> May 29 2028 = 180 d = 15,552,000 s
+    // 2399.98 x 180/366 = 1180.318033 -> 1180.32; 3599.97 x 180/366 = 1770.477049 -> 1770.48
+    const end = periodEndAfter(utc('2027-05-29T00:00:00Z'), 'annually', 29);
+    expect(end.toISOString()).toBe('2028-05-29T00:00:00.000Z');
+    expect(
+      amounts(
+        seat(2, '1199.99'),
+        seat(3, '1199.99'),
+        ['2027-05-29T00:00:00Z', end.toISOString()],
+        '2027-12-01T00:00:00Z',
+      ),
+    ).toEqual(['-1180.32000000', '1770.48000000']);
+  });
+
+  it('gives no line for an unchanged item, a metered item, a removed one-time item, or at the period end', () => {
+    const period: [string, string] = ['2026-04-01T00:00:00Z', '2026-05-01T00:00:00Z'];
+    expect(amounts(seat(2, '10'), seat(2, '10'), period, '2026-04-10T00:00:00Z')).toEqual([]);
+    const meter = seat(0, '0.01', { usage_type: 'metered', pricing_type: 'usage' });
+    expect(amounts(undefined, meter, period, '2026-04-10T00:00:00Z')).toEqual([]);
+    const setup = seat(1, '250', { pricing_type: 'one_time' });
+    expect(amounts(setup, undefined, period, '2026-04-10T00:00:00Z')).toEqual([]);
+    expect(amounts(undefined, setup, period, '2026-04-10T00:00:00Z')).toEqual(['250.00000000']);
+    expect(amounts(seat(1, '10'), seat(3, '10'), period, '2026-05-01T00:00:00Z')).toEqual([]);
+  });
+
+  it('prorates tiered prices on the whole-period amount of each quantity', () => {
+    const tiered = (quantity: number) =>
+      seat(quantity, '0', {
+        pricing: {
+          pricing_model: 'per_unit',
+          pricing_scheme: 'tiered',
+          pricing_mode: 'graduated',
+          tiers: [
+            { up_to: '5', unit_price: '10', flat_fee: '0' },
+            { up_to: null, unit_price: '6', flat_fee: '0' },
+          ],
+        },
+      });
+    // 5 -> 8 seats: 50.00 -> 68.00 a period; left 10 d of 30: 16.666667 -> 16.67, 22.666667 -> 22.67
+    expect(
+      amounts(tiered(5), tiered(8), ['2026-04-01T00:00:00Z', '2026-05-01T00:00:00Z'], '2026-04-21T00:00:00Z'),
+    ).toEqual(['-16.67000000', '22.67000000']);
+  });
+});
+
+describe('included units prorated like the time they cover', () => {
+  const april = { start: utc('2026-04-01T00:00:00Z'), end: utc('2026-05-01T00:00:00Z') };
+
+  it('an item added or removed mid-period gets the share of its time', () => {
+    // 1000 units x 20 d / 30 d = 666.66666667 (half-up at 8 digits)
+    expect(proratedIncludedUnits('1000', { start: utc('2026-04-11T00:00:00Z'), end: april.end }, april)).toBe(
+      '666.66666667',
+    );
+    // removed after 10 d: 1000 x 10/30 = 333.33333333
+    expect(
+      proratedIncludedUnits('1000', { start: april.start, end: utc('2026-04-11T00:00:00Z') }, april),
+    ).toBe('333.33333333');
+    expect(proratedIncludedUnits('1000', april, april)).toBe('1000.00000000');
+    expect(
+      proratedIncludedUnits(
+        '1000',
+        { start: utc('2026-03-01T00:00:00Z'), end: utc('2026-06-01T00:00:00Z') },
+        april,
+      ),
+    ).toBe('1000.00000000');
+  });
+
+  it('a change of included units blends the old and the new by time', () => {
+    // 1000 for 10 d, then 400 for 20 d: 333.33333333 + 266.66666667 = 600
+    expect(
+      blendIncludedUnits('1000', { before: '1000', after: '400', at: utc('2026-04-11T00:00:00Z') }, april),
+    ).toBe('600.00000000');
+  });
+});

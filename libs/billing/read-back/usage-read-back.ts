@@ -1,0 +1,323 @@
+import type { Queryable } from '../../db/index.js';
+import { ApiError } from '../../errors/index.js';
+import { formatMoney, parseMoney } from '../../money/index.js';
+import type { PortalUsage, PortalUsageSource } from '../../portal/index.js';
+import {
+  type DailyUsagePoint,
+  parseIntegerId,
+  type SubscriptionUsage,
+  type UpcomingInvoice,
+} from '../../schemas/index.js';
+import {
+  PostgresDailyTotalsAggregator,
+  type UsageAggregator,
+  type UsageReadStores,
+} from '../../usage/index.js';
+import { addMonthsAnchored, PERIOD_MONTHS } from '../domain/periods.js';
+import type { BillableItem } from '../invoices/invoice-lines.js';
+import { composePeriodInvoice, type PeriodInvoice } from '../invoices/period-invoice.js';
+import { pendingProrationLines, windowedUsageTotals } from '../item-set/item-changes.js';
+import { billableUsage } from '../pricing/pricing.js';
+import {
+  type DueSubscription,
+  loadBillableItems,
+  loadCustomers,
+  loadSubscriptionSchedule,
+} from '../run/billing-store.js';
+import { planBilling, type ScheduleStep } from '../run/schedule.js';
+
+/**
+ * The usage read-back (DESIGN §9.1): a subscription's usage of a period, its daily series and its
+ * upcoming invoice. Totals come through the aggregation port the billing run uses, and amounts
+ * and invoices from composePeriodInvoice, the function the billing run composes its invoices
+ * with: what is shown here is what the run will charge.
+ */
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Postgres totals read through the caller's `db`: inside a transaction (an MCP tool's), a second
+ * connection of the embedded database would wait for it to end.
+ */
+function aggregatorFor(db: Queryable, stores: UsageReadStores): UsageAggregator {
+  return stores.aggregator instanceof PostgresDailyTotalsAggregator
+    ? new PostgresDailyTotalsAggregator(db)
+    : stores.aggregator;
+}
+export const MAX_DAILY_DAYS = 93;
+
+interface Loaded {
+  subscription: DueSubscription;
+  items: BillableItem[];
+}
+
+async function load(db: Queryable, orgId: number, subscriptionId: number | string): Promise<Loaded> {
+  const id = parseIntegerId(subscriptionId);
+  if (id === undefined) throw ApiError.notFound(`Subscription ${subscriptionId}`);
+  // side by side: both are scoped to the organization, and the items of a missing one are dropped
+  const [subscription, items] = await Promise.all([
+    loadSubscriptionSchedule(db, orgId, id),
+    loadBillableItems(db, [orgId], [id]),
+  ]);
+  if (!subscription) throw ApiError.notFound(`Subscription ${subscriptionId}`);
+  return { subscription, items: items.get(id) ?? [] };
+}
+
+function metered(items: readonly BillableItem[]): BillableItem[] {
+  return items.filter((item) => item.usage_type === 'metered');
+}
+
+async function customerOf(db: Queryable, subscription: DueSubscription) {
+  const customers = await loadCustomers(db, [subscription.org_id], [subscription.customer_id], {
+    lock: false,
+  });
+  const customer = customers.get(subscription.customer_id);
+  if (!customer)
+    throw new Error(`customer ${subscription.customer_id} of subscription ${subscription.id} not found`);
+  return customer;
+}
+
+/** The period `previous` names: the one that ended where the current one starts (never before the start). */
+function periodOf(subscription: DueSubscription, period: 'current' | 'previous'): { start: Date; end: Date } {
+  if (period === 'current')
+    return { start: subscription.current_period_start, end: subscription.current_period_end };
+  const end = subscription.current_period_start;
+  const back = addMonthsAnchored(
+    end,
+    -PERIOD_MONTHS[subscription.billing_period],
+    subscription.billing_anchor_day,
+  );
+  const start = new Date(
+    Math.min(end.getTime(), Math.max(back.getTime(), subscription.start_date.getTime())),
+  );
+  return { start, end };
+}
+
+export async function getSubscriptionUsage(
+  db: Queryable,
+  stores: UsageReadStores,
+  orgId: number,
+  subscriptionId: number | string,
+  options: { period?: 'current' | 'previous'; now?: Date } = {},
+): Promise<SubscriptionUsage> {
+  const { subscription, items } = await load(db, orgId, subscriptionId);
+  const { start, end } = periodOf(subscription, options.period ?? 'current');
+  const meteredItems = metered(items);
+  // as_of first: every event it vouches for is in the store before the totals are read.
+  const [asOf, customer] = await Promise.all([stores.asOf(), customerOf(db, subscription)]);
+  // each item over the time it was on the subscription (DESIGN §9.2), as the billing run counts it
+  const totals = meteredItems.length
+    ? await windowedUsageTotals(aggregatorFor(db, stores), orgId, meteredItems, { start, end })
+    : new Map<number, string>();
+  const invoice = meteredItems.length
+    ? composePeriodInvoice({
+        items: meteredItems,
+        currency: subscription.currency,
+        usage: totals,
+        // metered items only: one-time items (the first period's) do not enter usage amounts
+        firstPeriod: false,
+        periodStart: start,
+        periodEnd: end,
+        prorationLines: [],
+        customer,
+      })
+    : undefined;
+  const amounts = new Map(invoice?.lines.map((line) => [line.subscription_item_id, line.line_total_pre_tax]));
+  const now = options.now ?? new Date();
+  return {
+    object: 'subscription_usage',
+    subscription_id: subscription.id,
+    period_start: start.toISOString(),
+    period_end: end.toISOString(),
+    as_of: asOf.toISOString(),
+    lag_seconds: Math.max(0, Math.round(now.getTime() - asOf.getTime()) / 1000),
+    currency: subscription.currency.trim(),
+    items: meteredItems.map((item) => {
+      const quantity = totals.get(item.subscription_item_id) ?? '0.00000000';
+      return {
+        subscription_item_id: item.subscription_item_id,
+        product_id: item.product_id,
+        product_name: item.product_name,
+        unit_label: item.unit_label,
+        quantity,
+        included_units: formatMoney(parseMoney(item.included_units)),
+        billable_quantity: formatMoney(parseMoney(billableUsage(quantity, item.included_units))),
+        amount: amounts.get(item.subscription_item_id) ?? '0.00000000',
+      };
+    }),
+    total_amount: invoice?.subtotal ?? '0.00000000',
+  };
+}
+
+export interface DailyUsageQuery {
+  /** YYYY-MM-DD, inclusive; default: the current period's first day. */
+  from?: string | undefined;
+  /** YYYY-MM-DD, inclusive; default: the current period's last day. */
+  to?: string | undefined;
+  subscriptionItemId?: number | undefined;
+}
+
+export async function getDailyUsage(
+  db: Queryable,
+  stores: UsageReadStores,
+  orgId: number,
+  subscriptionId: number | string,
+  query: DailyUsageQuery = {},
+): Promise<DailyUsagePoint[]> {
+  const { subscription, items } = await load(db, orgId, subscriptionId);
+  const period = periodOf(subscription, 'current');
+  const lastDay = new Date(Math.max(period.start.getTime(), period.end.getTime() - 1));
+  let from = query.from ? Date.parse(`${query.from}T00:00:00Z`) : dayStart(period.start);
+  const to = query.to ? Date.parse(`${query.to}T00:00:00Z`) : dayStart(lastDay);
+  if (!query.from && to - from >= MAX_DAILY_DAYS * DAY_MS) from = to - (MAX_DAILY_DAYS - 1) * DAY_MS;
+  if (from > to) {
+    throw ApiError.validation([{ field: 'to', message: 'Must not be before from.', code: 'out_of_range' }]);
+  }
+  if ((to - from) / DAY_MS + 1 > MAX_DAILY_DAYS) {
+    throw ApiError.validation([
+      { field: 'to', message: `At most ${MAX_DAILY_DAYS} days from from, inclusive.`, code: 'out_of_range' },
+    ]);
+  }
+  let series = metered(items);
+  if (query.subscriptionItemId !== undefined) {
+    series = series.filter((item) => item.subscription_item_id === query.subscriptionItemId);
+    if (!series.length) {
+      throw ApiError.notFound(
+        `Metered subscription item ${query.subscriptionItemId} of subscription ${subscription.id}`,
+      );
+    }
+  }
+  if (!series.length) return [];
+  const ids = series.map((item) => item.subscription_item_id);
+  const rows = await aggregatorFor(db, stores).daily(orgId, ids, new Date(from), new Date(to + DAY_MS));
+  const found = new Map(rows.map((row) => [`${row.date}|${row.subscription_item_id}`, row.quantity]));
+  const points: DailyUsagePoint[] = [];
+  for (let day = from; day <= to; day += DAY_MS) {
+    const date = new Date(day).toISOString().slice(0, 10);
+    for (const id of ids) {
+      points.push({ date, subscription_item_id: id, quantity: found.get(`${date}|${id}`) ?? '0.00000000' });
+    }
+  }
+  return points;
+}
+
+function dayStart(instant: Date): number {
+  return Math.floor(instant.getTime() / DAY_MS) * DAY_MS;
+}
+
+type InvoiceStep = Extract<ScheduleStep, { kind: 'invoice' }>;
+
+/**
+ * The next period the billing run will invoice: planBilling at the moments the run would bill,
+ * so a trial that ends first is passed the way the run passes it. undefined when none will be
+ * (canceled, expired, paused, or a trial that ends the subscription).
+ */
+function nextInvoiceStep(subscription: DueSubscription): InvoiceStep | undefined {
+  let schedule = { ...subscription };
+  for (let i = 0; i < 3; i++) {
+    const { steps, next } = planBilling(schedule, schedule.next_billing_date);
+    const step = steps.find((s): s is InvoiceStep => s.kind === 'invoice');
+    if (step) return step;
+    if (next.next_billing_date.getTime() <= schedule.next_billing_date.getTime()) return undefined;
+    schedule = {
+      ...next,
+      org_id: subscription.org_id,
+      customer_id: subscription.customer_id,
+      currency: subscription.currency,
+    };
+  }
+  return undefined;
+}
+
+/**
+ * The invoice the next billing run will create for the running period (DESIGN §9.1), composed by
+ * the run's own composePeriodInvoice over the usage counted so far: once the period has ended and
+ * no event changes, the run's invoice equals it to the last digit.
+ */
+export async function previewUpcomingInvoice(
+  db: Queryable,
+  stores: UsageReadStores,
+  orgId: number,
+  subscriptionId: number | string,
+): Promise<UpcomingInvoice> {
+  const { subscription, items } = await load(db, orgId, subscriptionId);
+  const step = nextInvoiceStep(subscription);
+  if (!step) {
+    throw new ApiError(
+      'NOT_FOUND',
+      `Subscription ${subscription.id} has no upcoming invoice (status ${subscription.status}).`,
+    );
+  }
+  const [asOf, customer] = await Promise.all([stores.asOf(), customerOf(db, subscription)]);
+  const period = { start: step.periodStart, end: step.periodEnd };
+  const usage = await windowedUsageTotals(aggregatorFor(db, stores), orgId, metered(items), period);
+  // the lines of changes made in the period (DESIGN §9.2): the run puts them on this invoice
+  const prorationLines = (await pendingProrationLines(db, orgId, [subscription.id], step.periodEnd)).get(
+    subscription.id,
+  );
+  const invoice: PeriodInvoice = composePeriodInvoice({
+    items,
+    currency: subscription.currency,
+    usage,
+    firstPeriod: step.firstPeriod,
+    periodStart: step.periodStart,
+    periodEnd: step.periodEnd,
+    prorationLines: prorationLines ?? [],
+    customer,
+  });
+  return {
+    object: 'upcoming_invoice',
+    subscription_id: subscription.id,
+    customer_id: subscription.customer_id,
+    period_start: step.periodStart.toISOString(),
+    period_end: step.periodEnd.toISOString(),
+    invoice_date: invoice.invoice_date,
+    as_of: asOf.toISOString(),
+    currency: subscription.currency.trim(),
+    lines: invoice.lines.map((line) => ({
+      description: line.description,
+      subscription_item_id: line.subscription_item_id,
+      product_id: line.product_id,
+      quantity: line.quantity,
+      unit_price: line.unit_price,
+      amount: line.line_total_pre_tax,
+    })),
+    subtotal: invoice.subtotal,
+    tax_type: invoice.lines[0]?.tax_type ?? null,
+    tax: invoice.tax_amount,
+    total: invoice.total,
+  };
+}
+
+/** The portal's usage figures (libs/portal PortalUsageSource), read back as the public API reads them. */
+export function portalUsageSource(db: Queryable, stores: UsageReadStores): PortalUsageSource {
+  return {
+    async read(orgId, subscriptionId): Promise<PortalUsage | undefined> {
+      const usage = await getSubscriptionUsage(db, stores, orgId, subscriptionId);
+      if (!usage.items.length) return undefined;
+      const daily = await getDailyUsage(db, stores, orgId, subscriptionId);
+      const upcoming = await previewUpcomingInvoice(db, stores, orgId, subscriptionId).catch((error) => {
+        if (error instanceof ApiError && error.code === 'NOT_FOUND') return null;
+        throw error;
+      });
+      return {
+        usage: {
+          period_start: usage.period_start,
+          period_end: usage.period_end,
+          as_of: usage.as_of,
+          currency: usage.currency,
+          items: usage.items,
+        },
+        daily,
+        upcoming: upcoming && {
+          invoice_date: upcoming.invoice_date,
+          currency: upcoming.currency,
+          lines: upcoming.lines,
+          subtotal: upcoming.subtotal,
+          tax: upcoming.tax,
+          total: upcoming.total,
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,688 @@
+import { randomUUID } from 'node:crypto';
+import type { Database, Queryable } from '../../db/index.js';
+import { type DomainEvent, emitDomainEvents } from '../../events/index.js';
+import { formatMoney, parseMoney } from '../../money/index.js';
+import { billingRunDuration, billingRunInvoices, secondsSince } from '../../observability/index.js';
+import { PostgresUsageAggregator, type UsageAggregator } from '../../usage/index.js';
+import { applyDunning } from '../collection/dunning.js';
+import { settleOnPosting } from '../collection/settlement.js';
+import {
+  invoiceEventData,
+  subscriptionEventData,
+  subscriptionUpdatedEventData,
+} from '../domain/event-data.js';
+import { addDays, invoicePeriodDates, utcDate } from '../domain/periods.js';
+import { InvoiceLimitError } from '../invoices/invoice-limits.js';
+import type { BillableItem } from '../invoices/invoice-lines.js';
+import { composePeriodInvoice } from '../invoices/period-invoice.js';
+import {
+  applyItemSet,
+  endItemsAt,
+  itemForPeriod,
+  type PendingProrationLine,
+  pendingProrationLines,
+  type ResolvedEntry,
+  usageWindow,
+} from '../item-set/item-changes.js';
+import type { ProrationLine } from '../pricing/proration.js';
+import {
+  applyCredits,
+  type BillingCustomer,
+  type CreditApplication,
+  claimDueSubscriptions,
+  type DueSubscription,
+  formatInvoiceNumber,
+  insertInvoices,
+  loadBillableItems,
+  loadCustomers,
+  markProrationLinesInvoiced,
+  type NewInvoice,
+  type ParkedSubscription,
+  parkedSubscriptions,
+  parkSubscription,
+  reserveInvoiceNumbers,
+  takeDueChanges,
+  updateSubscriptions,
+} from './billing-store.js';
+import { BILLABLE_STATUSES, planBilling, type ScheduleStep, type SubscriptionSchedule } from './schedule.js';
+
+/**
+ * The billing run (DESIGN §6 Billing): every subscription whose next_billing_date has passed is
+ * moved forward to `now`: pending ones start, trials end (never charged), each ended period gets
+ * one invoice (posted unless asked for drafts, the customer's credit consumed as a CREDIT_MEMO),
+ * subscriptions canceled at period end or at the end of a term stop, termed ones renew.
+ *
+ * Work goes in batches, each one transaction that claims its subscriptions with FOR NO KEY UPDATE
+ * SKIP LOCKED: two runs at once split the work, and the unique key (subscription_id, period_start)
+ * is the last line of defence. Events go to the outbox in the batch's transaction.
+ */
+
+/**
+ * Where a batch reads usage totals. The Postgres implementation of the aggregation port must read
+ * through the batch's own transaction: the embedded database serializes connections, so a second
+ * connection would wait for the batch to commit, forever.
+ */
+export type UsageForTransaction = (tx: Queryable) => UsageAggregator;
+
+export function usageSource(aggregator: UsageAggregator): UsageForTransaction {
+  return aggregator instanceof PostgresUsageAggregator
+    ? (tx) => new PostgresUsageAggregator(tx)
+    : () => aggregator;
+}
+
+export interface BillingRunOptions {
+  usage: UsageForTransaction;
+  /** Bill what is due as of this instant (default: now). */
+  now?: Date;
+  /** Only this organization's subscriptions. */
+  orgId?: number;
+  /** Only these subscriptions (the seed uses it to leave some invoices in DRAFT). */
+  subscriptionIds?: readonly number[];
+  /** Post the invoices (default true); false leaves them DRAFT for `invoice post`. */
+  post?: boolean;
+  batchSize?: number;
+  progress?: (message: string) => void;
+}
+
+export interface BillingRunSummary {
+  now: string;
+  org_id: number | null;
+  posted: boolean;
+  subscriptions_processed: number;
+  invoices_created: number;
+  invoice_ids: string[];
+  subscriptions_started: number;
+  trials_ended: number;
+  renewed: number;
+  canceled: number;
+  expired: number;
+  marked_past_due: number;
+  back_to_active: number;
+  /**
+   * Subscriptions that could not be billed this time (the rest of the run went on without them):
+   * the next run tries again.
+   */
+  failures: { subscription_id: number; error: string }[];
+  /**
+   * Subscriptions set aside until an operator acts (`subscription unpark` once the cause is fixed,
+   * or `subscription cancel --without-invoicing`): a period that can never be invoiced, found by
+   * this run or an earlier one. Listed on every run; they do not fail it.
+   */
+  parked: ParkedSubscription[];
+  duration_ms: number;
+}
+
+export const DEFAULT_BATCH_SIZE = 200;
+
+/**
+ * `db` is a Database (each batch its own transaction) or a client already inside a transaction
+ * (the seed), in which case the whole run joins that transaction.
+ */
+export async function runBilling(
+  db: Database | Queryable,
+  options: BillingRunOptions,
+): Promise<BillingRunSummary> {
+  const started = process.hrtime.bigint();
+  const now = options.now ?? new Date();
+  const post = options.post ?? true;
+  const summary: BillingRunSummary = {
+    now: now.toISOString(),
+    org_id: options.orgId ?? null,
+    posted: post,
+    subscriptions_processed: 0,
+    invoices_created: 0,
+    invoice_ids: [],
+    subscriptions_started: 0,
+    trials_ended: 0,
+    renewed: 0,
+    canceled: 0,
+    expired: 0,
+    marked_past_due: 0,
+    back_to_active: 0,
+    failures: [],
+    parked: [],
+    duration_ms: 0,
+  };
+  const batch: BatchContext = {
+    now,
+    post,
+    orgId: options.orgId,
+    subscriptionIds: options.subscriptionIds,
+    exclude: [],
+    usage: options.usage,
+  };
+  const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  let reportedAt = Date.now();
+  const report = () =>
+    options.progress?.(
+      `billing run: ${summary.subscriptions_processed} subscriptions processed, ${summary.invoices_created} invoices created`,
+    );
+
+  for (;;) {
+    let claimed: number[] = [];
+    try {
+      const result = await inTransaction(db, (tx) =>
+        billBatch(tx, batch, batchSize, (ids) => (claimed = ids)),
+      );
+      if (result.claimed === 0) break;
+      addToSummary(summary, result);
+    } catch (error) {
+      // One bad subscription must not stop everyone's billing: retry the batch one by one and set
+      // aside what still fails. Inside a caller's transaction there is nothing to retry with.
+      if (!isDatabase(db) || claimed.length === 0) throw error;
+      for (const id of claimed) {
+        try {
+          const result = await db.transaction((tx) =>
+            billBatch(tx, { ...batch, subscriptionIds: [id] }, 1, () => {}),
+          );
+          addToSummary(summary, result);
+        } catch (single) {
+          batch.exclude.push(id);
+          const reason = (single as Error).message;
+          if (single instanceof InvoiceLimitError) {
+            // Retrying cannot help: set it aside for good, so later runs bill everyone else.
+            await db.transaction((tx) => parkSubscription(tx, id, reason));
+            options.progress?.(`billing run: subscription ${id} parked: ${reason}`);
+          } else {
+            summary.failures.push({ subscription_id: id, error: reason });
+            options.progress?.(`billing run: subscription ${id} could not be billed: ${reason}`);
+          }
+        }
+      }
+    }
+    if (Date.now() - reportedAt >= 1000) {
+      reportedAt = Date.now();
+      report();
+    }
+  }
+
+  const dunning = await inTransaction(db, (tx) =>
+    applyDunning(tx, utcDate(now), { orgId: options.orgId, subscriptionIds: options.subscriptionIds }),
+  );
+  summary.marked_past_due = dunning.pastDue.length;
+  summary.back_to_active = dunning.restored.length;
+  summary.parked = await parkedSubscriptions(db, {
+    orgId: options.orgId,
+    subscriptionIds: options.subscriptionIds,
+  });
+
+  billingRunInvoices.inc(summary.invoices_created);
+  billingRunDuration.observe(secondsSince(started));
+  summary.duration_ms = Math.round(Number(process.hrtime.bigint() - started) / 1e6);
+  report();
+  return summary;
+}
+
+interface BatchContext {
+  now: Date;
+  post: boolean;
+  orgId: number | undefined;
+  subscriptionIds: readonly number[] | undefined;
+  exclude: number[];
+  usage: UsageForTransaction;
+}
+
+/** What one committed batch did; added to the summary only once its transaction committed. */
+type BatchResult = Pick<
+  BillingRunSummary,
+  'subscriptions_started' | 'trials_ended' | 'renewed' | 'canceled' | 'expired' | 'invoice_ids'
+> & { claimed: number };
+
+function addToSummary(summary: BillingRunSummary, result: BatchResult): void {
+  summary.subscriptions_processed += result.claimed;
+  summary.invoices_created += result.invoice_ids.length;
+  summary.invoice_ids.push(...result.invoice_ids);
+  summary.subscriptions_started += result.subscriptions_started;
+  summary.trials_ended += result.trials_ended;
+  summary.renewed += result.renewed;
+  summary.canceled += result.canceled;
+  summary.expired += result.expired;
+}
+
+type InvoiceStep = Extract<ScheduleStep, { kind: 'invoice' }>;
+
+/** One batch in one transaction; `claimed` 0 means nothing is due any more. */
+async function billBatch(
+  tx: Queryable,
+  context: BatchContext,
+  limit: number,
+  onClaimed: (ids: number[]) => void,
+): Promise<BatchResult> {
+  const claimed = await claimDueSubscriptions(
+    tx,
+    {
+      now: context.now,
+      orgId: context.orgId,
+      subscriptionIds: context.subscriptionIds,
+      exclude: context.exclude,
+    },
+    limit,
+  );
+  onClaimed(claimed.map((s) => s.id));
+  const result: BatchResult = {
+    claimed: claimed.length,
+    invoice_ids: [],
+    subscriptions_started: 0,
+    trials_ended: 0,
+    renewed: 0,
+    canceled: 0,
+    expired: 0,
+  };
+  if (claimed.length === 0) return result;
+
+  const plans = claimed.map((subscription) => ({ subscription, ...planBilling(subscription, context.now) }));
+  const toInvoice = plans.flatMap(({ subscription, steps }) =>
+    steps
+      .filter((step): step is InvoiceStep => step.kind === 'invoice')
+      .map((step) => ({ subscription, step })),
+  );
+  const invoices = toInvoice.length ? await createInvoices(tx, context, toInvoice) : [];
+
+  await updateSubscriptions(
+    tx,
+    plans.map(({ subscription, next }) => ({
+      id: subscription.id,
+      org_id: subscription.org_id,
+      status: next.status,
+      current_period_start: next.current_period_start,
+      current_period_end: next.current_period_end,
+      next_billing_date: next.next_billing_date,
+      subscription_end_date: next.subscription_end_date,
+      ended_at: next.ended_at,
+    })),
+  );
+
+  const events: DomainEvent[] = await applyDueChanges(tx, plans);
+  events.push(...invoices.flatMap(postingEvents));
+  for (const { subscription, steps } of plans) {
+    for (const step of steps) {
+      if (step.kind === 'renewed') result.renewed++;
+      if (step.kind !== 'status') continue;
+      if (step.reason === 'started') result.subscriptions_started++;
+      if (step.reason === 'trial_ended') result.trials_ended++;
+      if (step.to === 'expired') result.expired++;
+      if (step.to === 'canceled') {
+        result.canceled++;
+        events.push({
+          orgId: subscription.org_id,
+          type: 'subscription.canceled',
+          data: subscriptionEventData({ ...subscription, status: 'canceled' }),
+        });
+      }
+    }
+  }
+  await emitDomainEvents(tx, events);
+  result.invoice_ids = invoices.map((invoice) => invoice.id);
+  return result;
+}
+
+/** invoice.posted for a posted invoice, and invoice.paid when its credit paid it whole. */
+function postingEvents(invoice: NewInvoice): DomainEvent[] {
+  if (!invoice.posted) return [];
+  const posted: DomainEvent = {
+    orgId: invoice.org_id,
+    type: 'invoice.posted',
+    data: invoiceEventData(invoice),
+  };
+  if (invoice.status !== 'PAID') return [posted];
+  return [posted, { orgId: invoice.org_id, type: 'invoice.paid', data: invoiceEventData(invoice) }];
+}
+
+/**
+ * The final invoice of a subscription canceled now, posted (DESIGN decision "An immediate cancel
+ * bills the used part of its period", docs/decisions.md): its running period until `end.at`,
+ * composed like any period's invoice, so it carries what the period accrued: licensed items to
+ * the second (or the whole period with proration none), usage until the cancel, the proration
+ * lines changes left waiting. `subscription` is held by the caller's transaction; its period must
+ * not have ended (a period that ended is the billing run's). None when nothing of a paid period
+ * ran (a trial, a period not begun) and no line waits.
+ */
+export async function invoiceUntilEnd(
+  tx: Queryable,
+  subscription: DueSubscription,
+  end: SubscriptionEnd,
+  usage: UsageForTransaction = (transaction) => new PostgresUsageAggregator(transaction),
+): Promise<NewInvoice | undefined> {
+  const paid =
+    subscription.status === 'active' ||
+    subscription.status === 'past_due' ||
+    subscription.status === 'unpaid';
+  if (!paid || subscription.current_period_end <= end.at) return undefined;
+  const waiting = await pendingProrationLines(
+    tx,
+    subscription.org_id,
+    [subscription.id],
+    subscription.current_period_end,
+  );
+  if (end.at <= subscription.current_period_start && !waiting.get(subscription.id)?.length) return undefined;
+  const firstPaidStart = subscription.trial_end_date ?? subscription.start_date;
+  const step: InvoiceStep = {
+    kind: 'invoice',
+    periodStart: subscription.current_period_start,
+    periodEnd: subscription.current_period_end,
+    firstPeriod: subscription.current_period_start.getTime() === firstPaidStart.getTime(),
+  };
+  const context: BatchContext = {
+    now: end.at,
+    post: true,
+    orgId: subscription.org_id,
+    subscriptionIds: [subscription.id],
+    exclude: [],
+    usage,
+  };
+  const [invoice] = await createInvoices(tx, context, [{ subscription, step, end }]);
+  await emitDomainEvents(tx, postingEvents(invoice!));
+  return invoice;
+}
+
+interface InvoiceTarget {
+  subscription: DueSubscription;
+  step: InvoiceStep;
+  /** The subscription stops within the step's period (an immediate cancel): billed until then. */
+  end?: SubscriptionEnd;
+}
+
+/** Where a subscription canceled now stops being billed, and how its licensed items are credited. */
+export interface SubscriptionEnd {
+  at: Date;
+  proration: 'prorate' | 'none';
+}
+
+/** What composing a batch's invoices reads, in a few queries for the whole batch. */
+interface InvoiceInputs {
+  items: Map<number, BillableItem[]>;
+  customers: Map<number, BillingCustomer>;
+  usage: Map<string, Map<number, string>>;
+  /** usageKey -> the proration lines that invoice carries. */
+  prorationLines: Map<string, PendingProrationLine[]>;
+  /** usageKey -> the credits of items ended before the period's end (written only as lines). */
+  endLines: Map<string, ProrationLine[]>;
+}
+
+/**
+ * The batch's invoices: inputs read, numbers reserved, lines composed (composePeriodInvoice, the
+ * one composition the upcoming-invoice preview shares), credit settled when posting, then written.
+ */
+async function createInvoices(
+  tx: Queryable,
+  context: BatchContext,
+  toInvoice: InvoiceTarget[],
+): Promise<NewInvoice[]> {
+  const inputs = await loadInvoiceInputs(tx, context, toInvoice);
+  const numbering = await reserveNumbering(tx, toInvoice);
+  const invoices = toInvoice.map((target) => composeInvoice(target, inputs, numbering, context));
+  const credits = context.post ? settleCredits(invoices, inputs.customers, numbering) : [];
+  await insertInvoices(tx, invoices);
+  await applyCredits(tx, credits);
+  await markProrationLinesInvoiced(
+    tx,
+    toInvoice.flatMap((target, index) =>
+      (inputs.prorationLines.get(usageKey(target.subscription, target.step)) ?? []).map((line) => ({
+        id: line.id,
+        invoice_id: invoices[index]!.id,
+      })),
+    ),
+  );
+  return invoices;
+}
+
+async function loadInvoiceInputs(
+  tx: Queryable,
+  context: BatchContext,
+  toInvoice: InvoiceTarget[],
+): Promise<InvoiceInputs> {
+  const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
+  const subscriptionIds = unique(toInvoice.map(({ subscription }) => subscription.id));
+  const items = await loadBillableItems(tx, orgIds, subscriptionIds);
+  const endLines = new Map<string, ProrationLine[]>();
+  for (const { subscription, step, end } of toInvoice) {
+    if (!end) continue;
+    const ended = endItemsAt(
+      { ...subscription, current_period_start: step.periodStart, current_period_end: step.periodEnd },
+      items.get(subscription.id) ?? [],
+      { at: end.at, mode: end.proration },
+    );
+    items.set(subscription.id, ended.items);
+    endLines.set(usageKey(subscription, step), ended.lines);
+  }
+  const customers = await loadCustomers(
+    tx,
+    orgIds,
+    unique(toInvoice.map(({ subscription }) => subscription.customer_id)),
+    { lock: context.post },
+  );
+  const usage = await periodUsage(context.usage(tx), toInvoice, items);
+  const lastEnd = toInvoice.reduce(
+    (latest, { step }) => (step.periodEnd > latest ? step.periodEnd : latest),
+    new Date(0),
+  );
+  const pending = await pendingProrationLines(tx, orgIds, subscriptionIds, lastEnd);
+  // each line goes on the first invoice (in period order) whose period ends at or after its own
+  const prorationLines = new Map<string, PendingProrationLine[]>();
+  for (const { subscription, step } of toInvoice) {
+    const waiting = pending.get(subscription.id) ?? [];
+    const due = waiting.filter((line) => new Date(line.period_end) <= step.periodEnd);
+    if (due.length === 0) continue;
+    prorationLines.set(usageKey(subscription, step), due);
+    pending.set(
+      subscription.id,
+      waiting.filter((line) => !due.includes(line)),
+    );
+  }
+  return { items, customers, usage, prorationLines, endLines };
+}
+
+interface OrgNumbering {
+  next: number;
+  paymentTermsDays: number;
+  creditCurrency: string;
+}
+
+/** Numbers are reserved per organization in id order, the lock order every run follows. */
+async function reserveNumbering(
+  tx: Queryable,
+  toInvoice: InvoiceTarget[],
+): Promise<Map<number, OrgNumbering>> {
+  const numbering = new Map<number, OrgNumbering>();
+  for (const orgId of unique(toInvoice.map(({ subscription }) => subscription.org_id)).sort(
+    (a, b) => a - b,
+  )) {
+    const count = toInvoice.filter(({ subscription }) => subscription.org_id === orgId).length;
+    const reserved = await reserveInvoiceNumbers(tx, orgId, count);
+    numbering.set(orgId, { ...reserved, next: reserved.first });
+  }
+  return numbering;
+}
+
+function composeInvoice(
+  { subscription, step, end }: InvoiceTarget,
+  inputs: InvoiceInputs,
+  numbering: Map<number, OrgNumbering>,
+  context: BatchContext,
+): NewInvoice {
+  const customer = inputs.customers.get(subscription.customer_id);
+  if (!customer || customer.org_id !== subscription.org_id) {
+    throw new Error(`customer ${subscription.customer_id} of subscription ${subscription.id} not found`);
+  }
+  const org = numbering.get(subscription.org_id)!;
+  const key = usageKey(subscription, step);
+  const draft = composePeriodInvoice({
+    items: inputs.items.get(subscription.id) ?? [],
+    currency: subscription.currency,
+    usage: inputs.usage.get(key) ?? new Map(),
+    firstPeriod: step.firstPeriod,
+    periodStart: step.periodStart,
+    periodEnd: step.periodEnd,
+    prorationLines: [...(inputs.prorationLines.get(key) ?? []), ...(inputs.endLines.get(key) ?? [])],
+    customer,
+    endsAt: end?.at,
+  });
+  return {
+    id: randomUUID(),
+    org_id: subscription.org_id,
+    invoice_number: formatInvoiceNumber(org.next++),
+    customer_id: subscription.customer_id,
+    subscription_id: subscription.id,
+    invoice_date: draft.invoice_date,
+    ...invoicePeriodDates(step.periodStart, end?.at ?? step.periodEnd),
+    due_date: addDays(draft.invoice_date, org.paymentTermsDays),
+    status: 'DRAFT',
+    subtotal: draft.subtotal,
+    tax_amount: draft.tax_amount,
+    total: draft.total,
+    amount_paid: formatMoney(0n),
+    currency: subscription.currency.trim(),
+    posted: context.post,
+    lines: draft.lines,
+  };
+}
+
+/**
+ * Posting consumes each customer's credit, in the invoices' order, as a CREDIT_MEMO: a customer's
+ * credit is in the organization's default currency, so invoices in another currency do not use
+ * it. Sets each invoice's status and amount paid.
+ */
+function settleCredits(
+  invoices: NewInvoice[],
+  customers: Map<number, BillingCustomer>,
+  numbering: Map<number, OrgNumbering>,
+): CreditApplication[] {
+  const creditLeft = new Map<number, bigint>();
+  const credits: CreditApplication[] = [];
+  for (const invoice of invoices) {
+    const customer = customers.get(invoice.customer_id)!;
+    const inCreditCurrency = invoice.currency === numbering.get(invoice.org_id)!.creditCurrency;
+    const available = inCreditCurrency
+      ? (creditLeft.get(customer.id) ?? parseMoney(customer.credit_balance))
+      : 0n;
+    const settled = settleOnPosting(invoice.total, formatMoney(available));
+    invoice.status = settled.status;
+    invoice.amount_paid = settled.credit_applied;
+    const applied = parseMoney(settled.credit_applied);
+    if (inCreditCurrency) creditLeft.set(customer.id, available - applied);
+    if (applied > 0n) {
+      credits.push({
+        org_id: invoice.org_id,
+        customer_id: customer.id,
+        invoice_id: invoice.id,
+        amount: settled.credit_applied,
+      });
+    }
+  }
+  return credits;
+}
+
+const usageKey = (subscription: DueSubscription, step: InvoiceStep) =>
+  `${subscription.id}|${step.periodStart.toISOString()}`;
+
+/**
+ * Usage of every metered item over the part of its invoice's period it was on the subscription
+ * (all of it, unless a change added or removed it within), one aggregation call per
+ * (organization, window): in a batch of subscriptions renewing together that is one call for all.
+ */
+async function periodUsage(
+  aggregator: UsageAggregator,
+  toInvoice: InvoiceTarget[],
+  items: Map<number, BillableItem[]>,
+): Promise<Map<string, Map<number, string>>> {
+  const groups = new Map<
+    string,
+    { orgId: number; from: Date; to: Date; itemIds: number[]; keys: Set<string> }
+  >();
+  for (const { subscription, step } of toInvoice) {
+    const period = { start: step.periodStart, end: step.periodEnd };
+    for (const item of items.get(subscription.id) ?? []) {
+      if (item.usage_type !== 'metered' || !itemForPeriod(item, period)) continue;
+      const window = usageWindow(item, period);
+      const groupKey = `${subscription.org_id}|${window.start.toISOString()}|${window.end.toISOString()}`;
+      const group = groups.get(groupKey) ?? {
+        orgId: subscription.org_id,
+        from: window.start,
+        to: window.end,
+        itemIds: [],
+        keys: new Set<string>(),
+      };
+      group.itemIds.push(item.subscription_item_id);
+      group.keys.add(usageKey(subscription, step));
+      groups.set(groupKey, group);
+    }
+  }
+  const usage = new Map<string, Map<number, string>>();
+  for (const group of groups.values()) {
+    const totals = await aggregator.totals(group.orgId, group.itemIds, group.from, group.to);
+    for (const key of group.keys) {
+      const merged = usage.get(key) ?? new Map<number, string>();
+      for (const id of group.itemIds) {
+        const total = totals.get(id);
+        if (total !== undefined) merged.set(id, total);
+      }
+      usage.set(key, merged);
+    }
+  }
+  return usage;
+}
+
+/**
+ * Scheduled changes (effective "period_end") whose boundary this batch passed: applied as they
+ * were asked for, on the new period (nothing of the ended period is touched: its invoice is made),
+ * with subscription.updated. A subscription that stopped drops its change.
+ */
+async function applyDueChanges(
+  tx: Queryable,
+  plans: { subscription: DueSubscription; next: SubscriptionSchedule }[],
+): Promise<DomainEvent[]> {
+  const changes = await takeDueChanges(
+    tx,
+    plans.map(({ subscription, next }) => ({
+      id: subscription.id,
+      org_id: subscription.org_id,
+      boundary: next.current_period_start.toISOString(),
+    })),
+  );
+  const events: DomainEvent[] = [];
+  for (const change of changes) {
+    const { subscription, next } = plans.find((plan) => plan.subscription.id === change.subscription_id)!;
+    if (!(BILLABLE_STATUSES as readonly string[]).includes(next.status)) continue;
+    const changing = {
+      id: subscription.id,
+      org_id: subscription.org_id,
+      currency: subscription.currency,
+      billing_period: subscription.billing_period,
+      current_period_start: next.current_period_start,
+      current_period_end: next.current_period_end,
+    };
+    const current = (
+      (await loadBillableItems(tx, [subscription.org_id], [subscription.id])).get(subscription.id) ?? []
+    ).filter((item) => !item.removed_at);
+    // the set was checked when it was scheduled; an immediate change since would have replaced it
+    const resolved: ResolvedEntry[] = change.items;
+    if (
+      resolved.some(
+        (entry) => entry.id !== null && !current.some((item) => item.subscription_item_id === entry.id),
+      )
+    ) {
+      continue;
+    }
+    const applied = await applyItemSet(tx, changing, current, resolved, {
+      at: next.current_period_start,
+      mode: 'direct',
+    });
+    events.push({
+      orgId: subscription.org_id,
+      type: 'subscription.updated',
+      data: subscriptionUpdatedEventData({ ...subscription, status: next.status }, applied),
+    });
+  }
+  return events;
+}
+function unique(values: number[]): number[] {
+  return [...new Set(values)];
+}
+
+function isDatabase(db: Database | Queryable): db is Database {
+  return typeof (db as Partial<Database>).transaction === 'function';
+}
+
+function inTransaction<T>(db: Database | Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  return isDatabase(db) ? db.transaction(fn) : fn(db);
+}

@@ -1,0 +1,429 @@
+import type { Queryable } from '../../db/index.js';
+import type { InvoiceStatus, SubscriptionStatus } from '../../schemas/index.js';
+import type { BillableItem, InvoiceLine } from '../invoices/invoice-lines.js';
+import type { PriceTier } from '../pricing/pricing.js';
+import type { SubscriptionSchedule } from './schedule.js';
+import { BILLABLE_STATUSES } from './schedule.js';
+
+/**
+ * The SQL of a billing run batch. Rows of several organizations may share a batch (a run over all
+ * organizations); every join and every write still matches on org_id, so nothing crosses tenants.
+ * Multi-row writes go through jsonb_to_recordset: one round trip per table per batch.
+ */
+
+export interface DueSubscription extends SubscriptionSchedule {
+  org_id: number;
+  customer_id: number;
+  currency: string;
+}
+
+/**
+ * Claims up to `limit` due subscriptions for this transaction. SKIP LOCKED lets concurrent runs
+ * share the work without waiting on each other; the lock is held until the batch commits, and the
+ * row's next_billing_date moves past `now` in that commit, so no two runs bill one period.
+ */
+export async function claimDueSubscriptions(
+  tx: Queryable,
+  filter: {
+    now: Date;
+    orgId?: number | undefined;
+    subscriptionIds?: readonly number[] | undefined;
+    exclude: number[];
+  },
+  limit: number,
+): Promise<DueSubscription[]> {
+  const { rows } = await tx.query<DueSubscription>(
+    `SELECT id, org_id, customer_id, status, currency, start_date, trial_end_date, billing_period, billing_anchor_day,
+            current_period_start, current_period_end, next_billing_date, term_type, initial_term_months, auto_renew,
+            subscription_end_date, cancel_at_period_end, ended_at
+       FROM subscriptions
+      WHERE status = ANY($1::text[]) AND next_billing_date <= $2 AND billing_parked_at IS NULL
+        AND ($3::bigint IS NULL OR org_id = $3)
+        AND ($4::bigint[] IS NULL OR id = ANY($4::bigint[]))
+        AND NOT (id = ANY($5::bigint[]))
+      ORDER BY next_billing_date, id
+      LIMIT $6
+      FOR NO KEY UPDATE SKIP LOCKED`,
+    [
+      BILLABLE_STATUSES,
+      filter.now,
+      filter.orgId ?? null,
+      filter.subscriptionIds ?? null,
+      filter.exclude,
+      limit,
+    ],
+  );
+  return rows;
+}
+
+/** One subscription as a billing run reads it, without claiming it (the usage read-back). */
+export async function loadSubscriptionSchedule(
+  db: Queryable,
+  orgId: number,
+  subscriptionId: number,
+): Promise<DueSubscription | undefined> {
+  const { rows } = await db.query<DueSubscription>(
+    `SELECT id, org_id, customer_id, status, currency, start_date, trial_end_date, billing_period, billing_anchor_day,
+            current_period_start, current_period_end, next_billing_date, term_type, initial_term_months, auto_renew,
+            subscription_end_date, cancel_at_period_end, ended_at
+       FROM subscriptions
+      WHERE org_id = $1 AND id = $2`,
+    [orgId, subscriptionId],
+  );
+  return rows[0];
+}
+
+/** A billable item as the database gives it: rows give Dates, json_agg gives their text. */
+export interface BillableItemRow {
+  subscription_id: number;
+  subscription_item_id: number;
+  product_id: number;
+  quantity: number;
+  unit_price: string;
+  usage_type: 'licensed' | 'metered';
+  included_units: string;
+  product_name: string;
+  unit_label: string;
+  currency: string;
+  pricing_type: BillableItem['pricing_type'];
+  pricing_model: BillableItem['pricing']['pricing_model'];
+  pricing_scheme: BillableItem['pricing']['pricing_scheme'];
+  pricing_mode: BillableItem['pricing']['pricing_mode'];
+  org_id: number;
+  started_at: Date | string | null;
+  removed_at: Date | string | null;
+  base_period_start: Date | string | null;
+  base_quantity: number | null;
+  base_unit_price: string | null;
+  base_included_units: string | null;
+}
+
+/**
+ * The SELECT of billable items, `si`, under `where`: the items billed for the running period or
+ * later, so an item removed by a change since the running period began is still there (with its
+ * `removed_at`) until that period is invoiced. `subscription` names a subscriptions row the
+ * statement already has (the items' own); without it the items' subscriptions are joined. Numerics
+ * are cast to text, which is how pg gives them anyway, so that they stay exact in json_agg too.
+ */
+export function billableItemsSql(where: string, subscription?: string): string {
+  const s = subscription ?? 'item_s';
+  return `SELECT si.subscription_id, si.id AS subscription_item_id, si.product_id, si.quantity,
+            si.unit_price::text AS unit_price, si.usage_type, si.included_units::text AS included_units,
+            p.name AS product_name, p.unit_label, p.currency, p.pricing_type, p.pricing_model, p.pricing_scheme,
+            p.pricing_mode, si.org_id, si.started_at, si.removed_at, si.base_period_start, si.base_quantity,
+            si.base_unit_price::text AS base_unit_price, si.base_included_units::text AS base_included_units
+       FROM subscription_items si
+       JOIN products p ON p.org_id = si.org_id AND p.id = si.product_id
+       ${subscription ? '' : 'JOIN subscriptions item_s ON item_s.org_id = si.org_id AND item_s.id = si.subscription_id'}
+      WHERE (${where}) AND (si.removed_at IS NULL OR si.removed_at > ${s}.current_period_start)`;
+}
+
+export function toBillableItem(row: BillableItemRow, tiers: readonly PriceTier[]): BillableItem {
+  const date = (value: Date | string | null) => (value === null ? null : new Date(value));
+  return {
+    subscription_item_id: row.subscription_item_id,
+    product_id: row.product_id,
+    product_name: row.product_name,
+    unit_label: row.unit_label,
+    currency: row.currency.trim(),
+    pricing_type: row.pricing_type,
+    usage_type: row.usage_type,
+    quantity: row.quantity,
+    unit_price: row.unit_price,
+    included_units: row.included_units,
+    pricing: {
+      pricing_model: row.pricing_model,
+      pricing_scheme: row.pricing_scheme,
+      pricing_mode: row.pricing_mode,
+      tiers: [...tiers],
+    },
+    started_at: date(row.started_at),
+    removed_at: date(row.removed_at),
+    base:
+      row.base_period_start === null
+        ? null
+        : {
+            period_start: date(row.base_period_start)!,
+            quantity: row.base_quantity!,
+            unit_price: row.base_unit_price!,
+            included_units: row.base_included_units!,
+          },
+  };
+}
+
+/** Items of the given subscriptions with their products' prices and tiers, grouped by subscription. */
+export async function loadBillableItems(
+  tx: Queryable,
+  orgIds: number[],
+  subscriptionIds: number[],
+): Promise<Map<number, BillableItem[]>> {
+  const { rows } = await tx.query<BillableItemRow>(
+    `${billableItemsSql('si.org_id = ANY($1::bigint[]) AND si.subscription_id = ANY($2::bigint[])')}
+      ORDER BY si.subscription_id, si.id`,
+    [orgIds, subscriptionIds],
+  );
+  const tiered = [...new Set(rows.filter((r) => r.pricing_scheme === 'tiered').map((r) => r.product_id))];
+  const tiers = await loadTiers(tx, orgIds, tiered);
+  const grouped = new Map<number, BillableItem[]>(subscriptionIds.map((id) => [id, []]));
+  for (const row of rows) {
+    grouped.get(row.subscription_id)?.push(toBillableItem(row, tiers.get(row.product_id) ?? []));
+  }
+  return grouped;
+}
+
+async function loadTiers(
+  tx: Queryable,
+  orgIds: number[],
+  productIds: number[],
+): Promise<Map<number, PriceTier[]>> {
+  const tiers = new Map<number, PriceTier[]>();
+  if (productIds.length === 0) return tiers;
+  const { rows } = await tx.query<PriceTier & { product_id: number }>(
+    `SELECT product_id, up_to, unit_price, flat_fee FROM product_price_tiers
+      WHERE org_id = ANY($1::bigint[]) AND product_id = ANY($2::bigint[])
+      ORDER BY product_id, position`,
+    [orgIds, productIds],
+  );
+  for (const { product_id, ...tier } of rows) {
+    const list = tiers.get(product_id) ?? [];
+    list.push(tier);
+    tiers.set(product_id, list);
+  }
+  return tiers;
+}
+
+export interface BillingCustomer {
+  id: number;
+  org_id: number;
+  country: string;
+  state_province: string | null;
+  tax_exempt: boolean;
+  credit_balance: string;
+}
+
+/**
+ * The customers being invoiced. When posting, their rows are locked (in id order, the one order
+ * every path uses) because posting consumes their credit balance. NO KEY UPDATE leaves foreign-key
+ * checks of other writers unblocked.
+ */
+export async function loadCustomers(
+  tx: Queryable,
+  orgIds: number[],
+  customerIds: number[],
+  options: { lock: boolean },
+): Promise<Map<number, BillingCustomer>> {
+  const { rows } = await tx.query<BillingCustomer>(
+    `SELECT id, org_id, country, state_province, tax_exempt, credit_balance FROM customers
+      WHERE org_id = ANY($1::bigint[]) AND id = ANY($2::bigint[])
+      ORDER BY id ${options.lock ? 'FOR NO KEY UPDATE' : ''}`,
+    [orgIds, customerIds],
+  );
+  return new Map(rows.map((row) => [row.id, { ...row, country: row.country.trim() }]));
+}
+
+/**
+ * Reserves `count` consecutive invoice numbers of an organization. The row stays locked until the
+ * batch commits, so numbers are gapless per organization and never handed out twice.
+ */
+export async function reserveInvoiceNumbers(
+  tx: Queryable,
+  orgId: number,
+  count: number,
+): Promise<{ first: number; paymentTermsDays: number; creditCurrency: string }> {
+  const { rows } = await tx.query<{ last: number; payment_terms_days: number; default_currency: string }>(
+    `UPDATE organizations SET invoice_number_seq = invoice_number_seq + $2 WHERE id = $1
+     RETURNING invoice_number_seq AS last, payment_terms_days, default_currency`,
+    [orgId, count],
+  );
+  const row = rows[0];
+  if (!row) throw new Error(`organization ${orgId} disappeared during a billing run`);
+  return {
+    first: row.last - count + 1,
+    paymentTermsDays: row.payment_terms_days,
+    creditCurrency: row.default_currency.trim(),
+  };
+}
+
+export function formatInvoiceNumber(sequence: number): string {
+  return `INV-${String(sequence).padStart(6, '0')}`;
+}
+
+export interface NewInvoice {
+  id: string;
+  org_id: number;
+  invoice_number: string;
+  customer_id: number;
+  subscription_id: number;
+  invoice_date: string;
+  period_start: string;
+  period_end: string;
+  due_date: string;
+  status: InvoiceStatus;
+  subtotal: string;
+  tax_amount: string;
+  total: string;
+  amount_paid: string;
+  currency: string;
+  posted: boolean;
+  lines: InvoiceLine[];
+}
+
+export async function insertInvoices(tx: Queryable, invoices: readonly NewInvoice[]): Promise<void> {
+  if (invoices.length === 0) return;
+  await tx.query(
+    `INSERT INTO invoices (id, org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start,
+       period_end, due_date, status, subtotal, tax_amount, total, amount_paid, currency, posted_at)
+     SELECT id, org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start, period_end,
+            due_date, status, subtotal, tax_amount, total, amount_paid, currency, CASE WHEN posted THEN now() END
+       FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, org_id bigint, invoice_number text, customer_id bigint,
+            subscription_id bigint, invoice_date date, period_start date, period_end date, due_date date,
+            status text, subtotal numeric, tax_amount numeric, total numeric, amount_paid numeric,
+            currency text, posted boolean)`,
+    [JSON.stringify(invoices.map(({ lines: _lines, ...invoice }) => invoice))],
+  );
+  const items = invoices.flatMap((invoice) =>
+    invoice.lines.map((line, position) => ({
+      ...line,
+      org_id: invoice.org_id,
+      invoice_id: invoice.id,
+      position,
+    })),
+  );
+  if (items.length === 0) return;
+  await tx.query(
+    `INSERT INTO invoice_items (org_id, invoice_id, position, product_id, subscription_item_id, description,
+       quantity, unit_price, line_total_pre_tax, tax_amount, tax_type)
+     SELECT org_id, invoice_id, position, product_id, subscription_item_id, description, quantity, unit_price,
+            line_total_pre_tax, tax_amount, tax_type
+       FROM jsonb_to_recordset($1::jsonb) AS x(org_id bigint, invoice_id uuid, position integer, product_id bigint,
+            subscription_item_id bigint, description text, quantity numeric, unit_price numeric,
+            line_total_pre_tax numeric, tax_amount numeric, tax_type text)`,
+    [JSON.stringify(items)],
+  );
+}
+
+export interface CreditApplication {
+  org_id: number;
+  customer_id: number;
+  invoice_id: string;
+  amount: string;
+}
+
+export const CREDIT_BALANCE_NOTE = 'Customer credit balance applied';
+
+/** Credit consumed at posting: one CREDIT_MEMO per invoice, and the customers' balances reduced. */
+export async function applyCredits(tx: Queryable, credits: readonly CreditApplication[]): Promise<void> {
+  if (credits.length === 0) return;
+  await tx.query(
+    `INSERT INTO invoice_transactions (org_id, invoice_id, type, amount, method, status, note)
+     SELECT org_id, invoice_id, 'CREDIT_MEMO', amount, 'EXTERNAL', 'COMPLETED', $2
+       FROM jsonb_to_recordset($1::jsonb) AS x(org_id bigint, invoice_id uuid, amount numeric)`,
+    [JSON.stringify(credits), CREDIT_BALANCE_NOTE],
+  );
+  await tx.query(
+    `UPDATE customers c SET credit_balance = c.credit_balance - x.used, updated_at = now()
+       FROM (SELECT org_id, customer_id, sum(amount) AS used
+               FROM jsonb_to_recordset($1::jsonb) AS r(org_id bigint, customer_id bigint, amount numeric)
+              GROUP BY org_id, customer_id) x
+      WHERE c.org_id = x.org_id AND c.id = x.customer_id`,
+    [JSON.stringify(credits)],
+  );
+}
+
+export interface SubscriptionUpdate {
+  id: number;
+  org_id: number;
+  status: SubscriptionStatus;
+  current_period_start: Date;
+  current_period_end: Date;
+  next_billing_date: Date;
+  subscription_end_date: Date | null;
+  ended_at: Date | null;
+}
+
+export async function updateSubscriptions(
+  tx: Queryable,
+  updates: readonly SubscriptionUpdate[],
+): Promise<void> {
+  if (updates.length === 0) return;
+  await tx.query(
+    `UPDATE subscriptions s
+        SET status = x.status, current_period_start = x.current_period_start,
+            current_period_end = x.current_period_end, next_billing_date = x.next_billing_date,
+            subscription_end_date = x.subscription_end_date, ended_at = x.ended_at, updated_at = now()
+       FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, org_id bigint, status text,
+            current_period_start timestamptz, current_period_end timestamptz, next_billing_date timestamptz,
+            subscription_end_date timestamptz, ended_at timestamptz)
+      WHERE s.org_id = x.org_id AND s.id = x.id`,
+    [JSON.stringify(updates)],
+  );
+}
+
+/** Sets a subscription aside from billing runs until an operator unparks or cancels it. */
+export async function parkSubscription(tx: Queryable, subscriptionId: number, reason: string): Promise<void> {
+  await tx.query(
+    `UPDATE subscriptions SET billing_parked_at = now(), billing_parked_reason = $2, updated_at = now()
+      WHERE id = $1 AND billing_parked_at IS NULL`,
+    [subscriptionId, reason],
+  );
+}
+
+export interface ParkedSubscription {
+  subscription_id: number;
+  parked_at: string;
+  reason: string;
+}
+
+/** The parked subscriptions a run's operator must hear of (all, or one organization's, or some). */
+export async function parkedSubscriptions(
+  tx: Queryable,
+  filter: { orgId?: number | undefined; subscriptionIds?: readonly number[] | undefined },
+): Promise<ParkedSubscription[]> {
+  const { rows } = await tx.query<{ subscription_id: number; parked_at: Date; reason: string }>(
+    `SELECT id AS subscription_id, billing_parked_at AS parked_at, billing_parked_reason AS reason
+       FROM subscriptions
+      WHERE billing_parked_at IS NOT NULL AND status <> 'canceled'
+        AND ($1::bigint IS NULL OR org_id = $1)
+        AND ($2::bigint[] IS NULL OR id = ANY($2::bigint[]))
+      ORDER BY billing_parked_at, id`,
+    [filter.orgId ?? null, filter.subscriptionIds ?? null],
+  );
+  return rows.map((row) => ({ ...row, parked_at: row.parked_at.toISOString() }));
+}
+
+/** Proration lines now on an invoice: never carried by another one. */
+export async function markProrationLinesInvoiced(
+  tx: Queryable,
+  assignments: readonly { id: number; invoice_id: string }[],
+): Promise<void> {
+  if (assignments.length === 0) return;
+  await tx.query(
+    `UPDATE subscription_proration_lines l SET invoice_id = x.invoice_id
+       FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, invoice_id uuid)
+      WHERE l.id = x.id AND l.invoice_id IS NULL`,
+    [JSON.stringify(assignments)],
+  );
+}
+
+export interface DueChange {
+  subscription_id: number;
+  org_id: number;
+  items: { id: number | null; product_id: number; quantity: number; included_units: string }[];
+  effective_at: Date;
+}
+
+/** Scheduled changes of these subscriptions whose moment has come by `boundary`, locked rows' own. */
+export async function takeDueChanges(
+  tx: Queryable,
+  due: readonly { id: number; org_id: number; boundary: string }[],
+): Promise<DueChange[]> {
+  if (due.length === 0) return [];
+  const { rows } = await tx.query<DueChange>(
+    `DELETE FROM subscription_pending_changes c
+      USING jsonb_to_recordset($1::jsonb) AS x(id bigint, org_id bigint, boundary timestamptz)
+      WHERE c.org_id = x.org_id AND c.subscription_id = x.id AND c.effective_at <= x.boundary
+      RETURNING c.subscription_id, c.org_id, c.items, c.effective_at`,
+    [JSON.stringify(due)],
+  );
+  return rows;
+}

@@ -1,0 +1,149 @@
+import { describe, expect, it } from 'vitest';
+import { formatMoney, parseScaled } from '../../money/index.js';
+import { HIGHEST_TAX_RATE } from '../invoices/invoice-limits.js';
+import { CANADIAN_PROVINCES, computeTax, taxRuleFor, US_STATE_RATES } from './tax.js';
+
+const taxOn = (country: string, stateProvince: string | null, amount = '100', date = '2026-01-15') =>
+  computeTax(taxRuleFor({ country, stateProvince }, date), amount, country === 'US' ? 'USD' : 'CAD');
+
+describe('destination sales tax', () => {
+  it.each([
+    ['ON', 'HST', '13.00000000'],
+    ['NB', 'HST', '15.00000000'],
+    ['NL', 'HST', '15.00000000'],
+    ['PE', 'HST', '15.00000000'],
+    ['NS', 'HST', '14.00000000'],
+    ['QC', 'GST_QST', '14.98000000'], // QST 9.975 -> 9.98, half-up,
+    ['BC', 'GST_PST', '12.00000000'],
+    ['SK', 'GST_PST', '11.00000000'],
+    ['MB', 'GST_PST', '12.00000000'],
+    ['AB', 'GST', '5.00000000'],
+    ['YT', 'GST', '5.00000000'],
+    ['NT', 'GST', '5.00000000'],
+    ['NU', 'GST', '5.00000000'],
+  ])('charges %s %s, %s on 100', (province, taxType, amount) => {
+    const tax = taxOn('CA', province);
+    expect(tax.taxType).toBe(taxType);
+    expect(tax.amount).toBe(amount);
+  });
+
+  it('keeps each component of a combined tax as its own line', () => {
+    expect(taxOn('CA', 'QC', '200').lines).toEqual([
+      { name: 'GST', jurisdiction: 'CA', rate: '0.05', amount: '10.00000000' },
+      { name: 'QST', jurisdiction: 'QC', rate: '0.09975', amount: '19.95000000' },
+    ]);
+    expect(taxRuleFor({ country: 'CA', stateProvince: 'QC' }).rate).toBe('0.14975');
+  });
+
+  it('applies the Nova Scotia rate in force on the invoice date', () => {
+    expect(taxOn('CA', 'NS', '100', '2025-03-31').amount).toBe('15.00000000');
+    expect(taxOn('CA', 'NS', '100', '2025-04-01').amount).toBe('14.00000000');
+  });
+
+  it('charges GST alone when the province is missing or unknown', () => {
+    expect(taxOn('CA', null).taxType).toBe('GST');
+    expect(taxOn('CA', 'XX').amount).toBe('5.00000000');
+  });
+
+  it('reads provinces and states written out, in English or French, with or without accents', () => {
+    for (const [country, region, taxType, tax] of [
+      ['CA', 'Ontario', 'HST', '13.00000000'],
+      ['CA', 'Québec', 'GST_QST', '14.98000000'],
+      ['CA', 'quebec', 'GST_QST', '14.98000000'],
+      ['CA', 'Île-du-Prince-Édouard', 'HST', '15.00000000'],
+      ['CA', 'British Columbia', 'GST_PST', '12.00000000'],
+      ['CA', ' on ', 'HST', '13.00000000'],
+      ['US', 'California', 'US_SALES_TAX', '7.25000000'],
+      ['US', 'new york', 'US_SALES_TAX', '4.00000000'],
+      ['US', 'District of Columbia', 'US_SALES_TAX', '6.00000000'],
+    ] as const) {
+      const result = taxOn(country, region);
+      expect([result.taxType, result.amount], `${country} ${region}`).toEqual([taxType, tax]);
+    }
+    // a name that is no province stays unrecognised: GST only
+    expect(taxOn('CA', 'Atlantis').taxType).toBe('GST');
+  });
+
+  it('charges the US state base rate, and nothing in the five states without one', () => {
+    expect(taxOn('US', 'CA').amount).toBe('7.25000000');
+    expect(taxOn('US', 'NY').amount).toBe('4.00000000');
+    expect(taxOn('US', 'TX').amount).toBe('6.25000000');
+    expect(taxOn('US', 'MN', '1000').amount).toBe('68.75000000');
+    for (const state of ['AK', 'DE', 'MT', 'NH', 'OR']) {
+      const tax = taxOn('US', state);
+      expect(tax.taxType, state).toBe('US_SALES_TAX');
+      expect(tax.amount, state).toBe('0.00000000');
+    }
+    expect(Object.keys(US_STATE_RATES)).toHaveLength(51);
+  });
+
+  it('charges nothing to a tax-exempt customer, recorded as EXEMPT', () => {
+    const tax = computeTax(taxRuleFor({ country: 'CA', stateProvince: 'ON', taxExempt: true }), '100', 'CAD');
+    expect(tax).toEqual({ taxType: 'EXEMPT', lines: [], amount: '0.00000000' });
+  });
+
+  it('has no rule (tax_type null) outside Canada and the US, or for an unknown state', () => {
+    expect(taxOn('FR', null)).toEqual({ taxType: null, lines: [], amount: '0.00000000' });
+    expect(taxOn('US', 'ZZ').taxType).toBeNull();
+  });
+
+  it('rounds each component half-up to the cent, on the amount it is given', () => {
+    // 19.99 x 0.13 = 2.5987 -> 2.60; 0.10 x 0.05 = 0.005 -> 0.01 (a half, up)
+    expect(taxOn('CA', 'ON', '19.99').amount).toBe('2.60000000');
+    expect(taxOn('CA', 'AB', '0.10').amount).toBe('0.01000000');
+    // QC: GST 10.01 x 0.05 = 0.5005 -> 0.50; QST 10.01 x 0.09975 = 0.99849... -> 1.00
+    expect(taxOn('CA', 'QC', '10.01').lines.map((line) => line.amount)).toEqual(['0.50000000', '1.00000000']);
+    expect(taxOn('CA', 'QC', '10.01').amount).toBe('1.50000000');
+  });
+
+  it('rounds a half cent up at every province and state rate', () => {
+    const destinations = [
+      ...CANADIAN_PROVINCES.map((code) => ({ country: 'CA', stateProvince: code })),
+      ...Object.keys(US_STATE_RATES).map((code) => ({ country: 'US', stateProvince: code })),
+    ];
+    let halves = 0;
+    const never: string[] = [];
+    for (const destination of destinations) {
+      const rule = taxRuleFor(destination, '2026-01-15');
+      rule.components.forEach((component, index) => {
+        const rate = parseScaled(component.rate, 6); // millionths
+        if (rate === 0n) return;
+        // the fewest cents c where c x rate is a whole number of cents and a half: 2 x c x rate /
+        // 10^6 must be an odd integer. A rate whose double, in lowest terms, has an even numerator
+        // (0.04 = 1/25, AZ 0.056 = 7/125) never lands on a half cent: those are counted apart.
+        let cents = 1n;
+        const lands = (c: bigint) =>
+          (2n * c * rate) % 1_000_000n === 0n && ((2n * c * rate) / 1_000_000n) % 2n === 1n;
+        while (cents <= 1_000_000n && !lands(cents)) cents++;
+        if (cents > 1_000_000n) {
+          never.push(component.rate);
+          return;
+        }
+        const halfCents = (2n * cents * rate) / 1_000_000n; // the tax in half cents, odd
+        const expected = formatMoney(((halfCents + 1n) / 2n) * 1_000_000n); // up to the next cent
+        const amount = formatMoney(cents * 1_000_000n);
+        const tax = computeTax(rule, amount, destination.country === 'US' ? 'USD' : 'CAD');
+        expect(tax.lines[index]!.amount, `${destination.stateProvince} ${component.name} on ${amount}`).toBe(
+          expected,
+        );
+        halves++;
+      });
+    }
+    expect(halves).toBeGreaterThan(50);
+    expect([...new Set(never)].sort()).toEqual(['0.04', '0.056']);
+  });
+
+  it('never charges more than HIGHEST_TAX_RATE, on any date, anywhere', () => {
+    const destinations = [
+      ...CANADIAN_PROVINCES.map((code) => ({ country: 'CA', stateProvince: code })),
+      ...Object.keys(US_STATE_RATES).map((code) => ({ country: 'US', stateProvince: code })),
+    ];
+    expect(destinations.length).toBeGreaterThan(60);
+    for (const date of ['2025-01-01', '2025-06-01', '2026-11-27']) {
+      for (const destination of destinations) {
+        const rate = parseScaled(taxRuleFor(destination, date).rate, 6);
+        expect(rate <= parseScaled(HIGHEST_TAX_RATE, 6), `${destination.stateProvince} ${date}`).toBe(true);
+      }
+    }
+  });
+});
