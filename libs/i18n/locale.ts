@@ -1,4 +1,4 @@
-import { regionCode } from '../billing/index.js';
+import { regionCode } from '../regions/index.js';
 import { LOCALES } from '../schemas/index.js';
 
 export { LOCALES };

@@ -1,4 +1,4 @@
-import { regionCode } from '../billing/index.js';
+import { regionCode } from '../regions/index.js';
 
 /**
  * The locale an assistant should write to a customer in, from where the customer is. Quebec is

@@ -16,4 +16,4 @@ export {
   type PortalSessionRecord,
 } from './sessions.js';
 export { PORTAL_CSS, PORTAL_CSS_PATH, PORTAL_ICON, PORTAL_ICON_PATH } from './stylesheet.js';
-export type { PortalUsage, PortalUsageSource } from './usage-source.js';
+export { type PortalUsage, type PortalUsageSource, portalUsageSource } from './usage-source.js';

@@ -7,11 +7,16 @@ import {
   messagesFor,
 } from '../i18n/index.js';
 import { escapeHtml, isOverdue, type PrintableInvoice } from '../invoice-documents/index.js';
-import type { Subscription } from '../schemas/index.js';
+import type { InvoiceRecord, Subscription } from '../schemas/index.js';
 import { renderUsageChart } from './chart.js';
-import type { InvoiceSummary } from './portal.js';
 import { PORTAL_CSS_PATH, PORTAL_ICON_PATH } from './stylesheet.js';
 import type { PortalUsage } from './usage-source.js';
+
+/** What the portal's list shows of an invoice. */
+export type InvoiceSummary = Pick<
+  InvoiceRecord,
+  'id' | 'invoice_number' | 'invoice_date' | 'due_date' | 'status' | 'total' | 'balance' | 'currency'
+>;
 
 /*
  * The pages people open from a portal or hosted invoice link: server-rendered HTML, no script,

@@ -5,7 +5,7 @@ import { getInvoice } from '../invoices/index.js';
 import type { InvoiceRecord } from '../schemas/index.js';
 import { listSubscriptions } from '../subscriptions/index.js';
 import type { HostedInvoiceAccess } from './hosted-invoices.js';
-import { type InvoiceLinks, renderInvoicePage, renderPortalHome } from './pages.js';
+import { type InvoiceLinks, type InvoiceSummary, renderInvoicePage, renderPortalHome } from './pages.js';
 import { PORTAL_PATH, type PortalAccess } from './sessions.js';
 import type { PortalUsage, PortalUsageSource } from './usage-source.js';
 
@@ -32,12 +32,6 @@ export function hostedInvoiceLinks(token: string): InvoiceLinks {
   const page = `${PORTAL_PATH}/invoice/${token}`;
   return { page, printable: `${page}/print`, pdf: `${page}/pdf` };
 }
-
-/** What the portal's list shows of an invoice. */
-export type InvoiceSummary = Pick<
-  InvoiceRecord,
-  'id' | 'invoice_number' | 'invoice_date' | 'due_date' | 'status' | 'total' | 'balance' | 'currency'
->;
 
 /**
  * The customer's issued invoices, newest first, in one query on the (org_id, customer_id,

@@ -1,3 +1,8 @@
+import { getDailyUsage, getSubscriptionUsage, previewUpcomingInvoice } from '../billing/index.js';
+import type { Queryable } from '../db/index.js';
+import { ApiError } from '../errors/index.js';
+import type { UsageReadStores } from '../usage/index.js';
+
 /**
  * The current usage and the upcoming invoice the portal shows for one subscription. The portal
  * does not compute them: they come from the usage read-back (DESIGN §9.1), whose objects these
@@ -38,4 +43,37 @@ export interface PortalUsage {
     tax: string;
     total: string;
   } | null;
+}
+
+/** The portal's usage figures, read back as the public API reads them (libs/billing read-back). */
+export function portalUsageSource(db: Queryable, stores: UsageReadStores): PortalUsageSource {
+  return {
+    async read(orgId, subscriptionId): Promise<PortalUsage | undefined> {
+      const usage = await getSubscriptionUsage(db, stores, orgId, subscriptionId);
+      if (!usage.items.length) return undefined;
+      const daily = await getDailyUsage(db, stores, orgId, subscriptionId);
+      const upcoming = await previewUpcomingInvoice(db, stores, orgId, subscriptionId).catch((error) => {
+        if (error instanceof ApiError && error.code === 'NOT_FOUND') return null;
+        throw error;
+      });
+      return {
+        usage: {
+          period_start: usage.period_start,
+          period_end: usage.period_end,
+          as_of: usage.as_of,
+          currency: usage.currency,
+          items: usage.items,
+        },
+        daily,
+        upcoming: upcoming && {
+          invoice_date: upcoming.invoice_date,
+          currency: upcoming.currency,
+          lines: upcoming.lines,
+          subtotal: upcoming.subtotal,
+          tax: upcoming.tax,
+          total: upcoming.total,
+        },
+      };
+    },
+  };
 }

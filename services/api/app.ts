@@ -1,9 +1,8 @@
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { portalUsageSource } from '../../libs/billing/index.js';
 import type { ApiConfig } from '../../libs/config/index.js';
 import type { DependencyCheck } from '../../libs/observability/index.js';
-import { PORTAL_PATH } from '../../libs/portal/index.js';
+import { PORTAL_PATH, portalUsageSource } from '../../libs/portal/index.js';
 import { BASE_PATH, requestIdFrom } from '../../libs/schemas/index.js';
 import { registerAccessLog } from './plugins/access-log.js';
 import { registerApiReference } from './plugins/api-reference.js';

@@ -1,6 +1,6 @@
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { portalUsageSource } from '../../libs/billing/index.js';
 import type { Platform } from '../../libs/platform/index.js';
+import { portalUsageSource } from '../../libs/portal/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { openUsageIngest, type UsagePipeline } from '../../libs/usage/index.js';
 import { buildApiApp } from '../../services/api/app.js';

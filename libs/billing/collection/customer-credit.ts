@@ -63,3 +63,31 @@ export async function addCustomerCredit(
     });
   return getCustomer(tx, orgId, input.customerId);
 }
+
+export interface CreditApplication {
+  org_id: number;
+  customer_id: number;
+  invoice_id: string;
+  amount: string;
+}
+
+export const CREDIT_BALANCE_NOTE = 'Customer credit balance applied';
+
+/** Credit consumed at posting: one CREDIT_MEMO per invoice, and the customers' balances reduced. */
+export async function applyCredits(tx: Queryable, credits: readonly CreditApplication[]): Promise<void> {
+  if (credits.length === 0) return;
+  await tx.query(
+    `INSERT INTO invoice_transactions (org_id, invoice_id, type, amount, method, status, note)
+     SELECT org_id, invoice_id, 'CREDIT_MEMO', amount, 'EXTERNAL', 'COMPLETED', $2
+       FROM jsonb_to_recordset($1::jsonb) AS x(org_id bigint, invoice_id uuid, amount numeric)`,
+    [JSON.stringify(credits), CREDIT_BALANCE_NOTE],
+  );
+  await tx.query(
+    `UPDATE customers c SET credit_balance = c.credit_balance - x.used, updated_at = now()
+       FROM (SELECT org_id, customer_id, sum(amount) AS used
+               FROM jsonb_to_recordset($1::jsonb) AS r(org_id bigint, customer_id bigint, amount numeric)
+              GROUP BY org_id, customer_id) x
+      WHERE c.org_id = x.org_id AND c.id = x.customer_id`,
+    [JSON.stringify(credits)],
+  );
+}

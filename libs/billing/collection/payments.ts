@@ -9,11 +9,9 @@ import type {
   TransactionMethod,
   TransactionType,
 } from '../../schemas/index.js';
-import { invoiceEventData, paymentEventData } from '../domain/event-data.js';
-import { utcDate } from '../domain/periods.js';
-import { assertInvoiceTransition } from '../domain/state-machines.js';
-import { type InvoiceRef, type LockedInvoice, lockInvoice } from '../invoices/invoice-operations.js';
+import { assertInvoiceTransition, invoiceEventData, paymentEventData, utcDate } from '../domain/index.js';
 import { restoreIfSettled } from './dunning.js';
+import { type InvoiceRef, type LockedInvoice, lockInvoice } from './invoice-operations.js';
 import { assertPayableAmount, parseAmount, statusAfterRefund, statusForAmountPaid } from './settlement.js';
 
 /**

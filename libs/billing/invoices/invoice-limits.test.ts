@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { parseMoney } from '../../money/index.js';
+import type { BillableItem } from '../pricing/index.js';
 import {
   fitsAnInvoice,
   fixedChargeProblems,
   LARGEST_PRE_TAX,
   productPriceProblems,
 } from './invoice-limits.js';
-import type { BillableItem } from './invoice-lines.js';
 
 const item = (overrides: Partial<BillableItem>): BillableItem => ({
   subscription_item_id: 1,

@@ -1,7 +1,7 @@
 import type { FieldError } from '../../errors/index.js';
 import { formatMoney, parseMoney, parseScaled } from '../../money/index.js';
-import { priceQuantity } from '../pricing/pricing.js';
-import type { BillableItem } from './invoice-lines.js';
+import type { BillableItem } from '../pricing/index.js';
+import { priceQuantity } from '../pricing/index.js';
 
 /**
  * What an invoice can hold, checked where prices and quantities come in: a product or a

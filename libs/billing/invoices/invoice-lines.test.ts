@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import type { BillableItem } from '../pricing/index.js';
 import { taxRuleFor } from '../tax/tax.js';
-import { type BillableItem, buildInvoiceLines, trimDecimal } from './invoice-lines.js';
+import { buildInvoiceLines, trimDecimal } from './invoice-lines.js';
 
 const linearPricing = {
   pricing_model: 'per_unit',

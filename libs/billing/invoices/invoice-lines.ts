@@ -8,9 +8,15 @@ import {
   roundToMinorUnit,
 } from '../../money/index.js';
 import type { TaxType } from '../../schemas/index.js';
-import { billableUsage, type PricedLine, type ProductPricing, priceQuantity } from '../pricing/pricing.js';
-import type { ProrationLine } from '../pricing/proration.js';
-import { computeTax, type TaxRule } from '../tax/tax.js';
+import type { ProrationLine } from '../pricing/index.js';
+import {
+  type BillableItem,
+  billableUsage,
+  type PricedLine,
+  type ProductPricing,
+  priceQuantity,
+} from '../pricing/index.js';
+import { computeTax, type TaxRule } from '../tax/index.js';
 import { InvoiceLimitError, MAX_STORED_MONEY, MAX_STORED_QUANTITY } from './invoice-limits.js';
 
 /**
@@ -18,35 +24,6 @@ import { InvoiceLimitError, MAX_STORED_MONEY, MAX_STORED_QUANTITY } from './invo
  * the period's usage above their included units, one-time items on the first paid period only,
  * and the destination tax of each line.
  */
-
-export interface BillableItem {
-  subscription_item_id: number;
-  product_id: number;
-  product_name: string;
-  unit_label: string;
-  currency: string;
-  pricing_type: 'one_time' | 'recurring' | 'usage';
-  usage_type: 'licensed' | 'metered';
-  quantity: number;
-  /** The subscribed price (copied from the product at subscription time): linear prices use it. */
-  unit_price: string;
-  included_units: string;
-  /** The product's price structure; tiers come from the product. */
-  pricing: Omit<ProductPricing, 'unit_price'>;
-  /** Added by a subscription change at this instant (DESIGN §9.2); null: since the start. */
-  started_at?: Date | null;
-  /** Removed by a subscription change at this instant: billed for that period, never after. */
-  removed_at?: Date | null;
-  /** The item's terms when the period starting at `period_start` began (set by its first change). */
-  base?: ItemBase | null;
-}
-
-export interface ItemBase {
-  period_start: Date;
-  quantity: number;
-  unit_price: string;
-  included_units: string;
-}
 
 export interface InvoiceLine {
   product_id: number;

@@ -1,8 +1,8 @@
-import { utcDate } from '../domain/periods.js';
-import { itemForPeriod } from '../item-set/item-changes.js';
-import type { ProrationLine } from '../pricing/proration.js';
-import { taxRuleFor } from '../tax/tax.js';
-import { type BillableItem, buildInvoiceLines, type InvoiceLine } from './invoice-lines.js';
+import { utcDate } from '../domain/index.js';
+import type { BillableItem, ProrationLine } from '../pricing/index.js';
+import { taxRuleFor } from '../tax/index.js';
+import { itemForPeriod } from './billable-items.js';
+import { buildInvoiceLines, type InvoiceLine } from './invoice-lines.js';
 
 /**
  * One subscription's invoice for one ended (or running) period, before anything is written: the

@@ -5,19 +5,21 @@ import type { BillingPeriod } from '../../schemas/index.js';
 import {
   fitsAnInvoice,
   fixedChargeProblems,
+  itemForPeriod,
   MAX_STORED_MONEY,
   productPriceProblems,
-} from '../invoices/invoice-limits.js';
-import type { BillableItem, ItemBase } from '../invoices/invoice-lines.js';
-import { type PriceTier, priceQuantity } from '../pricing/pricing.js';
+} from '../invoices/index.js';
+import type { BillableItem, ItemBase } from '../pricing/index.js';
 import {
   blendIncludedUnits,
   type Period,
+  type PriceTier,
   type ProrationLine,
+  priceQuantity,
   proratedIncludedUnits,
   prorationLinesFor,
   toTheSecond,
-} from '../pricing/proration.js';
+} from '../pricing/index.js';
 
 /**
  * Applying a new item set to a subscription (DESIGN §9.2): the one place where items are kept,
@@ -617,102 +619,4 @@ export async function applyItemSet(
   const ctes = itemSetWriteCtes([{ subscription, plan }], (value) => `$${writes.push(value)}`);
   await tx.query(`WITH ${ctes} SELECT 1`, writes);
   return plan;
-}
-
-export function itemForPeriod(item: BillableItem, period: Period): BillableItem | undefined {
-  if (item.removed_at && item.removed_at <= period.start) return undefined;
-  if (item.started_at && item.started_at >= period.end) return undefined;
-  const base =
-    item.base && item.base.period_start.getTime() === period.start.getTime() ? item.base : undefined;
-  if (!base) return item;
-  if (
-    item.usage_type === 'licensed' &&
-    base.quantity === 0 &&
-    item.started_at &&
-    item.started_at > period.start
-  ) {
-    return undefined;
-  }
-  return {
-    ...item,
-    quantity: base.quantity,
-    unit_price: base.unit_price,
-    included_units: base.included_units,
-  };
-}
-
-/** The part of `period` a metered item's usage counts for: from its start to its removal. */
-export function usageWindow(item: BillableItem, period: Period): Period {
-  return {
-    start: item.started_at && item.started_at > period.start ? item.started_at : period.start,
-    end: item.removed_at && item.removed_at < period.end ? item.removed_at : period.end,
-  };
-}
-
-export interface PendingProrationLine extends ProrationLine {
-  id: number;
-}
-
-/**
- * Proration lines not invoiced yet whose period ends by `periodEnd`, per subscription, in the
- * order they were made: what the invoice of the period ending then carries.
- */
-export async function pendingProrationLines(
-  tx: Queryable,
-  orgId: number | readonly number[],
-  subscriptionIds: readonly number[],
-  periodEnd: Date,
-): Promise<Map<number, PendingProrationLine[]>> {
-  const grouped = new Map<number, PendingProrationLine[]>();
-  if (subscriptionIds.length === 0) return grouped;
-  const { rows } = await tx.query<
-    Omit<PendingProrationLine, 'period_start' | 'period_end'> & {
-      subscription_id: number;
-      period_start: Date;
-      period_end: Date;
-    }
-  >(
-    `SELECT id, subscription_id, subscription_item_id, product_id, description, quantity, unit_price, amount,
-            period_start, period_end
-       FROM subscription_proration_lines
-      WHERE org_id = ANY($1::bigint[]) AND subscription_id = ANY($2::bigint[]) AND invoice_id IS NULL
-        AND period_end <= $3
-      ORDER BY subscription_id, id`,
-    [Array.isArray(orgId) ? orgId : [orgId], subscriptionIds, periodEnd],
-  );
-  for (const { subscription_id, period_start, period_end, ...line } of rows) {
-    const list = grouped.get(subscription_id) ?? [];
-    list.push({ ...line, period_start: period_start.toISOString(), period_end: period_end.toISOString() });
-    grouped.set(subscription_id, list);
-  }
-  return grouped;
-}
-
-/**
- * Usage totals of metered items over `period`, each over the part of it the item was on the
- * subscription (usageWindow): one aggregation call per distinct window, usually one.
- */
-export async function windowedUsageTotals(
-  aggregator: {
-    totals(orgId: number, itemIds: number[], from: Date, to: Date): Promise<Map<number, string>>;
-  },
-  orgId: number,
-  items: readonly BillableItem[],
-  period: Period,
-): Promise<Map<number, string>> {
-  const windows = new Map<string, { window: Period; ids: number[] }>();
-  for (const item of items) {
-    if (item.usage_type !== 'metered' || !itemForPeriod(item, period)) continue;
-    const window = usageWindow(item, period);
-    const key = `${window.start.toISOString()}|${window.end.toISOString()}`;
-    const group = windows.get(key) ?? { window, ids: [] };
-    group.ids.push(item.subscription_item_id);
-    windows.set(key, group);
-  }
-  const totals = new Map<number, string>();
-  for (const { window, ids } of windows.values()) {
-    for (const [id, total] of await aggregator.totals(orgId, ids, window.start, window.end))
-      totals.set(id, total);
-  }
-  return totals;
 }

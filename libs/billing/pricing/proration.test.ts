@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { periodEndAfter } from '../domain/periods.js';
-import type { BillableItem } from '../invoices/invoice-lines.js';
+import type { BillableItem } from './billable-item.js';
 import { blendIncludedUnits, proratedIncludedUnits, prorationLinesFor } from './proration.js';
 
 /*

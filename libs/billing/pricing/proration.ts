@@ -7,7 +7,7 @@ import {
   QUANTITY_SCALE,
   roundToMinorUnit,
 } from '../../money/index.js';
-import type { BillableItem } from '../invoices/invoice-lines.js';
+import type { BillableItem } from './billable-item.js';
 import { priceQuantity } from './pricing.js';
 
 /**

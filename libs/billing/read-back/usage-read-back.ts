@@ -1,7 +1,6 @@
 import type { Queryable } from '../../db/index.js';
 import { ApiError } from '../../errors/index.js';
 import { formatMoney, parseMoney } from '../../money/index.js';
-import type { PortalUsage, PortalUsageSource } from '../../portal/index.js';
 import {
   type DailyUsagePoint,
   parseIntegerId,
@@ -13,18 +12,23 @@ import {
   type UsageAggregator,
   type UsageReadStores,
 } from '../../usage/index.js';
-import { addMonthsAnchored, PERIOD_MONTHS } from '../domain/periods.js';
-import type { BillableItem } from '../invoices/invoice-lines.js';
-import { composePeriodInvoice, type PeriodInvoice } from '../invoices/period-invoice.js';
-import { pendingProrationLines, windowedUsageTotals } from '../item-set/item-changes.js';
-import { billableUsage } from '../pricing/pricing.js';
+import { addMonthsAnchored, PERIOD_MONTHS } from '../domain/index.js';
+import {
+  composePeriodInvoice,
+  type PeriodInvoice,
+  pendingProrationLines,
+  windowedUsageTotals,
+} from '../invoices/index.js';
+import type { BillableItem } from '../pricing/index.js';
+import { billableUsage } from '../pricing/index.js';
 import {
   type DueSubscription,
   loadBillableItems,
   loadCustomers,
   loadSubscriptionSchedule,
-} from '../run/billing-store.js';
-import { planBilling, type ScheduleStep } from '../run/schedule.js';
+  planBilling,
+  type ScheduleStep,
+} from '../run/index.js';
 
 /**
  * The usage read-back (DESIGN §9.1): a subscription's usage of a period, its daily series and its
@@ -286,38 +290,5 @@ export async function previewUpcomingInvoice(
     tax_type: invoice.lines[0]?.tax_type ?? null,
     tax: invoice.tax_amount,
     total: invoice.total,
-  };
-}
-
-/** The portal's usage figures (libs/portal PortalUsageSource), read back as the public API reads them. */
-export function portalUsageSource(db: Queryable, stores: UsageReadStores): PortalUsageSource {
-  return {
-    async read(orgId, subscriptionId): Promise<PortalUsage | undefined> {
-      const usage = await getSubscriptionUsage(db, stores, orgId, subscriptionId);
-      if (!usage.items.length) return undefined;
-      const daily = await getDailyUsage(db, stores, orgId, subscriptionId);
-      const upcoming = await previewUpcomingInvoice(db, stores, orgId, subscriptionId).catch((error) => {
-        if (error instanceof ApiError && error.code === 'NOT_FOUND') return null;
-        throw error;
-      });
-      return {
-        usage: {
-          period_start: usage.period_start,
-          period_end: usage.period_end,
-          as_of: usage.as_of,
-          currency: usage.currency,
-          items: usage.items,
-        },
-        daily,
-        upcoming: upcoming && {
-          invoice_date: upcoming.invoice_date,
-          currency: upcoming.currency,
-          lines: upcoming.lines,
-          subtotal: upcoming.subtotal,
-          tax: upcoming.tax,
-          total: upcoming.total,
-        },
-      };
-    },
   };
 }

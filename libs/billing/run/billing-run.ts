@@ -4,31 +4,27 @@ import { type DomainEvent, emitDomainEvents } from '../../events/index.js';
 import { formatMoney, parseMoney } from '../../money/index.js';
 import { billingRunDuration, billingRunInvoices, secondsSince } from '../../observability/index.js';
 import { PostgresUsageAggregator, type UsageAggregator } from '../../usage/index.js';
-import { applyDunning } from '../collection/dunning.js';
-import { settleOnPosting } from '../collection/settlement.js';
+import { applyCredits, applyDunning, type CreditApplication, settleOnPosting } from '../collection/index.js';
 import {
+  addDays,
   invoiceEventData,
+  invoicePeriodDates,
   subscriptionEventData,
   subscriptionUpdatedEventData,
-} from '../domain/event-data.js';
-import { addDays, invoicePeriodDates, utcDate } from '../domain/periods.js';
-import { InvoiceLimitError } from '../invoices/invoice-limits.js';
-import type { BillableItem } from '../invoices/invoice-lines.js';
-import { composePeriodInvoice } from '../invoices/period-invoice.js';
+  utcDate,
+} from '../domain/index.js';
 import {
-  applyItemSet,
-  endItemsAt,
+  composePeriodInvoice,
+  InvoiceLimitError,
   itemForPeriod,
   type PendingProrationLine,
   pendingProrationLines,
-  type ResolvedEntry,
   usageWindow,
-} from '../item-set/item-changes.js';
-import type { ProrationLine } from '../pricing/proration.js';
+} from '../invoices/index.js';
+import { applyItemSet, endItemsAt, type ResolvedEntry } from '../item-set/index.js';
+import type { BillableItem, ProrationLine } from '../pricing/index.js';
 import {
-  applyCredits,
   type BillingCustomer,
-  type CreditApplication,
   claimDueSubscriptions,
   type DueSubscription,
   formatInvoiceNumber,

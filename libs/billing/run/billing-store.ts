@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/index.js';
 import type { InvoiceStatus, SubscriptionStatus } from '../../schemas/index.js';
-import type { BillableItem, InvoiceLine } from '../invoices/invoice-lines.js';
-import type { PriceTier } from '../pricing/pricing.js';
+import type { InvoiceLine } from '../invoices/index.js';
+import type { BillableItem, PriceTier } from '../pricing/index.js';
 import type { SubscriptionSchedule } from './schedule.js';
 import { BILLABLE_STATUSES } from './schedule.js';
 
@@ -299,34 +299,6 @@ export async function insertInvoices(tx: Queryable, invoices: readonly NewInvoic
             subscription_item_id bigint, description text, quantity numeric, unit_price numeric,
             line_total_pre_tax numeric, tax_amount numeric, tax_type text)`,
     [JSON.stringify(items)],
-  );
-}
-
-export interface CreditApplication {
-  org_id: number;
-  customer_id: number;
-  invoice_id: string;
-  amount: string;
-}
-
-export const CREDIT_BALANCE_NOTE = 'Customer credit balance applied';
-
-/** Credit consumed at posting: one CREDIT_MEMO per invoice, and the customers' balances reduced. */
-export async function applyCredits(tx: Queryable, credits: readonly CreditApplication[]): Promise<void> {
-  if (credits.length === 0) return;
-  await tx.query(
-    `INSERT INTO invoice_transactions (org_id, invoice_id, type, amount, method, status, note)
-     SELECT org_id, invoice_id, 'CREDIT_MEMO', amount, 'EXTERNAL', 'COMPLETED', $2
-       FROM jsonb_to_recordset($1::jsonb) AS x(org_id bigint, invoice_id uuid, amount numeric)`,
-    [JSON.stringify(credits), CREDIT_BALANCE_NOTE],
-  );
-  await tx.query(
-    `UPDATE customers c SET credit_balance = c.credit_balance - x.used, updated_at = now()
-       FROM (SELECT org_id, customer_id, sum(amount) AS used
-               FROM jsonb_to_recordset($1::jsonb) AS r(org_id bigint, customer_id bigint, amount numeric)
-              GROUP BY org_id, customer_id) x
-      WHERE c.org_id = x.org_id AND c.id = x.customer_id`,
-    [JSON.stringify(credits)],
   );
 }
 

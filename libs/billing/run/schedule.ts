@@ -1,6 +1,5 @@
 import type { BillingPeriod, SubscriptionStatus } from '../../schemas/index.js';
-import { addMonthsAnchored, periodEndAfter } from '../domain/periods.js';
-import { assertSubscriptionTransition } from '../domain/state-machines.js';
+import { addMonthsAnchored, assertSubscriptionTransition, periodEndAfter } from '../domain/index.js';
 
 /**
  * What a billing run does to one subscription as of `now`, decided without touching storage:

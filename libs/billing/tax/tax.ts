@@ -6,7 +6,7 @@ import {
   parseScaled,
   roundToMinorUnit,
 } from '../../money/index.js';
-import { regionCode } from '../../regions/regions.js';
+import { regionCode } from '../../regions/index.js';
 import type { TaxType } from '../../schemas/index.js';
 
 /**

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { computeTax, regionCode, taxRuleFor } from '../../billing/index.js';
+import { computeTax, taxRuleFor } from '../../billing/index.js';
 import { addScaled, formatMoney, parseMoney } from '../../money/index.js';
+import { regionCode } from '../../regions/index.js';
 import { CURRENCIES, countryCode, inputDate } from '../../schemas/index.js';
 import { defineTool } from './tool.js';
 

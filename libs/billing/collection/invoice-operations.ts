@@ -4,12 +4,10 @@ import { emitDomainEvent } from '../../events/index.js';
 import { getInvoice } from '../../invoices/index.js';
 import { formatMoney, parseMoney } from '../../money/index.js';
 import { type InvoiceRecord as Invoice, type InvoiceStatus, uuid } from '../../schemas/index.js';
-import { restoreIfSettled } from '../collection/dunning.js';
-import { settleOnPosting } from '../collection/settlement.js';
-import { invoiceEventData } from '../domain/event-data.js';
-import { utcDate } from '../domain/periods.js';
-import { assertInvoiceTransition } from '../domain/state-machines.js';
-import { applyCredits } from '../run/billing-store.js';
+import { assertInvoiceTransition, invoiceEventData, utcDate } from '../domain/index.js';
+import { applyCredits } from './customer-credit.js';
+import { restoreIfSettled } from './dunning.js';
+import { settleOnPosting } from './settlement.js';
 
 /**
  * Console operations on one invoice. Each takes a client inside a transaction and locks the

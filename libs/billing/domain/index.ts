@@ -1,0 +1,17 @@
+export {
+  invoiceEventData,
+  paymentEventData,
+  subscriptionEventData,
+  subscriptionUpdatedEventData,
+} from './event-data.js';
+export { instantInput, moneyInput, parseInput, quantityInput } from './inputs.js';
+export {
+  addDays,
+  addDaysToInstant,
+  addMonthsAnchored,
+  invoicePeriodDates,
+  PERIOD_MONTHS,
+  periodEndAfter,
+  utcDate,
+} from './periods.js';
+export { assertInvoiceTransition, assertSubscriptionTransition } from './state-machines.js';

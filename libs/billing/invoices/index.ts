@@ -1,0 +1,16 @@
+export {
+  itemForPeriod,
+  type PendingProrationLine,
+  pendingProrationLines,
+  usageWindow,
+  windowedUsageTotals,
+} from './billable-items.js';
+export {
+  fitsAnInvoice,
+  fixedChargeProblems,
+  InvoiceLimitError,
+  MAX_STORED_MONEY,
+  productPriceProblems,
+} from './invoice-limits.js';
+export type { InvoiceLine } from './invoice-lines.js';
+export { composePeriodInvoice, type PeriodInvoice } from './period-invoice.js';

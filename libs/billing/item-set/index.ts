@@ -1,0 +1,15 @@
+export {
+  applyItemSet,
+  type ChangeCatalogRow,
+  type ChangeMode,
+  type ChangingSubscription,
+  changeCatalogColumns,
+  endItemsAt,
+  type ItemSetPlan,
+  itemSetWriteCtes,
+  namedIds,
+  planItemSet,
+  type ResolvedEntry,
+  resolveItemSet,
+  toChangeCatalog,
+} from './item-changes.js';

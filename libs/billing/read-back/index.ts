@@ -1,0 +1,1 @@
+export { getDailyUsage, getSubscriptionUsage, previewUpcomingInvoice } from './usage-read-back.js';

@@ -1,0 +1,1 @@
+export { computeTax, federalGstOf, federalGstOfSubtotal, type TaxRule, taxRuleFor } from './tax.js';

@@ -1,0 +1,1 @@
+export { regionCode } from './regions.js';
