@@ -62,6 +62,7 @@ dispatcher.start();
 const billing = startBillingScheduler({
   db,
   config,
+  stores: ingest.pipeline.readStores,
   intervalSeconds: config.BILLING_INTERVAL_SECONDS,
   log: log.child({ component: 'billing' }),
 });

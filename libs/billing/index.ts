@@ -1,14 +1,17 @@
 export {
   addCustomerCredit,
   applyDunning,
+  createCreditGrant,
   createCreditMemo,
   createRefund,
   type MoneyInput,
   type MoneyResult,
   postInvoice,
   recordPayment,
+  voidCreditGrant,
   withdrawInvoice,
 } from './collection/index.js';
+export { expireCreditGrants, getCreditGrant, listCreditGrants } from './credits/index.js';
 export {
   addDaysToInstant,
   addMonthsAnchored,
@@ -37,8 +40,14 @@ export {
   resolveItemSet,
   toChangeCatalog,
 } from './item-set/index.js';
+export { type BillingScheduler, startBillingScheduler } from './jobs/index.js';
 export { type BillableItem, tierProblems } from './pricing/index.js';
-export { getDailyUsage, getSubscriptionUsage, previewUpcomingInvoice } from './read-back/index.js';
+export {
+  getCreditBalance,
+  getDailyUsage,
+  getSubscriptionUsage,
+  previewUpcomingInvoice,
+} from './read-back/index.js';
 export {
   BILLABLE_STATUSES,
   type BillableItemRow,
@@ -47,9 +56,9 @@ export {
   loadBillableItems,
   loadSubscriptionSchedule,
   runBilling,
-  startBillingScheduler,
   toBillableItem,
   type UsageForTransaction,
   usageSource,
 } from './run/index.js';
 export { computeTax, federalGstOf, federalGstOfSubtotal, taxRuleFor } from './tax/index.js';
+export { checkTopUps, getCreditTopUp, setCreditTopUp } from './top-up/index.js';

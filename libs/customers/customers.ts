@@ -12,9 +12,17 @@ import {
   UpdateCustomer,
 } from '../schemas/index.js';
 
+/**
+ * `credit_balance` is what the customer's credit grants can pay now: the remainders of its ACTIVE
+ * grants that are effective and not expired (libs/billing/credits keeps them).
+ */
+export const CREDIT_BALANCE_SQL = `(SELECT coalesce(sum(g.remaining), 0) FROM credit_grants g
+   WHERE g.org_id = c.org_id AND g.customer_id = c.id AND g.status = 'ACTIVE' AND g.effective_at <= now()
+     AND (g.expires_at IS NULL OR g.expires_at > now()))::numeric(20, 8)`;
+
 const COLUMNS = `c.id, c.name, c.contact_name, c.email, c.phone, c.address_line1, c.address_line2, c.city,
-  c.state_province, c.postal_code, c.country, c.tax_exempt, c.tax_id, c.credit_balance, c.auto_pay_enabled,
-  c.created_at, c.updated_at`;
+  c.state_province, c.postal_code, c.country, c.tax_exempt, c.tax_id, ${CREDIT_BALANCE_SQL} AS credit_balance,
+  c.auto_pay_enabled, c.created_at, c.updated_at`;
 
 type CustomerRow = Omit<Customer, 'object' | 'created_at' | 'updated_at'> & {
   created_at: Date;

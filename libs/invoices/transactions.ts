@@ -10,7 +10,7 @@ export function toInvoiceTransaction(row: TransactionRow): InvoiceTransaction {
 }
 
 export const TRANSACTION_COLUMNS =
-  'id, invoice_id, type, amount, method, status, reference, note, created_at';
+  'id, invoice_id, type, amount, method, status, reference, note, credit_grant_id, created_at';
 
 /**
  * The financial timeline behind an invoice's balance, newest first; 404 when the invoice is not

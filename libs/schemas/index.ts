@@ -1,3 +1,15 @@
+export {
+  CREDIT_GRANT_STATUSES,
+  CreateCreditGrant,
+  CreditBalance,
+  CreditGrant,
+  CreditGrantListQuery,
+  type CreditGrantStatus,
+  CreditGrantWithLedger,
+  CreditLedgerEntry,
+  CreditTopUp,
+  CreditTopUpRequest,
+} from './credit-grant.js';
 export { CreateCustomer, Customer, UpdateCustomer } from './customer.js';
 export { ErrorBody, FieldError } from './error.js';
 export {

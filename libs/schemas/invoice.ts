@@ -18,7 +18,7 @@ export type TaxType = (typeof TAX_TYPES)[number];
 export const InvoiceItem = z
   .object({
     id: integerId,
-    product_id: integerId,
+    product_id: integerId.nullable().meta({ description: 'null on a Prepaid credits invoice.' }),
     description: z.string(),
     quantity: quantity4,
     unit_price: money,
@@ -35,7 +35,9 @@ export const InvoiceRecord = z.object({
   object: z.literal('invoice'),
   invoice_number: z.string(),
   customer_id: integerId,
-  subscription_id: integerId,
+  subscription_id: integerId.nullable().meta({
+    description: 'null for a Prepaid credits invoice (a paid credit grant), which has no subscription.',
+  }),
   invoice_date: date,
   period_start: date,
   period_end: date,
@@ -81,6 +83,7 @@ export const InvoiceTransaction = z
     status: z.enum(TRANSACTION_STATUSES),
     reference: z.string().nullable(),
     note: z.string().nullable(),
+    credit_grant_id: uuid.nullable().meta({ description: 'The credit grant a CREDIT_MEMO used; else null.' }),
     created_at: dateTime,
   })
   .meta({ id: 'PublicInvoiceTransaction' });

@@ -117,6 +117,11 @@ export const UpcomingInvoice = z
     tax_type: z.enum(TAX_TYPES).nullable(),
     tax: money,
     total: money,
+    credits_applied: money.meta({
+      description:
+        "What the customer's credit grants would pay if it were posted now (the posting's own burn-down).",
+    }),
+    amount_due: money.meta({ description: 'total - credits_applied.' }),
   })
   .meta({
     id: 'UpcomingInvoice',
@@ -147,6 +152,8 @@ export const UpcomingInvoice = z
         tax_type: 'GST_QST',
         tax: '7.34000000',
         total: '56.34000000',
+        credits_applied: '20.00000000',
+        amount_due: '36.34000000',
       },
     ],
   });

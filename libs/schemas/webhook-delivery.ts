@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CreditGrant } from './credit-grant.js';
 import { Invoice, InvoiceTransaction } from './invoice.js';
 import { dateTime, integerId, uuid } from './primitives.js';
 import { Subscription, SubscriptionItem } from './subscription.js';
@@ -101,6 +102,24 @@ export const WEBHOOK_PAYLOADS = {
     PaymentEventData,
     'WebhookPaymentSucceeded',
     'A payment was recorded against an invoice.',
+  ),
+  'credit_grant.created': payloadOf(
+    'credit_grant.created',
+    CreditGrant,
+    'WebhookCreditGrantCreated',
+    'A credit grant was made (PENDING for a paid grant until its invoice is paid, ACTIVE otherwise).',
+  ),
+  'credit_grant.depleted': payloadOf(
+    'credit_grant.depleted',
+    CreditGrant,
+    'WebhookCreditGrantDepleted',
+    'A credit grant was used up by the invoices it paid.',
+  ),
+  'credit_grant.expired': payloadOf(
+    'credit_grant.expired',
+    CreditGrant,
+    'WebhookCreditGrantExpired',
+    'A credit grant reached its expires_at; its remainder lapsed.',
   ),
 } satisfies Record<EmittedEventType, z.ZodObject>;
 

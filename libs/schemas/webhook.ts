@@ -18,6 +18,9 @@ export const EVENT_TYPES = [
   'payment.failed',
   'customer.created',
   'customer.updated',
+  'credit_grant.created',
+  'credit_grant.depleted',
+  'credit_grant.expired',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -29,10 +32,20 @@ export const EMITTED_EVENT_TYPES = [
   'subscription.canceled',
   'subscription.updated',
   'payment.succeeded',
+  'credit_grant.created',
+  'credit_grant.depleted',
+  'credit_grant.expired',
 ] as const satisfies readonly EventType[];
 export type EmittedEventType = (typeof EMITTED_EVENT_TYPES)[number];
 
-export const EVENT_WILDCARDS = ['invoice.*', 'subscription.*', 'order.*', 'payment.*', 'customer.*'] as const;
+export const EVENT_WILDCARDS = [
+  'invoice.*',
+  'subscription.*',
+  'order.*',
+  'payment.*',
+  'customer.*',
+  'credit_grant.*',
+] as const;
 
 export const eventSelector = z
   .enum([...EVENT_TYPES, ...EVENT_WILDCARDS])

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBillingScheduler } from '../../libs/billing/index.js';
 import { Database } from '../../libs/db/index.js';
 import { createLogger } from '../../libs/log/index.js';
+import { InProcessUsageEventLog, openUsageReadStores, PostgresUsageSink } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
 import { basicCatalog, customerIn, invoicesOf, subscribe } from './fixtures.js';
@@ -39,6 +40,12 @@ const config = {
   KAFKA_CONSUMER_GROUP_PREFIX: '',
 };
 
+/** The read-back's stores over `db` (embedded mode), which top-up checks read balances through. */
+function storesOver(db: Database) {
+  const eventLog = new InProcessUsageEventLog(new PostgresUsageSink(db), [], { lingerMs: 0 });
+  return openUsageReadStores(config, db, eventLog, createLogger({ level: 'silent', service: 'test' }));
+}
+
 describe('billing on an interval (npm start)', () => {
   it('runs shortly after start, then on every interval, and stops cleanly', async () => {
     const { orgId } = await createTestOrg(database.db);
@@ -53,6 +60,7 @@ describe('billing on an interval (npm start)', () => {
     const scheduler = startBillingScheduler({
       db: database.db,
       config,
+      stores: storesOver(database.db),
       intervalSeconds: 1,
       log,
       firstRunDelayMs: 10,
@@ -77,6 +85,7 @@ describe('billing on an interval (npm start)', () => {
     const scheduler = startBillingScheduler({
       db: unreachable,
       config,
+      stores: storesOver(unreachable),
       intervalSeconds: 1,
       log,
       firstRunDelayMs: 10,

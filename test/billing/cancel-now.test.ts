@@ -8,6 +8,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
 import {
   basicCatalog,
+  creditBalance,
   customerIn,
   expectPayableInvoices,
   invoicesOf,
@@ -213,11 +214,7 @@ describe('cancel now', () => {
     expect((await outbox(database.db, orgId, 'invoice.paid')).map((e) => e.data.id)).toEqual([
       canceled.final_invoice_id,
     ]);
-    const { rows } = await database.db.query<{ credit_balance: string }>(
-      'SELECT credit_balance::text FROM customers WHERE id = $1',
-      [customerId],
-    );
-    expect(rows[0]!.credit_balance).toBe('311.85000000');
+    expect(await creditBalance(database.db, customerId)).toBe('311.85000000');
   });
 
   it('nothing to bill: a trial, or the first instant of a period just invoiced', async () => {

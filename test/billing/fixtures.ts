@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createProduct, type NewProduct } from '../../libs/catalog/index.js';
-import { createCustomer } from '../../libs/customers/index.js';
+import { createCustomer, getCustomer } from '../../libs/customers/index.js';
 import type { Queryable } from '../../libs/db/index.js';
 import { CreateCustomer } from '../../libs/schemas/index.js';
 import { createSubscription, type NewSubscription } from '../../libs/subscriptions/index.js';
@@ -132,4 +132,12 @@ export async function expectPayableInvoices(db: Queryable, orgId?: number): Prom
   const problems = rows.filter((row) => row.problem !== null).map((row) => row.problem);
   if (problems.length) throw new Error(`invoices without payable amounts:\n${problems.join('\n')}`);
   return rows.length;
+}
+
+/** What a customer's credit grants can pay now (the spec's credit_balance), as the API reads it. */
+export async function creditBalance(db: Queryable, customerId: number): Promise<string> {
+  const { rows } = await db.query<{ org_id: number }>('SELECT org_id FROM customers WHERE id = $1', [
+    customerId,
+  ]);
+  return (await getCustomer(db, rows[0]!.org_id, customerId)).credit_balance;
 }

@@ -300,7 +300,8 @@ describe('payments', () => {
     expect(subCent.status).toBe(422);
     expect(subCent.details?.[0]).toMatchObject({ field: 'amount', code: 'invalid_format' });
     const { rows } = await database.db.query(
-      'SELECT amount, reference FROM customer_credit_grants WHERE customer_id = $1 ORDER BY id',
+      `SELECT amount, reference FROM credit_grants WHERE customer_id = $1 AND category = 'promotional'
+        ORDER BY created_at, amount DESC`,
       [customer],
     );
     expect(rows).toEqual([

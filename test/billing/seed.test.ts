@@ -141,6 +141,8 @@ describe('demo seed', () => {
       'SELECT event_type, count(*)::int AS n FROM outbox WHERE org_id = $1 GROUP BY event_type ORDER BY event_type',
     );
     expect(rows.map((r) => r.event_type)).toEqual([
+      'credit_grant.created',
+      'credit_grant.depleted',
       'invoice.paid',
       'invoice.posted',
       'payment.succeeded',

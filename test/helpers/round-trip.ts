@@ -6,6 +6,9 @@ const TABLES = [
   'api_keys',
   'customers',
   'customer_credit_grants',
+  'credit_grants',
+  'credit_grant_ledger',
+  'credit_top_ups',
   'products',
   'product_price_tiers',
   'subscriptions',
@@ -32,10 +35,25 @@ export async function roundTripEveryTable(db: Database) {
       [org.id],
     );
     const customer = await one(
-      "INSERT INTO customers (org_id, name, country, credit_balance) VALUES ($1, 'Ada', 'CA', 12.5) RETURNING id, credit_balance",
+      "INSERT INTO customers (org_id, name, country) VALUES ($1, 'Ada', 'CA') RETURNING id",
       [org.id],
     );
-    expect(customer.credit_balance).toBe('12.50000000');
+    const grant = await one(
+      `INSERT INTO credit_grants (org_id, customer_id, name, category, currency, amount, remaining, effective_at, status)
+       VALUES ($1, $2, 'Welcome', 'promotional', 'CAD', 12.5, 12.5, now(), 'ACTIVE') RETURNING id, remaining`,
+      [org.id, customer.id],
+    );
+    expect(grant.remaining).toBe('12.50000000');
+    await one(
+      `INSERT INTO credit_grant_ledger (org_id, credit_grant_id, type, amount, remaining_after)
+       VALUES ($1, $2, 'grant', 12.5, 12.5) RETURNING id`,
+      [org.id, grant.id],
+    );
+    await one(
+      `INSERT INTO credit_top_ups (org_id, customer_id, enabled, threshold, target)
+       VALUES ($1, $2, true, 10, 50) RETURNING customer_id`,
+      [org.id, customer.id],
+    );
     await one(
       `INSERT INTO customer_credit_grants (org_id, customer_id, amount, reference) VALUES ($1, $2, 12.5, 'r1')
        RETURNING id`,

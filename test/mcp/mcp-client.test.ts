@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCreditGrant } from '../../libs/billing/index.js';
 import { PostgresUsageSink } from '../../libs/usage/index.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { type BillingFixture, seedBillingFixture } from './mcp-fixtures.js';
@@ -17,6 +18,7 @@ const TOOL_NAMES = [
   'tax_lookup',
   'get_subscription_usage',
   'preview_upcoming_invoice',
+  'get_credit_balance',
 ];
 
 function isoDate(offsetDays: number): string {
@@ -52,7 +54,7 @@ describe('the official MCP SDK client against the endpoint', () => {
     expect(client.getInstructions()).toMatch(/read-only/i);
   });
 
-  it('lists the nine read-only tools, each with an object JSON Schema for its arguments', async () => {
+  it('lists the ten read-only tools, each with an object JSON Schema for its arguments', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual(TOOL_NAMES);
     for (const tool of tools) {
@@ -240,6 +242,22 @@ describe('the official MCP SDK client against the endpoint', () => {
       subscription_id: subscriptionId,
       tax_type: 'GST_QST',
     });
+
+    // the customer's credit balance: the upcoming invoice is its `pending`, as over REST
+    const customerId = data.customers.quebec;
+    await db.transaction((tx) =>
+      createCreditGrant(tx, { customerId, input: { amount: '25.00', category: 'promotional' } }),
+    );
+    const balance = await call('get_credit_balance', { customer_id: customerId });
+    expect(withoutClock(balance)).toEqual(
+      withoutClock(await rest(`/customers/${customerId}/credit-balance`)),
+    );
+    expect(balance).toMatchObject({
+      object: 'credit_balance',
+      customer_id: customerId,
+      available: '25.00000000',
+    });
+    expect(balance.pending).toBe(preview.total);
   });
 
   it('list_products: prices, the active filter and the tiers of tiered products', async () => {

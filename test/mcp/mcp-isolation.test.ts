@@ -53,6 +53,7 @@ function everyCall(target: BillingFixture): { name: string; arguments: Record<st
       arguments: { subscription_id: target.subscriptions.quebec, period: 'previous' },
     },
     { name: 'preview_upcoming_invoice', arguments: { subscription_id: target.subscriptions.quebec } },
+    { name: 'get_credit_balance', arguments: { customer_id: target.customers.quebec } },
   ];
 }
 
@@ -81,6 +82,14 @@ describe('MCP tenancy', () => {
       arguments: { customer_id: dataB.customers.quebec },
     });
     expect(toolJson(foreignInvoices)).toMatchObject({ total: 0, invoices: [] });
+    const foreignBalance = await clientA.callTool({
+      name: 'get_credit_balance',
+      arguments: { customer_id: dataB.customers.quebec },
+    });
+    expect(foreignBalance).toMatchObject({ isError: true });
+    expect(foreignBalance.content).toEqual([
+      { type: 'text', text: `Customer ${dataB.customers.quebec} not found.` },
+    ]);
     for (const name of ['get_subscription_usage', 'preview_upcoming_invoice']) {
       const foreignUsage = await clientA.callTool({
         name,

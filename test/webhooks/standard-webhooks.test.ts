@@ -2,7 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { verify as verifyServiceSignature } from '@octokit/webhooks-methods';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { recordPayment, runBilling, usageSource } from '../../libs/billing/index.js';
+import {
+  createCreditGrant,
+  expireCreditGrants,
+  recordPayment,
+  runBilling,
+  usageSource,
+} from '../../libs/billing/index.js';
 import {
   EMITTED_EVENT_TYPES,
   type EmittedEventType,
@@ -47,10 +53,15 @@ describe('Standard Webhooks signatures', () => {
     dispatcher = startDispatcher(api.platform.db, { retryDelaysMs: [1100, 1100, 1100, 1100] });
     const org = await createTestOrg(api.platform.db);
     const target = await receiver();
-    const endpoint = await createEndpoint(org, target.url, ['invoice.*', 'subscription.*', 'payment.*']);
+    const endpoint = await createEndpoint(org, target.url, [
+      'invoice.*',
+      'subscription.*',
+      'payment.*',
+      'credit_grant.*',
+    ]);
     await emitEveryEventType(org);
-    // one of each type, and a second invoice.posted: the cancel's final invoice
-    const deliveries = await target.waitFor(EMITTED_EVENT_TYPES.length + 1);
+    // one of each type, a second invoice.posted (the cancel's final invoice), a second credit_grant.created
+    const deliveries = await target.waitFor(EMITTED_EVENT_TYPES.length + 2);
     everyType = { org, endpoint, deliveries };
   });
   afterAll(async () => {
@@ -104,9 +115,26 @@ describe('Standard Webhooks signatures', () => {
         now: new Date('2026-02-10T00:00:00Z'),
       }),
     );
+    // credit_grant.created twice; the final invoice of the cancel uses up the first (depleted); the
+    // second pays usage only (none here) and expires when its expiry comes
+    await db.transaction((tx) =>
+      createCreditGrant(tx, { customerId, input: { amount: '1.00', category: 'promotional' } }),
+    );
+    await db.transaction((tx) =>
+      createCreditGrant(tx, {
+        customerId,
+        input: {
+          amount: '2.00',
+          category: 'promotional',
+          applies_to: 'usage',
+          expires_at: '2099-01-01T00:00:00Z',
+        },
+      }),
+    );
     await db.transaction((tx) =>
       cancelSubscription(tx, { subscriptionId: subscription.id, now: new Date('2026-02-15T00:00:00Z') }),
     );
+    await expireCreditGrants(db, new Date('2099-01-01T00:00:00Z'));
   }
 
   const typeOf = (delivery: ReceivedDelivery) => delivery.headers['x-service-event'] as EmittedEventType;

@@ -49,8 +49,10 @@ export async function restoreIfSettled(
   tx: Queryable,
   today: string,
   orgId: number,
-  subscriptionId: number,
+  /** null: an invoice of no subscription (Prepaid credits) makes nothing past due. */
+  subscriptionId: number | null,
 ): Promise<boolean> {
+  if (subscriptionId === null) return false;
   const { rowCount } = await tx.query(
     `UPDATE subscriptions s SET status = 'active', updated_at = now()
       WHERE s.org_id = $2 AND s.id = $3 AND s.status IN ('past_due', 'unpaid') AND NOT ${HAS_OVERDUE_INVOICE}`,

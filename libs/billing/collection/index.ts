@@ -1,4 +1,10 @@
-export { addCustomerCredit, applyCredits, type CreditApplication } from './customer-credit.js';
+export {
+  addPromotionalCredit,
+  createCreditGrant,
+  PREPAID_CREDITS_LINE,
+  voidCreditGrant,
+} from './credit-grants.js';
+export { addCustomerCredit } from './customer-credit.js';
 export { applyDunning, restoreIfSettled } from './dunning.js';
 export {
   type InvoiceRef,
@@ -14,4 +20,4 @@ export {
   type MoneyResult,
   recordPayment,
 } from './payments.js';
-export { settleOnPosting } from './settlement.js';
+export { assertPayableAmount, parseAmount, settleOnPosting, statusForAmountPaid } from './settlement.js';

@@ -1,13 +1,21 @@
 import type { Queryable } from '../../db/index.js';
 import { ApiError } from '../../errors/index.js';
-import { emitDomainEvent } from '../../events/index.js';
+import { type DomainEvent, emitDomainEvents } from '../../events/index.js';
 import { getInvoice } from '../../invoices/index.js';
 import { formatMoney, parseMoney } from '../../money/index.js';
 import { type InvoiceRecord as Invoice, type InvoiceStatus, uuid } from '../../schemas/index.js';
+import {
+  creditsApplied,
+  lockCreditCustomer,
+  lockGrantSoldBy,
+  type PostingInvoice,
+  planCreditsOnPosting,
+  recordCreditsOnPosting,
+  voidHeldGrant,
+} from '../credits/index.js';
 import { assertInvoiceTransition, invoiceEventData, utcDate } from '../domain/index.js';
-import { applyCredits } from './customer-credit.js';
 import { restoreIfSettled } from './dunning.js';
-import { settleOnPosting } from './settlement.js';
+import { statusForAmountPaid } from './settlement.js';
 
 /**
  * Console operations on one invoice. Each takes a client inside a transaction and locks the
@@ -25,7 +33,8 @@ export interface LockedInvoice {
   id: string;
   org_id: number;
   customer_id: number;
-  subscription_id: number;
+  /** null: a Prepaid credits invoice. */
+  subscription_id: number | null;
   invoice_number: string;
   status: InvoiceStatus;
   total: string;
@@ -48,52 +57,69 @@ export async function lockInvoice(tx: Queryable, ref: InvoiceRef): Promise<Locke
 }
 
 /**
- * DRAFT -> POSTED. Posting consumes the customer's credit balance first (a CREDIT_MEMO), which may
- * settle the invoice outright (PARTIALLY_PAID or PAID); emits invoice.posted, and invoice.paid
- * when it is settled.
+ * DRAFT -> POSTED. Posting pays what it can from the customer's credit grants first (CREDIT_MEMOs,
+ * see libs/billing/credits), which may settle the invoice outright (PARTIALLY_PAID or PAID); emits
+ * invoice.posted, and invoice.paid when it is settled. `at`: the instant grants are judged at.
  */
-export async function postInvoice(tx: Queryable, ref: InvoiceRef): Promise<Invoice> {
+export async function postInvoice(tx: Queryable, ref: InvoiceRef & { at?: Date }): Promise<Invoice> {
   const invoice = await lockInvoice(tx, ref);
   assertInvoiceTransition(invoice.invoice_number, invoice.status, 'POSTED');
-  // a customer's credit is in the organization's default currency: other invoices do not use it
-  const { rows } = await tx.query<{ credit_balance: string }>(
-    `SELECT c.credit_balance FROM customers c JOIN organizations o ON o.id = c.org_id
-      WHERE c.org_id = $1 AND c.id = $2 AND o.default_currency = $3
-        FOR NO KEY UPDATE OF c`,
-    [invoice.org_id, invoice.customer_id, invoice.currency],
+  await lockCreditCustomer(tx, invoice.customer_id, invoice.org_id);
+  const { rows } = await tx.query<{ usage_amount: string; sells_credits: boolean }>(
+    `SELECT (SELECT coalesce(sum(ii.line_total_pre_tax + ii.tax_amount), 0)
+               FROM invoice_items ii JOIN subscription_items si ON si.org_id = ii.org_id AND si.id = ii.subscription_item_id
+              WHERE ii.org_id = $1 AND ii.invoice_id = $2 AND si.usage_type = 'metered')::numeric(20, 8) AS usage_amount,
+            EXISTS (SELECT 1 FROM credit_grants g WHERE g.org_id = $1 AND g.invoice_id = $2) AS sells_credits`,
+    [invoice.org_id, invoice.id],
   );
-  const settled = settleOnPosting(invoice.total, rows[0]?.credit_balance ?? '0');
-  const amountPaid = formatMoney(parseMoney(invoice.amount_paid) + parseMoney(settled.credit_applied));
+  const posting: PostingInvoice = {
+    id: invoice.id,
+    org_id: invoice.org_id,
+    customer_id: invoice.customer_id,
+    currency: invoice.currency,
+    balance: formatMoney(parseMoney(invoice.total) - parseMoney(invoice.amount_paid)),
+    usage_amount: rows[0]!.usage_amount,
+    prepaid_credits: rows[0]!.sells_credits,
+  };
+  const credits = await planCreditsOnPosting(tx, [posting], ref.at ?? new Date());
+  const paid = parseMoney(invoice.amount_paid) + parseMoney(creditsApplied(credits.uses[0]!));
+  const amountPaid = formatMoney(paid);
+  const status = statusForAmountPaid(parseMoney(invoice.total), paid);
   await tx.query(
     `UPDATE invoices SET status = $3, amount_paid = $4, posted_at = now(), updated_at = now()
       WHERE org_id = $1 AND id = $2`,
-    [invoice.org_id, invoice.id, settled.status, amountPaid],
+    [invoice.org_id, invoice.id, status, amountPaid],
   );
-  if (parseMoney(settled.credit_applied) > 0n) {
-    await applyCredits(tx, [
-      {
-        org_id: invoice.org_id,
-        customer_id: invoice.customer_id,
-        invoice_id: invoice.id,
-        amount: settled.credit_applied,
-      },
-    ]);
-  }
-  const data = invoiceEventData({ ...invoice, status: settled.status, amount_paid: amountPaid });
-  await emitDomainEvent(tx, { orgId: invoice.org_id, type: 'invoice.posted', data });
-  if (settled.status === 'PAID')
-    await emitDomainEvent(tx, { orgId: invoice.org_id, type: 'invoice.paid', data });
+  const depleted = await recordCreditsOnPosting(tx, [invoice], credits);
+  const data = invoiceEventData({ ...invoice, status, amount_paid: amountPaid });
+  const events: DomainEvent[] = [{ orgId: invoice.org_id, type: 'invoice.posted', data }];
+  if (status === 'PAID') events.push({ orgId: invoice.org_id, type: 'invoice.paid', data });
+  await emitDomainEvents(tx, [...events, ...credits.events, ...depleted]);
   return getInvoice(tx, invoice.org_id, invoice.id);
 }
 
-/** DRAFT or POSTED -> WITHDRAWN: no longer collectible, so it no longer makes its subscription past due. */
+/**
+ * DRAFT or POSTED -> WITHDRAWN: no longer collectible, so it no longer makes its subscription past
+ * due; a Prepaid credits invoice voids the grant it sold.
+ */
 export async function withdrawInvoice(tx: Queryable, ref: InvoiceRef & { now?: Date }): Promise<Invoice> {
   const invoice = await lockInvoice(tx, ref);
+  await withdrawLocked(tx, invoice, ref.now ?? new Date());
+  return getInvoice(tx, invoice.org_id, invoice.id);
+}
+
+/** Withdraws an invoice the caller holds (lockInvoice). */
+export async function withdrawLocked(tx: Queryable, invoice: LockedInvoice, now: Date): Promise<void> {
   assertInvoiceTransition(invoice.invoice_number, invoice.status, 'WITHDRAWN');
   await tx.query(
     `UPDATE invoices SET status = 'WITHDRAWN', updated_at = now() WHERE org_id = $1 AND id = $2`,
     [invoice.org_id, invoice.id],
   );
-  await restoreIfSettled(tx, utcDate(ref.now ?? new Date()), invoice.org_id, invoice.subscription_id);
-  return getInvoice(tx, invoice.org_id, invoice.id);
+  await restoreIfSettled(tx, utcDate(now), invoice.org_id, invoice.subscription_id);
+  if (invoice.subscription_id === null) {
+    // the grant it sold (held after the invoice: the lock order of every Prepaid credits path)
+    await lockCreditCustomer(tx, invoice.customer_id, invoice.org_id);
+    const grant = await lockGrantSoldBy(tx, invoice.org_id, invoice.id);
+    if (grant) await voidHeldGrant(tx, grant);
+  }
 }

@@ -10,6 +10,7 @@ import type {
   TransactionType,
 } from '../../schemas/index.js';
 import { assertInvoiceTransition, invoiceEventData, paymentEventData, utcDate } from '../domain/index.js';
+import { activateGrantSoldBy } from './credit-grants.js';
 import { restoreIfSettled } from './dunning.js';
 import { type InvoiceRef, type LockedInvoice, lockInvoice } from './invoice-operations.js';
 import { assertPayableAmount, parseAmount, statusAfterRefund, statusForAmountPaid } from './settlement.js';
@@ -96,6 +97,7 @@ async function collect(
   }
   // the move to PAID happens once per invoice (nothing leads back to a collectible status)
   if (status === 'PAID') {
+    await activateGrantSoldBy(tx, invoice);
     await emitDomainEvent(tx, {
       orgId: invoice.org_id,
       type: 'invoice.paid',

@@ -13,4 +13,10 @@ export {
   productPriceProblems,
 } from './invoice-limits.js';
 export type { InvoiceLine } from './invoice-lines.js';
+export {
+  formatInvoiceNumber,
+  insertInvoices,
+  type NewInvoice,
+  reserveInvoiceNumbers,
+} from './invoice-store.js';
 export { composePeriodInvoice, type PeriodInvoice } from './period-invoice.js';

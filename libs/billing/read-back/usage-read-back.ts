@@ -12,6 +12,7 @@ import {
   type UsageAggregator,
   type UsageReadStores,
 } from '../../usage/index.js';
+import { planBurnDown, readActiveGrants, toBurnableGrant } from '../credits/index.js';
 import { addMonthsAnchored, PERIOD_MONTHS } from '../domain/index.js';
 import {
   composePeriodInvoice,
@@ -290,5 +291,38 @@ export async function previewUpcomingInvoice(
     tax_type: invoice.lines[0]?.tax_type ?? null,
     tax: invoice.tax_amount,
     total: invoice.total,
+    ...(await creditsOnUpcoming(db, subscription, items, invoice)),
+  };
+}
+
+/**
+ * What the customer's grants would pay of the upcoming invoice if it were posted now: the
+ * posting's own burn-down (planBurnDown) over the grants as they stand.
+ */
+async function creditsOnUpcoming(
+  db: Queryable,
+  subscription: DueSubscription,
+  items: readonly BillableItem[],
+  invoice: PeriodInvoice,
+): Promise<{ credits_applied: string; amount_due: string }> {
+  const grants = await readActiveGrants(db, subscription.org_id, subscription.customer_id);
+  const meteredIds = new Set(metered(items).map((item) => item.subscription_item_id));
+  const usage = invoice.lines
+    .filter((line) => meteredIds.has(line.subscription_item_id))
+    .reduce((sum, line) => sum + parseMoney(line.line_total_pre_tax) + parseMoney(line.tax_amount), 0n);
+  const uses = planBurnDown(
+    {
+      currency: subscription.currency.trim(),
+      balance: invoice.total,
+      usage_amount: formatMoney(usage),
+      prepaid_credits: false,
+    },
+    grants.map(toBurnableGrant),
+    new Date(),
+  );
+  const applied = uses.reduce((sum, use) => sum + parseMoney(use.amount), 0n);
+  return {
+    credits_applied: formatMoney(applied),
+    amount_due: formatMoney(parseMoney(invoice.total) - applied),
   };
 }

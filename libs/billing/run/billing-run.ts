@@ -4,7 +4,14 @@ import { type DomainEvent, emitDomainEvents } from '../../events/index.js';
 import { formatMoney, parseMoney } from '../../money/index.js';
 import { billingRunDuration, billingRunInvoices, secondsSince } from '../../observability/index.js';
 import { PostgresUsageAggregator, type UsageAggregator } from '../../usage/index.js';
-import { applyCredits, applyDunning, type CreditApplication, settleOnPosting } from '../collection/index.js';
+import { applyDunning, statusForAmountPaid } from '../collection/index.js';
+import {
+  creditsApplied,
+  expireCreditGrants,
+  type PostingInvoice,
+  planCreditsOnPosting,
+  recordCreditsOnPosting,
+} from '../credits/index.js';
 import {
   addDays,
   invoiceEventData,
@@ -15,10 +22,14 @@ import {
 } from '../domain/index.js';
 import {
   composePeriodInvoice,
+  formatInvoiceNumber,
   InvoiceLimitError,
+  insertInvoices,
   itemForPeriod,
+  type NewInvoice,
   type PendingProrationLine,
   pendingProrationLines,
+  reserveInvoiceNumbers,
   usageWindow,
 } from '../invoices/index.js';
 import { applyItemSet, endItemsAt, type ResolvedEntry } from '../item-set/index.js';
@@ -27,16 +38,12 @@ import {
   type BillingCustomer,
   claimDueSubscriptions,
   type DueSubscription,
-  formatInvoiceNumber,
-  insertInvoices,
   loadBillableItems,
   loadCustomers,
   markProrationLinesInvoiced,
-  type NewInvoice,
   type ParkedSubscription,
   parkedSubscriptions,
   parkSubscription,
-  reserveInvoiceNumbers,
   takeDueChanges,
   updateSubscriptions,
 } from './billing-store.js';
@@ -76,6 +83,16 @@ export interface BillingRunOptions {
   subscriptionIds?: readonly number[];
   /** Post the invoices (default true); false leaves them DRAFT for `invoice post`. */
   post?: boolean;
+  /**
+   * The instant posting judges credit grants at (effective, not expired): default the wall clock
+   * when each batch posts, whatever `now` bills as of.
+   */
+  postingTime?: Date;
+  /**
+   * Called once the run is done with the customers whose invoices it posted (each once): what
+   * their credit balance projects moved, so their automatic top-ups are checked.
+   */
+  afterPosting?: (customers: { orgId: number; customerId: number }[]) => Promise<void>;
   batchSize?: number;
   progress?: (message: string) => void;
 }
@@ -146,8 +163,16 @@ export async function runBilling(
     subscriptionIds: options.subscriptionIds,
     exclude: [],
     usage: options.usage,
+    postingTime: () => options.postingTime ?? new Date(),
   };
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  const postedFor = new Map<string, { orgId: number; customerId: number }>();
+  if (isDatabase(db)) {
+    // grants whose expiry has come lapse before the run (posting expires them too, per customer)
+    for (const customer of await expireCreditGrants(db, options.postingTime ?? new Date())) {
+      postedFor.set(`${customer.orgId}|${customer.customerId}`, customer);
+    }
+  }
   let reportedAt = Date.now();
   const report = () =>
     options.progress?.(
@@ -162,6 +187,7 @@ export async function runBilling(
       );
       if (result.claimed === 0) break;
       addToSummary(summary, result);
+      addPostedFor(postedFor, result);
     } catch (error) {
       // One bad subscription must not stop everyone's billing: retry the batch one by one and set
       // aside what still fails. Inside a caller's transaction there is nothing to retry with.
@@ -172,6 +198,7 @@ export async function runBilling(
             billBatch(tx, { ...batch, subscriptionIds: [id] }, 1, () => {}),
           );
           addToSummary(summary, result);
+          addPostedFor(postedFor, result);
         } catch (single) {
           batch.exclude.push(id);
           const reason = (single as Error).message;
@@ -202,6 +229,7 @@ export async function runBilling(
     subscriptionIds: options.subscriptionIds,
   });
 
+  if (options.afterPosting && postedFor.size) await options.afterPosting([...postedFor.values()]);
   billingRunInvoices.inc(summary.invoices_created);
   billingRunDuration.observe(secondsSince(started));
   summary.duration_ms = Math.round(Number(process.hrtime.bigint() - started) / 1e6);
@@ -212,6 +240,8 @@ export async function runBilling(
 interface BatchContext {
   now: Date;
   post: boolean;
+  /** The instant credits are judged at when posting ("effective, not expired"). */
+  postingTime: () => Date;
   orgId: number | undefined;
   subscriptionIds: readonly number[] | undefined;
   exclude: number[];
@@ -222,7 +252,7 @@ interface BatchContext {
 type BatchResult = Pick<
   BillingRunSummary,
   'subscriptions_started' | 'trials_ended' | 'renewed' | 'canceled' | 'expired' | 'invoice_ids'
-> & { claimed: number };
+> & { claimed: number; postedFor: { orgId: number; customerId: number }[] };
 
 function addToSummary(summary: BillingRunSummary, result: BatchResult): void {
   summary.subscriptions_processed += result.claimed;
@@ -233,6 +263,10 @@ function addToSummary(summary: BillingRunSummary, result: BatchResult): void {
   summary.renewed += result.renewed;
   summary.canceled += result.canceled;
   summary.expired += result.expired;
+}
+
+function addPostedFor(posted: Map<string, { orgId: number; customerId: number }>, result: BatchResult): void {
+  for (const customer of result.postedFor) posted.set(`${customer.orgId}|${customer.customerId}`, customer);
 }
 
 type InvoiceStep = Extract<ScheduleStep, { kind: 'invoice' }>;
@@ -263,6 +297,7 @@ async function billBatch(
     renewed: 0,
     canceled: 0,
     expired: 0,
+    postedFor: [],
   };
   if (claimed.length === 0) return result;
 
@@ -272,7 +307,9 @@ async function billBatch(
       .filter((step): step is InvoiceStep => step.kind === 'invoice')
       .map((step) => ({ subscription, step })),
   );
-  const invoices = toInvoice.length ? await createInvoices(tx, context, toInvoice) : [];
+  const { invoices, events: creditEvents } = toInvoice.length
+    ? await createInvoices(tx, context, toInvoice)
+    : { invoices: [], events: [] };
 
   await updateSubscriptions(
     tx,
@@ -289,7 +326,7 @@ async function billBatch(
   );
 
   const events: DomainEvent[] = await applyDueChanges(tx, plans);
-  events.push(...invoices.flatMap(postingEvents));
+  events.push(...invoices.flatMap(postingEvents), ...creditEvents);
   for (const { subscription, steps } of plans) {
     for (const step of steps) {
       if (step.kind === 'renewed') result.renewed++;
@@ -309,6 +346,9 @@ async function billBatch(
   }
   await emitDomainEvents(tx, events);
   result.invoice_ids = invoices.map((invoice) => invoice.id);
+  result.postedFor = invoices
+    .filter((invoice) => invoice.posted)
+    .map((invoice) => ({ orgId: invoice.org_id, customerId: invoice.customer_id }));
   return result;
 }
 
@@ -365,10 +405,11 @@ export async function invoiceUntilEnd(
     subscriptionIds: [subscription.id],
     exclude: [],
     usage,
+    postingTime: () => new Date(),
   };
-  const [invoice] = await createInvoices(tx, context, [{ subscription, step, end }]);
-  await emitDomainEvents(tx, postingEvents(invoice!));
-  return invoice;
+  const { invoices, events } = await createInvoices(tx, context, [{ subscription, step, end }]);
+  await emitDomainEvents(tx, [...postingEvents(invoices[0]!), ...events]);
+  return invoices[0];
 }
 
 interface InvoiceTarget {
@@ -403,13 +444,24 @@ async function createInvoices(
   tx: Queryable,
   context: BatchContext,
   toInvoice: InvoiceTarget[],
-): Promise<NewInvoice[]> {
+): Promise<{ invoices: NewInvoice[]; events: DomainEvent[] }> {
   const inputs = await loadInvoiceInputs(tx, context, toInvoice);
   const numbering = await reserveNumbering(tx, toInvoice);
   const invoices = toInvoice.map((target) => composeInvoice(target, inputs, numbering, context));
-  const credits = context.post ? settleCredits(invoices, inputs.customers, numbering) : [];
+  const credits = context.post
+    ? await planCreditsOnPosting(
+        tx,
+        invoices.map((invoice) => postingOf(invoice, inputs)),
+        context.postingTime(),
+      )
+    : { uses: [], events: [] };
+  invoices.forEach((invoice, index) => {
+    if (!invoice.posted) return;
+    invoice.amount_paid = creditsApplied(credits.uses[index] ?? []);
+    invoice.status = statusForAmountPaid(parseMoney(invoice.total), parseMoney(invoice.amount_paid));
+  });
   await insertInvoices(tx, invoices);
-  await applyCredits(tx, credits);
+  const depleted = await recordCreditsOnPosting(tx, invoices, credits);
   await markProrationLinesInvoiced(
     tx,
     toInvoice.flatMap((target, index) =>
@@ -419,7 +471,28 @@ async function createInvoices(
       })),
     ),
   );
-  return invoices;
+  return { invoices, events: [...credits.events, ...depleted] };
+}
+
+/** An invoice being posted as the credits' burn-down sees it. */
+function postingOf(invoice: NewInvoice, inputs: InvoiceInputs): PostingInvoice {
+  const metered = new Set(
+    (inputs.items.get(invoice.subscription_id!) ?? [])
+      .filter((item) => item.usage_type === 'metered')
+      .map((item) => item.subscription_item_id),
+  );
+  const usage = invoice.lines
+    .filter((line) => line.subscription_item_id !== null && metered.has(line.subscription_item_id))
+    .reduce((sum, line) => sum + parseMoney(line.line_total_pre_tax) + parseMoney(line.tax_amount), 0n);
+  return {
+    id: invoice.id,
+    org_id: invoice.org_id,
+    customer_id: invoice.customer_id,
+    currency: invoice.currency,
+    balance: invoice.total,
+    usage_amount: formatMoney(usage),
+    prepaid_credits: false,
+  };
 }
 
 async function loadInvoiceInputs(
@@ -531,41 +604,6 @@ function composeInvoice(
     posted: context.post,
     lines: draft.lines,
   };
-}
-
-/**
- * Posting consumes each customer's credit, in the invoices' order, as a CREDIT_MEMO: a customer's
- * credit is in the organization's default currency, so invoices in another currency do not use
- * it. Sets each invoice's status and amount paid.
- */
-function settleCredits(
-  invoices: NewInvoice[],
-  customers: Map<number, BillingCustomer>,
-  numbering: Map<number, OrgNumbering>,
-): CreditApplication[] {
-  const creditLeft = new Map<number, bigint>();
-  const credits: CreditApplication[] = [];
-  for (const invoice of invoices) {
-    const customer = customers.get(invoice.customer_id)!;
-    const inCreditCurrency = invoice.currency === numbering.get(invoice.org_id)!.creditCurrency;
-    const available = inCreditCurrency
-      ? (creditLeft.get(customer.id) ?? parseMoney(customer.credit_balance))
-      : 0n;
-    const settled = settleOnPosting(invoice.total, formatMoney(available));
-    invoice.status = settled.status;
-    invoice.amount_paid = settled.credit_applied;
-    const applied = parseMoney(settled.credit_applied);
-    if (inCreditCurrency) creditLeft.set(customer.id, available - applied);
-    if (applied > 0n) {
-      credits.push({
-        org_id: invoice.org_id,
-        customer_id: customer.id,
-        invoice_id: invoice.id,
-        amount: settled.credit_applied,
-      });
-    }
-  }
-  return credits;
 }
 
 const usageKey = (subscription: DueSubscription, step: InvoiceStep) =>

@@ -1,6 +1,5 @@
 import type { Queryable } from '../../db/index.js';
-import type { InvoiceStatus, SubscriptionStatus } from '../../schemas/index.js';
-import type { InvoiceLine } from '../invoices/index.js';
+import type { SubscriptionStatus } from '../../schemas/index.js';
 import type { BillableItem, PriceTier } from '../pricing/index.js';
 import type { SubscriptionSchedule } from './schedule.js';
 import { BILLABLE_STATUSES } from './schedule.js';
@@ -198,12 +197,12 @@ export interface BillingCustomer {
   country: string;
   state_province: string | null;
   tax_exempt: boolean;
-  credit_balance: string;
 }
 
 /**
  * The customers being invoiced. When posting, their rows are locked (in id order, the one order
- * every path uses) because posting consumes their credit balance. NO KEY UPDATE leaves foreign-key
+ * every path uses) because posting uses their credit grants (libs/billing/credits: every change of
+ * a customer's grants holds the customer's row first). NO KEY UPDATE leaves foreign-key
  * checks of other writers unblocked.
  */
 export async function loadCustomers(
@@ -213,93 +212,12 @@ export async function loadCustomers(
   options: { lock: boolean },
 ): Promise<Map<number, BillingCustomer>> {
   const { rows } = await tx.query<BillingCustomer>(
-    `SELECT id, org_id, country, state_province, tax_exempt, credit_balance FROM customers
+    `SELECT id, org_id, country, state_province, tax_exempt FROM customers
       WHERE org_id = ANY($1::bigint[]) AND id = ANY($2::bigint[])
       ORDER BY id ${options.lock ? 'FOR NO KEY UPDATE' : ''}`,
     [orgIds, customerIds],
   );
   return new Map(rows.map((row) => [row.id, { ...row, country: row.country.trim() }]));
-}
-
-/**
- * Reserves `count` consecutive invoice numbers of an organization. The row stays locked until the
- * batch commits, so numbers are gapless per organization and never handed out twice.
- */
-export async function reserveInvoiceNumbers(
-  tx: Queryable,
-  orgId: number,
-  count: number,
-): Promise<{ first: number; paymentTermsDays: number; creditCurrency: string }> {
-  const { rows } = await tx.query<{ last: number; payment_terms_days: number; default_currency: string }>(
-    `UPDATE organizations SET invoice_number_seq = invoice_number_seq + $2 WHERE id = $1
-     RETURNING invoice_number_seq AS last, payment_terms_days, default_currency`,
-    [orgId, count],
-  );
-  const row = rows[0];
-  if (!row) throw new Error(`organization ${orgId} disappeared during a billing run`);
-  return {
-    first: row.last - count + 1,
-    paymentTermsDays: row.payment_terms_days,
-    creditCurrency: row.default_currency.trim(),
-  };
-}
-
-export function formatInvoiceNumber(sequence: number): string {
-  return `INV-${String(sequence).padStart(6, '0')}`;
-}
-
-export interface NewInvoice {
-  id: string;
-  org_id: number;
-  invoice_number: string;
-  customer_id: number;
-  subscription_id: number;
-  invoice_date: string;
-  period_start: string;
-  period_end: string;
-  due_date: string;
-  status: InvoiceStatus;
-  subtotal: string;
-  tax_amount: string;
-  total: string;
-  amount_paid: string;
-  currency: string;
-  posted: boolean;
-  lines: InvoiceLine[];
-}
-
-export async function insertInvoices(tx: Queryable, invoices: readonly NewInvoice[]): Promise<void> {
-  if (invoices.length === 0) return;
-  await tx.query(
-    `INSERT INTO invoices (id, org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start,
-       period_end, due_date, status, subtotal, tax_amount, total, amount_paid, currency, posted_at)
-     SELECT id, org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start, period_end,
-            due_date, status, subtotal, tax_amount, total, amount_paid, currency, CASE WHEN posted THEN now() END
-       FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, org_id bigint, invoice_number text, customer_id bigint,
-            subscription_id bigint, invoice_date date, period_start date, period_end date, due_date date,
-            status text, subtotal numeric, tax_amount numeric, total numeric, amount_paid numeric,
-            currency text, posted boolean)`,
-    [JSON.stringify(invoices.map(({ lines: _lines, ...invoice }) => invoice))],
-  );
-  const items = invoices.flatMap((invoice) =>
-    invoice.lines.map((line, position) => ({
-      ...line,
-      org_id: invoice.org_id,
-      invoice_id: invoice.id,
-      position,
-    })),
-  );
-  if (items.length === 0) return;
-  await tx.query(
-    `INSERT INTO invoice_items (org_id, invoice_id, position, product_id, subscription_item_id, description,
-       quantity, unit_price, line_total_pre_tax, tax_amount, tax_type)
-     SELECT org_id, invoice_id, position, product_id, subscription_item_id, description, quantity, unit_price,
-            line_total_pre_tax, tax_amount, tax_type
-       FROM jsonb_to_recordset($1::jsonb) AS x(org_id bigint, invoice_id uuid, position integer, product_id bigint,
-            subscription_item_id bigint, description text, quantity numeric, unit_price numeric,
-            line_total_pre_tax numeric, tax_amount numeric, tax_type text)`,
-    [JSON.stringify(items)],
-  );
 }
 
 export interface SubscriptionUpdate {

@@ -1,5 +1,4 @@
 export { invoiceUntilEnd, runBilling, type UsageForTransaction, usageSource } from './billing-run.js';
-export { startBillingScheduler } from './billing-scheduler.js';
 export {
   type BillableItemRow,
   billableItemsSql,

@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { runBilling, usageSource } from '../../billing/index.js';
+import { checkTopUps, runBilling, usageSource } from '../../billing/index.js';
 import { getOrganization } from '../../organizations/index.js';
 import { openUsageAggregator } from '../../usage/index.js';
 import { defineCommand, PARTIAL_FAILURE } from '../command.js';
 import { billingNowFlag, booleanFlag, idFlag, integerFlag } from '../flags.js';
+import { withReadStores } from '../read-stores.js';
 
 export const billingCommands = [
   defineCommand({
@@ -17,7 +18,8 @@ export const billingCommands = [
       draft: booleanFlag,
       'batch-size': integerFlag(1, 5000).optional(),
     }),
-    run: async ({ db, config, progress }, f) => {
+    run: async (context, f) => {
+      const { db, config, progress } = context;
       if (f.org !== undefined) await getOrganization(db, f.org);
       const usage = await openUsageAggregator(config, db);
       try {
@@ -25,6 +27,9 @@ export const billingCommands = [
         await usage.caughtUp({ onWaiting: progress });
         const summary = await runBilling(db, {
           usage: usageSource(usage.aggregator),
+          // what the posted customers' credits project moved: their automatic top-ups are checked
+          afterPosting: (customers) =>
+            withReadStores(context, (stores) => checkTopUps(db, stores, customers)).then(() => {}),
           now: f.now,
           orgId: f.org,
           post: !f.draft,

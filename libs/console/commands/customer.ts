@@ -86,7 +86,7 @@ export const customerCommands = [
   defineCommand({
     name: 'customer add-credit',
     summary:
-      "Add to a customer's credit balance; the next posted invoice consumes it as a CREDIT_MEMO. Repeated with the same --reference it adds nothing again; without one each run adds again",
+      "Add to a customer's credit balance (a promotional credit grant, effective now, never expiring: see `credit grant`); posted invoices consume it as CREDIT_MEMOs. Repeated with the same --reference it adds nothing again; without one each run adds again",
     usage: '--id ID --amount D [--reference R] [--org ID]',
     flags: z.strictObject({
       id: idFlag,

@@ -1,6 +1,7 @@
 import type { Command } from '../command.js';
 import { billingCommands } from './billing.js';
 import { clickhouseCommands } from './clickhouse.js';
+import { creditCommands } from './credit.js';
 import { customerCommands } from './customer.js';
 import { invoiceCommands } from './invoice.js';
 import { keyCommands } from './key.js';
@@ -20,6 +21,7 @@ export const COMMANDS: Command[] = [
   seedCommand,
   ...productCommands,
   ...customerCommands,
+  ...creditCommands,
   ...subscriptionCommands,
   ...billingCommands,
   ...invoiceCommands,

@@ -1,3 +1,4 @@
+import { getCreditBalanceTool } from './credits.js';
 import { getCustomerTool, listCustomersTool } from './customers.js';
 import { listInvoicesTool, recentPaymentsTool } from './invoices.js';
 import { listProductsTool } from './products.js';
@@ -17,6 +18,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
   taxLookupTool,
   getSubscriptionUsageTool,
   previewUpcomingInvoiceTool,
+  getCreditBalanceTool,
 ];
 
 export { isOverdue } from './invoices.js';

@@ -4,7 +4,7 @@ import { integerId } from '../../schemas/index.js';
 import type { UsageReadStores } from '../../usage/index.js';
 import { defineTool } from './tool.js';
 
-function storesOf(usage: UsageReadStores | undefined): UsageReadStores {
+export function storesOf(usage: UsageReadStores | undefined): UsageReadStores {
   if (!usage) throw new Error('the MCP server was built without the usage read stores');
   return usage;
 }

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { creditRoutes } from './credits.js';
 import { customerRoutes } from './customers.js';
 import { invoiceRoutes } from './invoices.js';
 import { llmsRoutes } from './llms.js';
@@ -18,6 +19,7 @@ export const publicRoutes: FastifyPluginAsyncZod = async (app) => {
   await app.register(usageRoutes);
   await app.register(usageReadBackRoutes);
   await app.register(customerRoutes);
+  await app.register(creditRoutes);
   await app.register(productRoutes);
   await app.register(subscriptionRoutes);
   await app.register(invoiceRoutes);

@@ -1,0 +1,486 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  checkTopUps,
+  recordPayment,
+  runBilling,
+  type UsageForTransaction,
+  withdrawInvoice,
+} from '../../libs/billing/index.js';
+import type { CreditGrant, CreditGrantWithLedger } from '../../libs/schemas/index.js';
+import { PostgresUsageAggregator } from '../../libs/usage/index.js';
+import { basicCatalog, customerIn, outbox, recordUsage, subscribe } from '../billing/fixtures.js';
+import { startTestApi, type TestApi } from '../helpers/api.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { runCommonRouteTests } from '../helpers/route-suite.js';
+
+/*
+ * Prepaid credits through the public API (docs/decisions.md, "Credits"). Invoices here are billed
+ * with `postingTime` in the grants' lifetime; customers are in Alberta (GST 5 %).
+ */
+
+let api: TestApi;
+let orgA: TestOrg;
+let orgB: TestOrg;
+const usage: UsageForTransaction = (tx) => new PostgresUsageAggregator(tx);
+
+beforeAll(async () => {
+  api = await startTestApi();
+  orgA = await createTestOrg(api.platform.db);
+  orgB = await createTestOrg(api.platform.db);
+});
+afterAll(() => api?.close());
+
+const db = () => api.platform.db;
+
+function post(path: string, body: unknown, key = orgA.apiKey) {
+  return api.request({
+    method: 'POST',
+    path,
+    key,
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
+}
+const get = (path: string, key = orgA.apiKey) => api.request({ method: 'GET', path, key });
+
+async function grant(
+  customerId: number,
+  body: Record<string, unknown>,
+  key = orgA.apiKey,
+): Promise<CreditGrant> {
+  const response = await post(`/customers/${customerId}/credit-grants`, body, key);
+  expect(response.statusCode, response.body).toBe(201);
+  return response.json().data;
+}
+
+async function ledgerOf(id: string): Promise<CreditGrantWithLedger> {
+  const response = await get(`/credit-grants/${id}`);
+  expect(response.statusCode, response.body).toBe(200);
+  return response.json().data;
+}
+
+function detailsOf(response: { statusCode: number; body: string; json(): unknown }) {
+  expect(response.statusCode, response.body).toBe(422);
+  const body = response.json() as { error_code: string; details: { field: string }[] };
+  expect(body.error_code).toBe('VALIDATION_ERROR');
+  return body.details.map((d) => d.field);
+}
+
+/** A customer with one seat subscription (10.00/month, from Jan 1 2026) and API calls. */
+async function customerWithPlan(orgId = orgA.orgId) {
+  const { seats, apiCalls } = await basicCatalog(db(), orgId);
+  const customerId = await customerIn(db(), orgId, { state_province: 'AB' });
+  const subscription = await subscribe(db(), orgId, {
+    customer_id: customerId,
+    items: [{ product_id: seats }, { product_id: apiCalls }],
+    start_date: new Date('2026-01-01T00:00:00Z'),
+  });
+  return { customerId, subscription, metered: subscription.items.find((i) => i.usage_type === 'metered')! };
+}
+
+const bill = (orgId: number, now: string, postingTime = new Date()) =>
+  runBilling(db(), { usage, orgId, now: new Date(now), postingTime });
+
+async function invoiceOf(subscriptionId: number) {
+  const { rows } = await db().query<{ id: string; status: string; total: string; amount_paid: string }>(
+    `SELECT id, status, total::text, amount_paid::text FROM invoices WHERE subscription_id = $1
+      ORDER BY period_start DESC LIMIT 1`,
+    [subscriptionId],
+  );
+  return rows[0]!;
+}
+
+/** The invoice's CREDIT_MEMOs, in the order the burn-down used their grants (the ledger's). */
+async function memos(invoiceId: string) {
+  const { rows } = await db().query<{ credit_grant_id: string; amount: string }>(
+    `SELECT t.credit_grant_id, t.amount::text FROM invoice_transactions t
+       JOIN credit_grant_ledger l ON l.invoice_id = t.invoice_id AND l.credit_grant_id = t.credit_grant_id
+      WHERE t.invoice_id = $1 AND t.type = 'CREDIT_MEMO' AND l.type = 'use' ORDER BY l.id`,
+    [invoiceId],
+  );
+  return rows.map((row) => [row.credit_grant_id, row.amount]);
+}
+
+describe('credit grants', () => {
+  it('a promotional grant is ACTIVE at once, with its grant ledger entry; the customer shows the balance', async () => {
+    const { customerId } = await customerWithPlan();
+    const made = await grant(customerId, { amount: '50.00', category: 'promotional', name: 'Welcome' });
+    expect(made).toMatchObject({
+      object: 'credit_grant',
+      customer_id: customerId,
+      name: 'Welcome',
+      category: 'promotional',
+      currency: 'CAD',
+      amount: '50.00000000',
+      remaining: '50.00000000',
+      priority: 50,
+      applies_to: 'all',
+      expires_at: null,
+      status: 'ACTIVE',
+      invoice_id: null,
+    });
+    expect((await ledgerOf(made.id)).ledger).toEqual([
+      expect.objectContaining({
+        type: 'grant',
+        amount: '50.00000000',
+        remaining_after: '50.00000000',
+        invoice_id: null,
+      }),
+    ]);
+    expect((await get(`/customers/${customerId}`)).json().data.credit_balance).toBe('50.00000000');
+    const created = await outbox(db(), orgA.orgId, 'credit_grant.created');
+    expect(created.map((e) => e.data.id)).toContain(made.id);
+  });
+
+  it('a paid grant is PENDING with a POSTED EXEMPT "Prepaid credits" invoice; paying it activates the grant', async () => {
+    const { customerId } = await customerWithPlan();
+    const made = await grant(customerId, { amount: '100.00', category: 'paid' });
+    expect(made.status).toBe('PENDING');
+    expect(made.remaining).toBe('100.00000000');
+    const invoice = (await get(`/invoices/${made.invoice_id}`)).json().data;
+    expect(invoice).toMatchObject({
+      status: 'POSTED',
+      subscription_id: null,
+      total: '100.00000000',
+      tax_amount: '0.00000000',
+      items: [
+        expect.objectContaining({ description: 'Prepaid credits', product_id: null, tax_type: 'EXEMPT' }),
+      ],
+    });
+    // pending credits are not spendable
+    expect((await get(`/customers/${customerId}`)).json().data.credit_balance).toBe('0.00000000');
+    await db().transaction((tx) =>
+      recordPayment(tx, { invoiceId: made.invoice_id!, amount: '60', method: 'CARD' }),
+    );
+    expect((await ledgerOf(made.id)).status).toBe('PENDING');
+    await db().transaction((tx) =>
+      recordPayment(tx, { invoiceId: made.invoice_id!, amount: '40', method: 'CARD' }),
+    );
+    expect((await ledgerOf(made.id)).status).toBe('ACTIVE');
+    expect((await get(`/customers/${customerId}`)).json().data.credit_balance).toBe('100.00000000');
+  });
+
+  it('a reference makes the call idempotent: same amount 200 with the same grant, another amount 409', async () => {
+    const { customerId } = await customerWithPlan();
+    const body = { amount: '20', category: 'promotional', reference: 'promo-42' };
+    const [first, second] = await Promise.all([
+      post(`/customers/${customerId}/credit-grants`, body),
+      post(`/customers/${customerId}/credit-grants`, { ...body, amount: '20.00' }),
+    ]);
+    expect([first!.statusCode, second!.statusCode].sort()).toEqual([200, 201]);
+    expect(first!.json().data.id).toBe(second!.json().data.id);
+    const conflict = await post(`/customers/${customerId}/credit-grants`, { ...body, amount: '21' });
+    expect(conflict.statusCode).toBe(409);
+    expect(conflict.json().error_code).toBe('CONFLICT');
+    const list = (await get(`/customers/${customerId}/credit-grants`)).json();
+    expect(list.data).toHaveLength(1);
+  });
+
+  it('refuses bad input field by field', async () => {
+    const { customerId } = await customerWithPlan();
+    const path = `/customers/${customerId}/credit-grants`;
+    expect(detailsOf(await post(path, { amount: '0', category: 'paid' }))).toEqual(['amount']);
+    expect(detailsOf(await post(path, { amount: '-5', category: 'paid' }))).toEqual(['amount']);
+    expect(detailsOf(await post(path, { amount: '10.005', category: 'paid' }))).toEqual(['amount']);
+    expect(detailsOf(await post(path, { amount: '10', category: 'gift' }))).toEqual(['category']);
+    expect(detailsOf(await post(path, { amount: '10', category: 'paid', applies_to: 'seats' }))).toEqual([
+      'applies_to',
+    ]);
+    expect(detailsOf(await post(path, { amount: '10', category: 'paid', priority: 101 }))).toEqual([
+      'priority',
+    ]);
+    expect(detailsOf(await post(path, { amount: '10', category: 'paid', priority: -1 }))).toEqual([
+      'priority',
+    ]);
+    const at = '2026-06-01T00:00:00Z';
+    expect(
+      detailsOf(
+        await post(path, { amount: '10', category: 'promotional', effective_at: at, expires_at: at }),
+      ),
+    ).toEqual(['expires_at']);
+    expect(
+      detailsOf(await post(path, { amount: '10', category: 'promotional', expires_at: 'tomorrow' })),
+    ).toEqual(['expires_at']);
+    expect(detailsOf(await post(path, { amount: '10', category: 'promotional', color: 'red' }))).toEqual([
+      'color',
+    ]);
+    const topUp = `/customers/${customerId}/credit-top-up`;
+    const put = (body: unknown) =>
+      api.request({
+        method: 'PUT',
+        path: topUp,
+        key: orgA.apiKey,
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify(body),
+      });
+    expect(detailsOf(await put({ enabled: true, threshold: '50', target: '50' }))).toEqual(['threshold']);
+    expect(detailsOf(await put({ enabled: true, threshold: '80', target: '50' }))).toEqual(['threshold']);
+    expect(detailsOf(await put({ enabled: true, threshold: '-1', target: '50' }))).toEqual(['threshold']);
+    expect(detailsOf(await put({ enabled: true, threshold: '10', target: '50.001' }))).toEqual(['target']);
+  });
+
+  it("another organization's customer or grant is a 404 on every route", async () => {
+    const { customerId } = await customerWithPlan();
+    const theirs = await grant(customerId, { amount: '5', category: 'promotional' });
+    const key = orgB.apiKey;
+    for (const response of [
+      await post(`/customers/${customerId}/credit-grants`, { amount: '5', category: 'promotional' }, key),
+      await get(`/customers/${customerId}/credit-grants`, key),
+      await get(`/customers/${customerId}/credit-balance`, key),
+      await get(`/customers/${customerId}/credit-top-up`, key),
+      await get(`/credit-grants/${theirs.id}`, key),
+      await post(`/credit-grants/${theirs.id}/void`, {}, key),
+      await get(`/credit-grants/not-a-uuid`),
+      await get(`/customers/abc/credit-balance`),
+    ]) {
+      expect(response.statusCode, response.body).toBe(404);
+      expect(response.json().error_code).toBe('NOT_FOUND');
+    }
+    expect((await ledgerOf(theirs.id)).status).toBe('ACTIVE');
+  });
+
+  describe('route checks', () => {
+    let customerId: number;
+    let grantId: string;
+    beforeAll(async () => {
+      ({ customerId } = await customerWithPlan());
+      grantId = (await grant(customerId, { amount: '5', category: 'promotional' })).id;
+    });
+    runCommonRouteTests(
+      () => ({
+        api,
+        key: orgA.apiKey,
+        request: { method: 'GET', path: `/credit-grants/${grantId}` },
+        crossOrg: {
+          path: (id) => `/credit-grants/${id}`,
+          foreignId: grantId,
+          missingId: '00000000-0000-4000-8000-000000000000',
+        },
+      }),
+      { namesRecord: false },
+    );
+    runCommonRouteTests(() => ({
+      api,
+      key: orgA.apiKey,
+      request: { method: 'GET', path: `/customers/${customerId}/credit-balance` },
+    }));
+  });
+});
+
+describe('burn-down on posting', () => {
+  it('pays in order (priority, soonest expiry, oldest): each use a CREDIT_MEMO naming its grant', async () => {
+    const { customerId, subscription } = await customerWithPlan();
+    const late = await grant(customerId, { amount: '3.00', category: 'promotional', priority: 60 });
+    const soon = await grant(customerId, {
+      amount: '4.00',
+      category: 'promotional',
+      priority: 10,
+      expires_at: '2099-01-01T00:00:00Z',
+    });
+    const never = await grant(customerId, { amount: '2.00', category: 'promotional', priority: 10 });
+    await bill(orgA.orgId, '2026-02-01T00:00:00Z');
+    // 10.00 + GST 0.50 = 10.50: soon 4.00, never 2.00, late 3.00 -> 9.00 paid, 1.50 left
+    const invoice = await invoiceOf(subscription.id);
+    expect(invoice).toMatchObject({
+      status: 'PARTIALLY_PAID',
+      total: '10.50000000',
+      amount_paid: '9.00000000',
+    });
+    expect(await memos(invoice.id)).toEqual([
+      [soon.id, '4.00000000'],
+      [never.id, '2.00000000'],
+      [late.id, '3.00000000'],
+    ]);
+    for (const id of [soon.id, never.id, late.id]) {
+      const depleted = await ledgerOf(id);
+      expect(depleted).toMatchObject({ status: 'DEPLETED', remaining: '0.00000000' });
+      expect(depleted.ledger.map((entry) => [entry.type, entry.invoice_id, entry.remaining_after])).toEqual([
+        ['grant', null, depleted.amount],
+        ['use', invoice.id, '0.00000000'],
+      ]);
+    }
+    expect((await outbox(db(), orgA.orgId, 'credit_grant.depleted')).map((e) => e.data.id)).toEqual(
+      expect.arrayContaining([soon.id, never.id, late.id]),
+    );
+  });
+
+  it('a usage grant pays only the metered lines and their tax', async () => {
+    const { customerId, subscription, metered } = await customerWithPlan();
+    await recordUsage(db(), orgA.orgId, metered.id, '20', '2026-01-10T00:00:00Z'); // 20.00 + GST 1.00
+    const usageOnly = await grant(customerId, {
+      amount: '500',
+      category: 'promotional',
+      applies_to: 'usage',
+    });
+    await bill(orgA.orgId, '2026-02-01T00:00:00Z');
+    const invoice = await invoiceOf(subscription.id);
+    // seats 10.00 + usage 20.00 = 30.00, GST 1.50: total 31.50; the usage grant pays 21.00
+    expect(invoice).toMatchObject({
+      total: '31.50000000',
+      amount_paid: '21.00000000',
+      status: 'PARTIALLY_PAID',
+    });
+    expect(await memos(invoice.id)).toEqual([[usageOnly.id, '21.00000000']]);
+    expect((await ledgerOf(usageOnly.id)).remaining).toBe('479.00000000');
+  });
+
+  it('a grant is never used from its expiry instant on; the posting expires it first', async () => {
+    const { customerId, subscription } = await customerWithPlan();
+    const expiring = await grant(customerId, {
+      amount: '5.00',
+      category: 'promotional',
+      effective_at: '2026-01-01T00:00:00Z',
+      expires_at: '2026-03-01T00:00:00Z',
+    });
+    await bill(orgA.orgId, '2026-02-01T00:00:00Z', new Date('2026-03-01T00:00:00Z'));
+    const invoice = await invoiceOf(subscription.id);
+    expect(invoice).toMatchObject({ status: 'POSTED', amount_paid: '0.00000000' });
+    expect(await ledgerOf(expiring.id)).toMatchObject({
+      status: 'EXPIRED',
+      remaining: '0.00000000',
+      ledger: [
+        expect.objectContaining({ type: 'grant' }),
+        expect.objectContaining({ type: 'expiry', amount: '5.00000000', remaining_after: '0.00000000' }),
+      ],
+    });
+    expect((await outbox(db(), orgA.orgId, 'credit_grant.expired')).map((e) => e.data.id)).toContain(
+      expiring.id,
+    );
+  });
+
+  it('one millisecond before its expiry a grant still pays', async () => {
+    const { customerId, subscription } = await customerWithPlan();
+    await grant(customerId, {
+      amount: '5.00',
+      category: 'promotional',
+      effective_at: '2026-01-01T00:00:00Z',
+      expires_at: '2026-03-01T00:00:00Z',
+    });
+    await bill(orgA.orgId, '2026-02-01T00:00:00Z', new Date('2026-02-28T23:59:59.999Z'));
+    expect((await invoiceOf(subscription.id)).amount_paid).toBe('5.00000000');
+  });
+
+  it('a grant not yet effective is not used', async () => {
+    const { customerId, subscription } = await customerWithPlan();
+    await grant(customerId, {
+      amount: '5.00',
+      category: 'promotional',
+      effective_at: '2099-01-01T00:00:00Z',
+    });
+    await bill(orgA.orgId, '2026-02-01T00:00:00Z');
+    expect((await invoiceOf(subscription.id)).amount_paid).toBe('0.00000000');
+  });
+
+  it('a prepaid-credits invoice is never paid by credits', async () => {
+    const { customerId } = await customerWithPlan();
+    await grant(customerId, { amount: '500', category: 'promotional' });
+    const paid = await grant(customerId, { amount: '100', category: 'paid' });
+    expect((await get(`/invoices/${paid.invoice_id}`)).json().data).toMatchObject({
+      status: 'POSTED',
+      amount_paid: '0.00000000',
+    });
+  });
+});
+
+describe('void', () => {
+  it('voids what is left, keeps what was used; again answers the same; a PENDING grant withdraws its invoice', async () => {
+    const { customerId, subscription } = await customerWithPlan();
+    const partly = await grant(customerId, { amount: '25.00', category: 'promotional' });
+    await bill(orgA.orgId, '2026-02-01T00:00:00Z');
+    const voided = await post(`/credit-grants/${partly.id}/void`, {});
+    expect(voided.statusCode, voided.body).toBe(200);
+    expect(voided.json().data).toMatchObject({ status: 'VOIDED', remaining: '0.00000000' });
+    const again = await post(`/credit-grants/${partly.id}/void`, {});
+    expect(again.json().data).toEqual(voided.json().data);
+    const invoice = await invoiceOf(subscription.id);
+    expect((await ledgerOf(partly.id)).ledger.map((e) => [e.type, e.amount, e.remaining_after])).toEqual([
+      ['grant', '25.00000000', '25.00000000'],
+      ['use', '10.50000000', '14.50000000'],
+      ['void', '14.50000000', '0.00000000'],
+    ]);
+    expect(invoice.amount_paid).toBe('10.50000000');
+
+    const pending = await grant(customerId, { amount: '40', category: 'paid' });
+    const voidPending = await post(`/credit-grants/${pending.id}/void`, {});
+    expect(voidPending.json().data).toMatchObject({ status: 'VOIDED', remaining: '0.00000000' });
+    expect((await get(`/invoices/${pending.invoice_id}`)).json().data.status).toBe('WITHDRAWN');
+  });
+
+  it('a void of a DEPLETED or EXPIRED grant is 200 and changes nothing', async () => {
+    const { customerId } = await customerWithPlan();
+    const depleted = await grant(customerId, { amount: '1.00', category: 'promotional' });
+    await bill(orgA.orgId, '2026-02-01T00:00:00Z');
+    const before = await ledgerOf(depleted.id);
+    expect(before.status).toBe('DEPLETED');
+    const response = await post(`/credit-grants/${depleted.id}/void`, {});
+    expect(response.statusCode).toBe(200);
+    expect(await ledgerOf(depleted.id)).toEqual(before);
+  });
+
+  it('withdrawing a Prepaid credits invoice voids its grant', async () => {
+    const { customerId } = await customerWithPlan();
+    const paid = await grant(customerId, { amount: '30', category: 'paid' });
+    await db().transaction((tx) => withdrawInvoice(tx, { invoiceId: paid.invoice_id! }));
+    expect(await ledgerOf(paid.id)).toMatchObject({ status: 'VOIDED', remaining: '0.00000000' });
+  });
+});
+
+describe('balance and top-up', () => {
+  it('available, pending from the upcoming invoices, projected, next expiry; the upcoming invoice shows credits', async () => {
+    const { customerId, subscription, metered } = await customerWithPlan();
+    // bill the first months so the running period is now's
+    await bill(orgA.orgId, new Date().toISOString());
+    await recordUsage(db(), orgA.orgId, metered.id, '30', new Date().toISOString());
+    await grant(customerId, { amount: '15.00', category: 'promotional', expires_at: '2099-01-01T00:00:00Z' });
+    await grant(customerId, { amount: '5.00', category: 'promotional', expires_at: '2099-01-01T00:00:00Z' });
+    await grant(customerId, { amount: '7.00', category: 'promotional' });
+    const upcoming = (await get(`/subscriptions/${subscription.id}/upcoming-invoice`)).json().data;
+    // seats 10.00 + 30 calls 30.00 = 40.00, GST 2.00: 42.00, all credits (27.00) would pay
+    expect(upcoming).toMatchObject({
+      total: '42.00000000',
+      credits_applied: '27.00000000',
+      amount_due: '15.00000000',
+    });
+    const balance = (await get(`/customers/${customerId}/credit-balance`)).json().data;
+    expect(balance).toMatchObject({
+      object: 'credit_balance',
+      customer_id: customerId,
+      currency: 'CAD',
+      available: '27.00000000',
+      pending: '42.00000000',
+      projected: '-15.00000000',
+      next_expiry: { amount: '20.00000000', expires_at: '2099-01-01T00:00:00.000Z' },
+    });
+    expect(Date.parse(balance.as_of)).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('falls below the threshold: exactly one paid grant of target - projected, even with checks racing', async () => {
+    const { customerId, metered } = await customerWithPlan();
+    await bill(orgA.orgId, new Date().toISOString());
+    await recordUsage(db(), orgA.orgId, metered.id, '60', new Date().toISOString());
+    // upcoming: 10.00 + 60.00 = 70.00 + GST 3.50 = 73.50; available 0: projected -73.50
+    const put = await api.request({
+      method: 'PUT',
+      path: `/customers/${customerId}/credit-top-up`,
+      key: orgA.apiKey,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ enabled: true, threshold: '10.00', target: '100.00' }),
+    });
+    expect(put.statusCode, put.body).toBe(200);
+    expect(put.json().data).toMatchObject({
+      enabled: true,
+      threshold: '10.00000000',
+      target: '100.00000000',
+    });
+    await Promise.all(
+      Array.from({ length: 5 }, () =>
+        checkTopUps(db(), api.usage.readStores, [{ orgId: orgA.orgId, customerId }]),
+      ),
+    );
+    const grants = (await get(`/customers/${customerId}/credit-grants`)).json().data as CreditGrant[];
+    expect(grants.map((g) => [g.category, g.status, g.amount, g.name])).toEqual([
+      ['paid', 'PENDING', '173.50000000', 'Automatic top-up'],
+    ]);
+    expect((await get(`/customers/${customerId}/credit-top-up`)).json().data.enabled).toBe(true);
+  });
+});
