@@ -13,11 +13,13 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          // test/architecture: the import rules of libs/README.md, read from the files alone
+          // test/architecture: the import rules of libs/README.md, read from the files alone;
+          // bench/: the guard of its autocannon adapter
           include: [
             'libs/**/*.test.ts',
             'services/**/*.test.ts',
             'bin/**/*.test.ts',
+            'bench/**/*.test.ts',
             'test/architecture/**/*.test.ts',
           ],
           environment: 'node',
