@@ -13,7 +13,15 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['libs/**/*.test.ts', 'services/**/*.test.ts', 'bin/**/*.test.ts'],
+          // test/architecture: the import rules of libs/README.md, read from the files alone;
+          // bench/: the guard of its autocannon adapter
+          include: [
+            'libs/**/*.test.ts',
+            'services/**/*.test.ts',
+            'bin/**/*.test.ts',
+            'bench/**/*.test.ts',
+            'test/architecture/**/*.test.ts',
+          ],
           environment: 'node',
           sequence: { groupOrder: 0 },
         },
@@ -22,7 +30,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, 'test/embedded/**'],
+          exclude: [...configDefaults.exclude, 'test/embedded/**', 'test/architecture/**'],
           environment: 'node',
           globalSetup: ['test/setup/global-setup.ts'],
           testTimeout: 30_000,

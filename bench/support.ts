@@ -2,6 +2,7 @@
  * What the benchmarks under bench/ share: settings from BENCH_* env vars, a database of the run in
  * the admin Postgres (DATABASE_URL), autocannon with the types it does not ship, project processes
  * started from here and awaited, and the printed tables and JSON report under bench/results/.
+ * Requests are handed to autocannon as prebuilt bytes through bench/autocannon-adapter.ts.
  * Bench only: nothing in libs/, services/ or test/ imports this.
  */
 import { type ChildProcess, execFileSync, type StdioOptions, spawn } from 'node:child_process';
@@ -13,6 +14,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { type PrebuiltRequestEntry, prebuiltRequest } from './autocannon-adapter.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -71,19 +73,14 @@ export async function dropDatabase(name: string, log: (message: string) => void)
 
 // --- autocannon -----------------------------------------------------------------------------
 
-export interface AutocannonRequest {
-  method?: string;
-  path?: string;
-  headers?: Record<string, string>;
-  body?: string;
-}
-
 export interface AutocannonOptions {
   url: string;
   connections: number;
   duration: number;
   /** Requests per second across all connections (0: as fast as the server answers). */
   overallRate?: number;
+  /** Stop after this many requests, before `duration` is up. */
+  amount?: number;
   method?: string;
   body?: string;
   headers?: Record<string, string>;
@@ -108,7 +105,11 @@ export const autocannon = requireFromHere('autocannon') as (
   options: AutocannonOptions,
 ) => Promise<AutocannonResult>;
 
-/** The bytes of one HTTP/1.1 request as autocannon sends them (keep-alive, Content-Length). */
+/**
+ * The bytes of one HTTP/1.1 request as autocannon would build them (keep-alive, Content-Length),
+ * built once: autocannon's own per-request building would cost it more CPU than the sending
+ * (bench/autocannon-adapter.ts).
+ */
 export function requestBytes(
   url: string,
   request: { method?: string; headers?: Record<string, string>; body?: string } = {},
@@ -125,30 +126,17 @@ export function requestBytes(
   return Buffer.concat([Buffer.from(`${head}\r\n\r\n`), body]);
 }
 
-/**
- * An autocannon request whose bytes `next()` returns each time, prebuilt by requestBytes().
- * autocannon's own way to vary requests, setupRequest, rebuilds the whole request (header
- * objects, strings, buffers) each time, which doubles its CPU per request (measured here: 45 µs
- * against 28 for a fixed request) and, on a 2-core machine, takes that CPU from the server under
- * test. The bytes sent are the same either way.
- */
-export function dynamicRequest(next: () => Buffer): AutocannonRequestEntry {
-  installDynamicRequestHook();
-  // setupRequest is there so that autocannon rebuilds the request each time, through the hook
-  return { setupRequest: (request) => request, nextBuffer: next };
-}
-
-/** A dynamic request picking one of `variants` (e.g. paths of random customers) at random. */
+/** A request picking one of `variants` (e.g. paths of random customers) at random, sent as built. */
 export function randomRequest(variants: Buffer[]): AutocannonRequestEntry {
-  return dynamicRequest(() => variants[Math.floor(Math.random() * variants.length)]!);
+  return prebuiltRequest(() => variants[Math.floor(Math.random() * variants.length)]!);
 }
 
 /** Where a request template takes its fresh key: replaced by a zero-padded counter of the same width. */
 export const KEY_SLOT = '#'.repeat(12);
 
 /**
- * A dynamic request with a fresh key per request: every KEY_SLOT of the template (header, body or
- * both) gets the next number, at the cost of copying a buffer. `templates` are cycled through
+ * A request with a fresh key each time: every KEY_SLOT of the template (header, body or both)
+ * gets the next number, at the cost of copying a buffer. `templates` are cycled through
  * (e.g. one per subscription item); `keyPrefix` keeps keys unique across scenarios.
  */
 export function freshKeyRequest(
@@ -171,7 +159,7 @@ export function freshKeyRequest(
     return { bytes, slots };
   });
   let sequence = 0;
-  return dynamicRequest(() => {
+  return prebuiltRequest(() => {
     const template = built[sequence % built.length]!;
     const buffer = Buffer.from(template.bytes);
     for (const slot of template.slots) {
@@ -181,32 +169,8 @@ export function freshKeyRequest(
   });
 }
 
-export interface AutocannonRequestEntry {
-  setupRequest: (request: AutocannonRequest) => AutocannonRequest;
-  nextBuffer?: () => Buffer;
-}
-
-let dynamicRequestHookInstalled = false;
-/** Lets a request entry with nextBuffer() hand autocannon its bytes directly. */
-function installDynamicRequestHook(): void {
-  if (dynamicRequestHookInstalled) return;
-  dynamicRequestHookInstalled = true;
-  const RequestIterator = requireFromHere('autocannon/lib/requestIterator') as {
-    prototype: { rebuildRequest(this: IteratorState): unknown };
-  };
-  interface IteratorState {
-    resetted: boolean;
-    currentRequest?: AutocannonRequestEntry & { requestBuffer?: Buffer };
-  }
-  const rebuild = RequestIterator.prototype.rebuildRequest;
-  RequestIterator.prototype.rebuildRequest = function (this: IteratorState) {
-    const request = this.currentRequest;
-    if (!request?.nextBuffer) return rebuild.call(this);
-    this.resetted = false;
-    request.requestBuffer = request.nextBuffer();
-    return request.requestBuffer;
-  };
-}
+/** An entry of autocannon's `requests`: prebuilt bytes (randomRequest, freshKeyRequest). */
+export type AutocannonRequestEntry = PrebuiltRequestEntry;
 
 // --- processes ------------------------------------------------------------------------------
 
@@ -236,8 +200,8 @@ export function serviceNodeFlags(entry: string): string[] {
  * BENCH_SERVICES_FROM: `dist` (default) runs the services as the Docker image does, compiled by
  * `npm run build`; `source` runs their TypeScript through tsx, as `npm run start:*` does. They
  * differ on the hot path: tsx compiles with esbuild's keepNames, which wraps every named closure in
- * a `__name()` call that redefines the function's `name` each time the closure is created (1.8% of
- * the ingest service's CPU in its profile; see docs/decisions.md).
+ * a `__name()` call that redefines the function's `name` each time the closure is created (see
+ * bench/README.md).
  */
 function servicesFrom(): 'dist' | 'source' {
   const value = process.env.BENCH_SERVICES_FROM ?? 'dist';
