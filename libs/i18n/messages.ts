@@ -1,4 +1,4 @@
-import type { InvoiceStatus, SubscriptionStatus } from '../schemas/index.js';
+import type { CreditGrantStatus, InvoiceStatus, SubscriptionStatus } from '../schemas/index.js';
 import type { Locale } from './locale.js';
 
 /** Every text a page or an invoice document prints, per locale; the English is the reference. */
@@ -87,6 +87,23 @@ const en = {
   day: 'Day',
   upcomingInvoice: 'Upcoming invoice',
   upcomingUnavailable: 'The upcoming invoice is not available on this page yet.',
+  creditsApplied: 'Credits applied',
+  amountDue: 'Amount due',
+  credits: 'Prepaid credits',
+  creditsAvailable: 'Available now',
+  creditsProjected: 'Projected after the upcoming invoices',
+  creditsNone: 'No credits.',
+  creditGrant: 'Credit',
+  creditRemaining: 'Remaining',
+  creditExpires: 'Expires',
+  creditNeverExpires: 'Never',
+  creditStatus: {
+    PENDING: 'Awaiting payment',
+    ACTIVE: 'Active',
+    DEPLETED: 'Used up',
+    EXPIRED: 'Expired',
+    VOIDED: 'Voided',
+  } satisfies Record<CreditGrantStatus, string>,
   invoices: 'Invoices',
   noInvoices: 'No invoices yet.',
   balance: 'Balance',
@@ -188,6 +205,23 @@ const frCA: Messages = {
   day: 'Jour',
   upcomingInvoice: 'Prochaine facture',
   upcomingUnavailable: "La prochaine facture n'est pas encore affichée sur cette page.",
+  creditsApplied: 'Crédits appliqués',
+  amountDue: 'Montant dû',
+  credits: 'Crédits prépayés',
+  creditsAvailable: 'Disponibles maintenant',
+  creditsProjected: 'Après les prochaines factures',
+  creditsNone: 'Aucun crédit.',
+  creditGrant: 'Crédit',
+  creditRemaining: 'Restant',
+  creditExpires: 'Expire le',
+  creditNeverExpires: 'Jamais',
+  creditStatus: {
+    PENDING: 'En attente de paiement',
+    ACTIVE: 'Actif',
+    DEPLETED: 'Épuisé',
+    EXPIRED: 'Expiré',
+    VOIDED: 'Annulé',
+  },
   invoices: 'Factures',
   noInvoices: 'Aucune facture pour le moment.',
   balance: 'Solde',

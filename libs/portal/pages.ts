@@ -10,7 +10,7 @@ import { escapeHtml, isOverdue, type PrintableInvoice } from '../invoice-documen
 import type { InvoiceRecord, Subscription } from '../schemas/index.js';
 import { renderUsageChart } from './chart.js';
 import { PORTAL_CSS_PATH, PORTAL_ICON_PATH } from './stylesheet.js';
-import type { PortalUsage } from './usage-source.js';
+import type { PortalCredits, PortalUsage } from './usage-source.js';
 
 /** What the portal's list shows of an invoice. */
 export type InvoiceSummary = Pick<
@@ -102,6 +102,8 @@ export interface PortalHome {
   usage: Map<number, PortalUsage> | 'unavailable';
   invoices: InvoiceSummary[];
   linksOf: (invoice: InvoiceSummary) => InvoiceLinks;
+  /** The customer's prepaid credits; undefined when no source is wired in. */
+  credits?: PortalCredits | undefined;
 }
 
 function subscriptionSection(
@@ -145,7 +147,11 @@ ${renderUsageChart(series, { locale, itemName: item.product_name, id: `usage-${i
             `<tr><td>${html(line.description)}</td><td class="num">${html(displayQuantity(line.quantity, locale))}</td><td class="num">${html(displayMoney(line.amount, upcoming.currency, locale))}</td></tr>`,
         )
         .join('')}</tbody></table>
-<table class="totals"><tr><td>${html(m.subtotal)}</td><td class="num">${html(displayMoney(upcoming.subtotal, upcoming.currency, locale))}</td></tr><tr><td>${html(m.tax)}</td><td class="num">${html(displayMoney(upcoming.tax, upcoming.currency, locale))}</td></tr><tr class="grand"><td>${html(m.total)}</td><td class="num">${html(displayMoney(upcoming.total, upcoming.currency, locale))}</td></tr></table>`;
+<table class="totals"><tr><td>${html(m.subtotal)}</td><td class="num">${html(displayMoney(upcoming.subtotal, upcoming.currency, locale))}</td></tr><tr><td>${html(m.tax)}</td><td class="num">${html(displayMoney(upcoming.tax, upcoming.currency, locale))}</td></tr><tr class="grand"><td>${html(m.total)}</td><td class="num">${html(displayMoney(upcoming.total, upcoming.currency, locale))}</td></tr>${
+        /[1-9]/.test(upcoming.credits_applied)
+          ? `<tr><td>${html(m.creditsApplied)}</td><td class="num">${html(displayMoney(`-${upcoming.credits_applied}`, upcoming.currency, locale))}</td></tr><tr class="grand"><td>${html(m.amountDue)}</td><td class="num">${html(displayMoney(upcoming.amount_due, upcoming.currency, locale))}</td></tr>`
+          : ''
+      }</table>`;
     }
   }
   if (
@@ -161,6 +167,25 @@ ${renderUsageChart(series, { locale, itemName: item.product_name, id: `usage-${i
 <table><thead><tr><th scope="col">${html(m.item)}</th><th scope="col">${html(m.itemKind)}</th><th scope="col" class="num">${html(m.quantity)} / ${html(m.includedUnits)}</th></tr></thead><tbody>${items}</tbody></table>
 ${usageHtml}
 </article>`;
+}
+
+/** The customer's prepaid credits: what is available, what is projected, each grant and its expiry. */
+function creditsSection(credits: PortalCredits, locale: Locale, m: Messages): string {
+  const money = (amount: string) => html(displayMoney(amount, credits.currency, locale));
+  const rows = credits.grants
+    .map(
+      (grant) =>
+        `<tr><td>${html(grant.name)}</td><td>${html(m.creditStatus[grant.status])}</td><td class="num">${money(grant.remaining)} / ${money(grant.amount)}</td><td>${html(grant.expires_at ? displayDate(grant.expires_at, locale) : m.creditNeverExpires)}</td></tr>`,
+    )
+    .join('');
+  return `<section class="card" aria-labelledby="credits"><h2 id="credits">${html(m.credits)}</h2>
+<table class="totals"><tr><td>${html(m.creditsAvailable)}</td><td class="num">${money(credits.available)}</td></tr><tr><td>${html(m.creditsProjected)}</td><td class="num">${money(credits.projected)}</td></tr></table>
+${
+  credits.grants.length === 0
+    ? `<p class="note">${html(m.creditsNone)}</p>`
+    : `<table><thead><tr><th scope="col">${html(m.creditGrant)}</th><th scope="col">${html(m.status)}</th><th scope="col" class="num">${html(m.creditRemaining)}</th><th scope="col">${html(m.creditExpires)}</th></tr></thead><tbody>${rows}</tbody></table>`
+}
+</section>`;
 }
 
 /** The portal's one page: subscriptions and their usage, then every invoice with its documents. */
@@ -210,6 +235,7 @@ ${invoiceRows}
 <section class="card" aria-labelledby="subscriptions"><h2 id="subscriptions">${html(m.subscriptions)}</h2>
 ${subscriptions}
 </section>
+${view.credits ? creditsSection(view.credits, locale, m) : ''}
 <section class="card" aria-labelledby="invoices"><h2 id="invoices">${html(m.invoices)}</h2>
 ${invoices}
 </section>`,

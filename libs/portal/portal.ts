@@ -7,7 +7,7 @@ import { listSubscriptions } from '../subscriptions/index.js';
 import type { HostedInvoiceAccess } from './hosted-invoices.js';
 import { type InvoiceLinks, type InvoiceSummary, renderInvoicePage, renderPortalHome } from './pages.js';
 import { PORTAL_PATH, type PortalAccess } from './sessions.js';
-import type { PortalUsage, PortalUsageSource } from './usage-source.js';
+import type { PortalCredits, PortalUsage, PortalUsageSource } from './usage-source.js';
 
 /** The most invoices and subscriptions one page lists (two years of monthly invoices fit many times). */
 const PAGE_LIMIT = 100;
@@ -64,9 +64,14 @@ export async function portalHomePage(
     issuedInvoices(db, orgId, customerId),
   ]);
   let usage: Map<number, PortalUsage> | 'unavailable' = 'unavailable';
+  let credits: PortalCredits | undefined;
   if (request.usageSource) {
     const source = request.usageSource;
-    const read = await Promise.all(subscriptions.data.map((s) => source.read(orgId, s.id)));
+    const [read, creditsRead] = await Promise.all([
+      Promise.all(subscriptions.data.map((s) => source.read(orgId, s.id))),
+      source.credits(orgId, customerId),
+    ]);
+    credits = creditsRead;
     usage = new Map();
     subscriptions.data.forEach((subscription, i) => {
       if (read[i]) (usage as Map<number, PortalUsage>).set(subscription.id, read[i]);
@@ -84,6 +89,7 @@ export async function portalHomePage(
     usage,
     invoices,
     linksOf: (invoice: InvoiceSummary) => portalInvoiceLinks(token, invoice.id),
+    credits,
   });
 }
 

@@ -1,6 +1,13 @@
-import { getDailyUsage, getSubscriptionUsage, previewUpcomingInvoice } from '../billing/index.js';
+import {
+  getCreditBalance,
+  getDailyUsage,
+  getSubscriptionUsage,
+  listCreditGrants,
+  previewUpcomingInvoice,
+} from '../billing/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
+import type { CreditGrantStatus } from '../schemas/index.js';
 import type { UsageReadStores } from '../usage/index.js';
 
 /**
@@ -12,6 +19,22 @@ import type { UsageReadStores } from '../usage/index.js';
 export interface PortalUsageSource {
   /** undefined: nothing to show for this subscription (no metered item, or not available). */
   read(orgId: number, subscriptionId: number): Promise<PortalUsage | undefined>;
+  /** The customer's prepaid credits (GET /customers/{id}/credit-balance and its grants). */
+  credits(orgId: number, customerId: number): Promise<PortalCredits>;
+}
+
+export interface PortalCredits {
+  currency: string;
+  available: string;
+  projected: string;
+  /** The grants still worth showing (PENDING and ACTIVE), newest first. */
+  grants: {
+    name: string;
+    status: CreditGrantStatus;
+    amount: string;
+    remaining: string;
+    expires_at: string | null;
+  }[];
 }
 
 export interface PortalUsage {
@@ -42,6 +65,9 @@ export interface PortalUsage {
     subtotal: string;
     tax: string;
     total: string;
+    /** What the customer's credits would pay of it; amount_due = total - credits_applied. */
+    credits_applied: string;
+    amount_due: string;
   } | null;
 }
 
@@ -72,7 +98,29 @@ export function portalUsageSource(db: Queryable, stores: UsageReadStores): Porta
           subtotal: upcoming.subtotal,
           tax: upcoming.tax,
           total: upcoming.total,
+          credits_applied: upcoming.credits_applied,
+          amount_due: upcoming.amount_due,
         },
+      };
+    },
+    async credits(orgId, customerId): Promise<PortalCredits> {
+      const [balance, active, pending] = await Promise.all([
+        getCreditBalance(db, stores, orgId, customerId),
+        listCreditGrants(db, orgId, customerId, { limit: 100, offset: 0, status: 'ACTIVE' }),
+        listCreditGrants(db, orgId, customerId, { limit: 100, offset: 0, status: 'PENDING' }),
+      ]);
+      const grants = [...pending.data, ...active.data].sort((a, b) => b.created_at.localeCompare(a.created_at));
+      return {
+        currency: balance.currency,
+        available: balance.available,
+        projected: balance.projected,
+        grants: grants.map(({ name, status, amount, remaining, expires_at }) => ({
+          name,
+          status,
+          amount,
+          remaining,
+          expires_at,
+        })),
       };
     },
   };

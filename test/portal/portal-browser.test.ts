@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { displayDate, displayMoney, messagesFor } from '../../libs/i18n/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { type BillingScenario, insertBillingScenario } from '../helpers/billing-fixtures.js';
 import { launchChromium, type TestBrowser, watchedPage as watchedBrowserPage } from '../helpers/browser.js';
@@ -95,6 +96,63 @@ describe('the portal on the usage read-back', () => {
     const escaped = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
     for (const line of lines) expect(page).toContain(escaped(line.description));
     expect(page).not.toContain('not available');
+  });
+});
+
+describe('prepaid credits in the portal', () => {
+  it('shows the balance, what is projected, each grant with its expiry and what credits pay, in en and fr-CA', async () => {
+    const customerId = scenario.customers.quebec.id;
+    const grant = async (body: Record<string, unknown>) => {
+      const response = await api.request({
+        method: 'POST',
+        path: `/customers/${customerId}/credit-grants`,
+        key: org.apiKey,
+        payload: body,
+      });
+      expect(response.statusCode, response.body).toBe(201);
+    };
+    await grant({
+      amount: '40.00',
+      category: 'promotional',
+      name: 'Welcome credit',
+      expires_at: '2099-03-15T00:00:00Z',
+    });
+    await grant({ amount: '100.00', category: 'paid', name: 'Top-up pack' });
+    const balance = (
+      await api.request({ method: 'GET', path: `/customers/${customerId}/credit-balance`, key: org.apiKey })
+    ).json().data;
+    expect(balance.available).toBe('40.00000000');
+    const upcoming = (
+      await api.request({
+        method: 'GET',
+        path: `/subscriptions/${scenario.subscriptions.active}/upcoming-invoice`,
+        key: org.apiKey,
+      })
+    ).json().data;
+    expect(upcoming.credits_applied).not.toBe('0.00000000');
+    for (const locale of ['en', 'fr-CA'] as const) {
+      const m = messagesFor(locale);
+      const session = await createSession(api, org.apiKey, { customer_id: customerId, locale });
+      const { page, problems } = await watchedPage();
+      await page.goto(onServer(session.url));
+      const credits = page.locator('section[aria-labelledby="credits"]');
+      expect(await credits.locator('h2').textContent()).toBe(m.credits);
+      const text = (await credits.textContent())!.replace(/\u00a0/g, ' ');
+      const money = (amount: string) => displayMoney(amount, 'CAD', locale).replace(/\u00a0/g, ' ');
+      expect(text).toContain(`${m.creditsAvailable}${money('40.00000000')}`);
+      expect(text).toContain(`${m.creditsProjected}${money(balance.projected)}`);
+      const rows = await credits.locator('table:not(.totals) tbody tr').allTextContents();
+      expect(rows.map((row) => row.replace(/\u00a0/g, ' '))).toEqual([
+        `Top-up pack${m.creditStatus.PENDING}${money('100.00000000')} / ${money('100.00000000')}${m.creditNeverExpires}`,
+        `Welcome credit${m.creditStatus.ACTIVE}${money('40.00000000')} / ${money('40.00000000')}${displayDate('2099-03-15', locale)}`,
+      ]);
+      // the upcoming invoice says what the credits would pay and what is left to pay
+      const totals = (await page.locator('table.totals').allTextContents()).join(' ').replace(/\u00a0/g, ' ');
+      expect(totals).toContain(`${m.creditsApplied}${money(`-${upcoming.credits_applied}`)}`);
+      expect(totals).toContain(`${m.amountDue}${money(upcoming.amount_due)}`);
+      expect(problems).toEqual([]);
+      await page.close();
+    }
   });
 });
 
