@@ -109,7 +109,9 @@ export function portalUsageSource(db: Queryable, stores: UsageReadStores): Porta
         listCreditGrants(db, orgId, customerId, { limit: 100, offset: 0, status: 'ACTIVE' }),
         listCreditGrants(db, orgId, customerId, { limit: 100, offset: 0, status: 'PENDING' }),
       ]);
-      const grants = [...pending.data, ...active.data].sort((a, b) => b.created_at.localeCompare(a.created_at));
+      const grants = [...pending.data, ...active.data].sort((a, b) =>
+        b.created_at.localeCompare(a.created_at),
+      );
       return {
         currency: balance.currency,
         available: balance.available,
