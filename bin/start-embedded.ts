@@ -13,6 +13,7 @@ import {
   stopOnSignals,
 } from '../libs/config/index.js';
 import { migrate } from '../libs/db/index.js';
+import { topUpPolicy, UsageGuardrails } from '../libs/guardrails/index.js';
 import { openPlatform, type Platform } from '../libs/platform/index.js';
 import { BASE_PATH } from '../libs/schemas/index.js';
 import { seedDemo } from '../libs/seed/index.js';
@@ -23,7 +24,7 @@ import { startIngest } from '../services/ingest/start.js';
 const config = loadConfigOrExit(embeddedSettings);
 const credentialsFile = path.resolve(config.DATA_DIR, 'demo-credentials.json');
 
-const { platform, ingest, api, demo } = await startOrExit('the billing service', async () => {
+const { platform, ingest, api, demo, guardrails } = await startOrExit('the billing service', async () => {
   const platform = await openPlatform(config, 'embedded');
   const migrating = migrate(platform.db);
   const applied = await (config.DATABASE_URL ? reaching('DATABASE_URL', migrating) : migrating);
@@ -32,8 +33,15 @@ const { platform, ingest, api, demo } = await startOrExit('the billing service',
 
   // Usage ingest: the ingest server on INGEST_PORT (Node's HTTP server unless INGEST_TRUSTED_PROXY) and the api's usage routes share one core, whose
   // in-process log writes to Postgres (and ClickHouse when CLICKHOUSE_URL is set).
+  // Policies on counted usage (automatic top-ups) ride the in-process log (docs/decisions.md).
+  const guardrails = new UsageGuardrails({
+    db: platform.db,
+    log: platform.log.child({ component: 'guardrails' }),
+    policies: [topUpPolicy(platform.db)],
+  });
   const ingest = await startIngest({
     platform,
+    usageListeners: [guardrails.sink('queued')],
     host: config.HOST,
     port: config.INGEST_PORT,
     bodyLimit: config.INGEST_BODY_LIMIT_BYTES,
@@ -49,7 +57,8 @@ const { platform, ingest, api, demo } = await startOrExit('the billing service',
     }),
   );
   await api.listen({ host: config.HOST, port: config.PORT });
-  return { platform, ingest, api, demo };
+  guardrails.attach(ingest.pipeline.readStores);
+  return { platform, ingest, api, demo, guardrails };
 });
 const { db, log } = platform;
 
@@ -106,6 +115,7 @@ stopOnSignals({
     await api.close();
     await api.requestsFinished();
     await ingest.pipeline.close();
+    await guardrails.stop();
     await dispatcher.stop();
     await billing.stop();
     await platform.close();

@@ -113,7 +113,7 @@ const ITEM_CACHE = { ttlMs: 60_000, negativeTtlMs: 2000, maxEntries: 100_000 };
  */
 export async function openUsageIngest(
   platform: Platform,
-  options: { log?: Logger } = {},
+  options: { log?: Logger; listeners?: readonly UsageSink[] } = {},
 ): Promise<UsagePipeline> {
   const { config, db } = platform;
   const log = options.log ?? platform.log;
@@ -121,7 +121,7 @@ export async function openUsageIngest(
     ? new RedisUsageDedupStore(platform.redis, config.REDIS_KEY_PREFIX, platform.redisGuard)
     : new MemoryUsageDedupStore(platform.rateLimitStore);
 
-  const { eventLog, clickhouse } = await openUsageEventLog(config, db, log);
+  const { eventLog, clickhouse } = await openUsageEventLog(config, db, log, options.listeners);
 
   const ingest = new UsageIngest({
     store,
@@ -160,6 +160,8 @@ export async function openUsageEventLog(
   config: CommonConfig,
   db: Queryable,
   log: Logger,
+  /** Further readers of the in-process log (policies on counted usage); Kafka has its own groups. */
+  listeners: readonly UsageSink[] = [],
 ): Promise<{ eventLog: UsageEventLog; clickhouse: ClickHouse | undefined }> {
   if (config.KAFKA_BROKERS) {
     const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: config.KAFKA_CLIENT_ID }, log);
@@ -182,6 +184,7 @@ export async function openUsageEventLog(
     await reaching('CLICKHOUSE_URL', migrateClickHouse(clickhouse));
     sinks.push(new ClickHouseUsageSink(clickhouse));
   }
+  sinks.push(...listeners);
   const eventLog = new InProcessUsageEventLog(new PostgresUsageSink(db), sinks, {
     lingerMs: config.KAFKA_LINGER_MS,
   });
@@ -216,6 +219,8 @@ export async function startUsageSinks(options: {
   > & { SINK_BATCH_SIZE: number; SINK_FLUSH_MS: number };
   db: Queryable;
   log: Logger;
+  /** Further consumers of the log, each in a consumer group of its own name (policies on counted usage). */
+  listeners?: readonly UsageSink[];
 }): Promise<UsageSinks> {
   const { config, db, log } = options;
   if (!config.KAFKA_BROKERS) {
@@ -234,6 +239,7 @@ export async function startUsageSinks(options: {
     await reaching('CLICKHOUSE_URL', migrateClickHouse(clickhouse));
     sinks.push(new ClickHouseUsageSink(clickhouse));
   }
+  sinks.push(...(options.listeners ?? []));
   const runners = sinks.map(
     (sink) =>
       new KafkaSinkRunner({

@@ -2,7 +2,12 @@ import type { Logger } from '../../libs/log/index.js';
 import type { DependencyCheck } from '../../libs/observability/index.js';
 import { databaseCheck, redisCheck } from '../../libs/observability/index.js';
 import type { Platform } from '../../libs/platform/index.js';
-import { openUsageIngest, type UsageIngest, type UsagePipeline } from '../../libs/usage/index.js';
+import {
+  openUsageIngest,
+  type UsageIngest,
+  type UsagePipeline,
+  type UsageSink,
+} from '../../libs/usage/index.js';
 import { nodeHttpTransport } from './node-http.js';
 import { type IngestServer, startIngestServer } from './server.js';
 import type { HttpTransport } from './transport.js';
@@ -41,9 +46,11 @@ export async function startIngest(options: {
   trustedProxy: boolean;
   /** INGEST_ALLOW_FALLBACK_SERVER: Node's server where uWebSockets.js has no native binary. */
   allowFallbackServer: boolean;
+  /** Readers of the in-process log beside the stores (the embedded mode's guardrails). */
+  usageListeners?: readonly UsageSink[];
 }): Promise<RunningIngest> {
   const { platform } = options;
-  const pipeline = await openUsageIngest(platform);
+  const pipeline = await openUsageIngest(platform, { listeners: options.usageListeners });
   const checks = () => ingestReadinessChecks(platform, pipeline);
   let server: IngestServer;
   try {

@@ -2,7 +2,7 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import type { Platform } from '../../libs/platform/index.js';
 import { portalUsageSource } from '../../libs/portal/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
-import { openUsageIngest, type UsagePipeline } from '../../libs/usage/index.js';
+import { openUsageIngest, type UsagePipeline, type UsageSink } from '../../libs/usage/index.js';
 import { buildApiApp } from '../../services/api/app.js';
 import type { ApiDeps, ApiInstance } from '../../services/api/types.js';
 import { createTestPlatform, type TestPlatform } from './platform.js';
@@ -24,10 +24,12 @@ export interface TestApi extends TestPlatform {
 export async function startTestApi(
   options: Parameters<typeof createTestPlatform>[0] & {
     deps?: (platform: Platform) => Partial<ApiDeps>;
+    /** Further readers of the in-process log (the embedded mode's guardrails). */
+    listeners?: (platform: Platform) => UsageSink[];
   } = {},
 ): Promise<TestApi> {
   const base = await createTestPlatform(options);
-  const usage = await openUsageIngest(base.platform);
+  const usage = await openUsageIngest(base.platform, { listeners: options.listeners?.(base.platform) });
   const app = await buildApiApp({
     platform: base.platform,
     bodyLimit: base.config.BODY_LIMIT_BYTES,

@@ -1,0 +1,149 @@
+import type { Database } from '../db/index.js';
+import type { Logger } from '../log/index.js';
+import type { UsageEventRecord, UsageReadStores, UsageSink, UsageVoidRecord } from '../usage/index.js';
+
+/**
+ * Policies that act on usage as it is counted (docs/decisions.md, "Guardrails read the usage log"):
+ * automatic credit top-ups today, spend alerts next. They stand above usage and billing
+ * (libs/README.md): usage never calls them; they read the usage log like the sinks do, through a
+ * sink of their own. In the distributed mode that sink is a consumer group of its own in the sinks
+ * process (it scales and restarts like the sinks, and its offsets are committed only once the
+ * policies ran over what it read); in the embedded mode it rides the in-process log and runs the
+ * policies beside the request, never delaying its 201.
+ *
+ * A policy sees usage only once it is counted: the evaluator waits for the read-back's `as_of` to
+ * pass the newest event it was handed, so the totals the policies read include it.
+ */
+
+/** The subscriptions whose usage moved, with their customers. */
+export interface TouchedSubscription {
+  orgId: number;
+  customerId: number;
+  subscriptionId: number;
+}
+
+export interface GuardrailPolicy {
+  readonly name: string;
+  evaluate(touched: readonly TouchedSubscription[], stores: UsageReadStores): Promise<void>;
+}
+
+/** How long the evaluator waits for the read-back to count what it was handed before it goes on. */
+const COUNTED_WAIT_MS = 5000;
+const COUNTED_POLL_MS = 50;
+
+interface Pending {
+  items: Map<number, Set<number>>;
+  newestRecordedMs: number;
+  settled: (() => void)[];
+}
+
+export class UsageGuardrails {
+  private pending: Pending | undefined;
+  private running: Promise<void> | undefined;
+  private stores: UsageReadStores | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly deps: { db: Database; log: Logger; policies: readonly GuardrailPolicy[] },
+  ) {}
+
+  /** The read-back's stores, once the process has them (they come with its usage pipeline). */
+  attach(stores: UsageReadStores): void {
+    this.stores = stores;
+    if (this.pending) this.kick();
+  }
+
+  /**
+   * The sink the usage log feeds. `settle: 'evaluated'` resolves a write once the policies ran
+   * over it (a Kafka consumer then commits); `'queued'` at once (the in-process log).
+   */
+  sink(settle: 'evaluated' | 'queued'): UsageSink {
+    return {
+      name: 'guardrails',
+      write: (events) => this.hand(events, settle),
+      writeVoids: (voids) =>
+        this.hand(
+          voids.map((v: UsageVoidRecord) => v.event),
+          settle,
+        ),
+    };
+  }
+
+  /** Finishes what was handed, then stops. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.running;
+  }
+
+  private hand(events: readonly UsageEventRecord[], settle: 'evaluated' | 'queued'): Promise<void> {
+    if (events.length === 0 || this.stopped) return Promise.resolve();
+    const pending: Pending = (this.pending ??= { items: new Map(), newestRecordedMs: 0, settled: [] });
+    for (const event of events) {
+      const items = pending.items.get(event.orgId) ?? new Set<number>();
+      items.add(event.subscriptionItemId);
+      pending.items.set(event.orgId, items);
+      if (event.recordedAtMs > pending.newestRecordedMs) pending.newestRecordedMs = event.recordedAtMs;
+    }
+    const evaluated = new Promise<void>((resolve) => pending.settled.push(resolve));
+    this.kick();
+    return settle === 'evaluated' ? evaluated : Promise.resolve();
+  }
+
+  /** One evaluation at a time; what arrives meanwhile is gathered for the next. */
+  private kick(): void {
+    if (this.running || !this.stores) return;
+    this.running = this.drain().finally(() => {
+      this.running = undefined;
+      if (this.pending && !this.stopped) this.kick();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.pending) {
+      const batch = this.pending;
+      this.pending = undefined;
+      try {
+        await this.evaluate(batch);
+      } catch (error) {
+        // a policy that failed is retried by the next usage that moves the same customers
+        this.deps.log.error({ err: error }, 'guardrails evaluation failed');
+      } finally {
+        for (const settled of batch.settled) settled();
+      }
+    }
+  }
+
+  private async evaluate(batch: Pending): Promise<void> {
+    const stores = this.stores!;
+    const deadline = Date.now() + COUNTED_WAIT_MS;
+    while ((await stores.asOf()).getTime() < batch.newestRecordedMs && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, COUNTED_POLL_MS));
+    }
+    const touched = await this.subscriptionsOf(batch.items);
+    if (touched.length === 0) return;
+    for (const policy of this.deps.policies) await policy.evaluate(touched, stores);
+  }
+
+  private async subscriptionsOf(items: Map<number, Set<number>>): Promise<TouchedSubscription[]> {
+    const orgIds: number[] = [];
+    const itemIds: number[] = [];
+    for (const [orgId, ids] of items) {
+      for (const id of ids) {
+        orgIds.push(orgId);
+        itemIds.push(id);
+      }
+    }
+    const { rows } = await this.deps.db.query<{ org_id: number; customer_id: number; subscription_id: number }>(
+      `SELECT DISTINCT s.org_id, s.customer_id, s.id AS subscription_id
+         FROM unnest($1::bigint[], $2::bigint[]) AS k(org_id, item_id)
+         JOIN subscription_items si ON si.org_id = k.org_id AND si.id = k.item_id
+         JOIN subscriptions s ON s.org_id = si.org_id AND s.id = si.subscription_id`,
+      [orgIds, itemIds],
+    );
+    return rows.map((row) => ({
+      orgId: row.org_id,
+      customerId: row.customer_id,
+      subscriptionId: row.subscription_id,
+    }));
+  }
+}

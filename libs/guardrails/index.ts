@@ -1,0 +1,2 @@
+export { type GuardrailPolicy, type TouchedSubscription, UsageGuardrails } from './evaluator.js';
+export { topUpPolicy } from './top-up-policy.js';

@@ -1,0 +1,16 @@
+import { checkTopUps } from '../billing/index.js';
+import type { Database } from '../db/index.js';
+import type { GuardrailPolicy } from './evaluator.js';
+
+/** Usage counted moves `projected`: the customers' automatic top-ups are checked. */
+export function topUpPolicy(db: Database): GuardrailPolicy {
+  return {
+    name: 'top-up',
+    async evaluate(touched, stores) {
+      const customers = new Map(
+        touched.map((t) => [`${t.orgId}|${t.customerId}`, { orgId: t.orgId, customerId: t.customerId }]),
+      );
+      await checkTopUps(db, stores, [...customers.values()]);
+    },
+  };
+}
