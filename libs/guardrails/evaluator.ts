@@ -43,9 +43,7 @@ export class UsageGuardrails {
   private stores: UsageReadStores | undefined;
   private stopped = false;
 
-  constructor(
-    private readonly deps: { db: Database; log: Logger; policies: readonly GuardrailPolicy[] },
-  ) {}
+  constructor(private readonly deps: { db: Database; log: Logger; policies: readonly GuardrailPolicy[] }) {}
 
   /** The read-back's stores, once the process has them (they come with its usage pipeline). */
   attach(stores: UsageReadStores): void {
@@ -77,7 +75,8 @@ export class UsageGuardrails {
 
   private hand(events: readonly UsageEventRecord[], settle: 'evaluated' | 'queued'): Promise<void> {
     if (events.length === 0 || this.stopped) return Promise.resolve();
-    const pending: Pending = (this.pending ??= { items: new Map(), newestRecordedMs: 0, settled: [] });
+    this.pending ??= { items: new Map(), newestRecordedMs: 0, settled: [] };
+    const pending = this.pending;
     for (const event of events) {
       const items = pending.items.get(event.orgId) ?? new Set<number>();
       items.add(event.subscriptionItemId);
@@ -133,7 +132,11 @@ export class UsageGuardrails {
         itemIds.push(id);
       }
     }
-    const { rows } = await this.deps.db.query<{ org_id: number; customer_id: number; subscription_id: number }>(
+    const { rows } = await this.deps.db.query<{
+      org_id: number;
+      customer_id: number;
+      subscription_id: number;
+    }>(
       `SELECT DISTINCT s.org_id, s.customer_id, s.id AS subscription_id
          FROM unnest($1::bigint[], $2::bigint[]) AS k(org_id, item_id)
          JOIN subscription_items si ON si.org_id = k.org_id AND si.id = k.item_id

@@ -12,9 +12,9 @@ import {
   stopOnSignals,
 } from '../../libs/config/index.js';
 import { openDatabase } from '../../libs/db/index.js';
+import { topUpPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { databaseCheck, startOpsServer } from '../../libs/observability/index.js';
-import { topUpPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
 import { openUsageEventLog, openUsageReadStores, startUsageSinks } from '../../libs/usage/index.js';
 
 const config = loadConfigOrExit(sinkSettings);
