@@ -14,11 +14,13 @@ import {
   periodEndAfter,
   quantityInput,
   subscriptionEventData,
+  UnbillableError,
   type UsageForTransaction,
 } from '../billing/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError, type FieldError } from '../errors/index.js';
 import { emitDomainEvent } from '../events/index.js';
+import { isBillableCurrency } from '../money/index.js';
 import {
   BILLING_PERIODS,
   type BillingPeriod,
@@ -120,6 +122,14 @@ export async function createSubscription(
       problems.push({
         field: `items.${index}.product_id`,
         message: `Product ${product.id} is not active.`,
+        code: 'invalid_value',
+      });
+    }
+    if (!isBillableCurrency(product.currency)) {
+      // a product stored before currencies were checked: no invoice could ever be made in it
+      problems.push({
+        field: `items.${index}.product_id`,
+        message: `Product ${product.id} is priced in ${product.currency}, a currency that cannot be billed.`,
         code: 'invalid_value',
       });
     }
@@ -379,7 +389,13 @@ export async function cancelSubscription(
         schedule!,
         { at: now, proration: input.finalInvoice?.proration ?? 'prorate' },
         input.finalInvoice?.usage,
-      );
+      ).catch((error: unknown) => {
+        if (!(error instanceof UnbillableError)) throw error;
+        throw ApiError.conflict(
+          `Subscription ${subscription.id}'s running period cannot be invoiced (${error.reason}); nothing was ` +
+            'canceled: cancel it without invoicing, or fix the cause.',
+        );
+      });
       finalInvoiceId = invoice?.id;
     }
     await tx.query(

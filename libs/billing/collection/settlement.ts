@@ -1,5 +1,5 @@
 import { ApiError } from '../../errors/index.js';
-import { formatMoney, isInMinorUnits, minorUnitDigits, parseMoney } from '../../money/index.js';
+import { formatMoney, isInMinorUnits, knownMinorUnitDigits, parseMoney } from '../../money/index.js';
 
 /**
  * How money moves an invoice's status (DESIGN §6): `amount_paid` counts completed payments and
@@ -67,8 +67,10 @@ export function assertPayableAmount(
   currency: string,
   exact?: bigint | undefined,
 ): void {
-  if (amount === exact || isInMinorUnits(amount, currency)) return;
-  const digits = minorUnitDigits(currency);
+  const digits = knownMinorUnitDigits(currency);
+  // a currency without a known minor unit (an invoice stored before currencies were checked)
+  // leaves amounts as typed: refusing them would leave the invoice unsettleable for good
+  if (digits === undefined || amount === exact || isInMinorUnits(amount, currency)) return;
   throw ApiError.validation([
     {
       field,

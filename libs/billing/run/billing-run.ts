@@ -15,10 +15,10 @@ import {
 } from '../domain/index.js';
 import {
   composePeriodInvoice,
-  InvoiceLimitError,
   itemForPeriod,
   type PendingProrationLine,
   pendingProrationLines,
+  UnbillableError,
   usageWindow,
 } from '../invoices/index.js';
 import { applyItemSet, endItemsAt, type ResolvedEntry } from '../item-set/index.js';
@@ -174,12 +174,13 @@ export async function runBilling(
           addToSummary(summary, result);
         } catch (single) {
           batch.exclude.push(id);
-          const reason = (single as Error).message;
-          if (single instanceof InvoiceLimitError) {
+          if (single instanceof UnbillableError) {
+            const reason = single.reason;
             // Retrying cannot help: set it aside for good, so later runs bill everyone else.
             await db.transaction((tx) => parkSubscription(tx, id, reason));
             options.progress?.(`billing run: subscription ${id} parked: ${reason}`);
           } else {
+            const reason = (single as Error).message;
             summary.failures.push({ subscription_id: id, error: reason });
             options.progress?.(`billing run: subscription ${id} could not be billed: ${reason}`);
           }
