@@ -21,6 +21,7 @@ import type { Queryable } from '../db/index.js';
 import { ApiError, type FieldError } from '../errors/index.js';
 import { emitDomainEvent } from '../events/index.js';
 import { isBillableCurrency } from '../money/index.js';
+import { regionProblem } from '../regions/index.js';
 import {
   BILLING_PERIODS,
   type BillingPeriod,
@@ -102,11 +103,12 @@ export async function createSubscription(
   const data = parseInput(NewSubscription, input);
   const now = options.now ?? new Date();
 
-  const customer = await tx.query('SELECT 1 FROM customers WHERE org_id = $1 AND id = $2', [
-    orgId,
-    data.customer_id,
-  ]);
-  if (customer.rowCount === 0) throw ApiError.notFound(`Customer ${data.customer_id}`);
+  const customer = await tx.query<{ country: string; state_province: string | null; tax_exempt: boolean }>(
+    'SELECT country, state_province, tax_exempt FROM customers WHERE org_id = $1 AND id = $2',
+    [orgId, data.customer_id],
+  );
+  const destination = customer.rows[0];
+  if (!destination) throw ApiError.notFound(`Customer ${data.customer_id}`);
   const { rows } = await tx.query<ProductRow>(
     `SELECT id, name, pricing_type, unit_price, currency, is_active, default_billing_period
        FROM products WHERE org_id = $1 AND id = ANY($2::bigint[])`,
@@ -114,6 +116,24 @@ export async function createSubscription(
   );
   const products = new Map(rows.map((row) => [row.id, { ...row, currency: row.currency.trim() }]));
   const problems: FieldError[] = [];
+  // its invoices are taxed by the customer's region: one the tax table does not know could only
+  // be taxed at a guess (docs/decisions.md "A customer's region is one the tax table knows")
+  const region = destination.tax_exempt
+    ? undefined
+    : regionProblem(destination.country, destination.state_province, { required: true });
+  if (region) {
+    const given = destination.state_province?.trim();
+    problems.push({
+      field: 'customer_id',
+      message:
+        `Customer ${data.customer_id} is in ${destination.country.trim()} ` +
+        (given
+          ? `with state_province ${JSON.stringify(given)}, which the tax table does not know`
+          : 'without a state_province') +
+        `, so its invoices cannot be taxed; set it with customer update first (${region.message})`,
+      code: 'invalid_value',
+    });
+  }
   const lines = data.items.map((item, index) => {
     const product = products.get(item.product_id);
     if (!product) throw ApiError.notFound(`Product ${item.product_id}`);
