@@ -4,12 +4,13 @@ import { createProduct } from '../../libs/catalog/index.js';
 import type { Queryable } from '../../libs/db/index.js';
 import { ApiError } from '../../libs/errors/index.js';
 import { createOrganization } from '../../libs/organizations/index.js';
+import { changeSubscription } from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { insertInvoice, insertProduct, insertSubscription } from '../helpers/billing-fixtures.js';
 import { inProcessConsole } from '../helpers/console.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { basicCatalog, customerIn, invoicesOf, subscribe } from './fixtures.js';
+import { basicCatalog, customerIn, invoicesOf, productIn, subscribe } from './fixtures.js';
 
 /**
  * A currency the billing code cannot round (no ISO 4217 minor unit in libs/money's table) is
@@ -305,5 +306,52 @@ describe('rows stored in an unbillable currency', () => {
     const paid = await run('payment', 'record', '--invoice', invoice.id, '--amount', '10.0001');
     expect(paid.code, paid.stderr).toBe(0);
     expect(paid.json().invoice).toMatchObject({ status: 'PARTIALLY_PAID', amount_paid: '10.00010000' });
+  });
+});
+
+describe('other stored data a run refuses', () => {
+  it('a scheduled change that no longer fits an invoice parks its subscription instead of failing every run', async () => {
+    const db = api.platform.db;
+    const whale = await productIn(db, org.orgId, {
+      name: 'Whale seats',
+      unit_price: '900000',
+      pricing_type: 'recurring',
+      currency: 'CAD',
+    });
+    const subscription = await subscribe(
+      db,
+      org.orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: whale }],
+        start_date: new Date('2026-03-01T00:00:00Z'),
+      },
+      new Date('2026-03-01T00:00:00Z'),
+    );
+    const item = subscription.items[0]!.id;
+    await changeSubscription(db, {
+      subscriptionId: subscription.id,
+      orgId: org.orgId,
+      change: { items: [{ id: item, quantity: 2 }], effective: 'period_end' },
+      now: new Date('2026-03-10T00:00:00Z'),
+    });
+    // as a corrupted row would have it: a million seats, checked by no door
+    await db.query(
+      `UPDATE subscription_pending_changes SET items = jsonb_set(items, '{0,quantity}', '1000000')
+        WHERE subscription_id = $1`,
+      [subscription.id],
+    );
+    for (const now of ['2026-04-02', '2026-04-03']) {
+      const billed = await run('billing', 'run', '--now', now, '--org', String(org.orgId));
+      expect(billed.code, billed.stderr).toBe(0);
+      expect(billed.json().failures).toEqual([]);
+      expect(billed.json().parked).toContainEqual({
+        subscription_id: subscription.id,
+        parked_at: expect.any(String),
+        reason: expect.stringMatching(
+          /^items\.0\.quantity: 1000000 x Whale seats is more than an invoice can hold/,
+        ),
+      });
+    }
   });
 });
