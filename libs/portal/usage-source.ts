@@ -1,4 +1,9 @@
-import { getDailyUsage, getSubscriptionUsage, previewUpcomingInvoice } from '../billing/index.js';
+import {
+  getDailyUsage,
+  getSubscriptionUsage,
+  previewUpcomingInvoice,
+  UnbillableError,
+} from '../billing/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
 import type { UsageReadStores } from '../usage/index.js';
@@ -49,10 +54,16 @@ export interface PortalUsage {
 export function portalUsageSource(db: Queryable, stores: UsageReadStores): PortalUsageSource {
   return {
     async read(orgId, subscriptionId): Promise<PortalUsage | undefined> {
-      const usage = await getSubscriptionUsage(db, stores, orgId, subscriptionId);
-      if (!usage.items.length) return undefined;
+      // a subscription whose figures cannot be priced (UnbillableError: a currency without a minor
+      // unit, a region the tax table does not know) shows as not available, never as a failed page
+      const usage = await getSubscriptionUsage(db, stores, orgId, subscriptionId).catch((error) => {
+        if (error instanceof UnbillableError) return undefined;
+        throw error;
+      });
+      if (!usage?.items.length) return undefined;
       const daily = await getDailyUsage(db, stores, orgId, subscriptionId);
       const upcoming = await previewUpcomingInvoice(db, stores, orgId, subscriptionId).catch((error) => {
+        if (error instanceof UnbillableError) return null;
         if (error instanceof ApiError && error.code === 'NOT_FOUND') return null;
         throw error;
       });

@@ -4,7 +4,8 @@ import { CreateCustomer } from '../../libs/schemas/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { inProcessConsole } from '../helpers/console.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { basicCatalog, invoicesOf, subscribe } from './fixtures.js';
+import { createSession, open } from '../portal/support.js';
+import { basicCatalog, invoicesOf, recordUsage, subscribe } from './fixtures.js';
 
 /**
  * A customer's region is one the tax table knows (docs/decisions.md). Canada and the US tax by
@@ -229,5 +230,51 @@ describe('a customer stored with an unknown region before the check', () => {
     expect((await invoicesOf(db, subscriptions['CA/ZZ']!)).map((invoice) => invoice.total)).toEqual([
       '113.00000000',
     ]);
+  });
+
+  it('still shows its usage priced before tax, in the API and the portal; only the upcoming invoice waits', async () => {
+    const db = api.platform.db;
+    const { apiCalls } = await basicCatalog(db, org.orgId);
+    const customer = await createCustomer(
+      db,
+      org.orgId,
+      CreateCustomer.parse({ name: 'Portal ZZ', country: 'CA', state_province: 'ON' }),
+    );
+    const today = new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000);
+    const subscription = await subscribe(
+      db,
+      org.orgId,
+      { customer_id: customer.id, items: [{ product_id: apiCalls }], start_date: today },
+      today,
+    );
+    await recordUsage(
+      db,
+      org.orgId,
+      subscription.items[0]!.id,
+      '150',
+      new Date(today.getTime() + 1000).toISOString(),
+    );
+    await db.query(`UPDATE customers SET state_province = 'ZZ' WHERE id = $1`, [customer.id]);
+
+    // 100 x 1.00 + 50 x 0.50 = 125.00 before tax, whatever the region
+    const usage = await api.request({
+      method: 'GET',
+      path: `/subscriptions/${subscription.id}/usage`,
+      key: org.apiKey,
+    });
+    expect(usage.statusCode, usage.body).toBe(200);
+    expect(usage.json().data).toMatchObject({ total_amount: '125.00000000' });
+    const upcoming = await api.request({
+      method: 'GET',
+      path: `/subscriptions/${subscription.id}/upcoming-invoice`,
+      key: org.apiKey,
+    });
+    expect(upcoming.statusCode).toBe(409);
+
+    const session = await createSession(api, org.apiKey, { customer_id: customer.id });
+    const page = await open(api, session.url);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('Amount so far, before tax: 125.00 CAD');
+    expect(page.body).not.toContain('Upcoming invoice');
   });
 });

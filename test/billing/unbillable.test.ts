@@ -10,6 +10,7 @@ import { startTestApi, type TestApi } from '../helpers/api.js';
 import { insertInvoice, insertProduct, insertSubscription } from '../helpers/billing-fixtures.js';
 import { inProcessConsole } from '../helpers/console.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { createSession, open } from '../portal/support.js';
 import { basicCatalog, customerIn, invoicesOf, productIn, subscribe } from './fixtures.js';
 
 /**
@@ -158,7 +159,7 @@ describe('currencies at the door', () => {
 });
 
 describe('rows stored in an unbillable currency', () => {
-  it('every read of the subscription answers 409 with the reason, and MCP a tool error saying it', async () => {
+  it('its reads answer 409 with the reason, MCP a tool error, the portal leaves its figures out', async () => {
     const start = new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000 - 86_400_000);
     const legacy = await legacySubscription('XYZ', start);
     const reason = /Cannot be invoiced: its currency XYZ has no known minor unit/;
@@ -184,6 +185,11 @@ describe('rows stored in an unbillable currency', () => {
       expect(change.statusCode, change.body).toBe(409);
       expect(change.json().detail).toMatch(reason);
     }
+    // the customer's portal shows the subscription without figures, rather than failing
+    const session = await createSession(api, org.apiKey, { customer_id: customerId });
+    const page = await open(api, session.url);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).not.toContain('Upcoming invoice');
     for (const tool of ['preview_upcoming_invoice', 'get_subscription_usage']) {
       const response = await api.request({
         method: 'POST',
