@@ -6,18 +6,11 @@ import {
   usageSource,
 } from '../../libs/billing/index.js';
 import { getInvoice } from '../../libs/invoices/index.js';
-import { createLogger } from '../../libs/log/index.js';
 import { cancelSubscription, changeSubscription } from '../../libs/subscriptions/index.js';
-import {
-  InProcessUsageEventLog,
-  openUsageReadStores,
-  PostgresUsageAggregator,
-  PostgresUsageSink,
-  type UsageReadStores,
-} from '../../libs/usage/index.js';
+import { PostgresUsageAggregator, type UsageReadStores } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
-import { customerIn, productIn, subscribe } from './fixtures.js';
+import { customerIn, embeddedReadStores, productIn, subscribe } from './fixtures.js';
 
 /*
  * A line's unit price is the price its amount was computed with, wherever lines are built: the
@@ -39,20 +32,7 @@ let stores: UsageReadStores;
 beforeAll(async () => {
   database = await createTestDatabase('line_unit_prices');
   usage = usageSource(new PostgresUsageAggregator(database.db));
-  const eventLog = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 });
-  stores = openUsageReadStores(
-    {
-      CLICKHOUSE_URL: undefined,
-      CLICKHOUSE_DATABASE: 'billing',
-      KAFKA_BROKERS: undefined,
-      KAFKA_CLIENT_ID: 'test',
-      KAFKA_USAGE_TOPIC: 'usage.events',
-      KAFKA_CONSUMER_GROUP_PREFIX: '',
-    },
-    database.db,
-    eventLog,
-    createLogger({ level: 'silent', service: 'test' }),
-  );
+  stores = embeddedReadStores(database.db);
 });
 afterAll(async () => {
   await stores.close();

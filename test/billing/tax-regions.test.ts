@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer, updateCustomer } from '../../libs/customers/index.js';
 import { CreateCustomer } from '../../libs/schemas/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
-import { inProcessConsole } from '../helpers/console.js';
+import { consoleEnv, inProcessConsole } from '../helpers/console.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { callTool } from '../mcp/mcp-server.js';
 import { createSession, open } from '../portal/support.js';
 import { basicCatalog, invoicesOf, recordUsage, subscribe } from './fixtures.js';
 
@@ -23,13 +24,7 @@ const run = inProcessConsole(() => env);
 beforeAll(async () => {
   api = await startTestApi({ redis: false });
   org = await createTestOrg(api.platform.db);
-  env = {
-    DATABASE_URL: api.database.url,
-    LOG_LEVEL: 'silent',
-    PORT: '8080',
-    HOST: '127.0.0.1',
-    CLICKHOUSE_URL: '',
-  };
+  env = consoleEnv(api.database.url);
 }, 60_000);
 afterAll(() => api?.close());
 
@@ -144,19 +139,12 @@ describe('a region the tax table does not know is refused at every door', () => 
   });
 
   it('tax_lookup asks for the region instead of quoting GST alone', async () => {
-    const response = await api.request({
-      method: 'POST',
-      path: '/mcp',
-      key: org.apiKey,
-      headers: { accept: 'application/json, text/event-stream' },
-      payload: {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/call',
-        params: { name: 'tax_lookup', arguments: { country: 'CA', state_province: 'ZZ', amount: '100' } },
-      },
+    const result = await callTool(api, org.apiKey, 'tax_lookup', {
+      country: 'CA',
+      state_province: 'ZZ',
+      amount: '100',
     });
-    expect(response.json().result).toEqual({
+    expect(result).toEqual({
       content: [{ type: 'text', text: expect.stringMatching(/state_province: Must be a Canadian province/) }],
       isError: true,
     });

@@ -8,8 +8,9 @@ import { changeSubscription } from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { insertInvoice, insertProduct, insertSubscription } from '../helpers/billing-fixtures.js';
-import { inProcessConsole } from '../helpers/console.js';
+import { consoleEnv, inProcessConsole } from '../helpers/console.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { callTool } from '../mcp/mcp-server.js';
 import { createSession, open } from '../portal/support.js';
 import { basicCatalog, customerIn, invoicesOf, productIn, subscribe } from './fixtures.js';
 
@@ -53,13 +54,7 @@ beforeAll(async () => {
   api = await startTestApi({ redis: false });
   org = await createTestOrg(api.platform.db);
   customerId = await customerIn(api.platform.db, org.orgId);
-  env = {
-    DATABASE_URL: api.database.url,
-    LOG_LEVEL: 'silent',
-    PORT: '8080',
-    HOST: '127.0.0.1',
-    CLICKHOUSE_URL: '',
-  };
+  env = consoleEnv(api.database.url);
 }, 60_000);
 afterAll(() => api?.close());
 
@@ -191,20 +186,7 @@ describe('rows stored in an unbillable currency', () => {
     expect(page.statusCode).toBe(200);
     expect(page.body).not.toContain('Upcoming invoice');
     for (const tool of ['preview_upcoming_invoice', 'get_subscription_usage']) {
-      const response = await api.request({
-        method: 'POST',
-        path: '/mcp',
-        key: org.apiKey,
-        headers: { accept: 'application/json, text/event-stream' },
-        payload: {
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'tools/call',
-          params: { name: tool, arguments: { subscription_id: legacy.id } },
-        },
-      });
-      expect(response.statusCode).toBe(200);
-      expect(response.json().result, tool).toEqual({
+      expect(await callTool(api, org.apiKey, tool, { subscription_id: legacy.id }), tool).toEqual({
         content: [{ type: 'text', text: expect.stringMatching(reason) }],
         isError: true,
       });
@@ -293,20 +275,9 @@ describe('rows stored in an unbillable currency', () => {
       const response = await api.request({ method: 'GET', path, key: org.apiKey });
       expect(response.statusCode, `${path}: ${response.body.slice(0, 200)}`).toBe(200);
     }
-    const summary = await api.request({
-      method: 'POST',
-      path: '/mcp',
-      key: org.apiKey,
-      headers: { accept: 'application/json, text/event-stream' },
-      payload: {
-        jsonrpc: '2.0',
-        id: 2,
-        method: 'tools/call',
-        params: { name: 'revenue_summary', arguments: {} },
-      },
-    });
-    expect(summary.json().result.isError).toBe(false);
-    expect(JSON.parse(summary.json().result.content[0].text).by_currency).toContainEqual(
+    const summary = await callTool(api, org.apiKey, 'revenue_summary', {});
+    expect(summary.isError).toBe(false);
+    expect(JSON.parse(summary.content[0]!.text).by_currency).toContainEqual(
       expect.objectContaining({ currency: 'XYZ', billed: invoice.total }),
     );
     const paid = await run('payment', 'record', '--invoice', invoice.id, '--amount', '10.0001');

@@ -14,4 +14,4 @@ export {
 } from './invoice-limits.js';
 export type { InvoiceLine } from './invoice-lines.js';
 export { composePeriodInvoice, type PeriodInvoice } from './period-invoice.js';
-export { composing, UnbillableError } from './unbillable.js';
+export { assertBillableCurrency, composing, UnbillableError } from './unbillable.js';

@@ -1,10 +1,9 @@
-import { isBillableCurrency } from '../../money/index.js';
 import { utcDate } from '../domain/index.js';
 import type { BillableItem, ProrationLine } from '../pricing/index.js';
 import { taxRuleFor } from '../tax/index.js';
 import { itemForPeriod } from './billable-items.js';
 import { buildInvoiceLines, type InvoiceLine } from './invoice-lines.js';
-import { composing, UnbillableError } from './unbillable.js';
+import { assertBillableCurrency, composing } from './unbillable.js';
 
 /**
  * One subscription's invoice for one ended (or running) period, before anything is written: the
@@ -61,11 +60,7 @@ export interface PeriodInvoice {
  */
 export function composePeriodInvoice(input: PeriodInvoiceInput): PeriodInvoice {
   const currency = input.currency.trim();
-  if (!isBillableCurrency(currency)) {
-    throw new UnbillableError(
-      `its currency ${currency} has no known minor unit, so nothing can be billed in it`,
-    );
-  }
+  assertBillableCurrency(currency);
   return composing(() => compose(input, currency));
 }
 

@@ -1,4 +1,5 @@
 import { ApiError } from '../../errors/index.js';
+import { isBillableCurrency } from '../../money/index.js';
 
 /**
  * What retrying cannot fix: a period (or a change) composed from stored data that can never be
@@ -31,5 +32,17 @@ export function composing<T>(compose: () => T): T {
   } catch (error) {
     if (error instanceof RangeError) throw new UnbillableError(error.message, { cause: error });
     throw error;
+  }
+}
+
+/**
+ * A currency without a minor unit (a row stored before currencies were checked at the door):
+ * nothing in it can be rounded, so nothing of it can be billed.
+ */
+export function assertBillableCurrency(currency: string): void {
+  if (!isBillableCurrency(currency)) {
+    throw new UnbillableError(
+      `its currency ${currency} has no known minor unit, so nothing can be billed in it`,
+    );
   }
 }

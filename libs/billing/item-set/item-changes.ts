@@ -3,13 +3,13 @@ import { ApiError, type FieldError } from '../../errors/index.js';
 import { formatScaled, isBillableCurrency, parseMoney, parseScaled } from '../../money/index.js';
 import type { BillingPeriod } from '../../schemas/index.js';
 import {
+  assertBillableCurrency,
   composing,
   fitsAnInvoice,
   fixedChargeProblems,
   itemForPeriod,
   MAX_STORED_MONEY,
   productPriceProblems,
-  UnbillableError,
 } from '../invoices/index.js';
 import type { BillableItem, ItemBase } from '../pricing/index.js';
 import {
@@ -328,12 +328,7 @@ export function planItemSet(
   context: { at: Date; mode: ChangeMode },
 ): ItemSetPlan {
   const currency = subscription.currency.trim();
-  if (!isBillableCurrency(currency)) {
-    // a subscription stored before currencies were checked: no line of it can be priced
-    throw new UnbillableError(
-      `its currency ${currency} has no known minor unit, so nothing can be billed in it`,
-    );
-  }
+  assertBillableCurrency(currency);
   return composing(() => plan(subscription, items, resolved, catalog, { ...context, currency }));
 }
 
