@@ -26,7 +26,7 @@ export {
   subscriptionUpdatedEventData,
   utcDate,
 } from './domain/index.js';
-export { fixedChargeProblems, productPriceProblems } from './invoices/index.js';
+export { fixedChargeProblems, productPriceProblems, UnbillableError } from './invoices/index.js';
 export {
   type ChangeCatalogRow,
   type ChangeMode,

@@ -8,8 +8,10 @@ import {
 } from '../billing/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
+import { isBillableCurrency } from '../money/index.js';
 import {
   BILLING_PERIODS,
+  currencyCode,
   PRICING_MODELS,
   PRICING_MODES,
   PRICING_SCHEMES,
@@ -43,10 +45,7 @@ const ProductFields = z.strictObject({
   pricing_mode: z.enum(PRICING_MODES).optional(),
   tiers: z.array(NewPriceTier).max(50).optional(),
   /** Default: the organization's default currency. */
-  currency: z
-    .string()
-    .regex(/^[A-Z]{3}$/, 'Must be a three-letter currency code such as CAD.')
-    .optional(),
+  currency: currencyCode.optional(),
   /** Default: usage for usage-priced products, software otherwise. */
   category: z.enum(PRODUCT_CATEGORIES).optional(),
   product_type: z.enum(PRODUCT_TYPES).default('standard'),
@@ -126,6 +125,17 @@ export async function createProduct(
     [orgId],
   );
   if (!org.rows[0]) throw ApiError.notFound(`Organization ${orgId}`);
+  const currency = product.currency ?? org.rows[0].default_currency.trim();
+  if (!isBillableCurrency(currency)) {
+    // an organization created before currencies were checked: its default cannot be billed
+    throw ApiError.validation([
+      {
+        field: 'currency',
+        message: `The organization's default currency ${currency} cannot be billed; give a currency with a known minor unit.`,
+        code: 'required',
+      },
+    ]);
+  }
   const tiered = product.pricing_mode !== undefined || (product.tiers?.length ?? 0) > 0;
   const { rows } = await tx.query<{ id: number }>(
     `INSERT INTO products (org_id, name, sku, description, unit_price, currency, unit_label, category, product_type,
@@ -139,7 +149,7 @@ export async function createProduct(
       product.sku,
       product.description,
       product.unit_price,
-      product.currency ?? org.rows[0].default_currency.trim(),
+      currency,
       product.unit_label,
       product.category ?? (product.pricing_type === 'usage' ? 'usage' : 'software'),
       product.product_type,

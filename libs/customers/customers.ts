@@ -2,6 +2,7 @@ import { Batcher } from '../batching/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError, type FieldError } from '../errors/index.js';
 import { listTotal, readPage } from '../list-pages/index.js';
+import { regionProblem } from '../regions/index.js';
 import {
   type CreateCustomer,
   type Customer,
@@ -49,9 +50,20 @@ function assertStorableText(input: CreateCustomer | UpdateCustomer): void {
   if (invalid.length) throw ApiError.validation(invalid);
 }
 
+/**
+ * A region given in a country taxed by region (Canada, the US) must be one the tax table knows
+ * ("ZZ" would be taxed at a guess); a region left out is allowed, as the spec has it optional,
+ * but a subscription needs one (docs/decisions.md "A customer's region is one the tax table knows").
+ */
+function assertKnownRegion(country: string, stateProvince: string | null | undefined): void {
+  const problem = regionProblem(country, stateProvince, { required: false });
+  if (problem) throw ApiError.validation([{ field: 'state_province', ...problem }]);
+}
+
 /** `notes` is stored for the console and never part of the public representation. */
 export async function createCustomer(db: Queryable, orgId: number, input: CreateCustomer): Promise<Customer> {
   assertStorableText(input);
+  assertKnownRegion(input.country, input.state_province);
   const { rows } = await db.query<CustomerRow>(
     `INSERT INTO customers AS c (org_id, name, contact_name, email, phone, address_line1, address_line2, city,
        state_province, postal_code, country, tax_exempt, tax_id, notes)
@@ -88,6 +100,22 @@ export async function updateCustomer(
   input: UpdateCustomer,
 ): Promise<Customer> {
   assertStorableText(input);
+  if (input.country !== undefined || input.state_province !== undefined) {
+    // the region is checked against the country the customer will have: one of them may be kept
+    const kept =
+      input.country === undefined || input.state_province === undefined
+        ? await db.query<{ country: string; state_province: string | null }>(
+            'SELECT country, state_province FROM customers c WHERE c.id = $1 AND ($2::bigint IS NULL OR c.org_id = $2)',
+            [ref.customerId, ref.orgId ?? null],
+          )
+        : undefined;
+    const current = kept?.rows[0];
+    if (kept && !current) throw ApiError.notFound(`Customer ${ref.customerId}`);
+    assertKnownRegion(
+      input.country ?? current!.country,
+      input.state_province === undefined ? current!.state_province : input.state_province,
+    );
+  }
   // each field of UpdateCustomer is the column of its name; nothing else reaches the SQL
   const changes = Object.keys(UpdateCustomer.shape)
     .map((column) => [column, input[column as keyof UpdateCustomer]] as const)

@@ -3,7 +3,7 @@ import { getCustomer } from '../customers/index.js';
 import type { Queryable } from '../db/index.js';
 import type { Locale } from '../i18n/index.js';
 import { getInvoice } from '../invoices/index.js';
-import { addScaled, formatMoney, isInMinorUnits, parseMoney } from '../money/index.js';
+import { addScaled, formatMoney, isBillableCurrency, isInMinorUnits, parseMoney } from '../money/index.js';
 import type { Customer, InvoiceRecord as Invoice, InvoiceItem } from '../schemas/index.js';
 import { countryName } from './format.js';
 
@@ -111,8 +111,10 @@ function itemTaxComponents(item: InvoiceItem): [string, bigint][] {
  */
 export function taxLinesOf(invoice: Invoice): TaxLine[] {
   const sums = new Map<string, bigint>();
+  // an invoice in a currency without a known minor unit was made before payable amounts
   const payable = invoice.items.every(
     (item) =>
+      isBillableCurrency(invoice.currency) &&
       isInMinorUnits(parseMoney(item.line_total_pre_tax), invoice.currency) &&
       isInMinorUnits(parseMoney(item.tax_amount), invoice.currency),
   );

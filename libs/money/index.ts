@@ -12,4 +12,12 @@ export {
   QUANTITY_SCALE,
   rescale,
 } from './fixed-point.js';
-export { isInMinorUnits, minorUnitDigits, roundToMinorUnit } from './minor-units.js';
+export {
+  BILLABLE_CURRENCIES,
+  isBillableCurrency,
+  isInMinorUnits,
+  knownMinorUnitDigits,
+  minorUnitDigits,
+  roundToMinorUnit,
+  UnknownCurrencyError,
+} from './minor-units.js';

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { formatMoney, isInMinorUnits, minorUnitDigits, parseMoney, roundToMinorUnit } from './index.js';
+import {
+  BILLABLE_CURRENCIES,
+  formatMoney,
+  isBillableCurrency,
+  isInMinorUnits,
+  knownMinorUnitDigits,
+  minorUnitDigits,
+  parseMoney,
+  roundToMinorUnit,
+  UnknownCurrencyError,
+} from './index.js';
 
 const round = (text: string, currency: string, ratio?: { numerator: bigint; denominator: bigint }) =>
   formatMoney(roundToMinorUnit(parseMoney(text), currency, ratio));
@@ -11,6 +21,19 @@ describe('payable amounts in the minor unit', () => {
     expect(minorUnitDigits('JPY')).toBe(0);
     expect(minorUnitDigits('KWD')).toBe(3);
     expect(() => minorUnitDigits('XXX')).toThrow(RangeError);
+    expect(() => minorUnitDigits('CLF')).toThrow(UnknownCurrencyError);
+    expect(knownMinorUnitDigits('kwd')).toBe(3);
+    expect(knownMinorUnitDigits('XYZ')).toBeUndefined();
+  });
+
+  it('lists the billable currencies; a door takes exactly those codes', () => {
+    expect(BILLABLE_CURRENCIES).toEqual(expect.arrayContaining(['CAD', 'USD', 'JPY', 'KWD']));
+    expect([...BILLABLE_CURRENCIES]).toEqual([...BILLABLE_CURRENCIES].sort());
+    for (const code of BILLABLE_CURRENCIES) expect(isBillableCurrency(code), code).toBe(true);
+    // not a code of the table, nor one that is only a property of every object
+    for (const code of ['XYZ', 'CLF', 'cad', ' CAD', 'constructor', 'toString', '']) {
+      expect(isBillableCurrency(code), code).toBe(false);
+    }
   });
 
   it('rounds half-up, a half away from zero, once', () => {

@@ -26,12 +26,40 @@ const MINOR_UNIT_DIGITS: Readonly<Record<string, number>> = {
   TND: 3,
 };
 
+/**
+ * The codes of the table above, in order: the currencies money can be billed in. Every door a
+ * currency comes in by (products, organizations) checks against this list, so nothing is stored
+ * that the billing code cannot round.
+ */
+export const BILLABLE_CURRENCIES: readonly string[] = Object.keys(MINOR_UNIT_DIGITS).sort();
+
+/** A currency code without a minor unit in the table: nothing in it can be rounded or billed. */
+export class UnknownCurrencyError extends RangeError {
+  constructor(readonly currency: string) {
+    super(`no ISO 4217 minor unit known for ${JSON.stringify(currency)}`);
+    this.name = 'UnknownCurrencyError';
+  }
+}
+
+/** Whether `code` is exactly one of BILLABLE_CURRENCIES (upper case, no spaces). */
+export function isBillableCurrency(code: string): boolean {
+  return Object.hasOwn(MINOR_UNIT_DIGITS, code);
+}
+
 /** Digits after the decimal point of the currency's minor unit; an unknown code is an error. */
 export function minorUnitDigits(currency: string): number {
-  const digits = MINOR_UNIT_DIGITS[currency.trim().toUpperCase()];
-  if (digits === undefined)
-    throw new RangeError(`no ISO 4217 minor unit known for ${JSON.stringify(currency)}`);
+  const digits = knownMinorUnitDigits(currency);
+  if (digits === undefined) throw new UnknownCurrencyError(currency);
   return digits;
+}
+
+/**
+ * The minor unit's digits, or undefined for a code the table does not know: for readers of rows
+ * stored before currencies were checked, which must still show (and settle) them.
+ */
+export function knownMinorUnitDigits(currency: string): number | undefined {
+  const code = currency.trim().toUpperCase();
+  return Object.hasOwn(MINOR_UNIT_DIGITS, code) ? MINOR_UNIT_DIGITS[code] : undefined;
 }
 
 /**

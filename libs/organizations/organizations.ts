@@ -1,7 +1,8 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
+import { BILLABLE_CURRENCIES } from '../money/index.js';
 import { PLANS, type Plan, requestsPerHour } from '../rate-limit/index.js';
-import type { PaginationQuery } from '../schemas/index.js';
+import { currencyCode, type PaginationQuery } from '../schemas/index.js';
 
 export interface Organization {
   id: number;
@@ -40,6 +41,16 @@ export async function createOrganization(
 ): Promise<Organization> {
   const plan = input.plan ?? 'beta';
   assertPlan(plan);
+  const currency = input.currency ?? 'CAD';
+  if (!currencyCode.safeParse(currency).success) {
+    throw ApiError.validation([
+      {
+        field: 'currency',
+        message: `Must be a currency with a known minor unit: ${BILLABLE_CURRENCIES.join(', ')}.`,
+        code: 'invalid_value',
+      },
+    ]);
+  }
   if (!input.name || input.name.length > 255) {
     throw ApiError.validation([
       { field: 'name', message: 'Must be 1-255 characters.', code: 'invalid_value' },
@@ -48,7 +59,7 @@ export async function createOrganization(
   const { rows } = await db.query<Row>(
     `INSERT INTO organizations (name, plan, payment_terms_days, default_currency, country)
      VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
-    [input.name, plan, input.paymentTermsDays ?? 30, input.currency ?? 'CAD', input.country ?? 'CA'],
+    [input.name, plan, input.paymentTermsDays ?? 30, currency, input.country ?? 'CA'],
   );
   return present(rows[0]!);
 }

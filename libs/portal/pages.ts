@@ -179,7 +179,11 @@ function creditsSection(credits: PortalCredits, locale: Locale, m: Messages): st
     )
     .join('');
   return `<section class="card" aria-labelledby="credits"><h2 id="credits">${html(m.credits)}</h2>
-<table class="totals"><tr><td>${html(m.creditsAvailable)}</td><td class="num">${money(credits.available)}</td></tr><tr><td>${html(m.creditsProjected)}</td><td class="num">${money(credits.projected)}</td></tr></table>
+${
+  credits.available === null || credits.projected === null
+    ? ''
+    : `<table class="totals"><tr><td>${html(m.creditsAvailable)}</td><td class="num">${money(credits.available)}</td></tr><tr><td>${html(m.creditsProjected)}</td><td class="num">${money(credits.projected)}</td></tr></table>`
+}
 ${
   credits.grants.length === 0
     ? `<p class="note">${html(m.creditsNone)}</p>`

@@ -4,6 +4,7 @@ import {
   getSubscriptionUsage,
   listCreditGrants,
   previewUpcomingInvoice,
+  UnbillableError,
 } from '../billing/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
@@ -25,8 +26,9 @@ export interface PortalUsageSource {
 
 export interface PortalCredits {
   currency: string;
-  available: string;
-  projected: string;
+  /** null when the balance cannot be worked out (a subscription that cannot be invoiced). */
+  available: string | null;
+  projected: string | null;
   /** The grants still worth showing (PENDING and ACTIVE), newest first. */
   grants: {
     name: string;
@@ -75,10 +77,16 @@ export interface PortalUsage {
 export function portalUsageSource(db: Queryable, stores: UsageReadStores): PortalUsageSource {
   return {
     async read(orgId, subscriptionId): Promise<PortalUsage | undefined> {
-      const usage = await getSubscriptionUsage(db, stores, orgId, subscriptionId);
-      if (!usage.items.length) return undefined;
+      // a subscription whose figures cannot be priced (UnbillableError: a currency without a minor
+      // unit, a region the tax table does not know) shows as not available, never as a failed page
+      const usage = await getSubscriptionUsage(db, stores, orgId, subscriptionId).catch((error) => {
+        if (error instanceof UnbillableError) return undefined;
+        throw error;
+      });
+      if (!usage?.items.length) return undefined;
       const daily = await getDailyUsage(db, stores, orgId, subscriptionId);
       const upcoming = await previewUpcomingInvoice(db, stores, orgId, subscriptionId).catch((error) => {
+        if (error instanceof UnbillableError) return null;
         if (error instanceof ApiError && error.code === 'NOT_FOUND') return null;
         throw error;
       });
@@ -105,7 +113,11 @@ export function portalUsageSource(db: Queryable, stores: UsageReadStores): Porta
     },
     async credits(orgId, customerId): Promise<PortalCredits> {
       const [balance, active, pending] = await Promise.all([
-        getCreditBalance(db, stores, orgId, customerId),
+        // a subscription that cannot be invoiced has no upcoming total: nothing is projected
+        getCreditBalance(db, stores, orgId, customerId).catch((error: unknown) => {
+          if (error instanceof UnbillableError) return undefined;
+          throw error;
+        }),
         listCreditGrants(db, orgId, customerId, { limit: 100, offset: 0, status: 'ACTIVE' }),
         listCreditGrants(db, orgId, customerId, { limit: 100, offset: 0, status: 'PENDING' }),
       ]);
@@ -113,9 +125,9 @@ export function portalUsageSource(db: Queryable, stores: UsageReadStores): Porta
         b.created_at.localeCompare(a.created_at),
       );
       return {
-        currency: balance.currency,
-        available: balance.available,
-        projected: balance.projected,
+        currency: balance?.currency ?? grants[0]?.currency ?? '',
+        available: balance?.available ?? null,
+        projected: balance?.projected ?? null,
         grants: grants.map(({ name, status, amount, remaining, expires_at }) => ({
           name,
           status,

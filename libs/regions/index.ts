@@ -1,1 +1,1 @@
-export { regionCode } from './regions.js';
+export { knownRegion, regionCode, regionProblem, TAX_REGIONS } from './regions.js';

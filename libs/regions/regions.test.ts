@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { regionCode } from './regions.js';
+import { knownRegion, regionCode, regionProblem, TAX_REGIONS } from './regions.js';
 
 describe('regionCode', () => {
   it('reads codes, names and common abbreviations alike', () => {
@@ -38,5 +38,43 @@ describe('regionCode', () => {
     expect(regionCode('CA', 'Atlantis')).toBe('ATLANTIS');
     expect(regionCode('US', 'Que.')).toBe('QUE.');
     expect(regionCode('DE', 'Bayern')).toBe('BAYERN');
+  });
+});
+
+describe('regions the tax table knows', () => {
+  it('knows a region of a country taxed by region by its code, name or abbreviation', () => {
+    expect(knownRegion('CA', 'Québec')).toBe('QC');
+    expect(knownRegion('ca', ' on ')).toBe('ON');
+    expect(knownRegion('US', 'Washington, D.C.')).toBe('DC');
+    for (const [country, text] of [
+      ['CA', 'ZZ'],
+      ['CA', 'NY'],
+      ['US', 'ON'],
+      ['US', 'Atlantis'],
+      ['CA', ''],
+      ['CA', null],
+      ['FR', 'Bretagne'],
+    ] as const) {
+      expect(knownRegion(country, text), `${country} ${text}`).toBeUndefined();
+    }
+    expect(TAX_REGIONS.CA).toHaveLength(13);
+    expect(new Set(TAX_REGIONS.US)).toHaveProperty('size', 51);
+  });
+
+  it('says what is wrong, naming the regions; a missing one only when required', () => {
+    expect(regionProblem('CA', 'ZZ', { required: false })).toEqual({
+      code: 'invalid_value',
+      message:
+        'Must be a Canadian province or territory (AB, BC, MB, NB, NL, NS, NT, NU, ON, PE, QC, SK, YT), or its name.',
+    });
+    expect(regionProblem('US', 'ZZ', { required: false })?.message).toBe(
+      'Must be a US state or DC, by its two-letter code (NY, CA, TX...) or its name.',
+    );
+    expect(regionProblem('CA', null, { required: false })).toBeUndefined();
+    expect(regionProblem('CA', '  ', { required: true })).toMatchObject({ code: 'required' });
+    expect(regionProblem('US', 'Texas', { required: true })).toBeUndefined();
+    // elsewhere the region is only part of the address
+    expect(regionProblem('FR', 'ZZ', { required: true })).toBeUndefined();
+    expect(regionProblem('DE', null, { required: true })).toBeUndefined();
   });
 });

@@ -172,3 +172,57 @@ export function regionCode(country: string, stateProvince: string): string {
   if (known) return known;
   return compact.length === 2 ? compact : stateProvince.trim().toUpperCase();
 }
+
+/**
+ * The regions of each country whose sales tax depends on the region (libs/billing/tax has a rule
+ * for each, and a test holds the two lists together): Canada's provinces and territories, the US
+ * states and DC. A customer in one of these countries is taxed by its region, so its region must
+ * be one of these; elsewhere `state_province` is only part of the address.
+ */
+export const TAX_REGIONS: Readonly<Record<string, readonly string[]>> = {
+  CA: ['AB', 'BC', 'MB', 'NB', 'NL', 'NS', 'NT', 'NU', 'ON', 'PE', 'QC', 'SK', 'YT'],
+  US: [
+    ...['AK', 'AL', 'AR', 'AZ', 'CA', 'CO', 'CT', 'DC', 'DE', 'FL', 'GA', 'HI', 'IA', 'ID', 'IL', 'IN', 'KS'],
+    ...['KY', 'LA', 'MA', 'MD', 'ME', 'MI', 'MN', 'MO', 'MS', 'MT', 'NC', 'ND', 'NE', 'NH', 'NJ', 'NM', 'NV'],
+    ...['NY', 'OH', 'OK', 'OR', 'PA', 'RI', 'SC', 'SD', 'TN', 'TX', 'UT', 'VA', 'VT', 'WA', 'WI', 'WV', 'WY'],
+  ],
+};
+
+/**
+ * The code of `stateProvince` (a code, a name or an abbreviation, as regionCode reads it) when it
+ * is one of TAX_REGIONS of `country`; undefined otherwise, or when the country is not taxed by
+ * region.
+ */
+export function knownRegion(country: string, stateProvince: string | null | undefined): string | undefined {
+  const regions = TAX_REGIONS[country.trim().toUpperCase()];
+  if (!regions || !stateProvince?.trim()) return undefined;
+  const code = regionCode(country.trim().toUpperCase(), stateProvince);
+  return regions.includes(code) ? code : undefined;
+}
+
+const WHAT_REGION: Readonly<Record<string, string>> = {
+  CA: `a Canadian province or territory (${TAX_REGIONS.CA!.join(', ')}), or its name`,
+  US: 'a US state or DC, by its two-letter code (NY, CA, TX...) or its name',
+};
+
+/**
+ * What is wrong with a region for its country, in a sentence for `details[].message`; undefined
+ * when nothing is. Only countries taxed by region are checked: there the region must be one the tax
+ * table knows, and when `required`, given at all (a customer's invoices cannot be taxed without it).
+ */
+export function regionProblem(
+  country: string,
+  stateProvince: string | null | undefined,
+  options: { required: boolean },
+): { code: 'required' | 'invalid_value'; message: string } | undefined {
+  const upper = country.trim().toUpperCase();
+  const what = WHAT_REGION[upper];
+  if (!what) return undefined;
+  if (!stateProvince?.trim()) {
+    return options.required
+      ? { code: 'required', message: `Required in ${upper}, where sales tax depends on it: ${what}.` }
+      : undefined;
+  }
+  if (knownRegion(upper, stateProvince)) return undefined;
+  return { code: 'invalid_value', message: `Must be ${what}.` };
+}

@@ -47,7 +47,10 @@ export const CreateCustomer = z
     address_line1: optionalText(255),
     address_line2: optionalText(255),
     city: optionalText(100),
-    state_province: optionalText(50),
+    state_province: optionalText(50).meta({
+      description:
+        'In CA and the US, where sales tax depends on it: a province, territory or state the tax table knows, as a code (ON, NY), a name or a common abbreviation; anything else is a 422. Optional, but a customer needs it to be subscribed (unless tax-exempt).',
+    }),
     postal_code: optionalText(20),
     country: countryCode.default('CA'),
     tax_exempt: z.boolean().default(false),

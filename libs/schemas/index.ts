@@ -54,6 +54,7 @@ export { CreatePortalSession, LOCALES, PortalSession } from './portal-session.js
 export {
   CURRENCIES,
   countryCode,
+  currencyCode,
   date,
   dateTime,
   decimal8,

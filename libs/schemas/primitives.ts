@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BILLABLE_CURRENCIES, isBillableCurrency } from '../money/index.js';
 
 /** Money: a decimal string with exactly 8 fractional digits, never a JSON number. */
 export const money = z
@@ -63,3 +64,14 @@ export const countryCode = z
   .refine((code) => COUNTRY_CODES.has(code), 'Must be an ISO 3166-1 alpha-2 country code.');
 
 export const CURRENCIES = ['CAD', 'USD'] as const;
+
+/**
+ * A currency a price or an organization is in: one the billing code can round (libs/money's
+ * minor-unit table), so no stored row can make billing fail later. Upper case, as ISO 4217 writes it.
+ */
+export const currencyCode = z
+  .string()
+  .regex(/^[A-Z]{3}$/, { message: 'Must be a three-letter currency code such as CAD.', abort: true })
+  .refine(isBillableCurrency, {
+    message: `Must be a currency with a known minor unit: ${BILLABLE_CURRENCIES.join(', ')}.`,
+  });

@@ -151,7 +151,10 @@ export const ProrationLine = z
     description: z.string(),
     subscription_item_id: integerId,
     quantity: quantity4,
-    unit_price: money.meta({ description: "The item's price per period." }),
+    unit_price: money.meta({
+      description:
+        "The price per unit and period the amount was computed from: for a tiered price, the average at this quantity (quantity x unit_price is the whole period's amount, which the line prorates).",
+    }),
     amount: money.meta({ description: "Negative for a credit; in the currency's minor unit." }),
     period_start: dateTime,
     period_end: dateTime,

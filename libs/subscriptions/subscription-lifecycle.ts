@@ -14,11 +14,14 @@ import {
   periodEndAfter,
   quantityInput,
   subscriptionEventData,
+  UnbillableError,
   type UsageForTransaction,
 } from '../billing/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError, type FieldError } from '../errors/index.js';
 import { emitDomainEvent } from '../events/index.js';
+import { isBillableCurrency } from '../money/index.js';
+import { regionProblem } from '../regions/index.js';
 import {
   BILLING_PERIODS,
   type BillingPeriod,
@@ -100,11 +103,12 @@ export async function createSubscription(
   const data = parseInput(NewSubscription, input);
   const now = options.now ?? new Date();
 
-  const customer = await tx.query('SELECT 1 FROM customers WHERE org_id = $1 AND id = $2', [
-    orgId,
-    data.customer_id,
-  ]);
-  if (customer.rowCount === 0) throw ApiError.notFound(`Customer ${data.customer_id}`);
+  const customer = await tx.query<{ country: string; state_province: string | null; tax_exempt: boolean }>(
+    'SELECT country, state_province, tax_exempt FROM customers WHERE org_id = $1 AND id = $2',
+    [orgId, data.customer_id],
+  );
+  const destination = customer.rows[0];
+  if (!destination) throw ApiError.notFound(`Customer ${data.customer_id}`);
   const { rows } = await tx.query<ProductRow>(
     `SELECT id, name, pricing_type, unit_price, currency, is_active, default_billing_period
        FROM products WHERE org_id = $1 AND id = ANY($2::bigint[])`,
@@ -112,6 +116,24 @@ export async function createSubscription(
   );
   const products = new Map(rows.map((row) => [row.id, { ...row, currency: row.currency.trim() }]));
   const problems: FieldError[] = [];
+  // its invoices are taxed by the customer's region: one the tax table does not know could only
+  // be taxed at a guess (docs/decisions.md "A customer's region is one the tax table knows")
+  const region = destination.tax_exempt
+    ? undefined
+    : regionProblem(destination.country, destination.state_province, { required: true });
+  if (region) {
+    const given = destination.state_province?.trim();
+    problems.push({
+      field: 'customer_id',
+      message:
+        `Customer ${data.customer_id} is in ${destination.country.trim()} ` +
+        (given
+          ? `with state_province ${JSON.stringify(given)}, which the tax table does not know`
+          : 'without a state_province') +
+        `, so its invoices cannot be taxed; set it with customer update first (${region.message})`,
+      code: 'invalid_value',
+    });
+  }
   const lines = data.items.map((item, index) => {
     const product = products.get(item.product_id);
     if (!product) throw ApiError.notFound(`Product ${item.product_id}`);
@@ -120,6 +142,14 @@ export async function createSubscription(
       problems.push({
         field: `items.${index}.product_id`,
         message: `Product ${product.id} is not active.`,
+        code: 'invalid_value',
+      });
+    }
+    if (!isBillableCurrency(product.currency)) {
+      // a product stored before currencies were checked: no invoice could ever be made in it
+      problems.push({
+        field: `items.${index}.product_id`,
+        message: `Product ${product.id} is priced in ${product.currency}, a currency that cannot be billed.`,
         code: 'invalid_value',
       });
     }
@@ -379,7 +409,13 @@ export async function cancelSubscription(
         schedule!,
         { at: now, proration: input.finalInvoice?.proration ?? 'prorate' },
         input.finalInvoice?.usage,
-      );
+      ).catch((error: unknown) => {
+        if (!(error instanceof UnbillableError)) throw error;
+        throw ApiError.conflict(
+          `Subscription ${subscription.id}'s running period cannot be invoiced (${error.reason}); nothing was ` +
+            'canceled: cancel it without invoicing, or fix the cause.',
+        );
+      });
       finalInvoiceId = invoice?.id;
     }
     await tx.query(

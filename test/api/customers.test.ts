@@ -158,10 +158,12 @@ describe('POST /customers', () => {
     ['postal_code', 20],
     ['tax_id', 100],
   ])('limits %s to %i characters', async (field, max) => {
-    expect(detailsOf(await create({ name: 'Long', [field]: 'x'.repeat(max + 1) }))).toEqual([
+    // a region is checked against the tax table in Canada (the default) and the US: not elsewhere
+    const where = field === 'state_province' ? { country: 'DE' } : {};
+    expect(detailsOf(await create({ name: 'Long', ...where, [field]: 'x'.repeat(max + 1) }))).toEqual([
       [field, 'too_long'],
     ]);
-    const ok = await create({ name: 'Long', [field]: 'x'.repeat(max) });
+    const ok = await create({ name: 'Long', ...where, [field]: 'x'.repeat(max) });
     expect(ok.statusCode).toBe(201);
     expect(ok.json().data[field]).toHaveLength(max);
   });

@@ -505,7 +505,7 @@ describe('billing console, end to end', () => {
 
   it('exits 2 for values the domain refuses on their own, 1 for values refused against stored records', async () => {
     const own = (await ok('org', 'create', '--name', 'Validated Co')).id as number;
-    const customer = ['customer', 'create', '--org', String(own), '--name', 'X'];
+    const customer = ['customer', 'create', '--org', String(own), '--name', 'X', '--state-province', 'ON'];
     const cases: [string[], RegExp][] = [
       [[...customer, '--email', 'not-an-email'], /invalid flags for 'customer create':\n {2}--email: /],
       [[...customer, '--country', 'Canada'], /invalid flags for 'customer create':\n {2}--country: /],
@@ -546,7 +546,16 @@ describe('billing console, end to end', () => {
   it('billing run exits 3 when a subscription could not be billed, the failures listed on stdout', async () => {
     const own = (await ok('org', 'create', '--name', 'Partly Billed Co')).id as number;
     const product = await ok(...productArgs(own, 'Seats', '10', 'recurring'));
-    const customer = await ok('customer', 'create', '--org', String(own), '--name', 'Billed Twice');
+    const customer = await ok(
+      'customer',
+      'create',
+      '--org',
+      String(own),
+      '--name',
+      'Billed Twice',
+      '--state-province',
+      'ON',
+    );
     const argv = subscriptionArgs(own, customer.id, JSON.stringify([{ product_id: product.id }]));
     const subscription = await ok(...argv, '--start', '2026-01-01T00:00:00Z');
     await ok('billing', 'run', '--now', '2026-02-01T00:00:00Z', '--org', String(own));

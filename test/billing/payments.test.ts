@@ -221,6 +221,55 @@ describe('payments', () => {
     );
   });
 
+  it('a refund does not cancel what is owed: a refunded invoice with a balance takes payments again', async () => {
+    // 105.00: 60 paid, 20 of it refunded -> PARTIALLY_REFUNDED, 45.00 still owed
+    const id = await invoice();
+    await pay({ invoiceId: id, amount: '60', method: 'CARD' });
+    const refunded = await refund({ invoiceId: id, amount: '20', method: 'CARD' });
+    expect(refunded.invoice).toMatchObject({ status: 'PARTIALLY_REFUNDED', balance: '45.00000000' });
+    // then paid in part, and in full: the status follows what is paid, the refund stays recorded
+    const part = await pay({ invoiceId: id, amount: '15', method: 'CARD' });
+    expect(part.invoice).toMatchObject({
+      status: 'PARTIALLY_PAID',
+      amount_paid: '75.00000000',
+      amount_refunded: '20.00000000',
+      balance: '30.00000000',
+    });
+    const rest = await credit({ invoiceId: id, amount: '30' });
+    expect(rest.invoice).toMatchObject({
+      status: 'PAID',
+      balance: '0.00000000',
+      amount_refunded: '20.00000000',
+    });
+    expect(await eventsFor('invoice.paid', id)).toHaveLength(1);
+    // the money paid since can be refunded as any other (75 paid by PAYMENT, 20 given back: 55)
+    expect((await refund({ invoiceId: id, amount: '55' })).invoice.status).toBe('REFUNDED');
+    // with no balance left, nothing more is taken: 409, whatever was refunded
+    const none = await failure(pay({ invoiceId: id, amount: '1' }));
+    expect(none.code).toBe('CONFLICT');
+    expect(none.message).toMatch(/is REFUNDED with no balance left: a payment can only be applied/);
+
+    // a partial payment refunded whole (REFUNDED, 105.00 still owed) is paid in full at once
+    const whole = await invoice();
+    await pay({ invoiceId: whole, amount: '50' });
+    expect((await refund({ invoiceId: whole, amount: '50' })).invoice).toMatchObject({
+      status: 'REFUNDED',
+      balance: '55.00000000',
+    });
+    const settled = await pay({ invoiceId: whole, amount: '55' });
+    expect(settled.invoice).toMatchObject({
+      status: 'PAID',
+      amount_paid: '105.00000000',
+      balance: '0.00000000',
+    });
+    expect(await eventsFor('invoice.paid', whole)).toHaveLength(1);
+    // still never more than the balance
+    const over = await invoice();
+    await pay({ invoiceId: over, amount: '5' });
+    await refund({ invoiceId: over, amount: '5' });
+    expect((await failure(pay({ invoiceId: over, amount: '100.01' }))).code).toBe('VALIDATION_ERROR');
+  });
+
   it('withdraw DRAFT or POSTED; post only a DRAFT; illegal moves are 409', async () => {
     const posted = await invoice();
     const withdrawn = await database.db.transaction((tx) => withdrawInvoice(tx, { invoiceId: posted }));

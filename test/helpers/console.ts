@@ -16,3 +16,14 @@ export function inProcessConsole(env: () => Record<string, string>) {
     return { code, stdout, stderr, json: () => JSON.parse(stdout) };
   };
 }
+
+/** The environment a console command runs with against `databaseUrl`: quiet, embedded usage reads. */
+export function consoleEnv(databaseUrl: string): Record<string, string> {
+  return {
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'silent',
+    PORT: '8080',
+    HOST: '127.0.0.1',
+    CLICKHOUSE_URL: '',
+  };
+}

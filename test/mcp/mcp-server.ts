@@ -58,3 +58,22 @@ export function toolJson(result: unknown): unknown {
   if (content.length !== 1 || content[0]!.type !== 'text') throw new Error('expected one text content item');
   return JSON.parse(content[0]!.text);
 }
+
+/** The result of one tools/call over plain HTTP, through `api.request` (no listening socket needed). */
+export async function callTool(
+  api: Pick<TestApi, 'request'>,
+  apiKey: string,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<{ content: { type: string; text: string }[]; isError: boolean }> {
+  const response = await api.request({
+    method: 'POST',
+    path: '/mcp',
+    key: apiKey,
+    headers: { accept: 'application/json, text/event-stream' },
+    payload: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } },
+  });
+  if (response.statusCode !== 200)
+    throw new Error(`tools/call ${name}: ${response.statusCode} ${response.body}`);
+  return response.json().result;
+}

@@ -13,13 +13,21 @@ import { assertInvoiceTransition, invoiceEventData, paymentEventData, utcDate } 
 import { activateGrantSoldBy } from './credit-grants.js';
 import { restoreIfSettled } from './dunning.js';
 import { type InvoiceRef, type LockedInvoice, lockInvoice } from './invoice-operations.js';
-import { assertPayableAmount, parseAmount, statusAfterRefund, statusForAmountPaid } from './settlement.js';
+import {
+  assertPayableAmount,
+  isPayable,
+  PAYABLE_STATUSES,
+  parseAmount,
+  statusAfterRefund,
+  statusForAmountPaid,
+} from './settlement.js';
 
 /**
  * Money against an invoice (DESIGN §6): payments and credit memos raise `amount_paid` (so lower
- * the balance) and move POSTED -> PARTIALLY_PAID -> PAID; refunds raise `amount_refunded` and move
- * a paid invoice to PARTIALLY_REFUNDED or REFUNDED. Each writes one invoice_transaction and its
- * events in the caller's transaction, after locking the invoice.
+ * the balance) and move POSTED -> PARTIALLY_PAID -> PAID, a refunded invoice with a balance left
+ * too; refunds raise `amount_refunded` and move a paid invoice to PARTIALLY_REFUNDED or REFUNDED.
+ * Each writes one invoice_transaction and its events in the caller's transaction, after locking
+ * the invoice.
  */
 
 export interface MoneyInput extends InvoiceRef {
@@ -35,8 +43,6 @@ export interface MoneyResult {
   transaction: InvoiceTransaction;
   invoice: Invoice;
 }
-
-const COLLECTIBLE = ['POSTED', 'PARTIALLY_PAID'];
 
 /** A completed PAYMENT; emits payment.succeeded, and invoice.paid when it settles the invoice. */
 export function recordPayment(tx: Queryable, input: MoneyInput): Promise<MoneyResult> {
@@ -58,15 +64,17 @@ async function collect(
   const repeated = await recordedBefore(tx, invoice, type, amount, input);
   if (repeated) return repeated;
   const what = type === 'PAYMENT' ? 'A payment' : 'A credit memo';
-  if (!COLLECTIBLE.includes(invoice.status)) {
-    throw ApiError.conflict(
-      `Invoice ${invoice.invoice_number} is ${invoice.status}: ${what.toLowerCase()} can only be applied to a POSTED or PARTIALLY_PAID invoice` +
-        (invoice.status === 'DRAFT' ? ' (post it first).' : '.'),
-    );
-  }
   const total = parseMoney(invoice.total);
   const paid = parseMoney(invoice.amount_paid);
   const balance = total - paid;
+  if (!isPayable(invoice.status, balance)) {
+    throw ApiError.conflict(
+      `Invoice ${invoice.invoice_number} is ${invoice.status}` +
+        (PAYABLE_STATUSES.includes(invoice.status) ? ' with no balance left' : '') +
+        `: ${what.toLowerCase()} can only be applied to a POSTED or PARTIALLY_PAID invoice, or a refunded one with a balance left` +
+        (invoice.status === 'DRAFT' ? ' (post it first).' : '.'),
+    );
+  }
   if (amount > balance) {
     throw ApiError.validation(
       [
@@ -95,7 +103,8 @@ async function collect(
       data: paymentEventData(transaction, invoice.customer_id),
     });
   }
-  // the move to PAID happens once per invoice (nothing leads back to a collectible status)
+  // the move to PAID happens once per invoice: the balance only shrinks (refunds leave it alone),
+  // so once it is 0 no payment is taken again
   if (status === 'PAID') {
     await activateGrantSoldBy(tx, invoice);
     await emitDomainEvent(tx, {

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../errors/index.js';
-import { parseAmount, settleOnPosting, statusAfterRefund, statusForAmountPaid } from './settlement.js';
+import {
+  isPayable,
+  parseAmount,
+  settleOnPosting,
+  statusAfterRefund,
+  statusForAmountPaid,
+} from './settlement.js';
 
 describe('invoice settlement', () => {
   it('derives the collectible status from the amount paid', () => {
@@ -27,6 +33,15 @@ describe('invoice settlement', () => {
       credit_applied: '0.00000000',
       status: 'PAID',
     });
+  });
+
+  it('takes money on an issued invoice with a balance, refunded or not; never on one without', () => {
+    for (const status of ['POSTED', 'PARTIALLY_PAID', 'PARTIALLY_REFUNDED', 'REFUNDED'] as const) {
+      expect(isPayable(status, 1n), status).toBe(true);
+      expect(isPayable(status, 0n), status).toBe(false);
+    }
+    for (const status of ['DRAFT', 'WITHDRAWN', 'PAID'] as const)
+      expect(isPayable(status, 1n), status).toBe(false);
   });
 
   it('is REFUNDED once nothing refundable is left', () => {

@@ -1,5 +1,6 @@
 import { ApiError } from '../../errors/index.js';
-import { formatMoney, isInMinorUnits, minorUnitDigits, parseMoney } from '../../money/index.js';
+import { formatMoney, isInMinorUnits, knownMinorUnitDigits, parseMoney } from '../../money/index.js';
+import type { InvoiceStatus } from '../../schemas/index.js';
 
 /**
  * How money moves an invoice's status (DESIGN §6): `amount_paid` counts completed payments and
@@ -8,7 +9,29 @@ import { formatMoney, isInMinorUnits, minorUnitDigits, parseMoney } from '../../
 
 export type CollectibleStatus = 'POSTED' | 'PARTIALLY_PAID' | 'PAID';
 
-/** POSTED with nothing paid, PARTIALLY_PAID with part of it, PAID once nothing is left. */
+/**
+ * The statuses of an issued invoice that may still have a balance: payments and credit memos
+ * apply to them while `balance` > 0. A refund gives back money paid; it does not cancel what is
+ * still owed, so a refunded invoice with a balance left (a partial payment given back) is paid
+ * like any other (docs/decisions.md "A refund never cancels what is still owed").
+ */
+export const PAYABLE_STATUSES: readonly InvoiceStatus[] = [
+  'POSTED',
+  'PARTIALLY_PAID',
+  'PARTIALLY_REFUNDED',
+  'REFUNDED',
+];
+
+/** Whether money can be applied to an invoice: issued, not withdrawn, and a balance left. */
+export function isPayable(status: InvoiceStatus, balance: bigint): boolean {
+  return PAYABLE_STATUSES.includes(status) && balance > 0n;
+}
+
+/**
+ * POSTED with nothing paid, PARTIALLY_PAID with part of it, PAID once nothing is left. A payment
+ * on a refunded invoice with a balance moves it the same way: what is paid decides, never what
+ * went back (amount_refunded keeps that).
+ */
 export function statusForAmountPaid(total: bigint, amountPaid: bigint): CollectibleStatus {
   if (amountPaid >= total) return 'PAID';
   return amountPaid > 0n ? 'PARTIALLY_PAID' : 'POSTED';
@@ -67,8 +90,10 @@ export function assertPayableAmount(
   currency: string,
   exact?: bigint | undefined,
 ): void {
-  if (amount === exact || isInMinorUnits(amount, currency)) return;
-  const digits = minorUnitDigits(currency);
+  const digits = knownMinorUnitDigits(currency);
+  // a currency without a known minor unit (an invoice stored before currencies were checked)
+  // leaves amounts as typed: refusing them would leave the invoice unsettleable for good
+  if (digits === undefined || amount === exact || isInMinorUnits(amount, currency)) return;
   throw ApiError.validation([
     {
       field,

@@ -8,7 +8,7 @@ import {
   canMoveSubscription,
 } from './state-machines.js';
 
-/** DESIGN §6, written out again independently of the implementation's table. */
+/** DESIGN §6 (and its documented departures), written out again independently of the implementation's table. */
 const SUBSCRIPTION_LEGAL = new Set([
   'pending>trialing',
   'pending>active',
@@ -40,6 +40,12 @@ const INVOICE_LEGAL = new Set([
   'PARTIALLY_PAID>PARTIALLY_REFUNDED',
   'PARTIALLY_PAID>REFUNDED',
   'PARTIALLY_REFUNDED>REFUNDED',
+  // the departure of docs/decisions.md "A refund never cancels what is still owed": a refunded
+  // invoice with a balance left is paid again, and moves by what is then paid
+  'PARTIALLY_REFUNDED>PARTIALLY_PAID',
+  'PARTIALLY_REFUNDED>PAID',
+  'REFUNDED>PARTIALLY_PAID',
+  'REFUNDED>PAID',
 ]);
 
 const pairs = <T extends string>(states: readonly T[]) =>

@@ -2,7 +2,7 @@ import { ApiError } from '../../errors/index.js';
 import type { InvoiceStatus, SubscriptionStatus } from '../../schemas/index.js';
 
 /**
- * The two state machines of DESIGN §6. Every status change in the code base goes through
+ * The two state machines of DESIGN §6 (the invoice's with one documented departure). Every status change in the code base goes through
  * `assert...Transition`, so a move the table does not list is refused (409 CONFLICT) whatever
  * path asks for it: console, billing run or seed.
  */
@@ -18,14 +18,19 @@ export const SUBSCRIPTION_TRANSITIONS: Readonly<Record<SubscriptionStatus, reado
   expired: [],
 };
 
+/**
+ * DESIGN §6's invoice machine, and one departure (docs/decisions.md "A refund never cancels what
+ * is still owed"): a refunded invoice that still has a balance (a partial payment given back) takes
+ * payments again, and moves by what is then paid, as a POSTED one does.
+ */
 export const INVOICE_TRANSITIONS: Readonly<Record<InvoiceStatus, readonly InvoiceStatus[]>> = {
   DRAFT: ['POSTED', 'WITHDRAWN'],
   POSTED: ['PARTIALLY_PAID', 'PAID', 'WITHDRAWN'],
   PARTIALLY_PAID: ['PAID', 'PARTIALLY_REFUNDED', 'REFUNDED'],
   PAID: ['PARTIALLY_REFUNDED', 'REFUNDED'],
-  PARTIALLY_REFUNDED: ['REFUNDED'],
+  PARTIALLY_REFUNDED: ['REFUNDED', 'PARTIALLY_PAID', 'PAID'],
   WITHDRAWN: [],
-  REFUNDED: [],
+  REFUNDED: ['PARTIALLY_PAID', 'PAID'],
 };
 
 export function canMoveSubscription(from: SubscriptionStatus, to: SubscriptionStatus): boolean {

@@ -20,3 +20,4 @@ export {
   reserveInvoiceNumbers,
 } from './invoice-store.js';
 export { composePeriodInvoice, type PeriodInvoice } from './period-invoice.js';
+export { assertBillableCurrency, composing, UnbillableError } from './unbillable.js';

@@ -2,6 +2,7 @@ import type { FieldError } from '../../errors/index.js';
 import { formatMoney, parseMoney, parseScaled } from '../../money/index.js';
 import type { BillableItem } from '../pricing/index.js';
 import { priceQuantity } from '../pricing/index.js';
+import { UnbillableError } from './unbillable.js';
 
 /**
  * What an invoice can hold, checked where prices and quantities come in: a product or a
@@ -10,13 +11,10 @@ import { priceQuantity } from '../pricing/index.js';
  * advance; a period whose usage overflows is set aside by the billing run (see billing-run.ts).
  */
 
-/**
- * A period that cannot be invoiced whatever is retried (an amount beyond what an invoice holds):
- * the billing run parks its subscription instead of failing on it at every run.
- */
-export class InvoiceLimitError extends Error {
-  constructor(message: string) {
-    super(message);
+/** An amount beyond what an invoice holds: one of the things retrying cannot fix. */
+export class InvoiceLimitError extends UnbillableError {
+  constructor(reason: string) {
+    super(reason);
     this.name = 'InvoiceLimitError';
   }
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { formatMoney, parseMoney } from '../../money/index.js';
 import type { BillableItem } from '../pricing/index.js';
 import { taxRuleFor } from '../tax/tax.js';
 import { buildInvoiceLines, trimDecimal } from './invoice-lines.js';
@@ -161,6 +162,32 @@ describe('invoice lines', () => {
     });
     expect(quebec.lines[0]).toMatchObject({ tax_type: 'GST_QST', tax_amount: '1.50000000' });
   });
+
+  it.each([
+    ['JPY', ['1234.5', '999', '505'], ['3704', '6993', '505'], ['554', '1047', '76'], '1677'],
+    ['KWD', ['1.2345', '0.999', '0.505'], ['3.704', '6.993', '0.505'], ['0.554', '1.047', '0.076'], '1.677'],
+  ])(
+    'in %s shares the tax over lines in its own minor unit, summing to the tax exactly',
+    (currency, prices, lines, shares, tax) => {
+      // GST and QST each rounded once on the subtotal; the two units left after flooring every share
+      // go to the largest remainders, as test/billing/minor-unit-currencies.test.ts works out
+      const draft = buildInvoiceLines(
+        [3, 7, 1].map((quantity, index) =>
+          item({ subscription_item_id: index + 1, currency, quantity, unit_price: prices[index]! }),
+        ),
+        {
+          currency,
+          usage: new Map(),
+          firstPeriod: false,
+          taxRule: taxRuleFor({ country: 'CA', stateProvince: 'QC' }),
+        },
+      );
+      const money = (text: string) => formatMoney(parseMoney(text));
+      expect(draft.lines.map((line) => line.line_total_pre_tax)).toEqual(lines.map(money));
+      expect(draft.lines.map((line) => line.tax_amount)).toEqual(shares.map(money));
+      expect(draft.tax_amount).toBe(money(tax));
+    },
+  );
 
   it('never mixes currencies on one invoice', () => {
     expect(() =>

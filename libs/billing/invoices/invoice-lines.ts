@@ -18,6 +18,7 @@ import {
 } from '../pricing/index.js';
 import { computeTax, type TaxRule } from '../tax/index.js';
 import { InvoiceLimitError, MAX_STORED_MONEY, MAX_STORED_QUANTITY } from './invoice-limits.js';
+import { UnbillableError } from './unbillable.js';
 
 /**
  * The lines of one period's invoice (pure): licensed items at quantity x price, metered items on
@@ -60,7 +61,7 @@ export function buildInvoiceLines(
   for (const item of items) {
     if (item.currency !== context.currency) {
       // subscriptions are created single-currency; this guards the invariant, never mixes
-      throw new Error(
+      throw new UnbillableError(
         `subscription item ${item.subscription_item_id} is priced in ${item.currency}, the invoice in ${context.currency}`,
       );
     }

@@ -3,6 +3,7 @@ import type { BillableItem, ProrationLine } from '../pricing/index.js';
 import { taxRuleFor } from '../tax/index.js';
 import { itemForPeriod } from './billable-items.js';
 import { buildInvoiceLines, type InvoiceLine } from './invoice-lines.js';
+import { assertBillableCurrency, composing } from './unbillable.js';
 
 /**
  * One subscription's invoice for one ended (or running) period, before anything is written: the
@@ -53,13 +54,23 @@ export interface PeriodInvoice {
   total: string;
 }
 
+/**
+ * Throws UnbillableError when the stored data can never be invoiced (see composing): the billing
+ * run parks the subscription, a read route answers 409.
+ */
 export function composePeriodInvoice(input: PeriodInvoiceInput): PeriodInvoice {
+  const currency = input.currency.trim();
+  assertBillableCurrency(currency);
+  return composing(() => compose(input, currency));
+}
+
+function compose(input: PeriodInvoiceInput, currency: string): PeriodInvoice {
   const invoiceDate = utcDate(input.endsAt ?? input.periodEnd);
   const period = { start: input.periodStart, end: input.periodEnd };
   const items = input.items.flatMap((item) => itemForPeriod(item, period) ?? []);
   const draft = buildInvoiceLines(items, {
     prorationLines: input.prorationLines,
-    currency: input.currency.trim(),
+    currency,
     usage: input.usage,
     firstPeriod: input.firstPeriod,
     taxRule: taxRuleFor(

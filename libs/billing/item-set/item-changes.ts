@@ -1,8 +1,10 @@
 import type { Queryable } from '../../db/index.js';
 import { ApiError, type FieldError } from '../../errors/index.js';
-import { formatScaled, parseMoney, parseScaled } from '../../money/index.js';
+import { formatScaled, isBillableCurrency, parseMoney, parseScaled } from '../../money/index.js';
 import type { BillingPeriod } from '../../schemas/index.js';
 import {
+  assertBillableCurrency,
+  composing,
   fitsAnInvoice,
   fixedChargeProblems,
   itemForPeriod,
@@ -232,7 +234,12 @@ export function resolveItemSet(
     if (options.checkActive && !product.is_active) {
       problem(`${at}.product_id`, `Product ${product.id} is not active.`);
     }
-    if (product.currency !== subscription.currency.trim()) {
+    if (!isBillableCurrency(product.currency)) {
+      problem(
+        `${at}.product_id`,
+        `Product ${product.id} is priced in ${product.currency}, a currency that cannot be billed.`,
+      );
+    } else if (product.currency !== subscription.currency.trim()) {
       problem(
         `${at}.product_id`,
         `Product ${product.id} is priced in ${product.currency}; this subscription is billed in ${subscription.currency.trim()}.`,
@@ -320,10 +327,22 @@ export function planItemSet(
   catalog: ChangeCatalog,
   context: { at: Date; mode: ChangeMode },
 ): ItemSetPlan {
+  const currency = subscription.currency.trim();
+  assertBillableCurrency(currency);
+  return composing(() => plan(subscription, items, resolved, catalog, { ...context, currency }));
+}
+
+function plan(
+  subscription: ChangingSubscription,
+  items: readonly BillableItem[],
+  resolved: readonly ResolvedEntry[],
+  catalog: ChangeCatalog,
+  context: { at: Date; mode: ChangeMode; currency: string },
+): ItemSetPlan {
   const current = items.filter((item) => !item.removed_at);
   const at = toTheSecond(context.at);
   const period: Period = { start: subscription.current_period_start, end: subscription.current_period_end };
-  const currency = subscription.currency.trim();
+  const { currency } = context;
   const keepsBase = context.mode !== 'direct';
   const lines: ProrationLine[] = [];
   const updates: ItemUpdate[] = [];

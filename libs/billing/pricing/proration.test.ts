@@ -201,6 +201,69 @@ describe('proration to the second', () => {
   });
 });
 
+describe('the unit price a line shows is the one its amount was computed with', () => {
+  const period = { start: utc('2026-04-01T00:00:00Z'), end: utc('2026-05-01T00:00:00Z') };
+  const tiered = (
+    mode: 'volume' | 'graduated' | 'flat',
+    quantity: number,
+    overrides: Partial<BillableItem> = {},
+  ): BillableItem =>
+    seat(quantity, '0', {
+      pricing: {
+        pricing_model: 'per_unit',
+        pricing_scheme: 'tiered',
+        pricing_mode: mode,
+        tiers: [
+          { up_to: '5', unit_price: '10', flat_fee: '20' },
+          { up_to: null, unit_price: '6', flat_fee: '40' },
+        ],
+      },
+      ...overrides,
+    });
+  const shown = (before: BillableItem | undefined, after: BillableItem | undefined) =>
+    prorationLinesFor(before, after, { at: utc('2026-04-21T00:00:00Z'), period, currency: 'CAD' }).map(
+      (line) => [line.quantity, line.unit_price, line.amount],
+    );
+
+  it('tiered: the average at the quantity, in every mode', () => {
+    // graduated: 5 = 5 x 10 + 20 = 70 (14 each); 8 = 70 + 3 x 6 + 40 = 128 (16 each); 10 d of 30 left
+    expect(shown(tiered('graduated', 5), tiered('graduated', 8))).toEqual([
+      ['5.0000', '14.00000000', '-23.33000000'],
+      ['8.0000', '16.00000000', '42.67000000'],
+    ]);
+    // volume: 3 = 3 x 10 + 20 = 50 (16.66666667 each); 7 = 7 x 6 + 40 = 82 (11.71428571 each)
+    expect(shown(tiered('volume', 3), tiered('volume', 7))).toEqual([
+      ['3.0000', '16.66666667', '-16.67000000'],
+      ['7.0000', '11.71428571', '27.33000000'],
+    ]);
+    // flat (stair-step): 3 = the fee 20 (6.66666667 each); 7 = 40 (5.71428571 each)
+    expect(shown(tiered('flat', 3), tiered('flat', 7))).toEqual([
+      ['3.0000', '6.66666667', '-6.67000000'],
+      ['7.0000', '5.71428571', '13.33000000'],
+    ]);
+  });
+
+  it('a one-time tiered charge and a flat fee show the price they were charged at', () => {
+    expect(shown(undefined, tiered('graduated', 8, { pricing_type: 'one_time' }))).toEqual([
+      ['8.0000', '16.00000000', '128.00000000'],
+    ]);
+    const fee = (quantity: number) =>
+      seat(quantity, '30', {
+        pricing: { pricing_model: 'flat_fee', pricing_scheme: 'linear', pricing_mode: null, tiers: [] },
+      });
+    // one fee a period whatever the quantity: shown as 1 x 30.00, as its invoice line is
+    expect(shown(fee(2), fee(4))).toEqual([
+      ['1.0000', '30.00000000', '-10.00000000'],
+      ['1.0000', '30.00000000', '10.00000000'],
+    ]);
+    // a linear price per unit is its own average
+    expect(shown(seat(2, '12.5'), seat(3, '12.5'))).toEqual([
+      ['2.0000', '12.50000000', '-8.33000000'],
+      ['3.0000', '12.50000000', '12.50000000'],
+    ]);
+  });
+});
+
 describe('included units prorated like the time they cover', () => {
   const april = { start: utc('2026-04-01T00:00:00Z'), end: utc('2026-05-01T00:00:00Z') };
 

@@ -1,12 +1,4 @@
-import {
-  formatMoney,
-  formatQuantity,
-  formatScaled,
-  parseMoney,
-  parseScaled,
-  QUANTITY_SCALE,
-  roundToMinorUnit,
-} from '../../money/index.js';
+import { formatMoney, formatScaled, parseMoney, parseScaled, roundToMinorUnit } from '../../money/index.js';
 import type { BillableItem } from './billable-item.js';
 import { priceQuantity } from './pricing.js';
 
@@ -28,9 +20,13 @@ export interface ProrationLine {
   description: string;
   subscription_item_id: number;
   product_id: number;
-  /** 4 fractional digits: the item's quantity the line is about. */
+  /** 4 fractional digits: the item's quantity as its invoice line shows it (a flat fee: 1). */
   quantity: string;
-  /** The item's price per period (8 digits, unrounded: unit prices keep their precision). */
+  /**
+   * The effective price per unit and period the amount was computed from (8 digits, unrounded:
+   * unit prices keep their precision): a tiered price's average at that quantity, not the
+   * subscribed price. quantity x unit_price is the whole period's amount the line prorates.
+   */
   unit_price: string;
   /** Negative for a credit; in the minor unit, at 8 digits. */
   amount: string;
@@ -48,11 +44,15 @@ export function toTheSecond(at: Date): Date {
   return new Date(Math.floor(at.getTime() / 1000) * 1000);
 }
 
-/** What the item costs for one whole period at its quantity (8 digits, before rounding). */
-function periodAmount(item: BillableItem): bigint {
-  return parseMoney(
-    priceQuantity({ ...item.pricing, unit_price: item.unit_price }, String(item.quantity)).amount,
-  );
+/**
+ * The item priced for one whole period at its quantity, as an invoice line of it would be: the
+ * quantity shown, the effective unit price (a tiered price's average, a flat fee's one fee) and
+ * the amount (8 digits, before rounding). A proration line shows the quantity and unit price it
+ * was computed from, never the subscribed price a tiered item does not use.
+ */
+function wholePeriod(item: BillableItem): { quantity: string; unit_price: string; amount: bigint } {
+  const priced = priceQuantity({ ...item.pricing, unit_price: item.unit_price }, String(item.quantity));
+  return { quantity: priced.quantity, unit_price: priced.unit_price, amount: parseMoney(priced.amount) };
 }
 
 const day = (instant: Date) => instant.toISOString().slice(0, 10);
@@ -80,14 +80,15 @@ export function prorationLinesFor(
 
   if (item.pricing_type === 'one_time') {
     if (before || !after) return [];
+    const charge = wholePeriod(after);
     return [
       {
         description: `${after.product_name} (one-time, added ${day(at)})`,
         subscription_item_id: after.subscription_item_id,
         product_id: after.product_id,
-        quantity: formatQuantity(BigInt(after.quantity) * 10n ** BigInt(QUANTITY_SCALE)),
-        unit_price: after.unit_price,
-        amount: formatMoney(roundToMinorUnit(periodAmount(after), currency)),
+        quantity: charge.quantity,
+        unit_price: charge.unit_price,
+        amount: formatMoney(roundToMinorUnit(charge.amount, currency)),
         ...span,
       },
     ];
@@ -98,24 +99,26 @@ export function prorationLinesFor(
   const ratio = { numerator: left, denominator: total };
   const lines: ProrationLine[] = [];
   if (before) {
+    const credit = wholePeriod(before);
     lines.push({
       description: `Unused time on ${before.quantity} x ${before.product_name}, ${dates}`,
       subscription_item_id: before.subscription_item_id,
       product_id: before.product_id,
-      quantity: formatQuantity(BigInt(before.quantity) * 10n ** BigInt(QUANTITY_SCALE)),
-      unit_price: before.unit_price,
-      amount: formatMoney(-roundToMinorUnit(periodAmount(before), currency, ratio)),
+      quantity: credit.quantity,
+      unit_price: credit.unit_price,
+      amount: formatMoney(-roundToMinorUnit(credit.amount, currency, ratio)),
       ...span,
     });
   }
   if (after) {
+    const charge = wholePeriod(after);
     lines.push({
       description: `Remaining time on ${after.quantity} x ${after.product_name}, ${dates}`,
       subscription_item_id: after.subscription_item_id,
       product_id: after.product_id,
-      quantity: formatQuantity(BigInt(after.quantity) * 10n ** BigInt(QUANTITY_SCALE)),
-      unit_price: after.unit_price,
-      amount: formatMoney(roundToMinorUnit(periodAmount(after), currency, ratio)),
+      quantity: charge.quantity,
+      unit_price: charge.unit_price,
+      amount: formatMoney(roundToMinorUnit(charge.amount, currency, ratio)),
       ...span,
     });
   }

@@ -124,7 +124,9 @@ export async function getSubscriptionUsage(
         periodStart: start,
         periodEnd: end,
         prorationLines: [],
-        customer,
+        // amounts before tax: the destination's tax is no part of them, and a customer whose region
+        // the tax table does not know (docs/decisions.md) still sees its usage priced
+        customer: { ...customer, tax_exempt: true },
       })
     : undefined;
   const amounts = new Map(invoice?.lines.map((line) => [line.subscription_item_id, line.line_total_pre_tax]));

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../../db/index.js';
+import { ApiError, type ErrorCode } from '../../errors/index.js';
 import { type DomainEvent, emitDomainEvents } from '../../events/index.js';
 import { formatMoney, parseMoney } from '../../money/index.js';
 import { billingRunDuration, billingRunInvoices, secondsSince } from '../../observability/index.js';
@@ -23,13 +24,13 @@ import {
 import {
   composePeriodInvoice,
   formatInvoiceNumber,
-  InvoiceLimitError,
   insertInvoices,
   itemForPeriod,
   type NewInvoice,
   type PendingProrationLine,
   pendingProrationLines,
   reserveInvoiceNumbers,
+  UnbillableError,
   usageWindow,
 } from '../invoices/index.js';
 import { applyItemSet, endItemsAt, type ResolvedEntry } from '../item-set/index.js';
@@ -201,12 +202,14 @@ export async function runBilling(
           addPostedFor(postedFor, result);
         } catch (single) {
           batch.exclude.push(id);
-          const reason = (single as Error).message;
-          if (single instanceof InvoiceLimitError) {
+          const permanent = retryCannotFix(single);
+          if (permanent !== undefined) {
             // Retrying cannot help: set it aside for good, so later runs bill everyone else.
+            const reason = permanent;
             await db.transaction((tx) => parkSubscription(tx, id, reason));
             options.progress?.(`billing run: subscription ${id} parked: ${reason}`);
           } else {
+            const reason = (single as Error).message;
             summary.failures.push({ subscription_id: id, error: reason });
             options.progress?.(`billing run: subscription ${id} could not be billed: ${reason}`);
           }
@@ -235,6 +238,22 @@ export async function runBilling(
   summary.duration_ms = Math.round(Number(process.hrtime.bigint() - started) / 1e6);
   report();
   return summary;
+}
+
+/** Refusals of stored data: a run reads nothing else, so the next run would meet them again. */
+const REFUSALS: ReadonlySet<ErrorCode> = new Set(['NOT_FOUND', 'CONFLICT', 'VALIDATION_ERROR']);
+
+/**
+ * Why a subscription's billing fails for good, or undefined when a retry may succeed (a database
+ * error, a dependency down). An UnbillableError (composing the period's invoice cannot succeed),
+ * and any other refusal the domain raises over what the run read, such as a scheduled change that
+ * no longer fits an invoice: the same stored data meets the same refusal on every run.
+ */
+function retryCannotFix(error: unknown): string | undefined {
+  if (error instanceof UnbillableError) return error.reason;
+  if (!(error instanceof ApiError) || !REFUSALS.has(error.code)) return undefined;
+  const fields = (error.details ?? []).map((detail) => `${detail.field}: ${detail.message}`);
+  return fields.length ? fields.join('; ') : error.message;
 }
 
 interface BatchContext {

@@ -1,1 +1,8 @@
-export { computeTax, federalGstOf, federalGstOfSubtotal, type TaxRule, taxRuleFor } from './tax.js';
+export {
+  computeTax,
+  federalGstOf,
+  federalGstOfSubtotal,
+  type TaxRule,
+  taxRuleFor,
+  UnknownRegionError,
+} from './tax.js';

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { formatMoney, parseScaled } from '../../money/index.js';
+import { TAX_REGIONS } from '../../regions/index.js';
 import { HIGHEST_TAX_RATE } from '../invoices/invoice-limits.js';
-import { CANADIAN_PROVINCES, computeTax, taxRuleFor, US_STATE_RATES } from './tax.js';
+import { CANADIAN_PROVINCES, computeTax, taxRuleFor, UnknownRegionError, US_STATE_RATES } from './tax.js';
 
 const taxOn = (country: string, stateProvince: string | null, amount = '100', date = '2026-01-15') =>
   computeTax(taxRuleFor({ country, stateProvince }, date), amount, country === 'US' ? 'USD' : 'CAD');
@@ -40,9 +41,39 @@ describe('destination sales tax', () => {
     expect(taxOn('CA', 'NS', '100', '2025-04-01').amount).toBe('14.00000000');
   });
 
-  it('charges GST alone when the province is missing or unknown', () => {
-    expect(taxOn('CA', null).taxType).toBe('GST');
-    expect(taxOn('CA', 'XX').amount).toBe('5.00000000');
+  it('refuses to guess: a missing or unknown region in Canada or the US has no rule', () => {
+    // federal GST alone (CA) or nothing (US) would undertax: the billing run parks instead
+    for (const [country, region] of [
+      ['CA', null],
+      ['CA', ''],
+      ['CA', 'ZZ'],
+      ['CA', 'Atlantis'],
+      ['CA', 'NY'],
+      ['US', null],
+      ['US', 'ZZ'],
+      ['US', 'ON'],
+    ] as const) {
+      expect(() => taxRuleFor({ country, stateProvince: region }), `${country} ${region}`).toThrow(
+        UnknownRegionError,
+      );
+    }
+    expect(() => taxRuleFor({ country: 'CA', stateProvince: 'ZZ' })).toThrow(
+      `the customer's state_province "ZZ" is no CA province or territory the tax table knows`,
+    );
+    expect(() => taxRuleFor({ country: 'US' })).toThrow('the customer is in US without a state_province');
+    // a tax-exempt customer owes none wherever it is, and other countries have no rule here
+    expect(taxRuleFor({ country: 'CA', stateProvince: 'ZZ', taxExempt: true }).taxType).toBe('EXEMPT');
+    expect(taxRuleFor({ country: 'FR', stateProvince: 'Bretagne' }).taxType).toBeNull();
+  });
+
+  it('has a rule for every region the regions table knows, and a region for every US rate', () => {
+    for (const [country, regions] of Object.entries(TAX_REGIONS)) {
+      for (const region of regions) {
+        expect(taxRuleFor({ country, stateProvince: region }).components.length, region).toBeGreaterThan(0);
+      }
+    }
+    expect([...CANADIAN_PROVINCES]).toEqual([...TAX_REGIONS.CA!]);
+    expect(Object.keys(US_STATE_RATES).sort()).toEqual([...TAX_REGIONS.US!].sort());
   });
 
   it('reads provinces and states written out, in English or French, with or without accents', () => {
@@ -60,8 +91,6 @@ describe('destination sales tax', () => {
       const result = taxOn(country, region);
       expect([result.taxType, result.amount], `${country} ${region}`).toEqual([taxType, tax]);
     }
-    // a name that is no province stays unrecognised: GST only
-    expect(taxOn('CA', 'Atlantis').taxType).toBe('GST');
   });
 
   it('charges the US state base rate, and nothing in the five states without one', () => {
@@ -82,9 +111,8 @@ describe('destination sales tax', () => {
     expect(tax).toEqual({ taxType: 'EXEMPT', lines: [], amount: '0.00000000' });
   });
 
-  it('has no rule (tax_type null) outside Canada and the US, or for an unknown state', () => {
+  it('has no rule (tax_type null) outside Canada and the US', () => {
     expect(taxOn('FR', null)).toEqual({ taxType: null, lines: [], amount: '0.00000000' });
-    expect(taxOn('US', 'ZZ').taxType).toBeNull();
   });
 
   it('rounds each component half-up to the cent, on the amount it is given', () => {

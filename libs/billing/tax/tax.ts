@@ -6,7 +6,7 @@ import {
   parseScaled,
   roundToMinorUnit,
 } from '../../money/index.js';
-import { regionCode } from '../../regions/index.js';
+import { knownRegion, TAX_REGIONS } from '../../regions/index.js';
 import type { TaxType } from '../../schemas/index.js';
 
 /**
@@ -33,7 +33,7 @@ export interface TaxComponent {
 }
 
 export interface TaxRule {
-  /** The invoice item's `tax_type`; null when no rule applies (another country, unknown region). */
+  /** The invoice item's `tax_type`; null when no rule applies (a country taxed by no rule here). */
   taxType: TaxType | null;
   components: TaxComponent[];
   /** Sum of the components' rates. */
@@ -117,57 +117,55 @@ export const US_STATE_RATES: Readonly<Record<string, string>> = {
   WY: '0.04',
 };
 
-export const CANADIAN_PROVINCES = [
-  'AB',
-  'BC',
-  'MB',
-  'NB',
-  'NL',
-  'NS',
-  'NT',
-  'NU',
-  'ON',
-  'PE',
-  'QC',
-  'SK',
-  'YT',
-] as const;
+/** Canada's provinces and territories: each has a rule below (tax.test.ts holds the lists together). */
+export const CANADIAN_PROVINCES = TAX_REGIONS.CA!;
 
-/** The tax rule for a destination on a date (YYYY-MM-DD, the invoice date; rates change over time). */
+/**
+ * A destination in a country taxed by region (Canada, the US) whose region is missing or not one
+ * the tax table knows: its tax cannot be determined, and guessing (federal GST alone, or nothing)
+ * would undertax. A fault of the stored customer, the same on every retry: the billing run parks
+ * the subscription with this reason (composing turns it into an UnbillableError).
+ */
+export class UnknownRegionError extends RangeError {
+  constructor(country: string, stateProvince: string | null | undefined) {
+    const region = country === 'CA' ? 'province or territory' : 'state';
+    super(
+      stateProvince?.trim()
+        ? `the customer's state_province ${JSON.stringify(stateProvince.trim())} is no ${country} ${region} the tax table knows, so its tax cannot be determined (correct it with customer update)`
+        : `the customer is in ${country} without a state_province, so its tax cannot be determined (set its ${region} with customer update)`,
+    );
+    this.name = 'UnknownRegionError';
+  }
+}
+
+/**
+ * The tax rule for a destination on a date (YYYY-MM-DD, the invoice date; rates change over time).
+ * Throws UnknownRegionError for a taxable destination in Canada or the US without a region the
+ * table knows (docs/decisions.md "A customer's region is one the tax table knows").
+ */
 export function taxRuleFor(destination: TaxDestination, onDate: string = today()): TaxRule {
   const country = destination.country.trim().toUpperCase();
-  const region = destination.stateProvince?.trim()
-    ? regionCode(country, destination.stateProvince)
-    : undefined;
   if (destination.taxExempt) {
     return rule('EXEMPT', [], 'The customer is tax-exempt: no sales tax is charged.');
   }
-  if (country === 'CA') return canadianRule(region, onDate);
-  if (country === 'US') {
-    const rate = region ? US_STATE_RATES[region] : undefined;
-    if (rate === undefined) {
-      return rule(
-        null,
-        [],
-        `No US state given or recognised${region ? ` (${region})` : ''}: no tax computed.`,
-      );
-    }
-    const components = [{ name: 'STATE_SALES_TAX', jurisdiction: region!, rate }];
-    return rule(
-      'US_SALES_TAX',
-      components,
-      isZero(rate)
-        ? `${region} has no statewide sales tax.`
-        : `${region} statewide base sales tax; local taxes are not included.`,
-    );
+  if (country !== 'CA' && country !== 'US') {
+    return rule(null, [], `No sales tax rule for country ${country}: no tax computed.`);
   }
-  return rule(null, [], `No sales tax rule for country ${country}: no tax computed.`);
+  const region = knownRegion(country, destination.stateProvince);
+  if (!region) throw new UnknownRegionError(country, destination.stateProvince);
+  if (country === 'CA') return canadianRule(region, onDate);
+  const rate = US_STATE_RATES[region]!;
+  const components = [{ name: 'STATE_SALES_TAX', jurisdiction: region, rate }];
+  return rule(
+    'US_SALES_TAX',
+    components,
+    isZero(rate)
+      ? `${region} has no statewide sales tax.`
+      : `${region} statewide base sales tax; local taxes are not included.`,
+  );
 }
 
-function canadianRule(province: string | undefined, onDate: string): TaxRule {
-  if (!province || !(CANADIAN_PROVINCES as readonly string[]).includes(province)) {
-    return rule('GST', [GST()], 'Canada, province not given or recognised: federal GST only.');
-  }
+function canadianRule(province: string, onDate: string): TaxRule {
   if (province === 'NS') {
     const rate = onDate < NS_HST_CUT ? '0.15' : '0.14';
     return rule('HST', [{ name: 'HST', jurisdiction: 'NS', rate }], 'Nova Scotia harmonized sales tax.');
@@ -190,7 +188,8 @@ function canadianRule(province: string | undefined, onDate: string): TaxRule {
     );
   }
   if (GST_ONLY.has(province)) return rule('GST', [GST()], 'Federal GST only; no provincial sales tax.');
-  return rule('GST', [GST()], 'Federal GST.');
+  // every code of CANADIAN_PROVINCES is one of the above (tax.test.ts)
+  throw new Error(`no tax rule for province ${province}`);
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   setRateLimitOverride,
 } from '../../organizations/index.js';
 import { PLANS } from '../../rate-limit/index.js';
+import { currencyCode } from '../../schemas/index.js';
 import { defineCommand } from '../command.js';
 import { idFlag, integerFlag, textFlag } from '../flags.js';
 import { pageFlags, pageOf } from '../lookups.js';
@@ -19,10 +20,7 @@ export const orgCommands = [
       name: textFlag.max(255),
       plan: z.enum(PLANS).default('beta'),
       'payment-terms-days': integerFlag(0, 365).default(30),
-      currency: z
-        .string()
-        .regex(/^[A-Z]{3}$/)
-        .default('CAD'),
+      currency: currencyCode.default('CAD'),
     }),
     run: ({ db }, f) =>
       createOrganization(db, {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { instantInput, runBilling, usageSource } from '../../billing/index.js';
+import { instantInput, runBilling, UnbillableError, usageSource } from '../../billing/index.js';
 import { ApiError } from '../../errors/index.js';
 import { getOrganization } from '../../organizations/index.js';
 import {
@@ -115,6 +115,7 @@ export const subscriptionCommands = [
             subscriptionIds: [f.id],
             now: f.now,
           }).catch((error: unknown) => {
+            if (error instanceof UnbillableError) throw unbillable(error.reason);
             if (error instanceof ApiError) throw error;
             throw unbillable((error as Error).message);
           });

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/index.js';
-import { formatMoney, parseMoney, roundToMinorUnit } from '../../money/index.js';
+import { formatMoney, isBillableCurrency, parseMoney, roundToMinorUnit } from '../../money/index.js';
 
 export interface RevenueByCurrency {
   currency: string;
@@ -65,8 +65,11 @@ export async function revenueSummary(
     [orgId],
   );
   const activeByCurrency = new Map(subscriptions.rows.map((row) => [row.currency, row.count]));
+  // a currency without a known minor unit (rows stored before currencies were checked) sums as is
   const payable = (amount: string, currency: string) =>
-    formatMoney(roundToMinorUnit(parseMoney(amount), currency.trim()));
+    isBillableCurrency(currency.trim())
+      ? formatMoney(roundToMinorUnit(parseMoney(amount), currency.trim()))
+      : formatMoney(parseMoney(amount));
   const byCurrency: RevenueByCurrency[] = invoices.rows.map((row) => ({
     ...row,
     billed: payable(row.billed, row.currency),

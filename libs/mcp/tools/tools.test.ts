@@ -30,10 +30,27 @@ describe('tool input schemas', () => {
       state_province: 'qc',
     });
     expect(input.safeParse({ country: 'CAN' }).success).toBe(false);
-    expect(input.safeParse({ country: 'CA', amount: 19.99 }).success).toBe(false);
-    expect(input.safeParse({ country: 'CA', amount: '19.999999999' }).success).toBe(false);
-    expect(input.safeParse({ country: 'CA', amount: '-1' }).success).toBe(false);
-    expect(input.safeParse({ country: 'CA', amount: '19.99' }).success).toBe(true);
+    expect(input.safeParse({ country: 'CA', state_province: 'ON', amount: 19.99 }).success).toBe(false);
+    expect(input.safeParse({ country: 'CA', state_province: 'ON', amount: '19.999999999' }).success).toBe(
+      false,
+    );
+    expect(input.safeParse({ country: 'CA', state_province: 'ON', amount: '-1' }).success).toBe(false);
+    expect(input.safeParse({ country: 'CA', state_province: 'ON', amount: '19.99' }).success).toBe(true);
+  });
+
+  it('tax_lookup asks for a region the table knows where tax depends on it', () => {
+    const input = inputOf('tax_lookup');
+    for (const args of [
+      { country: 'CA' },
+      { country: 'CA', state_province: 'ZZ' },
+      { country: 'US', state_province: 'ZZ' },
+    ]) {
+      const parsed = input.safeParse(args);
+      expect(parsed.success, JSON.stringify(args)).toBe(false);
+      expect(parsed.error?.issues.map((issue) => issue.path)).toEqual([['state_province']]);
+    }
+    expect(input.safeParse({ country: 'FR' }).success).toBe(true);
+    expect(input.safeParse({ country: 'US', state_province: 'Texas' }).success).toBe(true);
   });
 
   it('tax_lookup echoes a written-out province as its code', async () => {

@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  recordPayment,
+  runBilling,
+  type UsageForTransaction,
+  usageSource,
+} from '../../libs/billing/index.js';
+import { getInvoice } from '../../libs/invoices/index.js';
+import { getSubscription } from '../../libs/subscriptions/index.js';
+import { PostgresUsageAggregator } from '../../libs/usage/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg } from '../helpers/fixtures.js';
+import { basicCatalog, customerIn, subscribe } from './fixtures.js';
+
+/*
+ * Dunning at its boundary day (collection/dunning.ts). Overdue is the spec's derivation: the due
+ * date has passed. An invoice is due on its due date, all of that UTC day: overdue from the next
+ * day's first instant, never on the day itself. Invoices of 10.00 + 13 % HST = 11.30, payment
+ * terms 30 days: the invoice of the period ending 2026-02-01 is due 2026-03-03.
+ */
+
+let database: TestDatabase;
+let usage: UsageForTransaction;
+
+beforeAll(async () => {
+  database = await createTestDatabase('dunning');
+  usage = usageSource(new PostgresUsageAggregator(database.db));
+});
+afterAll(() => database.drop());
+
+const at = (iso: string) => new Date(iso);
+
+async function billedSubscription() {
+  const { orgId } = await createTestOrg(database.db);
+  const { seats } = await basicCatalog(database.db, orgId);
+  const customerId = await customerIn(database.db, orgId);
+  const subscription = await subscribe(database.db, orgId, {
+    customer_id: customerId,
+    items: [{ product_id: seats }],
+    start_date: at('2026-01-01T00:00:00Z'),
+  });
+  const run = await runBilling(database.db, { usage, orgId, now: at('2026-02-01T00:00:00Z') });
+  const invoice = await getInvoice(database.db, orgId, run.invoice_ids[0]!);
+  expect(invoice.due_date).toBe('2026-03-03');
+  return { orgId, subscriptionId: subscription.id, invoiceId: invoice.id };
+}
+
+const statusOf = async (orgId: number, subscriptionId: number) =>
+  (await getSubscription(database.db, orgId, subscriptionId)).status;
+
+describe('dunning at the boundary day', () => {
+  it('an invoice due today is not overdue, from its first instant to its last; the next day it is', async () => {
+    const { orgId, subscriptionId } = await billedSubscription();
+    for (const now of ['2026-03-03T00:00:00Z', '2026-03-03T23:59:59.999Z']) {
+      const run = await runBilling(database.db, { usage, orgId, now: at(now) });
+      expect(run.marked_past_due, now).toBe(0);
+      expect(await statusOf(orgId, subscriptionId), now).toBe('active');
+    }
+    const next = await runBilling(database.db, { usage, orgId, now: at('2026-03-04T00:00:00Z') });
+    expect(next.marked_past_due).toBe(1);
+    expect(await statusOf(orgId, subscriptionId)).toBe('past_due');
+  });
+
+  it('paying what is overdue restores the subscription even while another invoice is due that day', async () => {
+    const { orgId, subscriptionId, invoiceId: overdue } = await billedSubscription();
+    // the next invoice (period ending 2026-03-01) is due 2026-03-31; on that day the first is overdue
+    const march = await runBilling(database.db, { usage, orgId, now: at('2026-03-31T12:00:00Z') });
+    expect(march.marked_past_due).toBe(1);
+    const dueToday = await getInvoice(database.db, orgId, march.invoice_ids[0]!);
+    expect(dueToday.due_date).toBe('2026-03-31');
+    await database.db.transaction((tx) =>
+      recordPayment(tx, { invoiceId: overdue, amount: '11.30', now: at('2026-03-31T12:00:00Z') }),
+    );
+    // the one left is due today, not overdue: nothing keeps the subscription past due
+    expect(await statusOf(orgId, subscriptionId)).toBe('active');
+    const rerun = await runBilling(database.db, { usage, orgId, now: at('2026-03-31T23:59:59Z') });
+    expect(rerun.marked_past_due).toBe(0);
+    expect(await statusOf(orgId, subscriptionId)).toBe('active');
+  });
+});
