@@ -32,13 +32,16 @@ function toInvoice(row: InvoiceRow, items: InvoiceItem[]): InvoiceRecord {
   };
 }
 
-/** Items of many invoices in one query, in their printed order. */
+/**
+ * Items of many invoices in one query, in their printed order, keyed by the invoice id as the
+ * database spells it: look them up by the invoice row's own id, never by an id as it was given.
+ */
 async function itemsByInvoice(
   db: Queryable,
   orgId: number,
   invoiceIds: string[],
 ): Promise<Map<string, InvoiceItem[]>> {
-  const grouped = new Map<string, InvoiceItem[]>(invoiceIds.map((id) => [id, []]));
+  const grouped = new Map<string, InvoiceItem[]>();
   if (invoiceIds.length === 0) return grouped;
   const { rows } = await db.query<ItemRow>(
     `SELECT invoice_id, id, product_id, description, quantity, unit_price, line_total_pre_tax, tax_amount, tax_type
@@ -47,7 +50,11 @@ async function itemsByInvoice(
       ORDER BY invoice_id, position, id`,
     [orgId, invoiceIds],
   );
-  for (const { invoice_id, ...item } of rows) grouped.get(invoice_id)?.push(item);
+  for (const { invoice_id, ...item } of rows) {
+    const items = grouped.get(invoice_id);
+    if (items) items.push(item);
+    else grouped.set(invoice_id, [item]);
+  }
   return grouped;
 }
 
@@ -61,8 +68,9 @@ export async function getInvoice(db: Queryable, orgId: number, invoiceId: string
     ]),
     itemsByInvoice(db, orgId, [invoiceId]),
   ]);
-  if (!invoice.rows[0]) throw ApiError.notFound(`Invoice ${invoiceId}`);
-  return toInvoice(invoice.rows[0], items.get(invoiceId) ?? []);
+  const row = invoice.rows[0];
+  if (!row) throw ApiError.notFound(`Invoice ${invoiceId}`);
+  return toInvoice(row, items.get(row.id) ?? []);
 }
 
 export interface InvoiceFilter {

@@ -1,6 +1,7 @@
 export { CreateCustomer, Customer, UpdateCustomer } from './customer.js';
 export { ErrorBody, FieldError } from './error.js';
 export {
+  canonicalUuid,
   integerIdQuery,
   integerPathId,
   isUuid,
@@ -54,7 +55,7 @@ export {
   storableText,
   UNSTORABLE_MESSAGE,
   uuid,
-  uuidParam,
+  uuidInput,
 } from './primitives.js';
 export {
   BILLING_PERIODS,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { canonicalUuid } from './identifiers.js';
 
 /** Money: a decimal string with exactly 8 fractional digits, never a JSON number. */
 export const money = z
@@ -39,8 +40,11 @@ export const integerId = z.number().int().positive();
 
 /** Path parameter that must be a positive integer; anything else is a 422 naming the parameter. */
 export const integerIdParam = z.coerce.number().int().positive();
-/** Path parameter that must be a UUID. */
-export const uuidParam = z.uuid();
+/**
+ * A UUID a client names a record by where a malformed one is its mistake to fix (a query filter, a
+ * console flag): 422 naming the field; either case, canonicalized (see canonicalUuid).
+ */
+export const uuidInput = z.uuid().overwrite(canonicalUuid);
 
 /** ISO 3166-1 alpha-2: the 249 assigned codes, and XK (Kosovo), which payment networks use. */
 const COUNTRY_CODES = new Set(

@@ -2,12 +2,12 @@ import { z } from 'zod';
 import { postInvoice, withdrawInvoice } from '../../billing/index.js';
 import { getPublicInvoice, hostedLinkKeyOf, listInvoices, toPublicInvoice } from '../../invoices/index.js';
 import { getOrganization } from '../../organizations/index.js';
-import { INVOICE_STATUSES, Invoice, uuid } from '../../schemas/index.js';
+import { INVOICE_STATUSES, Invoice, uuidInput } from '../../schemas/index.js';
 import { defineCommand } from '../command.js';
 import { idFlag } from '../flags.js';
 import { organizationOf, pageFlags, pagesBaseUrl, publicPage } from '../lookups.js';
 
-const flags = z.strictObject({ id: uuid, org: idFlag.optional() });
+const flags = z.strictObject({ id: uuidInput, org: idFlag.optional() });
 
 export const invoiceCommands = [
   defineCommand({

@@ -24,6 +24,7 @@ import {
   portalPrintableInvoice,
   renderErrorPage,
 } from '../../../libs/portal/index.js';
+import { canonicalUuid } from '../../../libs/schemas/index.js';
 import { pagesBaseUrlOf } from '../public-url.js';
 
 /*
@@ -146,11 +147,8 @@ export const portalPageRoutes: FastifyPluginAsyncZod = async (app) => {
     return { access: granted, printable, pageRequest };
   };
   const portalInvoice = async (request: FastifyRequest<{ Params: InvoiceParams }>, reply: FastifyReply) =>
-    openInvoice(
-      request,
-      reply,
-      await openPortalSession(db, request.params.token),
-      () => request.params.invoice_id,
+    openInvoice(request, reply, await openPortalSession(db, request.params.token), () =>
+      canonicalUuid(request.params.invoice_id),
     );
   const hostedInvoice = async (request: FastifyRequest<{ Params: TokenParams }>, reply: FastifyReply) =>
     openInvoice(
