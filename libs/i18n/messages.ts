@@ -31,7 +31,7 @@ const en = {
   attention: (name: string) => `Attn: ${name}`,
   taxId: (id: string) => `Tax ID: ${id}`,
   documentFootnote: (currency: string) =>
-    `Amounts in ${currency}. Line amounts are before tax. The balance is the total less the amount paid.`,
+    `Amounts in ${currency}. Line amounts are before tax. The balance due is the total less the amount paid, while the invoice is open for payment.`,
   documentTitle: (number: string) => `Invoice ${number}`,
   documentSubject: (number: string, customer: string) => `Invoice ${number} for ${customer}`,
   taxNames: {
@@ -89,7 +89,6 @@ const en = {
   upcomingUnavailable: 'The upcoming invoice is not available on this page yet.',
   invoices: 'Invoices',
   noInvoices: 'No invoices yet.',
-  balance: 'Balance',
   documents: 'Documents',
   view: 'View',
   printable: 'Printable',
@@ -140,7 +139,7 @@ const frCA: Messages = {
   attention: (name) => `À l'attention de : ${name}`,
   taxId: (id) => `No de taxe : ${id}`,
   documentFootnote: (currency) =>
-    `Montants en ${currency}. Les montants des lignes sont avant taxes. Le solde est le total moins le montant payé.`,
+    `Montants en ${currency}. Les montants des lignes sont avant taxes. Le solde dû est le total moins le montant payé, tant que la facture est payable.`,
   documentTitle: (number) => `Facture ${number}`,
   documentSubject: (number, customer) => `Facture ${number} pour ${customer}`,
   taxNames: { GST: 'TPS', HST: 'TVH', QST: 'TVQ', PST: 'TVP', 'Sales tax': 'Taxe de vente', Tax: 'Taxe' },
@@ -190,7 +189,6 @@ const frCA: Messages = {
   upcomingUnavailable: "La prochaine facture n'est pas encore affichée sur cette page.",
   invoices: 'Factures',
   noInvoices: 'Aucune facture pour le moment.',
-  balance: 'Solde',
   documents: 'Documents',
   view: 'Voir',
   printable: 'Imprimable',
