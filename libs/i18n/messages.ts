@@ -105,6 +105,8 @@ const en = {
   notFoundText: 'This link is not valid. Ask the sender for a new one.',
   expiredTitle: 'Link expired',
   expiredText: 'This link has expired. Ask the sender for a new one.',
+  revokedTitle: 'Link no longer valid',
+  revokedText: 'The sender has revoked this link. Ask them for a new one.',
   errorTitle: 'Something went wrong',
   errorText: 'This page could not be shown right now. Try again in a moment.',
 };
@@ -205,6 +207,8 @@ const frCA: Messages = {
   notFoundText: "Ce lien n'est pas valide. Demandez-en un nouveau à l'expéditeur.",
   expiredTitle: 'Lien expiré',
   expiredText: "Ce lien a expiré. Demandez-en un nouveau à l'expéditeur.",
+  revokedTitle: "Ce lien n'est plus valide",
+  revokedText: "L'expéditeur a révoqué ce lien. Demandez-en un nouveau à l'expéditeur.",
   errorTitle: 'Une erreur est survenue',
   errorText: "Cette page ne peut pas être affichée pour l'instant. Réessayez dans un moment.",
 };

@@ -37,10 +37,12 @@ export async function openHostedInvoice(
     posted_at: Date | null;
     closed_at: Date | null;
     hosted_link_key: Buffer;
+    hosted_link_generation: number;
     country: string;
     state_province: string | null;
   }>(
-    `SELECT i.org_id, i.customer_id, i.posted_at, i.closed_at, o.hosted_link_key, c.country, c.state_province
+    `SELECT i.org_id, i.customer_id, i.posted_at, i.closed_at, o.hosted_link_key, i.hosted_link_generation,
+            c.country, c.state_province
        FROM invoices i
        JOIN organizations o ON o.id = i.org_id
        JOIN customers c ON c.org_id = i.org_id AND c.id = i.customer_id
@@ -48,7 +50,11 @@ export async function openHostedInvoice(
     [invoiceId],
   );
   const invoice = rows[0];
-  if (!invoice || !isHostedTokenOf(token, invoice.hosted_link_key) || invoice.posted_at === null) {
+  if (
+    !invoice ||
+    !isHostedTokenOf(token, { key: invoice.hosted_link_key, generation: invoice.hosted_link_generation }) ||
+    invoice.posted_at === null
+  ) {
     return { kind: 'unknown' };
   }
   const validUntil = invoice.closed_at

@@ -281,7 +281,7 @@ ${taxes}
   });
 }
 
-export type ErrorPageKind = 'not-found' | 'expired' | 'unavailable';
+export type ErrorPageKind = 'not-found' | 'expired' | 'revoked' | 'unavailable';
 
 /** An error page that says what happened and shows no data at all. */
 export function renderErrorPage(kind: ErrorPageKind, locale: Locale, base: string): string {
@@ -289,9 +289,11 @@ export function renderErrorPage(kind: ErrorPageKind, locale: Locale, base: strin
   const [title, text] =
     kind === 'expired'
       ? [m.expiredTitle, m.expiredText]
-      : kind === 'not-found'
-        ? [m.notFoundTitle, m.notFoundText]
-        : [m.errorTitle, m.errorText];
+      : kind === 'revoked'
+        ? [m.revokedTitle, m.revokedText]
+        : kind === 'not-found'
+          ? [m.notFoundTitle, m.notFoundText]
+          : [m.errorTitle, m.errorText];
   return layout({
     locale,
     base,
