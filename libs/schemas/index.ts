@@ -46,6 +46,8 @@ export {
   date,
   dateTime,
   decimal8,
+  HORIZON_MESSAGE,
+  HORIZON_MS,
   inputDate,
   integerId,
   integerIdParam,
