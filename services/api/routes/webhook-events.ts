@@ -77,7 +77,9 @@ export const webhookEventRoutes: FastifyPluginAsyncZod = async (app) => {
         tags,
         summary: 'Retry a failed or retrying delivery now',
         description:
-          'Answers 202 with the event, now RETRYING and due at once; the dispatcher makes one attempt right away. A SUCCESS or PENDING event answers 409.',
+          'Answers 202 with the event, now RETRYING and due at once; the dispatcher makes one attempt right away, ' +
+          'after any event of the endpoint that happened earlier and is being sent again (recover, retry). ' +
+          'A SUCCESS or PENDING event answers 409.',
         params: EventParams,
         response: { 202: single(WebhookEvent), ...errorResponses(404, 409, ...AUTHENTICATED_ERRORS) },
       },
