@@ -136,6 +136,19 @@ describe('POST /invoices/{id}/rotate-hosted-url', () => {
   });
 });
 
+describe('the contract', () => {
+  it('documents both routes in openapi.json and llms.txt', async () => {
+    const document = (await api.request({ path: '/openapi.json', key: org.apiKey })).json();
+    expect(document.paths['/portal-sessions/{session_id}'].delete.responses).toHaveProperty('204');
+    expect(
+      document.paths['/invoices/{invoice_id}/rotate-hosted-url'].post.responses['200'].content,
+    ).toBeDefined();
+    const llms = (await api.request({ path: '/llms.txt' })).body;
+    expect(llms).toContain('DELETE /portal-sessions/{session_id}');
+    expect(llms).toContain('POST /invoices/{invoice_id}/rotate-hosted-url');
+  });
+});
+
 describe('the expiry instant', () => {
   it('refuses a portal session at exactly its expiry instant, and grants it a millisecond before', async () => {
     const session = await createSession(api, org.apiKey, {
