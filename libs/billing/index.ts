@@ -16,6 +16,7 @@ export {
   addDaysToInstant,
   addMonthsAnchored,
   assertSubscriptionTransition,
+  canMoveInvoice,
   instantInput,
   moneyInput,
   PERIOD_MONTHS,

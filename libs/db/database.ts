@@ -116,6 +116,7 @@ export class Database implements Queryable {
     this.guard = stall
       ? new DependencyGuard({
           name: 'database',
+          label: 'The database',
           waitMs: stall.waitMs,
           whenSlow: 'probe',
           probe: () => this.probe(connectionString, stall.waitMs),

@@ -47,6 +47,7 @@ describe('DependencyGuard', () => {
   const guard = (options: Partial<DependencyGuardOptions> = {}) => {
     const created = new DependencyGuard({
       name: 'kafka',
+      label: 'The usage log',
       waitMs: 1000,
       whenSlow: 'fail',
       probe: async () => {
@@ -142,6 +143,23 @@ describe('DependencyGuard', () => {
     await g.run(async () => Promise.reject(new Error('connection refused'))).catch(() => {});
     expect(g.available).toBe(false);
     expect(recorded.lines[0]!.fields).toMatchObject({ reason: 'connection refused' });
+  });
+
+  it('answers the call that finds the outage as every refused call after it: unavailable, with its cause', async () => {
+    probeAnswers = false;
+    const g = guard({ isOutage: (error) => (error as Error).message === 'connection refused' });
+    const refused = new Error('connection refused');
+    const first = await g.run(async () => Promise.reject(refused)).catch((error: unknown) => error);
+    const next = await g.run(async () => 'never called').catch((error: unknown) => error);
+    for (const error of [first, next]) {
+      expect(error).toBeInstanceOf(DependencyUnavailableError);
+      expect(error).toMatchObject({ dependency: 'kafka', label: 'The usage log' });
+    }
+    expect((first as Error).cause).toBe(refused);
+    // a failure that is not an outage stays what it is
+    const other = new Error('topic authorization failed');
+    const healthy = guard();
+    await expect(healthy.run(async () => Promise.reject(other))).rejects.toBe(other);
   });
 
   describe('when a slow call is probed', () => {

@@ -1,13 +1,20 @@
 import { withTimeout } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 
-/** A call refused or given up on because its dependency is down: answered 503, never a 500. */
+/**
+ * A call refused or given up on because its dependency is down, or one that failed with the outage
+ * itself (a refused, lost or timed-out connection): answered 503 with Retry-After, never a 500.
+ * `label` says what is down in words a client reads (`The usage log`); `dependency` is the name
+ * logs and /readyz use.
+ */
 export class DependencyUnavailableError extends Error {
   constructor(
     readonly dependency: string,
     reason: string,
+    readonly label: string,
+    options?: { cause?: unknown },
   ) {
-    super(`${dependency} is unavailable (${reason})`);
+    super(`${dependency} is unavailable (${reason})`, options);
     this.name = 'DependencyUnavailableError';
   }
 }
@@ -15,6 +22,8 @@ export class DependencyUnavailableError extends Error {
 export interface DependencyGuardOptions {
   /** Named in logs, metrics-free errors and /readyz: `kafka`, `redis`, `database`. */
   name: string;
+  /** What the dependency is to a client, as an error's detail names it: `The usage log`. */
+  label: string;
   /** How long a call may wait for the dependency's answer before the dependency is suspected. */
   waitMs: number;
   /**
@@ -82,7 +91,7 @@ export class DependencyGuard {
     if (this.downSince !== undefined) {
       this.refusedSinceSummary++;
       this.refusedTotal++;
-      return Promise.reject(new DependencyUnavailableError(this.options.name, this.reason));
+      return Promise.reject(this.unavailable(this.reason));
     }
     this.watch();
     return new Promise<T>((resolve, reject) => {
@@ -110,11 +119,22 @@ export class DependencyGuard {
           if (answered) return;
           answered = true;
           this.waiting.delete(waiting);
-          if (this.options.isOutage?.(error)) this.markDown(describe(error));
-          reject(error);
+          if (!this.options.isOutage?.(error)) return reject(error);
+          // The call that finds the outage is answered as every call after it will be.
+          this.markDown(describe(error));
+          reject(this.unavailable(describe(error), error));
         },
       );
     });
+  }
+
+  private unavailable(reason: string, cause?: unknown): DependencyUnavailableError {
+    return new DependencyUnavailableError(
+      this.options.name,
+      reason,
+      this.options.label,
+      cause === undefined ? undefined : { cause },
+    );
   }
 
   private watch(): void {
@@ -145,7 +165,7 @@ export class DependencyGuard {
     const reason = `no answer within ${this.options.waitMs} ms`;
     if (this.options.whenSlow === 'fail') {
       this.markDown(reason);
-      waiting.giveUp(new DependencyUnavailableError(this.options.name, reason));
+      waiting.giveUp(this.unavailable(reason));
       return;
     }
     this.probing ??= withTimeout(this.options.probe(), this.options.waitMs)
@@ -166,7 +186,7 @@ export class DependencyGuard {
     this.refusedTotal = 0;
     // One line, no stack: the outage is expected to be waited out, not debugged from a trace.
     this.options.log.error({ dependency: this.options.name, reason }, `${this.options.name} unavailable`);
-    const error = new DependencyUnavailableError(this.options.name, reason);
+    const error = this.unavailable(reason);
     for (const waiting of [...this.waiting]) waiting.giveUp(error);
     const summaryMs = this.options.summaryIntervalMs ?? 60_000;
     this.summaryTimer = setInterval(() => {

@@ -31,7 +31,7 @@ const en = {
   attention: (name: string) => `Attn: ${name}`,
   taxId: (id: string) => `Tax ID: ${id}`,
   documentFootnote: (currency: string) =>
-    `Amounts in ${currency}. Line amounts are before tax. The balance is the total less the amount paid.`,
+    `Amounts in ${currency}. Line amounts are before tax. The balance due is the total less the amount paid, while the invoice is open for payment.`,
   documentTitle: (number: string) => `Invoice ${number}`,
   documentSubject: (number: string, customer: string) => `Invoice ${number} for ${customer}`,
   taxNames: {
@@ -106,7 +106,6 @@ const en = {
   } satisfies Record<CreditGrantStatus, string>,
   invoices: 'Invoices',
   noInvoices: 'No invoices yet.',
-  balance: 'Balance',
   documents: 'Documents',
   view: 'View',
   printable: 'Printable',
@@ -123,6 +122,8 @@ const en = {
   notFoundText: 'This link is not valid. Ask the sender for a new one.',
   expiredTitle: 'Link expired',
   expiredText: 'This link has expired. Ask the sender for a new one.',
+  revokedTitle: 'Link no longer valid',
+  revokedText: 'The sender has revoked this link. Ask them for a new one.',
   errorTitle: 'Something went wrong',
   errorText: 'This page could not be shown right now. Try again in a moment.',
 };
@@ -157,7 +158,7 @@ const frCA: Messages = {
   attention: (name) => `À l'attention de : ${name}`,
   taxId: (id) => `No de taxe : ${id}`,
   documentFootnote: (currency) =>
-    `Montants en ${currency}. Les montants des lignes sont avant taxes. Le solde est le total moins le montant payé.`,
+    `Montants en ${currency}. Les montants des lignes sont avant taxes. Le solde dû est le total moins le montant payé, tant que la facture est payable.`,
   documentTitle: (number) => `Facture ${number}`,
   documentSubject: (number, customer) => `Facture ${number} pour ${customer}`,
   taxNames: { GST: 'TPS', HST: 'TVH', QST: 'TVQ', PST: 'TVP', 'Sales tax': 'Taxe de vente', Tax: 'Taxe' },
@@ -224,7 +225,6 @@ const frCA: Messages = {
   },
   invoices: 'Factures',
   noInvoices: 'Aucune facture pour le moment.',
-  balance: 'Solde',
   documents: 'Documents',
   view: 'Voir',
   printable: 'Imprimable',
@@ -241,6 +241,8 @@ const frCA: Messages = {
   notFoundText: "Ce lien n'est pas valide. Demandez-en un nouveau à l'expéditeur.",
   expiredTitle: 'Lien expiré',
   expiredText: "Ce lien a expiré. Demandez-en un nouveau à l'expéditeur.",
+  revokedTitle: "Ce lien n'est plus valide",
+  revokedText: "L'expéditeur a révoqué ce lien. Demandez-en un nouveau à l'expéditeur.",
   errorTitle: 'Une erreur est survenue',
   errorText: "Cette page ne peut pas être affichée pour l'instant. Réessayez dans un moment.",
 };

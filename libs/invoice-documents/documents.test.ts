@@ -4,44 +4,45 @@ import { displayAmount, displayDate, displayMoney, displayQuantity } from '../i1
 import type { InvoiceRecord as Invoice } from '../schemas/index.js';
 import { escapeHtml, renderInvoiceHtml } from './html.js';
 import { invoicePdfFilename, renderInvoicePdf, toDejaVu, toNotoSansSc, toWinAnsi } from './pdf.js';
-import { isOverdue, type PrintableInvoice } from './printable-invoice.js';
+import { amountDueOf, isOverdue, type PrintableInvoice } from './printable-invoice.js';
 
 function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
+  const invoice: Invoice = {
+    id: '7d1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
+    object: 'invoice',
+    invoice_number: 'INV-000042',
+    customer_id: 7,
+    subscription_id: 3,
+    invoice_date: '2026-03-01',
+    period_start: '2026-03-01',
+    period_end: '2026-03-31',
+    due_date: '2026-03-31',
+    status: 'POSTED',
+    total: '57.49000000',
+    amount_paid: '0.00000000',
+    amount_refunded: '0.00000000',
+    balance: '57.49000000',
+    tax_amount: '7.50000000',
+    currency: 'CAD',
+    items: [
+      {
+        id: 1,
+        product_id: 2,
+        description: 'Seats',
+        quantity: '1.0000',
+        unit_price: '49.99000000',
+        line_total_pre_tax: '49.99000000',
+        tax_amount: '7.50000000',
+        tax_type: 'GST_QST',
+      },
+    ],
+    created_at: '2026-03-01T00:00:00.000Z',
+    updated_at: '2026-03-01T00:00:00.000Z',
+    ...overrides,
+  };
   return {
     locale: 'en',
-    invoice: {
-      id: '7d1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
-      object: 'invoice',
-      invoice_number: 'INV-000042',
-      customer_id: 7,
-      subscription_id: 3,
-      invoice_date: '2026-03-01',
-      period_start: '2026-03-01',
-      period_end: '2026-03-31',
-      due_date: '2026-03-31',
-      status: 'POSTED',
-      total: '57.49000000',
-      amount_paid: '0.00000000',
-      amount_refunded: '0.00000000',
-      balance: '57.49000000',
-      tax_amount: '7.50000000',
-      currency: 'CAD',
-      items: [
-        {
-          id: 1,
-          product_id: 2,
-          description: 'Seats',
-          quantity: '1.0000',
-          unit_price: '49.99000000',
-          line_total_pre_tax: '49.99000000',
-          tax_amount: '7.50000000',
-          tax_type: 'GST_QST',
-        },
-      ],
-      created_at: '2026-03-01T00:00:00.000Z',
-      updated_at: '2026-03-01T00:00:00.000Z',
-      ...overrides,
-    },
+    invoice,
     seller: {
       name: 'Seller & Co',
       contactName: null,
@@ -59,6 +60,7 @@ function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
     subtotal: '49.99000000',
     taxLines: [],
     overdue: false,
+    amountDue: amountDueOf(invoice),
   };
 }
 
@@ -96,6 +98,30 @@ describe('overdue', () => {
     expect(isOverdue({ ...invoice, status: 'PAID', balance: '0.00000000' }, '2026-04-01')).toBe(false);
     expect(isOverdue({ ...invoice, status: 'DRAFT' }, '2026-04-01')).toBe(false);
     expect(isOverdue({ ...invoice, balance: '0.00000000' }, '2026-04-01')).toBe(false);
+  });
+});
+
+describe('amountDueOf', () => {
+  it('is the balance while a payment can settle the invoice, and nothing once it is closed', () => {
+    const balance = '57.49000000';
+    expect(amountDueOf({ status: 'POSTED', balance })).toBe(balance);
+    expect(amountDueOf({ status: 'PARTIALLY_PAID', balance: '7.49000000' })).toBe('7.49000000');
+    // withdrawn (from a draft or after posting) and draft invoices keep a balance nobody owes
+    for (const status of ['WITHDRAWN', 'DRAFT'] as const) {
+      expect(amountDueOf({ status, balance }), status).toBe('0.00000000');
+    }
+    // a refund never cancels what is owed: a refunded invoice with a balance can still be paid
+    for (const status of ['REFUNDED', 'PARTIALLY_REFUNDED'] as const) {
+      expect(amountDueOf({ status, balance }), status).toBe(balance);
+    }
+    expect(amountDueOf({ status: 'POSTED', balance: '0.00000000' })).toBe('0.00000000');
+  });
+
+  it('is what the printable documents print as the balance due', () => {
+    const withdrawn = printable({ status: 'WITHDRAWN' });
+    expect(withdrawn.amountDue).toBe('0.00000000');
+    const html = renderInvoiceHtml(withdrawn);
+    expect(html).toContain('Balance due</td><td class="num">0.00 CAD</td>');
   });
 });
 

@@ -84,6 +84,7 @@ export function renderInvoiceHtml({
   subtotal,
   taxLines,
   overdue,
+  amountDue,
 }: PrintableInvoice): string {
   const m = messagesFor(locale);
   const amount = (value: string) => escapeHtml(displayAmount(value, locale));
@@ -154,7 +155,7 @@ export function renderInvoiceHtml({
     <tr class="grand"><td>${escapeHtml(m.total)}</td><td class="num">${money(invoice.total)}</td></tr>
     <tr><td>${escapeHtml(m.paid)}</td><td class="num">${money(invoice.amount_paid)}</td></tr>
     ${refunded ? `<tr><td>${escapeHtml(m.refunded)}</td><td class="num">${money(invoice.amount_refunded)}</td></tr>` : ''}
-    <tr class="grand"><td>${escapeHtml(m.balanceDue)}</td><td class="num">${money(invoice.balance)}</td></tr>
+    <tr class="grand"><td>${escapeHtml(m.balanceDue)}</td><td class="num">${money(amountDue)}</td></tr>
   </table>
   <footer>
     <p>${escapeHtml(m.documentFootnote(invoice.currency))}</p>

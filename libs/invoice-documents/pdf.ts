@@ -310,7 +310,7 @@ function drawDocument(
 ): void {
   /** Words and figures of our own, in the document's typeface (whatever font is selected). */
   const text = (value: string) => ts.print(value, FONT);
-  const { locale, invoice, seller, customer, subtotal, taxLines, overdue } = printable;
+  const { locale, invoice, seller, customer, subtotal, taxLines, overdue, amountDue } = printable;
   const date = (value: string) => displayDate(value, locale);
   const left = PAGE_MARGIN;
   const width = doc.page.width - 2 * PAGE_MARGIN;
@@ -366,7 +366,7 @@ function drawDocument(
     ...(parseMoney(invoice.amount_refunded) !== 0n
       ? [{ label: m.refunded, amount: invoice.amount_refunded }]
       : []),
-    { label: m.balanceDue, amount: invoice.balance, strong: true },
+    { label: m.balanceDue, amount: amountDue, strong: true },
   ];
   // room for the largest amount stored (999,999,999,999.99999999) and its currency on one line
   const labelX = left + width - 300;

@@ -1,4 +1,4 @@
-import { federalGstOf, federalGstOfSubtotal } from '../billing/index.js';
+import { canMoveInvoice, federalGstOf, federalGstOfSubtotal } from '../billing/index.js';
 import { getCustomer } from '../customers/index.js';
 import type { Queryable } from '../db/index.js';
 import type { Locale } from '../i18n/index.js';
@@ -29,6 +29,8 @@ export interface PrintableInvoice {
   taxLines: TaxLine[];
   /** Derived, never a status: POSTED or PARTIALLY_PAID, due date passed, balance above zero. */
   overdue: boolean;
+  /** What is left to pay (amountDueOf): the balance while the invoice can be paid, else zero. */
+  amountDue: string;
 }
 
 interface Address {
@@ -136,6 +138,16 @@ export function taxLinesOf(invoice: Invoice): TaxLine[] {
   }));
 }
 
+/**
+ * What the customer still owes on an invoice: its balance while a payment can still settle it
+ * (the invoice state machine lets it become PAID), else nothing. A withdrawn or refunded invoice
+ * keeps a balance (total - amount paid, as the API reports it) that nobody is asked to pay.
+ */
+export function amountDueOf(invoice: Pick<Invoice, 'status' | 'balance'>): string {
+  const collectible = canMoveInvoice(invoice.status, 'PAID') && parseMoney(invoice.balance) > 0n;
+  return collectible ? invoice.balance : formatMoney(0n);
+}
+
 export function isOverdue(invoice: Pick<Invoice, 'status' | 'due_date' | 'balance'>, today: string): boolean {
   return (
     (invoice.status === 'POSTED' || invoice.status === 'PARTIALLY_PAID') &&
@@ -179,5 +191,6 @@ export async function loadPrintableInvoice(
     subtotal: formatMoney(addScaled(...invoice.items.map((item) => parseMoney(item.line_total_pre_tax)))),
     taxLines: taxLinesOf(invoice),
     overdue: isOverdue(invoice, now.toISOString().slice(0, 10)),
+    amountDue: amountDueOf(invoice),
   };
 }

@@ -1,5 +1,6 @@
 export {
   HOSTED_INVOICE_PATH,
+  type HostedLinkSigning,
   hostedInvoiceToken,
   hostedInvoiceUrl,
   invoiceIdOfHostedToken,
@@ -8,9 +9,11 @@ export {
 export {
   getInvoice,
   getPublicInvoice,
-  hostedLinkKeyOf,
+  type HostedLinks,
+  hostedLinksOf,
   type InvoiceFilter,
   listInvoices,
+  rotateHostedLink,
   toPublicInvoice,
 } from './invoices.js';
 export { RenderedInvoicePages } from './rendered-pages.js';

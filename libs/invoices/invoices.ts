@@ -32,13 +32,16 @@ function toInvoice(row: InvoiceRow, items: InvoiceItem[]): InvoiceRecord {
   };
 }
 
-/** Items of many invoices in one query, in their printed order. */
+/**
+ * Items of many invoices in one query, in their printed order, keyed by the invoice id as the
+ * database spells it: look them up by the invoice row's own id, never by an id as it was given.
+ */
 async function itemsByInvoice(
   db: Queryable,
   orgId: number,
   invoiceIds: string[],
 ): Promise<Map<string, InvoiceItem[]>> {
-  const grouped = new Map<string, InvoiceItem[]>(invoiceIds.map((id) => [id, []]));
+  const grouped = new Map<string, InvoiceItem[]>();
   if (invoiceIds.length === 0) return grouped;
   const { rows } = await db.query<ItemRow>(
     `SELECT invoice_id, id, product_id, description, quantity, unit_price, line_total_pre_tax, tax_amount, tax_type
@@ -47,7 +50,11 @@ async function itemsByInvoice(
       ORDER BY invoice_id, position, id`,
     [orgId, invoiceIds],
   );
-  for (const { invoice_id, ...item } of rows) grouped.get(invoice_id)?.push(item);
+  for (const { invoice_id, ...item } of rows) {
+    const items = grouped.get(invoice_id);
+    if (items) items.push(item);
+    else grouped.set(invoice_id, [item]);
+  }
   return grouped;
 }
 
@@ -61,8 +68,9 @@ export async function getInvoice(db: Queryable, orgId: number, invoiceId: string
     ]),
     itemsByInvoice(db, orgId, [invoiceId]),
   ]);
-  if (!invoice.rows[0]) throw ApiError.notFound(`Invoice ${invoiceId}`);
-  return toInvoice(invoice.rows[0], items.get(invoiceId) ?? []);
+  const row = invoice.rows[0];
+  if (!row) throw ApiError.notFound(`Invoice ${invoiceId}`);
+  return toInvoice(row, items.get(row.id) ?? []);
 }
 
 export interface InvoiceFilter {
@@ -145,19 +153,44 @@ export async function invoicesWithVersions(
   }));
 }
 
-/** The key the organization signs its hosted invoice links with (migration 010). */
-export async function hostedLinkKeyOf(db: Queryable, orgId: number): Promise<Buffer> {
-  const { rows } = await db.query<{ hosted_link_key: Buffer }>(
-    'SELECT hosted_link_key FROM organizations WHERE id = $1',
-    [orgId],
+/**
+ * How an organization's hosted links are signed: its key (migration 010) and, per invoice, the
+ * link generation (migration 013; invoices not listed are at 0, as nearly all are).
+ */
+export interface HostedLinks {
+  key: Buffer;
+  generations: ReadonlyMap<string, number>;
+}
+
+/** The organization's hosted link signing for `invoiceIds`; read it in the snapshot the invoices are read in. */
+export async function hostedLinksOf(
+  db: Queryable,
+  orgId: number,
+  invoiceIds: string[],
+): Promise<HostedLinks> {
+  const { rows } = await db.query<{
+    hosted_link_key: Buffer;
+    invoice_id: string | null;
+    hosted_link_generation: number | null;
+  }>(
+    `SELECT o.hosted_link_key, i.id AS invoice_id, i.hosted_link_generation
+       FROM organizations o
+       LEFT JOIN invoices i ON i.org_id = o.id AND i.id = ANY($2::uuid[]) AND i.hosted_link_generation > 0
+      WHERE o.id = $1`,
+    [orgId, invoiceIds],
   );
   if (!rows[0]) throw ApiError.notFound(`Organization ${orgId}`);
-  return rows[0].hosted_link_key;
+  const generations = new Map<string, number>();
+  for (const row of rows) {
+    if (row.invoice_id !== null) generations.set(row.invoice_id, row.hosted_link_generation!);
+  }
+  return { key: rows[0].hosted_link_key, generations };
 }
 
 /** The public invoice: the record with its hosted page's link under `baseUrl`. */
-export function toPublicInvoice(record: InvoiceRecord, baseUrl: string, key: Buffer): Invoice {
-  return { ...record, hosted_url: hostedInvoiceUrl(baseUrl, record.id, key) };
+export function toPublicInvoice(record: InvoiceRecord, baseUrl: string, links: HostedLinks): Invoice {
+  const generation = links.generations.get(record.id) ?? 0;
+  return { ...record, hosted_url: hostedInvoiceUrl(baseUrl, record.id, { key: links.key, generation }) };
 }
 
 /** GET /invoices/{id}: the invoice as the public API shows it, links under `baseUrl`. */
@@ -167,6 +200,29 @@ export async function getPublicInvoice(
   invoiceId: string,
   baseUrl: string,
 ): Promise<Invoice> {
-  const [record, key] = await Promise.all([getInvoice(db, orgId, invoiceId), hostedLinkKeyOf(db, orgId)]);
-  return toPublicInvoice(record, baseUrl, key);
+  const [record, links] = await Promise.all([
+    getInvoice(db, orgId, invoiceId),
+    hostedLinksOf(db, orgId, isUuid(invoiceId) ? [invoiceId] : []),
+  ]);
+  return toPublicInvoice(record, baseUrl, links);
+}
+
+/**
+ * A new hosted link for the invoice: every earlier one stops opening it (its signature no longer
+ * checks out) and hosted_url is the new one. The organization's other links are untouched.
+ */
+export async function rotateHostedLink(
+  db: Queryable,
+  orgId: number,
+  invoiceId: string,
+  baseUrl: string,
+): Promise<Invoice> {
+  if (!isUuid(invoiceId)) throw ApiError.notFound(`Invoice ${invoiceId}`);
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE invoices SET hosted_link_generation = hosted_link_generation + 1, updated_at = now()
+      WHERE org_id = $1 AND id = $2 RETURNING id`,
+    [orgId, invoiceId],
+  );
+  if (!rows[0]) throw ApiError.notFound(`Invoice ${invoiceId}`);
+  return getPublicInvoice(db, orgId, rows[0].id, baseUrl);
 }

@@ -2,7 +2,7 @@ import type { Database } from '../db/index.js';
 import { ListTotalReader, readPage } from '../list-pages/index.js';
 import { Invoice, jsonWriter, type PaginationQuery } from '../schemas/index.js';
 import {
-  hostedLinkKeyOf,
+  hostedLinksOf,
   type InvoiceFilter,
   invoiceList,
   invoicesWithVersions,
@@ -55,17 +55,15 @@ export class RenderedInvoicePages {
     const items: (Buffer | undefined)[] = rows.map((row) => this.held(row.id, row.version, baseUrl));
     const missing = rows.filter((_, i) => items[i] === undefined).map((row) => row.id);
     if (missing.length > 0) {
-      const [read, key] = await Promise.all([
-        this.db.transaction((tx) => invoicesWithVersions(tx, orgId, missing), {
-          readOnly: true,
-          isolation: 'repeatable read',
-        }),
-        hostedLinkKeyOf(this.db, orgId),
-      ]);
+      // the links in the snapshot the invoices are read in: a rendering of a version carries that version's link
+      const [read, links] = await this.db.transaction(
+        (tx) => Promise.all([invoicesWithVersions(tx, orgId, missing), hostedLinksOf(tx, orgId, missing)]),
+        { readOnly: true, isolation: 'repeatable read' },
+      );
       const written = new Map(
         read.map(({ invoice, version }) => [
           invoice.id,
-          this.hold(toPublicInvoice(invoice, baseUrl, key), version, baseUrl),
+          this.hold(toPublicInvoice(invoice, baseUrl, links), version, baseUrl),
         ]),
       );
       rows.forEach((row, i) => {

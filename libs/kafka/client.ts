@@ -68,19 +68,28 @@ class RepeatedLines {
   }
 }
 
+/** kafkajs' errors for a broker that cannot be reached, went away or did not answer in time. */
+const OUTAGE_ERRORS = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSTimeout',
+  'KafkaJSLockTimeout',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSNoBrokerAvailableError',
+]);
+/** Socket errors of a connection refused, reset or timed out (below kafkajs' own errors). */
+const SOCKET_ERROR_CODES =
+  /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN)$/;
+
 /**
  * A failure of the broker connection itself (refused, lost, timed out, or retries of those
  * exhausted), as opposed to a broker's refusal of one request: the first is an outage of the log.
  */
 export function isKafkaOutage(error: unknown): boolean {
   for (let cause = error, depth = 0; cause instanceof Error && depth < 5; depth++) {
-    if (
-      cause.name === 'KafkaJSConnectionError' ||
-      cause.name === 'KafkaJSConnectionClosedError' ||
-      cause.name === 'KafkaJSRequestTimeoutError' ||
-      cause.name === 'KafkaJSBrokerNotFound' ||
-      cause.name === 'KafkaJSNoBrokerAvailableError'
-    ) {
+    const code = (cause as { code?: unknown }).code;
+    if (OUTAGE_ERRORS.has(cause.name) || (typeof code === 'string' && SOCKET_ERROR_CODES.test(code))) {
       return true;
     }
     cause = (cause as { cause?: unknown }).cause;

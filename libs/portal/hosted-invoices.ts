@@ -20,9 +20,9 @@ export type HostedInvoiceAccess =
   | { kind: 'unknown' };
 
 /**
- * The invoice a hosted link opens. A link whose signature does not check out, or that names a
- * draft (not yet issued to anyone), opens nothing; one of an invoice closed more than 90 days ago
- * has expired.
+ * The invoice a hosted link opens. A link whose signature does not check out, or that names an
+ * invoice never issued (a draft, or a draft withdrawn before posting), opens nothing; one of an
+ * invoice closed more than 90 days ago has expired.
  */
 export async function openHostedInvoice(
   db: Queryable,
@@ -34,13 +34,15 @@ export async function openHostedInvoice(
   const { rows } = await db.query<{
     org_id: number;
     customer_id: number;
-    status: string;
+    posted_at: Date | null;
     closed_at: Date | null;
     hosted_link_key: Buffer;
+    hosted_link_generation: number;
     country: string;
     state_province: string | null;
   }>(
-    `SELECT i.org_id, i.customer_id, i.status, i.closed_at, o.hosted_link_key, c.country, c.state_province
+    `SELECT i.org_id, i.customer_id, i.posted_at, i.closed_at, o.hosted_link_key, i.hosted_link_generation,
+            c.country, c.state_province
        FROM invoices i
        JOIN organizations o ON o.id = i.org_id
        JOIN customers c ON c.org_id = i.org_id AND c.id = i.customer_id
@@ -48,7 +50,11 @@ export async function openHostedInvoice(
     [invoiceId],
   );
   const invoice = rows[0];
-  if (!invoice || !isHostedTokenOf(token, invoice.hosted_link_key) || invoice.status === 'DRAFT') {
+  if (
+    !invoice ||
+    !isHostedTokenOf(token, { key: invoice.hosted_link_key, generation: invoice.hosted_link_generation }) ||
+    invoice.posted_at === null
+  ) {
     return { kind: 'unknown' };
   }
   const validUntil = invoice.closed_at

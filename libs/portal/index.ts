@@ -14,6 +14,7 @@ export {
   PORTAL_SESSION_TTL,
   type PortalAccess,
   type PortalSessionRecord,
+  revokePortalSession,
 } from './sessions.js';
 export { PORTAL_CSS, PORTAL_CSS_PATH, PORTAL_ICON, PORTAL_ICON_PATH } from './stylesheet.js';
 export { type PortalUsage, type PortalUsageSource, portalUsageSource } from './usage-source.js';

@@ -6,7 +6,7 @@ import {
   type Messages,
   messagesFor,
 } from '../i18n/index.js';
-import { escapeHtml, isOverdue, type PrintableInvoice } from '../invoice-documents/index.js';
+import { amountDueOf, escapeHtml, isOverdue, type PrintableInvoice } from '../invoice-documents/index.js';
 import type { InvoiceRecord, Subscription } from '../schemas/index.js';
 import { renderUsageChart } from './chart.js';
 import { PORTAL_CSS_PATH, PORTAL_ICON_PATH } from './stylesheet.js';
@@ -213,7 +213,7 @@ export function renderPortalHome(view: PortalHome): string {
 <td class="hide-narrow">${html(displayDate(invoice.invoice_date, locale))}</td>
 <td>${statusBadge(invoice, m, view.today)}</td>
 <td class="num">${money(invoice.total)}</td>
-<td class="num">${money(invoice.balance)}</td>
+<td class="num">${money(amountDueOf(invoice))}</td>
 <td>${html(displayDate(invoice.due_date, locale))}</td>
 <td class="docs"><a href="${html(pageLink(base, links.printable, locale))}" aria-label="${html(m.printableOf(invoice.invoice_number))}">${html(m.printable)}</a><a href="${html(pageLink(base, links.pdf, locale))}" aria-label="${html(m.pdfOf(invoice.invoice_number))}" download>${html(m.pdf)}</a></td>
 </tr>`;
@@ -223,7 +223,7 @@ export function renderPortalHome(view: PortalHome): string {
     view.invoices.length === 0
       ? `<p class="note">${html(m.noInvoices)}</p>`
       : `<table>
-<thead><tr><th scope="col">${html(m.invoiceNumber)}</th><th scope="col" class="hide-narrow">${html(m.invoiceDate)}</th><th scope="col">${html(m.status)}</th><th scope="col" class="num">${html(m.total)}</th><th scope="col" class="num">${html(m.balance)}</th><th scope="col">${html(m.dueDate)}</th><th scope="col">${html(m.documents)}</th></tr></thead>
+<thead><tr><th scope="col">${html(m.invoiceNumber)}</th><th scope="col" class="hide-narrow">${html(m.invoiceDate)}</th><th scope="col">${html(m.status)}</th><th scope="col" class="num">${html(m.total)}</th><th scope="col" class="num">${html(m.balanceDue)}</th><th scope="col">${html(m.dueDate)}</th><th scope="col">${html(m.documents)}</th></tr></thead>
 <tbody>
 ${invoiceRows}
 </tbody>
@@ -294,7 +294,7 @@ export function renderInvoicePage({ base, path, printable, links, back, footer }
 <dt>${html(m.dueDate)}</dt><dd>${html(displayDate(invoice.due_date, locale))}</dd>
 <dt>${html(m.period)}</dt><dd>${html(m.periodRange(displayDate(invoice.period_start, locale), displayDate(invoice.period_end, locale)))}</dd>
 <dt>${html(m.total)}</dt><dd>${money(invoice.total)}</dd>
-<dt>${html(m.balanceDue)}</dt><dd>${money(invoice.balance)}</dd>
+<dt>${html(m.balanceDue)}</dt><dd>${money(printable.amountDue)}</dd>
 </dl>
 <p class="actions"><a href="${html(pageLink(base, links.pdf, locale))}" download>${html(m.downloadPdf)}</a><a class="secondary" href="${html(pageLink(base, links.printable, locale))}">${html(m.printVersion)}</a></p>
 </section>
@@ -309,14 +309,14 @@ ${taxes}
 <tr><td>${html(taxLines.length > 0 ? m.totalTax : m.tax)}</td><td class="num">${money(invoice.tax_amount)}</td></tr>
 <tr class="grand"><td>${html(m.total)}</td><td class="num">${money(invoice.total)}</td></tr>
 <tr><td>${html(m.paid)}</td><td class="num">${money(invoice.amount_paid)}</td></tr>
-<tr class="grand"><td>${html(m.balanceDue)}</td><td class="num">${money(invoice.balance)}</td></tr>
+<tr class="grand"><td>${html(m.balanceDue)}</td><td class="num">${money(printable.amountDue)}</td></tr>
 </table>
 </section>`,
     footer: html(footer),
   });
 }
 
-export type ErrorPageKind = 'not-found' | 'expired' | 'unavailable';
+export type ErrorPageKind = 'not-found' | 'expired' | 'revoked' | 'unavailable';
 
 /** An error page that says what happened and shows no data at all. */
 export function renderErrorPage(kind: ErrorPageKind, locale: Locale, base: string): string {
@@ -324,9 +324,11 @@ export function renderErrorPage(kind: ErrorPageKind, locale: Locale, base: strin
   const [title, text] =
     kind === 'expired'
       ? [m.expiredTitle, m.expiredText]
-      : kind === 'not-found'
-        ? [m.notFoundTitle, m.notFoundText]
-        : [m.errorTitle, m.errorText];
+      : kind === 'revoked'
+        ? [m.revokedTitle, m.revokedText]
+        : kind === 'not-found'
+          ? [m.notFoundTitle, m.notFoundText]
+          : [m.errorTitle, m.errorText];
   return layout({
     locale,
     base,

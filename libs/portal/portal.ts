@@ -1,8 +1,7 @@
 import type { Queryable } from '../db/index.js';
 import { displayDate, type Locale, messagesFor } from '../i18n/index.js';
 import { loadPrintableInvoice, type PrintableInvoice } from '../invoice-documents/index.js';
-import { getInvoice } from '../invoices/index.js';
-import type { InvoiceRecord } from '../schemas/index.js';
+import { type InvoiceRecord, isUuid } from '../schemas/index.js';
 import { listSubscriptions } from '../subscriptions/index.js';
 import type { HostedInvoiceAccess } from './hosted-invoices.js';
 import { type InvoiceLinks, type InvoiceSummary, renderInvoicePage, renderPortalHome } from './pages.js';
@@ -34,16 +33,23 @@ export function hostedInvoiceLinks(token: string): InvoiceLinks {
 }
 
 /**
- * The customer's issued invoices, newest first, in one query on the (org_id, customer_id,
- * created_at, id) index: a draft is not issued yet, and its customer does not see it.
+ * Which invoices a customer sees: those ever issued to them (posted_at is set when an invoice is
+ * posted and never cleared). A draft was never sent, so neither it nor a draft withdrawn before
+ * posting is shown, whatever its status says now.
+ */
+const ISSUED = 'posted_at IS NOT NULL';
+
+/**
+ * The customer's issued invoices, newest first by invoice date, as a person reads a list of bills
+ * (an invoice of an earlier period may be created after a later one, and numbered after it).
  */
 async function issuedInvoices(db: Queryable, orgId: number, customerId: number): Promise<InvoiceSummary[]> {
   const { rows } = await db.query<InvoiceSummary>(
     `SELECT id, invoice_number, invoice_date, due_date, status, total,
             (total - amount_paid)::numeric(20, 8) AS balance, currency
        FROM invoices
-      WHERE org_id = $1 AND customer_id = $2 AND status <> 'DRAFT'
-      ORDER BY created_at DESC, id DESC
+      WHERE org_id = $1 AND customer_id = $2 AND ${ISSUED}
+      ORDER BY invoice_date DESC, created_at DESC, id DESC
       LIMIT ${PAGE_LIMIT}`,
     [orgId, customerId],
   );
@@ -95,7 +101,7 @@ export async function portalHomePage(
 
 /**
  * The printable invoice `invoiceId` if the session's customer may see it: the organization's,
- * the customer's, issued (not a draft). Anything else is not found, exactly like an unknown id.
+ * the customer's, ever issued (see ISSUED). Anything else is not found, exactly like an unknown id.
  */
 export async function portalPrintableInvoice(
   db: Queryable,
@@ -103,14 +109,13 @@ export async function portalPrintableInvoice(
   invoiceId: string,
   request: PageRequest,
 ): Promise<PrintableInvoice | undefined> {
-  let invoice: InvoiceRecord;
-  try {
-    invoice = await getInvoice(db, access.orgId, invoiceId);
-  } catch {
-    return undefined;
-  }
-  if (invoice.customer_id !== access.customerId || invoice.status === 'DRAFT') return undefined;
-  return loadPrintableInvoice(db, access.orgId, invoiceId, { locale: request.locale, now: request.now });
+  if (!isUuid(invoiceId)) return undefined;
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM invoices WHERE org_id = $1 AND id = $2 AND customer_id = $3 AND ${ISSUED}`,
+    [access.orgId, invoiceId, access.customerId],
+  );
+  if (!rows[0]) return undefined;
+  return loadPrintableInvoice(db, access.orgId, rows[0].id, { locale: request.locale, now: request.now });
 }
 
 /** An invoice's page opened from a portal session (with a way back) or from its hosted link. */

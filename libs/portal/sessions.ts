@@ -1,7 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { getCustomer } from '../customers/index.js';
 import type { Queryable } from '../db/index.js';
+import { ApiError } from '../errors/index.js';
 import { defaultLocaleOf, type Locale } from '../i18n/index.js';
+import { isUuid } from '../schemas/index.js';
 
 /*
  * A portal session token is `pst_` + 32 random bytes (256 bits) in base64url. Only its SHA-256 is
@@ -68,6 +70,25 @@ export async function createPortalSession(
   };
 }
 
+/**
+ * Revokes a session of the organization: its link opens nothing from then on (a page saying so,
+ * 410). A session revoked already, another organization's or an unknown id is a 404.
+ */
+export async function revokePortalSession(
+  db: Queryable,
+  orgId: number,
+  sessionId: string,
+  now = new Date(),
+): Promise<void> {
+  const { rowCount } = isUuid(sessionId)
+    ? await db.query(
+        'UPDATE portal_sessions SET revoked_at = $3 WHERE org_id = $1 AND id = $2 AND revoked_at IS NULL',
+        [orgId, sessionId, now],
+      )
+    : { rowCount: 0 };
+  if (!rowCount) throw ApiError.notFound(`Portal session ${sessionId}`);
+}
+
 /** What a link opens: one customer of one organization, or nothing (and why). */
 export type PortalAccess =
   | {
@@ -81,6 +102,7 @@ export type PortalAccess =
       customerName: string;
     }
   | { kind: 'expired' }
+  | { kind: 'revoked' }
   | { kind: 'unknown' };
 
 export async function openPortalSession(
@@ -94,10 +116,12 @@ export async function openPortalSession(
     customer_id: number;
     locale: Locale;
     expires_at: Date;
+    revoked_at: Date | null;
     organization_name: string;
     customer_name: string;
   }>(
-    `SELECT s.org_id, s.customer_id, s.locale, s.expires_at, o.name AS organization_name, c.name AS customer_name
+    `SELECT s.org_id, s.customer_id, s.locale, s.expires_at, s.revoked_at, o.name AS organization_name,
+            c.name AS customer_name
        FROM portal_sessions s
        JOIN organizations o ON o.id = s.org_id
        JOIN customers c ON c.org_id = s.org_id AND c.id = s.customer_id
@@ -106,6 +130,8 @@ export async function openPortalSession(
   );
   const session = rows[0];
   if (!session) return { kind: 'unknown' };
+  if (session.revoked_at !== null) return { kind: 'revoked' };
+  // a session is valid before its expiry instant, not at it
   if (session.expires_at.getTime() <= now.getTime()) return { kind: 'expired' };
   return {
     kind: 'granted',

@@ -35,6 +35,7 @@ export async function connectRedis(url: string, commandTimeoutMs: number): Promi
 export function redisGuard(redis: Client, commandTimeoutMs: number, log: Logger): DependencyGuard {
   return new DependencyGuard({
     name: 'redis',
+    label: 'The rate-limit and idempotency store',
     waitMs: commandTimeoutMs,
     whenSlow: 'fail',
     probe: () => redis.ping(),

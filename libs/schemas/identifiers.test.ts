@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { isUuid, newRequestId, parseIntegerId, requestIdFrom } from './identifiers.js';
+import {
+  canonicalUuid,
+  isUuid,
+  newRequestId,
+  parseIntegerId,
+  requestIdFrom,
+  uuidPathId,
+} from './identifiers.js';
+import { uuidInput } from './primitives.js';
 
 const GIVEN = '0F8FAD5B-D9CB-469F-A165-70867728950E';
 
@@ -10,6 +18,21 @@ describe('isUuid', () => {
     for (const other of ['', `${GIVEN}0`, GIVEN.replaceAll('-', ''), `{${GIVEN}}`, GIVEN.replace('F', 'g')]) {
       expect(isUuid(other), other).toBe(false);
     }
+  });
+});
+
+describe('canonical UUIDs', () => {
+  it('spells a UUID in lower case, as Postgres prints it, and leaves anything else as it is', () => {
+    expect(canonicalUuid(GIVEN)).toBe(GIVEN.toLowerCase());
+    expect(canonicalUuid(GIVEN.toLowerCase())).toBe(GIVEN.toLowerCase());
+    for (const other of ['nope', `${GIVEN} `, 'INV-000001']) expect(canonicalUuid(other)).toBe(other);
+  });
+
+  it('is what a path id and a query or flag UUID parse to', () => {
+    expect(uuidPathId.parse(GIVEN)).toBe(GIVEN.toLowerCase());
+    expect(uuidPathId.parse('not-a-uuid')).toBe('not-a-uuid');
+    expect(uuidInput.parse(GIVEN)).toBe(GIVEN.toLowerCase());
+    expect(uuidInput.safeParse('not-a-uuid').success).toBe(false);
   });
 });
 

@@ -18,6 +18,17 @@ export function isUuid(value: string): boolean {
 }
 
 /**
+ * The one spelling of a UUID: lower case, as Postgres prints it. Postgres finds a row by a UUID in
+ * either case, so an id compared or used as a key in memory must be this spelling, or the row
+ * found is not matched with its own parts (an invoice read without its lines). Every way an id
+ * comes in (path, query, body, console flags, portal links) canonicalizes it once, here; anything
+ * that is not a UUID is left as it is (it names nothing: a 404).
+ */
+export function canonicalUuid(value: string): string {
+  return UUID.test(value) ? value.toLowerCase() : value;
+}
+
+/**
  * The request id of an answer (X-Request-ID, the error body's `request_id`): a caller's own
  * X-Request-ID is kept when it is a UUID (the contract's type), lower-cased, so logs on both sides
  * line up; anything else gets a fresh one. Both front ends call this.
@@ -44,10 +55,10 @@ export const integerPathId = z.string().meta({
   description: 'A positive integer id. Any other value answers 404, like an id that does not exist.',
 });
 
-/** `{invoice_id}`-style path parameter: a UUID; anything else is a 404. */
-export const uuidPathId = z.string().meta({
+/** `{invoice_id}`-style path parameter: a UUID in either case (canonicalized); anything else is a 404. */
+export const uuidPathId = z.string().overwrite(canonicalUuid).meta({
   format: 'uuid',
-  description: 'A UUID. Any other value answers 404, like an id that does not exist.',
+  description: 'A UUID, in either case. Any other value answers 404, like an id that does not exist.',
 });
 
 /**

@@ -13,6 +13,7 @@ export {
 export { CreateCustomer, Customer, UpdateCustomer } from './customer.js';
 export { ErrorBody, FieldError } from './error.js';
 export {
+  canonicalUuid,
   integerIdQuery,
   integerPathId,
   isUuid,
@@ -58,6 +59,8 @@ export {
   date,
   dateTime,
   decimal8,
+  HORIZON_MESSAGE,
+  HORIZON_MS,
   inputDate,
   integerId,
   integerIdParam,
@@ -67,7 +70,7 @@ export {
   storableText,
   UNSTORABLE_MESSAGE,
   uuid,
-  uuidParam,
+  uuidInput,
 } from './primitives.js';
 export {
   BILLING_PERIODS,

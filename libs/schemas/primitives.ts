@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BILLABLE_CURRENCIES, isBillableCurrency } from '../money/index.js';
+import { canonicalUuid } from './identifiers.js';
 
 /** Money: a decimal string with exactly 8 fractional digits, never a JSON number. */
 export const money = z
@@ -21,6 +22,15 @@ export const quantity4 = z
 
 export const dateTime = z.iso.datetime().meta({ description: 'ISO 8601 UTC date-time.' });
 export const date = z.iso.date().meta({ description: 'Date, YYYY-MM-DD.' });
+/**
+ * The service's horizon: what a client schedules (a usage event's timestamp, a subscription's
+ * start) happens before it, so that every date derived from it (period and term ends, trial
+ * ends, the day after) is one every store and the JSON date format hold: ClickHouse's DateTime
+ * ends in 2106, and ISO 8601 dates without a sign end with year 9999.
+ */
+export const HORIZON_MS = Date.UTC(2100, 0, 1);
+export const HORIZON_MESSAGE = 'Must be before 2100-01-01T00:00:00Z.';
+
 /** A date given by a client: also one Postgres can hold (it has no year 0000). */
 export const inputDate = z.iso.date().refine((value) => !value.startsWith('0000'), {
   message: 'Must be a date from year 0001 on.',
@@ -40,8 +50,11 @@ export const integerId = z.number().int().positive();
 
 /** Path parameter that must be a positive integer; anything else is a 422 naming the parameter. */
 export const integerIdParam = z.coerce.number().int().positive();
-/** Path parameter that must be a UUID. */
-export const uuidParam = z.uuid();
+/**
+ * A UUID a client names a record by where a malformed one is its mistake to fix (a query filter, a
+ * console flag): 422 naming the field; either case, canonicalized (see canonicalUuid).
+ */
+export const uuidInput = z.uuid().overwrite(canonicalUuid);
 
 /** ISO 3166-1 alpha-2: the 249 assigned codes, and XK (Kosovo), which payment networks use. */
 const COUNTRY_CODES = new Set(

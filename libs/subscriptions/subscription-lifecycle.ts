@@ -25,6 +25,8 @@ import { regionProblem } from '../regions/index.js';
 import {
   BILLING_PERIODS,
   type BillingPeriod,
+  HORIZON_MESSAGE,
+  HORIZON_MS,
   type Subscription,
   type SubscriptionStatus,
 } from '../schemas/index.js';
@@ -74,6 +76,15 @@ export const NewSubscription = z
         code: 'custom',
         path: ['initial_term_months'],
         message: 'Only a termed subscription has an initial term.',
+      });
+    }
+    // the dates derived from the start (its periods, trial and term) must stay ones every store holds
+    if (data.start_date !== undefined && !(data.start_date.getTime() < HORIZON_MS)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['start_date'],
+        message: HORIZON_MESSAGE,
+        params: { code: 'out_of_range' },
       });
     }
   });

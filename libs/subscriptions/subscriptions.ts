@@ -68,13 +68,13 @@ export function toSubscription(
   };
 }
 
-/** Items of many subscriptions in one query, in creation order. */
+/** Items of many subscriptions in one query, in creation order, keyed by the subscription row's id. */
 async function itemsBySubscription(
   db: Queryable,
   orgId: number,
   subscriptionIds: number[],
 ): Promise<Map<number, SubscriptionItem[]>> {
-  const grouped = new Map<number, SubscriptionItem[]>(subscriptionIds.map((id) => [id, []]));
+  const grouped = new Map<number, SubscriptionItem[]>();
   if (subscriptionIds.length === 0) return grouped;
   const { rows } = await db.query<ItemRow>(
     `SELECT si.subscription_id, si.id, si.product_id, p.name AS product_name, si.quantity, si.unit_price,
@@ -84,7 +84,11 @@ async function itemsBySubscription(
       ORDER BY si.subscription_id, si.id`,
     [orgId, subscriptionIds],
   );
-  for (const { subscription_id, ...item } of rows) grouped.get(subscription_id)?.push(item);
+  for (const { subscription_id, ...item } of rows) {
+    const items = grouped.get(subscription_id);
+    if (items) items.push(item);
+    else grouped.set(subscription_id, [item]);
+  }
   return grouped;
 }
 
@@ -127,8 +131,9 @@ export async function getSubscription(
     itemsBySubscription(db, orgId, [id]),
     pendingChanges(db, orgId, [id]),
   ]);
-  if (!subscription.rows[0]) throw ApiError.notFound(`Subscription ${subscriptionId}`);
-  return toSubscription(subscription.rows[0], items.get(id) ?? [], pending.get(id) ?? null);
+  const row = subscription.rows[0];
+  if (!row) throw ApiError.notFound(`Subscription ${subscriptionId}`);
+  return toSubscription(row, items.get(row.id) ?? [], pending.get(row.id) ?? null);
 }
 
 export interface SubscriptionFilter {

@@ -124,7 +124,8 @@ export async function getWebhookEvent(
 
 /**
  * A manual retry: a FAILED or RETRYING event becomes RETRYING, due now, and the dispatcher makes
- * one attempt at once. A FAILED event gets exactly one more attempt (max_attempts = attempts + 1,
+ * one attempt at once, or as soon as the events sent again before it that happened earlier are
+ * done (`ordered`, see WAITS_ITS_TURN). A FAILED event gets exactly one more attempt (max_attempts = attempts + 1,
  * also when it failed before using them all, its endpoint disabled midway); a RETRYING one keeps
  * its remaining automatic retries. The spec accepts a retry of any FAILED or RETRYING event, so
  * one whose endpoint is disabled or deleted is accepted too: the dispatcher then ends it FAILED
@@ -145,7 +146,7 @@ export async function retryWebhookEvent(db: Database, orgId: number, eventId: st
       throw ApiError.conflict('The event is pending its first attempt; it cannot be retried yet.');
     }
     const updated = await tx.query<EventRow>(
-      `UPDATE webhook_events SET status = 'RETRYING', next_attempt_at = now(),
+      `UPDATE webhook_events SET status = 'RETRYING', next_attempt_at = now(), ordered = true,
          max_attempts = CASE WHEN status = 'FAILED' THEN attempts + 1 ELSE max_attempts END,
          updated_at = now()
        WHERE org_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
@@ -159,8 +160,8 @@ export async function retryWebhookEvent(db: Database, orgId: number, eventId: st
 
 /**
  * Gives every FAILED event of the endpoint created at or after `since` a new series of attempts:
- * the same id and bytes, `seriesLength` more attempts spaced as the first ones were, due now in
- * the order the events were created. Only FAILED events move, so calling again while they are
+ * the same id and bytes, `seriesLength` more attempts spaced as the first ones were, sent one at a
+ * time in the order the events happened (`ordered`, see WAITS_ITS_TURN). Only FAILED events move, so calling again while they are
  * queued queues nothing twice (concurrent calls included: the second waits for the first's row
  * locks and then finds them RETRYING). A DISABLED endpoint receives nothing, so recovering to
  * it is a 409: enable it first.
@@ -187,13 +188,10 @@ export async function recoverWebhookEvents(
       `UPDATE webhook_events e SET status = 'RETRYING',
          series_first_attempt = e.attempts + 1,
          max_attempts = e.attempts + $4,
-         next_attempt_at = now() + (f.position - 1) * interval '1 microsecond',
+         next_attempt_at = now(),
+         ordered = true,
          updated_at = now()
-       FROM (
-         SELECT id, row_number() OVER (ORDER BY created_at, id) AS position FROM webhook_events
-         WHERE org_id = $1 AND endpoint_id = $2 AND status = 'FAILED' AND created_at >= $3
-       ) f
-       WHERE e.id = f.id AND e.status = 'FAILED'`,
+       WHERE org_id = $1 AND endpoint_id = $2 AND status = 'FAILED' AND created_at >= $3`,
       [orgId, endpointId, input.since, series.seriesLength],
     );
     const queued = rowCount ?? 0;

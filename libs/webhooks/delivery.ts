@@ -75,6 +75,20 @@ export interface UndeliverableDelivery {
  */
 export const WEBHOOK_EVENT_DUE_CHANNEL = 'webhook_event_due';
 
+/**
+ * An event sent again (recover, manual retry: `ordered`) waits while an earlier ordered event of
+ * its endpoint is still PENDING or RETRYING, in flight or between its attempts: ordered events of
+ * one endpoint go out one at a time, in order of occurrence (outbox_id: the order the domain
+ * events were emitted in, also within one transaction; then id). Each attempt's end unblocks the
+ * next by the event's own status, so no path that ends an event has to hand over to the next.
+ * `w` is the event's alias in the query.
+ */
+export const WAITS_ITS_TURN = `w.ordered AND EXISTS (
+  SELECT 1 FROM webhook_events earlier
+   WHERE earlier.endpoint_id = w.endpoint_id AND earlier.ordered
+     AND earlier.status IN ('PENDING', 'RETRYING')
+     AND (earlier.outbox_id, earlier.id) < (w.outbox_id, w.id))`;
+
 interface ClaimedRow {
   id: string;
   org_id: number;
@@ -112,9 +126,10 @@ export async function claimDueDeliveries(
        SELECT * FROM unnest($3::uuid[], $4::int[]) AS b (endpoint_id, attempting)
      ),
      candidates AS (
-       SELECT id, endpoint_id, next_attempt_at FROM webhook_events
+       SELECT id, endpoint_id, next_attempt_at FROM webhook_events w
        WHERE status IN ('PENDING', 'RETRYING') AND next_attempt_at <= now()
          AND endpoint_id NOT IN (SELECT endpoint_id FROM busy WHERE attempting >= $5)
+         AND NOT (${WAITS_ITS_TURN})
        ORDER BY next_attempt_at
        LIMIT $1 * 4
      ),

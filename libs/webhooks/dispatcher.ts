@@ -10,6 +10,7 @@ import {
   judge,
   type PendingDelivery,
   recordUndeliverable,
+  WAITS_ITS_TURN,
   WEBHOOK_EVENT_DUE_CHANNEL,
 } from './delivery.js';
 import { forgetExpiredSecrets } from './endpoints.js';
@@ -232,11 +233,14 @@ export class WebhookDispatcher {
     return due.length;
   }
 
-  /** Milliseconds until the earliest due (or leased) event, capped by the poll interval. */
+  /**
+   * Milliseconds until the earliest due (or leased) event, capped by the poll interval. An event
+   * waiting for its turn is not due: the attempt before it ending wakes the loop.
+   */
   private async msUntilNextDue(): Promise<number> {
     const { rows } = await this.db.query<{ ms: number | null }>(
       `SELECT (EXTRACT(EPOCH FROM min(next_attempt_at) - now()) * 1000)::float8 AS ms
-       FROM webhook_events WHERE status IN ('PENDING', 'RETRYING')`,
+       FROM webhook_events w WHERE status IN ('PENDING', 'RETRYING') AND NOT (${WAITS_ITS_TURN})`,
     );
     const ms = rows[0]?.ms;
     if (ms === null || ms === undefined) return this.settings.pollMs;

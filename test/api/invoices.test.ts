@@ -292,6 +292,7 @@ describe('GET /invoices/{invoice_id}/transactions', () => {
           'status',
           'reference',
           'note',
+          'credit_grant_id',
           'created_at',
         ].sort(),
       );

@@ -323,11 +323,10 @@ describe('hosted invoice links', () => {
       'SELECT hosted_link_key FROM organizations WHERE id = $1',
       [other.orgId],
     );
-    const forged = hostedInvoiceUrl(
-      new URL(url).origin,
-      scenario.invoices.POSTED.id,
-      rows[0]!.hosted_link_key,
-    );
+    const forged = hostedInvoiceUrl(new URL(url).origin, scenario.invoices.POSTED.id, {
+      key: rows[0]!.hosted_link_key,
+      generation: 0,
+    });
     expect((await open(api, forged)).statusCode).toBe(404);
     expect((await open(api, await hostedUrlOf(otherOrgInvoice.id, other.apiKey))).statusCode).toBe(200);
   });

@@ -220,6 +220,50 @@ describe('usage ingest when Kafka or Redis fail', () => {
     }, 30_000);
   });
 
+  it('answers the first void after Kafka goes down 503 with Retry-After, never 500, and the retry voids it', async () => {
+    const key = freshKey('void-kafka-down');
+    const posted = await stack.frontEnds[0]!.post('/usage/events', {
+      key: org.apiKey,
+      idempotencyKey: key,
+      body: { subscription_item_id: items.metered, quantity: 3 },
+    });
+    expect(posted.status).toBe(201);
+    await eventually(async () => expect(await rowsWithKey(key)).toHaveLength(1));
+    const voidIt = () =>
+      stack.api.request({
+        method: 'POST',
+        path: `/usage/events/${posted.body.data.id}/void`,
+        key: org.apiKey,
+      });
+    await broker.setDown();
+    let refused: Awaited<ReturnType<typeof voidIt>>[];
+    try {
+      // the first call is the one that finds the outage, the second one is refused at once
+      refused = [await voidIt(), await voidIt()];
+    } finally {
+      await broker.setUp();
+    }
+    for (const response of refused) {
+      expect(response.statusCode, response.body).toBe(503);
+      expect(response.json()).toMatchObject({
+        error_code: 'SERVICE_UNAVAILABLE',
+        detail: 'The usage log is unavailable; retry shortly.',
+      });
+      expect(Number(response.headers['retry-after'])).toBeGreaterThan(0);
+    }
+    const stored = await stack.api.platform.db.query('SELECT voided_at FROM usage_events WHERE id = $1', [
+      posted.body.data.id,
+    ]);
+    expect(stored.rows).toEqual([{ voided_at: null }]);
+    await waitRetryAfter({ headers: refused[0]!.headers as Record<string, string> });
+    const voided = await eventually(async () => {
+      const response = await voidIt();
+      expect(response.statusCode, response.body).toBe(200);
+      return response;
+    });
+    expect(voided.json().data.status).toBe('VOIDED');
+  });
+
   describe.each(['uws', 'api'] as const)('through %s', (name) => {
     const frontEnd = (): UsageFrontEnd => stack.frontEnds.find((f) => f.name === name)!;
     const post = (key: string, quantity = 1) =>

@@ -256,6 +256,23 @@ describe('usage read-back, embedded mode', () => {
     expect(exactly93.json().data).toHaveLength(93);
   });
 
+  it('answers the last and the first day a client can name, though the query ends the day after (year 10000)', async () => {
+    const base = `/subscriptions/${subscriptionId}/usage/daily`;
+    // the query's end is the day after `to`: in year 10000 for the last day a client can name
+    const lastDay = await get(`${base}?from=9999-12-31&to=9999-12-31`);
+    expect(lastDay.statusCode, lastDay.body).toBe(200);
+    expect(lastDay.json().data).toEqual([
+      { date: '9999-12-31', subscription_item_id: meteredItem, quantity: '0.00000000' },
+    ]);
+    const lastDays = await get(`${base}?from=9999-10-01&to=9999-12-31`);
+    expect(lastDays.statusCode, lastDays.body).toBe(200);
+    expect(lastDays.json().data).toHaveLength(92);
+    const firstDay = await get(`${base}?from=0001-01-01&to=0001-01-01`);
+    expect(firstDay.json().data).toEqual([
+      { date: '0001-01-01', subscription_item_id: meteredItem, quantity: '0.00000000' },
+    ]);
+  });
+
   it("answers 404 for another organization's subscription or event, on every route", async () => {
     const paths = [
       `/subscriptions/${subscriptionId}/usage`,

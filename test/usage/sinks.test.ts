@@ -10,6 +10,7 @@ import {
   encodeLogMessages,
   KafkaSinkRunner,
   migrateClickHouse,
+  PostgresDailyTotalsAggregator,
   PostgresUsageAggregator,
   PostgresUsageSink,
   type UsageEventRecord,
@@ -180,6 +181,42 @@ describe('usage sinks', () => {
       999: '0.00000000',
     });
     expect(fromClickHouse).toEqual(fromPostgres);
+  });
+
+  it('answers windows reaching past when events can happen (derived bounds: year 10000, before 1970) in every store', async () => {
+    const item = 15;
+    const lastDay = Date.UTC(2099, 11, 31);
+    const events = [
+      usageEvent('late', '2.5', { subscriptionItemId: item, occurredAtMs: lastDay + 3_600_000 }),
+      usageEvent('early', '1', { subscriptionItemId: item, occurredAtMs: 1000 }),
+    ];
+    await postgresSink.write(events);
+    await clickhouseSink.write(events);
+    const dayAfter = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) + 86_400_000);
+    const aggregators = {
+      postgres: postgresTotals,
+      dailyTotals: new PostgresDailyTotalsAggregator(database.db),
+      clickhouse: clickhouseTotals,
+    };
+    for (const [name, aggregator] of Object.entries(aggregators)) {
+      // the day after 9999-12-31: no event can lie there, and no store can hold the bound
+      const far = [new Date('9999-12-31T00:00:00Z'), dayAfter('9999-12-31')] as const;
+      expect(await aggregator.daily(ORG, [item], ...far), name).toEqual([]);
+      expect(Object.fromEntries(await aggregator.totals(ORG, [item], ...far)), name).toEqual({
+        [item]: '0.00000000',
+      });
+      // windows that reach past either end still hold the events inside them
+      const straddling = [new Date(lastDay), dayAfter('9999-12-31')] as const;
+      expect(await aggregator.daily(ORG, [item], ...straddling), name).toEqual([
+        { date: '2099-12-31', subscription_item_id: item, quantity: '2.50000000' },
+      ]);
+      expect((await aggregator.totals(ORG, [item], ...straddling)).get(item), name).toBe('2.50000000');
+      const early = [new Date('0001-01-01T00:00:00Z'), new Date(86_400_000)] as const;
+      expect((await aggregator.totals(ORG, [item], ...early)).get(item), name).toBe('1.00000000');
+      expect(await aggregator.daily(ORG, [item], ...early), name).toEqual([
+        { date: '1970-01-01', subscription_item_id: item, quantity: '1.00000000' },
+      ]);
+    }
   });
 
   it('writes each message of a topic once even when the topic carries it twice, then commits', async () => {

@@ -94,7 +94,7 @@ describe('webhook recovery', () => {
     );
     const byId = new Map(events.map((event) => [event.id, event]));
     expect(new Set(delivered.map((d) => d.headers['webhook-id']))).toEqual(new Set(byId.keys()));
-    // sent in the order the events were created
+    // sent in the order the events happened
     expect(delivered.map((d) => d.headers['webhook-id'])).toEqual(failed.map((event) => event.id));
     for (const delivery of delivered) {
       const event = byId.get(delivery.headers['webhook-id'] as string)!;

@@ -138,10 +138,11 @@ export interface StoredEvent {
   payload: string;
 }
 
+/** An endpoint's events in the order they happened (outbox order: events fanned out together share created_at). */
 export async function storedEvents(db: Database, endpointId: string): Promise<StoredEvent[]> {
   const { rows } = await db.query<StoredEvent>(
     `SELECT id, endpoint_id, event_type, status, attempts, last_response_code, last_response_body, payload
-     FROM webhook_events WHERE endpoint_id = $1 ORDER BY created_at, id`,
+     FROM webhook_events WHERE endpoint_id = $1 ORDER BY outbox_id, id`,
     [endpointId],
   );
   return rows;

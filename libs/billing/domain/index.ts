@@ -14,4 +14,8 @@ export {
   periodEndAfter,
   utcDate,
 } from './periods.js';
-export { assertInvoiceTransition, assertSubscriptionTransition } from './state-machines.js';
+export {
+  assertInvoiceTransition,
+  assertSubscriptionTransition,
+  canMoveInvoice,
+} from './state-machines.js';

@@ -1,13 +1,19 @@
 import { z } from 'zod';
 import { postInvoice, withdrawInvoice } from '../../billing/index.js';
-import { getPublicInvoice, hostedLinkKeyOf, listInvoices, toPublicInvoice } from '../../invoices/index.js';
+import {
+  getPublicInvoice,
+  hostedLinksOf,
+  listInvoices,
+  rotateHostedLink,
+  toPublicInvoice,
+} from '../../invoices/index.js';
 import { getOrganization } from '../../organizations/index.js';
-import { INVOICE_STATUSES, Invoice, uuid } from '../../schemas/index.js';
+import { INVOICE_STATUSES, Invoice, uuidInput } from '../../schemas/index.js';
 import { defineCommand } from '../command.js';
 import { idFlag } from '../flags.js';
 import { organizationOf, pageFlags, pagesBaseUrl, publicPage } from '../lookups.js';
 
-const flags = z.strictObject({ id: uuid, org: idFlag.optional() });
+const flags = z.strictObject({ id: uuidInput, org: idFlag.optional() });
 
 export const invoiceCommands = [
   defineCommand({
@@ -38,8 +44,13 @@ export const invoiceCommands = [
     run: async ({ db, config }, f) => {
       await getOrganization(db, f.org);
       const filter = { customerId: f.customer, status: f.status };
-      const [page, key] = await Promise.all([listInvoices(db, f.org, filter, f), hostedLinkKeyOf(db, f.org)]);
-      const data = page.data.map((record) => toPublicInvoice(record, pagesBaseUrl(config), key));
+      const page = await listInvoices(db, f.org, filter, f);
+      const links = await hostedLinksOf(
+        db,
+        f.org,
+        page.data.map((record) => record.id),
+      );
+      const data = page.data.map((record) => toPublicInvoice(record, pagesBaseUrl(config), links));
       return publicPage(Invoice, f, { data, total: page.total });
     },
   }),
@@ -51,6 +62,17 @@ export const invoiceCommands = [
     run: async ({ db, config }, f) => {
       const orgId = await organizationOf(db, 'invoices', f.id, f.org);
       return z.encode(Invoice, await getPublicInvoice(db, orgId, f.id, pagesBaseUrl(config)));
+    },
+  }),
+  defineCommand({
+    name: 'invoice rotate-hosted-url',
+    summary:
+      'Give the invoice a new hosted link, as POST /invoices/{id}/rotate-hosted-url: every earlier link opens nothing',
+    usage: '--id UUID [--org ID]',
+    flags,
+    run: async ({ db, config }, f) => {
+      const orgId = await organizationOf(db, 'invoices', f.id, f.org);
+      return z.encode(Invoice, await rotateHostedLink(db, orgId, f.id, pagesBaseUrl(config)));
     },
   }),
 ];

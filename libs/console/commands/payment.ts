@@ -6,14 +6,14 @@ import {
   moneyInput,
   recordPayment,
 } from '../../billing/index.js';
-import { TRANSACTION_METHODS, uuid } from '../../schemas/index.js';
+import { TRANSACTION_METHODS, uuidInput } from '../../schemas/index.js';
 import { defineCommand } from '../command.js';
 import { idFlag, referenceFlag } from '../flags.js';
 
 const PAID_USAGE = `--invoice UUID --amount D [--method ${TRANSACTION_METHODS.join('|')}] [--reference R] [--note N] [--org ID]`;
 
 const money = {
-  invoice: uuid,
+  invoice: uuidInput,
   amount: moneyInput,
   org: idFlag.optional(),
   note: z.string().max(1000).optional(),

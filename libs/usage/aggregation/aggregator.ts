@@ -1,10 +1,13 @@
 import type { Queryable } from '../../db/index.js';
+import { eventTimesWithin } from '../domain/event-times.js';
 
 /**
  * Usage totals for billing and MCP: the sum of quantities per subscription item over the window
  * [from, to) of event timestamps. Implementations return exact decimal strings with 8 fractional
  * digits, and the same string for the same events: Postgres in the embedded mode, ClickHouse in
- * the distributed one. A voided event counts nowhere.
+ * the distributed one. A voided event counts nowhere. A window may reach past when events can
+ * happen (its bounds are derived: a period's end, the day after a date a client gave); each
+ * implementation queries only eventTimesWithin it.
  */
 export interface UsageAggregator {
   /** Every requested item is in the result; an item without usage totals '0.00000000'. */
@@ -42,14 +45,15 @@ export class PostgresUsageAggregator implements UsageAggregator {
     to: Date,
   ): Promise<Map<number, string>> {
     const result = new Map<number, string>(subscriptionItemIds.map((id) => [id, ZERO_QUANTITY]));
-    if (subscriptionItemIds.length === 0) return result;
+    const window = eventTimesWithin(from, to);
+    if (subscriptionItemIds.length === 0 || !window) return result;
     const { rows } = await this.db.query<{ item: number; total: string }>(
       `SELECT subscription_item_id AS item, sum(quantity)::numeric(38, 8)::text AS total
          FROM usage_events
         WHERE org_id = $1 AND subscription_item_id = ANY($2::bigint[]) AND occurred_at >= $3 AND occurred_at < $4
           AND voided_at IS NULL
         GROUP BY subscription_item_id`,
-      [orgId, subscriptionItemIds, from, to],
+      [orgId, subscriptionItemIds, new Date(window.fromMs), new Date(window.toMs)],
     );
     for (const row of rows) result.set(row.item, row.total);
     return result;
@@ -61,7 +65,8 @@ export class PostgresUsageAggregator implements UsageAggregator {
     from: Date,
     to: Date,
   ): Promise<DailyUsage[]> {
-    if (subscriptionItemIds.length === 0) return [];
+    const window = eventTimesWithin(from, to);
+    if (subscriptionItemIds.length === 0 || !window) return [];
     const { rows } = await this.db.query<DailyUsage>(
       `SELECT to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS date,
               subscription_item_id::int AS subscription_item_id,
@@ -70,7 +75,7 @@ export class PostgresUsageAggregator implements UsageAggregator {
         WHERE org_id = $1 AND subscription_item_id = ANY($2::bigint[]) AND occurred_at >= $3 AND occurred_at < $4
           AND voided_at IS NULL
         GROUP BY 1, 2`,
-      [orgId, subscriptionItemIds, from, to],
+      [orgId, subscriptionItemIds, new Date(window.fromMs), new Date(window.toMs)],
     );
     return rows.map((row) => ({ ...row, subscription_item_id: Number(row.subscription_item_id) }));
   }
@@ -101,13 +106,16 @@ export class PostgresDailyTotalsAggregator implements UsageAggregator {
     to: Date,
   ): Promise<Map<number, string>> {
     const result = new Map<number, string>(subscriptionItemIds.map((id) => [id, ZERO_QUANTITY]));
-    if (subscriptionItemIds.length === 0 || from >= to) return result;
-    const firstDay = Math.ceil(from.getTime() / DAY_MS) * DAY_MS;
-    const endDay = Math.floor(to.getTime() / DAY_MS) * DAY_MS;
+    const window = eventTimesWithin(from, to);
+    if (subscriptionItemIds.length === 0 || !window) return result;
+    const start = new Date(window.fromMs);
+    const end = new Date(window.toMs);
+    const firstDay = Math.ceil(window.fromMs / DAY_MS) * DAY_MS;
+    const endDay = Math.floor(window.toMs / DAY_MS) * DAY_MS;
     // no whole day inside: the events alone
     const whole = firstDay < endDay;
-    const head = [from, whole ? new Date(firstDay) : to];
-    const tail = whole ? [new Date(endDay), to] : [to, to];
+    const head = [start, whole ? new Date(firstDay) : end];
+    const tail = whole ? [new Date(endDay), end] : [end, end];
     const edges = head[0]! < head[1]! || tail[0]! < tail[1]!;
     // a window of whole days (periods start at midnight) reads the daily totals alone
     const { rows } = await this.db.query<{ item: number; total: string }>(
@@ -130,13 +138,14 @@ export class PostgresDailyTotalsAggregator implements UsageAggregator {
     from: Date,
     to: Date,
   ): Promise<DailyUsage[]> {
-    if (subscriptionItemIds.length === 0) return [];
+    const window = eventTimesWithin(from, to);
+    if (subscriptionItemIds.length === 0 || !window) return [];
     const { rows } = await this.db.query<DailyUsage>(
       `SELECT to_char(day, 'YYYY-MM-DD') AS date, subscription_item_id::int AS subscription_item_id,
               quantity::numeric(38, 8)::text AS quantity
          FROM usage_daily_totals
         WHERE org_id = $1 AND subscription_item_id = ANY($2::bigint[]) AND day >= $3::date AND day < $4::date`,
-      [orgId, subscriptionItemIds, isoDay(from.getTime()), isoDay(to.getTime())],
+      [orgId, subscriptionItemIds, isoDay(window.fromMs), isoDay(window.toMs)],
     );
     return rows.map((row) => ({ ...row, subscription_item_id: Number(row.subscription_item_id) }));
   }

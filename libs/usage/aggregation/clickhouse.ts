@@ -1,4 +1,5 @@
 import type { ClickHouse } from '../../clickhouse/index.js';
+import { eventTimesWithin } from '../domain/event-times.js';
 import { type DailyUsage, type UsageAggregator, ZERO_QUANTITY } from './aggregator.js';
 import { CLICKHOUSE_USAGE_TABLE } from './clickhouse-schema.js';
 
@@ -23,10 +24,11 @@ export class ClickHouseUsageAggregator implements UsageAggregator {
     to: Date,
   ): Promise<Map<number, string>> {
     const result = new Map<number, string>(subscriptionItemIds.map((id) => [id, ZERO_QUANTITY]));
-    if (subscriptionItemIds.length === 0) return result;
+    const window = eventTimesWithin(from, to);
+    if (subscriptionItemIds.length === 0 || !window) return result;
     const items = subscriptionItemIds.map(integer).join(', ');
-    const fromMs = Math.max(0, integer(from.getTime()));
-    const toMs = Math.max(0, integer(to.getTime()));
+    const fromMs = integer(window.fromMs);
+    const toMs = integer(window.toMs);
     // The DateTime bounds prune partitions; the millisecond bounds make [from, to) exact.
     const rows = await this.clickhouse.rows<{ item: string; total: string }>(
       `SELECT subscription_item_id AS item, toString(sumIf(quantity, voided = 0)) AS total
@@ -49,23 +51,25 @@ export class ClickHouseUsageAggregator implements UsageAggregator {
     from: Date,
     to: Date,
   ): Promise<DailyUsage[]> {
-    if (subscriptionItemIds.length === 0) return [];
+    const window = eventTimesWithin(from, to);
+    if (subscriptionItemIds.length === 0 || !window) return [];
     const items = subscriptionItemIds.map(integer).join(', ');
     // Day bounds are whole seconds (UTC midnights): the DateTime column is exact for them.
-    const fromS = Math.max(0, Math.floor(integer(from.getTime()) / 1000));
-    const toS = Math.max(0, Math.floor(integer(to.getTime()) / 1000));
-    const rows = await this.clickhouse.rows<{ date: string; item: string; total: string }>(
-      `SELECT toString(toDate(occurred_at)) AS date, subscription_item_id AS item,
+    const fromS = Math.floor(integer(window.fromMs) / 1000);
+    const toS = Math.floor(integer(window.toMs) / 1000);
+    // The day as a number of days since 1970, not toDate: ClickHouse prints day 0 as 0000-00-00.
+    const rows = await this.clickhouse.rows<{ day: string; item: string; total: string }>(
+      `SELECT intDiv(toUInt32(occurred_at), 86400) AS day, subscription_item_id AS item,
               toString(sumIf(quantity, voided = 0)) AS total
          FROM ${this.table} FINAL
         WHERE org_id = ${integer(orgId)}
           AND subscription_item_id IN (${items})
           AND occurred_at >= toDateTime(${fromS}, 'UTC')
           AND occurred_at < toDateTime(${toS}, 'UTC')
-        GROUP BY date, item`,
+        GROUP BY day, item`,
     );
     return rows.map((row) => ({
-      date: row.date,
+      date: new Date(Number(row.day) * 86_400_000).toISOString().slice(0, 10),
       subscription_item_id: Number(row.item),
       quantity: toScale8(row.total),
     }));

@@ -103,6 +103,7 @@ export function openUsageReadStores(
 export function guardedClickHouseAggregator(clickhouse: ClickHouse, log: Logger): GuardedUsageAggregator {
   const guard = new DependencyGuard({
     name: 'clickhouse',
+    label: 'The usage store',
     waitMs: CLICKHOUSE_WAIT_MS,
     whenSlow: 'probe',
     probe: () => clickhouse.rows('SELECT 1'),

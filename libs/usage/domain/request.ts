@@ -9,6 +9,7 @@ import {
   UsageEventBatchEnvelope,
 } from '../../schemas/index.js';
 import { quantityIsInexact } from '../wire/body.js';
+import { EARLIEST_EVENT_MS, LATEST_EVENT_MS } from './event-times.js';
 
 /** A usage event that passed every check that needs no storage. */
 export interface ValidUsageEvent {
@@ -18,13 +19,6 @@ export interface ValidUsageEvent {
   occurredAtMs: number;
   idempotencyKey: string;
 }
-
-/**
- * Timestamps ClickHouse's DateTime (seconds since 1970 in 32 bits) and every billing period can
- * hold; anything outside is a client error, not a poison message for the sinks.
- */
-const EARLIEST_TIMESTAMP_MS = 0;
-const LATEST_TIMESTAMP_MS = Date.UTC(2100, 0, 1);
 
 /**
  * Checks one event's body and resolves its idempotency key (DESIGN §6): the header wins over the
@@ -73,7 +67,8 @@ function parseEvent(
   let occurredAtMs = receivedAtMs;
   if (event.timestamp !== undefined) {
     occurredAtMs = Date.parse(event.timestamp);
-    if (!(occurredAtMs >= EARLIEST_TIMESTAMP_MS && occurredAtMs < LATEST_TIMESTAMP_MS)) {
+    // outside it is a client error, not a poison message for the sinks
+    if (!(occurredAtMs >= EARLIEST_EVENT_MS && occurredAtMs < LATEST_EVENT_MS)) {
       throw ApiError.validation([
         {
           field: 'timestamp',

@@ -1,9 +1,10 @@
 import type { Database, Queryable } from '../../db/index.js';
+import { DependencyUnavailableError } from '../../dependency-guard/index.js';
 import { ApiError } from '../../errors/index.js';
 import { isUuid, type PaginationQuery, type UsageEventWithStatus } from '../../schemas/index.js';
 import type { UsageReadStores } from '../aggregation/read-stores.js';
 import { SUBTRACT_VOIDED } from '../sinks/postgres.js';
-import type { UsageEventRecord } from './event.js';
+import type { UsageEventRecord, UsageVoidRecord } from './event.js';
 
 /**
  * Reading back and voiding recorded usage events (DESIGN §9.1). Events are read from Postgres
@@ -161,7 +162,7 @@ export async function voidUsageEvent(
       );
     }
     const voidedAt = row.voided_at ?? now();
-    await stores.eventLog.appendVoids([{ event: toRecord(row), voidedAtMs: voidedAt.getTime() }]);
+    await appendVoid(stores, { event: toRecord(row), voidedAtMs: voidedAt.getTime() });
     if (!row.voided_at) {
       await tx.query(
         `WITH voided AS (
@@ -174,6 +175,20 @@ export async function voidUsageEvent(
     }
     return toPublic({ ...row, voided_at: voidedAt });
   });
+}
+
+/**
+ * The void on the log, or 503 with Retry-After: as for an event (ingest.ts), a void the log did not
+ * acknowledge may or may not be on it, and the transaction around it rolls back, so the retry is
+ * what settles it. An outage found by this very call is mapped by the log's guard already.
+ */
+async function appendVoid(stores: UsageReadStores, record: UsageVoidRecord): Promise<void> {
+  try {
+    await stores.eventLog.appendVoids([record]);
+  } catch (cause) {
+    if (cause instanceof ApiError || cause instanceof DependencyUnavailableError) throw cause;
+    throw ApiError.serviceUnavailable('The usage log did not take the void; retry shortly.', 1, cause);
+  }
 }
 
 /**

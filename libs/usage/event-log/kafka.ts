@@ -37,6 +37,7 @@ export class KafkaUsageEventLog implements UsageEventLog {
     this.admin = kafka.admin();
     this.guard = new DependencyGuard({
       name: 'kafka',
+      label: 'The usage log',
       waitMs: options.ackTimeoutMs,
       whenSlow: 'fail',
       probe: () => this.admin.describeCluster(),

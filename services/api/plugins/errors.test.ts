@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DependencyUnavailableError } from '../../../libs/dependency-guard/index.js';
 import { toApiError } from './errors.js';
 
 describe('toApiError', () => {
@@ -14,5 +15,15 @@ describe('toApiError', () => {
       'SERVICE_UNAVAILABLE',
     );
     expect(toApiError(new Error('something else'))).toBeUndefined();
+  });
+
+  it('names a dependency that is down in words a client reads, with Retry-After', () => {
+    const error = toApiError(new DependencyUnavailableError('kafka', 'connection refused', 'The usage log'));
+    expect(error).toMatchObject({
+      status: 503,
+      code: 'SERVICE_UNAVAILABLE',
+      message: 'The usage log is unavailable; retry shortly.',
+      headers: { 'Retry-After': '1' },
+    });
   });
 });

@@ -32,7 +32,7 @@ export function toApiError(error: unknown): ApiError | undefined {
     return ApiError.invalidJson();
   }
   if (error instanceof DependencyUnavailableError) {
-    return ApiError.serviceUnavailable(`The ${error.dependency} is unavailable; retry shortly.`, 1, error);
+    return ApiError.serviceUnavailable(`${error.label} is unavailable; retry shortly.`, 1, error);
   }
   if (isConnectionFailure(error)) {
     return ApiError.serviceUnavailable('A service dependency is unavailable; retry shortly.', 1, error);

@@ -9,6 +9,7 @@ import {
   WebhookDeliveryHeaders,
 } from '../../../libs/schemas/index.js';
 import type { ApiInstance } from '../types.js';
+import { componentHeaders, headersOf, methodNotAllowedResponse } from './openapi-headers.js';
 
 /**
  * The OpenAPI document is generated from the routes' own zod schemas (one schema per object,
@@ -23,7 +24,9 @@ export async function registerOpenApi(app: ApiInstance): Promise<void> {
         version: API_VERSION,
         description:
           'Customers, catalog, subscriptions, invoices, metered usage and webhooks of one organization. ' +
-          'Every request carries `Authorization: Bearer <API_KEY>` (except GET /meta); limits are per organization per UTC hour.',
+          'Every request carries `Authorization: Bearer <API_KEY>` (except GET /meta); limits are per organization per UTC hour. ' +
+          'Every response carries X-Request-ID, and every response to a counted request the rate-limit headers; ' +
+          'a method a path does not take answers 405 with Allow (`components.responses.MethodNotAllowed`).',
       },
       components: {
         securitySchemes: {
@@ -80,6 +83,7 @@ export function publicOpenApiDocument(app: ApiInstance, baseUrl: string): OpenAp
   for (const [path, item] of Object.entries(document.paths ?? {})) {
     if (path.startsWith(`${BASE_PATH}/`)) paths[path.slice(BASE_PATH.length)] = item;
     for (const operation of Object.values(item as Record<string, Record<string, unknown>>)) {
+      declareResponseHeaders(operation);
       if (!operation[OPTIONAL_BODY]) continue;
       delete operation[OPTIONAL_BODY];
       (operation.requestBody as { required: boolean }).required = false;
@@ -87,13 +91,33 @@ export function publicOpenApiDocument(app: ApiInstance, baseUrl: string): OpenAp
   }
   const webhooks = webhooksSection();
   const components = document.components as { schemas?: Record<string, unknown> } | undefined;
+  const responses = { MethodNotAllowed: methodNotAllowedResponse({ $ref: '#/components/schemas/Error' }) };
   return {
     ...document,
     servers: [{ url: `${baseUrl}${BASE_PATH}` }],
     paths,
     webhooks,
-    components: { ...components, schemas: reachableSchemas([paths, webhooks], components?.schemas ?? {}) },
+    components: {
+      ...components,
+      schemas: reachableSchemas([paths, webhooks, responses], components?.schemas ?? {}),
+      headers: componentHeaders(),
+      responses,
+    },
   };
+}
+
+/**
+ * Every response of `operation` with the headers it carries (openapi-headers.ts), beside those a
+ * route declared itself (Content-Disposition). An operation without security takes a key
+ * optionally: counted, with the rate-limit headers, when one is given.
+ */
+function declareResponseHeaders(operation: Record<string, unknown>): void {
+  const security = operation.security;
+  const access = Array.isArray(security) && security.length === 0 ? 'optional' : 'authenticated';
+  const responses = (operation.responses ?? {}) as Record<string, { headers?: Record<string, unknown> }>;
+  for (const [status, response] of Object.entries(responses)) {
+    response.headers = { ...headersOf(status, access), ...response.headers };
+  }
 }
 
 const DELIVERY_DESCRIPTION =
@@ -165,5 +189,8 @@ export function errorResponses<const S extends number>(...statuses: S[]): Record
   return Object.fromEntries(statuses.map((status) => [status, ErrorBody])) as Record<S, typeof ErrorBody>;
 }
 
-/** The errors any authenticated operation can answer. */
-export const AUTHENTICATED_ERRORS = [401, 429, 500] as const;
+/**
+ * The errors any authenticated operation can answer: its key refused, the hourly limit spent, a
+ * bug, or a dependency down (the key's database, the rate-limit store).
+ */
+export const AUTHENTICATED_ERRORS = [401, 429, 500, 503] as const;

@@ -13,6 +13,7 @@ import {
   getPublicInvoice,
   listInvoiceTransactions,
   RenderedInvoicePages,
+  rotateHostedLink,
 } from '../../../libs/invoices/index.js';
 import {
   INVOICE_STATUSES,
@@ -97,6 +98,25 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => ({
       data: await getPublicInvoice(db, orgIdOf(request), request.params.invoice_id, pagesBaseUrlOf(request)),
+    }),
+  );
+
+  app.post(
+    '/invoices/:invoice_id/rotate-hosted-url',
+    {
+      schema: {
+        operationId: 'rotateInvoiceHostedUrl',
+        tags: ['Invoices'],
+        summary: "Replace the invoice's hosted link: the earlier one opens nothing",
+        description:
+          'Answers the invoice with its new `hosted_url`. Every earlier link of this invoice then answers 404 ' +
+          "with a page that shows no data; the organization's other links are untouched. No body.",
+        params: InvoicePath,
+        response: { 200: single(Invoice), ...errorResponses(...AUTHENTICATED_ERRORS, 404) },
+      },
+    },
+    async (request) => ({
+      data: await rotateHostedLink(db, orgIdOf(request), request.params.invoice_id, pagesBaseUrlOf(request)),
     }),
   );
 

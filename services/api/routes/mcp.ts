@@ -50,7 +50,7 @@ export const mcpRoutes: FastifyPluginAsyncZod = async (app) => {
           200: z.union([JsonRpcResponseBody, z.array(JsonRpcResponseBody)]),
           202: z.null().meta({ description: 'Notifications only: accepted, no body.' }),
           400: JsonRpcResponseBody.meta({ description: 'Parse error (-32700) or invalid request (-32600).' }),
-          ...errorResponses(401, 413, 415, 429, 500),
+          ...errorResponses(401, 413, 415, 429, 500, 503),
         },
       },
       // The schema above documents the body; libs/mcp validates it, so that a bad message is a

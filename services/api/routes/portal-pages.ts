@@ -24,6 +24,7 @@ import {
   portalPrintableInvoice,
   renderErrorPage,
 } from '../../../libs/portal/index.js';
+import { canonicalUuid } from '../../../libs/schemas/index.js';
 import { pagesBaseUrlOf } from '../public-url.js';
 
 /*
@@ -64,7 +65,7 @@ function sendPage(reply: FastifyReply, status: number, body: string): FastifyRep
 }
 
 function sendError(request: FastifyRequest, reply: FastifyReply, kind: ErrorPageKind): FastifyReply {
-  const status = kind === 'expired' ? 410 : kind === 'not-found' ? 404 : 503;
+  const status = kind === 'expired' || kind === 'revoked' ? 410 : kind === 'not-found' ? 404 : 503;
   return sendPage(reply, status, renderErrorPage(kind, visitorLocale(request), pagesBaseUrlOf(request)));
 }
 
@@ -87,6 +88,11 @@ async function sendDocument(
     )
     .type('application/pdf')
     .send(pdf);
+}
+
+/** The page a link that opens nothing gets: 410 for one that worked once, 404 for anything else. */
+function refusalPage(kind: 'expired' | 'revoked' | 'unknown'): ErrorPageKind {
+  return kind === 'unknown' ? 'not-found' : kind;
 }
 
 /** GET /portal/... at the site root (outside the JSON API and its OpenAPI document). */
@@ -115,8 +121,7 @@ export const portalPageRoutes: FastifyPluginAsyncZod = async (app) => {
   // --- a portal session: one customer's home page and their invoices ---
   app.get<{ Params: TokenParams }>('/:token', route, async (request, reply) => {
     const access = await openPortalSession(db, request.params.token);
-    if (access.kind !== 'granted')
-      return sendError(request, reply, access.kind === 'expired' ? 'expired' : 'not-found');
+    if (access.kind !== 'granted') return sendError(request, reply, refusalPage(access.kind));
     const page = await portalHomePage(db, access, request.params.token, {
       base: pagesBaseUrlOf(request),
       locale: localeOf(request, access.locale),
@@ -133,7 +138,7 @@ export const portalPageRoutes: FastifyPluginAsyncZod = async (app) => {
     invoiceIdOf: (granted: Extract<A, { kind: 'granted' }>) => string,
   ) => {
     if (access.kind !== 'granted') {
-      sendError(request, reply, access.kind === 'expired' ? 'expired' : 'not-found');
+      sendError(request, reply, refusalPage(access.kind));
       return undefined;
     }
     const granted = access as Extract<A, { kind: 'granted' }>;
@@ -146,11 +151,8 @@ export const portalPageRoutes: FastifyPluginAsyncZod = async (app) => {
     return { access: granted, printable, pageRequest };
   };
   const portalInvoice = async (request: FastifyRequest<{ Params: InvoiceParams }>, reply: FastifyReply) =>
-    openInvoice(
-      request,
-      reply,
-      await openPortalSession(db, request.params.token),
-      () => request.params.invoice_id,
+    openInvoice(request, reply, await openPortalSession(db, request.params.token), () =>
+      canonicalUuid(request.params.invoice_id),
     );
   const hostedInvoice = async (request: FastifyRequest<{ Params: TokenParams }>, reply: FastifyReply) =>
     openInvoice(

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { createPortalSession } from '../../../libs/portal/index.js';
-import { CreatePortalSession, PortalSession, single } from '../../../libs/schemas/index.js';
+import { z } from 'zod';
+import { createPortalSession, revokePortalSession } from '../../../libs/portal/index.js';
+import { CreatePortalSession, PortalSession, single, uuidPathId } from '../../../libs/schemas/index.js';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
 import { pagesBaseUrlOf } from '../public-url.js';
 import { orgIdOf } from '../types.js';
@@ -32,6 +33,29 @@ export const portalSessionRoutes: FastifyPluginAsyncZod = async (app) => {
         baseUrl: pagesBaseUrlOf(request),
       });
       return reply.code(201).send({ data: session });
+    },
+  );
+
+  app.delete(
+    '/portal-sessions/:session_id',
+    {
+      schema: {
+        operationId: 'revokePortalSession',
+        tags: ['Customer portal'],
+        summary: 'Revoke a portal session: its link opens nothing from then on',
+        description:
+          'Answers 204. The link then answers 410 with a page that says it was revoked and shows no data. A ' +
+          'session revoked already, or unknown, is a 404.',
+        params: z.object({ session_id: uuidPathId }),
+        response: {
+          204: z.undefined().meta({ description: 'Revoked.' }),
+          ...errorResponses(...AUTHENTICATED_ERRORS, 404),
+        },
+      },
+    },
+    async (request, reply) => {
+      await revokePortalSession(db, orgIdOf(request), request.params.session_id);
+      return reply.code(204).send();
     },
   );
 };

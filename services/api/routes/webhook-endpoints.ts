@@ -151,7 +151,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncZod = async (app) => {
         tags,
         summary: 'Send the failed events of a webhook endpoint again',
         description:
-          'Every FAILED event of the endpoint created at or after `since` gets a new series of attempts (the same id and body; a new webhook-timestamp and signatures per attempt), in the order the events were created. Answers 202 with how many were queued; events already queued again by an earlier call are not queued twice. A DISABLED endpoint answers 409: enable it first.',
+          'Every FAILED event of the endpoint created at or after `since` gets a new series of attempts (the same id and body; a new webhook-timestamp and signatures per attempt), one event at a time in the order the events happened, each after the one before it is delivered or has used its attempts. Answers 202 with how many were queued; events already queued again by an earlier call are not queued twice. A DISABLED endpoint answers 409: enable it first.',
         params: EndpointParams,
         body: RecoverWebhookEvents,
         response: {

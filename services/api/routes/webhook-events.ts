@@ -6,7 +6,7 @@ import {
   paginationQuery,
   single,
   storableText,
-  uuidParam,
+  uuidInput,
   uuidPathId,
   WEBHOOK_EVENT_STATUSES,
   WebhookEvent,
@@ -19,7 +19,7 @@ import { orgIdOf } from '../types.js';
 const tags = ['Webhook events'];
 const EventParams = z.object({ event_id: uuidPathId });
 const ListQuery = paginationQuery.extend({
-  endpoint_id: uuidParam.optional().meta({ description: 'Only deliveries to this endpoint.' }),
+  endpoint_id: uuidInput.optional().meta({ description: 'Only deliveries to this endpoint.' }),
   status: z.enum(WEBHOOK_EVENT_STATUSES).optional().meta({ description: 'Only deliveries in this status.' }),
   event_type: storableText.min(1).max(100).optional().meta({ description: 'Only events of this type.' }),
 });
@@ -77,7 +77,9 @@ export const webhookEventRoutes: FastifyPluginAsyncZod = async (app) => {
         tags,
         summary: 'Retry a failed or retrying delivery now',
         description:
-          'Answers 202 with the event, now RETRYING and due at once; the dispatcher makes one attempt right away. A SUCCESS or PENDING event answers 409.',
+          'Answers 202 with the event, now RETRYING and due at once; the dispatcher makes one attempt right away, ' +
+          'after any event of the endpoint that happened earlier and is being sent again (recover, retry). ' +
+          'A SUCCESS or PENDING event answers 409.',
         params: EventParams,
         response: { 202: single(WebhookEvent), ...errorResponses(404, 409, ...AUTHENTICATED_ERRORS) },
       },

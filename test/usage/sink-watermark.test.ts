@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Admin, type Consumer, createKafka, type Kafka } from '../../libs/kafka/index.js';
+import { SinkWatermarkRecorder, sinkWatermark } from '../../libs/usage/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { type KafkaTestBroker, startKafkaTestBroker } from '../helpers/kafka-test-broker.js';
+import { runLogger } from '../helpers/run-log.js';
+import { uniqueName } from '../helpers/services.js';
+
+/**
+ * `as_of` of the read-back is the sink's watermark: the instant up to which it holds every event
+ * answered 201, so the oldest partition's, never the newest's. Offsets are set by hand on a real
+ * topic of two partitions, one of them behind: the plausible bugs are taking the newest partition
+ * (max instead of min), and a partition that never caught up missing from the minimum.
+ */
+let database: TestDatabase;
+let broker: KafkaTestBroker;
+let kafka: Kafka;
+let admin: Admin;
+/** A member of the sink's consumer group that never commits by itself: the test commits for it. */
+let consumer: Consumer;
+const topic = uniqueName('watermark');
+const groupId = `${topic}-pg-sink`;
+const SINK = 'pg-sink';
+
+beforeAll(async () => {
+  database = await createTestDatabase('watermark');
+  broker = await startKafkaTestBroker();
+  await broker.createTopic(topic, 2);
+  kafka = createKafka({ brokers: broker.brokers, clientId: 'watermark-test' });
+  admin = kafka.admin();
+  await admin.connect();
+  consumer = kafka.consumer({ groupId });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
+  await consumer.run({ autoCommit: false, eachMessage: async () => {} });
+  await joined;
+});
+afterAll(async () => {
+  await consumer?.disconnect();
+  await admin?.disconnect();
+  await broker?.stop();
+  await database?.drop();
+});
+
+async function produce(partition: number, count: number): Promise<void> {
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({
+    topic,
+    messages: Array.from({ length: count }, (_, i) => ({ partition, value: `m${i}` })),
+  });
+  await producer.disconnect();
+}
+
+/** The sink's consumer group commits `offsets` (partition -> offset), as a sink does after writing. */
+const commit = (offsets: Record<number, number>) =>
+  consumer.commitOffsets(
+    Object.entries(offsets).map(([partition, offset]) => ({
+      topic,
+      partition: Number(partition),
+      offset: String(offset),
+    })),
+  );
+
+const recorder = () =>
+  new SinkWatermarkRecorder({
+    admin,
+    db: database.db,
+    topic,
+    groupId,
+    sink: SINK,
+    intervalMs: 1000,
+    log: runLogger(),
+  });
+
+/** One reading, and the instants it happened between. */
+async function reading(): Promise<{ before: number; after: number }> {
+  const before = Date.now();
+  await recorder().recordOnce();
+  return { before, after: Date.now() };
+}
+
+const asOf = async () => (await sinkWatermark(database.db, SINK, topic))?.getTime() ?? null;
+
+describe('the sink watermark (as_of)', () => {
+  it('is the oldest partition, not the newest, when one partition is behind', async () => {
+    await produce(0, 3);
+    await produce(1, 2);
+
+    // partition 0 written, partition 1 never caught up: nothing can be vouched for yet
+    await commit({ 0: 3, 1: 0 });
+    await reading();
+    expect(await asOf()).toBe(0);
+
+    // both caught up at one reading
+    await commit({ 0: 3, 1: 2 });
+    const both = await reading();
+    const caughtUp = (await asOf())!;
+    expect(caughtUp).toBeGreaterThanOrEqual(both.before);
+    expect(caughtUp).toBeLessThanOrEqual(both.after);
+
+    // partition 0 falls behind (a new event not yet written) while partition 1 stays covered
+    await produce(0, 1);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const later = await reading();
+    const { rows } = await database.db.query<{ log_partition: number; covered_until: Date }>(
+      'SELECT log_partition, covered_until FROM usage_sink_watermarks WHERE topic = $1 ORDER BY log_partition',
+      [topic],
+    );
+    expect(rows[1]!.covered_until.getTime()).toBeGreaterThanOrEqual(later.before);
+    expect(rows[0]!.covered_until.getTime()).toBe(caughtUp);
+    expect(await asOf()).toBe(caughtUp);
+
+    // written: the oldest moves on
+    await commit({ 0: 4, 1: 2 });
+    const done = await reading();
+    expect(await asOf()).toBeGreaterThanOrEqual(done.before);
+  });
+});

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emitDomainEvent } from '../../libs/events/index.js';
+import type { WebhookDispatcher } from '../../libs/webhooks/index.js';
+import { startTestApi, type TestApi } from '../helpers/api.js';
+import { createTestOrg } from '../helpers/fixtures.js';
+import { freeTcpPort } from '../helpers/redis-server.js';
+import {
+  eventually,
+  type Receiver,
+  registerEndpoint,
+  startDispatcher,
+  startReceiver,
+  storedEvents,
+} from './support.js';
+
+/**
+ * Events sent again go out in the order they happened, one after another: recovering five
+ * events created in one transaction (the same created_at) delivers them first to last, and an
+ * event that fails again holds the ones after it back until it is delivered. The plausible bugs:
+ * ordering by created_at and a random id (events created together come out shuffled), and
+ * sending a recovered series concurrently (the endpoint's slots let later events overtake).
+ */
+describe('events sent again', () => {
+  let api: TestApi;
+  let dispatcher: WebhookDispatcher;
+  const receivers: Receiver[] = [];
+
+  beforeAll(async () => {
+    api = await startTestApi();
+    // several slots per endpoint, as in production: order must not come from a single slot
+    dispatcher = startDispatcher(api.platform.db, { concurrency: 10, endpointConcurrency: 10 });
+  });
+  afterAll(async () => {
+    await dispatcher?.stop();
+    await Promise.all(receivers.map((receiver) => receiver.close()));
+    await api?.close();
+  });
+
+  it('are recovered in order of occurrence, each after the one before it was delivered', async () => {
+    const org = await createTestOrg(api.platform.db);
+    const port = await freeTcpPort();
+    const endpoint = await registerEndpoint(api, org.apiKey, {
+      url: `http://127.0.0.1:${port}/hooks`,
+      events: ['invoice.*'],
+    });
+    const since = new Date(Date.now() - 1000).toISOString();
+    // five changes committed together: one created_at, their order only in the outbox
+    await api.platform.db.transaction(async (tx) => {
+      for (let i = 1; i <= 5; i++) {
+        await emitDomainEvent(tx, { orgId: org.orgId, type: 'invoice.posted', data: { id: `change-${i}` } });
+      }
+    });
+    await eventually(
+      () => storedEvents(api.platform.db, endpoint.id),
+      (rows) => rows.length === 5 && rows.every((row) => row.status === 'FAILED'),
+    );
+
+    // back up, slow, and refusing the very first request: without order, the others overtake it
+    let inFlight = 0;
+    let overlapped = false;
+    const receiver = await startReceiver(
+      (_delivery, count) => {
+        if (++inFlight > 1) overlapped = true;
+        setTimeout(() => inFlight--, 40);
+        return count === 1 ? { status: 500, delayMs: 40 } : { status: 200, delayMs: 40 };
+      },
+      { port },
+    );
+    receivers.push(receiver);
+    const response = await api.request({
+      method: 'POST',
+      path: `/webhook-endpoints/${endpoint.id}/recover`,
+      key: org.apiKey,
+      payload: { since },
+    });
+    expect(response.json()).toEqual({ data: { queued: 5 } });
+
+    const delivered = await receiver.waitFor(6, 15_000);
+    const changes = delivered.map(
+      (delivery) => (JSON.parse(delivery.body) as { data: { id: string } }).data.id,
+    );
+    expect(changes).toEqual(['change-1', 'change-1', 'change-2', 'change-3', 'change-4', 'change-5']);
+    expect(overlapped).toBe(false);
+    await eventually(
+      () => storedEvents(api.platform.db, endpoint.id),
+      (rows) => rows.every((row) => row.status === 'SUCCESS'),
+    );
+  });
+});
