@@ -13,7 +13,12 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['libs/**/*.test.ts', 'services/**/*.test.ts', 'bin/**/*.test.ts'],
+          include: [
+            'libs/**/*.test.ts',
+            'services/**/*.test.ts',
+            'bin/**/*.test.ts',
+            'clients/*/src/**/*.test.ts',
+          ],
           environment: 'node',
           sequence: { groupOrder: 0 },
         },
