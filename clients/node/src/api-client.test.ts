@@ -79,8 +79,8 @@ describe('createBillingClient', () => {
       void client.GET('/customers/{customer_id}', { params: { path: {} } });
       // @ts-expect-error a status outside the enum
       void client.GET('/invoices', { params: { query: { status: 'SETTLED' } } });
-      // @ts-expect-error quantity is a number
       void client.POST('/usage/events/batch', {
+        // @ts-expect-error quantity is a number
         body: { events: [{ subscription_item_id: 1, quantity: '1', idempotency_key: 'k' }] },
       });
     };
