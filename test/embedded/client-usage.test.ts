@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -14,7 +14,7 @@ import {
   reportStream,
   TEST_REPORTER_SETTINGS,
 } from '../client/support.js';
-import { freePort, type ServiceProcess, startTs } from '../helpers/processes.js';
+import { freePort, PROJECT_ROOT, runCommand, type ServiceProcess, startTs } from '../helpers/processes.js';
 
 const READY = /API key:\s+(sk_test_\S+)/;
 
@@ -92,6 +92,43 @@ describe('the client against npm start (embedded mode)', { timeout: 180_000 }, (
     );
     orgId = Number(rows[0]!.org_id);
   });
+
+  it("runs the README's quick start: 10,000 events reported, none unsent, each stored once", async () => {
+    const readme = await readFile(path.join(PROJECT_ROOT, 'README.md'), 'utf8');
+    const block = /client-usage\.test\.ts runs this block[^\n]*\n```js\n([\s\S]*?)\n```/.exec(readme)?.[1];
+    if (!block) throw new Error('README.md has no client block under the client-usage.test.ts marker');
+    // inside the project, so that its import of the client resolves (to clients/node/dist)
+    const directory = path.join(PROJECT_ROOT, '.cache', `readme-client-${process.pid}`);
+    await mkdir(directory, { recursive: true });
+    const file = path.join(directory, 'quick-start.mjs');
+    // the README names npm start's default ports; this one runs on ports of its own
+    await writeFile(
+      file,
+      block
+        .replaceAll('http://127.0.0.1:8080/', `http://127.0.0.1:${env.PORT}/`)
+        .replaceAll('http://127.0.0.1:8081/', `http://127.0.0.1:${env.INGEST_PORT}/`),
+    );
+    const before = await storedFor(metered);
+    try {
+      const run = await runCommand(process.execPath, [file], { BILLING_API_KEY: apiKey }, 60_000);
+      expect(run.stderr).toBe('');
+      expect(run.stdout.trim()).toBe('reported 10000 events, 0 unsent');
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+    const after = await storedFor(metered);
+    expect(after.rows - before.rows).toBe(10_000);
+    expect(after.keys - before.keys).toBe(10_000);
+  });
+
+  /** Rows of an item in the embedded database, and their distinct keys. */
+  async function storedFor(item: number): Promise<{ rows: number; keys: number }> {
+    const { rows } = await embeddedDb.query<{ rows: number; keys: number }>(
+      'SELECT count(*)::int AS rows, count(DISTINCT idempotency_key)::int AS keys FROM usage_events WHERE subscription_item_id = $1',
+      [item],
+    );
+    return rows[0]!;
+  }
 
   for (const [name, stop] of [
     ['restarted (SIGTERM)', async () => expect(await server.stop()).toBe(0)],

@@ -63,7 +63,7 @@ export type UsageReporterOptions = FullBufferPolicy & {
   maxBatchBytes?: number;
   /** How long an event may wait for its batch to fill; default 1,000 ms. */
   flushIntervalMs?: number;
-  /** Requests in flight at once; default 2. */
+  /** Requests in flight at once; default 4. */
   maxConcurrentRequests?: number;
   /** A request without an answer by then is abandoned and retried; default 30,000 ms. */
   requestTimeoutMs?: number;
@@ -182,7 +182,7 @@ export class UsageReporter {
     }
     this.maxBatchBytes = positiveInteger('maxBatchBytes', options.maxBatchBytes ?? 1_000_000);
     this.flushIntervalMs = positiveInteger('flushIntervalMs', options.flushIntervalMs ?? 1000);
-    this.maxConcurrent = positiveInteger('maxConcurrentRequests', options.maxConcurrentRequests ?? 2);
+    this.maxConcurrent = positiveInteger('maxConcurrentRequests', options.maxConcurrentRequests ?? 4);
     this.requestTimeoutMs = positiveInteger('requestTimeoutMs', options.requestTimeoutMs ?? 30_000);
     this.backoff = {
       baseDelayMs: positiveInteger('retry.baseDelayMs', options.retry?.baseDelayMs ?? 500),
