@@ -109,7 +109,7 @@ describe('UsageReporter against the distributed service', { timeout: 180_000 }, 
       label: uniqueName(label),
       metered: items.metered,
       refusedItem: items.licensed,
-      total: 6000,
+      total: 4000,
       fault,
     });
 
@@ -206,13 +206,13 @@ describe('UsageReporter against the distributed service', { timeout: 180_000 }, 
       label: uniqueName('close'),
       metered: items.metered,
       refusedItem: items.licensed,
-      total: 20_000,
-      perTick: 20_000,
+      total: 10_000,
+      perTick: 10_000,
     });
     expect(reporter.stats.buffered).toBeGreaterThan(1000);
     const { unsent } = await reporter.close({ timeoutMs: 60_000 });
     expect(unsent).toEqual([]);
-    expect(reporter.stats).toMatchObject({ buffered: 0, sent: 19_000, rejected: 1000 });
+    expect(reporter.stats).toMatchObject({ buffered: 0, sent: 9500, rejected: 500 });
     await expectExactlyOnce(processes.database.db, org.orgId, items.metered, reported, rejections);
     // and ClickHouse, fed by its own sink, counts them once too
     const prefix = reported.keys[0]!.replace(/-\d+$/, '');
