@@ -14,13 +14,14 @@ export default defineConfig({
         test: {
           name: 'unit',
           // test/architecture: the import rules of libs/README.md, read from the files alone;
-          // bench/: the guard of its autocannon adapter
+          // bench/: the guard of its autocannon adapter; clients/: the Node client's pure parts
           include: [
             'libs/**/*.test.ts',
             'services/**/*.test.ts',
             'bin/**/*.test.ts',
             'bench/**/*.test.ts',
             'test/architecture/**/*.test.ts',
+            'clients/*/src/**/*.test.ts',
           ],
           environment: 'node',
           sequence: { groupOrder: 0 },

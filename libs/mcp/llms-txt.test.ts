@@ -44,6 +44,12 @@ describe('renderLlmsTxt', () => {
     expect(text.indexOf('## Metadata')).toBeLessThan(text.indexOf('## Things'));
   });
 
+  it('points Node callers at the client and its usage reporter', () => {
+    const intro = text.slice(0, text.indexOf('## Docs'));
+    expect(intro).toContain('`clients/node`, `@billing-service/client`');
+    expect(intro).toContain('UsageReporter');
+  });
+
   it('links the OpenAPI document, the metadata and the MCP endpoint, and lists tools with their arguments', () => {
     expect(text).toContain('(https://api.example.com/v1/openapi.json)');
     expect(text).toContain('(https://api.example.com/v1/mcp)');

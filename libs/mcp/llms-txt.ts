@@ -54,6 +54,12 @@ export function renderLlmsTxt(openApi: OpenApiSource, tools: readonly ToolSummar
       '`{ error_code, detail, request_id, details? }`; limits are per organization per UTC hour ' +
       '(429 with Retry-After).',
     '',
+    "From Node, the client in the service's repository (`clients/node`, `@billing-service/client`) " +
+      'types every operation below from this OpenAPI document (`createBillingClient`, errors thrown as ' +
+      'one `BillingApiError`), and its `UsageReporter` sends usage in batches (POST /usage/events/batch, ' +
+      'up to 1000 events) with each idempotency key fixed when the event is reported, retrying network ' +
+      'errors, 429 and 503 as Retry-After says without counting an event twice.',
+    '',
     '## Docs',
     '',
     `- [OpenAPI document](${apiBase}/openapi.json): every operation with its request and response schemas (needs the key)`,

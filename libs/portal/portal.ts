@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/index.js';
 import { displayDate, type Locale, messagesFor } from '../i18n/index.js';
 import { loadPrintableInvoice, type PrintableInvoice } from '../invoice-documents/index.js';
-import { type InvoiceRecord, isUuid } from '../schemas/index.js';
+import { isUuid } from '../schemas/index.js';
 import { listSubscriptions } from '../subscriptions/index.js';
 import type { HostedInvoiceAccess } from './hosted-invoices.js';
 import { type InvoiceLinks, type InvoiceSummary, renderInvoicePage, renderPortalHome } from './pages.js';

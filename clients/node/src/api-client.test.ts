@@ -1,0 +1,89 @@
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { createBillingClient } from './api-client.js';
+import { BillingApiError } from './errors.js';
+
+/** A client whose requests are answered by `answer` (the real service: test/client/api-client.test.ts). */
+function clientAnswering(answer: (request: Request) => Response) {
+  const requests: Request[] = [];
+  const client = createBillingClient({
+    baseUrl: 'http://billing.test/api/public/v1',
+    apiKey: 'sk_test_unit',
+    fetch: async (request) => {
+      requests.push(request);
+      return answer(request);
+    },
+  });
+  return { client, requests };
+}
+
+describe('createBillingClient', () => {
+  it('sends the key and typed parameters, and answers the success body', async () => {
+    const { client, requests } = clientAnswering(() =>
+      Response.json({ data: { id: 7, object: 'customer', name: 'Acme' } }),
+    );
+    const { data } = await client.GET('/customers/{customer_id}', { params: { path: { customer_id: 7 } } });
+    expect(data.data.name).toBe('Acme');
+    expectTypeOf(data.data.name).toEqualTypeOf<string>();
+    expect(requests[0]!.url).toBe('http://billing.test/api/public/v1/customers/7');
+    expect(requests[0]!.headers.get('authorization')).toBe('Bearer sk_test_unit');
+  });
+
+  it('throws every answer that is not 2xx as one BillingApiError with the error body', async () => {
+    const { client } = clientAnswering(() =>
+      Response.json(
+        {
+          error_code: 'VALIDATION_ERROR',
+          detail: 'The request is invalid.',
+          request_id: '0b6f3ad4-2a53-4f6e-9a38-5d0e4e2c3f11',
+          details: [{ field: 'email', message: 'Invalid e-mail.', code: 'invalid_format' }],
+        },
+        { status: 422 },
+      ),
+    );
+    const failure = await client.POST('/customers', { body: { name: 'A', email: 'nope' } }).catch((e) => e);
+    expect(failure).toBeInstanceOf(BillingApiError);
+    expect(failure).toMatchObject({
+      status: 422,
+      error_code: 'VALIDATION_ERROR',
+      detail: 'The request is invalid.',
+      request_id: '0b6f3ad4-2a53-4f6e-9a38-5d0e4e2c3f11',
+      details: [{ field: 'email', code: 'invalid_format' }],
+    });
+    expect(String(failure.message)).toContain('0b6f3ad4-2a53-4f6e-9a38-5d0e4e2c3f11');
+  });
+
+  it('reads Retry-After into the error, and keeps a body that is not an error body', async () => {
+    const { client } = clientAnswering(
+      () =>
+        new Response('<html>502 Bad Gateway</html>', {
+          status: 503,
+          headers: { 'retry-after': '2', 'x-request-id': 'abc' },
+        }),
+    );
+    const failure = (await client.GET('/meta').catch((e) => e)) as BillingApiError;
+    expect(failure).toMatchObject({
+      status: 503,
+      error_code: 'UNEXPECTED_RESPONSE',
+      detail: '<html>502 Bad Gateway</html>',
+      request_id: 'abc',
+      retryAfterMs: 2000,
+    });
+  });
+
+  it('refuses, at compile time, paths, parameters and bodies the API does not have', () => {
+    const { client } = clientAnswering(() => Response.json({}));
+    const calls = () => {
+      // @ts-expect-error no such path
+      void client.GET('/customer');
+      // @ts-expect-error customer_id is required
+      void client.GET('/customers/{customer_id}', { params: { path: {} } });
+      // @ts-expect-error a status outside the enum
+      void client.GET('/invoices', { params: { query: { status: 'SETTLED' } } });
+      void client.POST('/usage/events/batch', {
+        // @ts-expect-error quantity is a number
+        body: { events: [{ subscription_item_id: 1, quantity: '1', idempotency_key: 'k' }] },
+      });
+    };
+    expect(calls).toBeTypeOf('function');
+  });
+});

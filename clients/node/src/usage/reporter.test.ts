@@ -1,0 +1,364 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BillingApiError, UsageEventValidationError } from '../errors.js';
+import type { ReportedUsageEvent } from './event.js';
+import { type UsageRejection, UsageReporter, type UsageReporterOptions } from './reporter.js';
+
+/**
+ * The reporter's states and policies against a scripted transport (the `fetch` option): each
+ * request's events are recorded and answered as `answer` decides. The exactly-once behaviour
+ * against the real service, its faults included, is proven under test/client/.
+ */
+
+interface Request {
+  at: number;
+  body: string;
+  events: ReportedUsageEvent[];
+  headers: Record<string, string>;
+}
+
+type Answer = (request: Request, index: number) => Response | Promise<Response>;
+
+const recorded = (events: ReportedUsageEvent[]) =>
+  Response.json({
+    data: events.map((event) => ({ status: 201, data: { id: 'x', object: 'usage_event', ...event } })),
+  });
+const errorBody = (status: number, code: string, headers: Record<string, string> = {}) =>
+  Response.json(
+    { error_code: code, detail: `${code} detail`, request_id: '00000000-0000-4000-8000-000000000000' },
+    { status, headers },
+  );
+
+const reporters: UsageReporter[] = [];
+afterEach(async () => {
+  for (const reporter of reporters.splice(0)) await reporter.close({ timeoutMs: 10 });
+});
+
+function scripted(
+  answer: Answer = (request) => recorded(request.events),
+  options: Partial<UsageReporterOptions> = {},
+) {
+  const requests: Request[] = [];
+  const rejections: UsageRejection[] = [];
+  const reporter = new UsageReporter({
+    baseUrl: 'http://billing.test/api/public/v1/',
+    apiKey: 'sk_test_unit',
+    flushIntervalMs: 20,
+    retry: { baseDelayMs: 10, maxDelayMs: 40 },
+    onRejected: (rejection) => rejections.push(rejection),
+    fetch: async (url, init) => {
+      expect(url).toBe('http://billing.test/api/public/v1/usage/events/batch');
+      const body = String(init.body);
+      const request = {
+        at: Date.now(),
+        body,
+        events: JSON.parse(body).events,
+        headers: init.headers as Record<string, string>,
+      };
+      requests.push(request);
+      return answer(request, requests.length - 1);
+    },
+    ...options,
+  } as UsageReporterOptions);
+  reporters.push(reporter);
+  return { reporter, requests, rejections };
+}
+
+const event = (n: number, item = 1) => ({
+  subscription_item_id: item,
+  quantity: 1,
+  idempotency_key: `k-${n}`,
+});
+const keysOf = (requests: Request[]) => requests.flatMap((r) => r.events.map((e) => e.idempotency_key));
+
+describe('UsageReporter', () => {
+  it('sends full batches at once and the rest after the flush interval, each key once', async () => {
+    const { reporter, requests } = scripted(undefined, { flushIntervalMs: 200 });
+    const reportedAt = Date.now();
+    for (let n = 0; n < 2500; n++) void reporter.report(event(n));
+    // the full batches went without waiting for any timer
+    expect(requests.map((r) => r.events.length)).toEqual([1000, 1000]);
+    await sleep(300);
+    expect(requests.map((r) => r.events.length)).toEqual([1000, 1000, 500]);
+    expect(requests[2]!.at - reportedAt).toBeGreaterThanOrEqual(195);
+    expect(keysOf(requests)).toEqual(Array.from({ length: 2500 }, (_, n) => `k-${n}`));
+    expect(requests[0]!.headers.authorization).toBe('Bearer sk_test_unit');
+    expect(reporter.stats).toMatchObject({ reported: 2500, sent: 2500, buffered: 0, retried: 0 });
+  });
+
+  it('keeps a batch under maxBatchBytes', async () => {
+    const { reporter, requests } = scripted(undefined, { maxBatchBytes: 1000 });
+    for (let n = 0; n < 30; n++) void reporter.report(event(n));
+    await reporter.flush();
+    expect(requests.length).toBeGreaterThan(2);
+    for (const request of requests) expect(Buffer.byteLength(request.body)).toBeLessThan(1000 + 20);
+    expect(keysOf(requests)).toHaveLength(30);
+  });
+
+  it('throws an invalid event synchronously, and buffers nothing of it', () => {
+    const { reporter } = scripted();
+    expect(() => reporter.report({ quantity: 1 } as never)).toThrow(UsageEventValidationError);
+    expect(() => reporter.report({ subscription_item_id: 1, quantity: 0 })).toThrow(/quantity/);
+    expect(() =>
+      reporter.report({ subscription_item_id: 1, quantity: 1, idempotency_key: 'k'.repeat(256) }),
+    ).toThrow(/idempotency_key/);
+    expect(reporter.stats).toMatchObject({ reported: 0, buffered: 0 });
+  });
+
+  it('retries a 503 no earlier than Retry-After, with the same bytes (keys and timestamps fixed at report)', async () => {
+    const { reporter, requests } = scripted((request, index) =>
+      index === 0 ? errorBody(503, 'SERVICE_UNAVAILABLE', { 'Retry-After': '1' }) : recorded(request.events),
+    );
+    const retried: [number, string][] = [];
+    (reporter as unknown as { options: UsageReporterOptions }).options.metrics = {
+      retried: (n, reason) => retried.push([n, reason]),
+    };
+    for (let n = 0; n < 3; n++) void reporter.report({ subscription_item_id: 1, quantity: 1 });
+    await reporter.flush();
+    expect(requests).toHaveLength(2);
+    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(1000);
+    expect(requests[1]!.body).toBe(requests[0]!.body);
+    expect(retried).toEqual([[3, 'unavailable']]);
+    expect(reporter.stats).toMatchObject({ sent: 3, retried: 3 });
+  });
+
+  it('retries network errors, timeouts, 429, 500 and an answer it cannot read, backing off between them', async () => {
+    const answers: Answer[] = [
+      () => {
+        throw new TypeError('fetch failed');
+      },
+      () => errorBody(429, 'RATE_LIMITED', { 'Retry-After': '0' }),
+      () => errorBody(500, 'INTERNAL_SERVER_ERROR'),
+      () => new Response('<html>bad gateway</html>', { status: 502 }),
+      () => Response.json({ data: [] }),
+      (request) => recorded(request.events),
+    ];
+    const { reporter, requests, rejections } = scripted((request, index) => answers[index]!(request, index));
+    void reporter.report(event(1));
+    await reporter.flush();
+    expect(requests).toHaveLength(6);
+    expect(new Set(requests.map((r) => r.body)).size).toBe(1);
+    const gaps = requests.slice(1).map((r, i) => r.at - requests[i]!.at);
+    // after the 429, Retry-After: 0 allows an immediate retry; every other failure backs off
+    gaps.splice(1, 1);
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(4);
+    expect(rejections).toEqual([]);
+    expect(reporter.stats).toMatchObject({ sent: 1, retried: 5 });
+  });
+
+  it('abandons a request without an answer after requestTimeoutMs and sends it again', async () => {
+    const reasons: string[] = [];
+    const { reporter, requests } = scripted(
+      (request, index) =>
+        index === 0
+          ? new Promise<Response>(() => {}) // never answers (our fetch ignores the abort)
+          : recorded(request.events),
+      { requestTimeoutMs: 50, metrics: { retried: (_, reason) => reasons.push(reason) } },
+    );
+    void reporter.report(event(1));
+    await reporter.flush();
+    expect(requests).toHaveLength(2);
+    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(50);
+    expect(requests[1]!.body).toBe(requests[0]!.body);
+    expect(reasons).toEqual(['timeout']);
+  });
+
+  it('hands per-event 4xx results to onRejected and never sends them again; the rest are sent', async () => {
+    const { reporter, requests, rejections } = scripted((request) =>
+      Response.json({
+        data: request.events.map((e) =>
+          e.subscription_item_id === 404
+            ? {
+                status: 404,
+                error: {
+                  error_code: 'NOT_FOUND',
+                  detail: 'no item',
+                  request_id: '00000000-0000-4000-8000-000000000001',
+                },
+              }
+            : { status: 201, data: e },
+        ),
+      }),
+    );
+    void reporter.report(event(1));
+    void reporter.report(event(2, 404));
+    void reporter.report(event(3));
+    await reporter.flush();
+    void reporter.report(event(4));
+    await reporter.flush();
+    expect(keysOf(requests)).toEqual(['k-1', 'k-2', 'k-3', 'k-4']);
+    expect(rejections).toHaveLength(1);
+    expect(rejections[0]!.event.idempotency_key).toBe('k-2');
+    expect(rejections[0]!.error).toBeInstanceOf(BillingApiError);
+    expect(rejections[0]!.error).toMatchObject({ status: 404, error_code: 'NOT_FOUND', detail: 'no item' });
+    expect(reporter.stats).toMatchObject({ sent: 3, rejected: 1, retried: 0 });
+  });
+
+  it('rejects every event of a batch the service refuses as a whole (401), without retrying', async () => {
+    const { reporter, requests, rejections } = scripted(() => errorBody(401, 'UNAUTHORIZED'));
+    for (let n = 0; n < 3; n++) void reporter.report(event(n));
+    await reporter.flush();
+    await sleep(50);
+    expect(requests).toHaveLength(1);
+    expect(rejections.map((r) => [r.event.idempotency_key, r.error.status, r.error.error_code])).toEqual([
+      ['k-0', 401, 'UNAUTHORIZED'],
+      ['k-1', 401, 'UNAUTHORIZED'],
+      ['k-2', 401, 'UNAUTHORIZED'],
+    ]);
+    expect(rejections[0]!.error.request_id).toBe('00000000-0000-4000-8000-000000000000');
+  });
+
+  it('halves its batches when the service answers 413, and rejects a single event too large', async () => {
+    const { reporter, requests, rejections } = scripted((request) =>
+      request.body.length > 350 ? errorBody(413, 'PAYLOAD_TOO_LARGE') : recorded(request.events),
+    );
+    for (let n = 0; n < 8; n++) void reporter.report(event(n));
+    void reporter.report({ subscription_item_id: 1, quantity: 1, idempotency_key: 'x'.repeat(255) });
+    void reporter.report({ subscription_item_id: 1, quantity: 1, idempotency_key: 'y'.repeat(255) });
+    await reporter.flush();
+    expect(requests[0]!.events).toHaveLength(10);
+    expect(rejections.map((r) => r.event.idempotency_key[0]).sort()).toEqual(['x', 'y']);
+    const sent = requests.filter((r) => r.body.length <= 350);
+    expect(keysOf(sent).sort()).toEqual(Array.from({ length: 8 }, (_, n) => `k-${n}`).sort());
+  });
+
+  describe('a full buffer', () => {
+    it("drops new events to onDropped with whenFull: 'drop', holding at most maxBufferedEvents", async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const dropped: string[] = [];
+      const { reporter, requests } = scripted(
+        async (request) => {
+          await gate;
+          return recorded(request.events);
+        },
+        {
+          maxBufferedEvents: 5,
+          maxBatchEvents: 2,
+          whenFull: 'drop',
+          onDropped: (e) => dropped.push(e.idempotency_key),
+        },
+      );
+      for (let n = 0; n < 8; n++) await reporter.report(event(n));
+      expect(dropped).toEqual(['k-5', 'k-6', 'k-7']);
+      expect(reporter.stats).toMatchObject({ buffered: 5, dropped: 3 });
+      release();
+      await reporter.flush();
+      expect(keysOf(requests).sort()).toEqual(['k-0', 'k-1', 'k-2', 'k-3', 'k-4']);
+    });
+
+    it("makes report() wait for room with whenFull: 'wait', first come first served", async () => {
+      let release!: () => void;
+      let gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const { reporter, requests } = scripted(
+        async (request) => {
+          await gate;
+          return recorded(request.events);
+        },
+        { maxBufferedEvents: 4, maxBatchEvents: 2, maxConcurrentRequests: 1 },
+      );
+      const admitted: number[] = [];
+      const reports = Array.from({ length: 7 }, (_, n) =>
+        reporter.report(event(n)).then(() => admitted.push(n)),
+      );
+      await sleep(5);
+      expect(admitted).toEqual([0, 1, 2, 3]);
+      expect(reporter.stats).toMatchObject({ buffered: 4, waiting: 3 });
+      const first = release;
+      gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      first();
+      await sleep(5);
+      // one batch of 2 answered: two waiting reports admitted, in order
+      expect(admitted).toEqual([0, 1, 2, 3, 4, 5]);
+      release();
+      gate = Promise.resolve();
+      await Promise.all(reports);
+      await reporter.flush();
+      expect(keysOf(requests)).toEqual(['k-0', 'k-1', 'k-2', 'k-3', 'k-4', 'k-5', 'k-6']);
+    });
+  });
+
+  describe('close()', () => {
+    it('sends everything held, then refuses new reports', async () => {
+      const { reporter, requests } = scripted(undefined, { flushIntervalMs: 60_000 });
+      for (let n = 0; n < 1500; n++) void reporter.report(event(n));
+      const result = await reporter.close();
+      expect(result.unsent).toEqual([]);
+      expect(keysOf(requests)).toHaveLength(1500);
+      expect(() => reporter.report(event(9))).toThrow(/close/);
+    });
+
+    it('returns what it could not send by the deadline, keys included, aborting requests still running', async () => {
+      let aborted = 0;
+      const { reporter, requests } = scripted(
+        () => errorBody(503, 'SERVICE_UNAVAILABLE', { 'Retry-After': '1' }),
+        {
+          maxBatchEvents: 2,
+          maxConcurrentRequests: 1,
+          fetch: (_url, init) =>
+            new Promise<Response>((_, reject) => {
+              requests.push({ at: Date.now(), body: String(init.body), events: [], headers: {} });
+              init.signal!.addEventListener('abort', () => {
+                aborted++;
+                reject(new Error('aborted'));
+              });
+            }),
+        },
+      );
+      for (let n = 0; n < 5; n++) void reporter.report(event(n));
+      const started = Date.now();
+      const { unsent } = await reporter.close({ timeoutMs: 100 });
+      expect(Date.now() - started).toBeLessThan(1000);
+      expect(aborted).toBe(1);
+      expect(unsent.map((e) => e.idempotency_key)).toEqual(['k-0', 'k-1', 'k-2', 'k-3', 'k-4']);
+      expect(unsent[0]).toMatchObject({
+        subscription_item_id: 1,
+        quantity: 1,
+        timestamp: expect.any(String),
+      });
+    });
+
+    it('ends the reports still waiting for room: their events are among the unsent', async () => {
+      const { reporter } = scripted(() => new Promise<Response>(() => {}), { maxBufferedEvents: 1 });
+      void reporter.report(event(0));
+      const waiting = reporter.report(event(1));
+      const { unsent } = await reporter.close({ timeoutMs: 50 });
+      await waiting;
+      expect(unsent.map((e) => e.idempotency_key)).toEqual(['k-0', 'k-1']);
+    });
+  });
+
+  it('flush() waits for the events reported before it, through retries', async () => {
+    let failures = 2;
+    const { reporter } = scripted((request) =>
+      failures-- > 0 ? errorBody(503, 'SERVICE_UNAVAILABLE') : recorded(request.events),
+    );
+    void reporter.report(event(1));
+    await reporter.flush();
+    expect(reporter.stats).toMatchObject({ sent: 1, retried: 2, buffered: 0 });
+    await expect(reporter.flush()).resolves.toBeUndefined();
+  });
+
+  it('survives metrics hooks and callbacks that throw', async () => {
+    const { reporter, requests } = scripted(undefined, {
+      metrics: {
+        buffered: () => {
+          throw new Error('hook');
+        },
+        sent: () => {
+          throw new Error('hook');
+        },
+      },
+    });
+    void reporter.report(event(1));
+    await reporter.flush();
+    expect(requests).toHaveLength(1);
+    expect(reporter.stats.sent).toBe(1);
+  });
+});
