@@ -13,10 +13,14 @@
  * - run with proration lines (issue 24): the same data loaded again into a second database, where
  *   BENCH_PRORATION_SUBSCRIPTIONS of the subscriptions (default 2,000) had their seats changed
  *   mid-period (base terms recorded, a credit and a charge line waiting): bar, its run within 1.2x
- *   of the first run's.
+ *   of the first run's;
+ * - run with credit grants (issue 33): the same data again, where BENCH_GRANT_CUSTOMERS customers
+ *   (default 5,000) hold 3 promotional grants each (priorities, expiries, one a usage-only grant;
+ *   some used up by the run): bar, its run within 1.3x of the first run's; every grant's uses add
+ *   up to its CREDIT_MEMOs.
  *
  * Settings (env): BENCH_SUBSCRIPTIONS, BENCH_METERED_SHARE (0.5), BENCH_EVENTS_PER_ITEM (20),
- * BENCH_CUSTOMERS (2,000), BENCH_BATCH_SIZE (the run's default), BENCH_CONCURRENT_RUNS (1),
+ * BENCH_CUSTOMERS (5,000), BENCH_BATCH_SIZE (the run's default), BENCH_CONCURRENT_RUNS (1),
  * BENCH_USAGE_STORE (clickhouse | postgres; default clickhouse), BENCH_TIMEOUT_SECONDS (300),
  * DATABASE_URL (an admin URL of the Postgres to use; a database bench_billing_run_<pid> is
  * created in it and dropped after), CLICKHOUSE_URL (default http://127.0.0.1:8123; a database of
@@ -50,19 +54,22 @@ const settings = {
   subscriptions: intEnv('BENCH_SUBSCRIPTIONS', 10_000, 1),
   meteredShare: Number(process.env.BENCH_METERED_SHARE ?? 0.5),
   eventsPerItem: intEnv('BENCH_EVENTS_PER_ITEM', 20, 1),
-  customers: intEnv('BENCH_CUSTOMERS', 2000, 1),
+  customers: intEnv('BENCH_CUSTOMERS', 5000, 1),
   batchSize: process.env.BENCH_BATCH_SIZE ? intEnv('BENCH_BATCH_SIZE', 200, 1) : undefined,
   concurrentRuns: intEnv('BENCH_CONCURRENT_RUNS', 1, 1),
   usageStore: (process.env.BENCH_USAGE_STORE ?? 'clickhouse') as 'clickhouse' | 'postgres',
   timeoutSeconds: intEnv('BENCH_TIMEOUT_SECONDS', 300, 1),
   clickhouseUrl: process.env.CLICKHOUSE_URL ?? 'http://127.0.0.1:8123',
   prorationSubscriptions: intEnv('BENCH_PRORATION_SUBSCRIPTIONS', 2000, 0),
+  grantCustomers: intEnv('BENCH_GRANT_CUSTOMERS', 5000, 0),
 };
 const BAR_SECONDS = 60;
 const BAR_PRORATION_RATIO = 1.2;
+const BAR_GRANTS_RATIO = 1.3;
 
 const databaseName = `bench_billing_run_${process.pid}`;
 const prorationDatabaseName = `${databaseName}_proration`;
+const grantsDatabaseName = `${databaseName}_grants`;
 const log = logger('billing-run');
 let db: Database | undefined;
 
@@ -72,6 +79,7 @@ try {
   await db?.close();
   await dropDatabase(databaseName, log);
   await dropDatabase(prorationDatabaseName, log);
+  await dropDatabase(grantsDatabaseName, log);
   if (settings.usageStore === 'clickhouse') {
     const clickhouse = openClickHouse({ url: settings.clickhouseUrl, database: databaseName });
     await clickhouse.command(`DROP DATABASE IF EXISTS ${databaseName}`).catch(() => {});
@@ -155,6 +163,41 @@ async function main(): Promise<void> {
     );
     if (billed.rows[0]!.lines !== lines)
       throw new Error(`${billed.rows[0]!.lines} of ${lines} lines invoiced`);
+    await db.close();
+    db = undefined;
+  }
+
+  if (settings.grantCustomers > 0) {
+    const grantsUrl = await createDatabase(grantsDatabaseName);
+    db = new Database(grantsUrl, { poolSize: 4, applicationName: 'bench-billing-run' });
+    await migrate(db);
+    await loadData(db, periodStart, periodEnd);
+    if (settings.usageStore === 'postgres') await loadUsage(meteredItems, periodStart, periodEnd);
+    const grants = await addCreditGrants(db);
+    // as autovacuum would after a bulk load (docs/decisions.md, "Postgres must run autovacuum"); the
+    // tables the run fills are left as they are, as in the run without grants
+    await db.query('ANALYZE credit_grants, credit_grant_ledger');
+    log(`${settings.grantCustomers} customers hold ${grants} credit grants`);
+    results.push(
+      await scenario(
+        `run, ${settings.grantCustomers} customers with 3 grants each`,
+        settings.concurrentRuns,
+        args,
+        { ...env, DATABASE_URL: grantsUrl },
+      ),
+    );
+    const { rows: check } = await db.query<{ broken: number; memos: number }>(
+      `WITH memos AS (
+         SELECT credit_grant_id, sum(amount) AS paid, count(*) AS n FROM invoice_transactions
+          WHERE credit_grant_id IS NOT NULL GROUP BY credit_grant_id
+       )
+       SELECT count(*) FILTER (WHERE g.used <> coalesce(m.paid, 0))::int AS broken,
+              coalesce(sum(m.n), 0)::int AS memos
+         FROM credit_grants g LEFT JOIN memos m ON m.credit_grant_id = g.id`,
+    );
+    if (check[0]!.broken > 0)
+      throw new Error(`${check[0]!.broken} grants whose uses disagree with their memos`);
+    log(`${check[0]!.memos} CREDIT_MEMOs name a grant; every grant's uses add up to them`);
   }
   await report(results, rows[0]!, { loadSeconds, events });
 }
@@ -185,6 +228,36 @@ async function addProrationLines(database: Database, periodStart: Date, periodEn
                                   ('Remaining time on Seats', c.quantity, 1)) x(description, quantity, sign)
      RETURNING id`,
     [periodStart, periodEnd, step, settings.prorationSubscriptions, changedAt],
+  );
+  return rows.length;
+}
+
+/**
+ * Three promotional grants for each of the first N customers, as POST /credit-grants leaves them
+ * (ACTIVE, a `grant` ledger entry): a small one at priority 10 expiring next year (used up by the
+ * run), a usage-only one at priority 20, and a large one at the default priority with no expiry.
+ */
+async function addCreditGrants(database: Database): Promise<number> {
+  const { rows } = await database.query<{ id: string }>(
+    `WITH picked AS (
+       SELECT id, org_id FROM customers ORDER BY id LIMIT $1
+     ), made AS (
+       INSERT INTO credit_grants (org_id, customer_id, name, category, currency, amount, remaining, priority,
+         applies_to, effective_at, expires_at, status)
+       SELECT p.org_id, p.id, g.name, 'promotional', 'CAD', g.amount, g.amount, g.priority, g.applies_to,
+              now() - interval '1 day', g.expires_at, 'ACTIVE'
+         FROM picked p
+         CROSS JOIN (VALUES ('Welcome', 5.00, 10, 'all', now() + interval '1 year'),
+                            ('Usage pack', 20.00, 20, 'usage', NULL::timestamptz),
+                            ('Balance', 1000.00, 50, 'all', NULL::timestamptz))
+                    g(name, amount, priority, applies_to, expires_at)
+       RETURNING id, org_id, amount
+     ), ledger AS (
+       INSERT INTO credit_grant_ledger (org_id, credit_grant_id, type, amount, remaining_after)
+       SELECT org_id, id, 'grant', amount, amount FROM made
+     )
+     SELECT id FROM made`,
+    [settings.grantCustomers],
   );
   return rows.length;
 }
@@ -332,7 +405,9 @@ async function report(
   stored: { invoices: number; periods: number },
   setup: { loadSeconds: number; events: number },
 ): Promise<void> {
-  const [run, rerun, withLines] = results as [RunResult, RunResult, RunResult | undefined];
+  const [run, rerun] = results as [RunResult, RunResult];
+  const withLines = results.find((r) => r.scenario.includes('proration lines'));
+  const withGrants = results.find((r) => r.scenario.includes('grants'));
   printTable(
     ['scenario', 'processes', 'invoices', 'run s', 'wall s', 'invoices/s', 'x rerun (wall)'],
     results.map((r) => [
@@ -369,6 +444,17 @@ async function report(
             pass:
               withLines.runSeconds / run.runSeconds <= BAR_PRORATION_RATIO &&
               withLines.invoices === run.invoices,
+          },
+        ]
+      : []),
+    ...(withGrants
+      ? [
+          {
+            check: `with ${settings.grantCustomers} customers holding 3 grants each: run <= ${BAR_GRANTS_RATIO}x the run without`,
+            value: `${(withGrants.runSeconds / run.runSeconds).toFixed(2)}x (${withGrants.runSeconds.toFixed(2)} s / ${run.runSeconds.toFixed(2)} s)`,
+            pass:
+              withGrants.runSeconds / run.runSeconds <= BAR_GRANTS_RATIO &&
+              withGrants.invoices === run.invoices,
           },
         ]
       : []),

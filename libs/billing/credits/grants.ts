@@ -180,10 +180,11 @@ export async function lockGrant(
 }
 
 /**
- * The ACTIVE grants of customers being posted for, held until the transaction ends, in id order.
- * The caller already holds the customers' rows.
+ * The ACTIVE grants of customers being posted for, in id order. The caller holds the customers'
+ * rows, which every writer of grants takes first (see above): that alone keeps these grants as
+ * read until the transaction ends, so they are not locked one by one (a row lock writes each).
  */
-export async function lockActiveGrants(
+export async function activeGrantsOfHeld(
   tx: Queryable,
   customers: readonly { org_id: number; id: number }[],
 ): Promise<Map<number, GrantRow[]>> {
@@ -192,7 +193,7 @@ export async function lockActiveGrants(
   const { rows } = await tx.query<GrantRow>(
     `SELECT ${GRANT_COLUMNS} FROM credit_grants g
       WHERE g.org_id = ANY($1::bigint[]) AND g.customer_id = ANY($2::bigint[]) AND g.status = 'ACTIVE'
-      ORDER BY g.id FOR UPDATE`,
+      ORDER BY g.id`,
     [[...new Set(customers.map((c) => c.org_id))], customers.map((c) => c.id)],
   );
   for (const row of rows) {
@@ -423,7 +424,7 @@ export async function expireCreditGrants(
         [now],
       );
       if (customers.length === 0) return [];
-      const held = await lockActiveGrants(tx, customers);
+      const held = await activeGrantsOfHeld(tx, customers);
       const events: DomainEvent[] = [];
       for (const grants of held.values()) events.push(...(await expireDue(tx, grants, now)).events);
       await emitDomainEvents(tx, events);

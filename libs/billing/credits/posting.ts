@@ -2,7 +2,13 @@ import type { Queryable } from '../../db/index.js';
 import type { DomainEvent } from '../../events/index.js';
 import { formatMoney, parseMoney } from '../../money/index.js';
 import { type BurnableInvoice, type GrantUse, planBurnDowns } from './burn-down.js';
-import { expireDue, lockActiveGrants, type RecordedUse, recordGrantUses, toBurnableGrant } from './grants.js';
+import {
+  activeGrantsOfHeld,
+  expireDue,
+  type RecordedUse,
+  recordGrantUses,
+  toBurnableGrant,
+} from './grants.js';
 
 /**
  * Credits at posting (billing run, `invoice post`, a cancel's final invoice): the customers'
@@ -33,7 +39,7 @@ export async function planCreditsOnPosting(
 ): Promise<CreditsOnPosting> {
   const payable = invoices.filter((invoice) => !invoice.prepaid_credits && parseMoney(invoice.balance) > 0n);
   if (payable.length === 0) return { uses: invoices.map(() => []), events: [] };
-  const held = await lockActiveGrants(
+  const held = await activeGrantsOfHeld(
     tx,
     unique(payable.map((invoice) => ({ org_id: invoice.org_id, id: invoice.customer_id }))),
   );
