@@ -16,6 +16,10 @@
  *               Postgres, the api in the embedded mode (in-process log, totals from Postgres).
  *               Bar: p99 <= 200 ms.
  *
+ * Beside each /usage load, GET /customers/{id}/credit-balance of the customer holding those
+ * subscriptions and three credit grants (issue 33): its `pending` previews every upcoming invoice
+ * of the customer. Bars: p99 <= 50 ms distributed, <= 200 ms embedded.
+ *
  * Each load runs BENCH_DURATION_SECONDS (default 10) after BENCH_WARMUP_SECONDS (default 2). The
  * report goes to bench/results/usage-read-<time>.json. Settings (env): BENCH_SCENARIOS (comma
  * list), DATABASE_URL (admin URL; bench_usage_read_<pid> databases are created and dropped),
@@ -23,6 +27,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createApiKey } from '../../libs/auth/index.js';
+import { createCreditGrant } from '../../libs/billing/index.js';
 import { createProduct } from '../../libs/catalog/index.js';
 import { openClickHouse } from '../../libs/clickhouse/index.js';
 import { createCustomer } from '../../libs/customers/index.js';
@@ -71,7 +76,13 @@ const settings = {
   redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
   clickhouseUrl: process.env.CLICKHOUSE_URL ?? 'http://127.0.0.1:8123',
 };
-const BARS = { clickhouseP99Ms: 50, freshnessP99Ms: 2000, embeddedP99Ms: 200 };
+const BARS = {
+  clickhouseP99Ms: 50,
+  freshnessP99Ms: 2000,
+  embeddedP99Ms: 200,
+  balanceP99Ms: 50,
+  embeddedBalanceP99Ms: 200,
+};
 /** Runs of each ClickHouse aggregation timed alone. */
 const QUERY_RUNS = 7;
 const DAY = 86_400_000;
@@ -208,6 +219,20 @@ async function prepare(db: Database, periodStart: Date): Promise<Setup> {
     return { subscriptionId: subscription.id, itemId: subscription.items[0]!.id };
   };
   const big = await subscribe();
+  // three grants for the customer of every subscription here: what its credit balance reads
+  for (const [amount, priority, expires] of [
+    ['50.00', 10, new Date(Date.now() + 30 * DAY)],
+    ['200.00', 50, undefined],
+    ['1000.00', 90, new Date(Date.now() + 365 * DAY)],
+  ] as const) {
+    await db.transaction((tx) =>
+      createCreditGrant(tx, {
+        orgId: org.id,
+        customerId: customerIds[0]!,
+        input: { amount, category: 'promotional', priority, expires_at: expires?.toISOString() },
+      }),
+    );
+  }
   return {
     apiKey,
     orgId: org.id,
@@ -308,6 +333,16 @@ async function runDistributed(): Promise<void> {
         `GET /subscriptions/{id}/usage (${settings.events} events, distributed)`,
         apiBase,
         [usagePath],
+        headers,
+        api.pid,
+      ),
+    );
+    loads.push(
+      await load(
+        'clickhouse',
+        `GET /customers/{id}/credit-balance (${settings.events} events, distributed)`,
+        apiBase,
+        [`${BASE_PATH}/customers/${setup.customerIds[0]}/credit-balance`],
         headers,
         api.pid,
       ),
@@ -559,6 +594,16 @@ async function runEmbedded(): Promise<void> {
       api.pid,
     ),
   );
+  loads.push(
+    await load(
+      'embedded',
+      `GET /customers/{id}/credit-balance (${settings.embeddedEvents} events, Postgres)`,
+      apiBase,
+      [`${BASE_PATH}/customers/${setup.customerIds[0]}/credit-balance`],
+      headers,
+      api.pid,
+    ),
+  );
   await stopChildren('SIGKILL');
 }
 
@@ -596,7 +641,25 @@ function evaluate(): Bar[] {
       pass: fresh.p99Ms <= BARS.freshnessP99Ms,
     });
   }
-  const embedded = loads.find((r) => r.scenario === 'embedded');
+  const balance = loads.find((r) => r.scenario === 'clickhouse' && r.request.includes('credit-balance'));
+  if (balance) {
+    bars.push({
+      bar: `credit-balance with ${settings.events} events (distributed) p99 <= ${BARS.balanceP99Ms} ms (${settings.connections} clients)`,
+      measured: `${balance.p99Ms} ms`,
+      pass: balance.p99Ms <= BARS.balanceP99Ms,
+    });
+  }
+  const embeddedBalance = loads.find(
+    (r) => r.scenario === 'embedded' && r.request.includes('credit-balance'),
+  );
+  if (embeddedBalance) {
+    bars.push({
+      bar: `embedded credit-balance over ${settings.embeddedEvents} events p99 <= ${BARS.embeddedBalanceP99Ms} ms`,
+      measured: `${embeddedBalance.p99Ms} ms`,
+      pass: embeddedBalance.p99Ms <= BARS.embeddedBalanceP99Ms,
+    });
+  }
+  const embedded = loads.find((r) => r.scenario === 'embedded' && r.request.includes('/usage'));
   if (embedded) {
     bars.push({
       bar: `embedded /usage over ${settings.embeddedEvents} events p99 <= ${BARS.embeddedP99Ms} ms`,

@@ -67,7 +67,7 @@ export async function getCreditBalance(
 /** The upcoming invoice of a subscription, or none when it has none (a trial ending, say). */
 async function upcomingOrNone(db: Queryable, stores: UsageReadStores, orgId: number, subscriptionId: number) {
   try {
-    return await previewUpcomingInvoice(db, stores, orgId, subscriptionId);
+    return await previewUpcomingInvoice(db, stores, orgId, subscriptionId, { only: 'totals' });
   } catch (error) {
     if (error instanceof ApiError && error.code === 'NOT_FOUND') return undefined;
     throw error;

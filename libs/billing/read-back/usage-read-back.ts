@@ -246,6 +246,8 @@ export async function previewUpcomingInvoice(
   stores: UsageReadStores,
   orgId: number,
   subscriptionId: number | string,
+  /** `totals`: what the credit balance needs; credits_applied and amount_due then say nothing. */
+  options: { only?: 'totals' } = {},
 ): Promise<UpcomingInvoice> {
   const { subscription, items } = await load(db, orgId, subscriptionId);
   const step = nextInvoiceStep(subscription);
@@ -293,7 +295,9 @@ export async function previewUpcomingInvoice(
     tax_type: invoice.lines[0]?.tax_type ?? null,
     tax: invoice.tax_amount,
     total: invoice.total,
-    ...(await creditsOnUpcoming(db, subscription, items, invoice)),
+    ...(options.only === 'totals'
+      ? { credits_applied: formatMoney(0n), amount_due: invoice.total }
+      : await creditsOnUpcoming(db, subscription, items, invoice)),
   };
 }
 
