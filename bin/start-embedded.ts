@@ -13,7 +13,7 @@ import {
   stopOnSignals,
 } from '../libs/config/index.js';
 import { migrate } from '../libs/db/index.js';
-import { topUpPolicy, UsageGuardrails } from '../libs/guardrails/index.js';
+import { afterCreditsMoved, alertPolicy, topUpPolicy, UsageGuardrails } from '../libs/guardrails/index.js';
 import { openPlatform, type Platform } from '../libs/platform/index.js';
 import { BASE_PATH } from '../libs/schemas/index.js';
 import { seedDemo } from '../libs/seed/index.js';
@@ -37,7 +37,7 @@ const { platform, ingest, api, demo, guardrails } = await startOrExit('the billi
   const guardrails = new UsageGuardrails({
     db: platform.db,
     log: platform.log.child({ component: 'guardrails' }),
-    policies: [topUpPolicy(platform.db)],
+    policies: [topUpPolicy(platform.db), alertPolicy(platform.db)],
   });
   const ingest = await startIngest({
     platform,
@@ -72,6 +72,7 @@ const billing = startBillingScheduler({
   db,
   config,
   stores: ingest.pipeline.readStores,
+  afterCustomersMoved: (customers) => afterCreditsMoved(db, ingest.pipeline.readStores, customers),
   intervalSeconds: config.BILLING_INTERVAL_SECONDS,
   log: log.child({ component: 'billing' }),
 });

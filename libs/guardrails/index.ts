@@ -1,2 +1,14 @@
+export { alertPolicy } from './alert-policy.js';
+export {
+  type AlertFilter,
+  type AlertScope,
+  createAlert,
+  deleteAlert,
+  type EvaluationScope,
+  evaluateAlerts,
+  getAlert,
+  listAlerts,
+} from './alerts.js';
 export { type GuardrailPolicy, type TouchedSubscription, UsageGuardrails } from './evaluator.js';
+export { afterCreditsMoved } from './moves.js';
 export { topUpPolicy } from './top-up-policy.js';

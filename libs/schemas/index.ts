@@ -1,4 +1,12 @@
 export {
+  ALERT_METRICS,
+  ALERT_STATUSES,
+  Alert,
+  type AlertMetric,
+  type AlertStatus,
+  CreateAlert,
+} from './alert.js';
+export {
   CREDIT_GRANT_STATUSES,
   CreateCreditGrant,
   CreditBalance,

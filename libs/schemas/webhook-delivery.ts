@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Alert } from './alert.js';
 import { CreditGrant } from './credit-grant.js';
 import { Invoice, InvoiceTransaction } from './invoice.js';
 import { dateTime, integerId, uuid } from './primitives.js';
@@ -120,6 +121,18 @@ export const WEBHOOK_PAYLOADS = {
     CreditGrant,
     'WebhookCreditGrantExpired',
     'A credit grant reached its expires_at; its remainder lapsed.',
+  ),
+  'alert.triggered': payloadOf(
+    'alert.triggered',
+    Alert,
+    'WebhookAlertTriggered',
+    'An alert crossed its threshold (once per crossing and period).',
+  ),
+  'alert.resolved': payloadOf(
+    'alert.resolved',
+    Alert,
+    'WebhookAlertResolved',
+    'A triggered alert went back (a void, a top-up, a change).',
   ),
 } satisfies Record<EmittedEventType, z.ZodObject>;
 

@@ -21,6 +21,8 @@ export const EVENT_TYPES = [
   'credit_grant.created',
   'credit_grant.depleted',
   'credit_grant.expired',
+  'alert.triggered',
+  'alert.resolved',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -35,6 +37,8 @@ export const EMITTED_EVENT_TYPES = [
   'credit_grant.created',
   'credit_grant.depleted',
   'credit_grant.expired',
+  'alert.triggered',
+  'alert.resolved',
 ] as const satisfies readonly EventType[];
 export type EmittedEventType = (typeof EMITTED_EVENT_TYPES)[number];
 
@@ -45,6 +49,7 @@ export const EVENT_WILDCARDS = [
   'payment.*',
   'customer.*',
   'credit_grant.*',
+  'alert.*',
 ] as const;
 
 export const eventSelector = z

@@ -1,7 +1,8 @@
 /**
  * The ingest service's second entry point (OpenMeter's sink worker): the consumer groups that copy
  * the usage topic into Postgres (`pg-sink`) and ClickHouse (`ch-sink`), committing offsets only
- * after each write, and `guardrails`, which runs the policies on counted usage (automatic top-ups). Health, readiness and metrics on SINKS_PORT. SIGTERM: stop fetching, write and
+ * after each write, and `guardrails`, which runs the policies on counted usage (automatic top-ups,
+ * alerts). Health, readiness and metrics on SINKS_PORT. SIGTERM: stop fetching, write and
  * commit the current batch, leave the groups, exit within SHUTDOWN_TIMEOUT_MS.
  */
 import {
@@ -12,7 +13,7 @@ import {
   stopOnSignals,
 } from '../../libs/config/index.js';
 import { openDatabase } from '../../libs/db/index.js';
-import { topUpPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
+import { alertPolicy, topUpPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { databaseCheck, startOpsServer } from '../../libs/observability/index.js';
 import { openUsageEventLog, openUsageReadStores, startUsageSinks } from '../../libs/usage/index.js';
@@ -26,7 +27,7 @@ const { opened, sinks, ops, guardrails, readStores, eventLog } = await startOrEx
   const guardrails = new UsageGuardrails({
     db: opened.db,
     log: log.child({ component: 'guardrails' }),
-    policies: [topUpPolicy(opened.db)],
+    policies: [topUpPolicy(opened.db), alertPolicy(opened.db)],
   });
   const { eventLog } = await openUsageEventLog(config, opened.db, log);
   const readStores = openUsageReadStores(config, opened.db, eventLog, log);

@@ -30,8 +30,17 @@ export function startBillingScheduler(options: {
   log: Logger;
   firstRunDelayMs?: number;
   expirySweepMs?: number;
+  /**
+   * What follows a move of what customers can spend or owe (a posting, an expiry): default, their
+   * automatic top-ups are checked; the process may add more (alerts, libs/guardrails).
+   */
+  afterCustomersMoved?: (customers: { orgId: number; customerId: number }[]) => Promise<void>;
 }): BillingScheduler {
   const { db, log, stores } = options;
+  const moved =
+    options.afterCustomersMoved ??
+    ((customers: { orgId: number; customerId: number }[]) =>
+      checkTopUps(db, stores, customers).then(() => {}));
   let usage: OpenedUsageAggregator | undefined;
 
   const billingRun = async () => {
@@ -41,7 +50,7 @@ export function startBillingScheduler(options: {
     await usage.caughtUp({ onWaiting: (message) => log.info(message) });
     const summary = await runBilling(db, {
       usage: usageSource(usage.aggregator),
-      afterPosting: (customers) => checkTopUps(db, stores, customers).then(() => {}),
+      afterPosting: moved,
     });
     const { invoice_ids: _ids, ...counts } = summary;
     if (summary.failures.length)
@@ -52,7 +61,7 @@ export function startBillingScheduler(options: {
     const touched = await expireCreditGrants(db, new Date());
     if (touched.length) {
       log.info({ customers: touched.length }, 'credit grants expired');
-      await checkTopUps(db, stores, touched);
+      await moved(touched);
     }
   };
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { checkTopUps, runBilling, usageSource } from '../../billing/index.js';
+import { runBilling, usageSource } from '../../billing/index.js';
+import { afterCreditsMoved } from '../../guardrails/index.js';
 import { getOrganization } from '../../organizations/index.js';
 import { openUsageAggregator } from '../../usage/index.js';
 import { defineCommand, PARTIAL_FAILURE } from '../command.js';
@@ -29,7 +30,7 @@ export const billingCommands = [
           usage: usageSource(usage.aggregator),
           // what the posted customers' credits project moved: their automatic top-ups are checked
           afterPosting: (customers) =>
-            withReadStores(context, (stores) => checkTopUps(db, stores, customers)).then(() => {}),
+            withReadStores(context, (stores) => afterCreditsMoved(db, stores, customers)),
           now: f.now,
           orgId: f.org,
           post: !f.draft,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { checkTopUps, createCreditGrant, listCreditGrants, voidCreditGrant } from '../../billing/index.js';
+import { createCreditGrant, listCreditGrants, voidCreditGrant } from '../../billing/index.js';
+import { afterCreditsMoved } from '../../guardrails/index.js';
 import { CREDIT_GRANT_STATUSES } from '../../schemas/index.js';
 import { defineCommand } from '../command.js';
 import { idFlag, integerFlag, referenceFlag, textFlag } from '../flags.js';
@@ -26,8 +27,9 @@ export const creditCommands = [
       reference: referenceFlag.optional(),
       org: idFlag.optional(),
     }),
-    run: async ({ db }, f) => {
-      const { grant } = await db.transaction((tx) =>
+    run: async (context, f) => {
+      const { db } = context;
+      const { grant, created } = await db.transaction((tx) =>
         createCreditGrant(tx, {
           customerId: f.customer,
           orgId: f.org,
@@ -43,6 +45,15 @@ export const creditCommands = [
           },
         }),
       );
+      if (created) {
+        const orgId =
+          f.org ??
+          (await db.query<{ org_id: number }>('SELECT org_id FROM customers WHERE id = $1', [f.customer]))
+            .rows[0]!.org_id;
+        await withReadStores(context, (stores) =>
+          afterCreditsMoved(db, stores, [{ orgId, customerId: f.customer }]),
+        );
+      }
       return grant;
     },
   }),
@@ -81,7 +92,7 @@ export const creditCommands = [
         [grant.id],
       );
       await withReadStores(context, (stores) =>
-        checkTopUps(context.db, stores, [{ orgId: rows[0]!.org_id, customerId: grant.customer_id }]),
+        afterCreditsMoved(context.db, stores, [{ orgId: rows[0]!.org_id, customerId: grant.customer_id }]),
       );
       return grant;
     },

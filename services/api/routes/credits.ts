@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
-  checkTopUps,
   createCreditGrant,
   getCreditBalance,
   getCreditGrant,
@@ -11,6 +10,7 @@ import {
   voidCreditGrant,
 } from '../../../libs/billing/index.js';
 import { ApiError } from '../../../libs/errors/index.js';
+import { afterCreditsMoved } from '../../../libs/guardrails/index.js';
 import {
   CREDIT_GRANT_STATUSES,
   CreateCreditGrant,
@@ -82,6 +82,8 @@ export const creditRoutes: FastifyPluginAsyncZod = async (app) => {
           input: request.body,
         }),
       );
+      if (created)
+        await afterCreditsMoved(db, stores, [{ orgId: orgIdOf(request), customerId: grant.customer_id }]);
       return reply.code(created ? 201 : 200).send({ data: grant });
     },
   );
@@ -144,8 +146,8 @@ export const creditRoutes: FastifyPluginAsyncZod = async (app) => {
       const grant = await db.transaction((tx) =>
         voidCreditGrant(tx, { grantId: request.params.credit_grant_id, orgId }),
       );
-      // what the customer can spend moved: its automatic top-up is checked
-      await checkTopUps(db, stores, [{ orgId, customerId: grant.customer_id }]);
+      // what the customer can spend moved: its automatic top-up, then its alerts
+      await afterCreditsMoved(db, stores, [{ orgId, customerId: grant.customer_id }]);
       return { data: grant };
     },
   );
@@ -208,7 +210,7 @@ export const creditRoutes: FastifyPluginAsyncZod = async (app) => {
       const orgId = orgIdOf(request);
       const customerId = customerIdOf(request.params);
       const topUp = await setCreditTopUp(db, orgId, customerId, request.body);
-      await checkTopUps(db, stores, [{ orgId, customerId }]);
+      await afterCreditsMoved(db, stores, [{ orgId, customerId }]);
       return { data: topUp };
     },
   );

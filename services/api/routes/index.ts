@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { alertRoutes } from './alerts.js';
 import { creditRoutes } from './credits.js';
 import { customerRoutes } from './customers.js';
 import { invoiceRoutes } from './invoices.js';
@@ -20,6 +21,7 @@ export const publicRoutes: FastifyPluginAsyncZod = async (app) => {
   await app.register(usageReadBackRoutes);
   await app.register(customerRoutes);
   await app.register(creditRoutes);
+  await app.register(alertRoutes);
   await app.register(productRoutes);
   await app.register(subscriptionRoutes);
   await app.register(invoiceRoutes);

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { afterCreditsMoved } from '../../../libs/guardrails/index.js';
 import {
   integerIdQuery,
   integerPathId,
@@ -88,12 +89,21 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
         },
       },
     },
-    async (request) => ({
-      data: await changeSubscription(db, {
+    async (request) => {
+      const orgId = orgIdOf(request);
+      const change = await changeSubscription(db, {
         subscriptionId: request.params.subscription_id,
-        orgId: orgIdOf(request),
+        orgId,
         change: request.body,
-      }),
-    }),
+      });
+      if (!request.body.preview) {
+        // what the customer owes moved: its top-up and alerts, after the answer (never delaying it)
+        const customer = { orgId, customerId: change.subscription.customer_id };
+        void afterCreditsMoved(db, app.deps.usageRead, [customer]).catch((error: unknown) =>
+          request.log.error({ err: error }, 'alerts after a change failed'),
+        );
+      }
+      return { data: change };
+    },
   );
 };
