@@ -25,30 +25,30 @@ export {
 } from './domain/index.js';
 export { fixedChargeProblems, productPriceProblems } from './invoices/index.js';
 export {
+  type BillableItemRow,
+  billableItemsSql,
   type ChangeCatalogRow,
   type ChangeMode,
   type ChangingSubscription,
   changeCatalogColumns,
   type ItemSetPlan,
   itemSetWriteCtes,
+  loadBillableItems,
   namedIds,
   planItemSet,
   type ResolvedEntry,
   resolveItemSet,
+  toBillableItem,
   toChangeCatalog,
 } from './item-set/index.js';
 export { type BillableItem, tierProblems } from './pricing/index.js';
 export { getDailyUsage, getSubscriptionUsage, previewUpcomingInvoice } from './read-back/index.js';
 export {
   BILLABLE_STATUSES,
-  type BillableItemRow,
-  billableItemsSql,
   invoiceUntilEnd,
-  loadBillableItems,
   loadSubscriptionSchedule,
   runBilling,
   startBillingScheduler,
-  toBillableItem,
   type UsageForTransaction,
   usageSource,
 } from './run/index.js';

@@ -1,15 +1,15 @@
+export { applyItemSet } from './apply-item-set.js';
+export type { ChangeMode, ChangingSubscription, ResolvedEntry } from './item-set.js';
 export {
-  applyItemSet,
+  type BillableItemRow,
+  billableItemsSql,
   type ChangeCatalogRow,
-  type ChangeMode,
-  type ChangingSubscription,
   changeCatalogColumns,
-  endItemsAt,
-  type ItemSetPlan,
   itemSetWriteCtes,
+  loadBillableItems,
   namedIds,
-  planItemSet,
-  type ResolvedEntry,
-  resolveItemSet,
+  toBillableItem,
   toChangeCatalog,
-} from './item-changes.js';
+} from './item-set-store.js';
+export { endItemsAt, type ItemSetPlan, planItemSet } from './plan-item-set.js';
+export { resolveItemSet } from './resolve-item-set.js';

@@ -19,11 +19,11 @@ import {
   pendingProrationLines,
   windowedUsageTotals,
 } from '../invoices/index.js';
+import { loadBillableItems } from '../item-set/index.js';
 import type { BillableItem } from '../pricing/index.js';
 import { billableUsage } from '../pricing/index.js';
 import {
   type DueSubscription,
-  loadBillableItems,
   loadCustomers,
   loadSubscriptionSchedule,
   planBilling,

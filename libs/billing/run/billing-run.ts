@@ -21,7 +21,7 @@ import {
   pendingProrationLines,
   usageWindow,
 } from '../invoices/index.js';
-import { applyItemSet, endItemsAt, type ResolvedEntry } from '../item-set/index.js';
+import { applyItemSet, endItemsAt, loadBillableItems, type ResolvedEntry } from '../item-set/index.js';
 import type { BillableItem, ProrationLine } from '../pricing/index.js';
 import {
   type BillingCustomer,
@@ -29,7 +29,6 @@ import {
   type DueSubscription,
   formatInvoiceNumber,
   insertInvoices,
-  loadBillableItems,
   loadCustomers,
   markProrationLinesInvoiced,
   type NewInvoice,

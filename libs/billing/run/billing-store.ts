@@ -1,7 +1,6 @@
 import type { Queryable } from '../../db/index.js';
 import type { InvoiceStatus, SubscriptionStatus } from '../../schemas/index.js';
 import type { InvoiceLine } from '../invoices/index.js';
-import type { BillableItem, PriceTier } from '../pricing/index.js';
 import type { SubscriptionSchedule } from './schedule.js';
 import { BILLABLE_STATUSES } from './schedule.js';
 
@@ -71,125 +70,6 @@ export async function loadSubscriptionSchedule(
     [orgId, subscriptionId],
   );
   return rows[0];
-}
-
-/** A billable item as the database gives it: rows give Dates, json_agg gives their text. */
-export interface BillableItemRow {
-  subscription_id: number;
-  subscription_item_id: number;
-  product_id: number;
-  quantity: number;
-  unit_price: string;
-  usage_type: 'licensed' | 'metered';
-  included_units: string;
-  product_name: string;
-  unit_label: string;
-  currency: string;
-  pricing_type: BillableItem['pricing_type'];
-  pricing_model: BillableItem['pricing']['pricing_model'];
-  pricing_scheme: BillableItem['pricing']['pricing_scheme'];
-  pricing_mode: BillableItem['pricing']['pricing_mode'];
-  org_id: number;
-  started_at: Date | string | null;
-  removed_at: Date | string | null;
-  base_period_start: Date | string | null;
-  base_quantity: number | null;
-  base_unit_price: string | null;
-  base_included_units: string | null;
-}
-
-/**
- * The SELECT of billable items, `si`, under `where`: the items billed for the running period or
- * later, so an item removed by a change since the running period began is still there (with its
- * `removed_at`) until that period is invoiced. `subscription` names a subscriptions row the
- * statement already has (the items' own); without it the items' subscriptions are joined. Numerics
- * are cast to text, which is how pg gives them anyway, so that they stay exact in json_agg too.
- */
-export function billableItemsSql(where: string, subscription?: string): string {
-  const s = subscription ?? 'item_s';
-  return `SELECT si.subscription_id, si.id AS subscription_item_id, si.product_id, si.quantity,
-            si.unit_price::text AS unit_price, si.usage_type, si.included_units::text AS included_units,
-            p.name AS product_name, p.unit_label, p.currency, p.pricing_type, p.pricing_model, p.pricing_scheme,
-            p.pricing_mode, si.org_id, si.started_at, si.removed_at, si.base_period_start, si.base_quantity,
-            si.base_unit_price::text AS base_unit_price, si.base_included_units::text AS base_included_units
-       FROM subscription_items si
-       JOIN products p ON p.org_id = si.org_id AND p.id = si.product_id
-       ${subscription ? '' : 'JOIN subscriptions item_s ON item_s.org_id = si.org_id AND item_s.id = si.subscription_id'}
-      WHERE (${where}) AND (si.removed_at IS NULL OR si.removed_at > ${s}.current_period_start)`;
-}
-
-export function toBillableItem(row: BillableItemRow, tiers: readonly PriceTier[]): BillableItem {
-  const date = (value: Date | string | null) => (value === null ? null : new Date(value));
-  return {
-    subscription_item_id: row.subscription_item_id,
-    product_id: row.product_id,
-    product_name: row.product_name,
-    unit_label: row.unit_label,
-    currency: row.currency.trim(),
-    pricing_type: row.pricing_type,
-    usage_type: row.usage_type,
-    quantity: row.quantity,
-    unit_price: row.unit_price,
-    included_units: row.included_units,
-    pricing: {
-      pricing_model: row.pricing_model,
-      pricing_scheme: row.pricing_scheme,
-      pricing_mode: row.pricing_mode,
-      tiers: [...tiers],
-    },
-    started_at: date(row.started_at),
-    removed_at: date(row.removed_at),
-    base:
-      row.base_period_start === null
-        ? null
-        : {
-            period_start: date(row.base_period_start)!,
-            quantity: row.base_quantity!,
-            unit_price: row.base_unit_price!,
-            included_units: row.base_included_units!,
-          },
-  };
-}
-
-/** Items of the given subscriptions with their products' prices and tiers, grouped by subscription. */
-export async function loadBillableItems(
-  tx: Queryable,
-  orgIds: number[],
-  subscriptionIds: number[],
-): Promise<Map<number, BillableItem[]>> {
-  const { rows } = await tx.query<BillableItemRow>(
-    `${billableItemsSql('si.org_id = ANY($1::bigint[]) AND si.subscription_id = ANY($2::bigint[])')}
-      ORDER BY si.subscription_id, si.id`,
-    [orgIds, subscriptionIds],
-  );
-  const tiered = [...new Set(rows.filter((r) => r.pricing_scheme === 'tiered').map((r) => r.product_id))];
-  const tiers = await loadTiers(tx, orgIds, tiered);
-  const grouped = new Map<number, BillableItem[]>(subscriptionIds.map((id) => [id, []]));
-  for (const row of rows) {
-    grouped.get(row.subscription_id)?.push(toBillableItem(row, tiers.get(row.product_id) ?? []));
-  }
-  return grouped;
-}
-
-async function loadTiers(
-  tx: Queryable,
-  orgIds: number[],
-  productIds: number[],
-): Promise<Map<number, PriceTier[]>> {
-  const tiers = new Map<number, PriceTier[]>();
-  if (productIds.length === 0) return tiers;
-  const { rows } = await tx.query<PriceTier & { product_id: number }>(
-    `SELECT product_id, up_to, unit_price, flat_fee FROM product_price_tiers
-      WHERE org_id = ANY($1::bigint[]) AND product_id = ANY($2::bigint[])
-      ORDER BY product_id, position`,
-    [orgIds, productIds],
-  );
-  for (const { product_id, ...tier } of rows) {
-    const list = tiers.get(product_id) ?? [];
-    list.push(tier);
-    tiers.set(product_id, list);
-  }
-  return tiers;
 }
 
 export interface BillingCustomer {

@@ -1,12 +1,4 @@
 export { invoiceUntilEnd, runBilling, type UsageForTransaction, usageSource } from './billing-run.js';
 export { startBillingScheduler } from './billing-scheduler.js';
-export {
-  type BillableItemRow,
-  billableItemsSql,
-  type DueSubscription,
-  loadBillableItems,
-  loadCustomers,
-  loadSubscriptionSchedule,
-  toBillableItem,
-} from './billing-store.js';
+export { type DueSubscription, loadCustomers, loadSubscriptionSchedule } from './billing-store.js';
 export { BILLABLE_STATUSES, planBilling, type ScheduleStep } from './schedule.js';
