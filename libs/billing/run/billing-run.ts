@@ -13,23 +13,14 @@ import {
   subscriptionUpdatedEventData,
   utcDate,
 } from '../domain/index.js';
-import {
-  composePeriodInvoice,
-  InvoiceLimitError,
-  itemForPeriod,
-  type PendingProrationLine,
-  pendingProrationLines,
-  usageWindow,
-} from '../invoices/index.js';
-import { applyItemSet, endItemsAt, loadBillableItems, type ResolvedEntry } from '../item-set/index.js';
-import type { BillableItem, ProrationLine } from '../pricing/index.js';
+import { composePeriodInvoice, InvoiceLimitError, pendingProrationLines } from '../invoices/index.js';
+import { applyItemSet, loadBillableItems, type ResolvedEntry } from '../item-set/index.js';
 import {
   type BillingCustomer,
   claimDueSubscriptions,
   type DueSubscription,
   formatInvoiceNumber,
   insertInvoices,
-  loadCustomers,
   markProrationLinesInvoiced,
   type NewInvoice,
   type ParkedSubscription,
@@ -39,7 +30,16 @@ import {
   takeDueChanges,
   updateSubscriptions,
 } from './billing-store.js';
-import { BILLABLE_STATUSES, planBilling, type ScheduleStep, type SubscriptionSchedule } from './schedule.js';
+import {
+  type InvoiceInputs,
+  type InvoiceStep,
+  type InvoiceTarget,
+  loadInvoiceInputs,
+  type SubscriptionEnd,
+  unique,
+  usageKey,
+} from './invoice-inputs.js';
+import { BILLABLE_STATUSES, planBilling, type SubscriptionSchedule } from './schedule.js';
 
 /**
  * The billing run (DESIGN §6 Billing): every subscription whose next_billing_date has passed is
@@ -234,8 +234,6 @@ function addToSummary(summary: BillingRunSummary, result: BatchResult): void {
   summary.expired += result.expired;
 }
 
-type InvoiceStep = Extract<ScheduleStep, { kind: 'invoice' }>;
-
 /** One batch in one transaction; `claimed` 0 means nothing is due any more. */
 async function billBatch(
   tx: Queryable,
@@ -370,30 +368,6 @@ export async function invoiceUntilEnd(
   return invoice;
 }
 
-interface InvoiceTarget {
-  subscription: DueSubscription;
-  step: InvoiceStep;
-  /** The subscription stops within the step's period (an immediate cancel): billed until then. */
-  end?: SubscriptionEnd;
-}
-
-/** Where a subscription canceled now stops being billed, and how its licensed items are credited. */
-export interface SubscriptionEnd {
-  at: Date;
-  proration: 'prorate' | 'none';
-}
-
-/** What composing a batch's invoices reads, in a few queries for the whole batch. */
-interface InvoiceInputs {
-  items: Map<number, BillableItem[]>;
-  customers: Map<number, BillingCustomer>;
-  usage: Map<string, Map<number, string>>;
-  /** usageKey -> the proration lines that invoice carries. */
-  prorationLines: Map<string, PendingProrationLine[]>;
-  /** usageKey -> the credits of items ended before the period's end (written only as lines). */
-  endLines: Map<string, ProrationLine[]>;
-}
-
 /**
  * The batch's invoices: inputs read, numbers reserved, lines composed (composePeriodInvoice, the
  * one composition the upcoming-invoice preview shares), credit settled when posting, then written.
@@ -403,7 +377,11 @@ async function createInvoices(
   context: BatchContext,
   toInvoice: InvoiceTarget[],
 ): Promise<NewInvoice[]> {
-  const inputs = await loadInvoiceInputs(tx, context, toInvoice);
+  const inputs = await loadInvoiceInputs(
+    tx,
+    { usage: context.usage(tx), lockCustomers: context.post },
+    toInvoice,
+  );
   const numbering = await reserveNumbering(tx, toInvoice);
   const invoices = toInvoice.map((target) => composeInvoice(target, inputs, numbering, context));
   const credits = context.post ? settleCredits(invoices, inputs.customers, numbering) : [];
@@ -419,52 +397,6 @@ async function createInvoices(
     ),
   );
   return invoices;
-}
-
-async function loadInvoiceInputs(
-  tx: Queryable,
-  context: BatchContext,
-  toInvoice: InvoiceTarget[],
-): Promise<InvoiceInputs> {
-  const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
-  const subscriptionIds = unique(toInvoice.map(({ subscription }) => subscription.id));
-  const items = await loadBillableItems(tx, orgIds, subscriptionIds);
-  const endLines = new Map<string, ProrationLine[]>();
-  for (const { subscription, step, end } of toInvoice) {
-    if (!end) continue;
-    const ended = endItemsAt(
-      { ...subscription, current_period_start: step.periodStart, current_period_end: step.periodEnd },
-      items.get(subscription.id) ?? [],
-      { at: end.at, mode: end.proration },
-    );
-    items.set(subscription.id, ended.items);
-    endLines.set(usageKey(subscription, step), ended.lines);
-  }
-  const customers = await loadCustomers(
-    tx,
-    orgIds,
-    unique(toInvoice.map(({ subscription }) => subscription.customer_id)),
-    { lock: context.post },
-  );
-  const usage = await periodUsage(context.usage(tx), toInvoice, items);
-  const lastEnd = toInvoice.reduce(
-    (latest, { step }) => (step.periodEnd > latest ? step.periodEnd : latest),
-    new Date(0),
-  );
-  const pending = await pendingProrationLines(tx, orgIds, subscriptionIds, lastEnd);
-  // each line goes on the first invoice (in period order) whose period ends at or after its own
-  const prorationLines = new Map<string, PendingProrationLine[]>();
-  for (const { subscription, step } of toInvoice) {
-    const waiting = pending.get(subscription.id) ?? [];
-    const due = waiting.filter((line) => new Date(line.period_end) <= step.periodEnd);
-    if (due.length === 0) continue;
-    prorationLines.set(usageKey(subscription, step), due);
-    pending.set(
-      subscription.id,
-      waiting.filter((line) => !due.includes(line)),
-    );
-  }
-  return { items, customers, usage, prorationLines, endLines };
 }
 
 interface OrgNumbering {
@@ -567,56 +499,6 @@ function settleCredits(
   return credits;
 }
 
-const usageKey = (subscription: DueSubscription, step: InvoiceStep) =>
-  `${subscription.id}|${step.periodStart.toISOString()}`;
-
-/**
- * Usage of every metered item over the part of its invoice's period it was on the subscription
- * (all of it, unless a change added or removed it within), one aggregation call per
- * (organization, window): in a batch of subscriptions renewing together that is one call for all.
- */
-async function periodUsage(
-  aggregator: UsageAggregator,
-  toInvoice: InvoiceTarget[],
-  items: Map<number, BillableItem[]>,
-): Promise<Map<string, Map<number, string>>> {
-  const groups = new Map<
-    string,
-    { orgId: number; from: Date; to: Date; itemIds: number[]; keys: Set<string> }
-  >();
-  for (const { subscription, step } of toInvoice) {
-    const period = { start: step.periodStart, end: step.periodEnd };
-    for (const item of items.get(subscription.id) ?? []) {
-      if (item.usage_type !== 'metered' || !itemForPeriod(item, period)) continue;
-      const window = usageWindow(item, period);
-      const groupKey = `${subscription.org_id}|${window.start.toISOString()}|${window.end.toISOString()}`;
-      const group = groups.get(groupKey) ?? {
-        orgId: subscription.org_id,
-        from: window.start,
-        to: window.end,
-        itemIds: [],
-        keys: new Set<string>(),
-      };
-      group.itemIds.push(item.subscription_item_id);
-      group.keys.add(usageKey(subscription, step));
-      groups.set(groupKey, group);
-    }
-  }
-  const usage = new Map<string, Map<number, string>>();
-  for (const group of groups.values()) {
-    const totals = await aggregator.totals(group.orgId, group.itemIds, group.from, group.to);
-    for (const key of group.keys) {
-      const merged = usage.get(key) ?? new Map<number, string>();
-      for (const id of group.itemIds) {
-        const total = totals.get(id);
-        if (total !== undefined) merged.set(id, total);
-      }
-      usage.set(key, merged);
-    }
-  }
-  return usage;
-}
-
 /**
  * Scheduled changes (effective "period_end") whose boundary this batch passed: applied as they
  * were asked for, on the new period (nothing of the ended period is touched: its invoice is made),
@@ -670,10 +552,6 @@ async function applyDueChanges(
   }
   return events;
 }
-function unique(values: number[]): number[] {
-  return [...new Set(values)];
-}
-
 function isDatabase(db: Database | Queryable): db is Database {
   return typeof (db as Partial<Database>).transaction === 'function';
 }
