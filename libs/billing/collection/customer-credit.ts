@@ -3,7 +3,8 @@ import type { Queryable } from '../../db/index.js';
 import { ApiError } from '../../errors/index.js';
 import { formatMoney, parseMoney } from '../../money/index.js';
 import type { Customer } from '../../schemas/index.js';
-import { assertPayableAmount, parseAmount } from './settlement.js';
+import { parseAmount } from '../domain/index.js';
+import { assertPayableAmount } from './settlement.js';
 
 /**
  * Adds to a customer's credit balance (a goodwill credit, a prepayment), held in the

@@ -9,10 +9,16 @@ import type {
   TransactionMethod,
   TransactionType,
 } from '../../schemas/index.js';
-import { assertInvoiceTransition, invoiceEventData, paymentEventData, utcDate } from '../domain/index.js';
+import {
+  assertInvoiceTransition,
+  invoiceEventData,
+  parseAmount,
+  paymentEventData,
+  utcDate,
+} from '../domain/index.js';
 import { restoreIfSettled } from './dunning.js';
 import { type InvoiceRef, type LockedInvoice, lockInvoice } from './invoice-operations.js';
-import { assertPayableAmount, parseAmount, statusAfterRefund, statusForAmountPaid } from './settlement.js';
+import { assertPayableAmount, statusAfterRefund, statusForAmountPaid } from './settlement.js';
 
 /**
  * Money against an invoice (DESIGN §6): payments and credit memos raise `amount_paid` (so lower

@@ -4,7 +4,7 @@ export {
   subscriptionEventData,
   subscriptionUpdatedEventData,
 } from './event-data.js';
-export { instantInput, moneyInput, parseInput, quantityInput } from './inputs.js';
+export { instantInput, moneyInput, parseAmount, parseInput, quantityInput } from './inputs.js';
 export {
   addDays,
   addDaysToInstant,
