@@ -3,7 +3,6 @@ export {
   type PendingProrationLine,
   pendingProrationLines,
   usageWindow,
-  windowedUsageTotals,
 } from './billable-items.js';
 export {
   fitsAnInvoice,
@@ -13,4 +12,4 @@ export {
   productPriceProblems,
 } from './invoice-limits.js';
 export type { InvoiceLine } from './invoice-lines.js';
-export { composePeriodInvoice, type PeriodInvoice } from './period-invoice.js';
+export { composePeriodInvoice, type PeriodInvoice, type PeriodInvoiceInput } from './period-invoice.js';

@@ -35,6 +35,7 @@ import {
   type InvoiceStep,
   type InvoiceTarget,
   loadInvoiceInputs,
+  periodInvoiceInput,
   type SubscriptionEnd,
   unique,
   usageKey,
@@ -422,28 +423,14 @@ async function reserveNumbering(
 }
 
 function composeInvoice(
-  { subscription, step, end }: InvoiceTarget,
+  target: InvoiceTarget,
   inputs: InvoiceInputs,
   numbering: Map<number, OrgNumbering>,
   context: BatchContext,
 ): NewInvoice {
-  const customer = inputs.customers.get(subscription.customer_id);
-  if (!customer || customer.org_id !== subscription.org_id) {
-    throw new Error(`customer ${subscription.customer_id} of subscription ${subscription.id} not found`);
-  }
+  const { subscription, step, end } = target;
   const org = numbering.get(subscription.org_id)!;
-  const key = usageKey(subscription, step);
-  const draft = composePeriodInvoice({
-    items: inputs.items.get(subscription.id) ?? [],
-    currency: subscription.currency,
-    usage: inputs.usage.get(key) ?? new Map(),
-    firstPeriod: step.firstPeriod,
-    periodStart: step.periodStart,
-    periodEnd: step.periodEnd,
-    prorationLines: [...(inputs.prorationLines.get(key) ?? []), ...(inputs.endLines.get(key) ?? [])],
-    customer,
-    endsAt: end?.at,
-  });
+  const draft = composePeriodInvoice(periodInvoiceInput(target, inputs));
   return {
     id: randomUUID(),
     org_id: subscription.org_id,

@@ -1,4 +1,9 @@
 export { invoiceUntilEnd, runBilling, type UsageForTransaction, usageSource } from './billing-run.js';
 export { startBillingScheduler } from './billing-scheduler.js';
-export { type DueSubscription, loadCustomers, loadSubscriptionSchedule } from './billing-store.js';
+export { type DueSubscription, loadSubscriptionSchedule } from './billing-store.js';
+export {
+  type InvoiceTarget,
+  loadInvoiceInputs,
+  periodInvoiceInput,
+} from './invoice-inputs.js';
 export { BILLABLE_STATUSES, planBilling, type ScheduleStep } from './schedule.js';

@@ -3,6 +3,7 @@ import type { UsageAggregator } from '../../usage/index.js';
 import {
   itemForPeriod,
   type PendingProrationLine,
+  type PeriodInvoiceInput,
   pendingProrationLines,
   usageWindow,
 } from '../invoices/index.js';
@@ -26,7 +27,10 @@ export interface SubscriptionEnd {
   proration: 'prorate' | 'none';
 }
 
-/** What composing a batch's invoices reads, in a few queries for the whole batch. */
+/**
+ * What composing a batch's invoices reads, in a few queries for the whole batch: the billing run
+ * and the usage read-back (the upcoming invoice, a period's usage) load it alike.
+ */
 export interface InvoiceInputs {
   items: Map<number, BillableItem[]>;
   customers: Map<number, BillingCustomer>;
@@ -38,7 +42,7 @@ export interface InvoiceInputs {
 }
 
 /**
- * What composing the invoices of `toInvoice` reads: their items (ended at `end` for a
+ * What composing the invoices of `toInvoice` (periodInvoiceInput) reads: their items (ended at `end` for a
  * subscription that stops within its period), customers (locked when posting will consume their
  * credit), usage and waiting proration lines.
  */
@@ -61,18 +65,18 @@ export async function loadInvoiceInputs(
     items.set(subscription.id, ended.items);
     endLines.set(usageKey(subscription, step), ended.lines);
   }
-  const customers = await loadCustomers(
-    tx,
-    orgIds,
-    unique(toInvoice.map(({ subscription }) => subscription.customer_id)),
-    { lock: options.lockCustomers },
-  );
-  const usage = await periodUsage(options.usage, toInvoice, items);
   const lastEnd = toInvoice.reduce(
     (latest, { step }) => (step.periodEnd > latest ? step.periodEnd : latest),
     new Date(0),
   );
-  const pending = await pendingProrationLines(tx, orgIds, subscriptionIds, lastEnd);
+  // side by side (in a transaction, one after the other in this order: the customers' locks first)
+  const [customers, usage, pending] = await Promise.all([
+    loadCustomers(tx, orgIds, unique(toInvoice.map(({ subscription }) => subscription.customer_id)), {
+      lock: options.lockCustomers,
+    }),
+    periodUsage(options.usage, toInvoice, items),
+    pendingProrationLines(tx, orgIds, subscriptionIds, lastEnd),
+  ]);
   // each line goes on the first invoice (in period order) whose period ends at or after its own
   const prorationLines = new Map<string, PendingProrationLine[]>();
   for (const { subscription, step } of toInvoice) {
@@ -86,6 +90,30 @@ export async function loadInvoiceInputs(
     );
   }
   return { items, customers, usage, prorationLines, endLines };
+}
+
+/**
+ * What composePeriodInvoice is given for `target`: the one composition of the billing run and of
+ * the read-back's upcoming invoice.
+ */
+export function periodInvoiceInput(target: InvoiceTarget, inputs: InvoiceInputs): PeriodInvoiceInput {
+  const { subscription, step, end } = target;
+  const customer = inputs.customers.get(subscription.customer_id);
+  if (!customer || customer.org_id !== subscription.org_id) {
+    throw new Error(`customer ${subscription.customer_id} of subscription ${subscription.id} not found`);
+  }
+  const key = usageKey(subscription, step);
+  return {
+    items: inputs.items.get(subscription.id) ?? [],
+    currency: subscription.currency,
+    usage: inputs.usage.get(key) ?? new Map(),
+    firstPeriod: step.firstPeriod,
+    periodStart: step.periodStart,
+    periodEnd: step.periodEnd,
+    prorationLines: [...(inputs.prorationLines.get(key) ?? []), ...(inputs.endLines.get(key) ?? [])],
+    customer,
+    endsAt: end?.at,
+  };
 }
 
 export const usageKey = (subscription: DueSubscription, step: InvoiceStep) =>
