@@ -15,3 +15,4 @@ export {
   utcDate,
 } from './periods.js';
 export { assertInvoiceTransition, assertSubscriptionTransition } from './state-machines.js';
+export { type ItemToShow, publicSubscriptionItem } from './subscription-item.js';

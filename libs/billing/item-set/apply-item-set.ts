@@ -7,7 +7,7 @@ import {
   itemSetWriteCtes,
   toChangeCatalog,
 } from './item-set-store.js';
-import { type AppliedItemSet, planItemSet } from './plan-item-set.js';
+import { type ItemSetPlan, planItemSet } from './plan-item-set.js';
 
 /**
  * Applies a set at a scheduled change's boundary, in the billing run's transaction (which holds the
@@ -19,7 +19,7 @@ export async function applyItemSet(
   items: readonly BillableItem[],
   resolved: readonly ResolvedEntry[],
   context: { at: Date; mode: ChangeMode },
-): Promise<AppliedItemSet> {
+): Promise<ItemSetPlan> {
   const values: unknown[] = [];
   const param = (value: unknown) => `$${values.push(value)}`;
   const productIds = resolved.flatMap((entry) => (entry.id === null ? [entry.product_id] : []));
@@ -32,7 +32,7 @@ export async function applyItemSet(
     `SELECT ${columns} FROM subscriptions s WHERE s.org_id = ${param(subscription.org_id)} AND s.id = ${param(subscription.id)}`,
     values,
   );
-  const plan = planItemSet(subscription, items, resolved, toChangeCatalog(rows[0]!).catalog, context);
+  const plan = planItemSet(subscription, items, resolved, toChangeCatalog(rows[0]!), context);
   const writes: unknown[] = [];
   const ctes = itemSetWriteCtes([{ subscription, plan }], (value) => `$${writes.push(value)}`);
   await tx.query(`WITH ${ctes} SELECT 1`, writes);

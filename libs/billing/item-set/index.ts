@@ -1,15 +1,21 @@
 export { applyItemSet } from './apply-item-set.js';
-export type { ChangeMode, ChangingSubscription, ResolvedEntry } from './item-set.js';
 export {
-  type BillableItemRow,
-  billableItemsSql,
-  type ChangeCatalogRow,
-  changeCatalogColumns,
+  includedUnitsProblems,
+  isMetered,
+  periodicItemProblems,
+  productProblems,
+  type RuledProduct,
+  type SubscriptionTerms,
+} from './item-rules.js';
+export type { ChangeMode, ChangingSubscription, ItemSetEntry, ResolvedEntry } from './item-set.js';
+export {
+  type ChangeReadRow,
+  changeReadColumns,
   itemSetWriteCtes,
   loadBillableItems,
   namedIds,
-  toBillableItem,
-  toChangeCatalog,
+  toChangeRead,
 } from './item-set-store.js';
-export { endItemsAt, type ItemSetPlan, planItemSet } from './plan-item-set.js';
+export { type ChangeRequest, type PlannedChange, planChange } from './plan-change.js';
+export { changesNothing, endItemsAt, type ItemSetPlan, planItemSet } from './plan-item-set.js';
 export { resolveItemSet } from './resolve-item-set.js';

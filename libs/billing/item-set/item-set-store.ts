@@ -24,6 +24,7 @@ export interface BillableItemRow {
   pricing_model: BillableItem['pricing']['pricing_model'];
   pricing_scheme: BillableItem['pricing']['pricing_scheme'];
   pricing_mode: BillableItem['pricing']['pricing_mode'];
+  tiers: PriceTier[];
   org_id: number;
   started_at: Date | string | null;
   removed_at: Date | string | null;
@@ -31,6 +32,19 @@ export interface BillableItemRow {
   base_quantity: number | null;
   base_unit_price: string | null;
   base_included_units: string | null;
+}
+
+/**
+ * The tiers of the product `p` (a products row the statement has) as a JSON array of PriceTier,
+ * in ascending order; empty for a linear price. The one read of a product's tiers for billing:
+ * items and the products a change adds carry them in the same shape. Numerics as text, exact.
+ */
+function productTiersSql(p: string): string {
+  return `CASE WHEN ${p}.pricing_scheme = 'tiered' THEN (
+            SELECT coalesce(json_agg(json_build_object('up_to', t.up_to::text, 'unit_price', t.unit_price::text,
+                                                       'flat_fee', t.flat_fee::text) ORDER BY t.position), '[]')
+              FROM product_price_tiers t WHERE t.org_id = ${p}.org_id AND t.product_id = ${p}.id)
+          ELSE '[]'::json END`;
 }
 
 /**
@@ -45,15 +59,16 @@ export function billableItemsSql(where: string, subscription?: string): string {
   return `SELECT si.subscription_id, si.id AS subscription_item_id, si.product_id, si.quantity,
             si.unit_price::text AS unit_price, si.usage_type, si.included_units::text AS included_units,
             p.name AS product_name, p.unit_label, p.currency, p.pricing_type, p.pricing_model, p.pricing_scheme,
-            p.pricing_mode, si.org_id, si.started_at, si.removed_at, si.base_period_start, si.base_quantity,
-            si.base_unit_price::text AS base_unit_price, si.base_included_units::text AS base_included_units
+            p.pricing_mode, ${productTiersSql('p')} AS tiers, si.org_id, si.started_at, si.removed_at,
+            si.base_period_start, si.base_quantity, si.base_unit_price::text AS base_unit_price,
+            si.base_included_units::text AS base_included_units
        FROM subscription_items si
        JOIN products p ON p.org_id = si.org_id AND p.id = si.product_id
        ${subscription ? '' : 'JOIN subscriptions item_s ON item_s.org_id = si.org_id AND item_s.id = si.subscription_id'}
       WHERE (${where}) AND (si.removed_at IS NULL OR si.removed_at > ${s}.current_period_start)`;
 }
 
-export function toBillableItem(row: BillableItemRow, tiers: readonly PriceTier[]): BillableItem {
+export function toBillableItem(row: BillableItemRow): BillableItem {
   const date = (value: Date | string | null) => (value === null ? null : new Date(value));
   return {
     subscription_item_id: row.subscription_item_id,
@@ -70,7 +85,7 @@ export function toBillableItem(row: BillableItemRow, tiers: readonly PriceTier[]
       pricing_model: row.pricing_model,
       pricing_scheme: row.pricing_scheme,
       pricing_mode: row.pricing_mode,
-      tiers: [...tiers],
+      tiers: row.tiers,
     },
     started_at: date(row.started_at),
     removed_at: date(row.removed_at),
@@ -97,34 +112,9 @@ export async function loadBillableItems(
       ORDER BY si.subscription_id, si.id`,
     [orgIds, subscriptionIds],
   );
-  const tiered = [...new Set(rows.filter((r) => r.pricing_scheme === 'tiered').map((r) => r.product_id))];
-  const tiers = await loadTiers(tx, orgIds, tiered);
   const grouped = new Map<number, BillableItem[]>(subscriptionIds.map((id) => [id, []]));
-  for (const row of rows) {
-    grouped.get(row.subscription_id)?.push(toBillableItem(row, tiers.get(row.product_id) ?? []));
-  }
+  for (const row of rows) grouped.get(row.subscription_id)?.push(toBillableItem(row));
   return grouped;
-}
-
-async function loadTiers(
-  tx: Queryable,
-  orgIds: number[],
-  productIds: number[],
-): Promise<Map<number, PriceTier[]>> {
-  const tiers = new Map<number, PriceTier[]>();
-  if (productIds.length === 0) return tiers;
-  const { rows } = await tx.query<PriceTier & { product_id: number }>(
-    `SELECT product_id, up_to, unit_price, flat_fee FROM product_price_tiers
-      WHERE org_id = ANY($1::bigint[]) AND product_id = ANY($2::bigint[])
-      ORDER BY product_id, position`,
-    [orgIds, productIds],
-  );
-  for (const { product_id, ...tier } of rows) {
-    const list = tiers.get(product_id) ?? [];
-    list.push(tier);
-    tiers.set(product_id, list);
-  }
-  return tiers;
 }
 
 /** The product ids and item ids `entries` name: what changeCatalogColumns is given. */
@@ -135,31 +125,28 @@ export function namedIds(entries: readonly ItemSetEntry[]): { productIds: number
   };
 }
 
+/** The SQL expressions a change's read is given (changeCatalogColumns, changeReadColumns). */
+export interface ChangeReadSql {
+  /** The product ids the entries add (bigint[]), one per added entry. */
+  productIds: string;
+  /** The item ids the entries keep (bigint[]). */
+  itemIds: string;
+  /** The end of the period whose waiting proration lines count. */
+  periodEnd: string;
+}
+
 /**
  * The select-list columns that read a ChangeCatalog in the statement that reads the subscription
- * (`s`, a row of subscriptions): one round trip for the whole change, or for many. The arguments
- * are SQL expressions: the product ids and item ids the entries name (bigint[]), and the end of the
- * period whose waiting proration lines count. toChangeCatalog turns the columns into a
- * ChangeCatalog. An added item's id is drawn from the items' sequence here, so that the change's
- * lines can name it before it is written.
+ * (`s`, a row of subscriptions): one round trip for the whole change, or for many. toChangeCatalog
+ * turns the columns into a ChangeCatalog. An added item's id is drawn from the items' sequence
+ * here, so that the change's lines can name it before it is written.
  */
-export function changeCatalogColumns(sql: {
-  productIds: string;
-  itemIds: string;
-  periodEnd: string;
-}): string {
+export function changeCatalogColumns(sql: ChangeReadSql): string {
   return `(SELECT coalesce(json_agg(p), '[]') FROM (
             SELECT p.id, p.name, p.unit_label, p.pricing_type, p.pricing_model, p.pricing_scheme, p.pricing_mode,
-                   p.unit_price::text AS unit_price, p.currency, p.is_active, p.default_billing_period
+                   p.unit_price::text AS unit_price, p.currency, p.is_active, p.default_billing_period,
+                   ${productTiersSql('p')} AS tiers
               FROM products p WHERE p.org_id = s.org_id AND p.id = ANY(${sql.productIds})) p) AS catalog_products,
-          (SELECT coalesce(json_agg(t ORDER BY t.product_id, t.position), '[]') FROM (
-            SELECT t.product_id, t.position, t.up_to::text AS up_to, t.unit_price::text AS unit_price,
-                   t.flat_fee::text AS flat_fee
-              FROM product_price_tiers t
-             WHERE t.org_id = s.org_id
-               AND t.product_id IN (SELECT product_id FROM subscription_items i
-                                     WHERE i.org_id = s.org_id AND i.subscription_id = s.id
-                                    UNION ALL SELECT unnest(${sql.productIds}))) t) AS catalog_tiers,
           (SELECT coalesce(json_agg(json_build_array(o.id, o.subscription_id)), '[]') FROM subscription_items o
             WHERE o.org_id = s.org_id AND o.id = ANY(${sql.itemIds})
               AND (o.subscription_id <> s.id OR o.removed_at IS NULL)) AS catalog_item_owners,
@@ -173,39 +160,41 @@ export function changeCatalogColumns(sql: {
 }
 
 export interface ChangeCatalogRow {
-  catalog_products: Omit<ChangeProduct, 'tiers'>[];
-  catalog_tiers: (PriceTier & { product_id: number })[];
+  catalog_products: ChangeProduct[];
   catalog_item_owners: [number, number][];
   catalog_new_item_ids: string[];
   catalog_pending_lines: { sum: string; largest: string };
 }
 
-/** The ChangeCatalog of a row read with changeCatalogColumns, and the tiers of every product read. */
-export function toChangeCatalog(row: ChangeCatalogRow): {
-  catalog: ChangeCatalog;
-  tiers: Map<number, PriceTier[]>;
-} {
-  const tiers = new Map<number, PriceTier[]>();
-  for (const { product_id, up_to, unit_price, flat_fee } of row.catalog_tiers) {
-    const list = tiers.get(product_id) ?? [];
-    list.push({ up_to, unit_price, flat_fee });
-    tiers.set(product_id, list);
-  }
-  const products = new Map(
-    row.catalog_products.map((product) => [
-      product.id,
-      { ...product, currency: product.currency.trim(), tiers: tiers.get(product.id) ?? [] },
-    ]),
-  );
+/** The ChangeCatalog of a row read with changeCatalogColumns. */
+export function toChangeCatalog(row: ChangeCatalogRow): ChangeCatalog {
   return {
-    catalog: {
-      products,
-      itemOwners: new Map(row.catalog_item_owners),
-      newItemIds: row.catalog_new_item_ids.map(Number),
-      pendingLines: row.catalog_pending_lines,
-    },
-    tiers,
+    products: new Map(
+      row.catalog_products.map((product) => [product.id, { ...product, currency: product.currency.trim() }]),
+    ),
+    itemOwners: new Map(row.catalog_item_owners),
+    newItemIds: row.catalog_new_item_ids.map(Number),
+    pendingLines: row.catalog_pending_lines,
   };
+}
+
+/**
+ * Everything a change reads with the subscription `s`: its items (those removed within the
+ * running period too) and its ChangeCatalog (changeCatalogColumns), in one select list.
+ */
+export function changeReadColumns(sql: ChangeReadSql): string {
+  return `(SELECT coalesce(json_agg(i ORDER BY i.subscription_item_id), '[]')
+             FROM (${billableItemsSql('si.org_id = s.org_id AND si.subscription_id = s.id', 's')}) i) AS items,
+          ${changeCatalogColumns(sql)}`;
+}
+
+export interface ChangeReadRow extends ChangeCatalogRow {
+  items: BillableItemRow[];
+}
+
+/** The items and the catalog of a row read with changeReadColumns. */
+export function toChangeRead(row: ChangeReadRow): { items: BillableItem[]; catalog: ChangeCatalog } {
+  return { items: row.items.map(toBillableItem), catalog: toChangeCatalog(row) };
 }
 
 /**

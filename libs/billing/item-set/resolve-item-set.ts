@@ -2,7 +2,17 @@ import { ApiError, type FieldError } from '../../errors/index.js';
 import { productPriceProblems } from '../invoices/index.js';
 import type { BillableItem } from '../pricing/index.js';
 import {
+  includedUnitsProblems,
+  isMetered,
+  meteredQuantityProblems,
+  periodicItemProblems,
+  productProblems,
+  type RuledProduct,
+  type SubscriptionTerms,
+} from './item-rules.js';
+import {
   type ChangeCatalog,
+  type ChangeProduct,
   type ChangingSubscription,
   type ItemSetEntry,
   type ResolvedEntry,
@@ -12,8 +22,9 @@ import { namedIds } from './item-set-store.js';
 
 /**
  * Checks a requested set against the subscription's current items and the catalog: 404 for an
- * item or product this organization does not have, 422 naming each field otherwise.
- * `checkActive` false at a scheduled change's boundary: the set was valid when it was scheduled.
+ * item or product this organization does not have, 422 naming each field otherwise (the rules of
+ * item-rules.ts, as creating a subscription checks them). `checkActive` false at a scheduled
+ * change's boundary: the set was valid when it was scheduled.
  */
 export function resolveItemSet(
   subscription: ChangingSubscription,
@@ -23,96 +34,105 @@ export function resolveItemSet(
   options: { checkActive: boolean },
 ): ResolvedEntry[] {
   const currentById = new Map(current.map((item) => [item.subscription_item_id, item]));
+  assertNamedExist(currentById, entries, catalog);
+  const terms = { currency: subscription.currency.trim(), billing_period: subscription.billing_period };
+  const checked = entries.map((entry, index) =>
+    entry.id === undefined
+      ? addedEntry(entry, catalog.products.get(entry.product_id!)!, `items.${index}`, terms, options)
+      : keptEntry(entry as ItemSetEntry & { id: number }, currentById, catalog, `items.${index}`),
+  );
+  const problems = checked.flatMap((entry) => entry.problems);
+  const resolved = checked.flatMap((entry) => (entry.resolved ? [entry.resolved] : []));
+  if (resolved.length === entries.length) {
+    problems.push(...periodicItemProblems(checked.map((entry) => entry.pricingType!)));
+  }
+  if (problems.length) throw ApiError.validation(problems);
+  return resolved;
+}
+
+/** 404 for the first item or product the entries name that this organization does not have. */
+function assertNamedExist(
+  currentById: ReadonlyMap<number, BillableItem>,
+  entries: readonly ItemSetEntry[],
+  catalog: ChangeCatalog,
+): void {
   const { productIds, itemIds } = namedIds(entries);
   const unknownItem = itemIds.find((id) => !currentById.has(id) && !catalog.itemOwners.has(id));
   if (unknownItem !== undefined) throw ApiError.notFound(`Subscription item ${unknownItem}`);
   const unknownProduct = productIds.find((id) => !catalog.products.has(id));
   if (unknownProduct !== undefined) throw ApiError.notFound(`Product ${unknownProduct}`);
-  const products = catalog.products;
+}
 
-  const problems: FieldError[] = [];
-  const problem = (field: string, message: string, code = 'invalid_value') =>
-    problems.push({ field, message, code });
-  const resolved = entries.map((entry, index): ResolvedEntry | undefined => {
-    const at = `items.${index}`;
-    if (entry.id !== undefined) {
-      const item = currentById.get(entry.id);
-      if (!item) {
-        problem(
-          `${at}.id`,
-          `Item ${entry.id} belongs to subscription ${catalog.itemOwners.get(entry.id)}, not this one.`,
-        );
-        return undefined;
-      }
-      const metered = item.usage_type === 'metered';
-      if (metered && entry.quantity !== undefined) {
-        problem(
-          `${at}.quantity`,
-          `Item ${item.subscription_item_id} is usage-priced: its usage is its quantity.`,
-        );
-      }
-      if (!metered && entry.included_units !== undefined) {
-        problem(`${at}.included_units`, 'Only metered items (usage-priced products) have included units.');
-      }
-      return {
-        id: item.subscription_item_id,
-        product_id: item.product_id,
-        quantity: metered ? item.quantity : (entry.quantity ?? item.quantity),
-        included_units: units(metered ? (entry.included_units ?? item.included_units) : '0'),
-      };
-    }
-    const product = products.get(entry.product_id!)!;
-    const metered = product.pricing_type === 'usage';
-    if (options.checkActive && !product.is_active) {
-      problem(`${at}.product_id`, `Product ${product.id} is not active.`);
-    }
-    if (product.currency !== subscription.currency.trim()) {
-      problem(
-        `${at}.product_id`,
-        `Product ${product.id} is priced in ${product.currency}; this subscription is billed in ${subscription.currency.trim()}.`,
-      );
-    }
-    if (
-      product.pricing_type !== 'one_time' &&
-      product.default_billing_period !== subscription.billing_period
-    ) {
-      problem(
-        `${at}.product_id`,
-        `Product ${product.id} is priced ${product.default_billing_period}; this subscription is billed ${subscription.billing_period}.`,
-      );
-    }
-    if (metered && entry.quantity !== undefined) {
-      problem(`${at}.quantity`, `Product ${product.id} is usage-priced: its usage is its quantity.`);
-    }
-    if (!metered && entry.included_units !== undefined) {
-      problem(`${at}.included_units`, 'Only metered items (usage-priced products) have included units.');
-    }
-    if (options.checkActive) {
-      for (const priceProblem of productPriceProblems({ unit_price: product.unit_price })) {
-        problem(`${at}.product_id`, priceProblem.message, priceProblem.code);
-      }
-    }
+interface CheckedEntry {
+  /** Undefined when the entry cannot be completed (an item of another subscription). */
+  resolved?: ResolvedEntry;
+  pricingType?: RuledProduct['pricing_type'];
+  problems: FieldError[];
+}
+
+/** An entry that keeps one of the subscription's items: its new quantity or included units. */
+function keptEntry(
+  entry: ItemSetEntry & { id: number },
+  currentById: ReadonlyMap<number, BillableItem>,
+  catalog: ChangeCatalog,
+  at: string,
+): CheckedEntry {
+  const item = currentById.get(entry.id);
+  if (!item) {
+    const owner = catalog.itemOwners.get(entry.id);
     return {
+      problems: [
+        {
+          field: `${at}.id`,
+          message: `Item ${entry.id} belongs to subscription ${owner}, not this one.`,
+          code: 'invalid_value',
+        },
+      ],
+    };
+  }
+  const metered = item.usage_type === 'metered';
+  return {
+    resolved: {
+      id: item.subscription_item_id,
+      product_id: item.product_id,
+      quantity: metered ? item.quantity : (entry.quantity ?? item.quantity),
+      included_units: units(metered ? (entry.included_units ?? item.included_units) : '0'),
+    },
+    pricingType: item.pricing_type,
+    problems: [
+      ...meteredQuantityProblems(`Item ${item.subscription_item_id}`, metered, entry, at),
+      ...includedUnitsProblems(metered, entry, at),
+    ],
+  };
+}
+
+/** An entry that adds an item of `product`, on the subscription's terms, at its list price. */
+function addedEntry(
+  entry: ItemSetEntry,
+  product: ChangeProduct,
+  at: string,
+  terms: SubscriptionTerms,
+  options: { checkActive: boolean },
+): CheckedEntry {
+  const metered = isMetered(product);
+  const problems = [
+    ...productProblems(product, terms, at, options),
+    ...meteredQuantityProblems(`Product ${product.id}`, metered, entry, at),
+    ...includedUnitsProblems(metered, entry, at),
+  ];
+  if (options.checkActive) {
+    for (const priceProblem of productPriceProblems({ unit_price: product.unit_price })) {
+      problems.push({ ...priceProblem, field: `${at}.product_id` });
+    }
+  }
+  return {
+    resolved: {
       id: null,
       product_id: product.id,
       quantity: metered ? 1 : (entry.quantity ?? 1),
       included_units: units(metered ? (entry.included_units ?? '0') : '0'),
-    };
-  });
-  const periodic = resolved.filter((entry) => {
-    if (!entry) return true;
-    const type =
-      entry.id === null
-        ? products.get(entry.product_id)!.pricing_type
-        : currentById.get(entry.id)!.pricing_type;
-    return type !== 'one_time';
-  });
-  if (periodic.length === 0) {
-    problem(
-      'items',
-      'A subscription needs at least one recurring or usage item; one-time items alone are a one-off charge.',
-    );
-  }
-  if (problems.length) throw ApiError.validation(problems);
-  return resolved as ResolvedEntry[];
+    },
+    pricingType: product.pricing_type,
+    problems,
+  };
 }
