@@ -4,6 +4,7 @@ import {
   type ChangeReadRow,
   type ChangingSubscription,
   changeReadColumns,
+  changesNothing,
   type ItemSetPlan,
   type ItemToShow,
   itemSetWriteCtes,
@@ -76,7 +77,8 @@ interface ChangeWrite {
 
 interface Outcome {
   answer: SubscriptionChange;
-  write: Omit<ChangeWrite, 'state'>;
+  /** Undefined: the change changes nothing, and nothing is written. */
+  write: Omit<ChangeWrite, 'state'> | undefined;
 }
 
 export async function changeSubscription(
@@ -120,7 +122,7 @@ async function applyChange(
       }
       throw error;
     }
-    if (change.preview) return outcome.answer;
+    if (change.preview || !outcome.write) return outcome.answer;
     const updatedAt = await statements.write({ state, ...outcome.write });
     if (updatedAt) {
       return {
@@ -314,7 +316,8 @@ async function waitForWriters(db: Queryable, state: ChangeState): Promise<void> 
 /**
  * Plans the change on the subscription as read (`state`) and answers what it would do: the
  * subscription after it, its proration lines, and what the write stores (items, lines, a pending
- * change, subscription.updated).
+ * change, subscription.updated). A change that leaves the items as they are writes nothing and
+ * emits nothing, but still drops a scheduled change (an immediate change supersedes it).
  */
 function answerAndWriteOf(state: ChangeState, change: ParsedChange, now: Date): Outcome {
   assertChangeable(state, now, change.effective);
@@ -326,6 +329,7 @@ function answerAndWriteOf(state: ChangeState, change: ParsedChange, now: Date): 
     proration_lines: plan.proration_lines.map(({ product_id: _product, ...line }) => line),
     effective_at: plan.effective_at.toISOString(),
   };
+  if (changesNothing(plan)) return { answer, write: state.has_pending_change ? { plan } : undefined };
   const event: DomainEvent = {
     orgId: state.org_id,
     type: 'subscription.updated',

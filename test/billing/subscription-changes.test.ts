@@ -636,6 +636,64 @@ describe('subscription changes, billed by the run', () => {
     expect(rows).toEqual([{ quantity: 1_000_000 }, { quantity: 1 }]);
   });
 
+  it('a change that changes nothing writes nothing and emits nothing, now or at the boundary', async () => {
+    const { orgId, customerId, seats } = await setUp();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const id = subscription.items[0]!.id;
+    const version = async () =>
+      (
+        await database.db.query<{ version: string }>(
+          'SELECT xmin::text AS version FROM subscriptions WHERE id = $1',
+          [subscription.id],
+        )
+      ).rows[0]!.version;
+    const before = await version();
+    for (const body of [
+      { items: [{ id }] },
+      { items: [{ id, quantity: 2 }], proration: 'none' },
+      { items: [{ id, quantity: 2, included_units: '0' }] },
+    ]) {
+      const unchanged = await change(orgId, subscription.id, body, '2026-03-11T00:00:00Z');
+      expect(unchanged.proration_lines).toEqual([]);
+      // the subscription as it is: nothing written, updated_at included
+      expect(unchanged.subscription).toEqual(await getSubscription(database.db, orgId, subscription.id));
+    }
+    expect(await version()).toBe(before);
+    expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
+
+    // an immediate change still drops a scheduled one (it supersedes it), with no event
+    await change(
+      orgId,
+      subscription.id,
+      { items: [{ id, quantity: 5 }], effective: 'period_end' },
+      '2026-03-12T00:00:00Z',
+    );
+    const unscheduled = await change(orgId, subscription.id, { items: [{ id }] }, '2026-03-13T00:00:00Z');
+    expect(unscheduled.subscription.pending_change).toBeNull();
+    expect(await getSubscription(database.db, orgId, subscription.id)).toEqual(unscheduled.subscription);
+    expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
+
+    // a scheduled set that keeps the items as they are: applied at the boundary, with no event
+    const scheduled = await change(
+      orgId,
+      subscription.id,
+      { items: [{ id, quantity: 2 }], effective: 'period_end' },
+      '2026-03-14T00:00:00Z',
+    );
+    expect(scheduled.subscription.pending_change?.items).toEqual([
+      { id, product_id: seats, quantity: 2, included_units: '0.00000000' },
+    ]);
+    await billAt(orgId, '2026-04-01T00:00:00Z');
+    const after = await getSubscription(database.db, orgId, subscription.id);
+    expect(after.pending_change).toBeNull();
+    expect(after.items.map((item) => [item.id, item.quantity])).toEqual([[id, 2]]);
+    expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
+  });
+
   it('every invoice these tests made has payable amounts', async () => {
     expect(await expectPayableInvoices(database.db)).toBeGreaterThan(8);
   });

@@ -7,11 +7,12 @@ import {
   itemSetWriteCtes,
   toChangeCatalog,
 } from './item-set-store.js';
-import { type ItemSetPlan, planItemSet } from './plan-item-set.js';
+import { changesNothing, type ItemSetPlan, planItemSet } from './plan-item-set.js';
 
 /**
  * Applies a set at a scheduled change's boundary, in the billing run's transaction (which holds the
- * subscription's row): reads the catalog, works the change out, writes it.
+ * subscription's row): reads the catalog, works the change out, writes it. A set that changes
+ * nothing (changesNothing) writes nothing: the caller emits no subscription.updated for it.
  */
 export async function applyItemSet(
   tx: Queryable,
@@ -33,6 +34,7 @@ export async function applyItemSet(
     values,
   );
   const plan = planItemSet(subscription, items, resolved, toChangeCatalog(rows[0]!), context);
+  if (changesNothing(plan)) return plan;
   const writes: unknown[] = [];
   const ctes = itemSetWriteCtes([{ subscription, plan }], (value) => `$${writes.push(value)}`);
   await tx.query(`WITH ${ctes} SELECT 1`, writes);

@@ -14,7 +14,7 @@ import {
   utcDate,
 } from '../domain/index.js';
 import { composePeriodInvoice, InvoiceLimitError, pendingProrationLines } from '../invoices/index.js';
-import { applyItemSet, loadBillableItems, type ResolvedEntry } from '../item-set/index.js';
+import { applyItemSet, changesNothing, loadBillableItems, type ResolvedEntry } from '../item-set/index.js';
 import {
   type BillingCustomer,
   claimDueSubscriptions,
@@ -531,6 +531,8 @@ async function applyDueChanges(
       at: next.current_period_start,
       mode: 'direct',
     });
+    // a set that keeps the items as they are wrote nothing: no event says they changed
+    if (changesNothing(applied)) continue;
     events.push({
       orgId: subscription.org_id,
       type: 'subscription.updated',
