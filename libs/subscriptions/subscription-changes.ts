@@ -64,6 +64,8 @@ interface ChangeRead {
   orgId: number | null;
   productIds: number[];
   itemIds: number[];
+  /** Ids for added items are drawn only for a change that will be written, never for a preview. */
+  drawIds: boolean;
 }
 
 /** What a change writes, on the condition that the subscription is still `state.version`. */
@@ -94,6 +96,7 @@ export async function changeSubscription(
     id,
     orgId: input.orgId ?? null,
     ...namedIds(change.items),
+    drawIds: !change.preview,
   };
   const apply = () => applyChange(db, statements, read, change, now);
   // a preview writes nothing: it need not wait for a change of the same subscription
@@ -206,9 +209,9 @@ async function readChanges(
     `SELECT r.key, ${SUBSCRIPTION_COLUMNS}, s.org_id, s.currency, s.billing_parked_reason, s.xmin::text AS version,
             EXISTS (SELECT 1 FROM subscription_pending_changes c
                      WHERE c.org_id = s.org_id AND c.subscription_id = s.id) AS has_pending_change,
-            ${changeReadColumns({ productIds: 'r.product_ids', itemIds: 'r.item_ids', periodEnd: 's.current_period_end' })}
+            ${changeReadColumns({ productIds: 'r.product_ids', itemIds: 'r.item_ids', periodEnd: 's.current_period_end', drawIds: 'r.draw_ids' })}
        FROM jsonb_to_recordset($1::jsonb) AS r(key integer, id bigint, org_id bigint, product_ids bigint[],
-            item_ids bigint[])
+            item_ids bigint[], draw_ids boolean)
        JOIN subscriptions s ON s.id = r.id AND (r.org_id IS NULL OR s.org_id = r.org_id)
       WHERE s.id = ANY($2::bigint[])`,
     [
@@ -219,6 +222,7 @@ async function readChanges(
           org_id: request.orgId,
           product_ids: request.productIds,
           item_ids: request.itemIds,
+          draw_ids: request.drawIds,
         })),
       ),
       // the ids again as an array, which the planner can look up by index (it cannot see into JSON)
@@ -359,7 +363,9 @@ function scheduledOutcome(
 
 /**
  * The subscription object after the change, from what the change read and wrote (the row as the
- * UPDATE returned it, the items as written): what GET /subscriptions/{id} answers next.
+ * UPDATE returned it, the items as written): what GET /subscriptions/{id} answers next. Items in
+ * id order; the items a preview would add (provisional ids, -1, -2, ...) last, in the order of
+ * the entries, where the ids they get when applied put them.
  */
 function subscriptionAfterChange(
   row: SubscriptionRow,
@@ -373,9 +379,15 @@ function subscriptionAfterChange(
     }),
   ) as SubscriptionRow;
   const shown = [...items]
-    .sort((a, b) => a.subscription_item_id - b.subscription_item_id)
+    .sort((a, b) => itemOrder(a.subscription_item_id, b.subscription_item_id))
     .map(publicSubscriptionItem);
   return toSubscription(columns, shown, pendingChange);
+}
+
+/** Ids ascending; provisional ids (-1, -2, ...) after every real one, -1 first. */
+function itemOrder(a: number, b: number): number {
+  if (a > 0 !== b > 0) return a > 0 ? -1 : 1;
+  return Math.abs(a) - Math.abs(b);
 }
 
 function assertChangeable(subscription: ChangeState, now: Date, effective: 'now' | 'period_end'): void {

@@ -694,6 +694,72 @@ describe('subscription changes, billed by the run', () => {
     expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
   });
 
+  it('a preview draws no id: the items it would add have provisional ids, the sequence is untouched', async () => {
+    const { orgId, customerId, seats, storage } = await setUp();
+    const setup = await productIn(database.db, orgId, {
+      name: 'Setup',
+      pricing_type: 'one_time',
+      unit_price: '90.00',
+      currency: 'CAD',
+    });
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const id = subscription.items[0]!.id;
+    const [{ name: sequenceName }] = (
+      await database.db.query<{ name: string }>(
+        "SELECT pg_get_serial_sequence('subscription_items', 'id') AS name",
+      )
+    ).rows as [{ name: string }];
+    const sequence = async () =>
+      (
+        await database.db.query<{ last_value: string; is_called: boolean }>(
+          `SELECT last_value::text, is_called FROM ${sequenceName}`,
+        )
+      ).rows[0]!;
+    const body = {
+      items: [{ product_id: setup }, { id, quantity: 3 }, { product_id: storage, included_units: '10' }],
+    };
+    const drawn = await sequence();
+    const now = '2026-03-11T00:00:00Z';
+    const preview = await change(orgId, subscription.id, { ...body, preview: true }, now);
+    expect(await sequence()).toEqual(drawn);
+    // kept items by id, then the added ones in the order of the entries, as applied
+    expect(preview.subscription.items.map((item) => [item.id, item.product_id])).toEqual([
+      [id, seats],
+      [-1, setup],
+      [-2, storage],
+    ]);
+    expect(preview.proration_lines.map((line) => line.subscription_item_id)).toEqual([id, id, -1]);
+
+    const applied = await change(orgId, subscription.id, body, now);
+    const next = Number(drawn.last_value) + (drawn.is_called ? 1 : 0);
+    expect(applied.subscription.items.map((item) => [item.id, item.product_id])).toEqual([
+      [id, seats],
+      [next, setup],
+      [next + 1, storage],
+    ]);
+    // the preview equals what is applied but for the added items' ids
+    const ids = new Map([
+      [-1, next],
+      [-2, next + 1],
+    ]);
+    const { updated_at: _p, ...previewed } = preview.subscription;
+    const { updated_at: _a, ...changed } = applied.subscription;
+    expect({
+      ...previewed,
+      items: previewed.items.map((item) => ({ ...item, id: ids.get(item.id) ?? item.id })),
+    }).toEqual(changed);
+    expect(
+      preview.proration_lines.map((line) => ({
+        ...line,
+        subscription_item_id: ids.get(line.subscription_item_id) ?? line.subscription_item_id,
+      })),
+    ).toEqual(applied.proration_lines);
+  });
+
   it('every invoice these tests made has payable amounts', async () => {
     expect(await expectPayableInvoices(database.db)).toBeGreaterThan(8);
   });

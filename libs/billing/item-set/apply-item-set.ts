@@ -28,6 +28,7 @@ export async function applyItemSet(
     productIds: `${param(productIds)}::bigint[]`,
     itemIds: `'{}'::bigint[]`,
     periodEnd: `${param(subscription.current_period_end)}::timestamptz`,
+    drawIds: 'true',
   });
   const { rows } = await tx.query<ChangeCatalogRow>(
     `SELECT ${columns} FROM subscriptions s WHERE s.org_id = ${param(subscription.org_id)} AND s.id = ${param(subscription.id)}`,

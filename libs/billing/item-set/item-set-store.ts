@@ -133,13 +133,19 @@ export interface ChangeReadSql {
   itemIds: string;
   /** The end of the period whose waiting proration lines count. */
   periodEnd: string;
+  /**
+   * Whether ids are drawn from the items' sequence for the items the change adds (boolean). Only a
+   * change that will be written draws them: a preview gets provisional ids, -1, -2, ... in the
+   * order of the entries, and leaves the sequence as it was (docs/decisions.md).
+   */
+  drawIds: string;
 }
 
 /**
  * The select-list columns that read a ChangeCatalog in the statement that reads the subscription
  * (`s`, a row of subscriptions): one round trip for the whole change, or for many. toChangeCatalog
- * turns the columns into a ChangeCatalog. An added item's id is drawn from the items' sequence
- * here, so that the change's lines can name it before it is written.
+ * turns the columns into a ChangeCatalog. An added item's id is drawn here (see `drawIds`), so that
+ * the change's lines can name it before it is written.
  */
 export function changeCatalogColumns(sql: ChangeReadSql): string {
   return `(SELECT coalesce(json_agg(p), '[]') FROM (
@@ -150,8 +156,9 @@ export function changeCatalogColumns(sql: ChangeReadSql): string {
           (SELECT coalesce(json_agg(json_build_array(o.id, o.subscription_id)), '[]') FROM subscription_items o
             WHERE o.org_id = s.org_id AND o.id = ANY(${sql.itemIds})
               AND (o.subscription_id <> s.id OR o.removed_at IS NULL)) AS catalog_item_owners,
-          (SELECT coalesce(array_agg(nextval(pg_get_serial_sequence('subscription_items', 'id'))), '{}')
-             FROM generate_series(1, cardinality(${sql.productIds}))) AS catalog_new_item_ids,
+          (SELECT coalesce(array_agg(CASE WHEN ${sql.drawIds} THEN nextval(pg_get_serial_sequence('subscription_items', 'id'))
+                                          ELSE -n END ORDER BY n), '{}')
+             FROM generate_series(1, cardinality(${sql.productIds})) n) AS catalog_new_item_ids,
           (SELECT json_build_object('sum', coalesce(sum(l.amount), 0)::text,
                                     'largest', coalesce(max(abs(l.amount)), 0)::text)
              FROM subscription_proration_lines l
@@ -200,7 +207,8 @@ export function toChangeRead(row: ChangeReadRow): { items: BillableItem[]; catal
 /**
  * The CTEs that write plans (items updated and added, proration lines), for a statement of the
  * caller's (`WITH ${sql} ...`); each subscription's writes happen only when `onlyIf`, an SQL
- * condition on `x.subscription_id`, holds. `param` numbers a value.
+ * condition on `x.subscription_id`, holds. `param` numbers a value. A plan with provisional ids
+ * (a preview's) is never written.
  */
 export function itemSetWriteCtes(
   changes: readonly {
@@ -210,6 +218,12 @@ export function itemSetWriteCtes(
   param: (value: unknown) => string,
   onlyIf = 'true',
 ): string {
+  const provisional = changes.find(({ plan }) => plan.added.some((item) => item.subscription_item_id <= 0));
+  if (provisional) {
+    throw new Error(
+      `a plan of subscription ${provisional.subscription.id} with provisional item ids was written`,
+    );
+  }
   const records = <T>(
     pick: (plan: (typeof changes)[number]['plan']) => readonly T[],
     shape: (row: T) => object,
