@@ -18,6 +18,13 @@ export interface ListSource {
   where: string;
   values: unknown[];
   total: () => Promise<number>;
+  /** The instant the list is sorted by, newest first, then id (default: created_at). */
+  sortedBy?: string;
+  /**
+   * `all`: a list of every organization's rows (an operator's), with no `org_id`; `$1` is then
+   * the first filter's value. Default: one organization's.
+   */
+  scope?: 'organization' | 'all';
 }
 
 /**
@@ -31,6 +38,8 @@ export async function readPage<Row>(
   page: PaginationQuery,
 ): Promise<{ rows: Row[]; total: Promise<number> }> {
   const { table, alias, columns, where, values } = source;
+  const sortedBy = source.sortedBy ?? 'created_at';
+  const sameOrganization = source.scope === 'all' ? '' : ` AND ${alias}.org_id = $1`;
   const known = page.offset > 0 ? await source.total() : undefined;
   const plan = planPage(page, known);
   if (plan.direction === 'none') return { rows: [], total: Promise.resolve(known ?? 0) };
@@ -39,15 +48,16 @@ export async function readPage<Row>(
   // neighbours in the list were written together); further in, the ids come from an index-only
   // scan and only the page's rows are read in full, so skipped entries never touch the heap.
   const limitOffset = `LIMIT $${values.length + 1} OFFSET $${values.length + 2}`;
-  const direct = `SELECT ${columns} FROM ${table} ${alias} WHERE ${where} ORDER BY ${orderBy(plan, alias)} ${limitOffset}`;
+  const direct = `SELECT ${columns} FROM ${table} ${alias} WHERE ${where} ORDER BY ${orderBy(plan, alias, sortedBy)} ${limitOffset}`;
   const pageSql =
     plan.offset > DIRECT_READ_MAX_OFFSET
       ? `SELECT ${columns}
-           FROM (SELECT id FROM ${table} WHERE ${where} ORDER BY ${orderBy(plan)} ${limitOffset}) page
-           JOIN ${table} ${alias} ON ${alias}.id = page.id AND ${alias}.org_id = $1
-          ORDER BY ${alias}.created_at DESC, ${alias}.id DESC`
+           FROM (SELECT id AS page_id FROM ${table} WHERE ${where}
+                  ORDER BY ${orderBy(plan, '', sortedBy)} ${limitOffset}) page
+           JOIN ${table} ${alias} ON ${alias}.id = page.page_id${sameOrganization}
+          ORDER BY ${alias}.${sortedBy} DESC, ${alias}.id DESC`
       : plan.direction === 'oldest-first'
-        ? `SELECT * FROM (${direct}) page ORDER BY created_at DESC, id DESC`
+        ? `SELECT * FROM (${direct}) page ORDER BY ${sortedBy} DESC, id DESC`
         : direct;
   const { rows } = await db.query<Row & object>(pageSql, [...values, plan.limit, plan.offset]);
   if (known !== undefined) return { rows, total: Promise.resolve(known) };
