@@ -9,7 +9,8 @@ const DIRECT_READ_MAX_OFFSET = 500;
  * A newest-first list of one organization: `table` (with `org_id`, `id`, `created_at` and an
  * index on (org_id, <filter columns>, created_at DESC, id DESC)), `where` over its own columns
  * with `values` as $1..$n where $1 is the organization, the full row's `columns` under `alias`,
- * and how to get the number of rows `where` selects.
+ * and how to get the number of rows `where` selects (default: a count, for short lists and lists
+ * whose filters are too many to keep totals of).
  */
 export interface ListSource {
   table: string;
@@ -17,7 +18,7 @@ export interface ListSource {
   columns: string;
   where: string;
   values: unknown[];
-  total: () => Promise<number>;
+  total?: () => Promise<number>;
   /** The instant the list is sorted by, newest first, then id (default: created_at). */
   sortedBy?: string;
   /**
@@ -38,9 +39,14 @@ export async function readPage<Row>(
   page: PaginationQuery,
 ): Promise<{ rows: Row[]; total: Promise<number> }> {
   const { table, alias, columns, where, values } = source;
+  const readTotal =
+    source.total ??
+    (async () =>
+      (await db.query<{ total: number }>(`SELECT count(*) AS total FROM ${table} WHERE ${where}`, values))
+        .rows[0]!.total);
   const sortedBy = source.sortedBy ?? 'created_at';
   const sameOrganization = source.scope === 'all' ? '' : ` AND ${alias}.org_id = $1`;
-  const known = page.offset > 0 ? await source.total() : undefined;
+  const known = page.offset > 0 ? await readTotal() : undefined;
   const plan = planPage(page, known);
   if (plan.direction === 'none') return { rows: [], total: Promise.resolve(known ?? 0) };
 
@@ -62,5 +68,5 @@ export async function readPage<Row>(
   const { rows } = await db.query<Row & object>(pageSql, [...values, plan.limit, plan.offset]);
   if (known !== undefined) return { rows, total: Promise.resolve(known) };
   const implied = totalImpliedByPage(page, rows.length);
-  return { rows, total: implied === undefined ? source.total() : Promise.resolve(implied) };
+  return { rows, total: implied === undefined ? readTotal() : Promise.resolve(implied) };
 }

@@ -77,8 +77,6 @@ export async function listOrganizations(
       where: 'true',
       values: [],
       scope: 'all',
-      total: async () =>
-        (await db.query<{ total: number }>('SELECT count(*) AS total FROM organizations')).rows[0]!.total,
     },
     page,
   );

@@ -74,14 +74,6 @@ export async function listWebhookEvents(
       columns: COLUMNS,
       where,
       values,
-      // counted: no list_totals row is kept for webhook events (a short last page needs no count)
-      total: async () =>
-        (
-          await db.query<{ total: number }>(
-            `SELECT count(*) AS total FROM webhook_events WHERE ${where}`,
-            values,
-          )
-        ).rows[0]!.total,
     },
     page,
   );

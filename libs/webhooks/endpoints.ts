@@ -114,14 +114,6 @@ export async function listEndpoints(
       columns: COLUMNS,
       where,
       values,
-      // an organization has a few endpoints: a count costs less than keeping a total
-      total: async () =>
-        (
-          await db.query<{ total: number }>(
-            `SELECT count(*) AS total FROM webhook_endpoints WHERE ${where}`,
-            values,
-          )
-        ).rows[0]!.total,
     },
     page,
   );

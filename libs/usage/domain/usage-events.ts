@@ -93,14 +93,6 @@ export async function listUsageEvents(
       where,
       values,
       sortedBy: 'occurred_at',
-      // counted: the filters (an item, a time range, voided or not) are too many to keep totals of
-      total: async () =>
-        (
-          await db.query<{ total: number }>(
-            `SELECT count(*) AS total FROM usage_events WHERE ${where}`,
-            values,
-          )
-        ).rows[0]!.total,
     },
     page,
   );
