@@ -3,10 +3,17 @@ import type { BillingPeriod } from '../../schemas/index.js';
 import type { BillableItem, PriceTier } from '../pricing/index.js';
 
 /**
- * Applying a new item set to a subscription (DESIGN §9.2): the one place where items are kept,
- * re-quantified, added and removed, for an immediate change and for a scheduled one the billing
- * run applies at the boundary. Worked out in memory from what one statement read (planItemSet),
- * written by one statement (itemSetWriteCtes): a change is two round trips to Postgres.
+ * A subscription's item set (docs/decisions.md, "Subscription changes and payable amounts"): the one place where
+ * items are kept, re-quantified, added and removed, for an immediate change and for a scheduled
+ * one the billing run applies at the boundary. Worked out in memory from what one statement read
+ * (changeReadColumns), written by one statement (itemSetWriteCtes): a change is two round trips.
+ *
+ * - item-rules.ts: the rules every item obeys, for creating a subscription and changing it;
+ * - resolve-item-set.ts: a requested set checked against the items and the catalog;
+ * - plan-item-set.ts: the planner (what a change writes and charges), pure;
+ * - plan-change.ts: a request planned now or for the period end;
+ * - item-set-store.ts: the SQL (the items as billing reads them, a change's read and writes);
+ * - apply-item-set.ts: a scheduled set applied at its boundary, in the billing run.
  */
 
 /** One entry of a change's `items`: `id` keeps an item, `product_id` adds one. */
