@@ -7,7 +7,7 @@ export {
   type RuledProduct,
   type SubscriptionTerms,
 } from './item-rules.js';
-export type { ChangeMode, ChangingSubscription, ItemSetEntry, ResolvedEntry } from './item-set.js';
+export type { ChangingSubscription, ResolvedEntry } from './item-set.js';
 export {
   type ChangeReadRow,
   changeReadColumns,
@@ -16,6 +16,5 @@ export {
   namedIds,
   toChangeRead,
 } from './item-set-store.js';
-export { type ChangeRequest, type PlannedChange, planChange } from './plan-change.js';
-export { changesNothing, endItemsAt, type ItemSetPlan, planItemSet } from './plan-item-set.js';
-export { resolveItemSet } from './resolve-item-set.js';
+export { type PlannedChange, planChange } from './plan-change.js';
+export { changesNothing, endItemsAt, type ItemSetPlan } from './plan-item-set.js';
