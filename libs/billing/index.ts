@@ -17,11 +17,13 @@ export {
   addMonthsAnchored,
   assertSubscriptionTransition,
   canMoveInvoice,
+  type ItemToShow,
   instantInput,
   moneyInput,
   PERIOD_MONTHS,
   parseInput,
   periodEndAfter,
+  publicSubscriptionItem,
   quantityInput,
   subscriptionEventData,
   subscriptionUpdatedEventData,
@@ -29,17 +31,24 @@ export {
 } from './domain/index.js';
 export { fixedChargeProblems, productPriceProblems, UnbillableError } from './invoices/index.js';
 export {
-  type ChangeCatalogRow,
-  type ChangeMode,
+  type ChangeReadRow,
   type ChangingSubscription,
-  changeCatalogColumns,
+  changeReadColumns,
+  changesNothing,
   type ItemSetPlan,
+  includedUnitsProblems,
+  isMetered,
   itemSetWriteCtes,
+  loadBillableItems,
   namedIds,
-  planItemSet,
+  type PlannedChange,
+  periodicItemProblems,
+  planChange,
+  productProblems,
   type ResolvedEntry,
-  resolveItemSet,
-  toChangeCatalog,
+  type RuledProduct,
+  type SubscriptionTerms,
+  toChangeRead,
 } from './item-set/index.js';
 export { type BillingScheduler, startBillingScheduler } from './jobs/index.js';
 export { type BillableItem, tierProblems } from './pricing/index.js';
@@ -51,13 +60,9 @@ export {
 } from './read-back/index.js';
 export {
   BILLABLE_STATUSES,
-  type BillableItemRow,
-  billableItemsSql,
   invoiceUntilEnd,
-  loadBillableItems,
   loadSubscriptionSchedule,
   runBilling,
-  toBillableItem,
   type UsageForTransaction,
   usageSource,
 } from './run/index.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planPage, totalImpliedByPage } from './page-plan.js';
+import { orderBy, planPage, totalImpliedByPage } from './page-plan.js';
 
 describe('planPage', () => {
   it('reads the first half newest first and the second half from the other end', () => {
@@ -62,5 +62,16 @@ describe('totalImpliedByPage', () => {
     expect(totalImpliedByPage({ limit: 25, offset: 0 }, 0)).toBe(0);
     expect(totalImpliedByPage({ limit: 25, offset: 0 }, 25)).toBeUndefined();
     expect(totalImpliedByPage({ limit: 25, offset: 50 }, 0)).toBeUndefined();
+  });
+});
+
+describe('orderBy', () => {
+  it("sorts by created_at, or the list's own instant, then id, in the plan's direction", () => {
+    const newest = { direction: 'newest-first', limit: 10, offset: 0 } as const;
+    const oldest = { direction: 'oldest-first', limit: 10, offset: 0 } as const;
+    expect(orderBy(newest, 'c')).toBe('c.created_at DESC, c.id DESC');
+    expect(orderBy(oldest)).toBe('created_at ASC, id ASC');
+    expect(orderBy(newest, 'u', 'occurred_at')).toBe('u.occurred_at DESC, u.id DESC');
+    expect(orderBy(oldest, '', 'occurred_at')).toBe('occurred_at ASC, id ASC');
   });
 });

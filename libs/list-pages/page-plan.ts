@@ -1,7 +1,8 @@
 import type { PaginationQuery } from '../schemas/index.js';
 
 /**
- * How to read one page of a list sorted newest first (created_at DESC, id DESC).
+ * How to read one page of a list sorted newest first (created_at DESC, id DESC, or another
+ * instant column than created_at).
  *
  * OFFSET makes Postgres walk every skipped index entry, so a page near the end of a long list
  * costs as much as the whole list. When the total is known, a page past the middle is read from
@@ -32,10 +33,13 @@ export function totalImpliedByPage(page: PaginationQuery, rowsOnPage: number): n
   return undefined;
 }
 
-/** SQL for a plan's sort order (both directions are the same index read forwards or backwards). */
-export function orderBy(plan: PagePlan, alias = ''): string {
+/**
+ * SQL for a plan's sort order, by `column` then id (both directions are the same index read
+ * forwards or backwards).
+ */
+export function orderBy(plan: PagePlan, alias = '', column = 'created_at'): string {
   const prefix = alias ? `${alias}.` : '';
   return plan.direction === 'oldest-first'
-    ? `${prefix}created_at ASC, ${prefix}id ASC`
-    : `${prefix}created_at DESC, ${prefix}id DESC`;
+    ? `${prefix}${column} ASC, ${prefix}id ASC`
+    : `${prefix}${column} DESC, ${prefix}id DESC`;
 }

@@ -9,7 +9,8 @@ const DIRECT_READ_MAX_OFFSET = 500;
  * A newest-first list of one organization: `table` (with `org_id`, `id`, `created_at` and an
  * index on (org_id, <filter columns>, created_at DESC, id DESC)), `where` over its own columns
  * with `values` as $1..$n where $1 is the organization, the full row's `columns` under `alias`,
- * and how to get the number of rows `where` selects.
+ * and how to get the number of rows `where` selects (default: a count, for short lists and lists
+ * whose filters are too many to keep totals of).
  */
 export interface ListSource {
   table: string;
@@ -17,7 +18,14 @@ export interface ListSource {
   columns: string;
   where: string;
   values: unknown[];
-  total: () => Promise<number>;
+  total?: () => Promise<number>;
+  /** The instant the list is sorted by, newest first, then id (default: created_at). */
+  sortedBy?: string;
+  /**
+   * `all`: a list of every organization's rows (an operator's), with no `org_id`; `$1` is then
+   * the first filter's value. Default: one organization's.
+   */
+  scope?: 'organization' | 'all';
 }
 
 /**
@@ -31,7 +39,14 @@ export async function readPage<Row>(
   page: PaginationQuery,
 ): Promise<{ rows: Row[]; total: Promise<number> }> {
   const { table, alias, columns, where, values } = source;
-  const known = page.offset > 0 ? await source.total() : undefined;
+  const readTotal =
+    source.total ??
+    (async () =>
+      (await db.query<{ total: number }>(`SELECT count(*) AS total FROM ${table} WHERE ${where}`, values))
+        .rows[0]!.total);
+  const sortedBy = source.sortedBy ?? 'created_at';
+  const sameOrganization = source.scope === 'all' ? '' : ` AND ${alias}.org_id = $1`;
+  const known = page.offset > 0 ? await readTotal() : undefined;
   const plan = planPage(page, known);
   if (plan.direction === 'none') return { rows: [], total: Promise.resolve(known ?? 0) };
 
@@ -39,18 +54,19 @@ export async function readPage<Row>(
   // neighbours in the list were written together); further in, the ids come from an index-only
   // scan and only the page's rows are read in full, so skipped entries never touch the heap.
   const limitOffset = `LIMIT $${values.length + 1} OFFSET $${values.length + 2}`;
-  const direct = `SELECT ${columns} FROM ${table} ${alias} WHERE ${where} ORDER BY ${orderBy(plan, alias)} ${limitOffset}`;
+  const direct = `SELECT ${columns} FROM ${table} ${alias} WHERE ${where} ORDER BY ${orderBy(plan, alias, sortedBy)} ${limitOffset}`;
   const pageSql =
     plan.offset > DIRECT_READ_MAX_OFFSET
       ? `SELECT ${columns}
-           FROM (SELECT id FROM ${table} WHERE ${where} ORDER BY ${orderBy(plan)} ${limitOffset}) page
-           JOIN ${table} ${alias} ON ${alias}.id = page.id AND ${alias}.org_id = $1
-          ORDER BY ${alias}.created_at DESC, ${alias}.id DESC`
+           FROM (SELECT id AS page_id FROM ${table} WHERE ${where}
+                  ORDER BY ${orderBy(plan, '', sortedBy)} ${limitOffset}) page
+           JOIN ${table} ${alias} ON ${alias}.id = page.page_id${sameOrganization}
+          ORDER BY ${alias}.${sortedBy} DESC, ${alias}.id DESC`
       : plan.direction === 'oldest-first'
-        ? `SELECT * FROM (${direct}) page ORDER BY created_at DESC, id DESC`
+        ? `SELECT * FROM (${direct}) page ORDER BY ${sortedBy} DESC, id DESC`
         : direct;
   const { rows } = await db.query<Row & object>(pageSql, [...values, plan.limit, plan.offset]);
   if (known !== undefined) return { rows, total: Promise.resolve(known) };
   const implied = totalImpliedByPage(page, rows.length);
-  return { rows, total: implied === undefined ? source.total() : Promise.resolve(implied) };
+  return { rows, total: implied === undefined ? readTotal() : Promise.resolve(implied) };
 }

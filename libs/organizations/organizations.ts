@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
+import { readPage } from '../list-pages/index.js';
 import { BILLABLE_CURRENCIES } from '../money/index.js';
 import { PLANS, type Plan, requestsPerHour } from '../rate-limit/index.js';
 import { currencyCode, type PaginationQuery } from '../schemas/index.js';
@@ -71,21 +72,26 @@ export async function getOrganization(db: Queryable, orgId: number): Promise<Org
 }
 
 /**
- * Newest first, for operators. Organizations are few (one per tenant) and read only here, so a
- * page is a plain LIMIT/OFFSET and the total a count.
+ * Newest first, for operators (see libs/list-pages for how a page is read). Organizations are
+ * few (one per tenant): the total is a count.
  */
 export async function listOrganizations(
   db: Queryable,
   page: PaginationQuery,
 ): Promise<{ data: Organization[]; total: number }> {
-  const [list, count] = await Promise.all([
-    db.query<Row>(
-      `SELECT ${COLUMNS} FROM organizations ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2`,
-      [page.limit, page.offset],
-    ),
-    db.query<{ total: number }>('SELECT count(*) AS total FROM organizations'),
-  ]);
-  return { data: list.rows.map(present), total: count.rows[0]!.total };
+  const { rows, total } = await readPage<Row>(
+    db,
+    {
+      table: 'organizations',
+      alias: 'o',
+      columns: COLUMNS,
+      where: 'true',
+      values: [],
+      scope: 'all',
+    },
+    page,
+  );
+  return { data: rows.map(present), total: await total };
 }
 
 export async function setPlan(db: Queryable, orgId: number, plan: string): Promise<Organization> {

@@ -146,10 +146,28 @@ export const SubscriptionChangeRequest = z
   .meta({ id: 'SubscriptionChangeRequest' });
 export type SubscriptionChangeRequest = z.input<typeof SubscriptionChangeRequest>;
 
+/**
+ * An item id in a change's answer. A preview draws no id: an item it would add shows a provisional
+ * negative one (docs/decisions.md), which its proration lines name too.
+ */
+const changedItemId = z
+  .number()
+  .int()
+  .meta({
+    description:
+      'In a preview, an item the change would add has a provisional id, -1, -2, ... in the order of the entries; ' +
+      'it gets its own id when the change is applied.',
+  });
+
+/** The subscription a change answers: as GET /subscriptions/{id}, with a preview's provisional ids. */
+const ChangedSubscription = Subscription.extend({
+  items: z.array(SubscriptionItem.extend({ id: changedItemId }).meta({ id: 'ChangedSubscriptionItem' })),
+}).meta({ id: 'ChangedSubscription' });
+
 export const ProrationLine = z
   .object({
     description: z.string(),
-    subscription_item_id: integerId,
+    subscription_item_id: changedItemId,
     quantity: quantity4,
     unit_price: money.meta({
       description:
@@ -163,7 +181,7 @@ export const ProrationLine = z
 
 export const SubscriptionChange = z
   .object({
-    subscription: Subscription,
+    subscription: ChangedSubscription,
     proration_lines: z
       .array(ProrationLine)
       .meta({ description: 'Lines the next invoice of the subscription carries for this change.' }),

@@ -1,28 +1,25 @@
 import { groupCommit } from '../batching/index.js';
 import {
   BILLABLE_STATUSES,
-  type BillableItem,
-  type BillableItemRow,
-  billableItemsSql,
-  type ChangeCatalogRow,
-  type ChangeMode,
+  type ChangeReadRow,
   type ChangingSubscription,
-  changeCatalogColumns,
+  changeReadColumns,
+  changesNothing,
   type ItemSetPlan,
+  type ItemToShow,
   itemSetWriteCtes,
   namedIds,
+  type PlannedChange,
   parseInput,
-  planItemSet,
+  planChange,
+  publicSubscriptionItem,
   type ResolvedEntry,
-  resolveItemSet,
   subscriptionUpdatedEventData,
-  toBillableItem,
-  toChangeCatalog,
+  toChangeRead,
 } from '../billing/index.js';
 import { Database, type Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
 import { type DomainEvent, outboxInsert, wakeDispatcherAfterCommit } from '../events/index.js';
-import { formatMoney, parseMoney } from '../money/index.js';
 import {
   type PendingChange,
   parseIntegerId,
@@ -46,7 +43,7 @@ import { SUBSCRIPTION_COLUMNS, type SubscriptionRow, toSubscription } from './su
  * lose an update. A preview is the same without the write, so it equals what is applied.
  */
 
-interface ChangeState extends ChangingSubscription, SubscriptionRow, ChangeCatalogRow {
+interface ChangeState extends ChangingSubscription, SubscriptionRow, ChangeReadRow {
   customer_id: number;
   status: SubscriptionStatus;
   next_billing_date: Date;
@@ -54,11 +51,7 @@ interface ChangeState extends ChangingSubscription, SubscriptionRow, ChangeCatal
   /** The row's version (xmin): the write's condition. */
   version: string;
   has_pending_change: boolean;
-  items: BillableItemRow[];
 }
-
-/** Statuses whose running period is not billed: the new items simply replace the old. */
-const UNBILLED_STATUSES: readonly SubscriptionStatus[] = ['trialing', 'pending', 'paused'];
 
 /** Rounds of read, work out, write before a change racing others gives up with a 409. */
 const MAX_ROUNDS = 5;
@@ -71,6 +64,8 @@ interface ChangeRead {
   orgId: number | null;
   productIds: number[];
   itemIds: number[];
+  /** Ids for added items are drawn only for a change that will be written, never for a preview. */
+  drawIds: boolean;
 }
 
 /** What a change writes, on the condition that the subscription is still `state.version`. */
@@ -84,7 +79,8 @@ interface ChangeWrite {
 
 interface Outcome {
   answer: SubscriptionChange;
-  write: Omit<ChangeWrite, 'state'>;
+  /** Undefined: the change changes nothing, and nothing is written. */
+  write: Omit<ChangeWrite, 'state'> | undefined;
 }
 
 export async function changeSubscription(
@@ -96,7 +92,12 @@ export async function changeSubscription(
   const id = parseIntegerId(input.subscriptionId);
   if (id === undefined) throw ApiError.notFound(`Subscription ${input.subscriptionId}`);
   const statements = changeStatementsFor(db);
-  const read: ChangeRead = { id, orgId: input.orgId ?? null, ...namedIds(change.items) };
+  const read: ChangeRead = {
+    id,
+    orgId: input.orgId ?? null,
+    ...namedIds(change.items),
+    drawIds: !change.preview,
+  };
   const apply = () => applyChange(db, statements, read, change, now);
   // a preview writes nothing: it need not wait for a change of the same subscription
   return change.preview ? apply() : statements.oneAtATime(id, apply);
@@ -114,7 +115,7 @@ async function applyChange(
     if (!state) throw ApiError.notFound(`Subscription ${read.id}`);
     let outcome: Outcome;
     try {
-      outcome = workOut(state, change, now);
+      outcome = answerAndWriteOf(state, change, now);
     } catch (error) {
       // A refusal read from a row a billing run or another change is rewriting (a period that
       // ended, about to be invoiced) is judged again on what that writer leaves.
@@ -124,7 +125,7 @@ async function applyChange(
       }
       throw error;
     }
-    if (change.preview) return outcome.answer;
+    if (change.preview || !outcome.write) return outcome.answer;
     const updatedAt = await statements.write({ state, ...outcome.write });
     if (updatedAt) {
       return {
@@ -208,11 +209,9 @@ async function readChanges(
     `SELECT r.key, ${SUBSCRIPTION_COLUMNS}, s.org_id, s.currency, s.billing_parked_reason, s.xmin::text AS version,
             EXISTS (SELECT 1 FROM subscription_pending_changes c
                      WHERE c.org_id = s.org_id AND c.subscription_id = s.id) AS has_pending_change,
-            (SELECT coalesce(json_agg(i ORDER BY i.subscription_item_id), '[]')
-               FROM (${billableItemsSql('si.org_id = s.org_id AND si.subscription_id = s.id', 's')}) i) AS items,
-            ${changeCatalogColumns({ productIds: 'r.product_ids', itemIds: 'r.item_ids', periodEnd: 's.current_period_end' })}
+            ${changeReadColumns({ productIds: 'r.product_ids', itemIds: 'r.item_ids', periodEnd: 's.current_period_end', drawIds: 'r.draw_ids' })}
        FROM jsonb_to_recordset($1::jsonb) AS r(key integer, id bigint, org_id bigint, product_ids bigint[],
-            item_ids bigint[])
+            item_ids bigint[], draw_ids boolean)
        JOIN subscriptions s ON s.id = r.id AND (r.org_id IS NULL OR s.org_id = r.org_id)
       WHERE s.id = ANY($2::bigint[])`,
     [
@@ -223,6 +222,7 @@ async function readChanges(
           org_id: request.orgId,
           product_ids: request.productIds,
           item_ids: request.itemIds,
+          draw_ids: request.drawIds,
         })),
       ),
       // the ids again as an array, which the planner can look up by index (it cannot see into JSON)
@@ -317,54 +317,59 @@ async function waitForWriters(db: Queryable, state: ChangeState): Promise<void> 
   ]);
 }
 
-/** The change worked out on `state`: its answer, and what to write. */
-function workOut(state: ChangeState, change: ParsedChange, now: Date): Outcome {
+/**
+ * Plans the change on the subscription as read (`state`) and answers what it would do: the
+ * subscription after it, its proration lines, and what the write stores (items, lines, a pending
+ * change, subscription.updated). A change that leaves the items as they are writes nothing and
+ * emits nothing, but still drops a scheduled change (an immediate change supersedes it).
+ */
+function answerAndWriteOf(state: ChangeState, change: ParsedChange, now: Date): Outcome {
   assertChangeable(state, now, change.effective);
-  const { catalog, tiers } = toChangeCatalog(state);
-  const items = state.items.map((row) => toBillableItem(row, tiers.get(row.product_id) ?? []));
-  const current = items.filter((item) => !item.removed_at);
-  const resolved = resolveItemSet(state, current, change.items, catalog, { checkActive: true });
+  const planned = planChange(state, toChangeRead(state), change, now);
+  if (planned.effective === 'period_end') return scheduledOutcome(state, planned);
+  const { plan } = planned;
+  const answer: SubscriptionChange = {
+    subscription: subscriptionAfterChange(state, plan.after, null),
+    proration_lines: plan.proration_lines.map(({ product_id: _product, ...line }) => line),
+    effective_at: plan.effective_at.toISOString(),
+  };
+  if (changesNothing(plan)) return { answer, write: state.has_pending_change ? { plan } : undefined };
+  const event: DomainEvent = {
+    orgId: state.org_id,
+    type: 'subscription.updated',
+    data: subscriptionUpdatedEventData(state, plan),
+  };
+  return { answer, write: { plan, event } };
+}
 
-  if (change.effective === 'period_end') {
-    const effectiveAt = state.current_period_end;
-    // what the run will apply at the boundary must pass the same door checks now
-    planItemSet(state, items, resolved, catalog, { at: effectiveAt, mode: 'direct' });
-    return {
-      answer: {
-        subscription: answered(state, current, { items: resolved, effective_at: effectiveAt.toISOString() }),
-        proration_lines: [],
-        effective_at: effectiveAt.toISOString(),
-      },
-      write: { scheduled: { items: resolved, effectiveAt } },
-    };
-  }
-
-  const mode: ChangeMode = UNBILLED_STATUSES.includes(state.status) ? 'direct' : change.proration;
-  const plan = planItemSet(state, items, resolved, catalog, { at: now, mode });
+/** A change for the period end: stored as the checked set, shown as the pending change. */
+function scheduledOutcome(
+  state: ChangeState,
+  planned: Extract<PlannedChange, { effective: 'period_end' }>,
+): Outcome {
+  const effectiveAt = planned.effectiveAt.toISOString();
   return {
     answer: {
-      subscription: answered(state, plan.after, null),
-      proration_lines: plan.proration_lines.map(({ product_id: _product, ...line }) => line),
-      effective_at: plan.effective_at.toISOString(),
+      subscription: subscriptionAfterChange(state, planned.current, {
+        items: planned.items,
+        effective_at: effectiveAt,
+      }),
+      proration_lines: [],
+      effective_at: effectiveAt,
     },
-    write: {
-      plan,
-      event: {
-        orgId: state.org_id,
-        type: 'subscription.updated',
-        data: subscriptionUpdatedEventData(state, plan),
-      },
-    },
+    write: { scheduled: { items: planned.items, effectiveAt: planned.effectiveAt } },
   };
 }
 
 /**
  * The subscription object after the change, from what the change read and wrote (the row as the
- * UPDATE returned it, the items as written): what GET /subscriptions/{id} answers next.
+ * UPDATE returned it, the items as written): what GET /subscriptions/{id} answers next. Items in
+ * id order; the items a preview would add (provisional ids, -1, -2, ...) last, in the order of
+ * the entries, where the ids they get when applied put them.
  */
-function answered(
+function subscriptionAfterChange(
   row: SubscriptionRow,
-  items: readonly BillableItem[],
+  items: readonly ItemToShow[],
   pendingChange: PendingChange | null,
 ): Subscription {
   const columns = Object.fromEntries(
@@ -374,17 +379,15 @@ function answered(
     }),
   ) as SubscriptionRow;
   const shown = [...items]
-    .sort((a, b) => a.subscription_item_id - b.subscription_item_id)
-    .map((item) => ({
-      id: item.subscription_item_id,
-      product_id: item.product_id,
-      product_name: item.product_name,
-      quantity: item.quantity,
-      unit_price: formatMoney(parseMoney(item.unit_price)),
-      usage_type: item.usage_type,
-      included_units: formatMoney(parseMoney(item.included_units)),
-    }));
+    .sort((a, b) => itemOrder(a.subscription_item_id, b.subscription_item_id))
+    .map(publicSubscriptionItem);
   return toSubscription(columns, shown, pendingChange);
+}
+
+/** Ids ascending; provisional ids (-1, -2, ...) after every real one, -1 first. */
+function itemOrder(a: number, b: number): number {
+  if (a > 0 !== b > 0) return a > 0 ? -1 : 1;
+  return Math.abs(a) - Math.abs(b);
 }
 
 function assertChangeable(subscription: ChangeState, now: Date, effective: 'now' | 'period_end'): void {

@@ -5,14 +5,20 @@ import {
   assertSubscriptionTransition,
   BILLABLE_STATUSES,
   fixedChargeProblems,
+  includedUnitsProblems,
   invoiceUntilEnd,
+  isMetered,
   loadBillableItems,
   loadSubscriptionSchedule,
   moneyInput,
   PERIOD_MONTHS,
   parseInput,
   periodEndAfter,
+  periodicItemProblems,
+  productProblems,
   quantityInput,
+  type RuledProduct,
+  type SubscriptionTerms,
   subscriptionEventData,
   UnbillableError,
   type UsageForTransaction,
@@ -20,7 +26,6 @@ import {
 import type { Queryable } from '../db/index.js';
 import { ApiError, type FieldError } from '../errors/index.js';
 import { emitDomainEvent } from '../events/index.js';
-import { isBillableCurrency } from '../money/index.js';
 import { regionProblem } from '../regions/index.js';
 import {
   BILLING_PERIODS,
@@ -89,15 +94,18 @@ export const NewSubscription = z
     }
   });
 export type NewSubscription = z.input<typeof NewSubscription>;
+type ParsedNewSubscription = z.output<typeof NewSubscription>;
 
-interface ProductRow {
-  id: number;
+/** A product a new subscription's item is of, as the item rules read it. */
+interface ProductRow extends RuledProduct {
   name: string;
-  pricing_type: 'one_time' | 'recurring' | 'usage';
   unit_price: string;
-  currency: string;
-  is_active: boolean;
-  default_billing_period: BillingPeriod;
+}
+
+/** An item of the request with its product, checked by the item rules. */
+interface NewItem {
+  item: ParsedNewSubscription['items'][number];
+  product: ProductRow;
 }
 
 /**
@@ -112,132 +120,175 @@ export async function createSubscription(
   options: { now?: Date } = {},
 ): Promise<Subscription> {
   const data = parseInput(NewSubscription, input);
-  const now = options.now ?? new Date();
+  const destination = await customerDestination(tx, orgId, data.customer_id);
+  const items = await withProducts(tx, orgId, data.items);
+  const terms = termsOf(data, items);
+  assertItemsObeyTheRules(data, items, terms, regionProblems(data.customer_id, destination));
+  const dates = firstPeriodOf(data, terms.billing_period, options.now ?? new Date());
+  const subscription = await insertSubscription(tx, orgId, { data, items, terms, dates });
+  await insertItems(tx, orgId, subscription.id, items);
+  await assertFixedChargesFit(tx, orgId, subscription.id);
+  await emitDomainEvent(tx, {
+    orgId,
+    type: 'subscription.created',
+    data: subscriptionEventData(subscription),
+  });
+  return getSubscription(tx, orgId, subscription.id);
+}
 
-  const customer = await tx.query<{ country: string; state_province: string | null; tax_exempt: boolean }>(
+interface Destination {
+  country: string;
+  state_province: string | null;
+  tax_exempt: boolean;
+}
+
+/** The customer's address and exemption (its invoices' tax); 404 when not the organization's. */
+async function customerDestination(tx: Queryable, orgId: number, customerId: number): Promise<Destination> {
+  const customer = await tx.query<Destination>(
     'SELECT country, state_province, tax_exempt FROM customers WHERE org_id = $1 AND id = $2',
-    [orgId, data.customer_id],
+    [orgId, customerId],
   );
   const destination = customer.rows[0];
-  if (!destination) throw ApiError.notFound(`Customer ${data.customer_id}`);
-  const { rows } = await tx.query<ProductRow>(
-    `SELECT id, name, pricing_type, unit_price, currency, is_active, default_billing_period
-       FROM products WHERE org_id = $1 AND id = ANY($2::bigint[])`,
-    [orgId, data.items.map((item) => item.product_id)],
-  );
-  const products = new Map(rows.map((row) => [row.id, { ...row, currency: row.currency.trim() }]));
-  const problems: FieldError[] = [];
-  // its invoices are taxed by the customer's region: one the tax table does not know could only
-  // be taxed at a guess (docs/decisions.md "A customer's region is one the tax table knows")
+  if (!destination) throw ApiError.notFound(`Customer ${customerId}`);
+  return destination;
+}
+
+/**
+ * Its invoices are taxed by the customer's region: one the tax table does not know could only be
+ * taxed at a guess (docs/decisions.md "A customer's region is one the tax table knows").
+ */
+function regionProblems(customerId: number, destination: Destination): FieldError[] {
   const region = destination.tax_exempt
     ? undefined
     : regionProblem(destination.country, destination.state_province, { required: true });
-  if (region) {
-    const given = destination.state_province?.trim();
-    problems.push({
+  if (!region) return [];
+  const given = destination.state_province?.trim();
+  return [
+    {
       field: 'customer_id',
       message:
-        `Customer ${data.customer_id} is in ${destination.country.trim()} ` +
+        `Customer ${customerId} is in ${destination.country.trim()} ` +
         (given
           ? `with state_province ${JSON.stringify(given)}, which the tax table does not know`
           : 'without a state_province') +
         `, so its invoices cannot be taxed; set it with customer update first (${region.message})`,
       code: 'invalid_value',
-    });
-  }
-  const lines = data.items.map((item, index) => {
+    },
+  ];
+}
+
+/** Each item with its product: 404 for the first product this organization does not have. */
+async function withProducts(
+  tx: Queryable,
+  orgId: number,
+  items: ParsedNewSubscription['items'],
+): Promise<NewItem[]> {
+  const { rows } = await tx.query<ProductRow>(
+    `SELECT id, name, pricing_type, unit_price, currency, is_active, default_billing_period
+       FROM products WHERE org_id = $1 AND id = ANY($2::bigint[])`,
+    [orgId, items.map((item) => item.product_id)],
+  );
+  const products = new Map(rows.map((row) => [row.id, { ...row, currency: row.currency.trim() }]));
+  return items.map((item) => {
     const product = products.get(item.product_id);
     if (!product) throw ApiError.notFound(`Product ${item.product_id}`);
-    const metered = product.pricing_type === 'usage';
-    if (!product.is_active) {
-      problems.push({
-        field: `items.${index}.product_id`,
-        message: `Product ${product.id} is not active.`,
-        code: 'invalid_value',
-      });
-    }
-    if (!isBillableCurrency(product.currency)) {
-      // a product stored before currencies were checked: no invoice could ever be made in it
-      problems.push({
-        field: `items.${index}.product_id`,
-        message: `Product ${product.id} is priced in ${product.currency}, a currency that cannot be billed.`,
-        code: 'invalid_value',
-      });
-    }
-    if (!metered && item.included_units !== undefined && /[1-9]/.test(item.included_units)) {
-      problems.push({
-        field: `items.${index}.included_units`,
-        message: 'Only metered items (products with pricing_type usage) have included units.',
-        code: 'invalid_value',
-      });
-    }
-    return { item, product, metered };
+    return { item, product };
   });
-  const currencies = [...new Set(lines.map((line) => line.product.currency))];
-  if (currencies.length > 1) {
-    problems.push({
-      field: 'items',
-      message: `All items must be priced in one currency; these products use ${currencies.join(' and ')}.`,
-      code: 'invalid_value',
-    });
-  }
-  // A price is per its product's billing period: a monthly price billed once a year (or an annual
-  // one every month) would be a wrong bill, so recurring and metered items must all have the
-  // subscription's period. One-time items are charged once, whatever the period.
-  const periodic = lines.filter((line) => line.product.pricing_type !== 'one_time');
-  if (periodic.length === 0 && lines.length > 0) {
-    // Billed once, then an empty (zero) invoice every period after, forever: not a subscription.
-    problems.push({
-      field: 'items',
-      message:
-        'A subscription needs at least one recurring or usage item; one-time items alone are a one-off charge.',
-      code: 'invalid_value',
-    });
-  }
-  const billingPeriod = data.billing_period ?? (periodic[0] ?? lines[0]!).product.default_billing_period;
-  periodic.forEach((line) => {
-    if (line.product.default_billing_period !== billingPeriod) {
-      problems.push({
-        field: `items.${lines.indexOf(line)}.product_id`,
-        message: `Product ${line.product.id} is priced ${line.product.default_billing_period}; this subscription is billed ${billingPeriod}.`,
-        code: 'invalid_value',
-      });
-    }
-  });
+}
+
+/**
+ * The subscription's currency is its first item's; its billing period the one asked for, or the
+ * first recurring or metered item's (one-time items are charged once, whatever the period).
+ */
+function termsOf(data: ParsedNewSubscription, items: readonly NewItem[]): SubscriptionTerms {
+  const first = items[0]!.product;
+  const firstPeriodic = items.find(({ product }) => product.pricing_type !== 'one_time')?.product;
+  return {
+    currency: first.currency,
+    billing_period: data.billing_period ?? (firstPeriodic ?? first).default_billing_period,
+  };
+}
+
+/** The item rules a change checks too (item-set's item-rules.ts), and a term of whole periods. */
+function assertItemsObeyTheRules(
+  data: ParsedNewSubscription,
+  items: readonly NewItem[],
+  terms: SubscriptionTerms,
+  customerProblems: readonly FieldError[],
+): void {
+  const problems: FieldError[] = [...customerProblems];
+  problems.push(
+    ...items.flatMap(({ item, product }, index) => [
+      ...productProblems(product, terms, `items.${index}`, { checkActive: true }),
+      ...includedUnitsProblems(isMetered(product), item, `items.${index}`),
+    ]),
+  );
+  problems.push(...periodicItemProblems(items.map(({ product }) => product.pricing_type)));
+  const periodMonths = PERIOD_MONTHS[terms.billing_period];
   if (
     data.term_type === 'termed' &&
     data.initial_term_months !== undefined &&
-    data.initial_term_months % PERIOD_MONTHS[billingPeriod] !== 0
+    data.initial_term_months % periodMonths !== 0
   ) {
     problems.push({
       field: 'initial_term_months',
-      message: `Must be a whole number of ${billingPeriod} periods (a multiple of ${PERIOD_MONTHS[billingPeriod]}).`,
+      message: `Must be a whole number of ${terms.billing_period} periods (a multiple of ${periodMonths}).`,
       code: 'invalid_value',
     });
   }
   if (problems.length) throw ApiError.validation(problems);
+}
 
-  // Periods run from midnight UTC: invoices label them by date, so a boundary at another time of
-  // day would bill usage of the boundary date's early hours on the invoice of the period before.
+interface FirstPeriod {
+  status: SubscriptionStatus;
+  start: Date;
+  trialEnd: Date | null;
+  anchorDay: number;
+  firstPeriodEnd: Date;
+  termEnd: Date | null;
+}
+
+/**
+ * Periods run from midnight UTC: invoices label them by date, so a boundary at another time of
+ * day would bill usage of the boundary date's early hours on the invoice of the period before. A
+ * start in the future waits as pending; a start in the past is caught up by the next billing run.
+ */
+function firstPeriodOf(data: ParsedNewSubscription, billingPeriod: BillingPeriod, now: Date): FirstPeriod {
   const start = startOfUtcDay(data.start_date ?? now);
   const trialEnd = data.trial_days > 0 ? addDaysToInstant(start, data.trial_days) : null;
   const firstPaidStart = trialEnd ?? start;
   const anchorDay = firstPaidStart.getUTCDate();
-  const firstPeriodEnd = trialEnd ?? periodEndAfter(start, billingPeriod, anchorDay);
-  // A start in the future waits as pending; a start in the past is caught up by the next billing run.
-  const status: SubscriptionStatus = start > now ? 'pending' : trialEnd ? 'trialing' : 'active';
-  const termEnd =
-    data.term_type === 'termed'
-      ? addMonthsAnchored(firstPaidStart, data.initial_term_months!, anchorDay)
-      : null;
+  return {
+    status: start > now ? 'pending' : trialEnd ? 'trialing' : 'active',
+    start,
+    trialEnd,
+    anchorDay,
+    firstPeriodEnd: trialEnd ?? periodEndAfter(start, billingPeriod, anchorDay),
+    termEnd:
+      data.term_type === 'termed'
+        ? addMonthsAnchored(firstPaidStart, data.initial_term_months!, anchorDay)
+        : null,
+  };
+}
+
+async function insertSubscription(
+  tx: Queryable,
+  orgId: number,
+  fields: {
+    data: ParsedNewSubscription;
+    items: readonly NewItem[];
+    terms: SubscriptionTerms;
+    dates: FirstPeriod;
+  },
+): Promise<{ id: number; customer_id: number; status: SubscriptionStatus }> {
+  const { data, items, terms, dates } = fields;
   const title =
     data.title ??
-    lines
-      .map((line) => line.product.name)
+    items
+      .map(({ product }) => product.name)
       .join(', ')
       .slice(0, 255);
-
-  const inserted = await tx.query<{ id: number; customer_id: number; status: SubscriptionStatus }>(
+  const { rows } = await tx.query<{ id: number; customer_id: number; status: SubscriptionStatus }>(
     `INSERT INTO subscriptions (org_id, customer_id, status, title, currency, start_date, next_billing_date,
        billing_period, billing_anchor_day, current_period_start, current_period_end, term_type, initial_term_months,
        auto_renew, subscription_end_date, trial_end_date)
@@ -246,23 +297,32 @@ export async function createSubscription(
     [
       orgId,
       data.customer_id,
-      status,
+      dates.status,
       title,
-      currencies[0],
-      start,
-      status === 'pending' ? start : firstPeriodEnd,
-      billingPeriod,
-      anchorDay,
-      start,
-      firstPeriodEnd,
+      terms.currency,
+      dates.start,
+      dates.status === 'pending' ? dates.start : dates.firstPeriodEnd,
+      terms.billing_period,
+      dates.anchorDay,
+      dates.start,
+      dates.firstPeriodEnd,
       data.term_type,
       data.initial_term_months ?? null,
       data.auto_renew,
-      termEnd,
-      trialEnd,
+      dates.termEnd,
+      dates.trialEnd,
     ],
   );
-  const subscription = inserted.rows[0]!;
+  return rows[0]!;
+}
+
+/** The items at their quantity (1 unless given) and price (the product's unless given). */
+async function insertItems(
+  tx: Queryable,
+  orgId: number,
+  subscriptionId: number,
+  items: readonly NewItem[],
+): Promise<void> {
   await tx.query(
     `INSERT INTO subscription_items (org_id, subscription_id, product_id, quantity, unit_price, usage_type,
        included_units)
@@ -271,29 +331,31 @@ export async function createSubscription(
             usage_type text, included_units numeric)`,
     [
       orgId,
-      subscription.id,
+      subscriptionId,
       JSON.stringify(
-        lines.map(({ item, product, metered }) => ({
-          product_id: product.id,
-          quantity: item.quantity ?? 1,
-          unit_price: item.unit_price ?? product.unit_price,
-          usage_type: metered ? 'metered' : 'licensed',
-          included_units: metered ? (item.included_units ?? '0') : '0',
-        })),
+        items.map(({ item, product }) => {
+          const metered = isMetered(product);
+          return {
+            product_id: product.id,
+            quantity: item.quantity ?? 1,
+            unit_price: item.unit_price ?? product.unit_price,
+            usage_type: metered ? 'metered' : 'licensed',
+            included_units: metered ? (item.included_units ?? '0') : '0',
+          };
+        }),
       ),
     ],
   );
-  // Priced by the billing run's own code, from the rows just written (the whole transaction rolls
-  // back on a refusal): what is charged whatever the usage must fit an invoice.
-  const billable = (await loadBillableItems(tx, [orgId], [subscription.id])).get(subscription.id) ?? [];
+}
+
+/**
+ * Priced by the billing run's own code, from the rows just written (the whole transaction rolls
+ * back on a refusal): what is charged whatever the usage must fit an invoice.
+ */
+async function assertFixedChargesFit(tx: Queryable, orgId: number, subscriptionId: number): Promise<void> {
+  const billable = (await loadBillableItems(tx, [orgId], [subscriptionId])).get(subscriptionId) ?? [];
   const tooLarge = fixedChargeProblems(billable);
   if (tooLarge.length) throw ApiError.validation(tooLarge);
-  await emitDomainEvent(tx, {
-    orgId,
-    type: 'subscription.created',
-    data: subscriptionEventData(subscription),
-  });
-  return getSubscription(tx, orgId, subscription.id);
 }
 
 /** How a cancel now bills the running period: where usage is read, how licensed items are credited. */
@@ -313,30 +375,42 @@ export interface FinalInvoiceOptions {
  */
 export async function cancelSubscription(
   tx: Queryable,
-  input: {
-    subscriptionId: number;
-    orgId?: number | undefined;
-    atPeriodEnd?: boolean | undefined;
-    /**
-     * Ends it now without invoicing the periods that ended (an operator's way out for a
-     * subscription that can never be invoiced, such as a parked one); recorded on the row.
-     */
-    withoutInvoicing?: boolean | undefined;
-    finalInvoice?: FinalInvoiceOptions | undefined;
-    now?: Date;
-  },
+  input: CancelRequest,
 ): Promise<Subscription & { final_invoice_id?: string }> {
   const now = input.now ?? new Date();
-  const { rows } = await tx.query<{
-    id: number;
-    org_id: number;
-    customer_id: number;
-    status: SubscriptionStatus;
-    cancel_at_period_end: boolean;
-    current_period_start: Date;
-    next_billing_date: Date;
-    billing_parked_reason: string | null;
-  }>(
+  const subscription = await lockSubscriptionToCancel(tx, input);
+  assertCancelable(subscription, input, now);
+  if (input.atPeriodEnd) return cancelAtPeriodEnd(tx, subscription, now);
+  return cancelNow(tx, subscription, input, now);
+}
+
+interface CancelRequest {
+  subscriptionId: number;
+  orgId?: number | undefined;
+  atPeriodEnd?: boolean | undefined;
+  /**
+   * Ends it now without invoicing the periods that ended (an operator's way out for a
+   * subscription that can never be invoiced, such as a parked one); recorded on the row.
+   */
+  withoutInvoicing?: boolean | undefined;
+  finalInvoice?: FinalInvoiceOptions | undefined;
+  now?: Date;
+}
+
+interface SubscriptionToCancel {
+  id: number;
+  org_id: number;
+  customer_id: number;
+  status: SubscriptionStatus;
+  cancel_at_period_end: boolean;
+  current_period_start: Date;
+  next_billing_date: Date;
+  billing_parked_reason: string | null;
+}
+
+/** The subscription, its row held until the transaction ends; 404 when not found. */
+async function lockSubscriptionToCancel(tx: Queryable, input: CancelRequest): Promise<SubscriptionToCancel> {
+  const { rows } = await tx.query<SubscriptionToCancel>(
     `SELECT id, org_id, customer_id, status, cancel_at_period_end, current_period_start, next_billing_date,
             billing_parked_reason
        FROM subscriptions
@@ -346,6 +420,15 @@ export async function cancelSubscription(
   );
   const subscription = rows[0];
   if (!subscription) throw ApiError.notFound(`Subscription ${input.subscriptionId}`);
+  return subscription;
+}
+
+/**
+ * 409 when the subscription cannot become canceled, or not as asked (before its running period,
+ * parked, a period ended and not invoiced, paused or already set to cancel at the period end);
+ * 422 for options that do not go together.
+ */
+function assertCancelable(subscription: SubscriptionToCancel, input: CancelRequest, now: Date): void {
   assertSubscriptionTransition(subscription.id, subscription.status, 'canceled');
   if (now < subscription.current_period_start) {
     // Earlier periods are invoiced already: an end before the running period would contradict them.
@@ -354,7 +437,12 @@ export async function cancelSubscription(
         `(${subscription.current_period_start.toISOString()}); the periods before are invoiced.`,
     );
   }
+  assertCancelOptionsGoTogether(input);
+  if (!input.withoutInvoicing) assertInvoiceable(subscription, now);
+  if (input.atPeriodEnd) assertEndableAtPeriodEnd(subscription);
+}
 
+function assertCancelOptionsGoTogether(input: CancelRequest): void {
   if (input.atPeriodEnd && input.finalInvoice?.proration !== undefined) {
     throw ApiError.validation([
       {
@@ -374,7 +462,11 @@ export async function cancelSubscription(
       },
     ]);
   }
-  if (!input.withoutInvoicing && subscription.billing_parked_reason !== null) {
+}
+
+/** A cancel that invoices needs every ended period invoiced, and a subscription not parked. */
+function assertInvoiceable(subscription: SubscriptionToCancel, now: Date): void {
+  if (subscription.billing_parked_reason !== null) {
     throw ApiError.conflict(
       `Subscription ${subscription.id} is parked: its period from ${subscription.current_period_start.toISOString()} ` +
         `could not be invoiced (${subscription.billing_parked_reason}); cancel it without invoicing, or fix the ` +
@@ -382,7 +474,6 @@ export async function cancelSubscription(
     );
   }
   if (
-    !input.withoutInvoicing &&
     (BILLABLE_STATUSES as readonly string[]).includes(subscription.status) &&
     subscription.next_billing_date <= now
   ) {
@@ -394,56 +485,81 @@ export async function cancelSubscription(
         'not invoiced yet; run billing for it first (subscription cancel does), then cancel.',
     );
   }
+}
 
-  if (input.atPeriodEnd) {
-    if (subscription.status === 'paused') {
-      throw ApiError.conflict(
-        `Subscription ${subscription.id} is paused and has no running period to end; cancel it now instead.`,
-      );
-    }
-    if (subscription.cancel_at_period_end) {
-      throw ApiError.conflict(
-        `Subscription ${subscription.id} is already set to cancel at the end of its period.`,
-      );
-    }
-    await tx.query(
-      `UPDATE subscriptions SET cancel_at_period_end = true, canceled_at = $3, updated_at = now()
-        WHERE org_id = $1 AND id = $2`,
-      [subscription.org_id, subscription.id, now],
+function assertEndableAtPeriodEnd(subscription: SubscriptionToCancel): void {
+  if (subscription.status === 'paused') {
+    throw ApiError.conflict(
+      `Subscription ${subscription.id} is paused and has no running period to end; cancel it now instead.`,
     );
-  } else {
-    let finalInvoiceId: string | undefined;
-    if (!input.withoutInvoicing) {
-      const schedule = await loadSubscriptionSchedule(tx, subscription.org_id, subscription.id);
-      const invoice = await invoiceUntilEnd(
-        tx,
-        schedule!,
-        { at: now, proration: input.finalInvoice?.proration ?? 'prorate' },
-        input.finalInvoice?.usage,
-      ).catch((error: unknown) => {
-        if (!(error instanceof UnbillableError)) throw error;
-        throw ApiError.conflict(
-          `Subscription ${subscription.id}'s running period cannot be invoiced (${error.reason}); nothing was ` +
-            'canceled: cancel it without invoicing, or fix the cause.',
-        );
-      });
-      finalInvoiceId = invoice?.id;
-    }
-    await tx.query(
-      `UPDATE subscriptions SET status = 'canceled', canceled_at = $3, ended_at = $3, updated_at = now(),
-              canceled_without_invoicing = $4
-        WHERE org_id = $1 AND id = $2`,
-      [subscription.org_id, subscription.id, now, input.withoutInvoicing === true],
-    );
-    await emitDomainEvent(tx, {
-      orgId: subscription.org_id,
-      type: 'subscription.canceled',
-      data: subscriptionEventData({ ...subscription, status: 'canceled' }),
-    });
-    const canceled = await getSubscription(tx, subscription.org_id, subscription.id);
-    return finalInvoiceId ? { ...canceled, final_invoice_id: finalInvoiceId } : canceled;
   }
+  if (subscription.cancel_at_period_end) {
+    throw ApiError.conflict(
+      `Subscription ${subscription.id} is already set to cancel at the end of its period.`,
+    );
+  }
+}
+
+/** The billing run invoices the last period, then cancels (and emits subscription.canceled). */
+async function cancelAtPeriodEnd(
+  tx: Queryable,
+  subscription: SubscriptionToCancel,
+  now: Date,
+): Promise<Subscription> {
+  await tx.query(
+    `UPDATE subscriptions SET cancel_at_period_end = true, canceled_at = $3, updated_at = now()
+      WHERE org_id = $1 AND id = $2`,
+    [subscription.org_id, subscription.id, now],
+  );
   return getSubscription(tx, subscription.org_id, subscription.id);
+}
+
+/** Canceled now: the running period's used part invoiced (unless without invoicing), then ended. */
+async function cancelNow(
+  tx: Queryable,
+  subscription: SubscriptionToCancel,
+  input: CancelRequest,
+  now: Date,
+): Promise<Subscription & { final_invoice_id?: string }> {
+  const finalInvoiceId = input.withoutInvoicing
+    ? undefined
+    : await invoiceTheUsedPeriod(tx, subscription, now, input.finalInvoice);
+  await tx.query(
+    `UPDATE subscriptions SET status = 'canceled', canceled_at = $3, ended_at = $3, updated_at = now(),
+            canceled_without_invoicing = $4
+      WHERE org_id = $1 AND id = $2`,
+    [subscription.org_id, subscription.id, now, input.withoutInvoicing === true],
+  );
+  await emitDomainEvent(tx, {
+    orgId: subscription.org_id,
+    type: 'subscription.canceled',
+    data: subscriptionEventData({ ...subscription, status: 'canceled' }),
+  });
+  const canceled = await getSubscription(tx, subscription.org_id, subscription.id);
+  return finalInvoiceId ? { ...canceled, final_invoice_id: finalInvoiceId } : canceled;
+}
+
+/** The final invoice's id (see invoiceUntilEnd), if one was made. */
+async function invoiceTheUsedPeriod(
+  tx: Queryable,
+  subscription: SubscriptionToCancel,
+  now: Date,
+  options: FinalInvoiceOptions | undefined,
+): Promise<string | undefined> {
+  const schedule = await loadSubscriptionSchedule(tx, subscription.org_id, subscription.id);
+  const invoice = await invoiceUntilEnd(
+    tx,
+    schedule!,
+    { at: now, proration: options?.proration ?? 'prorate' },
+    options?.usage,
+  ).catch((error: unknown) => {
+    if (!(error instanceof UnbillableError)) throw error;
+    throw ApiError.conflict(
+      `Subscription ${subscription.id}'s running period cannot be invoiced (${error.reason}); nothing was ` +
+        'canceled: cancel it without invoicing, or fix the cause.',
+    );
+  });
+  return invoice?.id;
 }
 
 function startOfUtcDay(instant: Date): Date {

@@ -1,3 +1,4 @@
+import { type ItemToShow, publicSubscriptionItem } from '../billing/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
 import { listTotal, readPage } from '../list-pages/index.js';
@@ -43,7 +44,7 @@ export type SubscriptionRow = Omit<
   created_at: Date;
   updated_at: Date;
 };
-type ItemRow = SubscriptionItem & { subscription_id: number };
+type ItemRow = ItemToShow & { subscription_id: number };
 
 export function toSubscription(
   row: SubscriptionRow,
@@ -77,17 +78,18 @@ async function itemsBySubscription(
   const grouped = new Map<number, SubscriptionItem[]>();
   if (subscriptionIds.length === 0) return grouped;
   const { rows } = await db.query<ItemRow>(
-    `SELECT si.subscription_id, si.id, si.product_id, p.name AS product_name, si.quantity, si.unit_price,
-            si.usage_type, si.included_units
+    `SELECT si.subscription_id, si.id AS subscription_item_id, si.product_id, p.name AS product_name, si.quantity,
+            si.unit_price, si.usage_type, si.included_units
        FROM subscription_items si JOIN products p ON p.org_id = si.org_id AND p.id = si.product_id
       WHERE si.org_id = $1 AND si.subscription_id = ANY($2::bigint[]) AND si.removed_at IS NULL
       ORDER BY si.subscription_id, si.id`,
     [orgId, subscriptionIds],
   );
-  for (const { subscription_id, ...item } of rows) {
-    const items = grouped.get(subscription_id);
+  for (const row of rows) {
+    const item = publicSubscriptionItem(row);
+    const items = grouped.get(row.subscription_id);
     if (items) items.push(item);
-    else grouped.set(subscription_id, [item]);
+    else grouped.set(row.subscription_id, [item]);
   }
   return grouped;
 }

@@ -1,5 +1,6 @@
 import type { Database, Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
+import { readPage } from '../list-pages/index.js';
 import type {
   PaginationQuery,
   RecoverWebhookEvents,
@@ -55,7 +56,7 @@ export interface WebhookEventFilters {
   event_type?: string | undefined;
 }
 
-/** Delivery history, newest first; events of deleted endpoints stay listed. */
+/** Delivery history, newest first (see libs/list-pages); events of deleted endpoints stay listed. */
 export async function listWebhookEvents(
   db: Queryable,
   orgId: number,
@@ -64,16 +65,19 @@ export async function listWebhookEvents(
 ): Promise<{ data: WebhookEvent[]; total: number }> {
   const where = `org_id = $1 AND ($2::uuid IS NULL OR endpoint_id = $2)
     AND ($3::text IS NULL OR status = $3) AND ($4::text IS NULL OR event_type = $4)`;
-  const params = [orgId, filters.endpoint_id ?? null, filters.status ?? null, filters.event_type ?? null];
-  const [list, count] = await Promise.all([
-    db.query<EventRow>(
-      `SELECT ${COLUMNS} FROM webhook_events WHERE ${where}
-       ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6`,
-      [...params, page.limit, page.offset],
-    ),
-    db.query<{ total: number }>(`SELECT count(*) AS total FROM webhook_events WHERE ${where}`, params),
-  ]);
-  return { data: list.rows.map(toEvent), total: count.rows[0]!.total };
+  const values = [orgId, filters.endpoint_id ?? null, filters.status ?? null, filters.event_type ?? null];
+  const { rows, total } = await readPage<EventRow>(
+    db,
+    {
+      table: 'webhook_events',
+      alias: 'w',
+      columns: COLUMNS,
+      where,
+      values,
+    },
+    page,
+  );
+  return { data: rows.map(toEvent), total: await total };
 }
 
 export async function getWebhookEvent(

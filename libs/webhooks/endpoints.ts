@@ -1,5 +1,6 @@
 import type { Database, Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
+import { readPage } from '../list-pages/index.js';
 import type {
   CreatedWebhookEndpoint,
   CreateWebhookEndpoint,
@@ -104,16 +105,19 @@ export async function listEndpoints(
   page: PaginationQuery,
 ): Promise<{ data: WebhookEndpoint[]; total: number }> {
   const where = 'org_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR status = $2)';
-  const params = [orgId, filters.status ?? null];
-  const [list, count] = await Promise.all([
-    db.query<EndpointRow>(
-      `SELECT ${COLUMNS} FROM webhook_endpoints WHERE ${where}
-       ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
-      [...params, page.limit, page.offset],
-    ),
-    db.query<{ total: number }>(`SELECT count(*) AS total FROM webhook_endpoints WHERE ${where}`, params),
-  ]);
-  return { data: list.rows.map(toEndpoint), total: count.rows[0]!.total };
+  const values = [orgId, filters.status ?? null];
+  const { rows, total } = await readPage<EndpointRow>(
+    db,
+    {
+      table: 'webhook_endpoints',
+      alias: 'e',
+      columns: COLUMNS,
+      where,
+      values,
+    },
+    page,
+  );
+  return { data: rows.map(toEndpoint), total: await total };
 }
 
 /**

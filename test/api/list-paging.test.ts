@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listOrganizations } from '../../libs/organizations/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 
@@ -69,5 +70,103 @@ describe('paging a long list', () => {
     expect(rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(
       /Index Only Scan Backward using customers_org_list/,
     );
+  });
+});
+
+/** The offsets that take each way a page is read, for a list of TOTAL rows. */
+const EVERY_PLAN: [number, number][] = [
+  [0, 100],
+  [520, 100],
+  [560, 100],
+  [700, 100],
+  [1150, 100],
+];
+
+describe('paging the other lists the same way', () => {
+  it('usage events, newest timestamp first: exactly each slice, ties by id', async () => {
+    const owner = await createTestOrg(api.platform.db);
+    // three events share each timestamp; created in the opposite order, so created_at cannot sort them
+    await api.platform.db.query(
+      `INSERT INTO usage_events (id, org_id, subscription_item_id, idempotency_key, quantity, occurred_at,
+         recorded_at)
+       SELECT gen_random_uuid(), $1, 1, 'key-' || g, 1, timestamptz '2026-01-01' + make_interval(mins => g / 3),
+              timestamptz '2026-03-01' - make_interval(secs => g)
+         FROM generate_series(1, $2) g`,
+      [owner.orgId, TOTAL],
+    );
+    await api.platform.db.query('VACUUM ANALYZE usage_events');
+    const { rows } = await api.platform.db.query<{ id: string }>(
+      'SELECT id FROM usage_events WHERE org_id = $1 ORDER BY occurred_at DESC, id DESC',
+      [owner.orgId],
+    );
+    for (const [offset, limit] of EVERY_PLAN) {
+      const response = await api.request({
+        path: `/usage/events?limit=${limit}&offset=${offset}`,
+        key: owner.apiKey,
+      });
+      expect(response.statusCode, response.body).toBe(200);
+      const body = response.json();
+      expect(body.data.map((event: { id: string }) => event.id)).toEqual(
+        rows.slice(offset, offset + limit).map((row) => row.id),
+      );
+      expect(body.pagination.total).toBe(TOTAL);
+    }
+  });
+
+  it('webhook events and endpoints: exactly each slice', async () => {
+    const owner = await createTestOrg(api.platform.db);
+    const [{ id: endpointId }] = (
+      await api.platform.db.query<{ id: string }>(
+        `INSERT INTO webhook_endpoints (org_id, url, events, status, description, secret)
+         SELECT $1, 'https://example.com/hook/' || g, '{*}', 'ACTIVE', '', 'whsec_dGVzdHNlY3JldHRlc3RzZWNyZXQ='
+           FROM generate_series(1, $2) g RETURNING id`,
+        [owner.orgId, TOTAL],
+      )
+    ).rows as [{ id: string }];
+    await api.platform.db.query(
+      `INSERT INTO webhook_events (org_id, endpoint_id, event_type, status, payload, created_at)
+       SELECT $1, $2, 'invoice.posted', 'SUCCESS', '{}', timestamptz '2026-01-01' + make_interval(mins => g / 3)
+         FROM generate_series(1, $3) g`,
+      [owner.orgId, endpointId, TOTAL],
+    );
+    for (const [table, path] of [
+      ['webhook_events', '/webhook-events'],
+      ['webhook_endpoints', '/webhook-endpoints'],
+    ] as const) {
+      const { rows } = await api.platform.db.query<{ id: string }>(
+        `SELECT id FROM ${table} WHERE org_id = $1 ORDER BY created_at DESC, id DESC`,
+        [owner.orgId],
+      );
+      for (const [offset, limit] of EVERY_PLAN) {
+        const response = await api.request({
+          path: `${path}?limit=${limit}&offset=${offset}`,
+          key: owner.apiKey,
+        });
+        expect(response.statusCode, response.body).toBe(200);
+        const body = response.json();
+        expect(body.data.map((row: { id: string }) => row.id)).toEqual(
+          rows.slice(offset, offset + limit).map((row) => row.id),
+        );
+        expect(body.pagination.total).toBe(TOTAL);
+      }
+    }
+  });
+
+  it('organizations, every one of them (an operator list): exactly each slice', async () => {
+    await api.platform.db.query(
+      `INSERT INTO organizations (name, created_at)
+       SELECT 'Tenant ' || g, timestamptz '2026-01-01' + make_interval(mins => g / 3) FROM generate_series(1, $1) g`,
+      [TOTAL],
+    );
+    const { rows } = await api.platform.db.query<{ id: number }>(
+      'SELECT id FROM organizations ORDER BY created_at DESC, id DESC',
+    );
+    for (const [offset, limit] of EVERY_PLAN) {
+      const page = await listOrganizations(api.platform.db, { limit, offset });
+      expect(page.data.map((organization) => organization.id)).toEqual(
+        rows.slice(offset, offset + limit).map((row) => row.id),
+      );
+      expect(page.total).toBe(rows.length);
+    }
   });
 });

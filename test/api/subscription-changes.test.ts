@@ -93,7 +93,8 @@ describe('POST /subscriptions/{id}/changes', () => {
       const change = response.json().data as SubscriptionChange;
       if (change.effective_at !== previewed.effective_at && attempt < 3) continue;
       expect(change.proration_lines).toEqual(previewed.proration_lines);
-      // an added item's id is given when it is written: the preview's is provisional
+      // an added item's id is given when it is written: the preview's is provisional (and drew none)
+      expect(previewed.subscription.items.map((i) => i.id)).toEqual([item.id, -1]);
       const withoutAddedId = (items: SubscriptionChange['subscription']['items']) =>
         items.map((i) => (i.id === item.id ? i : { ...i, id: 0 }));
       expect(withoutAddedId(change.subscription.items)).toEqual(withoutAddedId(previewed.subscription.items));
@@ -180,7 +181,8 @@ describe('POST /subscriptions/{id}/changes', () => {
 
   it('the console answers what the API answers, from the same function', async () => {
     const subscription = await running(3);
-    const items = [{ id: subscription.items[0]!.id, quantity: 1 }];
+    // an added item too: both doors show its provisional id (the console encodes it with the schema)
+    const items = [{ id: subscription.items[0]!.id, quantity: 1 }, { product_id: apiCalls }];
     for (let attempt = 0; ; attempt++) {
       const viaApi = (await post(subscription.id, { items, preview: true })).json()
         .data as SubscriptionChange;
@@ -205,6 +207,7 @@ describe('POST /subscriptions/{id}/changes', () => {
         subscription: apiSubscription,
       });
       expect(viaConsole.proration_lines).toHaveLength(2);
+      expect(viaConsole.subscription.items.map((item) => item.id)).toEqual([subscription.items[0]!.id, -1]);
       break;
     }
     const refused = await run(

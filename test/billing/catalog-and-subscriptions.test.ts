@@ -212,10 +212,11 @@ describe('creating subscriptions', () => {
     const mixed = await failure(
       create({ customer_id: customerId, items: [{ product_id: catalog.seats }, { product_id: usd }] }),
     );
+    // the rule a change checks too: the subscription is billed in its first item's currency
     expect(mixed.details).toEqual([
       {
-        field: 'items',
-        message: 'All items must be priced in one currency; these products use CAD and USD.',
+        field: 'items.1.product_id',
+        message: `Product ${usd} is priced in USD; this subscription is billed in CAD.`,
         code: 'invalid_value',
       },
     ]);

@@ -636,6 +636,130 @@ describe('subscription changes, billed by the run', () => {
     expect(rows).toEqual([{ quantity: 1_000_000 }, { quantity: 1 }]);
   });
 
+  it('a change that changes nothing writes nothing and emits nothing, now or at the boundary', async () => {
+    const { orgId, customerId, seats } = await setUp();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const id = subscription.items[0]!.id;
+    const version = async () =>
+      (
+        await database.db.query<{ version: string }>(
+          'SELECT xmin::text AS version FROM subscriptions WHERE id = $1',
+          [subscription.id],
+        )
+      ).rows[0]!.version;
+    const before = await version();
+    for (const body of [
+      { items: [{ id }] },
+      { items: [{ id, quantity: 2 }], proration: 'none' },
+      { items: [{ id, quantity: 2, included_units: '0' }] },
+    ]) {
+      const unchanged = await change(orgId, subscription.id, body, '2026-03-11T00:00:00Z');
+      expect(unchanged.proration_lines).toEqual([]);
+      // the subscription as it is: nothing written, updated_at included
+      expect(unchanged.subscription).toEqual(await getSubscription(database.db, orgId, subscription.id));
+    }
+    expect(await version()).toBe(before);
+    expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
+
+    // an immediate change still drops a scheduled one (it supersedes it), with no event
+    await change(
+      orgId,
+      subscription.id,
+      { items: [{ id, quantity: 5 }], effective: 'period_end' },
+      '2026-03-12T00:00:00Z',
+    );
+    const unscheduled = await change(orgId, subscription.id, { items: [{ id }] }, '2026-03-13T00:00:00Z');
+    expect(unscheduled.subscription.pending_change).toBeNull();
+    expect(await getSubscription(database.db, orgId, subscription.id)).toEqual(unscheduled.subscription);
+    expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
+
+    // a scheduled set that keeps the items as they are: applied at the boundary, with no event
+    const scheduled = await change(
+      orgId,
+      subscription.id,
+      { items: [{ id, quantity: 2 }], effective: 'period_end' },
+      '2026-03-14T00:00:00Z',
+    );
+    expect(scheduled.subscription.pending_change?.items).toEqual([
+      { id, product_id: seats, quantity: 2, included_units: '0.00000000' },
+    ]);
+    await billAt(orgId, '2026-04-01T00:00:00Z');
+    const after = await getSubscription(database.db, orgId, subscription.id);
+    expect(after.pending_change).toBeNull();
+    expect(after.items.map((item) => [item.id, item.quantity])).toEqual([[id, 2]]);
+    expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
+  });
+
+  it('a preview draws no id: the items it would add have provisional ids, the sequence is untouched', async () => {
+    const { orgId, customerId, seats, storage } = await setUp();
+    const setup = await productIn(database.db, orgId, {
+      name: 'Setup',
+      pricing_type: 'one_time',
+      unit_price: '90.00',
+      currency: 'CAD',
+    });
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const id = subscription.items[0]!.id;
+    const [{ name: sequenceName }] = (
+      await database.db.query<{ name: string }>(
+        "SELECT pg_get_serial_sequence('subscription_items', 'id') AS name",
+      )
+    ).rows as [{ name: string }];
+    const sequence = async () =>
+      (
+        await database.db.query<{ last_value: string; is_called: boolean }>(
+          `SELECT last_value::text, is_called FROM ${sequenceName}`,
+        )
+      ).rows[0]!;
+    const body = {
+      items: [{ product_id: setup }, { id, quantity: 3 }, { product_id: storage, included_units: '10' }],
+    };
+    const drawn = await sequence();
+    const now = '2026-03-11T00:00:00Z';
+    const preview = await change(orgId, subscription.id, { ...body, preview: true }, now);
+    expect(await sequence()).toEqual(drawn);
+    // kept items by id, then the added ones in the order of the entries, as applied
+    expect(preview.subscription.items.map((item) => [item.id, item.product_id])).toEqual([
+      [id, seats],
+      [-1, setup],
+      [-2, storage],
+    ]);
+    expect(preview.proration_lines.map((line) => line.subscription_item_id)).toEqual([id, id, -1]);
+
+    const applied = await change(orgId, subscription.id, body, now);
+    const next = Number(drawn.last_value) + (drawn.is_called ? 1 : 0);
+    expect(applied.subscription.items.map((item) => [item.id, item.product_id])).toEqual([
+      [id, seats],
+      [next, setup],
+      [next + 1, storage],
+    ]);
+    // the preview equals what is applied but for the added items' ids
+    const ids = new Map([
+      [-1, next],
+      [-2, next + 1],
+    ]);
+    const { updated_at: _p, ...previewed } = preview.subscription;
+    const { updated_at: _a, ...changed } = applied.subscription;
+    expect({
+      ...previewed,
+      items: previewed.items.map((item) => ({ ...item, id: ids.get(item.id) ?? item.id })),
+    }).toEqual(changed);
+    expect(
+      preview.proration_lines.map((line) => ({
+        ...line,
+        subscription_item_id: ids.get(line.subscription_item_id) ?? line.subscription_item_id,
+      })),
+    ).toEqual(applied.proration_lines);
+  });
+
   it('every invoice these tests made has payable amounts', async () => {
     expect(await expectPayableInvoices(database.db)).toBeGreaterThan(8);
   });

@@ -14,7 +14,7 @@ import {
   toCreditGrant,
   voidHeldGrant,
 } from '../credits/index.js';
-import { addDays, invoiceEventData, parseInput, utcDate } from '../domain/index.js';
+import { addDays, invoiceEventData, parseAmount, parseInput, utcDate } from '../domain/index.js';
 import {
   formatInvoiceNumber,
   insertInvoices,
@@ -22,7 +22,7 @@ import {
   reserveInvoiceNumbers,
 } from '../invoices/index.js';
 import { type LockedInvoice, lockInvoice, withdrawLocked } from './invoice-operations.js';
-import { assertPayableAmount, parseAmount } from './settlement.js';
+import { assertPayableAmount } from './settlement.js';
 
 /**
  * Making and voiding credit grants (docs/decisions.md, "Credits"): the API, the console, the

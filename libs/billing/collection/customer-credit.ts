@@ -3,8 +3,8 @@ import type { Queryable } from '../../db/index.js';
 import { ApiError } from '../../errors/index.js';
 import { parseMoney } from '../../money/index.js';
 import type { Customer } from '../../schemas/index.js';
+import { parseAmount } from '../domain/index.js';
 import { addPromotionalCredit } from './credit-grants.js';
-import { parseAmount } from './settlement.js';
 
 /**
  * `customer add-credit` (console): a promotional credit grant, effective now, never expiring

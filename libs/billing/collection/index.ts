@@ -20,4 +20,4 @@ export {
   type MoneyResult,
   recordPayment,
 } from './payments.js';
-export { assertPayableAmount, parseAmount, settleOnPosting, statusForAmountPaid } from './settlement.js';
+export { assertPayableAmount, settleOnPosting, statusForAmountPaid } from './settlement.js';

@@ -9,7 +9,13 @@ import type {
   TransactionMethod,
   TransactionType,
 } from '../../schemas/index.js';
-import { assertInvoiceTransition, invoiceEventData, paymentEventData, utcDate } from '../domain/index.js';
+import {
+  assertInvoiceTransition,
+  invoiceEventData,
+  parseAmount,
+  paymentEventData,
+  utcDate,
+} from '../domain/index.js';
 import { activateGrantSoldBy } from './credit-grants.js';
 import { restoreIfSettled } from './dunning.js';
 import { type InvoiceRef, type LockedInvoice, lockInvoice } from './invoice-operations.js';
@@ -17,7 +23,6 @@ import {
   assertPayableAmount,
   isPayable,
   PAYABLE_STATUSES,
-  parseAmount,
   statusAfterRefund,
   statusForAmountPaid,
 } from './settlement.js';

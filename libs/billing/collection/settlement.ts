@@ -56,29 +56,6 @@ export function statusAfterRefund(refundableLeft: bigint): 'REFUNDED' | 'PARTIAL
   return refundableLeft <= 0n ? 'REFUNDED' : 'PARTIALLY_REFUNDED';
 }
 
-const AMOUNT = /^\d{1,12}(\.\d{1,8})?$/;
-
-/**
- * A money amount typed by an operator: a positive decimal with at most 8 fractional digits and
- * 12 integer digits (NUMERIC(20, 8)). Anything else is a 422 naming the field.
- */
-export function parseAmount(field: string, text: string, options: { allowZero?: boolean } = {}): bigint {
-  if (!AMOUNT.test(text.trim())) {
-    throw ApiError.validation([
-      {
-        field,
-        message: 'Must be a decimal number with at most 12 integer and 8 fractional digits, e.g. 49.99.',
-        code: 'invalid_format',
-      },
-    ]);
-  }
-  const value = parseMoney(text.trim());
-  if (value === 0n && !options.allowZero) {
-    throw ApiError.validation([{ field, message: 'Must be greater than zero.', code: 'out_of_range' }]);
-  }
-  return value;
-}
-
 /**
  * Money that moves (payments, credits, refunds) is payable amounts (DESIGN §9.2b): whole units of
  * the currency's minor unit. `exact` is the one other amount accepted: an invoice's whole balance

@@ -1,5 +1,6 @@
 import { formatMoney, parseMoney } from '../../money/index.js';
 import type { InvoiceTransaction } from '../../schemas/index.js';
+import { type ItemToShow, publicSubscriptionItem } from './subscription-item.js';
 
 /**
  * The webhook payload `data` of each emitted event (DESIGN §6 "Event payload data"), built in one
@@ -40,40 +41,19 @@ export function paymentEventData(transaction: InvoiceTransaction, customerId: nu
   return { ...transaction, customer_id: customerId };
 }
 
-/** An item as subscription.updated shows it (the subscription object's item shape). */
-function eventItem(item: {
-  subscription_item_id: number;
-  product_id: number;
-  product_name: string;
-  quantity: number;
-  unit_price: string;
-  usage_type: 'licensed' | 'metered';
-  included_units: string;
-}) {
-  return {
-    id: item.subscription_item_id,
-    product_id: item.product_id,
-    product_name: item.product_name,
-    quantity: item.quantity,
-    unit_price: formatMoney(parseMoney(item.unit_price)),
-    usage_type: item.usage_type,
-    included_units: formatMoney(parseMoney(item.included_units)),
-  };
-}
-
 /** subscription.updated: the items before and after a change, and when it took effect. */
 export function subscriptionUpdatedEventData(
   subscription: { id: number; customer_id: number; status: string },
   change: {
-    before: readonly Parameters<typeof eventItem>[0][];
-    after: readonly Parameters<typeof eventItem>[0][];
+    before: readonly ItemToShow[];
+    after: readonly ItemToShow[];
     effective_at: Date;
   },
 ) {
   return {
     ...subscriptionEventData(subscription),
-    previous_items: change.before.map(eventItem),
-    items: change.after.map(eventItem),
+    previous_items: change.before.map(publicSubscriptionItem),
+    items: change.after.map(publicSubscriptionItem),
     effective_at: change.effective_at.toISOString(),
   };
 }

@@ -4,7 +4,7 @@ export {
   subscriptionEventData,
   subscriptionUpdatedEventData,
 } from './event-data.js';
-export { instantInput, moneyInput, parseInput, quantityInput } from './inputs.js';
+export { instantInput, moneyInput, parseAmount, parseInput, quantityInput } from './inputs.js';
 export {
   addDays,
   addDaysToInstant,
@@ -19,3 +19,4 @@ export {
   assertSubscriptionTransition,
   canMoveInvoice,
 } from './state-machines.js';
+export { type ItemToShow, publicSubscriptionItem } from './subscription-item.js';

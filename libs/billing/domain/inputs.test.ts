@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ApiError } from '../../errors/index.js';
-import { instantInput, moneyInput, parseInput, quantityInput } from './inputs.js';
+import { instantInput, moneyInput, parseAmount, parseInput, quantityInput } from './inputs.js';
 
 const Price = z.object({ unit_price: moneyInput, up_to: quantityInput.optional() });
 
@@ -43,6 +43,23 @@ describe('instantInput', () => {
       '2026-01-01T10:00',
     ]) {
       expect(instantInput.safeParse(text).success, text).toBe(false);
+    }
+  });
+});
+
+describe('operator amounts', () => {
+  it('parses operator amounts strictly', () => {
+    expect(parseAmount('amount', '49.99')).toBe(4_999_000_000n);
+    expect(parseAmount('amount', '0', { allowZero: true })).toBe(0n);
+    for (const bad of ['-1', '1e3', 'abc', '1.123456789', '', '0', '1234567890123']) {
+      expect(() => parseAmount('amount', bad), bad).toThrow(ApiError);
+    }
+    try {
+      parseAmount('amount', '0');
+    } catch (error) {
+      expect((error as ApiError).details).toEqual([
+        { field: 'amount', message: 'Must be greater than zero.', code: 'out_of_range' },
+      ]);
     }
   });
 });

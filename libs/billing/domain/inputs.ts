@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ApiError, fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from '../../errors/index.js';
+import { parseMoney } from '../../money/index.js';
 
 /**
  * Input schemas shared by the write side (console, seed): decimals arrive as strings and are kept
@@ -40,6 +41,29 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.ou
   const parsed = schema.safeParse(input, ZOD_PARSE_OPTIONS);
   if (!parsed.success) throw ApiError.validation(fieldErrorsFromZod(parsed.error.issues));
   return parsed.data;
+}
+
+const AMOUNT = /^\d{1,12}(\.\d{1,8})?$/;
+
+/**
+ * A money amount typed by an operator: a positive decimal with at most 8 fractional digits and
+ * 12 integer digits (NUMERIC(20, 8)). Anything else is a 422 naming the field.
+ */
+export function parseAmount(field: string, text: string, options: { allowZero?: boolean } = {}): bigint {
+  if (!AMOUNT.test(text.trim())) {
+    throw ApiError.validation([
+      {
+        field,
+        message: 'Must be a decimal number with at most 12 integer and 8 fractional digits, e.g. 49.99.',
+        code: 'invalid_format',
+      },
+    ]);
+  }
+  const value = parseMoney(text.trim());
+  if (value === 0n && !options.allowZero) {
+    throw ApiError.validation([{ field, message: 'Must be greater than zero.', code: 'out_of_range' }]);
+  }
+  return value;
 }
 
 /** An instant typed by an operator: an ISO 8601 date-time with offset, or a date (midnight UTC). */

@@ -75,32 +75,3 @@ export async function pendingProrationLines(
   }
   return grouped;
 }
-
-/**
- * Usage totals of metered items over `period`, each over the part of it the item was on the
- * subscription (usageWindow): one aggregation call per distinct window, usually one.
- */
-export async function windowedUsageTotals(
-  aggregator: {
-    totals(orgId: number, itemIds: number[], from: Date, to: Date): Promise<Map<number, string>>;
-  },
-  orgId: number,
-  items: readonly BillableItem[],
-  period: Period,
-): Promise<Map<number, string>> {
-  const windows = new Map<string, { window: Period; ids: number[] }>();
-  for (const item of items) {
-    if (item.usage_type !== 'metered' || !itemForPeriod(item, period)) continue;
-    const window = usageWindow(item, period);
-    const key = `${window.start.toISOString()}|${window.end.toISOString()}`;
-    const group = windows.get(key) ?? { window, ids: [] };
-    group.ids.push(item.subscription_item_id);
-    windows.set(key, group);
-  }
-  const totals = new Map<number, string>();
-  for (const { window, ids } of windows.values()) {
-    for (const [id, total] of await aggregator.totals(orgId, ids, window.start, window.end))
-      totals.set(id, total);
-  }
-  return totals;
-}

@@ -3,7 +3,6 @@ export {
   type PendingProrationLine,
   pendingProrationLines,
   usageWindow,
-  windowedUsageTotals,
 } from './billable-items.js';
 export {
   fitsAnInvoice,
@@ -19,5 +18,5 @@ export {
   type NewInvoice,
   reserveInvoiceNumbers,
 } from './invoice-store.js';
-export { composePeriodInvoice, type PeriodInvoice } from './period-invoice.js';
+export { composePeriodInvoice, type PeriodInvoice, type PeriodInvoiceInput } from './period-invoice.js';
 export { assertBillableCurrency, composing, UnbillableError } from './unbillable.js';

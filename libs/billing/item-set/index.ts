@@ -1,15 +1,20 @@
+export { applyItemSet } from './apply-item-set.js';
 export {
-  applyItemSet,
-  type ChangeCatalogRow,
-  type ChangeMode,
-  type ChangingSubscription,
-  changeCatalogColumns,
-  endItemsAt,
-  type ItemSetPlan,
+  includedUnitsProblems,
+  isMetered,
+  periodicItemProblems,
+  productProblems,
+  type RuledProduct,
+  type SubscriptionTerms,
+} from './item-rules.js';
+export type { ChangingSubscription, ResolvedEntry } from './item-set.js';
+export {
+  type ChangeReadRow,
+  changeReadColumns,
   itemSetWriteCtes,
+  loadBillableItems,
   namedIds,
-  planItemSet,
-  type ResolvedEntry,
-  resolveItemSet,
-  toChangeCatalog,
-} from './item-changes.js';
+  toChangeRead,
+} from './item-set-store.js';
+export { type PlannedChange, planChange } from './plan-change.js';
+export { changesNothing, endItemsAt, type ItemSetPlan } from './plan-item-set.js';

@@ -14,19 +14,16 @@ import {
 } from '../../usage/index.js';
 import { planBurnDown, readActiveGrants, toBurnableGrant } from '../credits/index.js';
 import { addMonthsAnchored, PERIOD_MONTHS } from '../domain/index.js';
-import {
-  composePeriodInvoice,
-  type PeriodInvoice,
-  pendingProrationLines,
-  windowedUsageTotals,
-} from '../invoices/index.js';
+import { composePeriodInvoice, type PeriodInvoice } from '../invoices/index.js';
+import { loadBillableItems } from '../item-set/index.js';
 import type { BillableItem } from '../pricing/index.js';
 import { billableUsage } from '../pricing/index.js';
 import {
   type DueSubscription,
-  loadBillableItems,
-  loadCustomers,
+  type InvoiceTarget,
+  loadInvoiceInputs,
   loadSubscriptionSchedule,
+  periodInvoiceInput,
   planBilling,
   type ScheduleStep,
 } from '../run/index.js';
@@ -51,35 +48,28 @@ function aggregatorFor(db: Queryable, stores: UsageReadStores): UsageAggregator 
 }
 export const MAX_DAILY_DAYS = 93;
 
-interface Loaded {
-  subscription: DueSubscription;
-  items: BillableItem[];
+/** The subscription as the billing run reads it; 404 when the organization has none of this id. */
+async function loadSubscription(
+  db: Queryable,
+  orgId: number,
+  subscriptionId: number | string,
+): Promise<DueSubscription> {
+  const id = parseIntegerId(subscriptionId);
+  const subscription = id === undefined ? undefined : await loadSubscriptionSchedule(db, orgId, id);
+  if (!subscription) throw ApiError.notFound(`Subscription ${subscriptionId}`);
+  return subscription;
 }
 
-async function load(db: Queryable, orgId: number, subscriptionId: number | string): Promise<Loaded> {
-  const id = parseIntegerId(subscriptionId);
-  if (id === undefined) throw ApiError.notFound(`Subscription ${subscriptionId}`);
-  // side by side: both are scoped to the organization, and the items of a missing one are dropped
-  const [subscription, items] = await Promise.all([
-    loadSubscriptionSchedule(db, orgId, id),
-    loadBillableItems(db, [orgId], [id]),
-  ]);
-  if (!subscription) throw ApiError.notFound(`Subscription ${subscriptionId}`);
-  return { subscription, items: items.get(id) ?? [] };
+/**
+ * What the billing run reads to compose `target`'s invoice (loadInvoiceInputs), read the same
+ * way here, over the usage counted so far.
+ */
+function loadPeriodInputs(db: Queryable, stores: UsageReadStores, target: InvoiceTarget) {
+  return loadInvoiceInputs(db, { usage: aggregatorFor(db, stores), lockCustomers: false }, [target]);
 }
 
 function metered(items: readonly BillableItem[]): BillableItem[] {
   return items.filter((item) => item.usage_type === 'metered');
-}
-
-async function customerOf(db: Queryable, subscription: DueSubscription) {
-  const customers = await loadCustomers(db, [subscription.org_id], [subscription.customer_id], {
-    lock: false,
-  });
-  const customer = customers.get(subscription.customer_id);
-  if (!customer)
-    throw new Error(`customer ${subscription.customer_id} of subscription ${subscription.id} not found`);
-  return customer;
 }
 
 /** The period `previous` names: the one that ended where the current one starts (never before the start). */
@@ -105,28 +95,28 @@ export async function getSubscriptionUsage(
   subscriptionId: number | string,
   options: { period?: 'current' | 'previous'; now?: Date } = {},
 ): Promise<SubscriptionUsage> {
-  const { subscription, items } = await load(db, orgId, subscriptionId);
+  const subscription = await loadSubscription(db, orgId, subscriptionId);
   const { start, end } = periodOf(subscription, options.period ?? 'current');
-  const meteredItems = metered(items);
   // as_of first: every event it vouches for is in the store before the totals are read.
-  const [asOf, customer] = await Promise.all([stores.asOf(), customerOf(db, subscription)]);
+  const asOf = await stores.asOf();
   // each item over the time it was on the subscription (DESIGN §9.2), as the billing run counts it
-  const totals = meteredItems.length
-    ? await windowedUsageTotals(aggregatorFor(db, stores), orgId, meteredItems, { start, end })
-    : new Map<number, string>();
+  const target: InvoiceTarget = {
+    subscription,
+    step: { kind: 'invoice', periodStart: start, periodEnd: end, firstPeriod: false },
+  };
+  const inputs = await loadPeriodInputs(db, stores, target);
+  const period = periodInvoiceInput(target, inputs);
+  const meteredItems = metered(period.items);
+  const totals = period.usage;
   const invoice = meteredItems.length
-    ? composePeriodInvoice({
+    ? // metered items only: one-time items and the lines of changes do not enter usage amounts
+      // amounts before tax: the destination's tax is no part of them, and a customer whose region
+      // the tax table does not know (docs/decisions.md) still sees its usage priced
+      composePeriodInvoice({
+        ...period,
         items: meteredItems,
-        currency: subscription.currency,
-        usage: totals,
-        // metered items only: one-time items (the first period's) do not enter usage amounts
-        firstPeriod: false,
-        periodStart: start,
-        periodEnd: end,
         prorationLines: [],
-        // amounts before tax: the destination's tax is no part of them, and a customer whose region
-        // the tax table does not know (docs/decisions.md) still sees its usage priced
-        customer: { ...customer, tax_exempt: true },
+        customer: { ...period.customer, tax_exempt: true },
       })
     : undefined;
   const amounts = new Map(invoice?.lines.map((line) => [line.subscription_item_id, line.line_total_pre_tax]));
@@ -171,7 +161,12 @@ export async function getDailyUsage(
   subscriptionId: number | string,
   query: DailyUsageQuery = {},
 ): Promise<DailyUsagePoint[]> {
-  const { subscription, items } = await load(db, orgId, subscriptionId);
+  // side by side: both are scoped to the organization, and the items of a missing one are dropped
+  const id = parseIntegerId(subscriptionId);
+  const [subscription, items] = await Promise.all([
+    loadSubscription(db, orgId, subscriptionId),
+    id === undefined ? new Map<number, BillableItem[]>() : loadBillableItems(db, [orgId], [id]),
+  ]);
   const period = periodOf(subscription, 'current');
   const lastDay = new Date(Math.max(period.start.getTime(), period.end.getTime() - 1));
   let from = query.from ? Date.parse(`${query.from}T00:00:00Z`) : dayStart(period.start);
@@ -185,7 +180,7 @@ export async function getDailyUsage(
       { field: 'to', message: `At most ${MAX_DAILY_DAYS} days from from, inclusive.`, code: 'out_of_range' },
     ]);
   }
-  let series = metered(items);
+  let series = metered(items.get(subscription.id) ?? []);
   if (query.subscriptionItemId !== undefined) {
     series = series.filter((item) => item.subscription_item_id === query.subscriptionItemId);
     if (!series.length) {
@@ -249,7 +244,7 @@ export async function previewUpcomingInvoice(
   /** `totals`: what the credit balance needs; credits_applied and amount_due then say nothing. */
   options: { only?: 'totals' } = {},
 ): Promise<UpcomingInvoice> {
-  const { subscription, items } = await load(db, orgId, subscriptionId);
+  const subscription = await loadSubscription(db, orgId, subscriptionId);
   const step = nextInvoiceStep(subscription);
   if (!step) {
     throw new ApiError(
@@ -257,23 +252,11 @@ export async function previewUpcomingInvoice(
       `Subscription ${subscription.id} has no upcoming invoice (status ${subscription.status}).`,
     );
   }
-  const [asOf, customer] = await Promise.all([stores.asOf(), customerOf(db, subscription)]);
-  const period = { start: step.periodStart, end: step.periodEnd };
-  const usage = await windowedUsageTotals(aggregatorFor(db, stores), orgId, metered(items), period);
-  // the lines of changes made in the period (DESIGN §9.2): the run puts them on this invoice
-  const prorationLines = (await pendingProrationLines(db, orgId, [subscription.id], step.periodEnd)).get(
-    subscription.id,
-  );
-  const invoice: PeriodInvoice = composePeriodInvoice({
-    items,
-    currency: subscription.currency,
-    usage,
-    firstPeriod: step.firstPeriod,
-    periodStart: step.periodStart,
-    periodEnd: step.periodEnd,
-    prorationLines: prorationLines ?? [],
-    customer,
-  });
+  const asOf = await stores.asOf();
+  // with the lines of changes made in the period (DESIGN §9.2): the run puts them on this invoice
+  const target: InvoiceTarget = { subscription, step };
+  const inputs = await loadPeriodInputs(db, stores, target);
+  const invoice: PeriodInvoice = composePeriodInvoice(periodInvoiceInput(target, inputs));
   return {
     object: 'upcoming_invoice',
     subscription_id: subscription.id,
@@ -297,7 +280,7 @@ export async function previewUpcomingInvoice(
     total: invoice.total,
     ...(options.only === 'totals'
       ? { credits_applied: formatMoney(0n), amount_due: invoice.total }
-      : await creditsOnUpcoming(db, subscription, items, invoice)),
+      : await creditsOnUpcoming(db, subscription, inputs.items.get(subscription.id) ?? [], invoice)),
   };
 }
 

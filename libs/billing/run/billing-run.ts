@@ -25,22 +25,15 @@ import {
   composePeriodInvoice,
   formatInvoiceNumber,
   insertInvoices,
-  itemForPeriod,
   type NewInvoice,
-  type PendingProrationLine,
   pendingProrationLines,
   reserveInvoiceNumbers,
   UnbillableError,
-  usageWindow,
 } from '../invoices/index.js';
-import { applyItemSet, endItemsAt, type ResolvedEntry } from '../item-set/index.js';
-import type { BillableItem, ProrationLine } from '../pricing/index.js';
+import { applyItemSet, changesNothing, loadBillableItems, type ResolvedEntry } from '../item-set/index.js';
 import {
-  type BillingCustomer,
   claimDueSubscriptions,
   type DueSubscription,
-  loadBillableItems,
-  loadCustomers,
   markProrationLinesInvoiced,
   type ParkedSubscription,
   parkedSubscriptions,
@@ -48,7 +41,17 @@ import {
   takeDueChanges,
   updateSubscriptions,
 } from './billing-store.js';
-import { BILLABLE_STATUSES, planBilling, type ScheduleStep, type SubscriptionSchedule } from './schedule.js';
+import {
+  type InvoiceInputs,
+  type InvoiceStep,
+  type InvoiceTarget,
+  loadInvoiceInputs,
+  periodInvoiceInput,
+  type SubscriptionEnd,
+  unique,
+  usageKey,
+} from './invoice-inputs.js';
+import { BILLABLE_STATUSES, planBilling, type SubscriptionSchedule } from './schedule.js';
 
 /**
  * The billing run (DESIGN §6 Billing): every subscription whose next_billing_date has passed is
@@ -167,6 +170,12 @@ export async function runBilling(
     postingTime: () => options.postingTime ?? new Date(),
   };
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  let reportedAt = Date.now();
+  const report = () =>
+    options.progress?.(
+      `billing run: ${summary.subscriptions_processed} subscriptions processed, ${summary.invoices_created} invoices created`,
+    );
+
   const postedFor = new Map<string, { orgId: number; customerId: number }>();
   if (isDatabase(db)) {
     // grants whose expiry has come lapse before the run (posting expires them too, per customer)
@@ -174,12 +183,6 @@ export async function runBilling(
       postedFor.set(`${customer.orgId}|${customer.customerId}`, customer);
     }
   }
-  let reportedAt = Date.now();
-  const report = () =>
-    options.progress?.(
-      `billing run: ${summary.subscriptions_processed} subscriptions processed, ${summary.invoices_created} invoices created`,
-    );
-
   for (;;) {
     let claimed: number[] = [];
     try {
@@ -204,8 +207,8 @@ export async function runBilling(
           batch.exclude.push(id);
           const permanent = retryCannotFix(single);
           if (permanent !== undefined) {
-            // Retrying cannot help: set it aside for good, so later runs bill everyone else.
             const reason = permanent;
+            // Retrying cannot help: set it aside for good, so later runs bill everyone else.
             await db.transaction((tx) => parkSubscription(tx, id, reason));
             options.progress?.(`billing run: subscription ${id} parked: ${reason}`);
           } else {
@@ -257,10 +260,10 @@ function retryCannotFix(error: unknown): string | undefined {
 }
 
 interface BatchContext {
-  now: Date;
-  post: boolean;
   /** The instant credits are judged at when posting ("effective, not expired"). */
   postingTime: () => Date;
+  now: Date;
+  post: boolean;
   orgId: number | undefined;
   subscriptionIds: readonly number[] | undefined;
   exclude: number[];
@@ -273,6 +276,10 @@ type BatchResult = Pick<
   'subscriptions_started' | 'trials_ended' | 'renewed' | 'canceled' | 'expired' | 'invoice_ids'
 > & { claimed: number; postedFor: { orgId: number; customerId: number }[] };
 
+function addPostedFor(posted: Map<string, { orgId: number; customerId: number }>, result: BatchResult): void {
+  for (const customer of result.postedFor) posted.set(`${customer.orgId}|${customer.customerId}`, customer);
+}
+
 function addToSummary(summary: BillingRunSummary, result: BatchResult): void {
   summary.subscriptions_processed += result.claimed;
   summary.invoices_created += result.invoice_ids.length;
@@ -283,12 +290,6 @@ function addToSummary(summary: BillingRunSummary, result: BatchResult): void {
   summary.canceled += result.canceled;
   summary.expired += result.expired;
 }
-
-function addPostedFor(posted: Map<string, { orgId: number; customerId: number }>, result: BatchResult): void {
-  for (const customer of result.postedFor) posted.set(`${customer.orgId}|${customer.customerId}`, customer);
-}
-
-type InvoiceStep = Extract<ScheduleStep, { kind: 'invoice' }>;
 
 /** One batch in one transaction; `claimed` 0 means nothing is due any more. */
 async function billBatch(
@@ -431,30 +432,6 @@ export async function invoiceUntilEnd(
   return invoices[0];
 }
 
-interface InvoiceTarget {
-  subscription: DueSubscription;
-  step: InvoiceStep;
-  /** The subscription stops within the step's period (an immediate cancel): billed until then. */
-  end?: SubscriptionEnd;
-}
-
-/** Where a subscription canceled now stops being billed, and how its licensed items are credited. */
-export interface SubscriptionEnd {
-  at: Date;
-  proration: 'prorate' | 'none';
-}
-
-/** What composing a batch's invoices reads, in a few queries for the whole batch. */
-interface InvoiceInputs {
-  items: Map<number, BillableItem[]>;
-  customers: Map<number, BillingCustomer>;
-  usage: Map<string, Map<number, string>>;
-  /** usageKey -> the proration lines that invoice carries. */
-  prorationLines: Map<string, PendingProrationLine[]>;
-  /** usageKey -> the credits of items ended before the period's end (written only as lines). */
-  endLines: Map<string, ProrationLine[]>;
-}
-
 /**
  * The batch's invoices: inputs read, numbers reserved, lines composed (composePeriodInvoice, the
  * one composition the upcoming-invoice preview shares), credit settled when posting, then written.
@@ -464,7 +441,11 @@ async function createInvoices(
   context: BatchContext,
   toInvoice: InvoiceTarget[],
 ): Promise<{ invoices: NewInvoice[]; events: DomainEvent[] }> {
-  const inputs = await loadInvoiceInputs(tx, context, toInvoice);
+  const inputs = await loadInvoiceInputs(
+    tx,
+    { usage: context.usage(tx), lockCustomers: context.post },
+    toInvoice,
+  );
   const numbering = await reserveNumbering(tx, toInvoice);
   const invoices = toInvoice.map((target) => composeInvoice(target, inputs, numbering, context));
   const credits = context.post
@@ -514,52 +495,6 @@ function postingOf(invoice: NewInvoice, inputs: InvoiceInputs): PostingInvoice {
   };
 }
 
-async function loadInvoiceInputs(
-  tx: Queryable,
-  context: BatchContext,
-  toInvoice: InvoiceTarget[],
-): Promise<InvoiceInputs> {
-  const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
-  const subscriptionIds = unique(toInvoice.map(({ subscription }) => subscription.id));
-  const items = await loadBillableItems(tx, orgIds, subscriptionIds);
-  const endLines = new Map<string, ProrationLine[]>();
-  for (const { subscription, step, end } of toInvoice) {
-    if (!end) continue;
-    const ended = endItemsAt(
-      { ...subscription, current_period_start: step.periodStart, current_period_end: step.periodEnd },
-      items.get(subscription.id) ?? [],
-      { at: end.at, mode: end.proration },
-    );
-    items.set(subscription.id, ended.items);
-    endLines.set(usageKey(subscription, step), ended.lines);
-  }
-  const customers = await loadCustomers(
-    tx,
-    orgIds,
-    unique(toInvoice.map(({ subscription }) => subscription.customer_id)),
-    { lock: context.post },
-  );
-  const usage = await periodUsage(context.usage(tx), toInvoice, items);
-  const lastEnd = toInvoice.reduce(
-    (latest, { step }) => (step.periodEnd > latest ? step.periodEnd : latest),
-    new Date(0),
-  );
-  const pending = await pendingProrationLines(tx, orgIds, subscriptionIds, lastEnd);
-  // each line goes on the first invoice (in period order) whose period ends at or after its own
-  const prorationLines = new Map<string, PendingProrationLine[]>();
-  for (const { subscription, step } of toInvoice) {
-    const waiting = pending.get(subscription.id) ?? [];
-    const due = waiting.filter((line) => new Date(line.period_end) <= step.periodEnd);
-    if (due.length === 0) continue;
-    prorationLines.set(usageKey(subscription, step), due);
-    pending.set(
-      subscription.id,
-      waiting.filter((line) => !due.includes(line)),
-    );
-  }
-  return { items, customers, usage, prorationLines, endLines };
-}
-
 interface OrgNumbering {
   next: number;
   paymentTermsDays: number;
@@ -583,28 +518,14 @@ async function reserveNumbering(
 }
 
 function composeInvoice(
-  { subscription, step, end }: InvoiceTarget,
+  target: InvoiceTarget,
   inputs: InvoiceInputs,
   numbering: Map<number, OrgNumbering>,
   context: BatchContext,
 ): NewInvoice {
-  const customer = inputs.customers.get(subscription.customer_id);
-  if (!customer || customer.org_id !== subscription.org_id) {
-    throw new Error(`customer ${subscription.customer_id} of subscription ${subscription.id} not found`);
-  }
+  const { subscription, step, end } = target;
   const org = numbering.get(subscription.org_id)!;
-  const key = usageKey(subscription, step);
-  const draft = composePeriodInvoice({
-    items: inputs.items.get(subscription.id) ?? [],
-    currency: subscription.currency,
-    usage: inputs.usage.get(key) ?? new Map(),
-    firstPeriod: step.firstPeriod,
-    periodStart: step.periodStart,
-    periodEnd: step.periodEnd,
-    prorationLines: [...(inputs.prorationLines.get(key) ?? []), ...(inputs.endLines.get(key) ?? [])],
-    customer,
-    endsAt: end?.at,
-  });
+  const draft = composePeriodInvoice(periodInvoiceInput(target, inputs));
   return {
     id: randomUUID(),
     org_id: subscription.org_id,
@@ -623,56 +544,6 @@ function composeInvoice(
     posted: context.post,
     lines: draft.lines,
   };
-}
-
-const usageKey = (subscription: DueSubscription, step: InvoiceStep) =>
-  `${subscription.id}|${step.periodStart.toISOString()}`;
-
-/**
- * Usage of every metered item over the part of its invoice's period it was on the subscription
- * (all of it, unless a change added or removed it within), one aggregation call per
- * (organization, window): in a batch of subscriptions renewing together that is one call for all.
- */
-async function periodUsage(
-  aggregator: UsageAggregator,
-  toInvoice: InvoiceTarget[],
-  items: Map<number, BillableItem[]>,
-): Promise<Map<string, Map<number, string>>> {
-  const groups = new Map<
-    string,
-    { orgId: number; from: Date; to: Date; itemIds: number[]; keys: Set<string> }
-  >();
-  for (const { subscription, step } of toInvoice) {
-    const period = { start: step.periodStart, end: step.periodEnd };
-    for (const item of items.get(subscription.id) ?? []) {
-      if (item.usage_type !== 'metered' || !itemForPeriod(item, period)) continue;
-      const window = usageWindow(item, period);
-      const groupKey = `${subscription.org_id}|${window.start.toISOString()}|${window.end.toISOString()}`;
-      const group = groups.get(groupKey) ?? {
-        orgId: subscription.org_id,
-        from: window.start,
-        to: window.end,
-        itemIds: [],
-        keys: new Set<string>(),
-      };
-      group.itemIds.push(item.subscription_item_id);
-      group.keys.add(usageKey(subscription, step));
-      groups.set(groupKey, group);
-    }
-  }
-  const usage = new Map<string, Map<number, string>>();
-  for (const group of groups.values()) {
-    const totals = await aggregator.totals(group.orgId, group.itemIds, group.from, group.to);
-    for (const key of group.keys) {
-      const merged = usage.get(key) ?? new Map<number, string>();
-      for (const id of group.itemIds) {
-        const total = totals.get(id);
-        if (total !== undefined) merged.set(id, total);
-      }
-      usage.set(key, merged);
-    }
-  }
-  return usage;
 }
 
 /**
@@ -720,6 +591,8 @@ async function applyDueChanges(
       at: next.current_period_start,
       mode: 'direct',
     });
+    // a set that keeps the items as they are wrote nothing: no event says they changed
+    if (changesNothing(applied)) continue;
     events.push({
       orgId: subscription.org_id,
       type: 'subscription.updated',
@@ -728,10 +601,6 @@ async function applyDueChanges(
   }
   return events;
 }
-function unique(values: number[]): number[] {
-  return [...new Set(values)];
-}
-
 function isDatabase(db: Database | Queryable): db is Database {
   return typeof (db as Partial<Database>).transaction === 'function';
 }

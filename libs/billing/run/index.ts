@@ -1,11 +1,8 @@
 export { invoiceUntilEnd, runBilling, type UsageForTransaction, usageSource } from './billing-run.js';
+export { type DueSubscription, loadSubscriptionSchedule } from './billing-store.js';
 export {
-  type BillableItemRow,
-  billableItemsSql,
-  type DueSubscription,
-  loadBillableItems,
-  loadCustomers,
-  loadSubscriptionSchedule,
-  toBillableItem,
-} from './billing-store.js';
+  type InvoiceTarget,
+  loadInvoiceInputs,
+  periodInvoiceInput,
+} from './invoice-inputs.js';
 export { BILLABLE_STATUSES, planBilling, type ScheduleStep } from './schedule.js';

@@ -4,8 +4,8 @@ import { ApiError } from '../../errors/index.js';
 import { formatMoney, parseMoney } from '../../money/index.js';
 import { type CreditGrant, type CreditTopUp, CreditTopUpRequest } from '../../schemas/index.js';
 import type { UsageReadStores } from '../../usage/index.js';
-import { assertPayableAmount, createCreditGrant, parseAmount } from '../collection/index.js';
-import { parseInput } from '../domain/index.js';
+import { assertPayableAmount, createCreditGrant } from '../collection/index.js';
+import { parseAmount, parseInput } from '../domain/index.js';
 import { getCreditBalance } from '../read-back/index.js';
 
 /**

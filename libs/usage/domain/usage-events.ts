@@ -1,6 +1,7 @@
 import type { Database, Queryable } from '../../db/index.js';
 import { DependencyUnavailableError } from '../../dependency-guard/index.js';
 import { ApiError } from '../../errors/index.js';
+import { readPage } from '../../list-pages/index.js';
 import { isUuid, type PaginationQuery, type UsageEventWithStatus } from '../../schemas/index.js';
 import type { UsageReadStores } from '../aggregation/read-stores.js';
 import { SUBTRACT_VOIDED } from '../sinks/postgres.js';
@@ -60,7 +61,7 @@ function toRecord(row: EventRow): UsageEventRecord {
   };
 }
 
-/** Newest first (timestamp, then id): a stable order for offset paging. */
+/** Newest first (timestamp, then id): a stable order for paging (see libs/list-pages). */
 export async function listUsageEvents(
   db: Queryable,
   orgId: number,
@@ -84,15 +85,19 @@ export async function listUsageEvents(
   if (filter.status === 'ACTIVE') conditions.push('voided_at IS NULL');
   if (filter.status === 'VOIDED') conditions.push('voided_at IS NOT NULL');
   const where = conditions.join(' AND ');
-  const [rows, count] = await Promise.all([
-    db.query<EventRow>(
-      `SELECT ${COLUMNS} FROM usage_events WHERE ${where}
-        ORDER BY occurred_at DESC, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
-      [...values, page.limit, page.offset],
-    ),
-    db.query<{ total: string }>(`SELECT count(*) AS total FROM usage_events WHERE ${where}`, values),
-  ]);
-  return { data: rows.rows.map(toPublic), total: Number(count.rows[0]!.total) };
+  const { rows, total } = await readPage<EventRow>(
+    db,
+    {
+      table: 'usage_events',
+      alias: 'u',
+      columns: COLUMNS,
+      where,
+      values,
+      sortedBy: 'occurred_at',
+    },
+    page,
+  );
+  return { data: rows.map(toPublic), total: await total };
 }
 
 async function findEvent(

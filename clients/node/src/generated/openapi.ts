@@ -322,6 +322,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List alerts, newest first */
+        get: operations["listAlerts"];
+        put?: never;
+        /**
+         * Create a spend alert
+         * @description `usage_quantity` (needs `subscription_item_id`, a metered item) fires when the item's period quantity reaches `threshold`; `usage_amount` when the subscription's period usage amount (before tax) does; `credit_balance` when the customer's projected credit falls below it. Webhooks `alert.triggered` (once per crossing and period) and `alert.resolved` (the value went back). A new period sets usage alerts back to OK silently. Evaluated at once, then as usage is counted (within seconds of the 201).
+         */
+        post: operations["createAlert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/alerts/{alert_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve an alert */
+        get: operations["getAlert"];
+        put?: never;
+        post?: never;
+        /** Delete an alert */
+        delete: operations["deleteAlert"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/products": {
         parameters: {
             query?: never;
@@ -923,6 +962,46 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "alert.triggered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * alert.triggered: An alert crossed its threshold (once per crossing and period).
+         * @description POSTed to every ACTIVE endpoint subscribed to this event type or its family wildcard, at least once: deduplicate on `id` (also webhook-id). Verify the raw body before parsing it, with either header: X-Service-Signature (hex HMAC-SHA256 keyed with the whole `whsec_...` secret), or webhook-id, webhook-timestamp and webhook-signature as the Standard Webhooks libraries (`standardwebhooks` on npm) check them, with the secret exactly as shown; reject a webhook-timestamp more than 5 minutes away. Answer 2xx once processed or durably queued, and ignore event types you do not know.
+         */
+        post: operations["alertTriggeredWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "alert.resolved": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * alert.resolved: A triggered alert went back (a void, a top-up, a change).
+         * @description POSTed to every ACTIVE endpoint subscribed to this event type or its family wildcard, at least once: deduplicate on `id` (also webhook-id). Verify the raw body before parsing it, with either header: X-Service-Signature (hex HMAC-SHA256 keyed with the whole `whsec_...` secret), or webhook-id, webhook-timestamp and webhook-signature as the Standard Webhooks libraries (`standardwebhooks` on npm) check them, with the secret exactly as shown; reject a webhook-timestamp more than 5 minutes away. Answer 2xx once processed or durably queued, and ignore event types you do not know.
+         */
+        post: operations["alertResolvedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -1474,6 +1553,47 @@ export interface components {
             /** @description The grant brings `projected` back to it; above `threshold`. */
             target: string | number;
         };
+        CreateAlertInput: {
+            subscription_id: number;
+            /** @enum {string} */
+            metric: "usage_quantity" | "usage_amount" | "credit_balance";
+            /** @description Required for usage_quantity: a metered item of the subscription. */
+            subscription_item_id?: number;
+            /** @description Greater than zero (credit_balance: zero or more); usage_amount and credit_balance in money. */
+            threshold: string | number;
+            name?: string;
+        };
+        Alert: {
+            /** Format: uuid */
+            id: string;
+            /** @constant */
+            object: "alert";
+            customer_id: number;
+            subscription_id: number;
+            /** @description The item of a usage_quantity alert. */
+            subscription_item_id: number | null;
+            /**
+             * @description `usage_quantity`: the item's period quantity reaches `threshold`; `usage_amount`: the subscription's period total_amount (before tax) reaches it; `credit_balance`: the customer's `projected` falls below it.
+             * @enum {string}
+             */
+            metric: "usage_quantity" | "usage_amount" | "credit_balance";
+            /**
+             * @description Decimal string with 8 fractional digits.
+             * @example 1000.00000000
+             */
+            threshold: string;
+            name: string;
+            /** @enum {string} */
+            status: "OK" | "TRIGGERED";
+            /** @description The metric at the last evaluation; null before the first. */
+            value: string | null;
+            triggered_at: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC date-time.
+             */
+            created_at: string;
+        };
         PublicProduct: {
             id: number;
             /** @constant */
@@ -1590,7 +1710,7 @@ export interface components {
             preview?: boolean;
         };
         SubscriptionChange: {
-            subscription: components["schemas"]["PublicSubscription"];
+            subscription: components["schemas"]["ChangedSubscription"];
             /** @description Lines the next invoice of the subscription carries for this change. */
             proration_lines: components["schemas"]["ProrationLine"][];
             /**
@@ -1751,7 +1871,7 @@ export interface components {
              * @description HTTPS URL that receives the POSTs, stored in its WHATWG-normalized form. `http://localhost[:port]` and `http://127.0.0.1[:port]` (any loopback address) are accepted where the service allows them (development and test).
              */
             url: string;
-            events: ("invoice.posted" | "invoice.paid" | "invoice.created" | "invoice.overdue" | "invoice.payment_failed" | "subscription.created" | "subscription.canceled" | "subscription.updated" | "subscription.activated" | "order.created" | "order.completed" | "payment.succeeded" | "payment.failed" | "customer.created" | "customer.updated" | "credit_grant.created" | "credit_grant.depleted" | "credit_grant.expired" | "invoice.*" | "subscription.*" | "order.*" | "payment.*" | "customer.*" | "credit_grant.*")[];
+            events: ("invoice.posted" | "invoice.paid" | "invoice.created" | "invoice.overdue" | "invoice.payment_failed" | "subscription.created" | "subscription.canceled" | "subscription.updated" | "subscription.activated" | "order.created" | "order.completed" | "payment.succeeded" | "payment.failed" | "customer.created" | "customer.updated" | "credit_grant.created" | "credit_grant.depleted" | "credit_grant.expired" | "alert.triggered" | "alert.resolved" | "invoice.*" | "subscription.*" | "order.*" | "payment.*" | "customer.*" | "credit_grant.*" | "alert.*")[];
             /** @default  */
             description?: string;
             /**
@@ -1830,7 +1950,7 @@ export interface components {
              * @description HTTPS URL that receives the POSTs, stored in its WHATWG-normalized form. `http://localhost[:port]` and `http://127.0.0.1[:port]` (any loopback address) are accepted where the service allows them (development and test).
              */
             url?: string;
-            events?: ("invoice.posted" | "invoice.paid" | "invoice.created" | "invoice.overdue" | "invoice.payment_failed" | "subscription.created" | "subscription.canceled" | "subscription.updated" | "subscription.activated" | "order.created" | "order.completed" | "payment.succeeded" | "payment.failed" | "customer.created" | "customer.updated" | "credit_grant.created" | "credit_grant.depleted" | "credit_grant.expired" | "invoice.*" | "subscription.*" | "order.*" | "payment.*" | "customer.*" | "credit_grant.*")[];
+            events?: ("invoice.posted" | "invoice.paid" | "invoice.created" | "invoice.overdue" | "invoice.payment_failed" | "subscription.created" | "subscription.canceled" | "subscription.updated" | "subscription.activated" | "order.created" | "order.completed" | "payment.succeeded" | "payment.failed" | "customer.created" | "customer.updated" | "credit_grant.created" | "credit_grant.depleted" | "credit_grant.expired" | "alert.triggered" | "alert.resolved" | "invoice.*" | "subscription.*" | "order.*" | "payment.*" | "customer.*" | "credit_grant.*" | "alert.*")[];
             description?: string;
             /** @enum {string} */
             status?: "ACTIVE" | "DISABLED";
@@ -2065,6 +2185,32 @@ export interface components {
             created: number;
             data: components["schemas"]["CreditGrant"];
         };
+        /** @description An alert crossed its threshold (once per crossing and period). */
+        WebhookAlertTriggered: {
+            /**
+             * Format: uuid
+             * @description This delivery: the webhook event id, also sent as webhook-id and X-Service-Delivery. The same on every attempt; deduplicate on it.
+             */
+            id: string;
+            /** @constant */
+            type: "alert.triggered";
+            /** @description When the change happened, Unix seconds. */
+            created: number;
+            data: components["schemas"]["Alert"];
+        };
+        /** @description A triggered alert went back (a void, a top-up, a change). */
+        WebhookAlertResolved: {
+            /**
+             * Format: uuid
+             * @description This delivery: the webhook event id, also sent as webhook-id and X-Service-Delivery. The same on every attempt; deduplicate on it.
+             */
+            id: string;
+            /** @constant */
+            type: "alert.resolved";
+            /** @description When the change happened, Unix seconds. */
+            created: number;
+            data: components["schemas"]["Alert"];
+        };
         /** @description The payment transaction, with the customer of its invoice. */
         WebhookPaymentData: {
             /** Format: uuid */
@@ -2212,8 +2358,61 @@ export interface components {
             tax_amount: string;
             tax_type: ("GST" | "HST" | "GST_QST" | "GST_PST" | "US_SALES_TAX" | "EXEMPT") | null;
         };
+        ChangedSubscription: {
+            id: number;
+            /** @constant */
+            object: "subscription";
+            customer_id: number;
+            /** @enum {string} */
+            status: "trialing" | "active" | "paused" | "canceled" | "past_due" | "unpaid" | "expired" | "pending";
+            title: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC date-time.
+             */
+            start_date: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC date-time.
+             */
+            next_billing_date: string;
+            /** @enum {string} */
+            billing_period: "monthly" | "quarterly" | "annually";
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC date-time.
+             */
+            current_period_start: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC date-time.
+             */
+            current_period_end: string;
+            /** @enum {string} */
+            term_type: "evergreen" | "termed";
+            initial_term_months: number | null;
+            auto_renew: boolean;
+            subscription_end_date: string | null;
+            trial_end_date: string | null;
+            cancel_at_period_end: boolean;
+            canceled_at: string | null;
+            ended_at: string | null;
+            items: components["schemas"]["ChangedSubscriptionItem"][];
+            pending_change: components["schemas"]["PendingChange"] | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC date-time.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC date-time.
+             */
+            updated_at: string;
+        };
         ProrationLine: {
             description: string;
+            /** @description In a preview, an item the change would add has a provisional id, -1, -2, ... in the order of the entries; it gets its own id when the change is applied. */
             subscription_item_id: number;
             /**
              * @description Decimal string with 4 fractional digits.
@@ -2241,15 +2440,24 @@ export interface components {
              */
             period_end: string;
         };
-        SubscriptionChangeItemInput: {
-            /** @description Keeps this item of the subscription. */
-            id?: number;
-            /** @description Adds an item of this product. */
-            product_id?: number;
-            /** @description Licensed items only. Default: the kept quantity, or 1 for an added item. */
-            quantity?: number;
-            /** @description Metered items only: usage per period that is not charged. */
-            included_units?: string | number;
+        ChangedSubscriptionItem: {
+            /** @description In a preview, an item the change would add has a provisional id, -1, -2, ... in the order of the entries; it gets its own id when the change is applied. */
+            id: number;
+            product_id: number;
+            product_name: string;
+            quantity: number;
+            /**
+             * @description Decimal string with 8 fractional digits.
+             * @example 49.99000000
+             */
+            unit_price: string;
+            /** @enum {string} */
+            usage_type: "licensed" | "metered";
+            /**
+             * @description Decimal string with 8 fractional digits.
+             * @example 1000.00000000
+             */
+            included_units: string;
         };
         /** @description A change scheduled with `effective: "period_end"`; a later change replaces it. */
         PendingChange: {
@@ -2271,6 +2479,16 @@ export interface components {
              * @example 1000.00000000
              */
             included_units: string;
+        };
+        SubscriptionChangeItemInput: {
+            /** @description Keeps this item of the subscription. */
+            id?: number;
+            /** @description Adds an item of this product. */
+            product_id?: number;
+            /** @description Licensed items only. Default: the kept quantity, or 1 for an added item. */
+            quantity?: number;
+            /** @description Metered items only: usage per period that is not charged. */
+            included_units?: string | number;
         };
         CreditLedgerEntry: {
             /** @enum {string} */
@@ -4777,6 +4995,488 @@ export interface operations {
             };
             /** @description Default Response */
             422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAlerts: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1-100. */
+                limit?: number;
+                /** @description Rows to skip, >= 0. */
+                offset?: number;
+                /** @description Only this subscription's alerts. */
+                subscription_id?: number;
+                /** @description Only this customer's alerts. */
+                customer_id?: number;
+                /** @description Only alerts in this status. */
+                status?: "OK" | "TRIGGERED";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Alert"][];
+                        pagination: components["schemas"]["Pagination"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAlertInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Alert"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID, in either case. Any other value answers 404, like an id that does not exist. */
+                alert_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Alert"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID, in either case. Any other value answers 404, like an id that does not exist. */
+                alert_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
                 headers: {
                     "X-Request-ID": components["headers"]["X-Request-ID"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8230,6 +8930,78 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["WebhookCreditGrantExpired"];
+            };
+        };
+        responses: {
+            /** @description Received. Anything else, or no answer within the timeout (10 s), is retried: 5 attempts, 1, 2, 4 and 8 s apart. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    alertTriggeredWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                "user-agent": "Service-Webhooks/1.0";
+                /** @description The event type, as `type` in the body. */
+                "x-service-event": string;
+                /** @description The webhook event id, as `id` in the body. */
+                "x-service-delivery": string;
+                /** @description `sha256=` + the hex HMAC-SHA256 of the raw body, keyed with the whole secret string (`whsec_...`, prefix included). The current secret only. */
+                "x-service-signature": string;
+                /** @description Standard Webhooks: the webhook event id, the same on every attempt. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: Unix seconds of this attempt (each retry has its own). */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the secret after `whsec_`. During a secret rotation, a second space-separated signature made with the previous secret. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookAlertTriggered"];
+            };
+        };
+        responses: {
+            /** @description Received. Anything else, or no answer within the timeout (10 s), is retried: 5 attempts, 1, 2, 4 and 8 s apart. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    alertResolvedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                "user-agent": "Service-Webhooks/1.0";
+                /** @description The event type, as `type` in the body. */
+                "x-service-event": string;
+                /** @description The webhook event id, as `id` in the body. */
+                "x-service-delivery": string;
+                /** @description `sha256=` + the hex HMAC-SHA256 of the raw body, keyed with the whole secret string (`whsec_...`, prefix included). The current secret only. */
+                "x-service-signature": string;
+                /** @description Standard Webhooks: the webhook event id, the same on every attempt. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: Unix seconds of this attempt (each retry has its own). */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the secret after `whsec_`. During a secret rotation, a second space-separated signature made with the previous secret. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookAlertResolved"];
             };
         };
         responses: {

@@ -1,0 +1,171 @@
+import type { Queryable } from '../../db/index.js';
+import type { UsageAggregator } from '../../usage/index.js';
+import {
+  itemForPeriod,
+  type PendingProrationLine,
+  type PeriodInvoiceInput,
+  pendingProrationLines,
+  usageWindow,
+} from '../invoices/index.js';
+import { endItemsAt, loadBillableItems } from '../item-set/index.js';
+import type { BillableItem, ProrationLine } from '../pricing/index.js';
+import { type BillingCustomer, type DueSubscription, loadCustomers } from './billing-store.js';
+import type { ScheduleStep } from './schedule.js';
+
+export type InvoiceStep = Extract<ScheduleStep, { kind: 'invoice' }>;
+
+export interface InvoiceTarget {
+  subscription: DueSubscription;
+  step: InvoiceStep;
+  /** The subscription stops within the step's period (an immediate cancel): billed until then. */
+  end?: SubscriptionEnd;
+}
+
+/** Where a subscription canceled now stops being billed, and how its licensed items are credited. */
+export interface SubscriptionEnd {
+  at: Date;
+  proration: 'prorate' | 'none';
+}
+
+/**
+ * What composing a batch's invoices reads, in a few queries for the whole batch: the billing run
+ * and the usage read-back (the upcoming invoice, a period's usage) load it alike.
+ */
+export interface InvoiceInputs {
+  items: Map<number, BillableItem[]>;
+  customers: Map<number, BillingCustomer>;
+  usage: Map<string, Map<number, string>>;
+  /** usageKey -> the proration lines that invoice carries. */
+  prorationLines: Map<string, PendingProrationLine[]>;
+  /** usageKey -> the credits of items ended before the period's end (written only as lines). */
+  endLines: Map<string, ProrationLine[]>;
+}
+
+/**
+ * What composing the invoices of `toInvoice` (periodInvoiceInput) reads: their items (ended at `end` for a
+ * subscription that stops within its period), customers (locked when posting will consume their
+ * credit), usage and waiting proration lines.
+ */
+export async function loadInvoiceInputs(
+  tx: Queryable,
+  options: { usage: UsageAggregator; lockCustomers: boolean },
+  toInvoice: InvoiceTarget[],
+): Promise<InvoiceInputs> {
+  const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
+  const subscriptionIds = unique(toInvoice.map(({ subscription }) => subscription.id));
+  const items = await loadBillableItems(tx, orgIds, subscriptionIds);
+  const endLines = new Map<string, ProrationLine[]>();
+  for (const { subscription, step, end } of toInvoice) {
+    if (!end) continue;
+    const ended = endItemsAt(
+      { ...subscription, current_period_start: step.periodStart, current_period_end: step.periodEnd },
+      items.get(subscription.id) ?? [],
+      { at: end.at, mode: end.proration },
+    );
+    items.set(subscription.id, ended.items);
+    endLines.set(usageKey(subscription, step), ended.lines);
+  }
+  const lastEnd = toInvoice.reduce(
+    (latest, { step }) => (step.periodEnd > latest ? step.periodEnd : latest),
+    new Date(0),
+  );
+  // side by side (in a transaction, one after the other in this order: the customers' locks first)
+  const [customers, usage, pending] = await Promise.all([
+    loadCustomers(tx, orgIds, unique(toInvoice.map(({ subscription }) => subscription.customer_id)), {
+      lock: options.lockCustomers,
+    }),
+    periodUsage(options.usage, toInvoice, items),
+    pendingProrationLines(tx, orgIds, subscriptionIds, lastEnd),
+  ]);
+  // each line goes on the first invoice (in period order) whose period ends at or after its own
+  const prorationLines = new Map<string, PendingProrationLine[]>();
+  for (const { subscription, step } of toInvoice) {
+    const waiting = pending.get(subscription.id) ?? [];
+    const due = waiting.filter((line) => new Date(line.period_end) <= step.periodEnd);
+    if (due.length === 0) continue;
+    prorationLines.set(usageKey(subscription, step), due);
+    pending.set(
+      subscription.id,
+      waiting.filter((line) => !due.includes(line)),
+    );
+  }
+  return { items, customers, usage, prorationLines, endLines };
+}
+
+/**
+ * What composePeriodInvoice is given for `target`: the one composition of the billing run and of
+ * the read-back's upcoming invoice.
+ */
+export function periodInvoiceInput(target: InvoiceTarget, inputs: InvoiceInputs): PeriodInvoiceInput {
+  const { subscription, step, end } = target;
+  const customer = inputs.customers.get(subscription.customer_id);
+  if (!customer || customer.org_id !== subscription.org_id) {
+    throw new Error(`customer ${subscription.customer_id} of subscription ${subscription.id} not found`);
+  }
+  const key = usageKey(subscription, step);
+  return {
+    items: inputs.items.get(subscription.id) ?? [],
+    currency: subscription.currency,
+    usage: inputs.usage.get(key) ?? new Map(),
+    firstPeriod: step.firstPeriod,
+    periodStart: step.periodStart,
+    periodEnd: step.periodEnd,
+    prorationLines: [...(inputs.prorationLines.get(key) ?? []), ...(inputs.endLines.get(key) ?? [])],
+    customer,
+    endsAt: end?.at,
+  };
+}
+
+export const usageKey = (subscription: DueSubscription, step: InvoiceStep) =>
+  `${subscription.id}|${step.periodStart.toISOString()}`;
+
+/**
+ * Usage of every metered item over the part of its invoice's period it was on the subscription
+ * (all of it, unless a change added or removed it within), one aggregation call per
+ * (organization, window): in a batch of subscriptions renewing together that is one call for all.
+ */
+async function periodUsage(
+  aggregator: UsageAggregator,
+  toInvoice: InvoiceTarget[],
+  items: Map<number, BillableItem[]>,
+): Promise<Map<string, Map<number, string>>> {
+  const groups = new Map<
+    string,
+    { orgId: number; from: Date; to: Date; itemIds: number[]; keys: Set<string> }
+  >();
+  for (const { subscription, step } of toInvoice) {
+    const period = { start: step.periodStart, end: step.periodEnd };
+    for (const item of items.get(subscription.id) ?? []) {
+      if (item.usage_type !== 'metered' || !itemForPeriod(item, period)) continue;
+      const window = usageWindow(item, period);
+      const groupKey = `${subscription.org_id}|${window.start.toISOString()}|${window.end.toISOString()}`;
+      const group = groups.get(groupKey) ?? {
+        orgId: subscription.org_id,
+        from: window.start,
+        to: window.end,
+        itemIds: [],
+        keys: new Set<string>(),
+      };
+      group.itemIds.push(item.subscription_item_id);
+      group.keys.add(usageKey(subscription, step));
+      groups.set(groupKey, group);
+    }
+  }
+  const usage = new Map<string, Map<number, string>>();
+  for (const group of groups.values()) {
+    const totals = await aggregator.totals(group.orgId, group.itemIds, group.from, group.to);
+    for (const key of group.keys) {
+      const merged = usage.get(key) ?? new Map<number, string>();
+      for (const id of group.itemIds) {
+        const total = totals.get(id);
+        if (total !== undefined) merged.set(id, total);
+      }
+      usage.set(key, merged);
+    }
+  }
+  return usage;
+}
+
+export function unique(values: number[]): number[] {
+  return [...new Set(values)];
+}
