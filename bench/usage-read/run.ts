@@ -1,27 +1,3 @@
-/**
- * `npm run bench:usage-read`: the usage read-back (issue 23, DESIGN §9.1), three parts.
- *
- *   clickhouse  GET /subscriptions/{id}/usage of a subscription with BENCH_EVENTS events (default
- *               5,000,000) in ClickHouse and in Postgres (with the pg-sink's daily totals, which the
- *               read-back reads), the api in the distributed mode (Kafka test broker, sinks running,
- *               as_of from their watermark), BENCH_CONNECTIONS clients (default 20), beside GET
- *               /customers/{id} on the same api in the same run. Bar: /usage p99 <= 50 ms. Also times
- *               ClickHouse's aggregation of those events (the billing run's), FINAL + sumIf and argMax.
- *   freshness   while the ingest service takes BENCH_INGEST_RATE events/s (default 5,000) for
- *               BENCH_FRESHNESS_SECONDS (default 60) with the sinks running, a marker event is sent
- *               every second and /usage polled every BENCH_POLL_MS (default 25) until it counts it.
- *               The figure is the time from the marker's 201 to the first /usage answer counting
- *               it (not to when it reached a store). Bar: p99 <= 2 s.
- *   embedded    GET /subscriptions/{id}/usage over BENCH_EMBEDDED_EVENTS (default 200,000) events in
- *               Postgres, the api in the embedded mode (in-process log, totals from Postgres).
- *               Bar: p99 <= 200 ms.
- *
- * Each load runs BENCH_DURATION_SECONDS (default 10) after BENCH_WARMUP_SECONDS (default 2). The
- * report goes to bench/results/usage-read-<time>.json. Settings (env): BENCH_SCENARIOS (comma
- * list), DATABASE_URL (admin URL; bench_usage_read_<pid> databases are created and dropped),
- * REDIS_URL, CLICKHOUSE_URL (a database of the run's name is created and dropped).
- */
-import { spawn } from 'node:child_process';
 import { createApiKey } from '../../libs/auth/index.js';
 import { createProduct } from '../../libs/catalog/index.js';
 import { openClickHouse } from '../../libs/clickhouse/index.js';
@@ -31,7 +7,6 @@ import { createOrganization, setRateLimitOverride } from '../../libs/organizatio
 import { BASE_PATH, CreateCustomer } from '../../libs/schemas/index.js';
 import { createSubscription } from '../../libs/subscriptions/index.js';
 import { migrateClickHouse } from '../../libs/usage/index.js';
-import { KAFKA_TEST_BROKER_BINARY } from '../../test/helpers/kafka-test-broker.js';
 import {
   autocannon,
   commandCpuSeconds,
@@ -42,7 +17,6 @@ import {
   freshKeyRequest,
   intEnv,
   KEY_SLOT,
-  lineReader,
   logger,
   printBars,
   printTable,
@@ -50,8 +24,8 @@ import {
   requestBytes,
   scenariosEnv,
   spawnEntry,
+  startKafkaTestBrokerProcess,
   stopChildren,
-  track,
   waitUntilReady,
   writeReport,
 } from '../support.js';
@@ -258,7 +232,7 @@ async function runDistributed(): Promise<void> {
   }
   log(`${settings.events} events in Postgres in ${((Date.now() - pgStart) / 1000).toFixed(1)} s`);
 
-  const broker = await startKafkaBroker();
+  const broker = await startKafkaTestBrokerProcess();
   const topic = `${runId}_usage`;
   await broker.createTopic(topic, 8);
   const env = {
@@ -605,27 +579,6 @@ function evaluate(): Bar[] {
     });
   }
   return bars;
-}
-
-async function startKafkaBroker(): Promise<{
-  bootstrap: string;
-  pid: number | undefined;
-  createTopic(topic: string, partitions: number): Promise<void>;
-}> {
-  const child = track(spawn(KAFKA_TEST_BROKER_BINARY, ['1'], { stdio: ['pipe', 'pipe', 'inherit'] }));
-  const next = lineReader(child);
-  const bootstrap = /^BOOTSTRAP (\S+)/.exec(await next())?.[1];
-  if (!bootstrap)
-    throw new Error('unexpected output from the Kafka test broker (run `npm test` once to build it)');
-  return {
-    bootstrap,
-    pid: child.pid,
-    async createTopic(topic, partitions) {
-      child.stdin!.write(`topic ${topic} ${partitions}\n`);
-      const answer = await next();
-      if (answer !== 'OK') throw new Error(`Kafka test broker: ${answer}`);
-    },
-  };
 }
 
 function round(n: number): number {
