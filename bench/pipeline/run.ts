@@ -39,7 +39,7 @@
  * [single,batch], BENCH_CONNECTIONS [50], BENCH_PACED_CONNECTIONS [64; connections a fixed rate
  * may use], BENCH_BATCH_EVENTS [1000], BENCH_BATCH_CONNECTIONS [10], BENCH_ALONE_CONNECTIONS
  * [1,2,8,50,100; short 1,8,50], BENCH_EMBEDDED_CONNECTIONS [1,4,50; short 1,4], BENCH_PARTITIONS
- * [12], BENCH_ITEMS [500 metered items per scenario], BENCH_MARKER_MS [100], BENCH_POLL_MS [20],
+ * [12], BENCH_ITEMS [500 metered items per scenario], BENCH_MARKER_MS [100], BENCH_POLL_MS [50],
  * BENCH_CATCHUP_TIMEOUT_SECONDS [600], BENCH_QUIET_SECONDS [30: the longest wait for the machine to
  * quieten before a load], KAFKA_LINGER_MS, SINK_BATCH_SIZE, SINK_FLUSH_MS (passed to the
  * services), DATABASE_URL (admin URL; a database bench_pipeline_<pid> is created and dropped),
@@ -129,7 +129,7 @@ const settings = {
   partitions: intEnv('BENCH_PARTITIONS', 12, 1),
   items: intEnv('BENCH_ITEMS', 500, 1),
   markerMs: intEnv('BENCH_MARKER_MS', 100, 10),
-  pollMs: intEnv('BENCH_POLL_MS', 20, 1),
+  pollMs: intEnv('BENCH_POLL_MS', 50, 1),
   catchupTimeoutSeconds: intEnv('BENCH_CATCHUP_TIMEOUT_SECONDS', 600, 1),
   quietSeconds: intEnv('BENCH_QUIET_SECONDS', 30),
   lingerMs: process.env.KAFKA_LINGER_MS,
@@ -214,6 +214,8 @@ interface AloneResult {
     p50Ms: number;
     p99Ms: number;
     failed: number;
+    /** Events accepted per produce call: how much each Redis and Kafka round trip was shared. */
+    eventsPerProduceCall: number;
     cpuMicros: { ingest: number; redis: number; broker: number; load: number };
   };
 }
@@ -629,14 +631,17 @@ async function caughtUp(admin: Admin, topic: string, ingestPort: number): Promis
 }
 
 /** The ingest service's own counts of events accepted as new and as repeats. */
-async function ingestCounters(port: number): Promise<{ accepted: number; deduplicated: number }> {
+async function ingestCounters(
+  port: number,
+): Promise<{ accepted: number; deduplicated: number; produceCalls: number }> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const value = (outcome: string) =>
     Number(
       new RegExp(`billing_ingest_events_total\\{outcome="${outcome}",reason=""\\} (\\d+)`).exec(text)?.[1] ??
         0,
     );
-  return { accepted: value('accepted'), deduplicated: value('deduplicated') };
+  const produceCalls = Number(/billing_kafka_produce_batch_size_count (\d+)/.exec(text)?.[1] ?? 0);
+  return { accepted: value('accepted'), deduplicated: value('deduplicated'), produceCalls };
 }
 
 async function cpu(
@@ -788,6 +793,7 @@ async function runAlone(): Promise<void> {
         await cpuSeconds(redis.pid),
         await cpuSeconds(broker.pid),
       ];
+      const countedBefore = await ingestCounters(ingestPort);
       const self = process.cpuUsage();
       const result = await autocannon({
         url: `http://127.0.0.1:${ingestPort}`,
@@ -797,6 +803,7 @@ async function runAlone(): Promise<void> {
       });
       const selfCpu = process.cpuUsage(self);
       const after = [await cpuSeconds(ingest.pid), await cpuSeconds(redis.pid), await cpuSeconds(broker.pid)];
+      const countedAfter = await ingestCounters(ingestPort);
       const events = Math.max(1, result['2xx']);
       const micros = (seconds: number) => round((seconds * 1e6) / events);
       report.alone.push({
@@ -812,6 +819,10 @@ async function runAlone(): Promise<void> {
           p50Ms: result.latency.p50,
           p99Ms: result.latency.p99,
           failed: result.non2xx + result.errors + result.timeouts,
+          eventsPerProduceCall: round(
+            (countedAfter.accepted - countedBefore.accepted) /
+              Math.max(1, countedAfter.produceCalls - countedBefore.produceCalls),
+          ),
           cpuMicros: {
             ingest: micros(after[0]! - before[0]!),
             redis: micros(after[1]! - before[1]!),
@@ -994,6 +1005,7 @@ function printResults(): void {
         'p50 ms',
         'p99 ms',
         'failed',
+        'events/produce',
         'CPU µs/event: ingest',
         'redis',
         'broker',
@@ -1008,6 +1020,7 @@ function printResults(): void {
         r.ingest.p50Ms,
         r.ingest.p99Ms,
         r.ingest.failed,
+        r.ingest.eventsPerProduceCall,
         r.ingest.cpuMicros.ingest,
         r.ingest.cpuMicros.redis,
         r.ingest.cpuMicros.broker,
