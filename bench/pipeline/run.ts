@@ -239,7 +239,7 @@ interface ScenarioSetup {
 const report: {
   pipeline: PipelineResult[];
   alone: AloneResult[];
-  embedded: (EmbeddedResult & { stored?: number })[];
+  embedded: EmbeddedResult[];
   embeddedStored?: { sent: number; found: number };
   truncatedPartitions: string[];
 } = { pipeline: [], alone: [], embedded: [], truncatedPartitions: [] };
