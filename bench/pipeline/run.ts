@@ -47,6 +47,10 @@
  * bench/support.ts), BENCH_PROFILE_DIR (each service writes a V8 CPU profile there). Report:
  * bench/results/pipeline-<time>.json. On this 2-core VM every process shares the two cores with the
  * load generator and whatever else runs: read the CPU per event per process, not only the rates.
+ * The scenarios share one topic, and the Kafka test broker finds what a fetch asks for by scanning
+ * the partition's log (up to its ~5 MB cut): its CPU per event grows as the run fills the topic, so
+ * later scenarios pay more of it than a real Kafka would. For one scenario's clean figure, run it
+ * alone (e.g. BENCH_PARTS=pipeline BENCH_KINDS=single BENCH_RATES=0).
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
