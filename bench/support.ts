@@ -6,6 +6,7 @@
  * Bench only: nothing in libs/, services/ or test/ imports this.
  */
 import { type ChildProcess, execFileSync, type StdioOptions, spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { type AddressInfo, createServer } from 'node:net';
@@ -372,6 +373,92 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A project entry point as ONE process (spawnEntry), its output written to
+ * bench/results/<logName>-<entry>.log (LOG_LEVEL=warn: problems only), ready once
+ * http://127.0.0.1:<port>/healthz answers, or (`readyWhen: 'port-line'`, the bare routes) once it
+ * printed its port. BENCH_PROFILE_DIR: it writes a V8 CPU profile there when it exits.
+ */
+export async function startLoggedProcess(
+  entry: string,
+  options: {
+    env: Record<string, string | undefined>;
+    port: number;
+    logName: string;
+    readyWhen?: 'healthz' | 'port-line';
+    lowPriority?: boolean;
+  },
+): Promise<ChildProcess> {
+  const child = spawnEntry(entry, {
+    env: options.env,
+    nodeArgs: process.env.BENCH_PROFILE_DIR
+      ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
+      : [],
+    lowPriority: options.lowPriority,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logFile = path.join(ROOT, 'bench/results', `${options.logName}-${path.basename(entry, '.ts')}.log`);
+  await mkdir(path.dirname(logFile), { recursive: true });
+  const processLog = createWriteStream(logFile, { flags: 'a' });
+  child.stdout!.on('data', (data) => processLog.write(data));
+  child.stderr!.on('data', (data) => processLog.write(data));
+  try {
+    if (options.readyWhen === 'port-line') await waitForLine(child, (line) => line.includes('"port"'));
+    else await waitUntilReady(`http://127.0.0.1:${options.port}/healthz`, child);
+  } catch (error) {
+    throw new Error(
+      `${entry} did not start (see ${path.relative(ROOT, logFile)}): ${(error as Error).message}`,
+    );
+  }
+  return child;
+}
+
+/** A redis-server of the run on a free port, without persistence: its keys leave with it. */
+export async function startRedisServer(): Promise<{ url: string; pid: number | undefined }> {
+  const port = await freePort();
+  const child = track(
+    spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    ),
+  );
+  await waitForLine(child, (line) => line.includes('Ready to accept connections'));
+  return { url: `redis://127.0.0.1:${port}`, pid: child.pid };
+}
+
+/**
+ * A Kafka test broker of the run (librdkafka's mock cluster, built by `npm test`, see
+ * deploy/dev-services), which creates topics when asked; started here rather than through the test
+ * helper so that its CPU time can be read.
+ */
+export async function startKafkaTestBrokerProcess(): Promise<{
+  bootstrap: string;
+  pid: number | undefined;
+  createTopic(topic: string, partitions: number): Promise<void>;
+}> {
+  const binary = path.join(ROOT, '.cache/kafka-test-broker');
+  const child = track(spawn(binary, ['1'], { stdio: ['pipe', 'pipe', 'inherit'] }));
+  const next = lineReader(child);
+  const nextLine = () =>
+    next().catch(() => {
+      throw new Error('the Kafka test broker exited; run `npm test` once to build it');
+    });
+  const bootstrap = /^BOOTSTRAP (\S+)/.exec(await nextLine())?.[1];
+  if (!bootstrap) throw new Error('unexpected output from the Kafka test broker');
+  return {
+    bootstrap,
+    pid: child.pid,
+    async createTopic(topic, partitions) {
+      child.stdin!.write(`topic ${topic} ${partitions}\n`);
+      const answer = await nextLine();
+      if (answer !== 'OK') throw new Error(`Kafka test broker: ${answer}`);
+    },
+  };
+}
+
 // --- CPU time -------------------------------------------------------------------------------
 
 /** CPU seconds a process used so far (user + system), from /proc; 0 where /proc is missing. */
@@ -428,6 +515,33 @@ export async function commandCpuSeconds(command: string): Promise<number> {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
     const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
     if (name.startsWith(command)) total += statCpuSeconds(stat);
+  }
+  return total;
+}
+
+/** Postgres' own processes, which serve every database of the cluster. */
+const POSTGRES_AUXILIARY =
+  /: (checkpointer|background writer|walwriter|autovacuum launcher|logical replication launcher|archiver|stats collector)\s*$/;
+
+/**
+ * CPU seconds used so far by the Postgres processes that work for `database`: its backends and
+ * autovacuum workers (their titles name it), plus the cluster's own processes (postmaster,
+ * checkpointer, WAL writer...), which serve every database. Backends of other databases (other
+ * engineers' tests on a shared machine) are left out; a backend that exited takes its time with it.
+ */
+export async function postgresCpuSeconds(database: string): Promise<number> {
+  let total = 0;
+  const pids = await readdir('/proc').catch(() => [] as string[]);
+  for (const pid of pids) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    if (!stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).startsWith('postgres')) continue;
+    const title = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => ''))
+      .replaceAll('\0', ' ')
+      .trim();
+    const ours =
+      title.split(' ').includes(database) || POSTGRES_AUXILIARY.test(title) || !title.includes(': ');
+    if (ours) total += statCpuSeconds(stat);
   }
   return total;
 }

@@ -42,10 +42,7 @@
  * redis-server of this run on a free port, so its keys leave with it), BENCH_PROFILE_DIR (each
  * process started here writes a V8 CPU profile there).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createApiKey } from '../../libs/auth/index.js';
@@ -55,7 +52,6 @@ import { createKafka } from '../../libs/kafka/index.js';
 import { formatScaled, parseScaled } from '../../libs/money/index.js';
 import { createOrganization, setRateLimitOverride } from '../../libs/organizations/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
-import { KAFKA_TEST_BROKER_BINARY } from '../../test/helpers/kafka-test-broker.js';
 import {
   autocannon,
   cpuSeconds,
@@ -65,19 +61,16 @@ import {
   freshKeyRequest,
   intEnv,
   KEY_SLOT,
-  lineReader,
   logger,
   printBars,
   printTable,
-  ROOT,
   scenariosEnv,
-  spawnEntry,
+  startKafkaTestBrokerProcess,
+  startLoggedProcess,
+  startRedisServer,
   stopChildren,
   stopProcess,
-  track,
-  waitForLine,
   waitForQuietMachine,
-  waitUntilReady,
   writeReport,
 } from '../support.js';
 
@@ -160,8 +153,11 @@ async function main(): Promise<void> {
   const databaseUrl = await createDatabase(runId);
   const { apiKey, itemIds } = await prepareDatabase(databaseUrl);
 
-  const redisUrl = settings.redisUrl ?? (await startRedis());
-  const broker = settings.kafkaBrokers ? undefined : await startKafkaBroker();
+  const redis = settings.redisUrl ? undefined : await startRedisServer();
+  helpers.redis = redis?.pid;
+  const redisUrl = settings.redisUrl ?? redis!.url;
+  const broker = settings.kafkaBrokers ? undefined : await startKafkaTestBrokerProcess();
+  helpers.kafka = broker?.pid;
   const brokers = settings.kafkaBrokers ?? broker!.bootstrap;
   const serviceEnv: Record<string, string | undefined> = {
     APP_ENV: 'production',
@@ -632,84 +628,24 @@ function printScenarios(results: ScenarioResult[]): void {
   );
 }
 
-/** A service entry point as ONE node process, ready once /healthz answers (or, bare, once it printed its port). */
-async function startProcess(
+/**
+ * A service (or the bare route) as ONE node process. The sinks run at the lowest CPU priority: on a
+ * small machine they use what the servers under test leave, instead of taking CPU from the
+ * measurement (in production they run elsewhere).
+ */
+function startProcess(
   entry: string,
   env: Record<string, string | undefined>,
   port: number,
   healthCheck = true,
 ): Promise<ChildProcess> {
-  const child = spawnEntry(entry, {
+  return startLoggedProcess(entry, {
     env,
-    // BENCH_PROFILE_DIR: each service process writes a V8 CPU profile there when it exits.
-    nodeArgs: process.env.BENCH_PROFILE_DIR
-      ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
-      : [],
-    // The sinks run at the lowest CPU priority: on a small machine they use what the servers under
-    // test leave, instead of taking CPU from the measurement (in production they run elsewhere).
+    port,
+    logName: runId,
+    readyWhen: healthCheck ? 'healthz' : 'port-line',
     lowPriority: entry.endsWith('sinks.ts'),
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  // Each process's own log lines (LOG_LEVEL=warn: problems only) go beside the report.
-  const logFile = path.join(ROOT, 'bench/results', `${runId}-${path.basename(entry, '.ts')}.log`);
-  await mkdir(path.dirname(logFile), { recursive: true });
-  const processLog = createWriteStream(logFile, { flags: 'a' });
-  child.stdout!.on('data', (data) => processLog.write(data));
-  child.stderr!.on('data', (data) => processLog.write(data));
-  try {
-    if (healthCheck) await waitUntilReady(`http://127.0.0.1:${port}/healthz`, child);
-    else await waitForLine(child, (line) => line.includes('"port"'));
-  } catch (error) {
-    throw new Error(
-      `${entry} did not start (see ${path.relative(ROOT, logFile)}): ${(error as Error).message}`,
-    );
-  }
-  return child;
-}
-
-/** A redis-server of this run: its keys (one per event) go away with it. */
-async function startRedis(): Promise<string> {
-  const port = await freePort();
-  const child = track(
-    spawn(
-      'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-      {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    ),
-  );
-  helpers.redis = child.pid;
-  await waitForLine(child, (line) => line.includes('Ready to accept connections'));
-  return `redis://127.0.0.1:${port}`;
-}
-
-/**
- * A Kafka test broker of this run (librdkafka's mock cluster, see deploy/dev-services), which
- * creates topics when asked; started here rather than through the test helper so its CPU time can
- * be read.
- */
-async function startKafkaBroker(): Promise<{
-  bootstrap: string;
-  createTopic(topic: string, partitions: number): Promise<void>;
-}> {
-  const child = track(spawn(KAFKA_TEST_BROKER_BINARY, ['1'], { stdio: ['pipe', 'pipe', 'inherit'] }));
-  helpers.kafka = child.pid;
-  const next = lineReader(child);
-  const nextLine = () =>
-    next().catch(() => {
-      throw new Error('the Kafka test broker exited; run `npm test` once to build it');
-    });
-  const bootstrap = /^BOOTSTRAP (\S+)/.exec(await nextLine())?.[1];
-  if (!bootstrap) throw new Error('unexpected output from the Kafka test broker');
-  return {
-    bootstrap,
-    async createTopic(topic, partitions) {
-      child.stdin!.write(`topic ${topic} ${partitions}\n`);
-      const answer = await nextLine();
-      if (answer !== 'OK') throw new Error(`Kafka test broker: ${answer}`);
-    },
-  };
 }
 
 async function cleanUp(): Promise<void> {

@@ -25,7 +25,6 @@
  * list), DATABASE_URL (admin URL; bench_usage_read_<pid> databases are created and dropped),
  * REDIS_URL, CLICKHOUSE_URL (a database of the run's name is created and dropped).
  */
-import { spawn } from 'node:child_process';
 import { createApiKey } from '../../libs/auth/index.js';
 import { createCreditGrant } from '../../libs/billing/index.js';
 import { createProduct } from '../../libs/catalog/index.js';
@@ -36,7 +35,6 @@ import { createOrganization, setRateLimitOverride } from '../../libs/organizatio
 import { BASE_PATH, CreateCustomer } from '../../libs/schemas/index.js';
 import { createSubscription } from '../../libs/subscriptions/index.js';
 import { migrateClickHouse } from '../../libs/usage/index.js';
-import { KAFKA_TEST_BROKER_BINARY } from '../../test/helpers/kafka-test-broker.js';
 import {
   autocannon,
   commandCpuSeconds,
@@ -47,7 +45,6 @@ import {
   freshKeyRequest,
   intEnv,
   KEY_SLOT,
-  lineReader,
   logger,
   printBars,
   printTable,
@@ -55,8 +52,8 @@ import {
   requestBytes,
   scenariosEnv,
   spawnEntry,
+  startKafkaTestBrokerProcess,
   stopChildren,
-  track,
   waitUntilReady,
   writeReport,
 } from '../support.js';
@@ -283,7 +280,7 @@ async function runDistributed(): Promise<void> {
   }
   log(`${settings.events} events in Postgres in ${((Date.now() - pgStart) / 1000).toFixed(1)} s`);
 
-  const broker = await startKafkaBroker();
+  const broker = await startKafkaTestBrokerProcess();
   const topic = `${runId}_usage`;
   await broker.createTopic(topic, 8);
   const env = {
@@ -668,27 +665,6 @@ function evaluate(): Bar[] {
     });
   }
   return bars;
-}
-
-async function startKafkaBroker(): Promise<{
-  bootstrap: string;
-  pid: number | undefined;
-  createTopic(topic: string, partitions: number): Promise<void>;
-}> {
-  const child = track(spawn(KAFKA_TEST_BROKER_BINARY, ['1'], { stdio: ['pipe', 'pipe', 'inherit'] }));
-  const next = lineReader(child);
-  const bootstrap = /^BOOTSTRAP (\S+)/.exec(await next())?.[1];
-  if (!bootstrap)
-    throw new Error('unexpected output from the Kafka test broker (run `npm test` once to build it)');
-  return {
-    bootstrap,
-    pid: child.pid,
-    async createTopic(topic, partitions) {
-      child.stdin!.write(`topic ${topic} ${partitions}\n`);
-      const answer = await next();
-      if (answer !== 'OK') throw new Error(`Kafka test broker: ${answer}`);
-    },
-  };
 }
 
 function round(n: number): number {

@@ -239,21 +239,23 @@ export async function startUsageSinks(options: {
     await reaching('CLICKHOUSE_URL', migrateClickHouse(clickhouse));
     sinks.push(new ClickHouseUsageSink(clickhouse));
   }
-  sinks.push(...(options.listeners ?? []));
-  const runners = sinks.map(
-    (sink) =>
-      new KafkaSinkRunner({
-        kafka,
-        topic: config.KAFKA_USAGE_TOPIC,
-        groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}${sink.name}`,
-        sink,
-        batchSize: config.SINK_BATCH_SIZE,
-        flushMs: config.SINK_FLUSH_MS,
-        log,
-      }),
-  );
+  const runnerOf = (sink: UsageSink) =>
+    new KafkaSinkRunner({
+      kafka,
+      topic: config.KAFKA_USAGE_TOPIC,
+      groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}${sink.name}`,
+      sink,
+      batchSize: config.SINK_BATCH_SIZE,
+      flushMs: config.SINK_FLUSH_MS,
+      log,
+    });
+  const storeRunners = sinks.map(runnerOf);
+  // listeners wait for the stores (the read-back's as_of): they start once the stores' groups and
+  // watermarks run, and record no watermark of their own
+  const listenerRunners = (options.listeners ?? []).map(runnerOf);
+  const runners = [...storeRunners, ...listenerRunners];
   const admin = kafka.admin();
-  const watermarks = runners.map(
+  const watermarks = storeRunners.map(
     (runner) =>
       new SinkWatermarkRecorder({
         admin,
@@ -266,8 +268,14 @@ export async function startUsageSinks(options: {
       }),
   );
   try {
-    await Promise.all([admin.connect(), ...runners.map((runner) => runner.start())]);
+    await Promise.all([admin.connect(), ...storeRunners.map((runner) => runner.start())]);
     for (const recorder of watermarks) recorder.start();
+    // in the background: the stores' groups are what "running" means; /readyz waits for these too
+    for (const runner of listenerRunners) {
+      runner
+        .start()
+        .catch((error: unknown) => log.error({ err: error, sink: runner.name }, 'listener failed to start'));
+    }
   } catch (error) {
     await Promise.allSettled([...runners.map((runner) => runner.stop()), admin.disconnect()]);
     await clickhouse?.close();
@@ -278,7 +286,8 @@ export async function startUsageSinks(options: {
     checks: () => [
       kafkaCheck(admin),
       ...(config.CLICKHOUSE_URL ? [clickhouseCheck(config.CLICKHOUSE_URL)] : []),
-      ...runners.map((runner) => runner.check()),
+      // the stores make the process ready; a listener catching up (or rejoining) does not hold it back
+      ...storeRunners.map((runner) => runner.check()),
     ],
     async stop() {
       await Promise.all(watermarks.map((recorder) => recorder.stop()));

@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../errors/index.js';
-import { parseAmount } from '../domain/index.js';
 import { isPayable, settleOnPosting, statusAfterRefund, statusForAmountPaid } from './settlement.js';
 
 describe('invoice settlement', () => {

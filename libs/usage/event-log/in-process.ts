@@ -6,11 +6,15 @@ import type { UsageSink } from '../sinks/sink.js';
 import type { UsageEventLog } from './log.js';
 
 /**
- * The embedded twin of Kafka: concurrent appends are gathered for the linger window and written
- * straight to Postgres (then to any further sink, e.g. ClickHouse when it is configured without
- * Kafka). An append resolves once every store holds the events, so "acknowledged by the log"
- * means "in Postgres" here, and Postgres tells which event of an identity is stored: after a
- * restart has emptied the in-process dedup store, a repeated key still gets the stored event.
+ * The embedded twin of Kafka: concurrent appends are gathered and written straight to Postgres
+ * (then to any further sink, e.g. ClickHouse when it is configured without Kafka). An append
+ * resolves once every store holds the events, so "acknowledged by the log" means "in Postgres"
+ * here, and Postgres tells which event of an identity is stored: after a restart has emptied the
+ * in-process dedup store, a repeated key still gets the stored event.
+ *
+ * Gathering follows Nagle's rule, never a fixed wait: with no write running, the appends of one
+ * event-loop turn are written at its end; while one runs (the embedded database serves one
+ * statement at a time anyway), later appends gather for the next write, at most the linger.
  */
 export class InProcessUsageEventLog implements UsageEventLog {
   private readonly windows: Batcher<readonly UsageEventRecord[], UsageEventRecord[]>;
@@ -22,6 +26,7 @@ export class InProcessUsageEventLog implements UsageEventLog {
   ) {
     this.windows = new Batcher((windows) => this.write(windows), {
       lingerMs: options.lingerMs,
+      maxInFlight: 1,
       maxWeight: 5000,
       weight: (events) => events.length,
     });

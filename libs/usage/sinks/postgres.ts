@@ -4,23 +4,10 @@ import type { UsageSink } from './sink.js';
 
 /**
  * The insert, and in the same statement the daily totals of what it inserted: a redelivered event
- * is not inserted, so it adds nothing (usage_daily_totals, migration 009). Totals are upserted in
- * key order, the one lock order of every writer. Answers the ids inserted.
+ * is not inserted, so it adds nothing (usage_record_events, migration 016). Answers the ids inserted.
  */
-const INSERT = `
-  WITH inserted AS (
-    INSERT INTO usage_events (id, org_id, subscription_item_id, idempotency_key, quantity, occurred_at, recorded_at)
-    SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::numeric[], $6::timestamptz[], $7::timestamptz[])
-    ON CONFLICT (org_id, subscription_item_id, idempotency_key) DO NOTHING
-    RETURNING id, org_id, subscription_item_id, quantity, occurred_at
-  ), totals AS (
-    INSERT INTO usage_daily_totals (org_id, subscription_item_id, day, quantity)
-    SELECT org_id, subscription_item_id, (occurred_at AT TIME ZONE 'UTC')::date, sum(quantity)
-      FROM inserted GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-    ON CONFLICT (org_id, subscription_item_id, day)
-      DO UPDATE SET quantity = usage_daily_totals.quantity + excluded.quantity
-  )
-  SELECT id FROM inserted`;
+const INSERT = `SELECT id FROM usage_record_events(
+  $1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::numeric[], $6::timestamptz[], $7::timestamptz[]) AS id`;
 
 /** Its consumer group's name (after KAFKA_CONSUMER_GROUP_PREFIX): billing waits for it to catch up. */
 export const POSTGRES_SINK_NAME = 'pg-sink';
