@@ -1,0 +1,394 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBilling, type UsageForTransaction } from '../../libs/billing/index.js';
+import { Database } from '../../libs/db/index.js';
+import { alertPolicy, evaluateAlerts, topUpPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
+import type { Alert } from '../../libs/schemas/index.js';
+import { PostgresUsageAggregator, PostgresUsageSink } from '../../libs/usage/index.js';
+import { basicCatalog, customerIn, outbox, subscribe } from '../billing/fixtures.js';
+import { startTestApi, type TestApi } from '../helpers/api.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { runCommonRouteTests } from '../helpers/route-suite.js';
+import { runLogger } from '../helpers/run-log.js';
+import { uniqueName } from '../helpers/services.js';
+import { eventually } from '../usage/support.js';
+
+/*
+ * Spend alerts through the public API, evaluated as usage is counted (the embedded mode: the
+ * in-process log hands each write to libs/guardrails). API calls cost 1.00 each up to 100, 0.50
+ * beyond (graduated); customers are in Alberta.
+ */
+
+let api: TestApi;
+let guardrails: UsageGuardrails;
+let orgA: TestOrg;
+let orgB: TestOrg;
+let second: Database;
+const usage: UsageForTransaction = (tx) => new PostgresUsageAggregator(tx);
+
+beforeAll(async () => {
+  let made: UsageGuardrails | undefined;
+  api = await startTestApi({
+    redis: false,
+    listeners: (platform) => {
+      made = new UsageGuardrails({
+        db: platform.db,
+        log: runLogger('guardrails'),
+        policies: [topUpPolicy(platform.db), alertPolicy(platform.db)],
+      });
+      return [made.sink('queued')];
+    },
+  });
+  guardrails = made!;
+  guardrails.attach(api.usage.readStores);
+  orgA = await createTestOrg(api.platform.db);
+  orgB = await createTestOrg(api.platform.db);
+  second = new Database(api.database.url, { poolSize: 4 });
+});
+afterAll(async () => {
+  await guardrails?.stop();
+  await second?.close();
+  await api?.close();
+});
+
+const db = () => api.platform.db;
+
+function post(path: string, body: unknown, key = orgA.apiKey) {
+  return api.request({
+    method: 'POST',
+    path,
+    key,
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
+}
+const get = (path: string, key = orgA.apiKey) => api.request({ method: 'GET', path, key });
+
+/** A subscription running this month with seats and API calls. */
+async function running(org = orgA) {
+  const { seats, apiCalls } = await basicCatalog(db(), org.orgId);
+  const customerId = await customerIn(db(), org.orgId, { state_province: 'AB' });
+  const now = new Date();
+  const subscription = await subscribe(
+    db(),
+    org.orgId,
+    {
+      customer_id: customerId,
+      items: [{ product_id: seats }, { product_id: apiCalls }],
+      start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+    },
+    now,
+  );
+  const metered = subscription.items.find((item) => item.usage_type === 'metered')!;
+  const licensed = subscription.items.find((item) => item.usage_type === 'licensed')!;
+  return { customerId, subscription, metered, licensed };
+}
+
+async function report(item: number, quantity: number, key = orgA.apiKey) {
+  const response = await api.request({
+    method: 'POST',
+    path: '/usage/events',
+    key,
+    payload: { subscription_item_id: item, quantity, timestamp: new Date().toISOString() },
+    headers: { 'idempotency-key': uniqueName('key') },
+  });
+  expect(response.statusCode, response.body).toBe(201);
+  return response.json().data as { id: string };
+}
+
+async function createAlert(body: Record<string, unknown>, key = orgA.apiKey): Promise<Alert> {
+  const response = await post('/alerts', body, key);
+  expect(response.statusCode, response.body).toBe(201);
+  return response.json().data;
+}
+
+async function events(orgId: number, type: string, alertId: string) {
+  return (await outbox(db(), orgId, type)).filter((event) => event.data.id === alertId);
+}
+
+function detailsOf(response: { statusCode: number; body: string; json(): unknown }) {
+  expect(response.statusCode, response.body).toBe(422);
+  return (response.json() as { details: { field: string }[] }).details.map((d) => d.field);
+}
+
+describe('alerts', () => {
+  it('fires alert.triggered once when usage reaches the threshold, and alert.resolved once when a void takes it back', async () => {
+    const { subscription, metered } = await running();
+    const alert = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'usage_quantity',
+      subscription_item_id: metered.id,
+      threshold: '100',
+      name: 'API calls at 100',
+    });
+    expect(alert).toMatchObject({
+      object: 'alert',
+      subscription_id: subscription.id,
+      subscription_item_id: metered.id,
+      metric: 'usage_quantity',
+      threshold: '100.00000000',
+      name: 'API calls at 100',
+      status: 'OK',
+      value: '0.00000000',
+      triggered_at: null,
+    });
+    await report(metered.id, 60);
+    const crossing = await report(metered.id, 40); // 100: the threshold itself
+    await eventually(async () => {
+      expect((await get(`/alerts/${alert.id}`)).json().data).toMatchObject({
+        status: 'TRIGGERED',
+        value: '100.00000000',
+      });
+    });
+    await report(metered.id, 5); // still above: no second event
+    await eventually(async () => {
+      expect((await get(`/alerts/${alert.id}`)).json().data.value).toBe('105.00000000');
+    });
+    expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toHaveLength(1);
+
+    // a void takes it below again: resolved, once
+    const voided = await post(`/usage/events/${crossing.id}/void`, {});
+    expect(voided.statusCode, voided.body).toBe(200);
+    await eventually(async () => {
+      expect((await get(`/alerts/${alert.id}`)).json().data).toMatchObject({
+        status: 'OK',
+        value: '65.00000000',
+      });
+    });
+    expect(await events(orgA.orgId, 'alert.resolved', alert.id)).toHaveLength(1);
+    const [triggered] = await events(orgA.orgId, 'alert.triggered', alert.id);
+    expect(triggered!.data).toMatchObject({ id: alert.id, object: 'alert', status: 'TRIGGERED' });
+  });
+
+  it('usage_amount watches the period amount before tax; evaluated on creation already crossed', async () => {
+    const { subscription, metered } = await running();
+    await report(metered.id, 120); // 100 x 1.00 + 20 x 0.50 = 110.00
+    await eventually(async () => {
+      const usageNow = (await get(`/subscriptions/${subscription.id}/usage`)).json().data;
+      expect(usageNow.total_amount).toBe('110.00000000');
+    });
+    const alert = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'usage_amount',
+      threshold: '110',
+    });
+    expect(alert).toMatchObject({ status: 'TRIGGERED', value: '110.00000000' });
+    expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toHaveLength(1);
+  });
+
+  it('two evaluators of one crossing (two processes) fire it once', async () => {
+    const { subscription, metered } = await running();
+    const alert = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'usage_quantity',
+      subscription_item_id: metered.id,
+      threshold: '50',
+    });
+    // the usage reaches Postgres without the guardrails seeing it (as if their process had died)
+    await new PostgresUsageSink(db()).write([
+      {
+        id: randomUUID(),
+        orgId: orgA.orgId,
+        subscriptionItemId: metered.id,
+        idempotencyKey: uniqueName('race'),
+        quantity: '75',
+        occurredAtMs: Date.now(),
+        recordedAtMs: Date.now(),
+      },
+    ]);
+    const scope = { subscriptions: [{ orgId: orgA.orgId, subscriptionId: subscription.id }] };
+    await Promise.all(
+      Array.from({ length: 6 }, (_, n) => evaluateAlerts(n % 2 ? db() : second, api.usage.readStores, scope)),
+    );
+    expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toHaveLength(1);
+    expect((await get(`/alerts/${alert.id}`)).json().data.status).toBe('TRIGGERED');
+  });
+
+  it('a new period sets a triggered usage alert back to OK silently', async () => {
+    const { subscription, metered } = await running();
+    const alert = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'usage_quantity',
+      subscription_item_id: metered.id,
+      threshold: '10',
+    });
+    await report(metered.id, 20);
+    await eventually(async () =>
+      expect((await get(`/alerts/${alert.id}`)).json().data.status).toBe('TRIGGERED'),
+    );
+    // the period ends: the run moves the subscription on, and the alert is evaluated in the new period
+    const nextMonth = new Date(subscription.current_period_end);
+    await runBilling(db(), { usage, orgId: orgA.orgId, now: nextMonth });
+    await evaluateAlerts(db(), api.usage.readStores, {
+      subscriptions: [{ orgId: orgA.orgId, subscriptionId: subscription.id }],
+    });
+    expect((await get(`/alerts/${alert.id}`)).json().data).toMatchObject({
+      status: 'OK',
+      triggered_at: null,
+    });
+    expect(await events(orgA.orgId, 'alert.resolved', alert.id)).toEqual([]);
+  });
+
+  it('credit_balance fires when projected falls below the threshold, and resolves on a grant', async () => {
+    const { customerId, subscription, metered } = await running();
+    const grant = await post(`/customers/${customerId}/credit-grants`, {
+      amount: '100.00',
+      category: 'promotional',
+    });
+    expect(grant.statusCode).toBe(201);
+    const alert = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'credit_balance',
+      threshold: '20',
+    });
+    // upcoming: seats 10.00 + GST 0.50 = 10.50; projected 89.50: OK
+    expect(alert).toMatchObject({ status: 'OK', value: '89.50000000' });
+    await report(metered.id, 80); // + 80.00 + GST 4.00: upcoming 94.50, projected 5.50
+    await eventually(async () => {
+      expect((await get(`/alerts/${alert.id}`)).json().data).toMatchObject({
+        status: 'TRIGGERED',
+        value: '5.50000000',
+      });
+    });
+    await post(`/customers/${customerId}/credit-grants`, { amount: '50.00', category: 'promotional' });
+    expect((await get(`/alerts/${alert.id}`)).json().data).toMatchObject({
+      status: 'OK',
+      value: '55.50000000',
+    });
+    expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toHaveLength(1);
+    expect(await events(orgA.orgId, 'alert.resolved', alert.id)).toHaveLength(1);
+  });
+
+  it('refuses bad input field by field, and 404 for what another organization has', async () => {
+    const { subscription, metered, licensed } = await running();
+    expect(
+      detailsOf(
+        await post('/alerts', { subscription_id: subscription.id, metric: 'usage_count', threshold: '1' }),
+      ),
+    ).toEqual(['metric']);
+    expect(
+      detailsOf(
+        await post('/alerts', { subscription_id: subscription.id, metric: 'usage_quantity', threshold: '1' }),
+      ),
+    ).toEqual(['subscription_item_id']);
+    expect(
+      detailsOf(
+        await post('/alerts', {
+          subscription_id: subscription.id,
+          metric: 'usage_quantity',
+          subscription_item_id: licensed.id,
+          threshold: '1',
+        }),
+      ),
+    ).toEqual(['subscription_item_id']);
+    const other = await running();
+    expect(
+      detailsOf(
+        await post('/alerts', {
+          subscription_id: subscription.id,
+          metric: 'usage_quantity',
+          subscription_item_id: other.metered.id,
+          threshold: '1',
+        }),
+      ),
+    ).toEqual(['subscription_item_id']);
+    for (const threshold of ['0', '-5']) {
+      expect(
+        detailsOf(
+          await post('/alerts', {
+            subscription_id: subscription.id,
+            metric: 'usage_quantity',
+            subscription_item_id: metered.id,
+            threshold,
+          }),
+        ),
+      ).toEqual(['threshold']);
+    }
+    expect(
+      detailsOf(
+        await post('/alerts', {
+          subscription_id: subscription.id,
+          metric: 'credit_balance',
+          threshold: '-1',
+        }),
+      ),
+    ).toEqual(['threshold']);
+    expect(
+      (await post('/alerts', { subscription_id: subscription.id, metric: 'credit_balance', threshold: '0' }))
+        .statusCode,
+    ).toBe(201);
+    expect(
+      detailsOf(
+        await post('/alerts', {
+          subscription_id: subscription.id,
+          metric: 'usage_amount',
+          threshold: '5',
+          extra: 1,
+        }),
+      ),
+    ).toEqual(['extra']);
+
+    const theirs = await running(orgB);
+    const foreign = await post('/alerts', {
+      subscription_id: theirs.subscription.id,
+      metric: 'usage_amount',
+      threshold: '5',
+    });
+    expect(foreign.statusCode).toBe(404);
+    const theirAlert = await createAlert(
+      { subscription_id: theirs.subscription.id, metric: 'usage_amount', threshold: '5' },
+      orgB.apiKey,
+    );
+    expect((await get(`/alerts/${theirAlert.id}`)).statusCode).toBe(404);
+    expect(
+      (await api.request({ method: 'DELETE', path: `/alerts/${theirAlert.id}`, key: orgA.apiKey }))
+        .statusCode,
+    ).toBe(404);
+    expect((await get(`/alerts/${theirAlert.id}`, orgB.apiKey)).statusCode).toBe(200);
+  });
+
+  it('lists newest first with filters, and deletes', async () => {
+    const { customerId, subscription, metered } = await running();
+    const first = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'usage_amount',
+      threshold: '1000',
+    });
+    const secondAlert = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'usage_quantity',
+      subscription_item_id: metered.id,
+      threshold: '1',
+    });
+    await report(metered.id, 2);
+    await eventually(async () =>
+      expect((await get(`/alerts/${secondAlert.id}`)).json().data.status).toBe('TRIGGERED'),
+    );
+    const all = (await get(`/alerts?subscription_id=${subscription.id}`)).json();
+    expect(all.data.map((a: Alert) => a.id)).toEqual([secondAlert.id, first.id]);
+    expect(all.pagination).toMatchObject({ total: 2, has_more: false });
+    expect(
+      (await get(`/alerts?customer_id=${customerId}&status=TRIGGERED`)).json().data.map((a: Alert) => a.id),
+    ).toEqual([secondAlert.id]);
+    expect((await get('/alerts?status=SNOOZED')).statusCode).toBe(422);
+    const deleted = await api.request({ method: 'DELETE', path: `/alerts/${first.id}`, key: orgA.apiKey });
+    expect(deleted.statusCode).toBe(204);
+    expect((await get(`/alerts/${first.id}`)).statusCode).toBe(404);
+  });
+
+  describe('route checks', () => {
+    let alertId: string;
+    beforeAll(async () => {
+      const { subscription } = await running();
+      alertId = (
+        await createAlert({ subscription_id: subscription.id, metric: 'usage_amount', threshold: '9' })
+      ).id;
+    });
+    runCommonRouteTests(() => ({
+      api,
+      key: orgA.apiKey,
+      request: { method: 'GET', path: `/alerts/${alertId}` },
+    }));
+    runCommonRouteTests(() => ({ api, key: orgA.apiKey, request: { method: 'GET', path: '/alerts' } }));
+  });
+});
