@@ -94,6 +94,88 @@ describe('billing console, end to end', () => {
     org = (await ok('org', 'create', '--name', 'Console Billing Co')).id;
   });
 
+  it("credit grant, list and void; alert create, list and delete: the API's functions, printed as JSON", async () => {
+    const calls = await createProduct('Console calls', '1', 'usage');
+    const customer = await createCustomer('Alerted Inc.', '--country', 'CA', '--state-province', 'ON');
+    const subscription = await subscribe(
+      customer.id,
+      [{ product_id: calls.id }],
+      '--start',
+      new Date().toISOString(),
+    );
+    const item = subscription.items[0].id as number;
+
+    const grant = await ok(
+      'credit',
+      'grant',
+      '--customer',
+      String(customer.id),
+      '--amount',
+      '25',
+      '--category',
+      'promotional',
+      '--priority',
+      '10',
+    );
+    expect(grant).toMatchObject({
+      object: 'credit_grant',
+      status: 'ACTIVE',
+      amount: '25.00000000',
+      priority: 10,
+    });
+    const refused = await run(
+      'credit',
+      'grant',
+      '--customer',
+      String(customer.id),
+      '--amount',
+      '25',
+      '--category',
+      'gift',
+    );
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/--category/);
+    const listed = await ok('credit', 'list', '--customer', String(customer.id));
+    expect(listed.data.map((g: { id: string }) => g.id)).toEqual([grant.id]);
+    expect(await ok('credit', 'void', '--id', grant.id)).toMatchObject({ id: grant.id, status: 'VOIDED' });
+
+    const alert = await ok(
+      'alert',
+      'create',
+      '--subscription',
+      String(subscription.id),
+      '--metric',
+      'usage_quantity',
+      '--item',
+      String(item),
+      '--threshold',
+      '10',
+      '--name',
+      'ten calls',
+    );
+    expect(alert).toMatchObject({ object: 'alert', status: 'OK', value: '0.00000000', name: 'ten calls' });
+    const missingItem = await run(
+      'alert',
+      'create',
+      '--subscription',
+      String(subscription.id),
+      '--metric',
+      'usage_quantity',
+      '--threshold',
+      '10',
+    );
+    expect(missingItem.code).not.toBe(0);
+    expect(missingItem.stderr).toMatch(/--item/);
+    expect(
+      (await ok('alert', 'list', '--org', String(org), '--subscription', String(subscription.id))).data,
+    ).toEqual([alert]);
+    expect(await ok('alert', 'delete', '--id', alert.id, '--org', String(org))).toEqual({
+      id: alert.id,
+      deleted: true,
+    });
+    expect((await run('alert', 'delete', '--id', alert.id, '--org', String(org))).code).not.toBe(0);
+  });
+
   it('product, customer, subscription with a trial, billing, payment, cancellation', async () => {
     const seats = await createProduct('Seats', '25', 'recurring', '--sku', 'SEAT', '--unit-label', 'seat');
     expect(seats).toMatchObject({

@@ -19,6 +19,7 @@ const TOOL_NAMES = [
   'get_subscription_usage',
   'preview_upcoming_invoice',
   'get_credit_balance',
+  'list_alerts',
 ];
 
 function isoDate(offsetDays: number): string {
@@ -54,7 +55,7 @@ describe('the official MCP SDK client against the endpoint', () => {
     expect(client.getInstructions()).toMatch(/read-only/i);
   });
 
-  it('lists the ten read-only tools, each with an object JSON Schema for its arguments', async () => {
+  it('lists the eleven read-only tools, each with an object JSON Schema for its arguments', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual(TOOL_NAMES);
     for (const tool of tools) {
@@ -258,6 +259,18 @@ describe('the official MCP SDK client against the endpoint', () => {
       available: '25.00000000',
     });
     expect(balance.pending).toBe(preview.total);
+
+    // the customer's alerts: what GET /alerts lists
+    const made = await api.request({
+      method: 'POST',
+      path: '/alerts',
+      key: org.apiKey,
+      payload: { subscription_id: subscriptionId, metric: 'usage_amount', threshold: '1' },
+    });
+    expect(made.statusCode, made.body).toBe(201);
+    const alerts = await call('list_alerts', { customer_id: customerId });
+    expect(alerts.total).toBe(1);
+    expect(alerts.alerts).toEqual((await rest(`/alerts?customer_id=${customerId}`)) as unknown as unknown[]);
   });
 
   it('list_products: prices, the active filter and the tiers of tiered products', async () => {

@@ -54,6 +54,7 @@ function everyCall(target: BillingFixture): { name: string; arguments: Record<st
     },
     { name: 'preview_upcoming_invoice', arguments: { subscription_id: target.subscriptions.quebec } },
     { name: 'get_credit_balance', arguments: { customer_id: target.customers.quebec } },
+    { name: 'list_alerts', arguments: { limit: 100 } },
   ];
 }
 

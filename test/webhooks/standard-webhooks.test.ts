@@ -9,6 +9,7 @@ import {
   runBilling,
   usageSource,
 } from '../../libs/billing/index.js';
+import { afterCreditsMoved, createAlert } from '../../libs/guardrails/index.js';
 import {
   EMITTED_EVENT_TYPES,
   type EmittedEventType,
@@ -58,10 +59,11 @@ describe('Standard Webhooks signatures', () => {
       'subscription.*',
       'payment.*',
       'credit_grant.*',
+      'alert.*',
     ]);
     await emitEveryEventType(org);
-    // one of each type, a second invoice.posted (the cancel's final invoice), a second credit_grant.created
-    const deliveries = await target.waitFor(EMITTED_EVENT_TYPES.length + 2);
+    // one of each type, a second invoice.posted (the cancel's final invoice), two more credit_grant.created
+    const deliveries = await target.waitFor(EMITTED_EVENT_TYPES.length + 3);
     everyType = { org, endpoint, deliveries };
   });
   afterAll(async () => {
@@ -131,6 +133,20 @@ describe('Standard Webhooks signatures', () => {
         },
       }),
     );
+    // a credit alert crosses at once (nothing available against the upcoming invoice), then a grant
+    // brings the projection back: alert.triggered, alert.resolved
+    await createAlert(db, api.usage.readStores, org.orgId, {
+      subscription_id: subscription.id,
+      metric: 'credit_balance',
+      threshold: '1000',
+    });
+    await db.transaction((tx) =>
+      createCreditGrant(tx, {
+        customerId,
+        input: { amount: '5000.00', category: 'promotional', applies_to: 'usage' },
+      }),
+    );
+    await afterCreditsMoved(db, api.usage.readStores, [{ orgId: org.orgId, customerId }]);
     await db.transaction((tx) =>
       cancelSubscription(tx, { subscriptionId: subscription.id, now: new Date('2026-02-15T00:00:00Z') }),
     );

@@ -1,4 +1,5 @@
 import type { Command } from '../command.js';
+import { alertCommands } from './alert.js';
 import { billingCommands } from './billing.js';
 import { clickhouseCommands } from './clickhouse.js';
 import { creditCommands } from './credit.js';
@@ -22,6 +23,7 @@ export const COMMANDS: Command[] = [
   ...productCommands,
   ...customerCommands,
   ...creditCommands,
+  ...alertCommands,
   ...subscriptionCommands,
   ...billingCommands,
   ...invoiceCommands,

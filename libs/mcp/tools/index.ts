@@ -1,3 +1,4 @@
+import { listAlertsTool } from './alerts.js';
 import { getCreditBalanceTool } from './credits.js';
 import { getCustomerTool, listCustomersTool } from './customers.js';
 import { listInvoicesTool, recentPaymentsTool } from './invoices.js';
@@ -19,6 +20,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
   getSubscriptionUsageTool,
   previewUpcomingInvoiceTool,
   getCreditBalanceTool,
+  listAlertsTool,
 ];
 
 export { isOverdue } from './invoices.js';
