@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { createAlert } from '../../libs/guardrails/index.js';
+import { createKafka } from '../../libs/kafka/index.js';
+import { createLogger } from '../../libs/log/index.js';
+import {
+  encodeLogMessages,
+  InProcessUsageEventLog,
+  openUsageReadStores,
+  PostgresUsageSink,
+  type UsageEventRecord,
+} from '../../libs/usage/index.js';
+import { basicCatalog, customerIn, outbox, subscribe } from '../billing/fixtures.js';
+import { createTestOrg } from '../helpers/fixtures.js';
+import { testServices, uniqueName } from '../helpers/services.js';
+import { eventually, serviceProcesses } from './support.js';
+
+const RUNNING = /sinks running \(pg-sink, guardrails\); ops on port (\d+)/;
+
+/**
+ * Alerts in the distributed mode: the guardrails consumer group runs in the sinks process, which is
+ * killed without warning (SIGKILL) right after the pg-sink counted a crossing, then started again:
+ * Kafka delivers the uncommitted batch again, the evaluation runs again, and alert.triggered is
+ * still emitted once. Two sinks processes at once split the work and fire it once too.
+ */
+describe('guardrails in the sinks process', () => {
+  const processes = serviceProcesses('guardrails_process');
+
+  async function setUp() {
+    const topic = uniqueName('usage_guardrails');
+    const env = processes.env({
+      SINKS_PORT: '0',
+      KAFKA_BROKERS: testServices().kafkaBrokers.join(','),
+      KAFKA_USAGE_TOPIC: topic,
+      KAFKA_CONSUMER_GROUP_PREFIX: `${topic}-`,
+      SINK_BATCH_SIZE: '100',
+      SINK_FLUSH_MS: '20',
+    });
+    const db = processes.database.db;
+    const org = await createTestOrg(db);
+    const { apiCalls } = await basicCatalog(db, org.orgId);
+    const customerId = await customerIn(db, org.orgId, { state_province: 'AB' });
+    const now = new Date();
+    const subscription = await subscribe(
+      db,
+      org.orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: apiCalls }],
+        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+      },
+      now,
+    );
+    const item = subscription.items[0]!.id;
+    // made through the embedded read stores: nothing is counted yet, the alert starts OK
+    const stores = openUsageReadStores(
+      {
+        CLICKHOUSE_URL: undefined,
+        CLICKHOUSE_DATABASE: 'billing',
+        KAFKA_BROKERS: undefined,
+        KAFKA_CLIENT_ID: 'test',
+        KAFKA_USAGE_TOPIC: topic,
+        KAFKA_CONSUMER_GROUP_PREFIX: '',
+      },
+      db,
+      new InProcessUsageEventLog(new PostgresUsageSink(db), [], { lingerMs: 0 }),
+      createLogger({ level: 'silent', service: 'test' }),
+    );
+    const alert = await createAlert(db, stores, org.orgId, {
+      subscription_id: subscription.id,
+      metric: 'usage_quantity',
+      subscription_item_id: item,
+      threshold: '100',
+    });
+    await stores.close();
+    const producer = createKafka({
+      brokers: testServices().kafkaBrokers,
+      clientId: 'guardrails-test',
+    }).producer();
+    await producer.connect();
+    const produce = async (quantities: number[]) => {
+      const events: UsageEventRecord[] = quantities.map((quantity) => ({
+        id: randomUUID(),
+        orgId: org.orgId,
+        subscriptionItemId: item,
+        idempotencyKey: uniqueName('event'),
+        quantity: String(quantity),
+        occurredAtMs: Date.now(),
+        recordedAtMs: Date.now(),
+      }));
+      await producer.send({ topic, acks: -1, messages: encodeLogMessages(events) });
+    };
+    const counted = async () => {
+      const { rows } = await db.query<{ total: string | null }>(
+        'SELECT sum(quantity)::text AS total FROM usage_events WHERE subscription_item_id = $1',
+        [item],
+      );
+      return Number(rows[0]!.total ?? 0);
+    };
+    const state = async () => {
+      const { rows } = await db.query<{ status: string; value: string | null }>(
+        'SELECT status, value::text FROM alerts WHERE id = $1',
+        [alert.id],
+      );
+      return rows[0]!;
+    };
+    const triggered = async () =>
+      (await outbox(db, org.orgId, 'alert.triggered')).filter((event) => event.data.id === alert.id).length;
+    return { env, produce, counted, state, triggered, close: () => producer.disconnect() };
+  }
+
+  it('fires once when killed right after the pg-sink counted the crossing, and again after each restart', {
+    timeout: 120_000,
+  }, async () => {
+    const { env, produce, counted, state, triggered, close } = await setUp();
+    try {
+      await produce([60, 40]); // 100: the threshold
+      for (let round = 0; round < 2; round++) {
+        const sinks = await processes.start('services/ingest/sinks.ts', env, RUNNING);
+        await eventually(
+          async () => expect(await counted()).toBeGreaterThanOrEqual(100 + round * 10),
+          30_000,
+        );
+        // the crossing is counted: the guardrails may or may not have run (and committed) yet
+        await sinks.kill();
+        await produce([10]); // more usage above the threshold for the next round
+      }
+      const last = await processes.start('services/ingest/sinks.ts', env, RUNNING);
+      await eventually(
+        async () => expect(await state()).toEqual({ status: 'TRIGGERED', value: '130.00000000' }),
+        40_000,
+      );
+      expect(await triggered()).toBe(1);
+      await last.stop();
+    } finally {
+      await close();
+    }
+  });
+
+  it('two sinks processes at once split the work and fire one crossing once', {
+    timeout: 90_000,
+  }, async () => {
+    const { env, produce, state, triggered, close } = await setUp();
+    try {
+      const [one, two] = await Promise.all([
+        processes.start('services/ingest/sinks.ts', env, RUNNING),
+        processes.start('services/ingest/sinks.ts', env, RUNNING),
+      ]);
+      for (let n = 0; n < 12; n++) await produce([10]);
+      await eventually(
+        async () => expect(await state()).toEqual({ status: 'TRIGGERED', value: '120.00000000' }),
+        40_000,
+      );
+      expect(await triggered()).toBe(1);
+      await Promise.all([one.stop(), two.stop()]);
+    } finally {
+      await close();
+    }
+  });
+});
