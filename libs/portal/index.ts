@@ -1,3 +1,4 @@
+export { addPortalAlert, isPortalCsrfToken, removePortalAlert } from './alerts.js';
 export { type DailyQuantity, niceCeiling, renderUsageChart } from './chart.js';
 export {
   HOSTED_INVOICE_DAYS_AFTER_CLOSE,

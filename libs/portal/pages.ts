@@ -1,4 +1,5 @@
 import {
+  displayAmount,
   displayDate,
   displayMoney,
   displayQuantity,
@@ -7,7 +8,7 @@ import {
   messagesFor,
 } from '../i18n/index.js';
 import { amountDueOf, escapeHtml, isOverdue, type PrintableInvoice } from '../invoice-documents/index.js';
-import type { InvoiceRecord, Subscription } from '../schemas/index.js';
+import type { Alert, InvoiceRecord, Subscription } from '../schemas/index.js';
 import { renderUsageChart } from './chart.js';
 import { PORTAL_CSS_PATH, PORTAL_ICON_PATH } from './stylesheet.js';
 import type { PortalCredits, PortalUsage } from './usage-source.js';
@@ -104,6 +105,21 @@ export interface PortalHome {
   linksOf: (invoice: InvoiceSummary) => InvoiceLinks;
   /** The customer's prepaid credits; undefined when no source is wired in. */
   credits?: PortalCredits | undefined;
+  /** The customer's spend alerts and the form that adds one; undefined when not offered. */
+  alerts?: PortalAlertsView | undefined;
+}
+
+export interface PortalAlertsView {
+  list: Alert[];
+  /** The customer's subscriptions an alert can be put on. */
+  subscriptions: { id: number; title: string }[];
+  /** The session's CSRF token, carried by every form. */
+  csrf: string;
+  /** Where the add form posts, and where a remove form posts for one alert. */
+  addPath: string;
+  removePath: (alertId: string) => string;
+  /** Why the last add was refused, shown above the form. */
+  refused?: string | undefined;
 }
 
 function subscriptionSection(
@@ -192,6 +208,47 @@ ${
 </section>`;
 }
 
+/** The customer's alerts; usage_amount ones can be removed, and one added on a subscription. */
+function alertsSection(view: PortalAlertsView, base: string, locale: Locale, m: Messages): string {
+  const csrf = `<input type="hidden" name="csrf" value="${html(view.csrf)}">`;
+  const rows = view.list
+    .map((alert) => {
+      const label = alert.name || m.alertMetric[alert.metric]!;
+      const removable = alert.metric === 'usage_amount';
+      const money = alert.metric !== 'usage_quantity';
+      const shown = (value: string) =>
+        html(money ? displayAmount(value, locale) : displayQuantity(value, locale));
+      return `<tr><td>${html(label)}</td><td>${html(m.alertMetric[alert.metric]!)}</td><td class="num">${shown(alert.threshold)}</td><td class="num">${alert.value === null ? '' : shown(alert.value)}</td><td>${html(m.alertStatus[alert.status]!)}</td><td>${
+        removable
+          ? `<form method="post" action="${html(pageLink(base, view.removePath(alert.id), locale))}">${csrf}<button type="submit" aria-label="${html(m.removeAlert(label))}">${html(m.remove)}</button></form>`
+          : ''
+      }</td></tr>`;
+    })
+    .join('');
+  const options = view.subscriptions
+    .map((subscription) => `<option value="${subscription.id}">${html(subscription.title)}</option>`)
+    .join('');
+  return `<section class="card" aria-labelledby="alerts"><h2 id="alerts">${html(m.alerts)}</h2>
+<p class="lead">${html(m.alertsIntro)}</p>
+${
+  view.list.length === 0
+    ? `<p class="note">${html(m.noAlerts)}</p>`
+    : `<table><thead><tr><th scope="col">${html(m.alertName.replace(/ \(.*\)$/, ''))}</th><th scope="col">${html(m.alertWatches)}</th><th scope="col" class="num">${html(m.alertThreshold)}</th><th scope="col" class="num">${html(m.alertNow)}</th><th scope="col">${html(m.status)}</th><th scope="col"></th></tr></thead><tbody>${rows}</tbody></table>`
+}
+${view.refused ? `<p class="note" role="alert">${html(m.alertRefused + view.refused)}</p>` : ''}
+${
+  view.subscriptions.length === 0
+    ? ''
+    : `<form method="post" action="${html(pageLink(base, view.addPath, locale))}" class="alert-form">${csrf}
+<label>${html(m.alertSubscription)} <select name="subscription_id">${options}</select></label>
+<label>${html(m.alertThreshold)} <input name="threshold" inputmode="decimal" required></label>
+<label>${html(m.alertName)} <input name="name" maxlength="255"></label>
+<button type="submit">${html(m.addAlert)}</button>
+</form>`
+}
+</section>`;
+}
+
 /** The portal's one page: subscriptions and their usage, then every invoice with its documents. */
 export function renderPortalHome(view: PortalHome): string {
   const { locale, base } = view;
@@ -240,6 +297,7 @@ ${invoiceRows}
 ${subscriptions}
 </section>
 ${view.credits ? creditsSection(view.credits, locale, m) : ''}
+${view.alerts ? alertsSection(view.alerts, base, locale, m) : ''}
 <section class="card" aria-labelledby="invoices"><h2 id="invoices">${html(m.invoices)}</h2>
 ${invoices}
 </section>`,
@@ -316,7 +374,7 @@ ${taxes}
   });
 }
 
-export type ErrorPageKind = 'not-found' | 'expired' | 'revoked' | 'unavailable';
+export type ErrorPageKind = 'not-found' | 'expired' | 'revoked' | 'forbidden' | 'unavailable';
 
 /** An error page that says what happened and shows no data at all. */
 export function renderErrorPage(kind: ErrorPageKind, locale: Locale, base: string): string {
@@ -328,7 +386,9 @@ export function renderErrorPage(kind: ErrorPageKind, locale: Locale, base: strin
         ? [m.revokedTitle, m.revokedText]
         : kind === 'not-found'
           ? [m.notFoundTitle, m.notFoundText]
-          : [m.errorTitle, m.errorText];
+          : kind === 'forbidden'
+            ? [m.forbiddenTitle, m.forbiddenText]
+            : [m.errorTitle, m.errorText];
   return layout({
     locale,
     base,

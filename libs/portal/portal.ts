@@ -3,15 +3,14 @@ import { displayDate, type Locale, messagesFor } from '../i18n/index.js';
 import { loadPrintableInvoice, type PrintableInvoice } from '../invoice-documents/index.js';
 import { isUuid } from '../schemas/index.js';
 import { listSubscriptions } from '../subscriptions/index.js';
+import { customerAlerts, portalCsrfToken } from './alerts.js';
 import type { HostedInvoiceAccess } from './hosted-invoices.js';
 import { type InvoiceLinks, type InvoiceSummary, renderInvoicePage, renderPortalHome } from './pages.js';
-import { PORTAL_PATH, type PortalAccess } from './sessions.js';
+import { type Granted, PORTAL_PATH, type PortalAccess } from './sessions.js';
 import type { PortalCredits, PortalUsage, PortalUsageSource } from './usage-source.js';
 
 /** The most invoices and subscriptions one page lists (two years of monthly invoices fit many times). */
 const PAGE_LIMIT = 100;
-
-type Granted<T> = Extract<T, { kind: 'granted' }>;
 
 export interface PageRequest {
   /** Base of every link on the page (PUBLIC_URL, else the api's own URL). */
@@ -61,7 +60,11 @@ export async function portalHomePage(
   db: Queryable,
   access: Granted<PortalAccess>,
   token: string,
-  request: PageRequest & { usageSource: PortalUsageSource | undefined },
+  request: PageRequest & {
+    usageSource: PortalUsageSource | undefined;
+    /** Offer the alerts card (with its forms); `refused`: why the last add was refused. */
+    alerts?: { refused?: string | undefined } | undefined;
+  },
 ): Promise<string> {
   const { orgId, customerId } = access;
   const now = request.now ?? new Date();
@@ -96,6 +99,18 @@ export async function portalHomePage(
     invoices,
     linksOf: (invoice: InvoiceSummary) => portalInvoiceLinks(token, invoice.id),
     credits,
+    alerts: request.alerts
+      ? {
+          list: await customerAlerts(db, access),
+          subscriptions: subscriptions.data
+            .filter((s) => s.status !== 'canceled' && s.status !== 'expired')
+            .map((s) => ({ id: s.id, title: s.title })),
+          csrf: portalCsrfToken(token),
+          addPath: `${PORTAL_PATH}/${token}/alerts`,
+          removePath: (alertId: string) => `${PORTAL_PATH}/${token}/alerts/${alertId}/delete`,
+          refused: request.alerts.refused,
+        }
+      : undefined,
   });
 }
 

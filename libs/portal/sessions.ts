@@ -89,6 +89,9 @@ export async function revokePortalSession(
   if (!rowCount) throw ApiError.notFound(`Portal session ${sessionId}`);
 }
 
+/** A link that opened. */
+export type Granted<T> = Extract<T, { kind: 'granted' }>;
+
 /** What a link opens: one customer of one organization, or nothing (and why). */
 export type PortalAccess =
   | {

@@ -44,6 +44,11 @@ dl.facts dd{margin:0}
 .actions a{display:inline-block;margin:8px 12px 0 0;padding:8px 14px;border-radius:6px;background:var(--accent);color:var(--accent-ink);text-decoration:none}
 .actions a.secondary{background:var(--paper);color:var(--accent);border:1px solid var(--accent)}
 footer.bottom{color:var(--muted);font-size:.85rem;padding:24px 20px 40px;max-width:980px;margin:0 auto}
+.alert-form{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-end;margin-top:12px}
+.alert-form label{display:flex;flex-direction:column;font-size:.85rem;color:var(--muted);gap:4px}
+input,select{font:inherit;padding:6px 8px;border:1px solid var(--line);border-radius:6px;background:var(--paper);color:inherit}
+button{font:inherit;padding:7px 14px;border-radius:6px;border:1px solid var(--accent);background:var(--accent);color:var(--accent-ink);cursor:pointer}
+td form button{background:var(--paper);color:var(--accent)}
 .error{max-width:560px;margin:80px auto;background:var(--paper);border:1px solid var(--line);border-radius:8px;padding:28px}
 @media (max-width:640px){.hide-narrow{display:none}}
 @media print{header.top,.actions,.skip{display:none}body{background:#fff}section.card{border:none}}

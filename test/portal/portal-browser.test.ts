@@ -156,6 +156,122 @@ describe('prepaid credits in the portal', () => {
   });
 });
 
+describe('spend alerts in the portal', () => {
+  it('adds and removes a usage_amount alert by its form, in en and fr-CA, and lists every alert', async () => {
+    const customerId = scenario.customers.quebec.id;
+    const subscriptionId = scenario.subscriptions.active;
+    // an alert made through the API shows too, without a remove button (not a usage_amount one)
+    const made = await api.request({
+      method: 'POST',
+      path: '/alerts',
+      key: org.apiKey,
+      payload: {
+        subscription_id: subscriptionId,
+        metric: 'credit_balance',
+        threshold: '5',
+        name: 'Low credit',
+      },
+    });
+    expect(made.statusCode, made.body).toBe(201);
+    for (const [locale, threshold, name] of [
+      ['en', '250.50', 'Budget EN'],
+      ['fr-CA', '300,25', 'Budget FR'],
+    ] as const) {
+      const m = messagesFor(locale);
+      const session = await createSession(api, org.apiKey, { customer_id: customerId, locale });
+      const { page, problems } = await watchedPage();
+      await page.goto(onServer(session.url));
+      const card = page.locator('section[aria-labelledby="alerts"]');
+      expect(await card.locator('h2').textContent()).toBe(m.alerts);
+      await card.getByLabel(m.alertThreshold).fill(threshold);
+      await card.getByLabel(m.alertName).fill(name);
+      await Promise.all([
+        page.waitForURL(/\/portal\/pst_[^/?]+(\?locale=(en|fr-CA))?$/),
+        card.getByRole('button', { name: m.addAlert }).click(),
+      ]);
+      const rows = (await page.locator('section[aria-labelledby="alerts"] tbody tr').allTextContents()).map(
+        (row) => row.replace(/\u00a0/g, ' '),
+      );
+      expect(rows.some((row) => row.startsWith(name) && row.includes(m.alertMetric.usage_amount!))).toBe(
+        true,
+      );
+      expect(rows.some((row) => row.startsWith('Low credit'))).toBe(true);
+      const listed = (
+        await api.request({ method: 'GET', path: `/alerts?customer_id=${customerId}`, key: org.apiKey })
+      ).json().data as { id: string; name: string; threshold: string; metric: string }[];
+      const added = listed.find((alert) => alert.name === name)!;
+      expect(added).toMatchObject({
+        metric: 'usage_amount',
+        threshold: `${threshold.replace(',', '.')}000000`,
+      });
+      // removed by its own button
+      await Promise.all([
+        page.waitForURL(/\/portal\/pst_[^/?]+(\?locale=(en|fr-CA))?$/),
+        page.getByRole('button', { name: m.removeAlert(name) }).click(),
+      ]);
+      expect(await page.getByRole('button', { name: m.removeAlert(name) }).count()).toBe(0);
+      expect(await page.getByRole('button', { name: m.removeAlert('Low credit') }).count()).toBe(0);
+      expect(problems).toEqual([]);
+      await page.close();
+    }
+  });
+
+  it("refuses a form without its session's CSRF token (403), and any subscription not the customer's (404)", async () => {
+    const session = await createSession(api, org.apiKey, {
+      customer_id: scenario.customers.quebec.id,
+      locale: 'en',
+    });
+    const url = new URL(onServer(session.url));
+    const page = await fetch(url);
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())![1]!;
+    const post = (body: Record<string, string>, path = '/alerts') =>
+      fetch(`${url.origin}${url.pathname}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(body).toString(),
+        redirect: 'manual',
+      });
+    const ok = { subscription_id: String(scenario.subscriptions.active), threshold: '10' };
+    expect((await post(ok)).status).toBe(403);
+    expect((await post({ ...ok, csrf: `${csrf.slice(0, -1)}x` })).status).toBe(403);
+    // another session's token is another session's: refused here
+    const other = await createSession(api, org.apiKey, { customer_id: scenario.customers.ontario.id });
+    const otherCsrf = /name="csrf" value="([^"]+)"/.exec(
+      await (await fetch(onServer(other.url))).text(),
+    )![1]!;
+    expect((await post({ ...ok, csrf: otherCsrf })).status).toBe(403);
+    // a subscription of another customer
+    const foreign = await post({ ...ok, csrf, subscription_id: String(scenario.subscriptions.pastDue) });
+    expect(foreign.status).toBe(404);
+    const refused = await post({ ...ok, csrf, threshold: '-3' });
+    expect(refused.status).toBe(422);
+    expect(await refused.text()).toContain('threshold');
+    const accepted = await post({ ...ok, csrf });
+    expect(accepted.status).toBe(303);
+    // removing: only this customer's usage_amount alerts
+    const theirs = await api.request({
+      method: 'POST',
+      path: '/alerts',
+      key: org.apiKey,
+      payload: { subscription_id: scenario.subscriptions.pastDue, metric: 'usage_amount', threshold: '10' },
+    });
+    expect(theirs.statusCode, theirs.body).toBe(201);
+    const ours = await api.request({
+      method: 'POST',
+      path: '/alerts',
+      key: org.apiKey,
+      payload: { subscription_id: scenario.subscriptions.active, metric: 'credit_balance', threshold: '1' },
+    });
+    expect(ours.statusCode, ours.body).toBe(201);
+    for (const id of [theirs.json().data.id as string, ours.json().data.id as string]) {
+      expect((await post({ csrf }, `/alerts/${id}/delete`)).status).toBe(404);
+      expect((await api.request({ method: 'GET', path: `/alerts/${id}`, key: org.apiKey })).statusCode).toBe(
+        200,
+      );
+    }
+  });
+});
+
 describe('the portal in Chromium', () => {
   it('draws the daily chart of real usage: one bar per day of the period, tall where usage was', async () => {
     const session = await createSession(api, org.apiKey, {

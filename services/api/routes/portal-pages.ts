@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { ApiError } from '../../../libs/errors/index.js';
 import { isLocale, type Locale } from '../../../libs/i18n/index.js';
 import {
   INVOICE_STYLE_SOURCE,
@@ -9,9 +10,11 @@ import {
   renderInvoicePdf,
 } from '../../../libs/invoice-documents/index.js';
 import {
+  addPortalAlert,
   type ErrorPageKind,
   type HostedInvoiceAccess,
   invoicePage,
+  isPortalCsrfToken,
   openHostedInvoice,
   openPortalSession,
   PORTAL_CSS,
@@ -22,6 +25,7 @@ import {
   type PortalAccess,
   portalHomePage,
   portalPrintableInvoice,
+  removePortalAlert,
   renderErrorPage,
 } from '../../../libs/portal/index.js';
 import { canonicalUuid } from '../../../libs/schemas/index.js';
@@ -38,8 +42,9 @@ const PAGE_HEADERS = {
   'X-Content-Type-Options': 'nosniff',
   'X-Frame-Options': 'DENY',
   'X-Robots-Tag': 'noindex, nofollow',
+  // the alerts card's forms post to the portal itself, and nowhere else
   'Content-Security-Policy':
-    "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
 } as const;
 /** The printable invoice is one self-contained file: its inline stylesheet, by hash, and nothing else. */
 const PRINTABLE_CSP = `default-src 'self'; style-src ${INVOICE_STYLE_SOURCE}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
@@ -65,7 +70,14 @@ function sendPage(reply: FastifyReply, status: number, body: string): FastifyRep
 }
 
 function sendError(request: FastifyRequest, reply: FastifyReply, kind: ErrorPageKind): FastifyReply {
-  const status = kind === 'expired' || kind === 'revoked' ? 410 : kind === 'not-found' ? 404 : 503;
+  const status =
+    kind === 'expired' || kind === 'revoked'
+      ? 410
+      : kind === 'not-found'
+        ? 404
+        : kind === 'forbidden'
+          ? 403
+          : 503;
   return sendPage(reply, status, renderErrorPage(kind, visitorLocale(request), pagesBaseUrlOf(request)));
 }
 
@@ -126,9 +138,74 @@ export const portalPageRoutes: FastifyPluginAsyncZod = async (app) => {
       base: pagesBaseUrlOf(request),
       locale: localeOf(request, access.locale),
       usageSource,
+      alerts: {},
     });
     return sendPage(reply, 200, page);
   });
+
+  // --- the portal's one write: the customer's usage_amount alerts (libs/portal/alerts.ts) ---
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string' },
+    (_request, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+    },
+  );
+  /** The session of a form's page, its CSRF token checked; undefined once a refusal page is sent. */
+  const formSession = async (request: FastifyRequest<{ Params: TokenParams }>, reply: FastifyReply) => {
+    const access = await openPortalSession(db, request.params.token);
+    if (access.kind !== 'granted') {
+      sendError(request, reply, refusalPage(access.kind));
+      return undefined;
+    }
+    const form = (request.body ?? {}) as Record<string, unknown>;
+    if (!isPortalCsrfToken(request.params.token, form.csrf)) {
+      sendError(request, reply, 'forbidden');
+      return undefined;
+    }
+    return { access, form };
+  };
+  const backHome = (request: FastifyRequest<{ Params: TokenParams }>, reply: FastifyReply) => {
+    const locale = (request.query as Query).locale;
+    const query = isLocale(locale) ? `?locale=${locale}` : '';
+    return reply.redirect(`${PORTAL_PATH}/${request.params.token}${query}`, 303);
+  };
+  app.post<{ Params: TokenParams }>('/:token/alerts', route, async (request, reply) => {
+    const session = await formSession(request, reply);
+    if (!session) return reply;
+    try {
+      await addPortalAlert(db, app.deps.usageRead, session.access, session.form);
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'NOT_FOUND')
+        return sendError(request, reply, 'not-found');
+      if (!(error instanceof ApiError) || error.code !== 'VALIDATION_ERROR') throw error;
+      const refused = (error.details ?? []).map((detail) => `${detail.field}: ${detail.message}`).join('; ');
+      const page = await portalHomePage(db, session.access, request.params.token, {
+        base: pagesBaseUrlOf(request),
+        locale: localeOf(request, session.access.locale),
+        usageSource,
+        alerts: { refused },
+      });
+      return sendPage(reply, 422, page);
+    }
+    return backHome(request, reply);
+  });
+  app.post<{ Params: TokenParams & { alert_id: string } }>(
+    '/:token/alerts/:alert_id/delete',
+    route,
+    async (request, reply) => {
+      const session = await formSession(request, reply);
+      if (!session) return reply;
+      try {
+        await removePortalAlert(db, session.access, canonicalUuid(request.params.alert_id));
+      } catch (error) {
+        if (error instanceof ApiError && error.code === 'NOT_FOUND')
+          return sendError(request, reply, 'not-found');
+        throw error;
+      }
+      return backHome(request, reply);
+    },
+  );
 
   /** The invoice a granted link opens with the page's language, or undefined once the refusal page is sent. */
   const openInvoice = async <A extends PortalAccess | HostedInvoiceAccess>(
