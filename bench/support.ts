@@ -15,6 +15,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import type { Admin as KafkaAdmin } from '../libs/kafka/index.js';
 import { type PrebuiltRequestEntry, prebuiltRequest } from './autocannon-adapter.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
@@ -457,6 +458,71 @@ export async function startKafkaTestBrokerProcess(): Promise<{
       if (answer !== 'OK') throw new Error(`Kafka test broker: ${answer}`);
     },
   };
+}
+
+// --- the usage pipeline's progress ------------------------------------------------------------
+
+/** The ingest service's own counts of events accepted as new and as repeats, from its /metrics. */
+export async function ingestCounters(
+  port: number,
+): Promise<{ accepted: number; deduplicated: number; produceCalls: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const value = (outcome: string) =>
+    Number(
+      new RegExp(`billing_ingest_events_total\\{outcome="${outcome}",reason=""\\} (\\d+)`).exec(text)?.[1] ??
+        0,
+    );
+  const produceCalls = Number(/billing_kafka_produce_batch_size_count (\d+)/.exec(text)?.[1] ?? 0);
+  return { accepted: value('accepted'), deduplicated: value('deduplicated'), produceCalls };
+}
+
+/**
+ * Waits until the ingest service's counters stand still (requests a load gave up on may still be
+ * completing) and every one of `groupIds` has committed the topic up to its end. Resolves false
+ * after `timeoutMs`.
+ */
+export async function consumerGroupsCaughtUp(options: {
+  admin: KafkaAdmin;
+  topic: string;
+  groupIds: readonly string[];
+  ingestPort: number;
+  timeoutMs: number;
+  log: (message: string) => void;
+}): Promise<boolean> {
+  const { admin, topic, groupIds, ingestPort, log } = options;
+  const deadline = Date.now() + options.timeoutMs;
+  let last = await ingestCounters(ingestPort);
+  for (;;) {
+    await sleep(200);
+    const now = await ingestCounters(ingestPort);
+    if (now.accepted === last.accepted && now.deduplicated === last.deduplicated) break;
+    last = now;
+  }
+  let lastLog = Date.now();
+  for (;;) {
+    const ends = await admin.fetchTopicOffsets(topic);
+    let behind = 0;
+    for (const groupId of groupIds) {
+      const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      const at = new Map((committed?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+      for (const end of ends) {
+        const high = Number(end.high);
+        if (high > Number(end.low)) behind += Math.max(0, high - Math.max(0, at.get(end.partition) ?? 0));
+      }
+    }
+    if (behind === 0) return true;
+    if (Date.now() > deadline) {
+      log(
+        `${groupIds.join(', ')} did not catch up within ${options.timeoutMs / 1000} s (${behind} messages behind)`,
+      );
+      return false;
+    }
+    if (Date.now() - lastLog > 10_000) {
+      log(`  ${behind} messages behind`);
+      lastLog = Date.now();
+    }
+    await sleep(100);
+  }
 }
 
 // --- CPU time -------------------------------------------------------------------------------

@@ -71,11 +71,13 @@ import {
   type AutocannonRequestEntry,
   autocannon,
   commandCpuSeconds,
+  consumerGroupsCaughtUp,
   cpuSeconds,
   createDatabase,
   dropDatabase,
   freePort,
   freshKeyRequest,
+  ingestCounters,
   intEnv,
   KEY_SLOT,
   logger,
@@ -593,59 +595,16 @@ function startMarkers(apiPort: number, ingestPort: number, setup: ScenarioSetup,
   };
 }
 
-/**
- * Waits until the ingest service's counters stand still (requests a load gave up on may still be
- * completing) and both sinks' groups have committed the topic up to its end. Resolves false
- * after BENCH_CATCHUP_TIMEOUT_SECONDS.
- */
-async function caughtUp(admin: Admin, topic: string, ingestPort: number): Promise<boolean> {
-  const deadline = Date.now() + settings.catchupTimeoutSeconds * 1000;
-  let last = await ingestCounters(ingestPort);
-  for (;;) {
-    await sleep(200);
-    const now = await ingestCounters(ingestPort);
-    if (now.accepted === last.accepted && now.deduplicated === last.deduplicated) break;
-    last = now;
-  }
-  let lastLog = Date.now();
-  for (;;) {
-    const ends = await admin.fetchTopicOffsets(topic);
-    let behind = 0;
-    for (const sink of ['pg-sink', 'ch-sink']) {
-      const [committed] = await admin.fetchOffsets({ groupId: `${runId}-${sink}`, topics: [topic] });
-      const at = new Map((committed?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
-      for (const end of ends) {
-        const high = Number(end.high);
-        if (high > Number(end.low)) behind += Math.max(0, high - Math.max(0, at.get(end.partition) ?? 0));
-      }
-    }
-    if (behind === 0) return true;
-    if (Date.now() > deadline) {
-      log(
-        `the sinks did not catch up within ${settings.catchupTimeoutSeconds} s (${behind} messages behind)`,
-      );
-      return false;
-    }
-    if (Date.now() - lastLog > 10_000) {
-      log(`  sinks ${behind} messages behind`);
-      lastLog = Date.now();
-    }
-    await sleep(100);
-  }
-}
-
-/** The ingest service's own counts of events accepted as new and as repeats. */
-async function ingestCounters(
-  port: number,
-): Promise<{ accepted: number; deduplicated: number; produceCalls: number }> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const value = (outcome: string) =>
-    Number(
-      new RegExp(`billing_ingest_events_total\\{outcome="${outcome}",reason=""\\} (\\d+)`).exec(text)?.[1] ??
-        0,
-    );
-  const produceCalls = Number(/billing_kafka_produce_batch_size_count (\d+)/.exec(text)?.[1] ?? 0);
-  return { accepted: value('accepted'), deduplicated: value('deduplicated'), produceCalls };
+/** Both stores' groups committed everything the ingest service accepted (false after the timeout). */
+function caughtUp(admin: Admin, topic: string, ingestPort: number): Promise<boolean> {
+  return consumerGroupsCaughtUp({
+    admin,
+    topic,
+    groupIds: [`${runId}-pg-sink`, `${runId}-ch-sink`],
+    ingestPort,
+    timeoutMs: settings.catchupTimeoutSeconds * 1000,
+    log,
+  });
 }
 
 async function cpu(

@@ -141,6 +141,11 @@ const sinkOnly = z.object({
   SINKS_PORT: port(8083),
   SINK_BATCH_SIZE: positiveInt(5000),
   SINK_FLUSH_MS: timerMs(200),
+  /**
+   * Whether this sinks process also runs the guardrails group (alerts, automatic top-ups). false:
+   * only the stores' groups; the policies wait, their group's offsets kept, until a process runs it.
+   */
+  SINKS_GUARDRAILS: flag().default(true),
 });
 
 /** Read where webhook URLs are accepted (api) and where they are called (dispatcher). */
@@ -189,7 +194,7 @@ export const embeddedSettings = common
   .extend(apiOnly.shape)
   .extend(ingestOnly.shape)
   // The sinks and the dispatcher run inside `npm start`: no ports of their own to check.
-  .extend(sinkOnly.omit({ SINKS_PORT: true }).shape)
+  .extend(sinkOnly.omit({ SINKS_PORT: true, SINKS_GUARDRAILS: true }).shape)
   .extend(dispatcherOnly.omit({ DISPATCHER_PORT: true }).shape)
   .extend(billingOnly.shape)
   .transform(withWebhookDefaults);

@@ -36,7 +36,7 @@ const { opened, sinks, ops, guardrails, readStores, eventLog } = await startOrEx
     config,
     db: opened.db,
     log,
-    listeners: [guardrails.sink('evaluated')],
+    listeners: config.SINKS_GUARDRAILS ? [guardrails.sink('evaluated')] : [],
   });
   const ops = await startOpsServer({
     host: config.HOST,

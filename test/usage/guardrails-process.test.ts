@@ -157,4 +157,32 @@ describe('guardrails in the sinks process', () => {
       await close();
     }
   });
+
+  it('SINKS_GUARDRAILS=false counts usage and evaluates nothing; the group resumes in the next process', {
+    timeout: 90_000,
+  }, async () => {
+    const { env, produce, counted, state, triggered, close } = await setUp();
+    try {
+      const storesOnly = await processes.start(
+        'services/ingest/sinks.ts',
+        { ...env, SINKS_GUARDRAILS: 'false' },
+        /sinks running \(pg-sink\); ops on port (\d+)/,
+      );
+      await produce([150]);
+      await eventually(async () => expect(await counted()).toBe(150), 30_000);
+      // the pg-sink's watermark moved past the crossing: an evaluator would have run by now
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      expect(await state()).toEqual({ status: 'OK', value: '0.00000000' });
+      await storesOnly.stop();
+      const full = await processes.start('services/ingest/sinks.ts', env, RUNNING);
+      await eventually(
+        async () => expect(await state()).toEqual({ status: 'TRIGGERED', value: '150.00000000' }),
+        40_000,
+      );
+      expect(await triggered()).toBe(1);
+      await full.stop();
+    } finally {
+      await close();
+    }
+  });
 });

@@ -1,0 +1,614 @@
+/**
+ * `npm run bench:alerts`: spend alerts on the distributed pipeline (issue 35). The ingest service
+ * (uWS), the sinks (pg-sink, ch-sink and the `guardrails` group that evaluates alerts), the api,
+ * the webhook dispatcher, a Kafka test broker and a redis-server of this run, Postgres and
+ * ClickHouse; a webhook receiver in this process. BENCH_ALERTS subscriptions (default 1,000), one
+ * metered item each, each with a `usage_quantity` alert armed at CROSSING.
+ *
+ * Parts (BENCH_PARTS, comma list, default both, in this order):
+ *
+ *   throughput  ingest closed loop (BENCH_CONNECTIONS connections, BENCH_THROUGHPUT_SECONDS) on the
+ *               alerted items, with the sinks process running only the stores' groups
+ *               (SINKS_GUARDRAILS=false) and then with the evaluator too, BENCH_ROUNDS times each,
+ *               alternating; every run starts once every group caught up and the machine is quiet.
+ *               Load events carry 0.001, so no alert crosses: the evaluator reads the usage of
+ *               every touched subscription with an alert and writes nothing.
+ *   latency     BENCH_RATE events/s paced evenly for BENCH_DURATION_SECONDS on those items, and,
+ *               spread evenly over the same time, one crossing event per alert (quantity CROSSING),
+ *               each on its own. From each crossing's 201 to the receiver's first `alert.triggered`
+ *               for that alert: p50/p99/max; and every alert fired exactly once (distinct
+ *               webhook-id per alert).
+ *
+ * Bars: latency p99 <= 2 s at 5,000 events/s with 1,000 alerts; ingest events/s with the evaluator
+ * >= 0.9 of without (means over the rounds).
+ *
+ * Settings (env, defaults in brackets): BENCH_ALERTS [1000], BENCH_RATE [5000],
+ * BENCH_DURATION_SECONDS [60], BENCH_THROUGHPUT_SECONDS [20], BENCH_ROUNDS [2], BENCH_CONNECTIONS
+ * [50], BENCH_PACED_CONNECTIONS [64], BENCH_PARTITIONS [12], BENCH_TIMEOUT_SECONDS [120: the
+ * longest wait for the last delivery and for the groups to catch up], BENCH_QUIET_SECONDS [30],
+ * DATABASE_URL (admin URL; a database bench_alerts_<pid> is created and dropped), CLICKHOUSE_URL
+ * (a database of the same name is created and dropped). Report: bench/results/alerts-<time>.json.
+ * On this 2-core VM every process shares the cores with the load generator and the receiver.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createApiKey } from '../../libs/auth/index.js';
+import { createProduct } from '../../libs/catalog/index.js';
+import { openClickHouse } from '../../libs/clickhouse/index.js';
+import { createCustomer } from '../../libs/customers/index.js';
+import { Database, migrate } from '../../libs/db/index.js';
+import { createKafka } from '../../libs/kafka/index.js';
+import { createOrganization, setRateLimitOverride } from '../../libs/organizations/index.js';
+import { BASE_PATH, CreateCustomer } from '../../libs/schemas/index.js';
+import { createSubscription } from '../../libs/subscriptions/index.js';
+import { createEndpoint } from '../../libs/webhooks/index.js';
+import { pacedLoad } from '../pipeline/paced-load.js';
+import {
+  autocannon,
+  consumerGroupsCaughtUp,
+  cpuSeconds,
+  createDatabase,
+  dropDatabase,
+  freePort,
+  freshKeyRequest,
+  ingestCounters,
+  intEnv,
+  KEY_SLOT,
+  logger,
+  printBars,
+  printTable,
+  startKafkaTestBrokerProcess,
+  startLoggedProcess,
+  startRedisServer,
+  stopChildren,
+  stopProcess,
+  waitForQuietMachine,
+  writeReport,
+} from '../support.js';
+
+const PARTS = ['throughput', 'latency'] as const;
+const parts = (process.env.BENCH_PARTS || PARTS.join(','))
+  .split(',')
+  .map((part) => part.trim())
+  .filter((part): part is (typeof PARTS)[number] => (PARTS as readonly string[]).includes(part));
+
+const settings = {
+  parts,
+  alerts: intEnv('BENCH_ALERTS', 1000, 1),
+  rate: intEnv('BENCH_RATE', 5000, 1),
+  durationSeconds: intEnv('BENCH_DURATION_SECONDS', 60, 1),
+  throughputSeconds: intEnv('BENCH_THROUGHPUT_SECONDS', 20, 1),
+  rounds: intEnv('BENCH_ROUNDS', 2, 1),
+  connections: intEnv('BENCH_CONNECTIONS', 50, 1),
+  pacedConnections: intEnv('BENCH_PACED_CONNECTIONS', 64, 1),
+  partitions: intEnv('BENCH_PARTITIONS', 12, 1),
+  timeoutSeconds: intEnv('BENCH_TIMEOUT_SECONDS', 120, 1),
+  quietSeconds: intEnv('BENCH_QUIET_SECONDS', 30),
+  clickhouseUrl: process.env.CLICKHOUSE_URL ?? 'http://127.0.0.1:8123',
+};
+const BARS = { latencyP99Ms: 2000, latencyRate: 5000, latencyAlerts: 1000, throughputRatio: 0.9 };
+
+/** Every alert's threshold and the quantity of its crossing event; load events carry LOAD_QUANTITY. */
+const CROSSING = '1000';
+const LOAD_QUANTITY = '0.001';
+const DAY = 86_400_000;
+
+const runId = `bench_alerts_${process.pid}`;
+const log = logger('alerts');
+
+interface Setup {
+  orgId: number;
+  apiKey: string;
+  /** Per alert: its id and its metered item. */
+  alerts: { id: string; itemId: number }[];
+}
+
+interface ThroughputRun {
+  round: number;
+  evaluator: boolean;
+  eventsPerSecond: number;
+  p99Ms: number;
+  failed: number;
+  /** CPU µs per accepted event of the sinks process (the evaluator runs in it) and of ingest. */
+  sinksCpuMicros: number;
+  ingestCpuMicros: number;
+}
+
+interface LatencyResult {
+  rate: number;
+  seconds: number;
+  loadEventsPerSecond: number;
+  loadFailed: number;
+  loadUnsent: number;
+  crossingsAccepted: number;
+  fired: number;
+  /** Alerts with more than one distinct alert.triggered event. */
+  firedTwice: number;
+  /** Alerts whose event arrived before their crossing was answered (a crossing counted too early). */
+  firedEarly: number;
+  latencyMs: { p50: number; p99: number; max: number } | null;
+}
+
+const report: { throughput: ThroughputRun[]; latency?: LatencyResult } = { throughput: [] };
+
+try {
+  await main();
+} finally {
+  await stopChildren('SIGKILL');
+  await cleanUp();
+}
+
+async function main(): Promise<void> {
+  log(`settings: ${JSON.stringify(settings)}`);
+  const databaseUrl = await createDatabase(runId);
+  const receiver = await startReceiver();
+  const redis = await startRedisServer();
+  const broker = await startKafkaTestBrokerProcess();
+  const topic = `${runId}_usage`;
+  await broker.createTopic(topic, settings.partitions);
+  const env = serviceEnv(databaseUrl, redis.url, broker.bootstrap, topic);
+  const [apiPort, ingestPort, dispatcherPort] = [await freePort(), await freePort(), await freePort()];
+  const setupDone = prepare(databaseUrl, receiver.port);
+  await startLoggedProcess('services/api/main.ts', {
+    env: { ...env, PORT: String(apiPort) },
+    port: apiPort,
+    logName: runId,
+  });
+  const ingest = await startLoggedProcess('services/ingest/main.ts', {
+    // uWebSockets.js, as deployed behind deploy/nginx; the keys sent here are printable ASCII
+    env: { ...env, INGEST_PORT: String(ingestPort), INGEST_TRUSTED_PROXY: 'true' },
+    port: ingestPort,
+    logName: runId,
+  });
+  await startLoggedProcess('services/dispatcher/main.ts', {
+    env: { ...env, DISPATCHER_PORT: String(dispatcherPort) },
+    port: dispatcherPort,
+    logName: runId,
+  });
+  const { orgId, apiKey } = await setupDone;
+  const setup: Setup = { orgId, apiKey, alerts: await armAlerts(apiPort, apiKey, orgId, databaseUrl) };
+  log(`${setup.alerts.length} alerts armed`);
+  const kafka = createKafka({ brokers: [broker.bootstrap], clientId: 'bench-alerts' });
+  const admin = kafka.admin();
+  await admin.connect();
+  const caughtUp = async (evaluator: boolean) => {
+    const groups = ['pg-sink', 'ch-sink', ...(evaluator ? ['guardrails'] : [])];
+    const caught = await consumerGroupsCaughtUp({
+      admin,
+      topic,
+      groupIds: groups.map((group) => `${runId}-${group}`),
+      ingestPort,
+      timeoutMs: settings.timeoutSeconds * 1000,
+      log,
+    });
+    if (!caught) throw new Error(`the sinks (${groups.join(', ')}) did not catch up`);
+  };
+  let sinks: ChildProcess | undefined;
+  const startSinks = async (evaluator: boolean) => {
+    if (sinks) await stopProcess(sinks);
+    const port = await freePort();
+    sinks = await startLoggedProcess('services/ingest/sinks.ts', {
+      env: { ...env, SINKS_PORT: String(port), SINKS_GUARDRAILS: String(evaluator) },
+      port,
+      logName: runId,
+    });
+    await caughtUp(evaluator);
+    return sinks;
+  };
+  try {
+    if (settings.parts.includes('throughput')) {
+      for (let round = 1; round <= settings.rounds; round++) {
+        for (const evaluator of [false, true]) {
+          const running = await startSinks(evaluator);
+          report.throughput.push(
+            await throughput({ round, evaluator, ingestPort, ingest, sinks: running, setup, caughtUp }),
+          );
+        }
+      }
+    }
+    if (settings.parts.includes('latency')) {
+      await startSinks(true);
+      report.latency = await latency(ingestPort, setup, receiver);
+    }
+  } finally {
+    await admin.disconnect();
+    receiver.server.close();
+  }
+  printResults();
+  const bars = evaluate();
+  printBars(bars);
+  log(`report written to ${await writeReport('alerts', { settings, ...report, bars })}`);
+}
+
+// --- the runs -----------------------------------------------------------------------------------
+
+async function throughput(run: {
+  round: number;
+  evaluator: boolean;
+  ingestPort: number;
+  ingest: ChildProcess;
+  sinks: ChildProcess;
+  setup: Setup;
+  caughtUp: (evaluator: boolean) => Promise<void>;
+}): Promise<ThroughputRun> {
+  const { round, evaluator, ingestPort, ingest, sinks, setup } = run;
+  const busy = await waitForQuietMachine(0.1, settings.quietSeconds * 1000);
+  const name = `round ${round}, evaluator ${evaluator ? 'on' : 'off'}`;
+  log(`${name}: ${settings.throughputSeconds} s closed loop on a machine ${Math.round(busy * 100)}% busy`);
+  const before = { sinks: await cpuSeconds(sinks.pid), ingest: await cpuSeconds(ingest.pid) };
+  const counted = await ingestCounters(ingestPort);
+  const result = await autocannon({
+    url: `http://127.0.0.1:${ingestPort}`,
+    connections: settings.connections,
+    duration: settings.throughputSeconds,
+    requests: [loadRequests(ingestPort, setup, `t${round}${evaluator ? 'e' : 'n'}`)],
+  });
+  const accepted = (await ingestCounters(ingestPort)).accepted - counted.accepted;
+  const micros = (seconds: number) => round2((seconds * 1e6) / Math.max(1, accepted));
+  const outcome: ThroughputRun = {
+    round,
+    evaluator,
+    eventsPerSecond: round2(result['2xx'] / result.duration),
+    p99Ms: result.latency.p99,
+    failed: result.non2xx + result.errors + result.timeouts,
+    sinksCpuMicros: 0,
+    ingestCpuMicros: micros((await cpuSeconds(ingest.pid)) - before.ingest),
+  };
+  // the sinks' CPU counts what they spent on this load: all of it read and evaluated
+  await run.caughtUp(evaluator);
+  outcome.sinksCpuMicros = micros((await cpuSeconds(sinks.pid)) - before.sinks);
+  log(`${name}: ${outcome.eventsPerSecond} events/s, sinks ${outcome.sinksCpuMicros} µs/event`);
+  return outcome;
+}
+
+async function latency(ingestPort: number, setup: Setup, receiver: Receiver): Promise<LatencyResult> {
+  const busy = await waitForQuietMachine(0.1, settings.quietSeconds * 1000);
+  log(
+    `latency: ${settings.rate} events/s for ${settings.durationSeconds} s and ${setup.alerts.length} ` +
+      `crossings, on a machine ${Math.round(busy * 100)}% busy`,
+  );
+  receiver.reset();
+  const requests = loadRequests(ingestPort, setup, 'lat');
+  const loadDone = pacedLoad({
+    port: ingestPort,
+    rate: settings.rate,
+    seconds: settings.durationSeconds,
+    connections: Math.max(1, Math.min(settings.pacedConnections, settings.rate)),
+    next: requests.nextBuffer!,
+  });
+  const answeredAt = new Map<string, number>();
+  const started = Date.now();
+  const spacing = (settings.durationSeconds * 1000) / setup.alerts.length;
+  const crossings = setup.alerts.map(async (alert, index) => {
+    await sleep(Math.max(0, started + (index + 0.5) * spacing - Date.now()));
+    const response = await fetch(`http://127.0.0.1:${ingestPort}${BASE_PATH}/usage/events`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${setup.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': `crossing-${alert.id}`,
+      },
+      body: `{"subscription_item_id":${alert.itemId},"quantity":${CROSSING}}`,
+    });
+    await response.arrayBuffer();
+    if (response.status === 201) answeredAt.set(alert.id, Date.now());
+    else log(`crossing of ${alert.id}: ${response.status}`);
+  });
+  const [load] = await Promise.all([loadDone, Promise.all(crossings)]);
+  const deadline = Date.now() + settings.timeoutSeconds * 1000;
+  while (receiver.firstArrival.size < answeredAt.size && Date.now() < deadline) await sleep(100);
+  // a second delivery of one crossing would come within moments of the first
+  await sleep(2000);
+  const lags: number[] = [];
+  let firedEarly = 0;
+  for (const [alertId, answered] of answeredAt) {
+    const arrived = receiver.firstArrival.get(alertId);
+    if (arrived === undefined) continue;
+    if (arrived < answered) firedEarly++;
+    lags.push(arrived - answered);
+  }
+  const ok = load.statuses[201] ?? 0;
+  return {
+    rate: settings.rate,
+    seconds: settings.durationSeconds,
+    loadEventsPerSecond: round2(ok / Math.max(0.001, load.seconds)),
+    loadFailed: load.answered - ok,
+    loadUnsent: load.unsent,
+    crossingsAccepted: answeredAt.size,
+    fired: receiver.firstArrival.size,
+    firedTwice: [...receiver.eventIds.values()].filter((ids) => ids.size > 1).length,
+    firedEarly,
+    latencyMs: lags.length ? percentiles(lags) : null,
+  };
+}
+
+// --- set-up -------------------------------------------------------------------------------------
+
+/**
+ * The organization (no rate limit a load meets), its webhook endpoint to the receiver for
+ * `alert.triggered`, and BENCH_ALERTS subscriptions of one metered item each (ten per customer),
+ * made through the domain functions so the read-back prices them as any other.
+ */
+async function prepare(
+  databaseUrl: string,
+  receiverPort: number,
+): Promise<{ orgId: number; apiKey: string }> {
+  const db = new Database(databaseUrl, { poolSize: 2 });
+  const periodStart = new Date(Math.floor((Date.now() - 10 * DAY) / DAY) * DAY);
+  try {
+    await migrate(db);
+    const org = await createOrganization(db, { name: 'Alerts bench', plan: 'scale' });
+    await setRateLimitOverride(db, org.id, 2_000_000_000);
+    const { api_key: apiKey } = await createApiKey(db, { orgId: org.id, name: 'bench' });
+    await createEndpoint(
+      db,
+      org.id,
+      {
+        url: `http://127.0.0.1:${receiverPort}/hooks`,
+        events: ['alert.triggered'],
+        description: 'bench',
+        status: 'ACTIVE',
+      },
+      { allowLocalhost: true },
+    );
+    const product = await createProduct(db, org.id, {
+      name: 'API calls',
+      pricing_type: 'usage',
+      pricing_mode: 'graduated',
+      currency: 'CAD',
+      unit_label: 'call',
+      tiers: [{ up_to: null, unit_price: '0.001' }],
+    });
+    let customerId = 0;
+    for (let n = 0; n < settings.alerts; n++) {
+      if (n % 10 === 0) {
+        customerId = (
+          await createCustomer(
+            db,
+            org.id,
+            CreateCustomer.parse({ name: `Customer ${n / 10}`, country: 'CA', state_province: 'ON' }),
+          )
+        ).id;
+      }
+      await createSubscription(
+        db,
+        org.id,
+        { customer_id: customerId, items: [{ product_id: product.id }], start_date: periodStart },
+        { now: periodStart },
+      );
+    }
+    return { orgId: org.id, apiKey };
+  } finally {
+    await db.close();
+  }
+}
+
+/** One usage_quantity alert per metered item, made through POST /alerts. */
+async function armAlerts(
+  apiPort: number,
+  apiKey: string,
+  orgId: number,
+  databaseUrl: string,
+): Promise<Setup['alerts']> {
+  const db = new Database(databaseUrl, { poolSize: 1 });
+  let items: { id: number; subscription_id: number }[];
+  try {
+    ({ rows: items } = await db.query<{ id: number; subscription_id: number }>(
+      `SELECT id, subscription_id FROM subscription_items WHERE org_id = $1 ORDER BY id`,
+      [orgId],
+    ));
+  } finally {
+    await db.close();
+  }
+  const alerts: Setup['alerts'] = [];
+  for (const item of items) {
+    const response = await fetch(`http://127.0.0.1:${apiPort}${BASE_PATH}/alerts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        subscription_id: item.subscription_id,
+        subscription_item_id: item.id,
+        metric: 'usage_quantity',
+        threshold: CROSSING,
+      }),
+    });
+    const body = (await response.json()) as { data?: { id: string } };
+    if (response.status !== 201 || !body.data) {
+      throw new Error(`POST /alerts answered ${response.status}: ${JSON.stringify(body)}`);
+    }
+    alerts.push({ id: body.data.id, itemId: item.id });
+  }
+  return alerts;
+}
+
+function serviceEnv(databaseUrl: string, redisUrl: string, brokers: string, topic: string) {
+  return {
+    APP_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    REDIS_KEY_PREFIX: `${runId}:`,
+    KAFKA_BROKERS: brokers,
+    KAFKA_USAGE_TOPIC: topic,
+    KAFKA_TOPIC_PARTITIONS: String(settings.partitions),
+    KAFKA_CONSUMER_GROUP_PREFIX: `${runId}-`,
+    CLICKHOUSE_URL: settings.clickhouseUrl,
+    CLICKHOUSE_DATABASE: runId,
+    WEBHOOK_ALLOW_LOCALHOST: 'true',
+  };
+}
+
+/** Load events (LOAD_QUANTITY, a fresh key each) cycling over the alerted items. */
+function loadRequests(port: number, setup: Setup, keyPrefix: string) {
+  const headers = {
+    authorization: `Bearer ${setup.apiKey}`,
+    'content-type': 'application/json',
+    'idempotency-key': KEY_SLOT,
+  };
+  return freshKeyRequest(
+    `http://127.0.0.1:${port}${BASE_PATH}/usage/events`,
+    `${keyPrefix}-${Date.now().toString(36)}-`,
+    setup.alerts.map((alert) => ({
+      method: 'POST',
+      headers,
+      body: `{"subscription_item_id":${alert.itemId},"quantity":${LOAD_QUANTITY}}`,
+    })),
+  );
+}
+
+// --- the receiver -------------------------------------------------------------------------------
+
+interface Receiver {
+  server: Server;
+  port: number;
+  /** Per alert id: when its first alert.triggered arrived (Date.now()). */
+  firstArrival: Map<string, number>;
+  /** Per alert id: the distinct webhook-id headers of its alert.triggered deliveries. */
+  eventIds: Map<string, Set<string>>;
+  reset(): void;
+}
+
+/** Answers 200 at once and notes each alert.triggered delivery by its alert and webhook-id. */
+async function startReceiver(): Promise<Receiver> {
+  const firstArrival = new Map<string, number>();
+  const eventIds = new Map<string, Set<string>>();
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const arrived = Date.now();
+      response.writeHead(200).end();
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        type: string;
+        data: { id: string };
+      };
+      if (body.type !== 'alert.triggered') return;
+      if (!firstArrival.has(body.data.id)) firstArrival.set(body.data.id, arrived);
+      const ids = eventIds.get(body.data.id) ?? new Set<string>();
+      ids.add(String(request.headers['webhook-id']));
+      eventIds.set(body.data.id, ids);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    firstArrival,
+    eventIds,
+    reset() {
+      firstArrival.clear();
+      eventIds.clear();
+    },
+  };
+}
+
+// --- output -------------------------------------------------------------------------------------
+
+function printResults(): void {
+  if (report.throughput.length) {
+    console.log('\ningest closed loop on the alerted items, sinks with and without the evaluator');
+    printTable(
+      ['round', 'evaluator', 'events/s', 'p99 ms', 'failed', 'ingest µs/event', 'sinks µs/event'],
+      report.throughput.map((r) => [
+        r.round,
+        r.evaluator ? 'on' : 'off',
+        r.eventsPerSecond,
+        r.p99Ms,
+        r.failed,
+        r.ingestCpuMicros,
+        r.sinksCpuMicros,
+      ]),
+    );
+  }
+  const l = report.latency;
+  if (l) {
+    console.log(`\nalert latency: ${l.rate} events/s for ${l.seconds} s, one crossing per alert`);
+    printTable(
+      [
+        'load events/s',
+        'load failed',
+        'unsent',
+        'crossings 201',
+        'fired',
+        'fired twice',
+        'fired early',
+        'p50 ms',
+        'p99 ms',
+        'max ms',
+      ],
+      [
+        [
+          l.loadEventsPerSecond,
+          l.loadFailed,
+          l.loadUnsent,
+          l.crossingsAccepted,
+          l.fired,
+          l.firedTwice,
+          l.firedEarly,
+          l.latencyMs?.p50 ?? '-',
+          l.latencyMs?.p99 ?? '-',
+          l.latencyMs?.max ?? '-',
+        ],
+      ],
+    );
+  }
+}
+
+function evaluate(): { bar: string; measured: string; pass: boolean | undefined }[] {
+  const bars: { bar: string; measured: string; pass: boolean | undefined }[] = [];
+  const l = report.latency;
+  if (l) {
+    const atBar = l.rate >= BARS.latencyRate && settings.alerts >= BARS.latencyAlerts;
+    bars.push({
+      bar: `201 of the crossing to alert.triggered received, p99 <= ${BARS.latencyP99Ms} ms (${BARS.latencyRate} events/s, ${BARS.latencyAlerts} alerts)`,
+      measured: l.latencyMs ? `${l.latencyMs.p99} ms (at ${l.loadEventsPerSecond} events/s)` : 'none fired',
+      pass: atBar ? (l.latencyMs?.p99 ?? Number.POSITIVE_INFINITY) <= BARS.latencyP99Ms : undefined,
+    });
+    bars.push({
+      bar: 'every alert crossed fires exactly once, after its crossing',
+      measured: `${l.fired} of ${l.crossingsAccepted} crossings (of ${settings.alerts}) fired, ${l.firedTwice} twice, ${l.firedEarly} early`,
+      pass:
+        l.crossingsAccepted === settings.alerts &&
+        l.fired === l.crossingsAccepted &&
+        l.firedTwice === 0 &&
+        l.firedEarly === 0,
+    });
+  }
+  const mean = (evaluator: boolean) => {
+    const runs = report.throughput.filter((r) => r.evaluator === evaluator);
+    return runs.reduce((sum, r) => sum + r.eventsPerSecond, 0) / Math.max(1, runs.length);
+  };
+  if (report.throughput.length) {
+    const ratio = mean(false) ? mean(true) / mean(false) : 0;
+    bars.push({
+      bar: `ingest events/s with the evaluator >= ${BARS.throughputRatio} of without`,
+      measured: `${round2(ratio)} (${round2(mean(true))} / ${round2(mean(false))})`,
+      pass: ratio >= BARS.throughputRatio,
+    });
+  }
+  return bars;
+}
+
+// --- helpers ------------------------------------------------------------------------------------
+
+async function cleanUp(): Promise<void> {
+  await dropDatabase(runId, log);
+  const clickhouse = openClickHouse({ url: settings.clickhouseUrl, database: runId });
+  await clickhouse
+    .command(`DROP DATABASE IF EXISTS ${runId}`)
+    .catch((error) => log(`cleanup: ${(error as Error).message}`));
+  await clickhouse.close();
+}
+
+function percentiles(values: number[]): { p50: number; p99: number; max: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+  return { p50: at(0.5), p99: at(0.99), max: sorted[sorted.length - 1]! };
+}
+
+function round2(value: number): number {
+  return Math.round(value * 100) / 100;
+}
