@@ -127,9 +127,10 @@ describe('guardrails in the sinks process', () => {
       }
       const last = await processes.start('services/ingest/sinks.ts', env, RUNNING);
       await eventually(
-        async () => expect(await state()).toEqual({ status: 'TRIGGERED', value: '130.00000000' }),
+        async () => expect(await state()).toEqual({ status: 'TRIGGERED', value: '120.00000000' }),
         40_000,
       );
+      expect(await counted()).toBe(120); // 100, then 10 after each of the two kills: each once
       expect(await triggered()).toBe(1);
       await last.stop();
     } finally {
