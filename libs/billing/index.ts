@@ -56,6 +56,7 @@ export {
   getCreditBalance,
   getDailyUsage,
   getSubscriptionUsage,
+  getSubscriptionsUsage,
   previewUpcomingInvoice,
 } from './read-back/index.js';
 export {

@@ -1,4 +1,4 @@
-import { getCreditBalance, getSubscriptionUsage, parseInput, UnbillableError } from '../billing/index.js';
+import { getCreditBalance, getSubscriptionsUsage, parseInput, UnbillableError } from '../billing/index.js';
 import type { Database, Queryable } from '../db/index.js';
 import { ApiError, type FieldError } from '../errors/index.js';
 import { type DomainEvent, emitDomainEvents } from '../events/index.js';
@@ -224,7 +224,7 @@ export interface EvaluationScope {
 
 /**
  * Evaluates the alerts in `scope` against the metrics now and moves those that crossed. Returns
- * the events emitted. Metrics are read once per subscription (usage) and customer (credit).
+ * the events emitted. Usage is read for all the subscriptions at once, credit once per customer.
  */
 export async function evaluateAlerts(
   db: Database,
@@ -233,21 +233,22 @@ export async function evaluateAlerts(
 ): Promise<DomainEvent[]> {
   const alerts = await alertsIn(db, scope);
   if (alerts.length === 0) return [];
-  const usage = new Map<number, SubscriptionUsage | null>();
+  const usageAlerts = alerts.filter((alert) => alert.metric !== 'credit_balance');
+  const usage = await getSubscriptionsUsage(
+    db,
+    stores,
+    uniqueBy(usageAlerts, (alert) => alert.subscription_id).map((alert) => ({
+      orgId: alert.org_id,
+      subscriptionId: alert.subscription_id,
+    })),
+  );
   const balances = new Map<number, { projected: string; as_of: string } | null>();
   for (const alert of alerts) {
-    if (alert.metric === 'credit_balance') {
-      if (!balances.has(alert.customer_id)) {
-        const balance = await unlessUnbillable(() =>
-          getCreditBalance(db, stores, alert.org_id, alert.customer_id),
-        );
-        balances.set(alert.customer_id, balance);
-      }
-    } else if (!usage.has(alert.subscription_id)) {
-      usage.set(
-        alert.subscription_id,
-        await unlessUnbillable(() => getSubscriptionUsage(db, stores, alert.org_id, alert.subscription_id)),
+    if (alert.metric === 'credit_balance' && !balances.has(alert.customer_id)) {
+      const balance = await unlessUnbillable(() =>
+        getCreditBalance(db, stores, alert.org_id, alert.customer_id),
       );
+      balances.set(alert.customer_id, balance);
     }
   }
   const events: DomainEvent[] = [];
@@ -379,4 +380,9 @@ async function moveAlert(db: Database, alert: AlertRow, reading: Reading): Promi
     await emitDomainEvents(tx, [event]);
     return [event];
   });
+}
+
+function uniqueBy<T>(values: readonly T[], key: (value: T) => unknown): T[] {
+  const seen = new Set<unknown>();
+  return values.filter((value) => !seen.has(key(value)) && seen.add(key(value)));
 }

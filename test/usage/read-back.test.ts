@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runBilling, usageSource } from '../../libs/billing/index.js';
+import {
+  getSubscriptionUsage,
+  getSubscriptionsUsage,
+  runBilling,
+  usageSource,
+} from '../../libs/billing/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { basicCatalog, customerIn, invoicesOf, subscribe } from '../billing/fixtures.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
@@ -104,6 +109,33 @@ describe('usage read-back, embedded mode', () => {
     });
     expect(Date.parse(usage.as_of)).toBeGreaterThanOrEqual(before);
     expect(usage.lag_seconds).toBeLessThan(1);
+  });
+
+  it('reads several subscriptions at once as it reads each; missing and foreign ones are absent', async () => {
+    const db = api.platform.db;
+    const stores = api.usage.readStores;
+    // a third subscription in another window, with an item that no event touched
+    const customerId = await customerIn(db, org.orgId, { country: 'US', state_province: 'OR' });
+    const { apiCalls } = await basicCatalog(db, org.orgId);
+    const later = await subscribe(
+      db,
+      org.orgId,
+      { customer_id: customerId, items: [{ product_id: apiCalls }], start_date: new Date(today - DAY) },
+      new Date(today - DAY),
+    );
+    const ids = [subscriptionId, licensedOnly, later.id];
+    const many = await getSubscriptionsUsage(db, stores, [
+      ...ids.map((subscriptionId) => ({ orgId: org.orgId, subscriptionId })),
+      { orgId: other.orgId, subscriptionId }, // another organization's key to the same id
+      { orgId: org.orgId, subscriptionId: 987_654_321 },
+    ]);
+    expect([...many.keys()].sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
+    for (const id of ids) {
+      const one = await getSubscriptionUsage(db, stores, org.orgId, id);
+      // lag_seconds depends on the moment of reading
+      expect({ ...many.get(id), lag_seconds: 0, as_of: '' }).toEqual({ ...one, lag_seconds: 0, as_of: '' });
+    }
+    expect(many.get(subscriptionId)!.items[0]!.quantity).toBe('77.50000000');
   });
 
   it('gives a daily series with the zero days, and the upcoming invoice with tax', async () => {

@@ -1,2 +1,2 @@
 export { getCreditBalance } from './credit-balance.js';
-export { getDailyUsage, getSubscriptionUsage, previewUpcomingInvoice } from './usage-read-back.js';
+export { getDailyUsage, getSubscriptionUsage, getSubscriptionsUsage, previewUpcomingInvoice } from './usage-read-back.js';

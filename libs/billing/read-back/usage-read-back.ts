@@ -14,15 +14,17 @@ import {
 } from '../../usage/index.js';
 import { planBurnDown, readActiveGrants, toBurnableGrant } from '../credits/index.js';
 import { addMonthsAnchored, PERIOD_MONTHS } from '../domain/index.js';
-import { composePeriodInvoice, type PeriodInvoice } from '../invoices/index.js';
+import { composePeriodInvoice, type PeriodInvoice, UnbillableError } from '../invoices/index.js';
 import { loadBillableItems } from '../item-set/index.js';
 import type { BillableItem } from '../pricing/index.js';
 import { billableUsage } from '../pricing/index.js';
 import {
   type DueSubscription,
+  type InvoiceInputs,
   type InvoiceTarget,
   loadInvoiceInputs,
   loadSubscriptionSchedule,
+  loadSubscriptionSchedules,
   periodInvoiceInput,
   planBilling,
   type ScheduleStep,
@@ -64,8 +66,8 @@ async function loadSubscription(
  * What the billing run reads to compose `target`'s invoice (loadInvoiceInputs), read the same
  * way here, over the usage counted so far.
  */
-function loadPeriodInputs(db: Queryable, stores: UsageReadStores, target: InvoiceTarget) {
-  return loadInvoiceInputs(db, { usage: aggregatorFor(db, stores), lockCustomers: false }, [target]);
+function loadPeriodInputs(db: Queryable, stores: UsageReadStores, targets: InvoiceTarget[]) {
+  return loadInvoiceInputs(db, { usage: aggregatorFor(db, stores), lockCustomers: false }, targets);
 }
 
 function metered(items: readonly BillableItem[]): BillableItem[] {
@@ -99,12 +101,54 @@ export async function getSubscriptionUsage(
   const { start, end } = periodOf(subscription, options.period ?? 'current');
   // as_of first: every event it vouches for is in the store before the totals are read.
   const asOf = await stores.asOf();
-  // each item over the time it was on the subscription (DESIGN §9.2), as the billing run counts it
-  const target: InvoiceTarget = {
-    subscription,
-    step: { kind: 'invoice', periodStart: start, periodEnd: end, firstPeriod: false },
-  };
-  const inputs = await loadPeriodInputs(db, stores, target);
+  const target = usageTarget(subscription, start, end);
+  const inputs = await loadPeriodInputs(db, stores, [target]);
+  return composeUsage(target, inputs, asOf, options.now ?? new Date());
+}
+
+/**
+ * The current period's usage of several subscriptions, read as getSubscriptionUsage reads one but
+ * with one query per kind of input for all of them (what the alerts evaluate after each batch of
+ * the usage log). Subscriptions not found, or that cannot be invoiced now, are absent.
+ */
+export async function getSubscriptionsUsage(
+  db: Queryable,
+  stores: UsageReadStores,
+  keys: readonly { orgId: number; subscriptionId: number }[],
+  options: { now?: Date } = {},
+): Promise<Map<number, SubscriptionUsage>> {
+  const found = new Map<number, SubscriptionUsage>();
+  if (keys.length === 0) return found;
+  const subscriptions = await loadSubscriptionSchedules(db, keys);
+  const asOf = await stores.asOf();
+  const targets = subscriptions.map((subscription) => {
+    const { start, end } = periodOf(subscription, 'current');
+    return usageTarget(subscription, start, end);
+  });
+  const inputs = await loadPeriodInputs(db, stores, targets);
+  const now = options.now ?? new Date();
+  for (const target of targets) {
+    try {
+      found.set(target.subscription.id, composeUsage(target, inputs, asOf, now));
+    } catch (error) {
+      if (!(error instanceof UnbillableError)) throw error;
+    }
+  }
+  return found;
+}
+
+/** Each item over the time it was on the subscription (docs/architecture.md), as the billing run counts it. */
+function usageTarget(subscription: DueSubscription, start: Date, end: Date): InvoiceTarget {
+  return { subscription, step: { kind: 'invoice', periodStart: start, periodEnd: end, firstPeriod: false } };
+}
+
+function composeUsage(
+  target: InvoiceTarget,
+  inputs: InvoiceInputs,
+  asOf: Date,
+  now: Date,
+): SubscriptionUsage {
+  const { subscription, step } = target;
   const period = periodInvoiceInput(target, inputs);
   const meteredItems = metered(period.items);
   const totals = period.usage;
@@ -120,12 +164,11 @@ export async function getSubscriptionUsage(
       })
     : undefined;
   const amounts = new Map(invoice?.lines.map((line) => [line.subscription_item_id, line.line_total_pre_tax]));
-  const now = options.now ?? new Date();
   return {
     object: 'subscription_usage',
     subscription_id: subscription.id,
-    period_start: start.toISOString(),
-    period_end: end.toISOString(),
+    period_start: step.periodStart.toISOString(),
+    period_end: step.periodEnd.toISOString(),
     as_of: asOf.toISOString(),
     lag_seconds: Math.max(0, Math.round(now.getTime() - asOf.getTime()) / 1000),
     currency: subscription.currency.trim(),
@@ -255,7 +298,7 @@ export async function previewUpcomingInvoice(
   const asOf = await stores.asOf();
   // with the lines of changes made in the period (DESIGN §9.2): the run puts them on this invoice
   const target: InvoiceTarget = { subscription, step };
-  const inputs = await loadPeriodInputs(db, stores, target);
+  const inputs = await loadPeriodInputs(db, stores, [target]);
   const invoice: PeriodInvoice = composePeriodInvoice(periodInvoiceInput(target, inputs));
   return {
     object: 'upcoming_invoice',

@@ -60,15 +60,23 @@ export async function loadSubscriptionSchedule(
   orgId: number,
   subscriptionId: number,
 ): Promise<DueSubscription | undefined> {
+  return (await loadSubscriptionSchedules(db, [{ orgId, subscriptionId }]))[0];
+}
+
+/** Several subscriptions as loadSubscriptionSchedule reads one, in one query; missing ones are absent. */
+export async function loadSubscriptionSchedules(
+  db: Queryable,
+  keys: readonly { orgId: number; subscriptionId: number }[],
+): Promise<DueSubscription[]> {
   const { rows } = await db.query<DueSubscription>(
     `SELECT id, org_id, customer_id, status, currency, start_date, trial_end_date, billing_period, billing_anchor_day,
             current_period_start, current_period_end, next_billing_date, term_type, initial_term_months, auto_renew,
             subscription_end_date, cancel_at_period_end, ended_at
        FROM subscriptions
-      WHERE org_id = $1 AND id = $2`,
-    [orgId, subscriptionId],
+      WHERE (org_id, id) IN (SELECT * FROM unnest($1::bigint[], $2::bigint[]))`,
+    [keys.map((key) => key.orgId), keys.map((key) => key.subscriptionId)],
   );
-  return rows[0];
+  return rows;
 }
 
 export interface BillingCustomer {

@@ -1,6 +1,7 @@
 export { invoiceUntilEnd, runBilling, type UsageForTransaction, usageSource } from './billing-run.js';
-export { type DueSubscription, loadSubscriptionSchedule } from './billing-store.js';
+export { type DueSubscription, loadSubscriptionSchedule, loadSubscriptionSchedules } from './billing-store.js';
 export {
+  type InvoiceInputs,
   type InvoiceTarget,
   loadInvoiceInputs,
   periodInvoiceInput,
