@@ -55,8 +55,8 @@ export { type BillableItem, tierProblems } from './pricing/index.js';
 export {
   getCreditBalance,
   getDailyUsage,
-  getSubscriptionUsage,
   getSubscriptionsUsage,
+  getSubscriptionUsage,
   previewUpcomingInvoice,
 } from './read-back/index.js';
 export {

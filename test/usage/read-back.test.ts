@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  getSubscriptionUsage,
   getSubscriptionsUsage,
+  getSubscriptionUsage,
   runBilling,
   usageSource,
 } from '../../libs/billing/index.js';

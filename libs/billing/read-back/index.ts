@@ -1,2 +1,7 @@
 export { getCreditBalance } from './credit-balance.js';
-export { getDailyUsage, getSubscriptionUsage, getSubscriptionsUsage, previewUpcomingInvoice } from './usage-read-back.js';
+export {
+  getDailyUsage,
+  getSubscriptionsUsage,
+  getSubscriptionUsage,
+  previewUpcomingInvoice,
+} from './usage-read-back.js';

@@ -1,5 +1,9 @@
 export { invoiceUntilEnd, runBilling, type UsageForTransaction, usageSource } from './billing-run.js';
-export { type DueSubscription, loadSubscriptionSchedule, loadSubscriptionSchedules } from './billing-store.js';
+export {
+  type DueSubscription,
+  loadSubscriptionSchedule,
+  loadSubscriptionSchedules,
+} from './billing-store.js';
 export {
   type InvoiceInputs,
   type InvoiceTarget,
