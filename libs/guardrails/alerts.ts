@@ -251,15 +251,23 @@ export async function evaluateAlerts(
       balances.set(alert.customer_id, balance);
     }
   }
-  const events: DomainEvent[] = [];
+  const moves: { alert: AlertRow; reading: Reading; status: AlertStatus }[] = [];
+  const unmoved: { alert: AlertRow; reading: Reading; status: AlertStatus }[] = [];
   for (const alert of alerts) {
     const reading =
       alert.metric === 'credit_balance'
         ? creditReading(alert, balances.get(alert.customer_id) ?? null)
         : usageReading(alert, usage.get(alert.subscription_id) ?? null);
-    if (reading) events.push(...(await moveAlert(db, alert, reading)));
+    if (!reading) continue;
+    const samePeriod = (alert.period_start?.getTime() ?? null) === (reading.periodStart?.getTime() ?? null);
+    const effective: AlertStatus = samePeriod ? alert.status : 'OK';
+    const target: AlertStatus = reading.crossed ? 'TRIGGERED' : 'OK';
+    if (effective !== target) moves.push({ alert, reading, status: target });
+    else if (!samePeriod || alert.value === null || decimal(alert.value) !== decimal(reading.value))
+      unmoved.push({ alert, reading, status: target });
   }
-  return events;
+  await writeReadings(db, unmoved);
+  return moveAlerts(db, moves);
 }
 
 /** A metric that cannot be worked out now (a subscription that cannot be invoiced) is skipped. */
@@ -333,52 +341,80 @@ async function alertsIn(db: Queryable, scope: EvaluationScope): Promise<AlertRow
 }
 
 /**
- * Writes what the reading says, with its event when the state moves: each move is conditioned on
- * the state it leaves, so two evaluators of one crossing move it (and emit) once.
+ * Writes the readings that move no alert, in one statement: the value, and in a new period the
+ * silent reset. A reading older than the one already written (evaluated_as_of) is dropped.
  */
-async function moveAlert(db: Database, alert: AlertRow, reading: Reading): Promise<DomainEvent[]> {
-  const samePeriod = (alert.period_start?.getTime() ?? null) === (reading.periodStart?.getTime() ?? null);
-  const effective: AlertStatus = samePeriod ? alert.status : 'OK';
-  const target: AlertStatus = reading.crossed ? 'TRIGGERED' : 'OK';
-  if (effective === target) {
-    // no crossing: the value (and, in a new period, the silent reset) is all there is to write
-    if (samePeriod && alert.value !== null && decimal(alert.value) === decimal(reading.value)) return [];
-    await db.query(
-      `UPDATE alerts SET value = $2, period_start = $3, evaluated_as_of = $5,
-              status = CASE WHEN period_start IS DISTINCT FROM $3 THEN $4 ELSE status END,
-              triggered_at = CASE WHEN period_start IS DISTINCT FROM $3 AND $4 = 'OK' THEN NULL ELSE triggered_at END,
-              updated_at = now()
-        WHERE id = $1 AND (evaluated_as_of IS NULL OR evaluated_as_of <= $5)`,
-      [alert.id, reading.value, reading.periodStart, target, reading.asOf],
-    );
-    return [];
-  }
+async function writeReadings(
+  db: Database,
+  readings: readonly { alert: AlertRow; reading: Reading; status: AlertStatus }[],
+): Promise<void> {
+  if (readings.length === 0) return;
+  await db.query(
+    `UPDATE alerts a SET value = r.value, period_start = r.period_start, evaluated_as_of = r.as_of,
+            status = CASE WHEN a.period_start IS DISTINCT FROM r.period_start THEN r.status ELSE a.status END,
+            triggered_at = CASE WHEN a.period_start IS DISTINCT FROM r.period_start AND r.status = 'OK'
+                                THEN NULL ELSE a.triggered_at END,
+            updated_at = now()
+       FROM unnest($1::uuid[], $2::numeric[], $3::timestamptz[], $4::text[], $5::timestamptz[])
+            AS r(id, value, period_start, status, as_of)
+      WHERE a.id = r.id AND (a.evaluated_as_of IS NULL OR a.evaluated_as_of <= r.as_of)`,
+    [
+      readings.map(({ alert }) => alert.id),
+      readings.map(({ reading }) => reading.value),
+      readings.map(({ reading }) => reading.periodStart),
+      readings.map(({ status }) => status),
+      readings.map(({ reading }) => reading.asOf),
+    ],
+  );
+}
+
+/**
+ * Moves alerts to their readings' status, with their events, in one transaction: each move is
+ * conditioned on the state it leaves (held, in id order, the order every evaluator locks in), so
+ * two evaluators of one crossing move it (and emit) once.
+ */
+async function moveAlerts(
+  db: Database,
+  moves: readonly { alert: AlertRow; reading: Reading; status: AlertStatus }[],
+): Promise<DomainEvent[]> {
+  if (moves.length === 0) return [];
   return db.transaction(async (tx) => {
     // the state as it is now, held: another evaluator's move is seen, and waited for, here
     const { rows } = await tx.query<AlertRow & { was_same_period: boolean }>(
-      `WITH held AS (SELECT status, period_start, evaluated_as_of FROM alerts WHERE id = $1 FOR UPDATE)
-       UPDATE alerts a SET status = $2, value = $3, period_start = $4, evaluated_as_of = $5, updated_at = now(),
-              triggered_at = CASE WHEN $2 = 'TRIGGERED' THEN now() ELSE NULL END
-         FROM held
-        WHERE a.id = $1
-          AND (held.evaluated_as_of IS NULL OR held.evaluated_as_of <= $5)
-          AND (CASE WHEN held.period_start IS NOT DISTINCT FROM $4 THEN held.status ELSE 'OK' END) <> $2
-       RETURNING ${COLUMNS}, held.period_start IS NOT DISTINCT FROM $4 AS was_same_period`,
-      [alert.id, target, reading.value, reading.periodStart, reading.asOf],
+      `WITH r AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::numeric[], $4::timestamptz[], $5::timestamptz[])
+                    AS r(id, status, value, period_start, as_of)),
+            held AS (SELECT a.id, a.status, a.period_start, a.evaluated_as_of
+                       FROM alerts a WHERE a.id IN (SELECT id FROM r) ORDER BY a.id FOR UPDATE)
+       UPDATE alerts a SET status = r.status, value = r.value, period_start = r.period_start,
+              evaluated_as_of = r.as_of, updated_at = now(),
+              triggered_at = CASE WHEN r.status = 'TRIGGERED' THEN now() ELSE NULL END
+         FROM held JOIN r ON r.id = held.id
+        WHERE a.id = held.id
+          AND (held.evaluated_as_of IS NULL OR held.evaluated_as_of <= r.as_of)
+          AND (CASE WHEN held.period_start IS NOT DISTINCT FROM r.period_start THEN held.status ELSE 'OK' END)
+              <> r.status
+       RETURNING ${COLUMNS}, held.period_start IS NOT DISTINCT FROM r.period_start AS was_same_period`,
+      [
+        moves.map(({ alert }) => alert.id),
+        moves.map(({ status }) => status),
+        moves.map(({ reading }) => reading.value),
+        moves.map(({ reading }) => reading.periodStart),
+        moves.map(({ reading }) => reading.asOf),
+      ],
     );
-    const moved = rows[0];
-    // another evaluator moved it first: its event is the one
-    if (!moved) return [];
-    // a usage alert that starts a new period already crossed fires; one going back to OK in a
-    // new period does so silently (only a TRIGGERED alert of the same period resolves)
-    if (target === 'OK' && !moved.was_same_period) return [];
-    const event: DomainEvent = {
-      orgId: moved.org_id,
-      type: target === 'TRIGGERED' ? 'alert.triggered' : 'alert.resolved',
-      data: toAlert(moved),
-    };
-    await emitDomainEvents(tx, [event]);
-    return [event];
+    // an alert another evaluator moved first is not returned: its event is the one. A usage alert
+    // that starts a new period already crossed fires; one going back to OK in a new period does
+    // so silently (only a TRIGGERED alert of the same period resolves).
+    const events: DomainEvent[] = rows
+      .filter((moved) => moved.status === 'TRIGGERED' || moved.was_same_period)
+      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .map(({ was_same_period: _, ...moved }) => ({
+        orgId: moved.org_id,
+        type: moved.status === 'TRIGGERED' ? 'alert.triggered' : 'alert.resolved',
+        data: toAlert(moved),
+      }));
+    await emitDomainEvents(tx, events);
+    return events;
   });
 }
 
