@@ -34,6 +34,8 @@ const COUNTED_POLL_MS = 50;
 interface Pending {
   items: Map<number, Set<number>>;
   newestRecordedMs: number;
+  /** Voided events: the log carries a void before the transaction that voids its row commits. */
+  voids: { orgId: number; id: string }[];
   settled: (() => void)[];
 }
 
@@ -63,6 +65,7 @@ export class UsageGuardrails {
         this.hand(
           voids.map((v: UsageVoidRecord) => v.event),
           settle,
+          true,
         ),
     };
   }
@@ -73,11 +76,16 @@ export class UsageGuardrails {
     await this.running;
   }
 
-  private hand(events: readonly UsageEventRecord[], settle: 'evaluated' | 'queued'): Promise<void> {
+  private hand(
+    events: readonly UsageEventRecord[],
+    settle: 'evaluated' | 'queued',
+    voided = false,
+  ): Promise<void> {
     if (events.length === 0 || this.stopped) return Promise.resolve();
-    this.pending ??= { items: new Map(), newestRecordedMs: 0, settled: [] };
+    this.pending ??= { items: new Map(), newestRecordedMs: 0, voids: [], settled: [] };
     const pending = this.pending;
     for (const event of events) {
+      if (voided) pending.voids.push({ orgId: event.orgId, id: event.id });
       const items = pending.items.get(event.orgId) ?? new Set<number>();
       items.add(event.subscriptionItemId);
       pending.items.set(event.orgId, items);
@@ -118,9 +126,26 @@ export class UsageGuardrails {
     while ((await stores.asOf()).getTime() < batch.newestRecordedMs && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, COUNTED_POLL_MS));
     }
+    // a void whose transaction has not committed yet would be read as still counting; one that
+    // rolled back never shows, and the usage is then read as it stands
+    while (!(await this.voidsCommitted(batch.voids)) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, COUNTED_POLL_MS));
+    }
     const touched = await this.subscriptionsOf(batch.items);
     if (touched.length === 0) return;
     for (const policy of this.deps.policies) await policy.evaluate(touched, stores);
+  }
+
+  private async voidsCommitted(voids: readonly { orgId: number; id: string }[]): Promise<boolean> {
+    if (voids.length === 0) return true;
+    const { rows } = await this.deps.db.query<{ pending: boolean }>(
+      `SELECT EXISTS (
+         SELECT 1 FROM unnest($1::bigint[], $2::uuid[]) AS k(org_id, id)
+          WHERE NOT EXISTS (SELECT 1 FROM usage_events e
+                             WHERE e.org_id = k.org_id AND e.id = k.id AND e.voided_at IS NOT NULL)) AS pending`,
+      [voids.map((v) => v.orgId), voids.map((v) => v.id)],
+    );
+    return !rows[0]!.pending;
   }
 
   private async subscriptionsOf(items: Map<number, Set<number>>): Promise<TouchedSubscription[]> {

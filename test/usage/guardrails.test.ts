@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { setCreditTopUp } from '../../libs/billing/index.js';
+import { getSubscriptionUsage, setCreditTopUp } from '../../libs/billing/index.js';
 import { topUpPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
 import type { CreditGrant } from '../../libs/schemas/index.js';
 import { startUsageSinks, type UsageSinks } from '../../libs/usage/index.js';
@@ -131,5 +131,74 @@ describe('automatic top-up as usage is counted', () => {
     }, 20_000);
     // 40.00 + GST 2.00 = 42.00 pending: 100 - (-42.00)
     expect(made[0]).toMatchObject({ status: 'PENDING', amount: '142.00000000' });
+  });
+});
+
+describe('voids on the log', () => {
+  it('evaluate a void once the transaction that voids its row committed, not before', async () => {
+    const seen: string[] = [];
+    let handed: UsageGuardrails | undefined;
+    api = await startTestApi({
+      redis: false,
+      listeners: (platform) => {
+        handed = new UsageGuardrails({
+          db: platform.db,
+          log: runLogger('guardrails'),
+          policies: [
+            {
+              name: 'reads the item',
+              async evaluate(touched, stores) {
+                const usage = await getSubscriptionUsage(
+                  platform.db,
+                  stores,
+                  touched[0]!.orgId,
+                  touched[0]!.subscriptionId,
+                );
+                seen.push(usage.items[0]!.quantity);
+              },
+            },
+          ],
+        });
+        return [handed.sink('queued')];
+      },
+    });
+    guardrails = handed!;
+    guardrails.attach(api.usage.readStores);
+    const db = api.platform.db;
+    const { org, item } = await customerWithTopUp(api);
+    await postUsage(api, org.apiKey, item, 60);
+    await eventually(async () => expect(seen).toEqual(['60.00000000']));
+    const { rows } = await db.query<{ id: string }>(
+      'SELECT id FROM usage_events WHERE subscription_item_id = $1',
+      [item],
+    );
+    // the void's order (libs/usage): on the log, then its row and totals, then the commit; the
+    // totals' row held here keeps the void's transaction open after its handing to the log
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let held!: () => void;
+    const holding = new Promise<void>((resolve) => {
+      held = resolve;
+    });
+    const holder = db.transaction(async (tx) => {
+      await tx.query('SELECT 1 FROM usage_daily_totals WHERE subscription_item_id = $1 FOR UPDATE', [item]);
+      held();
+      await released;
+    });
+    await holding;
+    const voiding = api.request({
+      method: 'POST',
+      path: `/usage/events/${rows[0]!.id}/void`,
+      key: org.apiKey,
+      payload: {},
+    });
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(seen).toEqual(['60.00000000']); // not read while the void is uncommitted
+    release();
+    await holder;
+    expect((await voiding).statusCode).toBe(200);
+    await eventually(async () => expect(seen).toEqual(['60.00000000', '0.00000000']));
   });
 });
