@@ -11,6 +11,13 @@ export {
   voidCreditGrant,
   withdrawInvoice,
 } from './collection/index.js';
+export {
+  CREDITABLE_STATUSES,
+  type CreditNoteFilter,
+  createCreditNote,
+  getCreditNote,
+  listCreditNotes,
+} from './credit-notes/index.js';
 export { expireCreditGrants, getCreditGrant, listCreditGrants } from './credits/index.js';
 export {
   addDaysToInstant,
