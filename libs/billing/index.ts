@@ -14,7 +14,9 @@ export {
 export {
   CREDITABLE_STATUSES,
   type CreditNoteFilter,
+  type CreditNoteSummary,
   createCreditNote,
+  creditNoteSummaries,
   getCreditNote,
   listCreditNotes,
 } from './credit-notes/index.js';

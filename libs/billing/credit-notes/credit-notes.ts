@@ -432,3 +432,26 @@ export async function listCreditNotes(
   );
   return { data: rows.map(toCreditNote), total: await total };
 }
+
+export interface CreditNoteSummary {
+  id: string;
+  number: string;
+  /** YYYY-MM-DD (UTC). */
+  date: string;
+  total: string;
+}
+
+/** An invoice's credit notes, oldest first, as its documents list them. */
+export async function creditNoteSummaries(
+  db: Queryable,
+  orgId: number,
+  invoiceId: string,
+): Promise<CreditNoteSummary[]> {
+  if (!isUuid(invoiceId)) return [];
+  const { rows } = await db.query<{ id: string; number: string; date: string; total: string }>(
+    `SELECT id, number, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS date, total::text
+       FROM credit_notes WHERE org_id = $1 AND invoice_id = $2 ORDER BY created_at, number`,
+    [orgId, invoiceId],
+  );
+  return rows.map((row) => ({ ...row, total: m(row.total) }));
+}
