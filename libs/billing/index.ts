@@ -19,6 +19,7 @@ export {
   creditNoteSummaries,
   getCreditNote,
   listCreditNotes,
+  voidUsageWithCreditNote,
 } from './credit-notes/index.js';
 export { expireCreditGrants, getCreditGrant, listCreditGrants } from './credits/index.js';
 export {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { dateTime, integerId, money, storableText, uuid } from './primitives.js';
+import { UsageEventWithStatus } from './usage-read-back.js';
 
 export const CREDIT_NOTE_REASONS = [
   'duplicate',
@@ -95,3 +96,28 @@ export const CreateCreditNote = z
   })
   .meta({ id: 'CreateCreditNote' });
 export type CreateCreditNote = z.input<typeof CreateCreditNote>;
+
+export const VoidUsageEventRequest = z
+  .strictObject({
+    correction: z
+      .enum(['credit_note'])
+      .optional()
+      .meta({
+        description:
+          '`credit_note`: the event belongs to a posted period; void it and issue a `usage_correction` credit note ' +
+          'for exactly what it added to its invoice line.',
+      }),
+  })
+  .meta({ id: 'VoidUsageEventRequest' });
+export type VoidUsageEventRequest = z.output<typeof VoidUsageEventRequest>;
+
+export const VoidedUsageEvent = UsageEventWithStatus.extend({
+  credit_note_id: uuid
+    .nullable()
+    .optional()
+    .meta({
+      description:
+        'With `correction: "credit_note"`: the correcting credit note; null when the event cost nothing (within ' +
+        'included units, a flat fee).',
+    }),
+}).meta({ id: 'VoidedUsageEvent' });

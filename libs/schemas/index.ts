@@ -25,6 +25,8 @@ export {
   CreditNoteLine,
   type CreditNoteReason,
   CreditNoteTaxLine,
+  VoidedUsageEvent,
+  VoidUsageEventRequest,
 } from './credit-note.js';
 export { CreateCustomer, Customer, UpdateCustomer } from './customer.js';
 export { ErrorBody, FieldError } from './error.js';

@@ -10,3 +10,4 @@ export {
   listCreditNotes,
 } from './credit-notes.js';
 export { invoiceTaxComponents, noteTax, type TaxComponentAmount } from './tax-reversal.js';
+export { voidUsageWithCreditNote } from './usage-correction.js';

@@ -173,7 +173,7 @@ export interface paths {
         put?: never;
         /**
          * Void a usage event: it then counts nowhere
-         * @description Idempotent: voiding a voided event answers 200 with the same event. The void travels the usage log after the event, so every store drops it; an event accepted moments ago is waited for. An event of a period already invoiced is a 409 naming the invoice.
+         * @description Idempotent: voiding a voided event answers 200 with the same event. The void travels the usage log after the event, so every store drops it; an event accepted moments ago is waited for. An event of a period already invoiced is a 409 naming the invoice, unless the body asks for `correction: "credit_note"`: then the event of a posted period is voided together with a `usage_correction` credit note for exactly what it added to its line (the line re-rated without it), and the answer carries `credit_note_id`. A correction of a period not invoiced yet is a 409 (void it without one). The body may be omitted.
          */
         post: operations["voidUsageEvent"];
         delete?: never;
@@ -1395,6 +1395,40 @@ export interface components {
              * @example 49.99000000
              */
             amount_due: string;
+        };
+        VoidUsageEventRequestInput: {
+            /**
+             * @description `credit_note`: the event belongs to a posted period; void it and issue a `usage_correction` credit note for exactly what it added to its invoice line.
+             * @enum {string}
+             */
+            correction?: "credit_note";
+        };
+        VoidedUsageEvent: {
+            /** Format: uuid */
+            id: string;
+            /** @constant */
+            object: "usage_event";
+            subscription_item_id: number;
+            quantity: number;
+            /**
+             * Format: date-time
+             * @description When the usage happened.
+             */
+            timestamp: string;
+            idempotency_key: string;
+            /**
+             * Format: date-time
+             * @description When the service recorded the event.
+             */
+            recorded_at: string;
+            /**
+             * @description VOIDED events count nowhere.
+             * @enum {string}
+             */
+            status: "ACTIVE" | "VOIDED";
+            voided_at: string | null;
+            /** @description With `correction: "credit_note"`: the correcting credit note; null when the event cost nothing (within included units, a flat fee). */
+            credit_note_id?: string | null;
         };
         PublicCustomer: {
             id: number;
@@ -3862,7 +3896,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["VoidUsageEventRequestInput"];
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -3877,7 +3915,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: components["schemas"]["UsageEventWithStatus"];
+                        data: components["schemas"]["VoidedUsageEvent"];
                     };
                 };
             };
