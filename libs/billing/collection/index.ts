@@ -14,6 +14,7 @@ export {
   withdrawInvoice,
 } from './invoice-operations.js';
 export {
+  applyCreditMemo,
   createCreditMemo,
   createRefund,
   type MoneyInput,

@@ -59,11 +59,34 @@ export function createCreditMemo(tx: Queryable, input: Omit<MoneyInput, 'method'
   return collect(tx, 'CREDIT_MEMO', { ...input, method: 'EXTERNAL' });
 }
 
+/**
+ * createCreditMemo for a caller that needs only the transaction (a credit note): the invoice is
+ * not read back.
+ */
+export async function applyCreditMemo(
+  tx: Queryable,
+  input: Omit<MoneyInput, 'method'>,
+): Promise<InvoiceTransaction> {
+  return (await collect(tx, 'CREDIT_MEMO', { ...input, method: 'EXTERNAL' }, false)).transaction;
+}
+
 async function collect(
   tx: Queryable,
   type: 'PAYMENT' | 'CREDIT_MEMO',
   input: MoneyInput,
-): Promise<MoneyResult> {
+  readBack: false,
+): Promise<{ transaction: InvoiceTransaction }>;
+async function collect(
+  tx: Queryable,
+  type: 'PAYMENT' | 'CREDIT_MEMO',
+  input: MoneyInput,
+): Promise<MoneyResult>;
+async function collect(
+  tx: Queryable,
+  type: 'PAYMENT' | 'CREDIT_MEMO',
+  input: MoneyInput,
+  readBack = true,
+): Promise<MoneyResult | { transaction: InvoiceTransaction }> {
   const amount = parseAmount('amount', input.amount);
   const invoice = await lockInvoice(tx, input);
   const repeated = await recordedBefore(tx, invoice, type, amount, input);
@@ -119,6 +142,7 @@ async function collect(
     });
   }
   await restoreIfSettled(tx, utcDate(input.now ?? new Date()), invoice.org_id, invoice.subscription_id);
+  if (!readBack) return { transaction };
   return { transaction, invoice: await getInvoice(tx, invoice.org_id, invoice.id) };
 }
 

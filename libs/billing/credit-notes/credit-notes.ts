@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../../db/index.js';
 import { ApiError, type FieldError } from '../../errors/index.js';
-import { type DomainEvent, emitDomainEvents } from '../../events/index.js';
+import { type DomainEvent, wakeDispatcherAfterCommit } from '../../events/index.js';
 import { readPage } from '../../list-pages/index.js';
 import { formatMoney, isInMinorUnits, knownMinorUnitDigits, parseMoney } from '../../money/index.js';
 import {
@@ -13,7 +13,7 @@ import {
   type PaginationQuery,
   type TaxType,
 } from '../../schemas/index.js';
-import { createCreditMemo, type LockedInvoice, lockInvoice } from '../collection/index.js';
+import { applyCreditMemo, type LockedInvoice, lockInvoice } from '../collection/index.js';
 import { insertGrant, lockCreditCustomer, toCreditGrant } from '../credits/index.js';
 import { parseInput } from '../domain/index.js';
 import { shareOut } from '../invoices/index.js';
@@ -155,26 +155,28 @@ export async function createCreditNote(tx: Queryable, request: CreditNoteRequest
     MEMO_STATUSES.includes(invoice.status) && balance > 0n ? (total < balance ? total : balance) : 0n;
   const credited = total - applied;
 
-  const number = formatCreditNoteNumber(await nextNumber(tx, invoice.org_id));
+  // The organization's counter is bumped in the note's own INSERT, the last statement before the
+  // commit: the counter row, which every note of the organization takes, is held only that long.
+  // The memo and the grant are written first, named after the note once its number is known.
   const noteId = randomUUID();
-  const events: DomainEvent[] = [];
   let transactionId: string | null = null;
   if (applied > 0n) {
-    const { transaction } = await createCreditMemo(tx, {
+    const transaction = await applyCreditMemo(tx, {
       invoiceId: invoice.id,
       orgId: invoice.org_id,
       amount: formatMoney(applied),
-      note: `Credit note ${number}`,
+      note: 'Credit note',
     });
     transactionId = transaction.id;
   }
+  const events: { type: DomainEvent['type']; data: Record<string, unknown> }[] = [];
   let grantId: string | null = null;
   if (credited > 0n) {
     await lockCreditCustomer(tx, invoice.customer_id, invoice.org_id);
     const grant = await insertGrant(tx, {
       org_id: invoice.org_id,
       customer_id: invoice.customer_id,
-      name: `Credit note ${number}`,
+      name: 'Credit note',
       category: 'promotional',
       currency: invoice.currency,
       amount: credited,
@@ -188,33 +190,75 @@ export async function createCreditNote(tx: Queryable, request: CreditNoteRequest
       source: 'credit_note',
     });
     grantId = grant.id;
-    events.push({ orgId: invoice.org_id, type: 'credit_grant.created', data: toCreditGrant(grant) });
+    events.push({ type: 'credit_grant.created', data: toCreditGrant(grant) });
   }
-  const { rows } = await tx.query<CreditNoteRow>(
-    `WITH note AS (
+  const lineAmounts = lines.map((line) => formatMoney(line.amount));
+  const lineTaxes = shares.map((share) => formatMoney(share));
+  const draft: Omit<CreditNote, 'number' | 'created_at'> = {
+    id: noteId,
+    object: 'credit_note',
+    invoice_id: invoice.id,
+    customer_id: Number(invoice.customer_id),
+    currency: invoice.currency,
+    reason: input.reason,
+    memo: input.memo ?? null,
+    lines: lines.map((line, index) => ({
+      invoice_item_id: Number(line.item.id),
+      description: line.item.description,
+      amount: lineAmounts[index]!,
+      tax_amount: lineTaxes[index]!,
+    })),
+    subtotal: formatMoney(subtotal),
+    tax: formatMoney(tax.amount),
+    tax_lines: tax.lines,
+    total: formatMoney(total),
+    applied_to_invoice: formatMoney(applied),
+    credited_to_customer: formatMoney(credited),
+    credit_grant_id: grantId,
+    usage_event_id: request.usageEventId ?? null,
+  };
+  events.push({ type: 'credit_note.created', data: draft });
+  const { rows } = await tx.query<{ number: string; created_at: Date }>(
+    `WITH counter AS (
+       INSERT INTO credit_note_counters (org_id, last_number) VALUES ($2, 1)
+       ON CONFLICT (org_id) DO UPDATE SET last_number = credit_note_counters.last_number + 1
+       RETURNING CASE WHEN last_number < 1000000 THEN 'CN-' || lpad(last_number::text, 6, '0')
+                      ELSE 'CN-' || last_number::text END AS number
+     ), note AS (
        INSERT INTO credit_notes (id, org_id, number, invoice_id, customer_id, currency, reason, memo, subtotal,
          tax_amount, total, tax_lines, applied_to_invoice, credited_to_customer, invoice_transaction_id,
-         credit_grant_id, usage_event_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16, $17)
-       RETURNING *
+         credit_grant_id, usage_event_id, created_at)
+       SELECT $1, $2, c.number, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13, $14, $15, $16,
+              date_trunc('milliseconds', now())
+         FROM counter c
+       RETURNING number, created_at
      ), note_lines AS (
        INSERT INTO credit_note_lines (org_id, credit_note_id, position, invoice_item_id, description, amount, tax_amount)
        SELECT $2, $1, l.position - 1, l.item, l.description, l.amount, l.tax
-         FROM unnest($18::bigint[], $19::text[], $20::numeric[], $21::numeric[])
+         FROM note, unnest($17::bigint[], $18::text[], $19::numeric[], $20::numeric[])
               WITH ORDINALITY AS l(item, description, amount, tax, position)
-       RETURNING invoice_item_id, description, amount, tax_amount, position
+     ), memo AS (
+       UPDATE invoice_transactions SET note = 'Credit note ' || (SELECT number FROM counter)
+        WHERE org_id = $2 AND id = $21
+     ), named AS (
+       UPDATE credit_grants SET name = 'Credit note ' || (SELECT number FROM counter)
+        WHERE org_id = $2 AND id = $15
+     ), emitted AS (
+       INSERT INTO outbox (org_id, event_type, data)
+       SELECT $2, e.type,
+              CASE e.type
+                WHEN 'credit_note.created'
+                  THEN e.data::jsonb || jsonb_build_object('number', n.number, 'created_at',
+                         to_char(n.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                ELSE e.data::jsonb || jsonb_build_object('name', 'Credit note ' || n.number)
+              END
+         FROM note n, unnest($22::text[], $23::text[]) WITH ORDINALITY AS e(type, data, position)
+        ORDER BY e.position
      )
-     SELECT n.id, n.org_id, n.number, n.invoice_id, n.customer_id, n.currency, n.reason, n.memo,
-            n.subtotal::text, n.tax_amount::text, n.total::text, n.tax_lines, n.applied_to_invoice::text,
-            n.credited_to_customer::text, n.credit_grant_id, n.usage_event_id, n.created_at,
-            (SELECT json_agg(json_build_object('invoice_item_id', l.invoice_item_id, 'description', l.description,
-                      'amount', l.amount::text, 'tax_amount', l.tax_amount::text) ORDER BY l.position)
-               FROM note_lines l) AS lines
-       FROM note n`,
+     SELECT number, created_at FROM note`,
     [
       noteId,
       invoice.org_id,
-      number,
       invoice.id,
       invoice.customer_id,
       invoice.currency,
@@ -231,14 +275,16 @@ export async function createCreditNote(tx: Queryable, request: CreditNoteRequest
       request.usageEventId ?? null,
       lines.map((line) => line.item.id),
       lines.map((line) => line.item.description),
-      lines.map((line) => formatMoney(line.amount)),
-      shares.map((share) => formatMoney(share)),
+      lineAmounts,
+      lineTaxes,
+      transactionId,
+      events.map((event) => event.type),
+      events.map((event) => JSON.stringify(event.data)),
     ],
   );
-  const note = toCreditNote(rows[0]!);
-  events.push({ orgId: invoice.org_id, type: 'credit_note.created', data: note });
-  await emitDomainEvents(tx, events);
-  return note;
+  await wakeDispatcherAfterCommit(tx);
+  const { number, created_at } = rows[0]!;
+  return { ...draft, number, created_at: created_at.toISOString() } as CreditNote;
 }
 
 interface CheckedLine {
@@ -357,17 +403,6 @@ async function reverseTax(
     subtotal,
     creditedBefore: { subtotal: subtotalBefore, tax: taxBefore },
   });
-}
-
-/** The organization's next number: its counter row, held until the transaction ends. */
-async function nextNumber(tx: Queryable, orgId: number): Promise<number> {
-  const { rows } = await tx.query<{ last_number: string }>(
-    `INSERT INTO credit_note_counters (org_id, last_number) VALUES ($1, 1)
-     ON CONFLICT (org_id) DO UPDATE SET last_number = credit_note_counters.last_number + 1
-     RETURNING last_number::text`,
-    [orgId],
-  );
-  return Number(rows[0]!.last_number);
 }
 
 export async function getCreditNote(db: Queryable, orgId: number, id: string): Promise<CreditNote> {
