@@ -100,7 +100,7 @@ async function correct(tx: Queryable, orgId: number, event: VoidingEvent): Promi
   const item = composed.items.find(
     (candidate) => candidate.subscription_item_id === event.subscription_item_id,
   );
-  if (!item || item.usage_type !== 'metered' || !itemForPeriod(item, period)) {
+  if (item?.usage_type !== 'metered' || !itemForPeriod(item, period)) {
     throw ApiError.conflict(
       `Usage event ${event.id} has no metered line on invoice ${invoice.invoice_number}.`,
     );
