@@ -65,9 +65,13 @@ export function createCreditMemo(tx: Queryable, input: Omit<MoneyInput, 'method'
  */
 export async function applyCreditMemo(
   tx: Queryable,
-  input: Omit<MoneyInput, 'method'>,
+  input: Omit<MoneyInput, 'method'> & {
+    /** The invoice as the caller locked it in this transaction, unchanged since. */
+    locked: LockedInvoice;
+  },
 ): Promise<InvoiceTransaction> {
-  return (await collect(tx, 'CREDIT_MEMO', { ...input, method: 'EXTERNAL' }, false)).transaction;
+  return (await collect(tx, 'CREDIT_MEMO', { ...input, method: 'EXTERNAL' }, false, input.locked))
+    .transaction;
 }
 
 async function collect(
@@ -75,6 +79,7 @@ async function collect(
   type: 'PAYMENT' | 'CREDIT_MEMO',
   input: MoneyInput,
   readBack: false,
+  locked: LockedInvoice,
 ): Promise<{ transaction: InvoiceTransaction }>;
 async function collect(
   tx: Queryable,
@@ -86,9 +91,10 @@ async function collect(
   type: 'PAYMENT' | 'CREDIT_MEMO',
   input: MoneyInput,
   readBack = true,
+  locked?: LockedInvoice,
 ): Promise<MoneyResult | { transaction: InvoiceTransaction }> {
   const amount = parseAmount('amount', input.amount);
-  const invoice = await lockInvoice(tx, input);
+  const invoice = locked ?? (await lockInvoice(tx, input));
   const repeated = await recordedBefore(tx, invoice, type, amount, input);
   if (repeated) return repeated;
   const what = type === 'PAYMENT' ? 'A payment' : 'A credit memo';

@@ -134,16 +134,12 @@ export async function createCreditNote(tx: Queryable, request: CreditNoteRequest
       `Invoice ${invoice.invoice_number} sells prepaid credits: void its credit grant instead of crediting it.`,
     );
   }
-  const { rows: items } = await tx.query<ItemRow>(
-    `SELECT ii.id, ii.description, ii.line_total_pre_tax::text, ii.tax_type,
-            coalesce((SELECT sum(l.amount) FROM credit_note_lines l WHERE l.invoice_item_id = ii.id), 0)::text AS credited
-       FROM invoice_items ii WHERE ii.org_id = $1 AND ii.invoice_id = $2 ORDER BY ii.position, ii.id`,
-    [invoice.org_id, invoice.id],
-  );
+  const facts = await invoiceFacts(tx, invoice);
+  const items = facts.items;
   const lines = checkLines(invoice, items, input.lines);
   const subtotal = lines.reduce((sum, line) => sum + line.amount, 0n);
 
-  const tax = await reverseTax(tx, invoice, items, subtotal);
+  const tax = reverseTax(invoice, facts, subtotal);
   const shares = shareOut(
     tax.amount,
     lines.map((line) => line.amount),
@@ -162,6 +158,7 @@ export async function createCreditNote(tx: Queryable, request: CreditNoteRequest
   let transactionId: string | null = null;
   if (applied > 0n) {
     const transaction = await applyCreditMemo(tx, {
+      locked: invoice,
       invoiceId: invoice.id,
       orgId: invoice.org_id,
       amount: formatMoney(applied),
@@ -345,31 +342,47 @@ function checkLines(
   return lines;
 }
 
-/** The note's tax by component, earlier notes of the invoice counted (noteTax). */
-async function reverseTax(
-  tx: Queryable,
-  invoice: LockedInvoice,
-  items: readonly ItemRow[],
-  subtotal: bigint,
-): Promise<{ lines: TaxComponentAmount[]; amount: bigint }> {
-  const { rows } = await tx.query<{
-    subtotal: string;
-    tax_amount: string;
-    invoice_date: string;
-    country: string;
-    state_province: string | null;
-    tax_exempt: boolean;
-    earlier: { subtotal: string; tax_lines: TaxComponentAmount[] }[];
-  }>(
+interface InvoiceFacts {
+  subtotal: string;
+  tax_amount: string;
+  invoice_date: string;
+  country: string;
+  state_province: string | null;
+  tax_exempt: boolean;
+  items: ItemRow[];
+  earlier: { subtotal: string; tax_lines: TaxComponentAmount[] }[];
+}
+
+/**
+ * What a note is checked and taxed against, in one query under the invoice's lock: its lines with
+ * what earlier notes credited of each, its tax and subtotal, the customer's destination, and the
+ * earlier notes' subtotals and tax by component.
+ */
+async function invoiceFacts(tx: Queryable, invoice: LockedInvoice): Promise<InvoiceFacts> {
+  const { rows } = await tx.query<InvoiceFacts>(
     `SELECT i.subtotal::text, i.tax_amount::text, to_char(i.invoice_date, 'YYYY-MM-DD') AS invoice_date,
             c.country, c.state_province, c.tax_exempt,
+            (SELECT coalesce(json_agg(json_build_object('id', ii.id, 'description', ii.description,
+                      'line_total_pre_tax', ii.line_total_pre_tax::text, 'tax_type', ii.tax_type,
+                      'credited', coalesce((SELECT sum(l.amount) FROM credit_note_lines l
+                                             WHERE l.invoice_item_id = ii.id), 0)::text)
+                      ORDER BY ii.position, ii.id), '[]'::json)
+               FROM invoice_items ii WHERE ii.org_id = i.org_id AND ii.invoice_id = i.id) AS items,
             (SELECT coalesce(json_agg(json_build_object('subtotal', n.subtotal::text, 'tax_lines', n.tax_lines)), '[]'::json)
                FROM credit_notes n WHERE n.org_id = i.org_id AND n.invoice_id = i.id) AS earlier
        FROM invoices i JOIN customers c ON c.org_id = i.org_id AND c.id = i.customer_id
       WHERE i.org_id = $1 AND i.id = $2`,
     [invoice.org_id, invoice.id],
   );
-  const facts = rows[0]!;
+  return rows[0]!;
+}
+
+/** The note's tax by component, earlier notes of the invoice counted (noteTax). */
+function reverseTax(
+  invoice: LockedInvoice,
+  facts: InvoiceFacts,
+  subtotal: bigint,
+): { lines: TaxComponentAmount[]; amount: bigint } {
   let rule: TaxRule | undefined;
   try {
     rule = taxRuleFor(
@@ -384,7 +397,7 @@ async function reverseTax(
       subtotal: facts.subtotal,
       tax_amount: facts.tax_amount,
       currency: invoice.currency,
-      taxType: items.find((item) => item.tax_type !== null)?.tax_type ?? null,
+      taxType: facts.items.find((item) => item.tax_type !== null)?.tax_type ?? null,
     },
     rule,
   );
