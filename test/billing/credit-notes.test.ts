@@ -360,6 +360,22 @@ describe('refusals', () => {
     expect((await get(`/invoices/${inv.id}/credit-notes`)).json().data).toHaveLength(1);
   });
 
+  it('never credits more than the subtotal when the invoice has a credit line (a proration credit)', async () => {
+    const inv = await invoiceFor();
+    // the second line made a credit of 7.77: subtotal 99.99 - 7.77 = 92.22; GST 4.611 -> 4.61,
+    // QST 9.198945 -> 9.20; tax 13.81, total 106.03
+    await db().query(
+      `WITH line AS (UPDATE invoice_items SET line_total_pre_tax = -7.77, tax_amount = -1.04 WHERE id = $2)
+       UPDATE invoices SET subtotal = 92.22, tax_amount = 13.81, total = 106.03 WHERE id = $1`,
+      [inv.id, inv.items[1]!.id],
+    );
+    expect(fieldsOf(await creditRequest(inv, [[0, '99.99']]))).toEqual(['lines']);
+    expect(fieldsOf(await creditRequest(inv, [[1, '1.00']]))).toEqual(['lines.0.amount']);
+    const all = await note(inv, [[0, '92.22']]);
+    expect(all).toMatchObject({ subtotal: '92.22000000', tax: '13.81000000', total: '106.03000000' });
+    expect(await invoice(inv.id)).toMatchObject({ status: 'PAID', balance: '0.00000000' });
+  });
+
   it("404 for another organization's invoice and note", async () => {
     const inv = await invoiceFor();
     const made = await note(inv, [[0, '1.00']]);

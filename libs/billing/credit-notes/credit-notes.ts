@@ -138,6 +138,20 @@ export async function createCreditNote(tx: Queryable, request: CreditNoteRequest
   const items = facts.items;
   const lines = checkLines(invoice, items, input.lines);
   const subtotal = lines.reduce((sum, line) => sum + line.amount, 0n);
+  // a credit line of the invoice (a proration credit) lowers its subtotal below the sum of its
+  // other lines: the notes together never credit more than the subtotal, so never more than the total
+  const creditedBefore = facts.earlier.reduce((sum, note) => sum + parseMoney(note.subtotal), 0n);
+  const invoiceSubtotal = parseMoney(facts.subtotal);
+  if (creditedBefore + subtotal > invoiceSubtotal) {
+    const left = invoiceSubtotal - creditedBefore > 0n ? invoiceSubtotal - creditedBefore : 0n;
+    throw ApiError.validation([
+      {
+        field: 'lines',
+        message: `Exceeds what is left to credit on invoice ${invoice.invoice_number} before tax (${formatMoney(left)} ${invoice.currency} of its subtotal ${formatMoney(invoiceSubtotal)}).`,
+        code: 'out_of_range',
+      },
+    ]);
+  }
 
   const tax = reverseTax(invoice, facts, subtotal);
   const shares = shareOut(
