@@ -206,7 +206,7 @@ export const usageReadBackRoutes: FastifyPluginAsyncZod = async (app) => {
         body: VoidUsageEventRequest.optional(),
         response: {
           200: single(VoidedUsageEvent),
-          ...errorResponses(...AUTHENTICATED_ERRORS, 404, 409, 503),
+          ...errorResponses(...AUTHENTICATED_ERRORS, 400, 404, 409, 413, 415, 422, 503),
         },
       },
     },
