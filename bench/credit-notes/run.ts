@@ -16,7 +16,7 @@
  *
  * Other settings (env): BENCH_DB_POOL_SIZE (the api's DATABASE_POOL_SIZE, default 20),
  * DATABASE_URL (an admin URL; a database bench_credit_notes_<pid> is created in it and dropped
- * afterwards), REDIS_URL.
+ * afterwards), REDIS_URL, BENCH_CPU_PROF (a directory: the api writes a V8 CPU profile there).
  */
 import { performance } from 'node:perf_hooks';
 import { createApiKey } from '../../libs/auth/index.js';
@@ -160,6 +160,9 @@ async function main(): Promise<void> {
 
   const apiPort = await freePort();
   const api = spawnEntry('services/api/main.ts', {
+    ...(process.env.BENCH_CPU_PROF
+      ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] }
+      : {}),
     env: {
       DATABASE_URL: databaseUrl,
       DATABASE_POOL_SIZE: String(settings.poolSize),

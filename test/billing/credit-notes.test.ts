@@ -219,6 +219,9 @@ describe('issuing a credit note', () => {
     }
     const after = await invoice(inv.id);
     expect(after).toMatchObject({ status: 'PAID', balance: '0.00000000' });
+    // settled by the second note: invoice.paid, once, as for any credit memo
+    const paid = await outbox(db(), orgA.orgId, 'invoice.paid');
+    expect(paid.filter((e) => e.data.id === inv.id)).toHaveLength(1);
     // nothing is left to credit: a cent more is over-crediting
     expect(fieldsOf(await creditRequest(inv, [[1, '0.01']]))).toEqual(['lines.0.amount']);
   });
@@ -233,6 +236,24 @@ describe('issuing a credit note', () => {
     const untaxed = await note(abroad, [[0, '5.00']]);
     expect(untaxed).toMatchObject({ tax: '0.00000000', tax_lines: [], total: '5.00000000' });
     expect(untaxed.lines[0]!.tax_amount).toBe('0.00000000');
+  });
+
+  it('a note settling an overdue invoice brings its past-due subscription back to active', async () => {
+    const inv = await invoiceFor({ prices: ['10.00'] });
+    const { rows } = await db().query<{ subscription_id: number }>(
+      `UPDATE invoices SET due_date = '2026-02-02' WHERE id = $1 RETURNING subscription_id`,
+      [inv.id],
+    );
+    await db().query(`UPDATE subscriptions SET status = 'past_due' WHERE id = $1`, [
+      rows[0]!.subscription_id,
+    ]);
+    await note(inv, [[0, '30.00']]); // the whole invoice: 30.00 + 1.50 + 2.99
+    expect((await invoice(inv.id)).status).toBe('PAID');
+    const { rows: after } = await db().query<{ status: string }>(
+      'SELECT status FROM subscriptions WHERE id = $1',
+      [rows[0]!.subscription_id],
+    );
+    expect(after[0]!.status).toBe('active');
   });
 
   it('a PAID invoice: the whole note becomes a promotional grant named after it', async () => {

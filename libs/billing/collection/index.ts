@@ -14,11 +14,11 @@ export {
   withdrawInvoice,
 } from './invoice-operations.js';
 export {
-  applyCreditMemo,
   createCreditMemo,
   createRefund,
   type MoneyInput,
   type MoneyResult,
+  planCreditMemo,
   recordPayment,
 } from './payments.js';
 export { assertPayableAmount, settleOnPosting, statusForAmountPaid } from './settlement.js';

@@ -21,6 +21,7 @@ import { restoreIfSettled } from './dunning.js';
 import { type InvoiceRef, type LockedInvoice, lockInvoice } from './invoice-operations.js';
 import {
   assertPayableAmount,
+  type CollectibleStatus,
   isPayable,
   PAYABLE_STATUSES,
   statusAfterRefund,
@@ -60,43 +61,24 @@ export function createCreditMemo(tx: Queryable, input: Omit<MoneyInput, 'method'
 }
 
 /**
- * createCreditMemo for a caller that needs only the transaction (a credit note): the invoice is
- * not read back.
+ * What a CREDIT_MEMO of `amount` does to an invoice the caller holds, checked as createCreditMemo
+ * checks it (409 unless payable with a balance, 422 beyond it or below the minor unit), for a caller
+ * that writes the memo in a statement of its own (a credit note): the transaction row, then
+ * `amount_paid` and `status` as returned, `invoice.paid` when `status` is PAID, and restoreIfSettled.
  */
-export async function applyCreditMemo(
-  tx: Queryable,
-  input: Omit<MoneyInput, 'method'> & {
-    /** The invoice as the caller locked it in this transaction, unchanged since. */
-    locked: LockedInvoice;
-  },
-): Promise<InvoiceTransaction> {
-  return (await collect(tx, 'CREDIT_MEMO', { ...input, method: 'EXTERNAL' }, false, input.locked))
-    .transaction;
+export function planCreditMemo(
+  invoice: LockedInvoice,
+  amount: bigint,
+): { status: CollectibleStatus; amountPaid: string } {
+  return checkCollectible(invoice, 'CREDIT_MEMO', amount);
 }
 
-async function collect(
-  tx: Queryable,
+/** The checks and the outcome of money applied to an invoice (collect, planCreditMemo). */
+function checkCollectible(
+  invoice: LockedInvoice,
   type: 'PAYMENT' | 'CREDIT_MEMO',
-  input: MoneyInput,
-  readBack: false,
-  locked: LockedInvoice,
-): Promise<{ transaction: InvoiceTransaction }>;
-async function collect(
-  tx: Queryable,
-  type: 'PAYMENT' | 'CREDIT_MEMO',
-  input: MoneyInput,
-): Promise<MoneyResult>;
-async function collect(
-  tx: Queryable,
-  type: 'PAYMENT' | 'CREDIT_MEMO',
-  input: MoneyInput,
-  readBack = true,
-  locked?: LockedInvoice,
-): Promise<MoneyResult | { transaction: InvoiceTransaction }> {
-  const amount = parseAmount('amount', input.amount);
-  const invoice = locked ?? (await lockInvoice(tx, input));
-  const repeated = await recordedBefore(tx, invoice, type, amount, input);
-  if (repeated) return repeated;
+  amount: bigint,
+): { status: CollectibleStatus; amountPaid: string } {
   const what = type === 'PAYMENT' ? 'A payment' : 'A credit memo';
   const total = parseMoney(invoice.total);
   const paid = parseMoney(invoice.amount_paid);
@@ -124,8 +106,20 @@ async function collect(
   assertPayableAmount('amount', amount, invoice.currency, balance);
   const status = statusForAmountPaid(total, paid + amount);
   assertInvoiceTransition(invoice.invoice_number, invoice.status, status);
+  return { status, amountPaid: formatMoney(paid + amount) };
+}
+
+async function collect(
+  tx: Queryable,
+  type: 'PAYMENT' | 'CREDIT_MEMO',
+  input: MoneyInput,
+): Promise<MoneyResult> {
+  const amount = parseAmount('amount', input.amount);
+  const invoice = await lockInvoice(tx, input);
+  const repeated = await recordedBefore(tx, invoice, type, amount, input);
+  if (repeated) return repeated;
+  const { status, amountPaid } = checkCollectible(invoice, type, amount);
   const transaction = await insertTransaction(tx, invoice, type, amount, input);
-  const amountPaid = formatMoney(paid + amount);
   await tx.query(
     'UPDATE invoices SET amount_paid = $3, status = $4, updated_at = now() WHERE org_id = $1 AND id = $2',
     [invoice.org_id, invoice.id, amountPaid, status],
@@ -148,7 +142,6 @@ async function collect(
     });
   }
   await restoreIfSettled(tx, utcDate(input.now ?? new Date()), invoice.org_id, invoice.subscription_id);
-  if (!readBack) return { transaction };
   return { transaction, invoice: await getInvoice(tx, invoice.org_id, invoice.id) };
 }
 
