@@ -112,10 +112,6 @@ export function toCreditNote(row: CreditNoteRow): CreditNote {
   };
 }
 
-export function formatCreditNoteNumber(n: number | bigint): string {
-  return `CN-${String(n).padStart(6, '0')}`;
-}
-
 /**
  * Issues a credit note. 404 for an invoice of another organization; 409 unless the invoice is
  * POSTED, PARTIALLY_PAID, PAID or PARTIALLY_REFUNDED; 422 per field for bad lines, a line

@@ -5,7 +5,6 @@ export {
   type CreditNoteSummary,
   createCreditNote,
   creditNoteSummaries,
-  formatCreditNoteNumber,
   getCreditNote,
   listCreditNotes,
 } from './credit-notes.js';
