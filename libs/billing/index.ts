@@ -11,6 +11,16 @@ export {
   voidCreditGrant,
   withdrawInvoice,
 } from './collection/index.js';
+export {
+  CREDITABLE_STATUSES,
+  type CreditNoteFilter,
+  type CreditNoteSummary,
+  createCreditNote,
+  creditNoteSummaries,
+  getCreditNote,
+  listCreditNotes,
+  voidUsageWithCreditNote,
+} from './credit-notes/index.js';
 export { expireCreditGrants, getCreditGrant, listCreditGrants } from './credits/index.js';
 export {
   addDaysToInstant,

@@ -8,6 +8,7 @@ import {
   messagesFor,
 } from '../i18n/index.js';
 import { parseMoney } from '../money/index.js';
+import { type PrintableCreditNote, taxNameOf } from './printable-credit-note.js';
 import type { InvoiceParty, PrintableInvoice } from './printable-invoice.js';
 
 const ESCAPES: Record<string, string> = {
@@ -85,6 +86,7 @@ export function renderInvoiceHtml({
   taxLines,
   overdue,
   amountDue,
+  creditNotes = [],
 }: PrintableInvoice): string {
   const m = messagesFor(locale);
   const amount = (value: string) => escapeHtml(displayAmount(value, locale));
@@ -157,8 +159,106 @@ export function renderInvoiceHtml({
     ${refunded ? `<tr><td>${escapeHtml(m.refunded)}</td><td class="num">${money(invoice.amount_refunded)}</td></tr>` : ''}
     <tr class="grand"><td>${escapeHtml(m.balanceDue)}</td><td class="num">${money(amountDue)}</td></tr>
   </table>
+  ${
+    creditNotes.length === 0
+      ? ''
+      : `<section class="credit-notes">
+    <h2>${escapeHtml(m.creditNotes)}</h2>
+    <table>
+      <thead><tr><th>${escapeHtml(m.creditNoteNumber)}</th><th>${escapeHtml(m.creditNoteDate)}</th><th class="num">${escapeHtml(m.totalCredited)}</th></tr></thead>
+      <tbody>
+        ${creditNotes.map((note) => `<tr><td>${escapeHtml(note.number)}</td><td>${date(note.date)}</td><td class="num">${money(note.total)}</td></tr>`).join('\n        ')}
+      </tbody>
+    </table>
+  </section>`
+  }
   <footer>
     <p>${escapeHtml(m.documentFootnote(invoice.currency))}</p>
+  </footer>
+</body>
+</html>
+`;
+}
+
+/** A self-contained printable credit note (inline CSS, no script), the same content as its PDF. */
+export function renderCreditNoteHtml({
+  locale,
+  note,
+  invoice,
+  seller,
+  customer,
+}: PrintableCreditNote): string {
+  const m = messagesFor(locale);
+  const amount = (value: string) => escapeHtml(displayAmount(value, locale));
+  const money = (value: string) => escapeHtml(displayMoney(value, note.currency, locale));
+  const date = (value: string) => escapeHtml(displayDate(value, locale));
+  const rows = note.lines
+    .map(
+      (line) => `<tr>
+          <td>${escapeHtml(line.description)}</td>
+          <td class="num">${amount(line.tax_amount)}</td>
+          <td class="num">${amount(line.amount)}</td>
+        </tr>`,
+    )
+    .join('\n        ');
+  const taxes = note.tax_lines
+    .map((line) => {
+      const name = taxNameOf(line.name);
+      return `<tr><td>${escapeHtml(m.taxNames[name] ?? name)}</td><td class="num">${money(line.amount)}</td></tr>`;
+    })
+    .join('\n    ');
+  return `<!doctype html>
+<html lang="${locale}">
+<head>
+  <meta charset="utf-8">
+  <title>${escapeHtml(m.creditNoteDocumentTitle(note.number))}</title>
+  <style>${INVOICE_STYLE}</style>
+</head>
+<body>
+  <header>
+    <div>
+      <p class="name">${escapeHtml(seller.name)}</p>
+    </div>
+    <div>
+      <h1>${escapeHtml(m.creditNoteTitle)}</h1>
+      <p class="num">${escapeHtml(note.number)}</p>
+    </div>
+  </header>
+  <div class="parties">
+    ${party(m.from, seller, m)}
+    ${party(m.billTo, customer, m)}
+    <section class="party">
+      <h2>${escapeHtml(m.creditNoteDetails)}</h2>
+      <dl class="details">
+        <dt>${escapeHtml(m.creditNoteNumber)}</dt><dd>${escapeHtml(note.number)}</dd>
+        <dt>${escapeHtml(m.creditNoteDate)}</dt><dd>${date(note.created_at.slice(0, 10))}</dd>
+        <dt>${escapeHtml(m.creditedInvoice)}</dt><dd>${escapeHtml(invoice.invoice_number)} (${date(invoice.invoice_date)})</dd>
+        <dt>${escapeHtml(m.reason)}</dt><dd>${escapeHtml(m.creditNoteReasons[note.reason] ?? note.reason)}</dd>
+        <dt>${escapeHtml(m.currency)}</dt><dd>${escapeHtml(note.currency)}</dd>
+      </dl>
+    </section>
+  </div>
+  ${note.memo ? `<p class="memo"><strong>${escapeHtml(m.memo)}:</strong> ${escapeHtml(note.memo)}</p>` : ''}
+  <table class="items">
+    <thead>
+      <tr>
+        <th>${escapeHtml(m.description)}</th><th class="num">${escapeHtml(m.tax)}</th><th class="num">${escapeHtml(m.amount)}</th>
+      </tr>
+    </thead>
+    <tbody>
+        ${rows}
+    </tbody>
+  </table>
+  <table class="totals">
+    <tr><td>${escapeHtml(m.subtotal)}</td><td class="num">${money(note.subtotal)}</td></tr>
+    ${taxes}
+    <tr><td>${escapeHtml(note.tax_lines.length > 0 ? m.totalTax : m.tax)}</td><td class="num">${money(note.tax)}</td></tr>
+    <tr class="grand"><td>${escapeHtml(m.totalCredited)}</td><td class="num">${money(note.total)}</td></tr>
+    <tr><td>${escapeHtml(m.appliedToInvoice)}</td><td class="num">${money(note.applied_to_invoice)}</td></tr>
+    <tr><td>${escapeHtml(m.creditedToAccount)}</td><td class="num">${money(note.credited_to_customer)}</td></tr>
+  </table>
+  <footer>
+    <p>${escapeHtml(m.creditNoteFootnote(note.currency))}</p>
   </footer>
 </body>
 </html>

@@ -11,6 +11,7 @@ import {
 } from '../i18n/index.js';
 import { parseMoney } from '../money/index.js';
 import { documentWithSharedFonts, type SharedFontSource } from './pdfkit-shared-fonts.js';
+import { type PrintableCreditNote, taxNameOf } from './printable-credit-note.js';
 import type { InvoiceParty, PrintableInvoice } from './printable-invoice.js';
 
 /*
@@ -380,6 +381,18 @@ function drawDocument(
     doc.y = y + 16;
   }
 
+  const notes = printable.creditNotes ?? [];
+  if (notes.length > 0) {
+    doc.y += 12;
+    drawSimpleTable(
+      doc,
+      ts,
+      m.creditNotes,
+      [m.creditNoteNumber, m.creditNoteDate, m.totalCredited],
+      notes.map((note) => [note.number, date(note.date), displayMoney(note.total, currency, locale)]),
+    );
+  }
+
   ensureRoom(doc, 40);
   doc
     .font(FONT)
@@ -387,6 +400,208 @@ function drawDocument(
     .fillColor(MUTED)
     .text(text(m.documentFootnote(currency)), left, doc.y + 24, { width })
     .fillColor('black');
+}
+
+/**
+ * A titled table of a few columns (the first left-aligned and wide, the others right-aligned):
+ * the credit notes an invoice lists, the lines of a credit note.
+ */
+function drawSimpleTable(
+  doc: PDFKit.PDFDocument,
+  ts: Typesetter,
+  title: string,
+  titles: string[],
+  rows: string[][],
+): void {
+  const left = PAGE_MARGIN;
+  const width = doc.page.width - 2 * PAGE_MARGIN;
+  const rest = Math.min(130, Math.floor((width * 0.5) / (titles.length - 1)));
+  const widths = [width - rest * (titles.length - 1), ...titles.slice(1).map(() => rest)];
+  ensureRoom(doc, 40);
+  doc
+    .font(BOLD)
+    .fontSize(8)
+    .fillColor(MUTED)
+    .text(ts.print(title.toUpperCase(), BOLD), left, doc.y, { width });
+  doc.fillColor('black');
+  const header = () => {
+    const y = doc.y + 4;
+    let x = left;
+    doc.font(BOLD).fontSize(8);
+    titles.forEach((cell, i) => {
+      doc.text(ts.print(cell.toUpperCase(), BOLD), x, y, {
+        width: widths[i]! - CELL_GAP,
+        align: i === 0 ? 'left' : 'right',
+      });
+      x += widths[i]!;
+    });
+    doc
+      .moveTo(left, y + 12)
+      .lineTo(left + width, y + 12)
+      .lineWidth(1)
+      .stroke();
+    doc.y = y + 17;
+  };
+  header();
+  for (const cells of rows) {
+    doc.fontSize(ITEM_FONT_SIZE);
+    const height = Math.max(
+      ...cells.map((cell, i) =>
+        doc.font(ts.faceFor(cell, 'regular')).heightOfString(ts.print(cell, ts.faceFor(cell, 'regular')), {
+          width: widths[i]! - CELL_GAP,
+        }),
+      ),
+    );
+    if (ensureRoom(doc, height + 8)) header();
+    const y = doc.y;
+    let x = left;
+    cells.forEach((cell, i) => {
+      doc.fontSize(ITEM_FONT_SIZE).text(ts.set(cell, 'regular'), x, y, {
+        width: widths[i]! - CELL_GAP,
+        align: i === 0 ? 'left' : 'right',
+      });
+      x += widths[i]!;
+    });
+    const lineY = y + height + 3;
+    doc
+      .moveTo(left, lineY)
+      .lineTo(left + width, lineY)
+      .lineWidth(0.5)
+      .strokeColor('#cccccc')
+      .stroke()
+      .strokeColor('black');
+    doc.y = lineY + 5;
+  }
+}
+
+/** The printable credit note as a PDF document (the same content as its HTML). */
+export function renderCreditNotePdf(printable: PrintableCreditNote): Promise<Buffer> {
+  const { note, invoice, seller, customer, locale } = printable;
+  const m = messagesFor(locale);
+  const plain = (value: string) => value.replace(/\p{C}+/gu, ' ');
+  const party = (who: InvoiceParty) => [
+    who.name,
+    who.contactName ?? '',
+    ...who.addressLines,
+    who.email ?? '',
+    who.taxId ?? '',
+  ];
+  const { doc, typesetter: ts } = newDocument(
+    {
+      size: 'LETTER',
+      margin: PAGE_MARGIN,
+      info: {
+        Title: plain(m.creditNoteDocumentTitle(note.number)),
+        Author: plain(seller.name),
+        Subject: plain(m.creditNoteSubject(note.number, invoice.invoice_number, customer.name)),
+      },
+      lang: locale,
+    },
+    [
+      note.number,
+      invoice.invoice_number,
+      note.currency,
+      note.memo ?? '',
+      ...party(seller),
+      ...party(customer),
+      ...note.lines.map((line) => line.description),
+      m.creditNoteTitle,
+      m.creditNoteFootnote(note.currency),
+      m.creditNoteReasons[note.reason] ?? note.reason,
+      displayMoney(note.total, note.currency, locale),
+      displayDate(note.created_at.slice(0, 10), locale),
+    ],
+  );
+  const done = new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    doc.on('data', (chunk: Buffer) => chunks.push(chunk));
+    doc.on('end', () => resolve(Buffer.concat(chunks)));
+    doc.on('error', reject);
+  });
+  const text = (value: string) => ts.print(value, FONT);
+  const date = (value: string) => displayDate(value, locale);
+  const money = (value: string) => displayMoney(value, note.currency, locale);
+  const left = PAGE_MARGIN;
+  const width = doc.page.width - 2 * PAGE_MARGIN;
+
+  const top = doc.y;
+  doc.font(BOLD).fontSize(22).text(text(m.creditNoteTitle), left, top, { width, align: 'right' });
+  doc.fontSize(11).text(ts.set(note.number, 'regular'), left, doc.y, { width, align: 'right' });
+  doc
+    .font(BOLD)
+    .fontSize(16)
+    .text(ts.set(seller.name, 'bold'), left, top, { width: width * 0.6 });
+  doc.y = Math.max(doc.y, top + 44) + 16;
+
+  const blockTop = doc.y;
+  const detailsWidth = 240;
+  const partyWidth = width - detailsWidth - 24;
+  const sellerBottom = drawParty(doc, ts, m, m.from, seller, left, blockTop, partyWidth);
+  const customerBottom = drawParty(doc, ts, m, m.billTo, customer, left, sellerBottom + 14, partyWidth);
+  const detailsBottom = drawDetails(
+    doc,
+    ts,
+    m.creditNoteDetails,
+    [
+      [m.creditNoteNumber, note.number],
+      [m.creditNoteDate, date(note.created_at.slice(0, 10))],
+      [m.creditedInvoice, `${invoice.invoice_number} (${date(invoice.invoice_date)})`],
+      [m.reason, m.creditNoteReasons[note.reason] ?? note.reason],
+      [m.currency, note.currency],
+    ],
+    left + width - detailsWidth,
+    blockTop,
+    detailsWidth,
+  );
+  doc.y = Math.max(customerBottom, detailsBottom) + 24;
+  if (note.memo) {
+    doc.fontSize(9).text(ts.set(`${m.memo}: ${note.memo}`, 'regular'), left, doc.y, { width });
+    doc.y += 10;
+  }
+
+  drawSimpleTable(
+    doc,
+    ts,
+    m.lines,
+    [m.description, m.tax, m.amount],
+    note.lines.map((line) => [
+      line.description,
+      displayAmount(line.tax_amount, locale),
+      displayAmount(line.amount, locale),
+    ]),
+  );
+
+  type TotalLine = { label: string; amount: string; strong?: boolean };
+  const totals: TotalLine[] = [
+    { label: m.subtotal, amount: note.subtotal },
+    ...note.tax_lines.map((line): TotalLine => {
+      const name = taxNameOf(line.name);
+      return { label: m.taxNames[name] ?? name, amount: line.amount };
+    }),
+    { label: note.tax_lines.length > 0 ? m.totalTax : m.tax, amount: note.tax },
+    { label: m.totalCredited, amount: note.total, strong: true },
+    { label: m.appliedToInvoice, amount: note.applied_to_invoice },
+    { label: m.creditedToAccount, amount: note.credited_to_customer },
+  ];
+  const labelX = left + width - 360;
+  doc.y += 10;
+  for (const { label, amount, strong } of totals) {
+    ensureRoom(doc, 18);
+    const y = doc.y;
+    doc.font(strong ? BOLD : FONT).fontSize(10);
+    doc.text(text(label), labelX, y, { width: 190 });
+    doc.text(text(money(amount)), labelX + 190, y, { width: 170, align: 'right' });
+    doc.y = y + 16;
+  }
+  ensureRoom(doc, 40);
+  doc
+    .font(FONT)
+    .fontSize(8)
+    .fillColor(MUTED)
+    .text(text(m.creditNoteFootnote(note.currency)), left, doc.y + 24, { width })
+    .fillColor('black');
+  doc.end();
+  return done;
 }
 
 function drawParty(

@@ -1,4 +1,10 @@
-import { canMoveInvoice, federalGstOf, federalGstOfSubtotal } from '../billing/index.js';
+import {
+  type CreditNoteSummary,
+  canMoveInvoice,
+  creditNoteSummaries,
+  federalGstOf,
+  federalGstOfSubtotal,
+} from '../billing/index.js';
 import { getCustomer } from '../customers/index.js';
 import type { Queryable } from '../db/index.js';
 import type { Locale } from '../i18n/index.js';
@@ -31,9 +37,11 @@ export interface PrintableInvoice {
   overdue: boolean;
   /** What is left to pay (amountDueOf): the balance while the invoice can be paid, else zero. */
   amountDue: string;
+  /** The credit notes issued against it, oldest first (number, date, total). */
+  creditNotes?: CreditNoteSummary[];
 }
 
-interface Address {
+export interface Address {
   address_line1: string | null;
   address_line2: string | null;
   city: string | null;
@@ -42,13 +50,13 @@ interface Address {
   country: string | null;
 }
 
-interface SellerRow extends Address {
+export interface SellerRow extends Address {
   name: string;
   email: string | null;
   tax_id: string | null;
 }
 
-function addressLines(address: Address, locale: Locale): string[] {
+export function addressLines(address: Address, locale: Locale): string[] {
   const locality = [address.city, [address.state_province, address.postal_code].filter(Boolean).join('  ')]
     .filter(Boolean)
     .join(', ');
@@ -60,7 +68,7 @@ function addressLines(address: Address, locale: Locale): string[] {
   ].filter((line): line is string => Boolean(line?.trim()));
 }
 
-function customerParty(customer: Customer, locale: Locale): InvoiceParty {
+export function customerParty(customer: Customer, locale: Locale): InvoiceParty {
   return {
     name: customer.name,
     contactName: customer.contact_name,
@@ -167,7 +175,7 @@ export async function loadPrintableInvoice(
   { locale = 'en', now = new Date() }: { locale?: Locale; now?: Date } = {},
 ): Promise<PrintableInvoice> {
   const invoice = await getInvoice(db, orgId, invoiceId);
-  const [customer, seller] = await Promise.all([
+  const [customer, seller, creditNotes] = await Promise.all([
     getCustomer(db, orgId, invoice.customer_id),
     // the organization is the seller: its own address and tax registration head the document
     db.query<SellerRow>(
@@ -175,6 +183,7 @@ export async function loadPrintableInvoice(
          FROM organizations WHERE id = $1`,
       [orgId],
     ),
+    creditNoteSummaries(db, orgId, invoice.id),
   ]);
   const sellerRow = seller.rows[0]!;
   return {
@@ -192,5 +201,6 @@ export async function loadPrintableInvoice(
     taxLines: taxLinesOf(invoice),
     overdue: isOverdue(invoice, now.toISOString().slice(0, 10)),
     amountDue: amountDueOf(invoice),
+    creditNotes,
   };
 }

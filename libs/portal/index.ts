@@ -6,7 +6,13 @@ export {
   openHostedInvoice,
 } from './hosted-invoices.js';
 export { type ErrorPageKind, renderErrorPage } from './pages.js';
-export { invoicePage, type PageRequest, portalHomePage, portalPrintableInvoice } from './portal.js';
+export {
+  invoicePage,
+  type PageRequest,
+  portalHomePage,
+  portalPrintableCreditNote,
+  portalPrintableInvoice,
+} from './portal.js';
 export {
   createPortalSession,
   type NewPortalSession,

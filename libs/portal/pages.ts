@@ -8,7 +8,7 @@ import {
   messagesFor,
 } from '../i18n/index.js';
 import { amountDueOf, escapeHtml, isOverdue, type PrintableInvoice } from '../invoice-documents/index.js';
-import type { Alert, InvoiceRecord, Subscription } from '../schemas/index.js';
+import type { Alert, CreditNote, InvoiceRecord, Subscription } from '../schemas/index.js';
 import { renderUsageChart } from './chart.js';
 import { PORTAL_CSS_PATH, PORTAL_ICON_PATH } from './stylesheet.js';
 import type { PortalCredits, PortalUsage } from './usage-source.js';
@@ -107,6 +107,8 @@ export interface PortalHome {
   credits?: PortalCredits | undefined;
   /** The customer's spend alerts and the form that adds one; undefined when not offered. */
   alerts?: PortalAlertsView | undefined;
+  /** The customer's credit notes, newest first, with where their documents are. */
+  creditNotes?: { notes: CreditNote[]; linksOf: (note: CreditNote) => { printable: string; pdf: string } };
 }
 
 export interface PortalAlertsView {
@@ -208,6 +210,38 @@ ${
 </section>`;
 }
 
+/** The customer's credit notes: number, date, invoice, total, and their printable HTML and PDF. */
+function creditNotesSection(view: PortalHome, m: Messages): string {
+  const { locale, base } = view;
+  const notes = view.creditNotes?.notes ?? [];
+  const numberOf = new Map(view.invoices.map((invoice) => [invoice.id, invoice.invoice_number]));
+  const rows = notes
+    .map((note) => {
+      const links = view.creditNotes!.linksOf(note);
+      return `<tr>
+<th scope="row">${html(note.number)}</th>
+<td>${html(displayDate(note.created_at, locale))}</td>
+<td>${html(numberOf.get(note.invoice_id) ?? '')}</td>
+<td>${html(m.creditNoteReasons[note.reason] ?? note.reason)}</td>
+<td class="num">${html(displayMoney(note.total, note.currency, locale))}</td>
+<td class="docs"><a href="${html(pageLink(base, links.printable, locale))}" aria-label="${html(m.printableCreditNoteOf(note.number))}">${html(m.printable)}</a><a href="${html(pageLink(base, links.pdf, locale))}" aria-label="${html(m.creditNotePdfOf(note.number))}" download>${html(m.pdf)}</a></td>
+</tr>`;
+    })
+    .join('\n');
+  return `<section class="card" aria-labelledby="credit-notes"><h2 id="credit-notes">${html(m.creditNotes)}</h2>
+${
+  notes.length === 0
+    ? `<p class="note">${html(m.noCreditNotes)}</p>`
+    : `<table>
+<thead><tr><th scope="col">${html(m.creditNoteNumber)}</th><th scope="col">${html(m.creditNoteDate)}</th><th scope="col">${html(m.creditedInvoice)}</th><th scope="col">${html(m.reason)}</th><th scope="col" class="num">${html(m.totalCredited)}</th><th scope="col">${html(m.documents)}</th></tr></thead>
+<tbody>
+${rows}
+</tbody>
+</table>`
+}
+</section>`;
+}
+
 /** The customer's alerts; usage_amount ones can be removed, and one added on a subscription. */
 function alertsSection(view: PortalAlertsView, base: string, locale: Locale, m: Messages): string {
   const csrf = `<input type="hidden" name="csrf" value="${html(view.csrf)}">`;
@@ -300,7 +334,8 @@ ${view.credits ? creditsSection(view.credits, locale, m) : ''}
 ${view.alerts ? alertsSection(view.alerts, base, locale, m) : ''}
 <section class="card" aria-labelledby="invoices"><h2 id="invoices">${html(m.invoices)}</h2>
 ${invoices}
-</section>`,
+</section>
+${view.creditNotes ? creditNotesSection(view, m) : ''}`,
     footer: html(m.sessionExpires(displayDate(view.expiresAt.toISOString(), locale))),
   });
 }

@@ -1,6 +1,12 @@
+import { listCreditNotes } from '../billing/index.js';
 import type { Queryable } from '../db/index.js';
 import { displayDate, type Locale, messagesFor } from '../i18n/index.js';
-import { loadPrintableInvoice, type PrintableInvoice } from '../invoice-documents/index.js';
+import {
+  loadPrintableCreditNote,
+  loadPrintableInvoice,
+  type PrintableCreditNote,
+  type PrintableInvoice,
+} from '../invoice-documents/index.js';
 import { isUuid } from '../schemas/index.js';
 import { listSubscriptions } from '../subscriptions/index.js';
 import { customerAlerts, portalCsrfToken } from './alerts.js';
@@ -23,6 +29,12 @@ export interface PageRequest {
 export function portalInvoiceLinks(token: string, invoiceId: string): InvoiceLinks {
   const page = `${PORTAL_PATH}/${token}/invoices/${invoiceId}`;
   return { page, printable: `${page}/print`, pdf: `${page}/pdf` };
+}
+
+/** The printable HTML and PDF of a credit note opened from the portal session `token`. */
+export function portalCreditNoteLinks(token: string, noteId: string): { printable: string; pdf: string } {
+  const base = `${PORTAL_PATH}/${token}/credit-notes/${noteId}`;
+  return { printable: `${base}/print`, pdf: `${base}/pdf` };
 }
 
 /** Links of an invoice opened from its hosted link `token`. */
@@ -68,9 +80,10 @@ export async function portalHomePage(
 ): Promise<string> {
   const { orgId, customerId } = access;
   const now = request.now ?? new Date();
-  const [subscriptions, invoices] = await Promise.all([
+  const [subscriptions, invoices, creditNotes] = await Promise.all([
     listSubscriptions(db, orgId, { customerId }, { limit: PAGE_LIMIT, offset: 0 }),
     issuedInvoices(db, orgId, customerId),
+    listCreditNotes(db, orgId, { customerId }, { limit: PAGE_LIMIT, offset: 0 }),
   ]);
   let usage: Map<number, PortalUsage> | 'unavailable' = 'unavailable';
   let credits: PortalCredits | undefined;
@@ -98,6 +111,7 @@ export async function portalHomePage(
     usage,
     invoices,
     linksOf: (invoice: InvoiceSummary) => portalInvoiceLinks(token, invoice.id),
+    creditNotes: { notes: creditNotes.data, linksOf: (note) => portalCreditNoteLinks(token, note.id) },
     credits,
     alerts: request.alerts
       ? {
@@ -131,6 +145,25 @@ export async function portalPrintableInvoice(
   );
   if (!rows[0]) return undefined;
   return loadPrintableInvoice(db, access.orgId, rows[0].id, { locale: request.locale, now: request.now });
+}
+
+/**
+ * The printable credit note `noteId` if the session's customer may see it (the organization's, the
+ * customer's); anything else is not found, exactly like an unknown id.
+ */
+export async function portalPrintableCreditNote(
+  db: Queryable,
+  access: Granted<PortalAccess>,
+  noteId: string,
+  request: PageRequest,
+): Promise<PrintableCreditNote | undefined> {
+  if (!isUuid(noteId)) return undefined;
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM credit_notes WHERE org_id = $1 AND id = $2 AND customer_id = $3',
+    [access.orgId, noteId, access.customerId],
+  );
+  if (!rows[0]) return undefined;
+  return loadPrintableCreditNote(db, access.orgId, rows[0].id, { locale: request.locale });
 }
 
 /** An invoice's page opened from a portal session (with a way back) or from its hosted link. */

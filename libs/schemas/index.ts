@@ -18,6 +18,16 @@ export {
   CreditTopUp,
   CreditTopUpRequest,
 } from './credit-grant.js';
+export {
+  CREDIT_NOTE_REASONS,
+  CreateCreditNote,
+  CreditNote,
+  CreditNoteLine,
+  type CreditNoteReason,
+  CreditNoteTaxLine,
+  VoidedUsageEvent,
+  VoidUsageEventRequest,
+} from './credit-note.js';
 export { CreateCustomer, Customer, UpdateCustomer } from './customer.js';
 export { ErrorBody, FieldError } from './error.js';
 export {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Alert } from './alert.js';
 import { CreditGrant } from './credit-grant.js';
+import { CreditNote } from './credit-note.js';
 import { Invoice, InvoiceTransaction } from './invoice.js';
 import { dateTime, integerId, uuid } from './primitives.js';
 import { Subscription, SubscriptionItem } from './subscription.js';
@@ -133,6 +134,12 @@ export const WEBHOOK_PAYLOADS = {
     Alert,
     'WebhookAlertResolved',
     'A triggered alert went back (a void, a top-up, a change).',
+  ),
+  'credit_note.created': payloadOf(
+    'credit_note.created',
+    CreditNote,
+    'WebhookCreditNoteCreated',
+    'A credit note was issued against an invoice (a credit memo up to its balance, a credit grant for the rest).',
   ),
 } satisfies Record<EmittedEventType, z.ZodObject>;
 

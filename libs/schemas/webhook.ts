@@ -23,6 +23,7 @@ export const EVENT_TYPES = [
   'credit_grant.expired',
   'alert.triggered',
   'alert.resolved',
+  'credit_note.created',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -39,6 +40,7 @@ export const EMITTED_EVENT_TYPES = [
   'credit_grant.expired',
   'alert.triggered',
   'alert.resolved',
+  'credit_note.created',
 ] as const satisfies readonly EventType[];
 export type EmittedEventType = (typeof EMITTED_EVENT_TYPES)[number];
 
@@ -50,6 +52,7 @@ export const EVENT_WILDCARDS = [
   'customer.*',
   'credit_grant.*',
   'alert.*',
+  'credit_note.*',
 ] as const;
 
 export const eventSelector = z

@@ -50,6 +50,7 @@ export {
   VOID_CATCH_UP_MS,
   voidUsageEvent,
 } from './domain/usage-events.js';
+export { type VoidCorrection, type VoidingEvent, voidUsageEventWith } from './domain/void-with-correction.js';
 export { InProcessUsageEventLog } from './event-log/in-process.js';
 export { KafkaUsageEventLog } from './event-log/kafka.js';
 export type { UsageEventLog } from './event-log/log.js';

@@ -20,6 +20,7 @@ const TOOL_NAMES = [
   'preview_upcoming_invoice',
   'get_credit_balance',
   'list_alerts',
+  'list_credit_notes',
 ];
 
 function isoDate(offsetDays: number): string {
@@ -55,7 +56,7 @@ describe('the official MCP SDK client against the endpoint', () => {
     expect(client.getInstructions()).toMatch(/read-only/i);
   });
 
-  it('lists the eleven read-only tools, each with an object JSON Schema for its arguments', async () => {
+  it('lists the twelve read-only tools, each with an object JSON Schema for its arguments', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual(TOOL_NAMES);
     for (const tool of tools) {
@@ -271,6 +272,25 @@ describe('the official MCP SDK client against the endpoint', () => {
     const alerts = await call('list_alerts', { customer_id: customerId });
     expect(alerts.total).toBe(1);
     expect(alerts.alerts).toEqual((await rest(`/alerts?customer_id=${customerId}`)) as unknown as unknown[]);
+  });
+
+  it('list_credit_notes: what GET /invoices/{id}/credit-notes lists, by invoice or by customer', async () => {
+    const response = await api.request({ path: `/invoices/${data.invoices.paid}`, key: org.apiKey });
+    const invoice = response.json().data as { id: string; customer_id: number; items: { id: number }[] };
+    const made = await api.request({
+      method: 'POST',
+      path: `/invoices/${invoice.id}/credit-notes`,
+      key: org.apiKey,
+      payload: { reason: 'order_change', lines: [{ invoice_item_id: invoice.items[0]!.id, amount: '2.00' }] },
+    });
+    expect(made.statusCode, made.body).toBe(201);
+    const byInvoice = await call('list_credit_notes', { invoice_id: invoice.id });
+    expect(byInvoice.total).toBe(1);
+    const listed = await api.request({ path: `/invoices/${invoice.id}/credit-notes`, key: org.apiKey });
+    expect(byInvoice.credit_notes).toEqual(listed.json().data);
+    const byCustomer = await call('list_credit_notes', { customer_id: invoice.customer_id });
+    expect(byCustomer.credit_notes).toEqual(byInvoice.credit_notes);
+    expect((await call('list_credit_notes', { customer_id: data.customers.quebec })).total).toBe(0);
   });
 
   it('list_products: prices, the active filter and the tiers of tiered products', async () => {

@@ -1,6 +1,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { createCreditNote } from '../../libs/billing/index.js';
+import { getInvoice } from '../../libs/invoices/index.js';
 import { McpServer, type McpTool } from '../../libs/mcp/index.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { runLogger } from '../helpers/run-log.js';
@@ -16,6 +18,21 @@ let dataA: BillingFixture;
 let dataB: BillingFixture;
 let clientA: Client;
 let clientB: Client;
+let noteOfB: string;
+
+/** A credit note of 1.00 on the first line of a fixture invoice. */
+async function creditNoteOn(orgId: number, invoiceId: string): Promise<string> {
+  const { db } = api.platform;
+  const invoice = await getInvoice(db, orgId, invoiceId);
+  const note = await db.transaction((tx) =>
+    createCreditNote(tx, {
+      orgId,
+      invoiceId,
+      input: { reason: 'other', lines: [{ invoice_item_id: invoice.items[0]!.id, amount: '1.00' }] },
+    }),
+  );
+  return note.id;
+}
 
 beforeAll(async () => {
   api = await startListeningApi();
@@ -23,6 +40,8 @@ beforeAll(async () => {
   orgB = await createTestOrg(api.platform.db);
   dataA = await seedBillingFixture(api.platform.db, orgA.orgId, 'Alpha');
   dataB = await seedBillingFixture(api.platform.db, orgB.orgId, 'Bravo');
+  noteOfB = await creditNoteOn(orgB.orgId, dataB.invoices.paid);
+  await creditNoteOn(orgA.orgId, dataA.invoices.paid);
   [clientA, clientB] = await Promise.all([
     connectSdkClient(api.mcpUrl, orgA.apiKey),
     connectSdkClient(api.mcpUrl, orgB.apiKey),
@@ -55,6 +74,8 @@ function everyCall(target: BillingFixture): { name: string; arguments: Record<st
     { name: 'preview_upcoming_invoice', arguments: { subscription_id: target.subscriptions.quebec } },
     { name: 'get_credit_balance', arguments: { customer_id: target.customers.quebec } },
     { name: 'list_alerts', arguments: { limit: 100 } },
+    { name: 'list_credit_notes', arguments: { limit: 100 } },
+    { name: 'list_credit_notes', arguments: { customer_id: target.customers.quebec, limit: 100 } },
   ];
 }
 
@@ -68,7 +89,12 @@ describe('MCP tenancy', () => {
       const result = await clientA.callTool(call);
       const text = JSON.stringify(result.content);
       expect(text, call.name).not.toContain('Bravo');
-      for (const id of idsOf(dataB)) expect(text, call.name).not.toContain(id);
+      for (const id of [...idsOf(dataB), noteOfB]) expect(text, call.name).not.toContain(id);
+    }
+    for (const args of [{ invoice_id: dataB.invoices.paid }, { customer_id: dataB.customers.ontario }]) {
+      const foreignNotes = await clientA.callTool({ name: 'list_credit_notes', arguments: args });
+      expect(foreignNotes).toMatchObject({ isError: true });
+      expect(JSON.stringify(foreignNotes.content)).not.toContain(noteOfB);
     }
     const foreign = await clientA.callTool({
       name: 'get_customer',

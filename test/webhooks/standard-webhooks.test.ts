@@ -4,12 +4,14 @@ import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   createCreditGrant,
+  createCreditNote,
   expireCreditGrants,
   recordPayment,
   runBilling,
   usageSource,
 } from '../../libs/billing/index.js';
 import { afterCreditsMoved, createAlert } from '../../libs/guardrails/index.js';
+import { getInvoice } from '../../libs/invoices/index.js';
 import {
   EMITTED_EVENT_TYPES,
   type EmittedEventType,
@@ -60,6 +62,7 @@ describe('Standard Webhooks signatures', () => {
       'payment.*',
       'credit_grant.*',
       'alert.*',
+      'credit_note.*',
     ]);
     await emitEveryEventType(org);
     // one of each type, a second invoice.posted (the cancel's final invoice), two more credit_grant.created
@@ -109,7 +112,15 @@ describe('Standard Webhooks signatures', () => {
       post: true,
     });
     const invoiceId = run.invoice_ids[0]!;
-    await db.transaction((tx) => recordPayment(tx, { invoiceId, amount: '105', method: 'CARD' }));
+    // a credit note of 1.00 + GST: a credit memo of 1.05 on the open invoice (no grant)
+    const invoice = await getInvoice(db, org.orgId, invoiceId);
+    await db.transaction((tx) =>
+      createCreditNote(tx, {
+        invoiceId,
+        input: { reason: 'other', lines: [{ invoice_item_id: invoice.items[0]!.id, amount: '1.00' }] },
+      }),
+    );
+    await db.transaction((tx) => recordPayment(tx, { invoiceId, amount: '103.95', method: 'CARD' }));
     await db.transaction((tx) =>
       changeSubscription(tx, {
         subscriptionId: subscription.id,

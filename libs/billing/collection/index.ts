@@ -18,6 +18,7 @@ export {
   createRefund,
   type MoneyInput,
   type MoneyResult,
+  planCreditMemo,
   recordPayment,
 } from './payments.js';
 export { assertPayableAmount, settleOnPosting, statusForAmountPaid } from './settlement.js';

@@ -21,6 +21,7 @@ import { restoreIfSettled } from './dunning.js';
 import { type InvoiceRef, type LockedInvoice, lockInvoice } from './invoice-operations.js';
 import {
   assertPayableAmount,
+  type CollectibleStatus,
   isPayable,
   PAYABLE_STATUSES,
   statusAfterRefund,
@@ -59,15 +60,25 @@ export function createCreditMemo(tx: Queryable, input: Omit<MoneyInput, 'method'
   return collect(tx, 'CREDIT_MEMO', { ...input, method: 'EXTERNAL' });
 }
 
-async function collect(
-  tx: Queryable,
+/**
+ * What a CREDIT_MEMO of `amount` does to an invoice the caller holds, checked as createCreditMemo
+ * checks it (409 unless payable with a balance, 422 beyond it or below the minor unit), for a caller
+ * that writes the memo in a statement of its own (a credit note): the transaction row, then
+ * `amount_paid` and `status` as returned, `invoice.paid` when `status` is PAID, and restoreIfSettled.
+ */
+export function planCreditMemo(
+  invoice: LockedInvoice,
+  amount: bigint,
+): { status: CollectibleStatus; amountPaid: string } {
+  return checkCollectible(invoice, 'CREDIT_MEMO', amount);
+}
+
+/** The checks and the outcome of money applied to an invoice (collect, planCreditMemo). */
+function checkCollectible(
+  invoice: LockedInvoice,
   type: 'PAYMENT' | 'CREDIT_MEMO',
-  input: MoneyInput,
-): Promise<MoneyResult> {
-  const amount = parseAmount('amount', input.amount);
-  const invoice = await lockInvoice(tx, input);
-  const repeated = await recordedBefore(tx, invoice, type, amount, input);
-  if (repeated) return repeated;
+  amount: bigint,
+): { status: CollectibleStatus; amountPaid: string } {
   const what = type === 'PAYMENT' ? 'A payment' : 'A credit memo';
   const total = parseMoney(invoice.total);
   const paid = parseMoney(invoice.amount_paid);
@@ -95,8 +106,20 @@ async function collect(
   assertPayableAmount('amount', amount, invoice.currency, balance);
   const status = statusForAmountPaid(total, paid + amount);
   assertInvoiceTransition(invoice.invoice_number, invoice.status, status);
+  return { status, amountPaid: formatMoney(paid + amount) };
+}
+
+async function collect(
+  tx: Queryable,
+  type: 'PAYMENT' | 'CREDIT_MEMO',
+  input: MoneyInput,
+): Promise<MoneyResult> {
+  const amount = parseAmount('amount', input.amount);
+  const invoice = await lockInvoice(tx, input);
+  const repeated = await recordedBefore(tx, invoice, type, amount, input);
+  if (repeated) return repeated;
+  const { status, amountPaid } = checkCollectible(invoice, type, amount);
   const transaction = await insertTransaction(tx, invoice, type, amount, input);
-  const amountPaid = formatMoney(paid + amount);
   await tx.query(
     'UPDATE invoices SET amount_paid = $3, status = $4, updated_at = now() WHERE org_id = $1 AND id = $2',
     [invoice.org_id, invoice.id, amountPaid, status],

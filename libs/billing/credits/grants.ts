@@ -108,7 +108,7 @@ export interface NewGrant {
   status: 'PENDING' | 'ACTIVE';
   invoice_id: string | null;
   reference: string | null;
-  source: 'request' | 'top_up';
+  source: 'request' | 'top_up' | 'credit_note';
 }
 
 /** Inserts a grant and its `grant` ledger entry; the caller holds the customer. */

@@ -11,7 +11,7 @@ export {
   MAX_STORED_MONEY,
   productPriceProblems,
 } from './invoice-limits.js';
-export type { InvoiceLine } from './invoice-lines.js';
+export { type InvoiceLine, shareOut } from './invoice-lines.js';
 export {
   formatInvoiceNumber,
   insertInvoices,

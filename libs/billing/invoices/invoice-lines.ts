@@ -131,7 +131,7 @@ export function buildInvoiceLines(
  * unit, the shares summing to the tax exactly: every share is rounded down, then the units left
  * go one each to the lines with the largest remainders (ties: the earlier line).
  */
-function shareOut(tax: bigint, amounts: readonly bigint[], currency: string): bigint[] {
+export function shareOut(tax: bigint, amounts: readonly bigint[], currency: string): bigint[] {
   const base = amounts.reduce((sum, amount) => sum + amount, 0n);
   if (tax === 0n || base === 0n) return amounts.map(() => 0n);
   const unit = minorUnitStep(currency);

@@ -3,6 +3,7 @@ import { alertCommands } from './alert.js';
 import { billingCommands } from './billing.js';
 import { clickhouseCommands } from './clickhouse.js';
 import { creditCommands } from './credit.js';
+import { creditNoteCommands } from './credit-note.js';
 import { customerCommands } from './customer.js';
 import { invoiceCommands } from './invoice.js';
 import { keyCommands } from './key.js';
@@ -28,6 +29,7 @@ export const COMMANDS: Command[] = [
   ...billingCommands,
   ...invoiceCommands,
   ...paymentCommands,
+  ...creditNoteCommands,
   ...webhookEndpointCommands,
   ...clickhouseCommands,
 ] as Command[];

@@ -1,4 +1,5 @@
 import { listAlertsTool } from './alerts.js';
+import { listCreditNotesTool } from './credit-notes.js';
 import { getCreditBalanceTool } from './credits.js';
 import { getCustomerTool, listCustomersTool } from './customers.js';
 import { listInvoicesTool, recentPaymentsTool } from './invoices.js';
@@ -21,6 +22,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
   previewUpcomingInvoiceTool,
   getCreditBalanceTool,
   listAlertsTool,
+  listCreditNotesTool,
 ];
 
 export { isOverdue } from './invoices.js';

@@ -21,7 +21,7 @@ export interface UsageEventFilter {
   status?: 'ACTIVE' | 'VOIDED' | undefined;
 }
 
-interface EventRow {
+export interface EventRow {
   id: string;
   org_id: number;
   subscription_item_id: number;
@@ -35,7 +35,7 @@ interface EventRow {
 const COLUMNS =
   'id, org_id, subscription_item_id, idempotency_key, quantity::text AS quantity, occurred_at, recorded_at, voided_at';
 
-function toPublic(row: EventRow): UsageEventWithStatus {
+export function toPublic(row: EventRow): UsageEventWithStatus {
   return {
     id: row.id,
     object: 'usage_event',
@@ -49,7 +49,7 @@ function toPublic(row: EventRow): UsageEventWithStatus {
   };
 }
 
-function toRecord(row: EventRow): UsageEventRecord {
+export function toRecord(row: EventRow): UsageEventRecord {
   return {
     id: row.id,
     orgId: Number(row.org_id),
@@ -100,7 +100,7 @@ export async function listUsageEvents(
   return { data: rows.map(toPublic), total: await total };
 }
 
-async function findEvent(
+export async function findEvent(
   db: Queryable,
   orgId: number,
   id: string,
@@ -187,7 +187,7 @@ export async function voidUsageEvent(
  * acknowledge may or may not be on it, and the transaction around it rolls back, so the retry is
  * what settles it. An outage found by this very call is mapped by the log's guard already.
  */
-async function appendVoid(stores: UsageReadStores, record: UsageVoidRecord): Promise<void> {
+export async function appendVoid(stores: UsageReadStores, record: UsageVoidRecord): Promise<void> {
   try {
     await stores.eventLog.appendVoids([record]);
   } catch (cause) {

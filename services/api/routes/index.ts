@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { alertRoutes } from './alerts.js';
+import { creditNoteRoutes } from './credit-notes.js';
 import { creditRoutes } from './credits.js';
 import { customerRoutes } from './customers.js';
 import { invoiceRoutes } from './invoices.js';
@@ -25,6 +26,7 @@ export const publicRoutes: FastifyPluginAsyncZod = async (app) => {
   await app.register(productRoutes);
   await app.register(subscriptionRoutes);
   await app.register(invoiceRoutes);
+  await app.register(creditNoteRoutes);
   await app.register(portalSessionRoutes);
   await app.register(webhookEndpointRoutes);
   await app.register(webhookEventRoutes);

@@ -3,9 +3,12 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ApiError } from '../../../libs/errors/index.js';
 import { isLocale, type Locale } from '../../../libs/i18n/index.js';
 import {
+  creditNotePdfFilename,
   INVOICE_STYLE_SOURCE,
   invoicePdfFilename,
   type PrintableInvoice,
+  renderCreditNoteHtml,
+  renderCreditNotePdf,
   renderInvoiceHtml,
   renderInvoicePdf,
 } from '../../../libs/invoice-documents/index.js';
@@ -24,6 +27,7 @@ import {
   PORTAL_PATH,
   type PortalAccess,
   portalHomePage,
+  portalPrintableCreditNote,
   portalPrintableInvoice,
   removePortalAlert,
   renderErrorPage,
@@ -52,6 +56,7 @@ const PRINTABLE_CSP = `default-src 'self'; style-src ${INVOICE_STYLE_SOURCE}; ba
 type Query = { locale?: unknown };
 type TokenParams = { token: string };
 type InvoiceParams = { token: string; invoice_id: string };
+type CreditNoteParams = { token: string; credit_note_id: string };
 
 /** The page's language: ?locale= when it names one, else `fallback`. */
 function localeOf(request: FastifyRequest, fallback: Locale): Locale {
@@ -278,4 +283,55 @@ export const portalPageRoutes: FastifyPluginAsyncZod = async (app) => {
     const found = await hostedInvoice(request, reply);
     return found ? sendDocument(reply, found.printable, 'pdf') : reply;
   });
+
+  // --- a credit note of the session's customer: its printable HTML and PDF ---
+  const portalCreditNote = async (
+    request: FastifyRequest<{ Params: CreditNoteParams }>,
+    reply: FastifyReply,
+  ) => {
+    const access = await openPortalSession(db, request.params.token);
+    if (access.kind !== 'granted') {
+      sendError(request, reply, refusalPage(access.kind));
+      return undefined;
+    }
+    const printable = await portalPrintableCreditNote(
+      db,
+      access,
+      canonicalUuid(request.params.credit_note_id),
+      {
+        base: pagesBaseUrlOf(request),
+        locale: localeOf(request, access.locale),
+      },
+    );
+    if (!printable) sendError(request, reply, 'not-found');
+    return printable;
+  };
+  app.get<{ Params: CreditNoteParams }>(
+    '/:token/credit-notes/:credit_note_id/print',
+    route,
+    async (request, reply) => {
+      const printable = await portalCreditNote(request, reply);
+      if (!printable) return reply;
+      return reply
+        .header('Content-Security-Policy', PRINTABLE_CSP)
+        .type('text/html; charset=utf-8')
+        .send(renderCreditNoteHtml(printable));
+    },
+  );
+  app.get<{ Params: CreditNoteParams }>(
+    '/:token/credit-notes/:credit_note_id/pdf',
+    route,
+    async (request, reply) => {
+      const printable = await portalCreditNote(request, reply);
+      if (!printable) return reply;
+      const pdf = await renderCreditNotePdf(printable);
+      return reply
+        .header(
+          'Content-Disposition',
+          `attachment; filename="${creditNotePdfFilename(printable.note.number)}"`,
+        )
+        .type('application/pdf')
+        .send(pdf);
+    },
+  );
 };

@@ -1,6 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { getDailyUsage, getSubscriptionUsage, previewUpcomingInvoice } from '../../../libs/billing/index.js';
+import {
+  getDailyUsage,
+  getSubscriptionUsage,
+  previewUpcomingInvoice,
+  voidUsageWithCreditNote,
+} from '../../../libs/billing/index.js';
 import { ApiError } from '../../../libs/errors/index.js';
 import {
   DailyUsagePoint,
@@ -15,6 +20,8 @@ import {
   UpcomingInvoice,
   UsageEventWithStatus,
   uuidPathId,
+  VoidedUsageEvent,
+  VoidUsageEventRequest,
 } from '../../../libs/schemas/index.js';
 import { getUsageEvent, listUsageEvents, voidUsageEvent } from '../../../libs/usage/index.js';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
@@ -191,16 +198,23 @@ export const usageReadBackRoutes: FastifyPluginAsyncZod = async (app) => {
         description:
           'Idempotent: voiding a voided event answers 200 with the same event. The void travels the usage log ' +
           'after the event, so every store drops it; an event accepted moments ago is waited for. An event of a ' +
-          'period already invoiced is a 409 naming the invoice.',
+          'period already invoiced is a 409 naming the invoice, unless the body asks for `correction: "credit_note"`: ' +
+          'then the event of a posted period is voided together with a `usage_correction` credit note for exactly ' +
+          'what it added to its line (the line re-rated without it), and the answer carries `credit_note_id`. A ' +
+          'correction of a period not invoiced yet is a 409 (void it without one). The body may be omitted.',
         params: EventPath,
+        body: VoidUsageEventRequest.optional(),
         response: {
-          200: single(UsageEventWithStatus),
-          ...errorResponses(...AUTHENTICATED_ERRORS, 404, 409, 503),
+          200: single(VoidedUsageEvent),
+          ...errorResponses(...AUTHENTICATED_ERRORS, 400, 404, 409, 413, 415, 422, 503),
         },
       },
     },
     async (request) => ({
-      data: await voidUsageEvent(db, stores, orgIdOf(request), request.params.event_id),
+      data:
+        request.body?.correction === 'credit_note'
+          ? await voidUsageWithCreditNote(db, stores, orgIdOf(request), request.params.event_id)
+          : await voidUsageEvent(db, stores, orgIdOf(request), request.params.event_id),
     }),
   );
 };

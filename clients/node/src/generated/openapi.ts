@@ -173,7 +173,7 @@ export interface paths {
         put?: never;
         /**
          * Void a usage event: it then counts nowhere
-         * @description Idempotent: voiding a voided event answers 200 with the same event. The void travels the usage log after the event, so every store drops it; an event accepted moments ago is waited for. An event of a period already invoiced is a 409 naming the invoice.
+         * @description Idempotent: voiding a voided event answers 200 with the same event. The void travels the usage log after the event, so every store drops it; an event accepted moments ago is waited for. An event of a period already invoiced is a 409 naming the invoice, unless the body asks for `correction: "credit_note"`: then the event of a posted period is voided together with a `usage_correction` credit note for exactly what it added to its line (the line re-rated without it), and the answer carries `credit_note_id`. A correction of a period not invoiced yet is a 409 (void it without one). The body may be omitted.
          */
         post: operations["voidUsageEvent"];
         delete?: never;
@@ -557,6 +557,81 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/invoices/{invoice_id}/credit-notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An invoice's credit notes, newest first */
+        get: operations["listInvoiceCreditNotes"];
+        put?: never;
+        /**
+         * Issue a credit note against an invoice
+         * @description Credits amounts (before tax) of the invoice's lines; the invoice's tax is reversed per component on the note's subtotal. Up to the invoice's balance the note is a CREDIT_MEMO on it; the rest (already paid) becomes a promotional credit grant named after the note. A line is never credited beyond its amount, earlier notes counted (422 on `lines.<i>.amount`). Only POSTED, PARTIALLY_PAID, PAID or PARTIALLY_REFUNDED invoices (else 409). Numbers run CN-000001, CN-000002, ... per organization, without gaps.
+         */
+        post: operations["createCreditNote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/credit-notes/{credit_note_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a credit note */
+        get: operations["getCreditNote"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/credit-notes/{credit_note_id}/html": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The printable credit note as an HTML document */
+        get: operations["getCreditNoteHtml"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/credit-notes/{credit_note_id}/pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The printable credit note as a PDF
+         * @description Content-Disposition names the file `<number>.pdf`.
+         */
+        get: operations["getCreditNotePdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/portal-sessions": {
         parameters: {
             query?: never;
@@ -751,7 +826,7 @@ export interface paths {
         put?: never;
         /**
          * Read-only MCP endpoint for AI assistants (JSON-RPC 2.0)
-         * @description Stateless Model Context Protocol over HTTP with JSON responses (an `Accept: application/json` client is served). Methods: initialize, notifications/initialized (202, no body), tools/list, tools/call, ping. Tools: list_customers, get_customer, list_invoices, revenue_summary, list_products, recent_payments, tax_lookup, get_subscription_usage, preview_upcoming_invoice, get_credit_balance, list_alerts. Errors: -32700 parse error and -32600 invalid request (HTTP 400), -32601 unknown method, -32602 unknown tool (HTTP 200); invalid arguments or a failing tool answer a result with isError: true. A batch (array) of at most 10 messages is answered with an array.
+         * @description Stateless Model Context Protocol over HTTP with JSON responses (an `Accept: application/json` client is served). Methods: initialize, notifications/initialized (202, no body), tools/list, tools/call, ping. Tools: list_customers, get_customer, list_invoices, revenue_summary, list_products, recent_payments, tax_lookup, get_subscription_usage, preview_upcoming_invoice, get_credit_balance, list_alerts, list_credit_notes. Errors: -32700 parse error and -32600 invalid request (HTTP 400), -32601 unknown method, -32602 unknown tool (HTTP 200); invalid arguments or a failing tool answer a result with isError: true. A batch (array) of at most 10 messages is answered with an array.
          */
         post: operations["postMcp"];
         delete?: never;
@@ -996,6 +1071,26 @@ export interface webhooks {
          * @description POSTed to every ACTIVE endpoint subscribed to this event type or its family wildcard, at least once: deduplicate on `id` (also webhook-id). Verify the raw body before parsing it, with either header: X-Service-Signature (hex HMAC-SHA256 keyed with the whole `whsec_...` secret), or webhook-id, webhook-timestamp and webhook-signature as the Standard Webhooks libraries (`standardwebhooks` on npm) check them, with the secret exactly as shown; reject a webhook-timestamp more than 5 minutes away. Answer 2xx once processed or durably queued, and ignore event types you do not know.
          */
         post: operations["alertResolvedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "credit_note.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * credit_note.created: A credit note was issued against an invoice (a credit memo up to its balance, a credit grant for the rest).
+         * @description POSTed to every ACTIVE endpoint subscribed to this event type or its family wildcard, at least once: deduplicate on `id` (also webhook-id). Verify the raw body before parsing it, with either header: X-Service-Signature (hex HMAC-SHA256 keyed with the whole `whsec_...` secret), or webhook-id, webhook-timestamp and webhook-signature as the Standard Webhooks libraries (`standardwebhooks` on npm) check them, with the secret exactly as shown; reject a webhook-timestamp more than 5 minutes away. Answer 2xx once processed or durably queued, and ignore event types you do not know.
+         */
+        post: operations["credit_noteCreatedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1300,6 +1395,40 @@ export interface components {
              * @example 49.99000000
              */
             amount_due: string;
+        };
+        VoidUsageEventRequestInput: {
+            /**
+             * @description `credit_note`: the event belongs to a posted period; void it and issue a `usage_correction` credit note for exactly what it added to its invoice line.
+             * @enum {string}
+             */
+            correction?: "credit_note";
+        };
+        VoidedUsageEvent: {
+            /** Format: uuid */
+            id: string;
+            /** @constant */
+            object: "usage_event";
+            subscription_item_id: number;
+            quantity: number;
+            /**
+             * Format: date-time
+             * @description When the usage happened.
+             */
+            timestamp: string;
+            idempotency_key: string;
+            /**
+             * Format: date-time
+             * @description When the service recorded the event.
+             */
+            recorded_at: string;
+            /**
+             * @description VOIDED events count nowhere.
+             * @enum {string}
+             */
+            status: "ACTIVE" | "VOIDED";
+            voided_at: string | null;
+            /** @description With `correction: "credit_note"`: the correcting credit note; null when the event cost nothing (within included units, a flat fee). */
+            credit_note_id?: string | null;
         };
         PublicCustomer: {
             id: number;
@@ -1824,6 +1953,72 @@ export interface components {
              */
             created_at: string;
         };
+        CreateCreditNoteInput: {
+            /** @enum {string} */
+            reason: "duplicate" | "fraudulent" | "order_change" | "product_unsatisfactory" | "usage_correction" | "other";
+            lines: {
+                /** @description An item (`items[].id`) of this invoice. */
+                invoice_item_id: number;
+                /** @description Before tax, greater than zero, in whole minor units of the invoice's currency; with earlier notes, at most the line's `line_total_pre_tax`. */
+                amount: string | number;
+            }[];
+            memo?: string;
+        };
+        CreditNote: {
+            /** Format: uuid */
+            id: string;
+            /** @constant */
+            object: "credit_note";
+            /**
+             * @description CN-000001, gapless per organization.
+             * @example CN-000001
+             */
+            number: string;
+            /** Format: uuid */
+            invoice_id: string;
+            customer_id: number;
+            currency: string;
+            /** @enum {string} */
+            reason: "duplicate" | "fraudulent" | "order_change" | "product_unsatisfactory" | "usage_correction" | "other";
+            memo: string | null;
+            lines: components["schemas"]["CreditNoteLine"][];
+            /**
+             * @description Sum of the lines before tax.
+             * @example 49.99000000
+             */
+            subtotal: string;
+            /**
+             * @description The invoice's tax reversed per component on `subtotal`.
+             * @example 49.99000000
+             */
+            tax: string;
+            /** @description The tax by component; sums to `tax`. */
+            tax_lines: components["schemas"]["CreditNoteTaxLine"][];
+            /**
+             * @description subtotal + tax = applied_to_invoice + credited_to_customer.
+             * @example 49.99000000
+             */
+            total: string;
+            /**
+             * @description A CREDIT_MEMO on the invoice, up to its balance when the note was made.
+             * @example 49.99000000
+             */
+            applied_to_invoice: string;
+            /**
+             * @description The rest (already paid): a promotional credit grant named after the note.
+             * @example 49.99000000
+             */
+            credited_to_customer: string;
+            /** @description The grant of `credited_to_customer`, if any. */
+            credit_grant_id: string | null;
+            /** @description The voided usage event a `usage_correction` note corrects, if any. */
+            usage_event_id: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC date-time.
+             */
+            created_at: string;
+        };
         CreatePortalSessionInput: {
             /** @description The customer whose portal the link opens (this organization's). */
             customer_id: number;
@@ -1871,7 +2066,7 @@ export interface components {
              * @description HTTPS URL that receives the POSTs, stored in its WHATWG-normalized form. `http://localhost[:port]` and `http://127.0.0.1[:port]` (any loopback address) are accepted where the service allows them (development and test).
              */
             url: string;
-            events: ("invoice.posted" | "invoice.paid" | "invoice.created" | "invoice.overdue" | "invoice.payment_failed" | "subscription.created" | "subscription.canceled" | "subscription.updated" | "subscription.activated" | "order.created" | "order.completed" | "payment.succeeded" | "payment.failed" | "customer.created" | "customer.updated" | "credit_grant.created" | "credit_grant.depleted" | "credit_grant.expired" | "alert.triggered" | "alert.resolved" | "invoice.*" | "subscription.*" | "order.*" | "payment.*" | "customer.*" | "credit_grant.*" | "alert.*")[];
+            events: ("invoice.posted" | "invoice.paid" | "invoice.created" | "invoice.overdue" | "invoice.payment_failed" | "subscription.created" | "subscription.canceled" | "subscription.updated" | "subscription.activated" | "order.created" | "order.completed" | "payment.succeeded" | "payment.failed" | "customer.created" | "customer.updated" | "credit_grant.created" | "credit_grant.depleted" | "credit_grant.expired" | "alert.triggered" | "alert.resolved" | "credit_note.created" | "invoice.*" | "subscription.*" | "order.*" | "payment.*" | "customer.*" | "credit_grant.*" | "alert.*" | "credit_note.*")[];
             /** @default  */
             description?: string;
             /**
@@ -1950,7 +2145,7 @@ export interface components {
              * @description HTTPS URL that receives the POSTs, stored in its WHATWG-normalized form. `http://localhost[:port]` and `http://127.0.0.1[:port]` (any loopback address) are accepted where the service allows them (development and test).
              */
             url?: string;
-            events?: ("invoice.posted" | "invoice.paid" | "invoice.created" | "invoice.overdue" | "invoice.payment_failed" | "subscription.created" | "subscription.canceled" | "subscription.updated" | "subscription.activated" | "order.created" | "order.completed" | "payment.succeeded" | "payment.failed" | "customer.created" | "customer.updated" | "credit_grant.created" | "credit_grant.depleted" | "credit_grant.expired" | "alert.triggered" | "alert.resolved" | "invoice.*" | "subscription.*" | "order.*" | "payment.*" | "customer.*" | "credit_grant.*" | "alert.*")[];
+            events?: ("invoice.posted" | "invoice.paid" | "invoice.created" | "invoice.overdue" | "invoice.payment_failed" | "subscription.created" | "subscription.canceled" | "subscription.updated" | "subscription.activated" | "order.created" | "order.completed" | "payment.succeeded" | "payment.failed" | "customer.created" | "customer.updated" | "credit_grant.created" | "credit_grant.depleted" | "credit_grant.expired" | "alert.triggered" | "alert.resolved" | "credit_note.created" | "invoice.*" | "subscription.*" | "order.*" | "payment.*" | "customer.*" | "credit_grant.*" | "alert.*" | "credit_note.*")[];
             description?: string;
             /** @enum {string} */
             status?: "ACTIVE" | "DISABLED";
@@ -2211,6 +2406,19 @@ export interface components {
             created: number;
             data: components["schemas"]["Alert"];
         };
+        /** @description A credit note was issued against an invoice (a credit memo up to its balance, a credit grant for the rest). */
+        WebhookCreditNoteCreated: {
+            /**
+             * Format: uuid
+             * @description This delivery: the webhook event id, also sent as webhook-id and X-Service-Delivery. The same on every attempt; deduplicate on it.
+             */
+            id: string;
+            /** @constant */
+            type: "credit_note.created";
+            /** @description When the change happened, Unix seconds. */
+            created: number;
+            data: components["schemas"]["CreditNote"];
+        };
         /** @description The payment transaction, with the customer of its invoice. */
         WebhookPaymentData: {
             /** Format: uuid */
@@ -2330,6 +2538,33 @@ export interface components {
             x_service_signature: string;
             /** @description Key ids of the secrets behind webhook-signature, in header order. */
             webhook_signature: string[];
+        };
+        CreditNoteLine: {
+            invoice_item_id: number;
+            /** @description The credited invoice line's description. */
+            description: string;
+            /**
+             * @description Credited before tax.
+             * @example 49.99000000
+             */
+            amount: string;
+            /**
+             * @description This line's share of the note's tax (largest remainder: the lines sum to `tax`).
+             * @example 49.99000000
+             */
+            tax_amount: string;
+        };
+        CreditNoteTaxLine: {
+            /** @description GST, HST, QST, PST or STATE_SALES_TAX. */
+            name: string;
+            jurisdiction: string | null;
+            /** @description The rate reversed; null when shared out of the invoice tax. */
+            rate: string | null;
+            /**
+             * @description Decimal string with 8 fractional digits.
+             * @example 49.99000000
+             */
+            amount: string;
         };
         PublicInvoiceItem: {
             id: number;
@@ -3661,7 +3896,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["VoidUsageEventRequestInput"];
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -3676,8 +3915,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: components["schemas"]["UsageEventWithStatus"];
+                        data: components["schemas"]["VoidedUsageEvent"];
                     };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Default Response */
@@ -3708,6 +3962,51 @@ export interface operations {
             };
             /** @description Default Response */
             409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
                 headers: {
                     "X-Request-ID": components["headers"]["X-Request-ID"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6836,6 +7135,660 @@ export interface operations {
             };
         };
     };
+    listInvoiceCreditNotes: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1-100. */
+                limit?: number;
+                /** @description Rows to skip, >= 0. */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description A UUID, in either case. Any other value answers 404, like an id that does not exist. */
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CreditNote"][];
+                        pagination: components["schemas"]["Pagination"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createCreditNote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID, in either case. Any other value answers 404, like an id that does not exist. */
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCreditNoteInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CreditNote"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCreditNote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID, in either case. Any other value answers 404, like an id that does not exist. */
+                credit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CreditNote"];
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCreditNoteHtml: {
+        parameters: {
+            query?: {
+                /** @description The language of the document: labels, dates and number formats. */
+                locale?: "en" | "fr-CA";
+            };
+            header?: never;
+            path: {
+                /** @description A UUID, in either case. Any other value answers 404, like an id that does not exist. */
+                credit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A self-contained printable credit note (no script, inline styles). */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCreditNotePdf: {
+        parameters: {
+            query?: {
+                /** @description The language of the document: labels, dates and number formats. */
+                locale?: "en" | "fr-CA";
+            };
+            header?: never;
+            path: {
+                /** @description A UUID, in either case. Any other value answers 404, like an id that does not exist. */
+                credit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The credit note as a PDF document. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description attachment; filename="<number>.pdf" */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createPortalSession: {
         parameters: {
             query?: never;
@@ -9002,6 +9955,42 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["WebhookAlertResolved"];
+            };
+        };
+        responses: {
+            /** @description Received. Anything else, or no answer within the timeout (10 s), is retried: 5 attempts, 1, 2, 4 and 8 s apart. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    credit_noteCreatedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                "user-agent": "Service-Webhooks/1.0";
+                /** @description The event type, as `type` in the body. */
+                "x-service-event": string;
+                /** @description The webhook event id, as `id` in the body. */
+                "x-service-delivery": string;
+                /** @description `sha256=` + the hex HMAC-SHA256 of the raw body, keyed with the whole secret string (`whsec_...`, prefix included). The current secret only. */
+                "x-service-signature": string;
+                /** @description Standard Webhooks: the webhook event id, the same on every attempt. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: Unix seconds of this attempt (each retry has its own). */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the secret after `whsec_`. During a secret rotation, a second space-separated signature made with the previous secret. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreditNoteCreated"];
             };
         };
         responses: {

@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { formatMoney, parseMoney } from '../../money/index.js';
+import { taxRuleFor } from '../tax/index.js';
+import { invoiceTaxComponents, noteTax } from './tax-reversal.js';
+
+const qc = taxRuleFor({ country: 'CA', stateProvince: 'QC' }, '2026-02-01');
+const invoice = { subtotal: '107.76', tax_amount: '16.14', currency: 'CAD', taxType: 'GST_QST' as const };
+const none = { subtotal: 0n, tax: new Map<string, bigint>() };
+
+describe('invoiceTaxComponents', () => {
+  it("takes the destination's rule when it gives the invoice's tax", () => {
+    expect(invoiceTaxComponents(invoice, qc)).toEqual([
+      { name: 'GST', jurisdiction: 'CA', rate: '0.05', amount: '5.39000000' },
+      { name: 'QST', jurisdiction: 'QC', rate: '0.09975', amount: '10.75000000' },
+    ]);
+  });
+
+  it('splits the stored tax when the rule no longer matches (the customer moved)', () => {
+    const on = taxRuleFor({ country: 'CA', stateProvince: 'ON' }, '2026-02-01');
+    expect(invoiceTaxComponents(invoice, on)).toEqual([
+      { name: 'GST', jurisdiction: 'CA', rate: null, amount: '5.39000000' },
+      { name: 'QST', jurisdiction: null, rate: null, amount: '10.75000000' },
+    ]);
+    expect(invoiceTaxComponents({ ...invoice, tax_amount: '0' }, qc)).toEqual([]);
+  });
+});
+
+describe('noteTax', () => {
+  const components = invoiceTaxComponents(invoice, qc);
+  const total = (lines: { amount: string }[]) =>
+    formatMoney(lines.reduce((s, l) => s + parseMoney(l.amount), 0n));
+
+  it('rounds each component half-up on the note subtotal', () => {
+    const tax = noteTax({
+      components,
+      invoiceSubtotal: parseMoney('107.76'),
+      currency: 'CAD',
+      subtotal: parseMoney('13.33'),
+      creditedBefore: none,
+    });
+    expect(tax.lines.map((l) => l.amount)).toEqual(['0.67000000', '1.33000000']);
+    expect(formatMoney(tax.amount)).toBe(total(tax.lines));
+  });
+
+  it('the note completing the subtotal takes exactly what is left; none exceeds what is left', () => {
+    // 0.10 at a time: GST 0.005 -> 0.01 each, more than the invoice's share would be
+    const before = {
+      subtotal: parseMoney('100'),
+      tax: new Map([
+        ['GST', parseMoney('5.38')],
+        ['QST', parseMoney('10.70')],
+      ]),
+    };
+    const step = noteTax({
+      components,
+      invoiceSubtotal: parseMoney('107.76'),
+      currency: 'CAD',
+      subtotal: parseMoney('0.10'),
+      creditedBefore: before,
+    });
+    expect(step.lines.map((l) => l.amount)).toEqual(['0.01000000', '0.01000000']);
+    const capped = noteTax({
+      components,
+      invoiceSubtotal: parseMoney('107.76'),
+      currency: 'CAD',
+      subtotal: parseMoney('7.00'),
+      creditedBefore: {
+        ...before,
+        tax: new Map([
+          ['GST', parseMoney('5.39')],
+          ['QST', parseMoney('10.70')],
+        ]),
+      },
+    });
+    expect(capped.lines.map((l) => l.amount)).toEqual(['0.00000000', '0.05000000']);
+    const last = noteTax({
+      components,
+      invoiceSubtotal: parseMoney('107.76'),
+      currency: 'CAD',
+      subtotal: parseMoney('7.76'),
+      creditedBefore: before,
+    });
+    expect(last.lines.map((l) => l.amount)).toEqual(['0.01000000', '0.05000000']);
+  });
+
+  it('without a rate, a component is shared in proportion to the subtotal', () => {
+    const split = [{ name: 'HST', jurisdiction: null, rate: null, amount: '13.00' }];
+    const tax = noteTax({
+      components: split,
+      invoiceSubtotal: parseMoney('100'),
+      currency: 'JPY',
+      subtotal: parseMoney('33'),
+      creditedBefore: none,
+    });
+    expect(formatMoney(tax.amount)).toBe('4.00000000'); // 4.29 -> 4 yen
+  });
+});

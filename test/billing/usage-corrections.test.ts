@@ -1,0 +1,194 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBilling, usageSource } from '../../libs/billing/index.js';
+import type { CreditNote } from '../../libs/schemas/index.js';
+import { PostgresUsageAggregator } from '../../libs/usage/index.js';
+import { startTestApi, type TestApi } from '../helpers/api.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { customerIn, productIn, subscribe } from './fixtures.js';
+
+/*
+ * POST /usage/events/{id}/void { correction: "credit_note" } (docs/decisions.md, "Corrections are
+ * priced by the difference"): January 2026 is invoiced and posted; its events are voided with a
+ * credit note for exactly what each added to its line. Quebec customer (GST 5 %, QST 9.975 %).
+ */
+
+let api: TestApi;
+let org: TestOrg;
+
+beforeAll(async () => {
+  api = await startTestApi({ redis: false });
+  org = await createTestOrg(api.platform.db);
+}, 60_000);
+afterAll(() => api?.close());
+
+const db = () => api.platform.db;
+const JAN = Date.parse('2026-01-01T00:00:00Z');
+const HOUR = 3_600_000;
+
+/** A subscription to one metered product priced by `tiers`, with `included` units. */
+async function meteredPlan(
+  tiers: { up_to: string | null; unit_price: string }[],
+  mode: 'graduated' | 'volume',
+  included = '0',
+) {
+  const product = await productIn(db(), org.orgId, {
+    name: 'API calls',
+    pricing_type: 'usage',
+    pricing_mode: mode,
+    currency: 'CAD',
+    unit_label: 'calls',
+    tiers,
+  });
+  const customerId = await customerIn(db(), org.orgId, { state_province: 'QC' });
+  const subscription = await subscribe(db(), org.orgId, {
+    customer_id: customerId,
+    items: [{ product_id: product, included_units: included }],
+    start_date: new Date(JAN),
+  });
+  return { subscription, item: subscription.items[0]!.id };
+}
+
+async function usage(item: number, quantity: number, at = JAN + 24 * HOUR): Promise<string> {
+  const response = await api.request({
+    method: 'POST',
+    path: '/usage/events',
+    key: org.apiKey,
+    headers: { 'idempotency-key': randomUUID() },
+    payload: { subscription_item_id: item, quantity, timestamp: new Date(at).toISOString() },
+  });
+  expect(response.statusCode, response.body).toBe(201);
+  return response.json().data.id;
+}
+
+async function billJanuary(subscriptionId: number) {
+  const run = await runBilling(db(), {
+    usage: usageSource(new PostgresUsageAggregator(db())),
+    orgId: org.orgId,
+    subscriptionIds: [subscriptionId],
+    now: new Date('2026-02-01T00:00:00Z'),
+  });
+  expect(run.failures).toEqual([]);
+  const invoice = await api.request({ path: `/invoices/${run.invoice_ids[0]}`, key: org.apiKey });
+  return invoice.json().data as {
+    id: string;
+    items: { id: number; line_total_pre_tax: string }[];
+    balance: string;
+  };
+}
+
+const voidIt = (id: string, body?: unknown) =>
+  api.request({
+    method: 'POST',
+    path: `/usage/events/${id}/void`,
+    key: org.apiKey,
+    ...(body === undefined
+      ? {}
+      : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }),
+  });
+
+async function corrected(id: string): Promise<{ status: string; credit_note_id: string | null }> {
+  const response = await voidIt(id, { correction: 'credit_note' });
+  expect(response.statusCode, response.body).toBe(200);
+  return response.json().data;
+}
+
+async function note(id: string): Promise<CreditNote> {
+  return (await api.request({ path: `/credit-notes/${id}`, key: org.apiKey })).json().data;
+}
+
+describe('voiding an invoiced event with a correcting credit note', () => {
+  it('graduated tiers above included units: each void credits exactly what its event added, one after another', async () => {
+    // 1-100 at 1.00, beyond at 0.50; 10 included. 50 + 80 + 5 = 135, billable 125: 100 + 12.50 = 112.50
+    const { subscription, item } = await meteredPlan(
+      [
+        { up_to: '100', unit_price: '1.00' },
+        { up_to: null, unit_price: '0.50' },
+      ],
+      'graduated',
+      '10',
+    );
+    const events = [await usage(item, 50), await usage(item, 80), await usage(item, 5)];
+    const invoice = await billJanuary(subscription.id);
+    expect(invoice.items[0]!.line_total_pre_tax).toBe('112.50000000');
+
+    // a plain void of an invoiced period is still a 409
+    expect((await voidIt(events[1]!)).statusCode).toBe(409);
+
+    // without the 80: 55, billable 45: 45.00; the 80 added 67.50 (GST 3.375 -> 3.38, QST 6.733 -> 6.73)
+    const first = await corrected(events[1]!);
+    expect(first.status).toBe('VOIDED');
+    const made = await note(first.credit_note_id!);
+    expect(made).toMatchObject({
+      reason: 'usage_correction',
+      invoice_id: invoice.id,
+      usage_event_id: events[1],
+      subtotal: '67.50000000',
+      tax: '10.11000000',
+      total: '77.61000000',
+      lines: [expect.objectContaining({ invoice_item_id: invoice.items[0]!.id, amount: '67.50000000' })],
+    });
+    expect(made.tax_lines.map((line) => line.amount)).toEqual(['3.38000000', '6.73000000']);
+
+    // then the 5: 55 -> 50, billable 45 -> 40: 5.00
+    const second = await corrected(events[2]!);
+    expect((await note(second.credit_note_id!)).subtotal).toBe('5.00000000');
+
+    // again: the same event, the same note, nothing new
+    expect((await corrected(events[1]!)).credit_note_id).toBe(first.credit_note_id);
+    const list = (
+      await api.request({ path: `/invoices/${invoice.id}/credit-notes`, key: org.apiKey })
+    ).json();
+    expect(list.data).toHaveLength(2);
+  });
+
+  it('included units: only the part above them is credited; an event within them credits nothing', async () => {
+    // 1.00 a call, 10 included: 8 + 5 = 13, billable 3: 3.00; without the 8: 5, billable 0
+    const { subscription, item } = await meteredPlan(
+      [{ up_to: null, unit_price: '1.00' }],
+      'graduated',
+      '10',
+    );
+    const big = await usage(item, 8);
+    const small = await usage(item, 5);
+    await billJanuary(subscription.id);
+    const first = await corrected(big);
+    expect((await note(first.credit_note_id!)).subtotal).toBe('3.00000000');
+    // 5 left, all within the included units: the line is 0 now, and so it stays
+    const second = await corrected(small);
+    expect(second).toMatchObject({ status: 'VOIDED', credit_note_id: null });
+  });
+
+  it('volume tiers: a void that would raise the line is refused and the event stays counted', async () => {
+    // volume: up to 100 at 1.00, beyond at 0.50 for all units. 70 + 50 = 120: 60.00; without the 50: 70.00
+    const { subscription, item } = await meteredPlan(
+      [
+        { up_to: '100', unit_price: '1.00' },
+        { up_to: null, unit_price: '0.50' },
+      ],
+      'volume',
+    );
+    await usage(item, 70);
+    const fifty = await usage(item, 50);
+    await billJanuary(subscription.id);
+    const refused = await voidIt(fifty, { correction: 'credit_note' });
+    expect(refused.statusCode, refused.body).toBe(409);
+    const event = (await api.request({ path: `/usage/events/${fifty}`, key: org.apiKey })).json().data;
+    expect(event.status).toBe('ACTIVE');
+  });
+
+  it('a correction of a period not invoiced yet is a 409; a bad correction is a 422', async () => {
+    const { item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
+    const open = await usage(item, 3, Date.now() - HOUR);
+    const refused = await voidIt(open, { correction: 'credit_note' });
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect((await api.request({ path: `/usage/events/${open}`, key: org.apiKey })).json().data.status).toBe(
+      'ACTIVE',
+    );
+    const bad = await voidIt(open, { correction: 'refund' });
+    expect(bad.statusCode).toBe(422);
+    expect(bad.json().details.map((d: { field: string }) => d.field)).toEqual(['correction']);
+    // a plain void, with or without an empty body, still works
+    expect((await voidIt(open, {})).statusCode).toBe(200);
+  });
+});
