@@ -19,10 +19,12 @@ import { loadBillableItems } from '../item-set/index.js';
 import type { BillableItem } from '../pricing/index.js';
 import { billableUsage } from '../pricing/index.js';
 import {
+  billedPeriodsAt,
   type DueSubscription,
   type InvoiceTarget,
   loadInvoiceInputs,
   loadSubscriptionSchedule,
+  POSTED_STATUSES,
   periodInvoiceInput,
   planBilling,
   type ScheduleStep,
@@ -120,6 +122,19 @@ export async function getSubscriptionUsage(
       })
     : undefined;
   const amounts = new Map(invoice?.lines.map((line) => [line.subscription_item_id, line.line_total_pre_tax]));
+  // a posted period: what its invoice billed, and the rest counted since (late usage)
+  const billed = new Map(
+    (
+      await billedPeriodsAt(
+        db,
+        orgId,
+        meteredItems.map((item) => item.subscription_item_id),
+        start,
+      )
+    )
+      .filter((period) => POSTED_STATUSES.includes(period.invoice_status))
+      .map((period) => [period.subscription_item_id, period.period_quantity]),
+  );
   const now = options.now ?? new Date();
   return {
     object: 'subscription_usage',
@@ -140,10 +155,17 @@ export async function getSubscriptionUsage(
         included_units: formatMoney(parseMoney(item.included_units)),
         billable_quantity: formatMoney(parseMoney(billableUsage(quantity, item.included_units))),
         amount: amounts.get(item.subscription_item_id) ?? '0.00000000',
+        late_quantity: lateQuantity(quantity, billed.get(item.subscription_item_id)),
       };
     }),
     total_amount: invoice?.subtotal ?? '0.00000000',
   };
+}
+
+function lateQuantity(quantity: string, billed: string | undefined): string {
+  if (billed === undefined) return '0.00000000';
+  const late = parseMoney(quantity) - parseMoney(billed);
+  return formatMoney(late > 0n ? late : 0n);
 }
 
 export interface DailyUsageQuery {

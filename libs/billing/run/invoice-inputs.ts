@@ -1,14 +1,18 @@
 import type { Queryable } from '../../db/index.js';
 import type { UsageAggregator } from '../../usage/index.js';
 import {
+  type BilledPeriod,
   itemForPeriod,
+  type LateUsageLine,
+  lateUsageLine,
   type PendingProrationLine,
   type PeriodInvoiceInput,
   pendingProrationLines,
   usageWindow,
 } from '../invoices/index.js';
-import { endItemsAt, loadBillableItems } from '../item-set/index.js';
+import { endItemsAt, loadBillableItems, loadItemsById } from '../item-set/index.js';
 import type { BillableItem, ProrationLine } from '../pricing/index.js';
+import { countBilledPeriods, dirtyPostedPeriods } from './billed-periods.js';
 import { type BillingCustomer, type DueSubscription, loadCustomers } from './billing-store.js';
 import type { ScheduleStep } from './schedule.js';
 
@@ -39,6 +43,10 @@ export interface InvoiceInputs {
   prorationLines: Map<string, PendingProrationLine[]>;
   /** usageKey -> the credits of items ended before the period's end (written only as lines). */
   endLines: Map<string, ProrationLine[]>;
+  /** usageKey -> the late-usage lines of earlier, posted periods that invoice carries. */
+  lateLines: Map<string, LateUsageLine[]>;
+  /** Every billed period compared with what is counted now (those lines bill, the rest agreed). */
+  compared: BilledPeriod[];
 }
 
 /**
@@ -48,7 +56,12 @@ export interface InvoiceInputs {
  */
 export async function loadInvoiceInputs(
   tx: Queryable,
-  options: { usage: UsageAggregator; lockCustomers: boolean },
+  options: {
+    usage: UsageAggregator;
+    lockCustomers: boolean;
+    /** The run: billed periods compared are locked until it commits what it bills of them. */
+    lockBilled?: boolean;
+  },
   toInvoice: InvoiceTarget[],
 ): Promise<InvoiceInputs> {
   const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
@@ -89,7 +102,44 @@ export async function loadInvoiceInputs(
       waiting.filter((line) => !due.includes(line)),
     );
   }
-  return { items, customers, usage, prorationLines, endLines };
+  const { lateLines, compared } = await loadLateUsage(tx, toInvoice, options.lockBilled ?? false);
+  return { items, customers, usage, prorationLines, endLines, lateLines, compared };
+}
+
+/**
+ * Late usage (docs/decisions.md "Late usage"): each subscription's posted periods whose counted
+ * usage may differ from what they billed, compared now; what grew is billed on the subscription's
+ * first invoice of `toInvoice`, as a line per item and period priced at the period's terms.
+ */
+async function loadLateUsage(
+  tx: Queryable,
+  toInvoice: InvoiceTarget[],
+  lock: boolean,
+): Promise<{ lateLines: Map<string, LateUsageLine[]>; compared: BilledPeriod[] }> {
+  const lateLines = new Map<string, LateUsageLine[]>();
+  const firstTarget = new Map<number, InvoiceTarget>();
+  for (const target of toInvoice) {
+    const seen = firstTarget.get(target.subscription.id);
+    if (!seen || target.step.periodStart < seen.step.periodStart)
+      firstTarget.set(target.subscription.id, target);
+  }
+  const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
+  const compared = await dirtyPostedPeriods(tx, orgIds, [...firstTarget.keys()], { lock });
+  if (compared.length === 0) return { lateLines, compared };
+  const [counted, items] = [
+    await countBilledPeriods(tx, compared),
+    await loadItemsById(tx, orgIds, unique(compared.map((period) => period.subscription_item_id))),
+  ];
+  for (const period of compared) {
+    const target = firstTarget.get(period.subscription_id)!;
+    const item = items.get(period.subscription_item_id);
+    if (!item) continue;
+    const line = lateUsageLine(item, period, counted.get(period)!, target.subscription.currency.trim());
+    if (!line) continue;
+    const key = usageKey(target.subscription, target.step);
+    lateLines.set(key, [...(lateLines.get(key) ?? []), line]);
+  }
+  return { lateLines, compared };
 }
 
 /**
@@ -110,7 +160,11 @@ export function periodInvoiceInput(target: InvoiceTarget, inputs: InvoiceInputs)
     firstPeriod: step.firstPeriod,
     periodStart: step.periodStart,
     periodEnd: step.periodEnd,
-    prorationLines: [...(inputs.prorationLines.get(key) ?? []), ...(inputs.endLines.get(key) ?? [])],
+    prorationLines: [
+      ...(inputs.prorationLines.get(key) ?? []),
+      ...(inputs.endLines.get(key) ?? []),
+      ...(inputs.lateLines.get(key) ?? []),
+    ],
     customer,
     endsAt: end?.at,
   };
@@ -124,7 +178,7 @@ export const usageKey = (subscription: DueSubscription, step: InvoiceStep) =>
  * (all of it, unless a change added or removed it within), one aggregation call per
  * (organization, window): in a batch of subscriptions renewing together that is one call for all.
  */
-async function periodUsage(
+export async function periodUsage(
   aggregator: UsageAggregator,
   toInvoice: InvoiceTarget[],
   items: Map<number, BillableItem[]>,

@@ -98,10 +98,17 @@ export class PostgresUsageSink implements UsageSink {
 
 /**
  * After a CTE `voided` of the events a statement just voided (voided_at was null): their quantity
- * leaves the daily totals. Only the statement that set voided_at subtracts, so a void applied twice
+ * leaves the daily totals, and the invoiced periods they fell in are marked for comparison (a
+ * draft is re-rated; libs/billing's usage_billed_periods, migration 019). Only the statement that set voided_at subtracts, so a void applied twice
  * (by the api and by the pg-sink) subtracts once.
  */
 export const SUBTRACT_VOIDED = `
+  , marked AS (
+    UPDATE usage_billed_periods b SET dirty = true
+      FROM voided v
+     WHERE b.org_id = v.org_id AND b.subscription_item_id = v.subscription_item_id
+       AND b.period_start <= v.occurred_at AND b.period_end > v.occurred_at
+  )
   UPDATE usage_daily_totals t SET quantity = t.quantity - s.quantity
     FROM (SELECT org_id, subscription_item_id, (occurred_at AT TIME ZONE 'UTC')::date AS day, sum(quantity) AS quantity
             FROM voided GROUP BY 1, 2, 3) s

@@ -1,6 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { getDailyUsage, getSubscriptionUsage, previewUpcomingInvoice } from '../../../libs/billing/index.js';
+import {
+  getDailyUsage,
+  getSubscriptionUsage,
+  previewUpcomingInvoice,
+  rerateDirtyDrafts,
+} from '../../../libs/billing/index.js';
 import { ApiError } from '../../../libs/errors/index.js';
 import {
   DailyUsagePoint,
@@ -191,7 +196,7 @@ export const usageReadBackRoutes: FastifyPluginAsyncZod = async (app) => {
         description:
           'Idempotent: voiding a voided event answers 200 with the same event. The void travels the usage log ' +
           'after the event, so every store drops it; an event accepted moments ago is waited for. An event of a ' +
-          'period already invoiced is a 409 naming the invoice.',
+          'period already invoiced (posted) is a 409 naming the invoice; an event of a period on a DRAFT invoice re-rates it.',
         params: EventPath,
         response: {
           200: single(UsageEventWithStatus),
@@ -199,8 +204,12 @@ export const usageReadBackRoutes: FastifyPluginAsyncZod = async (app) => {
         },
       },
     },
-    async (request) => ({
-      data: await voidUsageEvent(db, stores, orgIdOf(request), request.params.event_id),
-    }),
+    async (request) => {
+      const orgId = orgIdOf(request);
+      const event = await voidUsageEvent(db, stores, orgId, request.params.event_id);
+      // a void of a period on a DRAFT re-rates it at once (docs/decisions.md "Grace drafts")
+      await rerateDirtyDrafts(db, { orgId, subscriptionItemIds: [event.subscription_item_id] });
+      return { data: event };
+    },
   );
 };

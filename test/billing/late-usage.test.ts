@@ -1,0 +1,281 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  getSubscriptionUsage,
+  previewUpcomingInvoice,
+  rerateDirtyDrafts,
+  runBilling,
+  type UsageForTransaction,
+  usageSource,
+  withdrawInvoice,
+} from '../../libs/billing/index.js';
+import { Database, migrate, type Queryable, startEmbeddedPostgres } from '../../libs/db/index.js';
+import { createOrganization } from '../../libs/organizations/index.js';
+import { PostgresUsageAggregator, type UsageReadStores, voidUsageEvent } from '../../libs/usage/index.js';
+import { createTestDatabase } from '../helpers/database.js';
+import { freePort } from '../helpers/processes.js';
+import { basicCatalog, customerIn, embeddedReadStores, outbox, recordUsage, subscribe } from './fixtures.js';
+
+/**
+ * Late usage and grace periods (docs/decisions.md "Late usage", "Grace drafts"), in both modes: a
+ * Postgres database, and the embedded PGlite one.
+ */
+
+interface Mode {
+  db: Database;
+  close(): Promise<void>;
+}
+
+async function openMode(mode: 'postgres' | 'pglite'): Promise<Mode> {
+  if (mode === 'postgres') {
+    const database = await createTestDatabase('late_usage');
+    return { db: database.db, close: () => database.drop() };
+  }
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'billing-late-'));
+  const server = await startEmbeddedPostgres({ dataDir, host: '127.0.0.1', port: freePort() });
+  const db = new Database(server.url, { poolSize: 3 });
+  await migrate(db);
+  return {
+    db,
+    async close() {
+      await db.close();
+      await server.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+const JAN = new Date('2026-01-01T00:00:00Z');
+const FEB = new Date('2026-02-01T00:00:00Z');
+const MAR = new Date('2026-03-01T00:00:00Z');
+const APR = new Date('2026-04-01T00:00:00Z');
+
+async function linesOf(db: Queryable, invoiceId: string) {
+  const { rows } = await db.query<{ description: string; quantity: string; line_total_pre_tax: string }>(
+    `SELECT description, quantity::text AS quantity, line_total_pre_tax::text AS line_total_pre_tax
+       FROM invoice_items WHERE invoice_id = $1 ORDER BY position`,
+    [invoiceId],
+  );
+  return rows;
+}
+
+/** The invoice as stored, with the columns the public one leaves out (subtotal, version) and its lines. */
+async function invoiceOf(db: Queryable, invoiceId: string) {
+  const { rows } = await db.query<{
+    status: string;
+    period_start: string;
+    subtotal: string;
+    tax_amount: string;
+    total: string;
+    version: string;
+  }>(
+    `SELECT status, period_start::text AS period_start, subtotal::text AS subtotal, tax_amount::text AS tax_amount,
+            total::text AS total, version::text AS version
+       FROM invoices WHERE id = $1`,
+    [invoiceId],
+  );
+  const { rows: lines } = await db.query<{
+    description: string;
+    quantity: string;
+    unit_price: string;
+    line_total_pre_tax: string;
+  }>(
+    `SELECT description, quantity::text AS quantity, unit_price::text AS unit_price,
+            line_total_pre_tax::text AS line_total_pre_tax
+       FROM invoice_items WHERE invoice_id = $1 ORDER BY position`,
+    [invoiceId],
+  );
+  return { ...rows[0]!, version: Number(rows[0]!.version), lines };
+}
+
+describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => {
+  let mode: Mode;
+  let db: Database;
+  let usage: UsageForTransaction;
+  let stores: UsageReadStores;
+  beforeAll(async () => {
+    mode = await openMode(modeName);
+    db = mode.db;
+    usage = usageSource(new PostgresUsageAggregator(db));
+    stores = embeddedReadStores(db);
+  }, 60_000);
+  afterAll(() => mode?.close());
+
+  async function setup(options: { graceHours?: number; currency?: string; included?: string } = {}) {
+    const { id: orgId } = await createOrganization(db, {
+      name: 'Late Co',
+      currency: options.currency ?? 'CAD',
+    });
+    if (options.graceHours) {
+      await db.query('UPDATE organizations SET invoice_grace_hours = $2 WHERE id = $1', [
+        orgId,
+        options.graceHours,
+      ]);
+    }
+    const { seats, apiCalls } = await basicCatalog(db, orgId, options.currency ?? 'CAD');
+    const customerId = await customerIn(db, orgId, { state_province: 'AB' }); // GST 5 %
+    const make = () =>
+      subscribe(
+        db,
+        orgId,
+        {
+          customer_id: customerId,
+          items: [{ product_id: seats }, { product_id: apiCalls, included_units: options.included ?? '0' }],
+          start_date: JAN,
+        },
+        JAN,
+      );
+    const subscription = await make();
+    const metered = subscription.items.find((item) => item.usage_type === 'metered')!.id;
+    return { orgId, customerId, subscription, metered, make };
+  }
+
+  it('bills late usage of a posted period once, on the next invoice, where its tiers left off', async () => {
+    const { orgId, subscription, metered } = await setup();
+    await recordUsage(db, orgId, metered, '80', '2026-01-10T00:00:00Z');
+    const first = await runBilling(db, { usage, orgId, now: FEB });
+    expect(first.invoice_ids).toHaveLength(1);
+    const jan = await invoiceOf(db, first.invoice_ids[0]!);
+    expect(jan.status).toBe('POSTED');
+    expect(jan.subtotal).toBe('90.00000000'); // 10 seats + 80 calls at 1.00
+
+    // late: 40 calls of January, and one at exactly February's first instant (February's own)
+    await recordUsage(db, orgId, metered, '40', '2026-01-31T23:59:59.999Z');
+    await recordUsage(db, orgId, metered, '7', '2026-02-01T00:00:00.000Z');
+    const previous = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
+    expect(previous.items[0]).toMatchObject({ quantity: '120.00000000', late_quantity: '40.00000000' });
+    // price(120) - price(80) = (100 x 1.00 + 20 x 0.50) - 80.00 = 30.00
+    const upcoming = await previewUpcomingInvoice(db, stores, orgId, subscription.id);
+    expect(upcoming.lines.map((line) => [line.description, line.amount])).toEqual([
+      ['Seats', '10.00000000'],
+      ['API calls (usage: 7 calls)', '7.00000000'],
+      ['API calls: late usage, Jan 1-31', '30.00000000'],
+    ]);
+
+    const second = await runBilling(db, { usage, orgId, now: MAR });
+    const feb = await invoiceOf(db, second.invoice_ids[0]!);
+    expect(feb.lines.map((line) => [line.description, line.line_total_pre_tax])).toEqual(
+      upcoming.lines.map((line) => [line.description, line.amount]),
+    );
+    expect([feb.subtotal, feb.tax_amount, feb.total]).toEqual([
+      upcoming.subtotal,
+      upcoming.tax,
+      upcoming.total,
+    ]);
+
+    // a rerun bills nothing twice; a second late event continues in the 0.50 tier
+    expect((await runBilling(db, { usage, orgId, now: MAR })).invoice_ids).toEqual([]);
+    await recordUsage(db, orgId, metered, '10', '2026-01-05T00:00:00Z');
+    const third = await runBilling(db, { usage, orgId, now: APR });
+    const mar = await linesOf(db, third.invoice_ids[0]!);
+    expect(mar.filter((line) => line.description.includes('late usage'))).toEqual([
+      {
+        description: 'API calls: late usage, Jan 1-31',
+        quantity: '10.0000',
+        line_total_pre_tax: '5.00000000',
+      },
+    ]);
+    const again = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
+    expect(again.period_start).toBe(MAR.toISOString());
+  });
+
+  it('keeps a period on a grace DRAFT, re-rated by late events like the upcoming invoice, posted at its end + N hours', async () => {
+    const { orgId, subscription, metered, make } = await setup({ graceHours: 24 });
+    const twin = await make();
+    const twinMetered = twin.items.find((item) => item.usage_type === 'metered')!.id;
+    for (const [item, sub] of [
+      [metered, subscription.id],
+      [twinMetered, twin.id],
+    ] as const) {
+      void sub;
+      await recordUsage(db, orgId, item, '90', '2026-01-10T00:00:00Z');
+    }
+    const run = await runBilling(db, { usage, orgId, now: FEB, subscriptionIds: [subscription.id] });
+    const draftId = run.invoice_ids[0]!;
+    const draft = await invoiceOf(db, draftId);
+    expect(draft.status).toBe('DRAFT');
+    const created = await outbox(db, orgId, 'invoice.created');
+    expect(created.map((event) => event.data.id)).toEqual([draftId]);
+    expect(await outbox(db, orgId, 'invoice.posted')).toEqual([]);
+
+    // late events: the draft is re-rated to exactly what the twin's upcoming invoice shows
+    for (const item of [metered, twinMetered])
+      await recordUsage(db, orgId, item, '25.5', '2026-01-31T12:00:00Z');
+    expect(await rerateDirtyDrafts(db, { orgId })).toEqual([draftId]);
+    const rerated = await invoiceOf(db, draftId);
+    expect(rerated.version).toBeGreaterThan(draft.version);
+    const preview = await previewUpcomingInvoice(db, stores, orgId, twin.id);
+    expect(
+      rerated.lines.map((line) => [
+        line.description,
+        line.quantity,
+        line.unit_price,
+        line.line_total_pre_tax,
+      ]),
+    ).toEqual(preview.lines.map((line) => [line.description, line.quantity, line.unit_price, line.amount]));
+    expect([rerated.subtotal, rerated.tax_amount, rerated.total]).toEqual([
+      preview.subtotal,
+      preview.tax,
+      preview.total,
+    ]);
+    expect(rerated.subtotal).toBe('117.75000000'); // 10 + 100 + 15.5 x 0.50
+
+    // posted at exactly period end + 24 h, not an instant before
+    const postAt = new Date(FEB.getTime() + 24 * 3_600_000);
+    await runBilling(db, {
+      usage,
+      orgId,
+      now: new Date(postAt.getTime() - 1),
+      subscriptionIds: [subscription.id],
+    });
+    expect((await invoiceOf(db, draftId)).status).toBe('DRAFT');
+    const posting = await runBilling(db, { usage, orgId, now: postAt, subscriptionIds: [subscription.id] });
+    expect(posting.grace_posted).toEqual([draftId]);
+    expect((await invoiceOf(db, draftId)).status).toBe('POSTED');
+    expect((await outbox(db, orgId, 'invoice.posted')).map((event) => event.data.id)).toEqual([draftId]);
+
+    // after posting, a late event is late usage of the next invoice
+    await recordUsage(db, orgId, metered, '4', '2026-01-20T00:00:00Z');
+    const usageNow = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
+    expect(usageNow.items[0]!.late_quantity).toBe('4.00000000');
+  });
+
+  it('lets a void re-rate a DRAFT, and bills again a period whose draft was withdrawn', async () => {
+    const { orgId, subscription, metered } = await setup();
+    await recordUsage(db, orgId, metered, '30', '2026-01-10T00:00:00Z');
+    await recordUsage(db, orgId, metered, '20', '2026-01-11T00:00:00Z');
+    const run = await runBilling(db, { usage, orgId, now: FEB, post: false });
+    const draftId = run.invoice_ids[0]!;
+    expect((await invoiceOf(db, draftId)).subtotal).toBe('60.00000000');
+    const { rows } = await db.query<{ id: string }>(
+      'SELECT id FROM usage_events WHERE subscription_item_id = $1 AND quantity = 20',
+      [metered],
+    );
+    const voided = await voidUsageEvent(db, stores, orgId, rows[0]!.id);
+    expect(voided.status).toBe('VOIDED');
+    await rerateDirtyDrafts(db, { orgId });
+    expect((await invoiceOf(db, draftId)).subtotal).toBe('40.00000000');
+
+    await db.transaction((tx) => withdrawInvoice(tx, { invoiceId: draftId, orgId }));
+    const rebill = await runBilling(db, { usage, orgId, now: new Date('2026-02-02T00:00:00Z') });
+    expect(rebill.invoice_ids).toHaveLength(1);
+    const again = await invoiceOf(db, rebill.invoice_ids[0]!);
+    expect([again.status, again.period_start, again.subtotal]).toEqual([
+      'POSTED',
+      '2026-01-01',
+      '40.00000000',
+    ]);
+    expect(
+      (await runBilling(db, { usage, orgId, now: new Date('2026-02-03T00:00:00Z') })).invoice_ids,
+    ).toEqual([]);
+    // the period is posted now: a void of it is refused
+    const { rows: left } = await db.query<{ id: string }>(
+      'SELECT id FROM usage_events WHERE subscription_item_id = $1 AND voided_at IS NULL',
+      [metered],
+    );
+    await expect(voidUsageEvent(db, stores, orgId, left[0]!.id)).rejects.toMatchObject({ code: 'CONFLICT' });
+    void subscription;
+  });
+});
