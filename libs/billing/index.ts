@@ -62,6 +62,7 @@ export {
   BILLABLE_STATUSES,
   invoiceUntilEnd,
   loadSubscriptionSchedule,
+  postDraft,
   postDueGraceDrafts,
   rerateDirtyDrafts,
   rerateDraft,

@@ -12,8 +12,9 @@ import {
   withdrawInvoice,
 } from '../../libs/billing/index.js';
 import { Database, migrate, type Queryable, startEmbeddedPostgres } from '../../libs/db/index.js';
-import { createOrganization } from '../../libs/organizations/index.js';
+import { createOrganization, setOrganizationSettings } from '../../libs/organizations/index.js';
 import { PostgresUsageAggregator, type UsageReadStores, voidUsageEvent } from '../../libs/usage/index.js';
+import { inProcessConsole } from '../helpers/console.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { freePort } from '../helpers/processes.js';
 import { basicCatalog, customerIn, embeddedReadStores, outbox, recordUsage, subscribe } from './fixtures.js';
@@ -277,5 +278,37 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     );
     await expect(voidUsageEvent(db, stores, orgId, left[0]!.id)).rejects.toMatchObject({ code: 'CONFLICT' });
     void subscription;
+  });
+});
+
+describe('the invoice_grace_hours setting', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    database = await createTestDatabase('late_usage_console');
+    env = { DATABASE_URL: database.url, LOG_LEVEL: 'silent', PORT: '8080', HOST: '127.0.0.1', CLICKHOUSE_URL: '' };
+  });
+  afterAll(() => database?.drop());
+  const run = inProcessConsole(() => env);
+
+  it('is 0 by default, set by `org set`, 0..720, shown with the organization', async () => {
+    const created = (await run('org', 'create', '--name', 'Grace Co')).json() as Record<string, unknown>;
+    expect(created.invoice_grace_hours).toBe(0);
+    const orgId = String(created.id);
+    for (const hours of ['720', '0', '1']) {
+      const set = await run('org', 'set', '--org', orgId, '--invoice-grace-hours', hours);
+      expect(set.code, set.stderr).toBe(0);
+      expect((set.json() as Record<string, unknown>).invoice_grace_hours).toBe(Number(hours));
+    }
+    for (const hours of ['721', '-1']) {
+      const refused = await run('org', 'set', '--org', orgId, '--invoice-grace-hours', hours);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toMatch(/invoice.grace.hours: Must be a whole number of hours from 0 to 720/);
+    }
+    await expect(
+      setOrganizationSettings(database.db, Number(orgId), { invoiceGraceHours: 721 }),
+    ).rejects.toMatchObject({ code: 'VALIDATION_ERROR', details: [{ field: 'invoice_grace_hours' }] });
+    const listed = (await run('org', 'list')).json() as { data: Record<string, unknown>[] };
+    expect(listed.data.find((org) => String(org.id) === orgId)?.invoice_grace_hours).toBe(1);
   });
 });

@@ -112,6 +112,19 @@ export async function rerateDraft(tx: Queryable, orgId: number, invoiceId: strin
   return true;
 }
 
+/**
+ * `invoice post`: a DRAFT re-rated over what is counted now (late events, voids since it was
+ * made), then posted, in the caller's transaction.
+ */
+export async function postDraft(
+  tx: Queryable,
+  ref: { invoiceId: string; orgId?: number | undefined; at?: Date },
+): ReturnType<typeof postInvoice> {
+  const invoice = await lockInvoice(tx, ref);
+  if (invoice.status === 'DRAFT') await rerateDraft(tx, invoice.org_id, invoice.id);
+  return postInvoice(tx, { ...ref, orgId: invoice.org_id });
+}
+
 async function prorationLinesOf(tx: Queryable, orgId: number, invoiceId: string): Promise<ProrationLine[]> {
   const { rows } = await tx.query<ProrationLine & { period_start: Date; period_end: Date }>(
     `SELECT subscription_item_id, product_id, description, quantity::text AS quantity, unit_price::text AS unit_price,

@@ -1,7 +1,7 @@
 export { billedPeriodsAt, POSTED_STATUSES } from './billed-periods.js';
 export { invoiceUntilEnd, runBilling, type UsageForTransaction, usageSource } from './billing-run.js';
 export { type DueSubscription, loadSubscriptionSchedule } from './billing-store.js';
-export { postDueGraceDrafts, rerateDirtyDrafts, rerateDraft } from './drafts.js';
+export { postDraft, postDueGraceDrafts, rerateDirtyDrafts, rerateDraft } from './drafts.js';
 export {
   type InvoiceTarget,
   loadInvoiceInputs,
