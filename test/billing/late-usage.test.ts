@@ -286,7 +286,13 @@ describe('the invoice_grace_hours setting', () => {
   let env: Record<string, string>;
   beforeAll(async () => {
     database = await createTestDatabase('late_usage_console');
-    env = { DATABASE_URL: database.url, LOG_LEVEL: 'silent', PORT: '8080', HOST: '127.0.0.1', CLICKHOUSE_URL: '' };
+    env = {
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'silent',
+      PORT: '8080',
+      HOST: '127.0.0.1',
+      CLICKHOUSE_URL: '',
+    };
   });
   afterAll(() => database?.drop());
   const run = inProcessConsole(() => env);
