@@ -318,3 +318,111 @@ describe('the invoice_grace_hours setting', () => {
     expect(listed.data.find((org) => String(org.id) === orgId)?.invoice_grace_hours).toBe(1);
   });
 });
+
+describe('late usage racing the run (postgres)', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let usage: UsageForTransaction;
+  beforeAll(async () => {
+    database = await createTestDatabase('late_usage_race');
+    usage = usageSource(new PostgresUsageAggregator(database.db));
+  });
+  afterAll(() => database?.drop());
+
+  /** Period line + late lines billed for January of `subscriptionId`, and what January counts. */
+  async function januaryOf(subscriptionId: number, item: number) {
+    const { rows } = await database.db.query<{ billed: string; counted: string }>(
+      `SELECT (SELECT coalesce(sum(ii.quantity), 0)::text FROM invoices i JOIN invoice_items ii ON ii.invoice_id = i.id
+                WHERE i.subscription_id = $1 AND i.status <> 'WITHDRAWN'
+                  AND ((i.period_start = '2026-01-01' AND ii.description LIKE 'API calls (usage%')
+                       OR ii.description = 'API calls: late usage, Jan 1-31')) AS billed,
+              (SELECT coalesce(sum(quantity), 0)::numeric(20, 4)::text FROM usage_events
+                WHERE subscription_item_id = $2 AND voided_at IS NULL
+                  AND occurred_at >= '2026-01-01' AND occurred_at < '2026-02-01') AS counted`,
+      [subscriptionId, item],
+    );
+    return rows[0]!;
+  }
+
+  it('bills every late event exactly once while runs and events race, two runs at once', async () => {
+    const db = database.db;
+    const { id: orgId } = await createOrganization(db, { name: 'Race Co' });
+    const { seats, apiCalls } = await basicCatalog(db, orgId);
+    const customerId = await customerIn(db, orgId, { state_province: 'AB' });
+    const subs = [];
+    for (let i = 0; i < 20; i++) {
+      const subscription = await subscribe(
+        db,
+        orgId,
+        {
+          customer_id: customerId,
+          items: [{ product_id: seats }, { product_id: apiCalls }],
+          start_date: JAN,
+        },
+        JAN,
+      );
+      subs.push({
+        id: subscription.id,
+        item: subscription.items.find((x) => x.usage_type === 'metered')!.id,
+      });
+      await recordUsage(db, orgId, subs.at(-1)!.item, '5', '2026-01-03T00:00:00Z');
+    }
+    await runBilling(db, { usage, orgId, now: FEB });
+    // late events of January arrive while two February runs and a March run race them
+    const writes = (async () => {
+      for (let round = 0; round < 15; round++) {
+        await Promise.all(subs.map((sub) => recordUsage(db, orgId, sub.item, '1', '2026-01-20T00:00:00Z')));
+      }
+    })();
+    await Promise.all([
+      writes,
+      runBilling(db, { usage, orgId, now: MAR, batchSize: 3 }),
+      runBilling(db, { usage, orgId, now: MAR, batchSize: 5 }),
+    ]);
+    await runBilling(db, { usage, orgId, now: APR });
+    for (const sub of subs) {
+      const january = await januaryOf(sub.id, sub.item);
+      expect(Number(january.billed), `subscription ${sub.id}`).toBe(Number(january.counted));
+      expect(Number(january.counted)).toBe(20);
+    }
+  }, 60_000);
+
+  it('loses nothing when a run fails midway: the batch rolls back and the next run bills it once', async () => {
+    const db = database.db;
+    const { id: orgId } = await createOrganization(db, { name: 'Crash Co' });
+    const { seats, apiCalls } = await basicCatalog(db, orgId);
+    const customerId = await customerIn(db, orgId, { state_province: 'AB' });
+    const subscription = await subscribe(
+      db,
+      orgId,
+      { customer_id: customerId, items: [{ product_id: seats }, { product_id: apiCalls }], start_date: JAN },
+      JAN,
+    );
+    const item = subscription.items.find((x) => x.usage_type === 'metered')!.id;
+    await recordUsage(db, orgId, item, '50', '2026-01-03T00:00:00Z');
+    await runBilling(db, { usage, orgId, now: FEB });
+    await recordUsage(db, orgId, item, '70', '2026-01-25T00:00:00Z');
+    // the write of February's invoice fails after its late line was composed (a crash mid-batch)
+    await db.query(`CREATE FUNCTION fail_late_test() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'simulated crash'; END $$`);
+    await db.query(
+      `CREATE TRIGGER fail_late_test BEFORE INSERT ON usage_late_billings FOR EACH ROW EXECUTE FUNCTION fail_late_test()`,
+    );
+    const failed = await runBilling(db, { usage, orgId, now: MAR });
+    expect(failed.invoice_ids).toEqual([]);
+    expect(failed.failures.map((failure) => failure.subscription_id)).toEqual([subscription.id]);
+    await db.query('DROP TRIGGER fail_late_test ON usage_late_billings');
+    const retried = await runBilling(db, { usage, orgId, now: MAR });
+    expect(retried.invoice_ids).toHaveLength(1);
+    const lines = await linesOf(db, retried.invoice_ids[0]!);
+    // price(120) - price(50) = 110.00 - 50.00
+    expect(lines.filter((line) => line.description.includes('late usage'))).toEqual([
+      {
+        description: 'API calls: late usage, Jan 1-31',
+        quantity: '70.0000',
+        line_total_pre_tax: '60.00000000',
+      },
+    ]);
+    await runBilling(db, { usage, orgId, now: APR });
+    expect(await januaryOf(subscription.id, item)).toEqual({ billed: '120.0000', counted: '120.0000' });
+  });
+});
