@@ -17,7 +17,16 @@ import { PostgresUsageAggregator, type UsageReadStores, voidUsageEvent } from '.
 import { inProcessConsole } from '../helpers/console.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { freePort } from '../helpers/processes.js';
-import { basicCatalog, customerIn, embeddedReadStores, outbox, recordUsage, subscribe } from './fixtures.js';
+import {
+  basicCatalog,
+  customerIn,
+  embeddedReadStores,
+  expectPayableInvoices,
+  outbox,
+  productIn,
+  recordUsage,
+  subscribe,
+} from './fixtures.js';
 
 /**
  * Late usage and grace periods (docs/decisions.md "Late usage", "Grace drafts"), in both modes: a
@@ -180,6 +189,65 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     ]);
     const again = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
     expect(again.period_start).toBe(MAR.toISOString());
+  });
+
+  it("rounds late lines so a period's lines add up to the price of all it counted (JPY 0, KWD 3 decimals)", async () => {
+    // JPY: 100 x 1 + 0.5 per call beyond; 101 calls = 100.5 -> 101 yen (half-up)
+    const jpy = await setup({ currency: 'JPY' });
+    await recordUsage(db, jpy.orgId, jpy.metered, '101', '2026-01-10T00:00:00Z');
+    await runBilling(db, { usage, orgId: jpy.orgId, now: FEB });
+    const lateOf = async (invoiceIds: string[]) =>
+      (await linesOf(db, invoiceIds[0]!)).filter((line) => line.description.includes('late usage'));
+    await recordUsage(db, jpy.orgId, jpy.metered, '1', '2026-01-11T00:00:00Z'); // 101 yen -> 101: 0
+    const feb = await runBilling(db, { usage, orgId: jpy.orgId, now: MAR });
+    await recordUsage(db, jpy.orgId, jpy.metered, '1', '2026-01-12T00:00:00Z'); // 101.5 -> 102: 1
+    const mar = await runBilling(db, { usage, orgId: jpy.orgId, now: APR });
+    expect([...(await lateOf(feb.invoice_ids)), ...(await lateOf(mar.invoice_ids))]).toEqual([
+      {
+        description: 'API calls: late usage, Jan 1-31',
+        quantity: '1.0000',
+        line_total_pre_tax: '0.00000000',
+      },
+      {
+        description: 'API calls: late usage, Jan 1-31',
+        quantity: '1.0000',
+        line_total_pre_tax: '1.00000000',
+      },
+    ]);
+
+    // KWD: 0.1235 a call; 3 calls = 0.3705 -> 0.371, 4 calls = 0.494: the late line is 0.123
+    const kwd = await setup({ currency: 'KWD' });
+    const perCall = await productIn(db, kwd.orgId, {
+      name: 'Lookups',
+      pricing_type: 'usage',
+      unit_price: '0.1235',
+      currency: 'KWD',
+      unit_label: 'lookups',
+    });
+    const lookups = await subscribe(
+      db,
+      kwd.orgId,
+      { customer_id: kwd.customerId, items: [{ product_id: perCall }], start_date: JAN },
+      JAN,
+    );
+    const item = lookups.items[0]!.id;
+    await recordUsage(db, kwd.orgId, item, '3', '2026-01-10T00:00:00Z');
+    const janRun = await runBilling(db, { usage, orgId: kwd.orgId, now: FEB, subscriptionIds: [lookups.id] });
+    expect((await linesOf(db, janRun.invoice_ids[0]!))[0]!.line_total_pre_tax).toBe('0.37100000');
+    await recordUsage(db, kwd.orgId, item, '1', '2026-01-31T00:00:00Z');
+    const febRun = await runBilling(db, { usage, orgId: kwd.orgId, now: MAR, subscriptionIds: [lookups.id] });
+    expect(await lateOf(febRun.invoice_ids)).toEqual([
+      { description: 'Lookups: late usage, Jan 1-31', quantity: '1.0000', line_total_pre_tax: '0.12300000' },
+    ]);
+    await expectPayableInvoices(db, jpy.orgId);
+    // (that helper knows JPY and cents): KWD amounts are whole fils, and add up
+    const { rows } = await db.query<{ bad: number }>(
+      `SELECT count(*)::int AS bad FROM invoices i
+        WHERE i.org_id = $1 AND (i.total % 0.001 <> 0 OR i.tax_amount % 0.001 <> 0 OR i.total <> i.subtotal + i.tax_amount
+          OR i.subtotal <> (SELECT sum(line_total_pre_tax) FROM invoice_items WHERE invoice_id = i.id))`,
+      [kwd.orgId],
+    );
+    expect(rows[0]!.bad).toBe(0);
   });
 
   it('keeps a period on a grace DRAFT, re-rated by late events like the upcoming invoice, posted at its end + N hours', async () => {
