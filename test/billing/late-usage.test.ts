@@ -13,7 +13,12 @@ import {
 } from '../../libs/billing/index.js';
 import { Database, migrate, type Queryable, startEmbeddedPostgres } from '../../libs/db/index.js';
 import { createOrganization, setOrganizationSettings } from '../../libs/organizations/index.js';
-import { PostgresUsageAggregator, type UsageReadStores, voidUsageEvent } from '../../libs/usage/index.js';
+import {
+  PostgresUsageAggregator,
+  PostgresUsageSink,
+  type UsageReadStores,
+  voidUsageEvent,
+} from '../../libs/usage/index.js';
 import { inProcessConsole } from '../helpers/console.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { freePort } from '../helpers/processes.js';
@@ -189,6 +194,44 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     ]);
     const again = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
     expect(again.period_start).toBe(MAR.toISOString());
+  });
+
+  it('bills late usage from what the customer kept paying for once a correction voided part of a posted period', async () => {
+    const { orgId, metered } = await setup();
+    await recordUsage(db, orgId, metered, '50', '2026-01-10T00:00:00Z');
+    await recordUsage(db, orgId, metered, '30', '2026-01-11T00:00:00Z');
+    await runBilling(db, { usage, orgId, now: FEB });
+    // a correction (a credit note's void) takes the 30 back through the log: the sinks apply it
+    const { rows } = await db.query<{ id: string; recorded_at: Date }>(
+      'SELECT id, recorded_at FROM usage_events WHERE subscription_item_id = $1 AND quantity = 30',
+      [metered],
+    );
+    await new PostgresUsageSink(db).writeVoids([
+      {
+        event: {
+          id: rows[0]!.id,
+          orgId,
+          subscriptionItemId: metered,
+          idempotencyKey: 'x',
+          quantity: '30',
+          occurredAtMs: Date.parse('2026-01-11T00:00:00Z'),
+          recordedAtMs: rows[0]!.recorded_at.getTime(),
+        },
+        voidedAtMs: Date.parse('2026-02-03T00:00:00Z'),
+      },
+    ]);
+    await recordUsage(db, orgId, metered, '40', '2026-01-20T00:00:00Z');
+    const feb = await runBilling(db, { usage, orgId, now: MAR });
+    // 50 kept + 40 late: price(90) - price(50) = 40.00 (not price(120) - price(80) = 30.00)
+    expect(
+      (await linesOf(db, feb.invoice_ids[0]!)).filter((line) => line.description.includes('late')),
+    ).toEqual([
+      {
+        description: 'API calls: late usage, Jan 1-31',
+        quantity: '40.0000',
+        line_total_pre_tax: '40.00000000',
+      },
+    ]);
   });
 
   it("rounds late lines so a period's lines add up to the price of all it counted (JPY 0, KWD 3 decimals)", async () => {
