@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/index.js';
-import { PostgresUsageAggregator } from '../../usage/index.js';
+import { PostgresDailyTotalsAggregator } from '../../usage/index.js';
 import type { BilledPeriod, LateUsageLine } from '../invoices/index.js';
 import type { ProrationLine } from '../pricing/index.js';
 
@@ -105,7 +105,9 @@ export async function countBilledPeriods(
     const key = `${period.org_id}|${period.window_start.toISOString()}|${period.window_end.toISOString()}`;
     groups.set(key, [...(groups.get(key) ?? []), period]);
   }
-  const aggregator = new PostgresUsageAggregator(tx);
+  // the daily totals, kept exact in the statements that insert and void events (the same ones that
+  // mark the billed periods): a period costs a row per day, not one per event
+  const aggregator = new PostgresDailyTotalsAggregator(tx);
   const counted = new Map<BilledPeriod, string>();
   for (const group of groups.values()) {
     const first = group[0]!;
@@ -163,51 +165,41 @@ export async function recordLateBillings(
   lines: readonly { invoice_id: string; line: LateUsageLine }[],
   compared: readonly BilledPeriod[],
 ): Promise<void> {
-  if (lines.length) {
-    const rows = lines.map(({ invoice_id, line }) => ({
-      org_id: line.billed.org_id,
-      invoice_id,
-      subscription_item_id: line.subscription_item_id,
-      period_start: line.billed.period_start,
-      period_end: line.billed.period_end,
-      quantity: line.late_quantity,
-      product_id: line.product_id,
-      description: line.description,
-      line_quantity: line.quantity,
-      unit_price: line.unit_price,
-      amount: line.amount,
-    }));
-    await tx.query(
-      `WITH x AS (
-         SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(org_id bigint, invoice_id uuid,
-           subscription_item_id bigint, period_start timestamptz, period_end timestamptz, quantity numeric,
-           product_id bigint, description text, line_quantity numeric, unit_price numeric, amount numeric)
-       ), billed AS (
-         UPDATE usage_billed_periods b SET late_quantity = b.late_quantity + x.quantity
-           FROM x WHERE b.org_id = x.org_id AND b.subscription_item_id = x.subscription_item_id
-            AND b.period_start = x.period_start
-       )
+  if (compared.length === 0) return;
+  const late = new Map<BilledPeriod, string>(lines.map(({ line }) => [line.billed, line.late_quantity]));
+  const rows = lines.map(({ invoice_id, line }) => ({
+    org_id: line.billed.org_id,
+    invoice_id,
+    subscription_item_id: line.subscription_item_id,
+    period_start: line.billed.period_start,
+    period_end: line.billed.period_end,
+    quantity: line.late_quantity,
+    product_id: line.product_id,
+    description: line.description,
+    line_quantity: line.quantity,
+    unit_price: line.unit_price,
+    amount: line.amount,
+  }));
+  // one statement: the lines recorded, every compared period's late quantity grown and its mark cleared
+  await tx.query(
+    `WITH lines AS (
        INSERT INTO usage_late_billings (org_id, invoice_id, subscription_item_id, period_start, period_end, quantity,
          product_id, description, line_quantity, unit_price, amount)
        SELECT org_id, invoice_id, subscription_item_id, period_start, period_end, quantity, product_id, description,
-              line_quantity, unit_price, amount FROM x`,
-      [JSON.stringify(rows)],
-    );
-  }
-  await markCompared(tx, compared);
-}
-
-/** Periods whose counted usage was just compared with what they billed, in the caller's lock. */
-export async function markCompared(tx: Queryable, compared: readonly BilledPeriod[]): Promise<void> {
-  if (compared.length === 0) return;
-  await tx.query(
-    `UPDATE usage_billed_periods b SET dirty = false
-       FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[]) AS x(org_id, item, period_start)
+              line_quantity, unit_price, amount
+         FROM jsonb_to_recordset($1::jsonb) AS x(org_id bigint, invoice_id uuid, subscription_item_id bigint,
+              period_start timestamptz, period_end timestamptz, quantity numeric, product_id bigint, description text,
+              line_quantity numeric, unit_price numeric, amount numeric)
+     )
+     UPDATE usage_billed_periods b SET dirty = false, late_quantity = b.late_quantity + x.late
+       FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[], $5::numeric[]) AS x(org_id, item, period_start, late)
       WHERE b.org_id = x.org_id AND b.subscription_item_id = x.item AND b.period_start = x.period_start`,
     [
+      JSON.stringify(rows),
       compared.map((period) => period.org_id),
       compared.map((period) => period.subscription_item_id),
       compared.map((period) => period.period_start),
+      compared.map((period) => late.get(period) ?? '0'),
     ],
   );
 }

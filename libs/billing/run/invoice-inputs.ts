@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/index.js';
+import { parseScaled } from '../../money/index.js';
 import type { UsageAggregator } from '../../usage/index.js';
 import {
   type BilledPeriod,
@@ -126,11 +127,15 @@ async function loadLateUsage(
   const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
   const compared = await dirtyPostedPeriods(tx, orgIds, [...firstTarget.keys()], { lock });
   if (compared.length === 0) return { lateLines, compared };
-  const [counted, items] = [
-    await countBilledPeriods(tx, compared),
-    await loadItemsById(tx, orgIds, unique(compared.map((period) => period.subscription_item_id))),
-  ];
-  for (const period of compared) {
+  const counted = await countBilledPeriods(tx, compared);
+  // most compared periods agree with what they billed: only those that grew need their item
+  const grew = compared.filter(
+    (period) =>
+      parseScaled(counted.get(period)!, 8) >
+      parseScaled(period.period_quantity, 8) + parseScaled(period.late_quantity, 8),
+  );
+  const items = await loadItemsById(tx, orgIds, unique(grew.map((period) => period.subscription_item_id)));
+  for (const period of grew) {
     const target = firstTarget.get(period.subscription_id)!;
     const item = items.get(period.subscription_item_id);
     if (!item) continue;
