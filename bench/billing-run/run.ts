@@ -317,7 +317,8 @@ async function addCreditGrants(database: Database): Promise<number> {
 }
 
 /**
- * The previous period of every metered subscription as a run leaves it: a POSTED invoice, its usage
+ * The previous period of every metered subscription as a run leaves it: its invoice (paid, so that
+ * dunning has nothing to do that the run without does not have either), its usage
  * in Postgres, what it billed of the item recorded (to be compared by the next run); then late
  * events of that period for the first BENCH_LATE_SUBSCRIPTIONS items, written as the Postgres sink
  * writes them (which marks their periods). Returns how many late events.
@@ -333,7 +334,7 @@ async function addLateUsage(
        INSERT INTO invoices (org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start,
          period_end, due_date, status, currency, posted_at, billed_from, billed_until, first_period)
        SELECT s.org_id, 'INV-P' || s.id, s.customer_id, s.id, $2::date, $1::date, ($2::timestamptz - interval '1 day')::date,
-              $2::date + 30, 'POSTED', 'CAD', $2, $1, $2, false
+              $2::date + 30, 'PAID', 'CAD', $2, $1, $2, false
          FROM subscriptions s JOIN subscription_items si ON si.org_id = s.org_id AND si.subscription_id = s.id
         WHERE si.usage_type = 'metered'
        RETURNING id, org_id, subscription_id
