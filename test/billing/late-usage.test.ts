@@ -13,6 +13,7 @@ import {
 } from '../../libs/billing/index.js';
 import { Database, migrate, type Queryable, startEmbeddedPostgres } from '../../libs/db/index.js';
 import { createOrganization, setOrganizationSettings } from '../../libs/organizations/index.js';
+import { changeSubscription } from '../../libs/subscriptions/index.js';
 import {
   PostgresUsageAggregator,
   PostgresUsageSink,
@@ -232,6 +233,30 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
         line_total_pre_tax: '40.00000000',
       },
     ]);
+  });
+
+  it("bills again a withdrawn draft's period with an item a change removed within it", async () => {
+    const { orgId, subscription, metered } = await setup();
+    await recordUsage(db, orgId, metered, '25', '2026-01-05T00:00:00Z');
+    const seatItem = subscription.items.find((item) => item.usage_type === 'licensed')!.id;
+    await changeSubscription(db, {
+      subscriptionId: subscription.id,
+      orgId,
+      change: { items: [{ id: seatItem }], proration: 'none' },
+      now: new Date('2026-01-15T00:00:00Z'),
+    });
+    const draft = await runBilling(db, { usage, orgId, now: FEB, post: false });
+    const before = await invoiceOf(db, draft.invoice_ids[0]!);
+    expect(before.subtotal).toBe('35.00000000'); // seats 10 + 25 calls until the removal
+    await db.transaction((tx) => withdrawInvoice(tx, { invoiceId: draft.invoice_ids[0]!, orgId }));
+    const rebill = await runBilling(db, { usage, orgId, now: new Date('2026-02-02T00:00:00Z') });
+    const again = await invoiceOf(db, rebill.invoice_ids[0]!);
+    expect([again.status, again.period_start, again.subtotal]).toEqual([
+      'POSTED',
+      '2026-01-01',
+      '35.00000000',
+    ]);
+    expect(again.lines.map((line) => line.description)).toEqual(before.lines.map((line) => line.description));
   });
 
   it("rounds late lines so a period's lines add up to the price of all it counted (JPY 0, KWD 3 decimals)", async () => {

@@ -11,7 +11,7 @@ import {
   pendingProrationLines,
   usageWindow,
 } from '../invoices/index.js';
-import { endItemsAt, loadBillableItems, loadItemsById } from '../item-set/index.js';
+import { endItemsAt, loadBillableItems, loadBillableItemsSince, loadItemsById } from '../item-set/index.js';
 import type { BillableItem, ProrationLine } from '../pricing/index.js';
 import { countBilledPeriods, dirtyPostedPeriods } from './billed-periods.js';
 import { type BillingCustomer, type DueSubscription, loadCustomers } from './billing-store.js';
@@ -67,7 +67,7 @@ export async function loadInvoiceInputs(
 ): Promise<InvoiceInputs> {
   const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
   const subscriptionIds = unique(toInvoice.map(({ subscription }) => subscription.id));
-  const items = await loadBillableItems(tx, orgIds, subscriptionIds);
+  const items = await itemsFor(tx, orgIds, toInvoice);
   const endLines = new Map<string, ProrationLine[]>();
   for (const { subscription, step, end } of toInvoice) {
     if (!end) continue;
@@ -105,6 +105,38 @@ export async function loadInvoiceInputs(
   }
   const { lateLines, compared } = await loadLateUsage(tx, toInvoice, options.lockBilled ?? false);
   return { items, customers, usage, prorationLines, endLines, lateLines, compared };
+}
+
+/**
+ * The items of the targets' subscriptions: those billed for the running period or later, and, for
+ * a period before it (one whose draft was withdrawn, the read-back of the previous period), those
+ * removed within that period too.
+ */
+async function itemsFor(
+  tx: Queryable,
+  orgIds: number[],
+  toInvoice: InvoiceTarget[],
+): Promise<Map<number, BillableItem[]>> {
+  const earliest = new Map<number, Date>();
+  for (const { subscription, step } of toInvoice) {
+    if (step.periodStart >= subscription.current_period_start) continue;
+    const seen = earliest.get(subscription.id);
+    if (!seen || step.periodStart < seen) earliest.set(subscription.id, step.periodStart);
+  }
+  const running = unique(
+    toInvoice.map(({ subscription }) => subscription.id).filter((id) => !earliest.has(id)),
+  );
+  const items = running.length
+    ? await loadBillableItems(tx, orgIds, running)
+    : new Map<number, BillableItem[]>();
+  const byStart = new Map<number, number[]>();
+  for (const [id, start] of earliest)
+    byStart.set(start.getTime(), [...(byStart.get(start.getTime()) ?? []), id]);
+  for (const [start, ids] of byStart) {
+    for (const [id, list] of await loadBillableItemsSince(tx, orgIds, ids, new Date(start)))
+      items.set(id, list);
+  }
+  return items;
 }
 
 /**
