@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rerateDirtyDrafts, runBilling, usageSource } from '../../libs/billing/index.js';
+import { runBilling, usageSource } from '../../libs/billing/index.js';
+import { draftPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
 import { setOrganizationSettings } from '../../libs/organizations/index.js';
 import {
   type OpenedUsageAggregator,
@@ -7,6 +8,7 @@ import {
   PostgresUsageSink,
 } from '../../libs/usage/index.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 import { eventually, freshKey, startUsageStack, type UsageStack } from '../usage/support.js';
 import { basicCatalog, customerIn, subscribe } from './fixtures.js';
@@ -15,7 +17,8 @@ import { basicCatalog, customerIn, subscribe } from './fixtures.js';
  * Late usage in the distributed mode: events through ingest, Redis and Kafka; the sinks write
  * Postgres and ClickHouse; the run reads ClickHouse for periods and Postgres for what came late.
  * A late event is billed once on the next invoice, a redelivery of it changes nothing, and on a
- * grace draft a late event and a void (through the api) re-rate it.
+ * grace draft a late event (through the guardrails' drafts policy) and a void (through the api)
+ * re-rate it.
  */
 
 const DAY = 86_400_000;
@@ -157,9 +160,28 @@ describe('late usage, distributed', () => {
       ).rows[0]!;
     expect(await subtotal()).toEqual({ subtotal: '40.00000000', status: 'DRAFT' });
 
-    expect((await post(freshKey('g'), 5, new Date(sub.start.getTime() + 2 * DAY))).status).toBe(201);
+    const lateKey = freshKey('g');
+    expect((await post(lateKey, 5, new Date(sub.start.getTime() + 2 * DAY))).status).toBe(201);
     await inPostgres(sub.metered, 2);
-    await rerateDirtyDrafts(db, { orgId: graceOrg.orgId });
+    // the sinks process's guardrails group hands it to the drafts policy once the read-back counts it
+    const guardrails = new UsageGuardrails({ db, log: runLogger('guardrails'), policies: [draftPolicy(db)] });
+    guardrails.attach(stack.api.usage.readStores);
+    const { rows: late } = await db.query<{ id: string; occurred_at: Date; recorded_at: Date }>(
+      'SELECT id, occurred_at, recorded_at FROM usage_events WHERE idempotency_key = $1',
+      [lateKey],
+    );
+    await guardrails.sink('evaluated').write([
+      {
+        id: late[0]!.id,
+        orgId: graceOrg.orgId,
+        subscriptionItemId: sub.metered,
+        idempotencyKey: lateKey,
+        quantity: '5',
+        occurredAtMs: late[0]!.occurred_at.getTime(),
+        recordedAtMs: late[0]!.recorded_at.getTime(),
+      },
+    ]);
+    await guardrails.stop();
     expect(await subtotal()).toEqual({ subtotal: '45.00000000', status: 'DRAFT' });
 
     const { rows } = await db.query<{ id: string }>(
