@@ -122,15 +122,18 @@ export async function getSubscriptionUsage(
       })
     : undefined;
   const amounts = new Map(invoice?.lines.map((line) => [line.subscription_item_id, line.line_total_pre_tax]));
-  // a posted period: what its invoice billed, and the rest counted since (late usage)
+  // a posted period: what its invoice billed, and the rest counted since (late usage); a period
+  // still running has no invoice, so the running period's read (the hot one) asks nothing more
+  const ended = end.getTime() <= (options.now ?? new Date()).getTime();
   const billed = new Map(
-    (
-      await billedPeriodsAt(
-        db,
-        orgId,
-        meteredItems.map((item) => item.subscription_item_id),
-        start,
-      )
+    (ended
+      ? await billedPeriodsAt(
+          db,
+          orgId,
+          meteredItems.map((item) => item.subscription_item_id),
+          start,
+        )
+      : []
     )
       .filter((period) => POSTED_STATUSES.includes(period.invoice_status))
       .map((period) => [period.subscription_item_id, period.period_quantity]),
