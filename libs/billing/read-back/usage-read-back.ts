@@ -66,8 +66,17 @@ async function loadSubscription(
  * What the billing run reads to compose `target`'s invoice (loadInvoiceInputs), read the same
  * way here, over the usage counted so far.
  */
-function loadPeriodInputs(db: Queryable, stores: UsageReadStores, target: InvoiceTarget) {
-  return loadInvoiceInputs(db, { usage: aggregatorFor(db, stores), lockCustomers: false }, [target]);
+function loadPeriodInputs(
+  db: Queryable,
+  stores: UsageReadStores,
+  target: InvoiceTarget,
+  options: { lateUsage: boolean },
+) {
+  return loadInvoiceInputs(
+    db,
+    { usage: aggregatorFor(db, stores), lockCustomers: false, lateUsage: options.lateUsage },
+    [target],
+  );
 }
 
 function metered(items: readonly BillableItem[]): BillableItem[] {
@@ -106,7 +115,8 @@ export async function getSubscriptionUsage(
     subscription,
     step: { kind: 'invoice', periodStart: start, periodEnd: end, firstPeriod: false },
   };
-  const inputs = await loadPeriodInputs(db, stores, target);
+  // a period's usage: the late-usage lines of earlier periods are the upcoming invoice's, not its
+  const inputs = await loadPeriodInputs(db, stores, target, { lateUsage: false });
   const period = periodInvoiceInput(target, inputs);
   const meteredItems = metered(period.items);
   const totals = period.usage;
@@ -280,7 +290,7 @@ export async function previewUpcomingInvoice(
   const asOf = await stores.asOf();
   // with the lines of changes made in the period (DESIGN §9.2): the run puts them on this invoice
   const target: InvoiceTarget = { subscription, step };
-  const inputs = await loadPeriodInputs(db, stores, target);
+  const inputs = await loadPeriodInputs(db, stores, target, { lateUsage: true });
   const invoice: PeriodInvoice = composePeriodInvoice(periodInvoiceInput(target, inputs));
   return {
     object: 'upcoming_invoice',

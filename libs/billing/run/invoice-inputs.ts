@@ -62,6 +62,8 @@ export async function loadInvoiceInputs(
     lockCustomers: boolean;
     /** The run: billed periods compared are locked until it commits what it bills of them. */
     lockBilled?: boolean;
+    /** Whether the late usage of earlier, posted periods is loaded (default: yes). */
+    lateUsage?: boolean;
   },
   toInvoice: InvoiceTarget[],
 ): Promise<InvoiceInputs> {
@@ -103,7 +105,10 @@ export async function loadInvoiceInputs(
       waiting.filter((line) => !due.includes(line)),
     );
   }
-  const { lateLines, compared } = await loadLateUsage(tx, toInvoice, options.lockBilled ?? false);
+  const { lateLines, compared } =
+    options.lateUsage === false
+      ? { lateLines: new Map<string, LateUsageLine[]>(), compared: [] }
+      : await loadLateUsage(tx, toInvoice, options.lockBilled ?? false);
   return { items, customers, usage, prorationLines, endLines, lateLines, compared };
 }
 
