@@ -13,7 +13,13 @@ import {
   stopOnSignals,
 } from '../libs/config/index.js';
 import { migrate } from '../libs/db/index.js';
-import { afterCreditsMoved, alertPolicy, topUpPolicy, UsageGuardrails } from '../libs/guardrails/index.js';
+import {
+  afterCreditsMoved,
+  alertPolicy,
+  draftPolicy,
+  topUpPolicy,
+  UsageGuardrails,
+} from '../libs/guardrails/index.js';
 import { openPlatform, type Platform } from '../libs/platform/index.js';
 import { BASE_PATH } from '../libs/schemas/index.js';
 import { seedDemo } from '../libs/seed/index.js';
@@ -37,7 +43,7 @@ const { platform, ingest, api, demo, guardrails } = await startOrExit('the billi
   const guardrails = new UsageGuardrails({
     db: platform.db,
     log: platform.log.child({ component: 'guardrails' }),
-    policies: [topUpPolicy(platform.db), alertPolicy(platform.db)],
+    policies: [topUpPolicy(platform.db), alertPolicy(platform.db), draftPolicy(platform.db)],
   });
   const ingest = await startIngest({
     platform,

@@ -18,6 +18,11 @@
  *   (default 5,000) hold 3 promotional grants each (priorities, expiries, one a usage-only grant;
  *   some used up by the run): bar, its run within 1.3x of the first run's; every grant's uses add
  *   up to its CREDIT_MEMOs.
+ * - run with late usage (issue 34): the same data again, where the previous period of every
+ *   metered subscription was invoiced and posted (its usage in Postgres, what it billed recorded
+ *   and still to be compared, as every run leaves it) and BENCH_LATE_SUBSCRIPTIONS of them (default
+ *   1,000) got late events of that period since: each of their invoices carries a late-usage line.
+ *   Bar: its run within 1.2x of the first run's; every late event billed once.
  *
  * Settings (env): BENCH_SUBSCRIPTIONS, BENCH_METERED_SHARE (0.5), BENCH_EVENTS_PER_ITEM (20),
  * BENCH_CUSTOMERS (5,000), BENCH_BATCH_SIZE (the run's default), BENCH_CONCURRENT_RUNS (1),
@@ -62,14 +67,17 @@ const settings = {
   clickhouseUrl: process.env.CLICKHOUSE_URL ?? 'http://127.0.0.1:8123',
   prorationSubscriptions: intEnv('BENCH_PRORATION_SUBSCRIPTIONS', 2000, 0),
   grantCustomers: intEnv('BENCH_GRANT_CUSTOMERS', 5000, 0),
+  lateSubscriptions: intEnv('BENCH_LATE_SUBSCRIPTIONS', 1000, 0),
 };
 const BAR_SECONDS = 60;
 const BAR_PRORATION_RATIO = 1.2;
 const BAR_GRANTS_RATIO = 1.3;
+const BAR_LATE_RATIO = 1.2;
 
 const databaseName = `bench_billing_run_${process.pid}`;
 const prorationDatabaseName = `${databaseName}_proration`;
 const grantsDatabaseName = `${databaseName}_grants`;
+const lateDatabaseName = `${databaseName}_late`;
 const log = logger('billing-run');
 let db: Database | undefined;
 
@@ -80,6 +88,7 @@ try {
   await dropDatabase(databaseName, log);
   await dropDatabase(prorationDatabaseName, log);
   await dropDatabase(grantsDatabaseName, log);
+  await dropDatabase(lateDatabaseName, log);
   if (settings.usageStore === 'clickhouse') {
     const clickhouse = openClickHouse({ url: settings.clickhouseUrl, database: databaseName });
     await clickhouse.command(`DROP DATABASE IF EXISTS ${databaseName}`).catch(() => {});
@@ -198,8 +207,53 @@ async function main(): Promise<void> {
     if (check[0]!.broken > 0)
       throw new Error(`${check[0]!.broken} grants whose uses disagree with their memos`);
     log(`${check[0]!.memos} CREDIT_MEMOs name a grant; every grant's uses add up to them`);
+    await db.close();
+    db = undefined;
   }
-  await report(results, rows[0]!, { loadSeconds, events });
+
+  let late: { lines: number; expected: number } | undefined;
+  if (settings.lateSubscriptions > 0) {
+    const lateUrl = await createDatabase(lateDatabaseName);
+    db = new Database(lateUrl, { poolSize: 4, applicationName: 'bench-billing-run' });
+    await migrate(db);
+    const loaded = await loadData(db, periodStart, periodEnd);
+    if (settings.usageStore === 'postgres') await loadUsage(loaded.meteredItems, periodStart, periodEnd);
+    const previousStart = new Date(Date.UTC(periodStart.getUTCFullYear(), periodStart.getUTCMonth() - 1, 1));
+    const lateEvents = await addLateUsage(db, loaded.meteredItems, previousStart, periodStart);
+    log(
+      `${loaded.meteredItems.length} previous periods posted and recorded; ` +
+        `${lateEvents} late events for ${settings.lateSubscriptions} of them`,
+    );
+    results.push(
+      await scenario(
+        `run, ${settings.lateSubscriptions} with late usage lines`,
+        settings.concurrentRuns,
+        args,
+        { ...env, DATABASE_URL: lateUrl },
+      ),
+    );
+    const { rows: billed } = await db.query<{ lines: number; quantity: string }>(
+      `SELECT count(*)::int AS lines, coalesce(sum(quantity), 0)::text AS quantity FROM invoice_items
+        WHERE description LIKE '%late usage%'`,
+    );
+    late = {
+      lines: billed[0]!.lines,
+      expected: Math.min(settings.lateSubscriptions, loaded.meteredItems.length),
+    };
+    const { rows: owed } = await db.query<{ unbilled: number }>(
+      `SELECT count(*)::int AS unbilled FROM usage_billed_periods b
+        WHERE b.period_quantity + b.late_quantity <> (SELECT coalesce(sum(quantity), 0) FROM usage_events e
+                WHERE e.org_id = b.org_id AND e.subscription_item_id = b.subscription_item_id
+                  AND e.occurred_at >= b.window_start AND e.occurred_at < b.window_end AND e.voided_at IS NULL)
+          AND b.period_start = $1`,
+      [previousStart],
+    );
+    if (owed[0]!.unbilled > 0) throw new Error(`${owed[0]!.unbilled} previous periods not billed exactly`);
+    log(
+      `${billed[0]!.lines} late-usage lines bill ${billed[0]!.quantity} late units; every period billed exactly`,
+    );
+  }
+  await report(results, rows[0]!, { loadSeconds, events }, late);
 }
 
 /**
@@ -260,6 +314,79 @@ async function addCreditGrants(database: Database): Promise<number> {
     [settings.grantCustomers],
   );
   return rows.length;
+}
+
+/**
+ * The previous period of every metered subscription as a run leaves it: its invoice (paid, so that
+ * dunning has nothing to do that the run without does not have either), its usage
+ * in Postgres, what it billed of the item recorded (to be compared by the next run); then late
+ * events of that period for the first BENCH_LATE_SUBSCRIPTIONS items, written as the Postgres sink
+ * writes them (which marks their periods). Returns how many late events.
+ */
+async function addLateUsage(
+  database: Database,
+  items: { orgId: number; id: number }[],
+  previousStart: Date,
+  previousEnd: Date,
+): Promise<number> {
+  await database.query(
+    `WITH invoiced AS (
+       INSERT INTO invoices (org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start,
+         period_end, due_date, status, currency, posted_at, billed_from, billed_until, first_period)
+       SELECT s.org_id, 'INV-P' || s.id, s.customer_id, s.id, $2::date, $1::date, ($2::timestamptz - interval '1 day')::date,
+              $2::date + 30, 'PAID', 'CAD', $2, $1, $2, false
+         FROM subscriptions s JOIN subscription_items si ON si.org_id = s.org_id AND si.subscription_id = s.id
+        WHERE si.usage_type = 'metered'
+       RETURNING id, org_id, subscription_id
+     )
+     INSERT INTO usage_billed_periods (org_id, subscription_id, subscription_item_id, period_start, period_end,
+       window_start, window_end, invoice_id, period_quantity, included_units, unit_price, dirty)
+     SELECT i.org_id, i.subscription_id, si.id, $1, $2, $1, $2, i.id, 0, si.included_units, si.unit_price, true
+       FROM invoiced i JOIN subscription_items si ON si.org_id = i.org_id AND si.subscription_id = i.subscription_id
+      WHERE si.usage_type = 'metered'`,
+    [previousStart, previousEnd],
+  );
+  const sink = new PostgresUsageSink(database);
+  const span = previousEnd.getTime() - previousStart.getTime();
+  const write = async (late: boolean) => {
+    let batch: UsageEventRecord[] = [];
+    let total = 0;
+    const chosen = late ? items.slice(0, settings.lateSubscriptions) : items;
+    const count = late ? 2 : settings.eventsPerItem;
+    for (const item of chosen) {
+      for (let n = 0; n < count; n++) {
+        const at = previousStart.getTime() + Math.floor(((n + 0.5) / count) * span);
+        batch.push({
+          id: randomUUID(),
+          orgId: item.orgId,
+          subscriptionItemId: item.id,
+          idempotencyKey: `bench-${late ? 'late' : 'prev'}-${item.id}-${n}`,
+          quantity: String(10 + ((item.id * 7 + n * 13) % 90)),
+          occurredAtMs: at,
+          recordedAtMs: late ? Date.now() : at + 500,
+        });
+        if (batch.length === 5000) {
+          await sink.write(batch);
+          total += batch.length;
+          batch = [];
+        }
+      }
+    }
+    await sink.write(batch);
+    return total + batch.length;
+  };
+  await write(false);
+  // what the previous run billed: every event of the period so far
+  await database.query(
+    `UPDATE usage_billed_periods b SET period_quantity = t.total
+       FROM (SELECT subscription_item_id, sum(quantity) AS total FROM usage_events
+              WHERE occurred_at >= $1 AND occurred_at < $2 GROUP BY 1) t
+      WHERE b.subscription_item_id = t.subscription_item_id AND b.period_start = $1`,
+    [previousStart, previousEnd],
+  );
+  const late = await write(true);
+  await database.query('ANALYZE usage_billed_periods, usage_events, usage_daily_totals, invoices');
+  return late;
 }
 
 /** One org, customers across provinces and states, seats and a tiered usage product. */
@@ -404,8 +531,10 @@ async function report(
   results: RunResult[],
   stored: { invoices: number; periods: number },
   setup: { loadSeconds: number; events: number },
+  late?: { lines: number; expected: number },
 ): Promise<void> {
   const [run, rerun] = results as [RunResult, RunResult];
+  const withLate = results.find((r) => r.scenario.includes('late usage'));
   const withLines = results.find((r) => r.scenario.includes('proration lines'));
   const withGrants = results.find((r) => r.scenario.includes('grants'));
   printTable(
@@ -455,6 +584,21 @@ async function report(
             pass:
               withGrants.runSeconds / run.runSeconds <= BAR_GRANTS_RATIO &&
               withGrants.invoices === run.invoices,
+          },
+        ]
+      : []),
+    ...(withLate && late
+      ? [
+          {
+            check: `with ${settings.lateSubscriptions} carrying late usage lines: run <= ${BAR_LATE_RATIO}x the run without`,
+            value: `${(withLate.runSeconds / run.runSeconds).toFixed(2)}x (${withLate.runSeconds.toFixed(2)} s / ${run.runSeconds.toFixed(2)} s)`,
+            pass:
+              withLate.runSeconds / run.runSeconds <= BAR_LATE_RATIO && withLate.invoices === run.invoices,
+          },
+          {
+            check: 'every late event billed once, as one late-usage line per subscription',
+            value: `${late.lines} lines of ${late.expected}`,
+            pass: late.lines === late.expected,
           },
         ]
       : []),

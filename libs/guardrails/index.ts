@@ -9,6 +9,7 @@ export {
   getAlert,
   listAlerts,
 } from './alerts.js';
+export { draftPolicy } from './draft-policy.js';
 export { type GuardrailPolicy, type TouchedSubscription, UsageGuardrails } from './evaluator.js';
 export { afterCreditsMoved } from './moves.js';
 export { topUpPolicy } from './top-up-policy.js';

@@ -13,10 +13,19 @@ export interface Organization {
   requests_per_hour: number;
   payment_terms_days: number;
   default_currency: string;
+  /**
+   * Hours a period's invoice stays a DRAFT after the period ends (late usage re-rates it) before it
+   * is posted; 0 posts it at once (docs/decisions.md "Grace drafts").
+   */
+  invoice_grace_hours: number;
   created_at: string;
 }
 
-const COLUMNS = 'id, name, plan, rate_limit_override, payment_terms_days, default_currency, created_at';
+/** The largest grace period: 30 days. */
+export const MAX_INVOICE_GRACE_HOURS = 720;
+
+const COLUMNS =
+  'id, name, plan, rate_limit_override, payment_terms_days, default_currency, invoice_grace_hours, created_at';
 
 type Row = Omit<Organization, 'requests_per_hour' | 'created_at'> & { created_at: Date };
 
@@ -118,6 +127,31 @@ export async function setRateLimitOverride(
   const { rows } = await db.query<Row>(
     `UPDATE organizations SET rate_limit_override = $2, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
     [orgId, requestsPerHour],
+  );
+  if (!rows[0]) throw ApiError.notFound(`Organization ${orgId}`);
+  return present(rows[0]);
+}
+
+/** Settings of an organization an operator changes (`org set`); those not given stay. */
+export async function setOrganizationSettings(
+  db: Queryable,
+  orgId: number,
+  settings: { invoiceGraceHours?: number | undefined },
+): Promise<Organization> {
+  const hours = settings.invoiceGraceHours;
+  if (hours !== undefined && !(Number.isInteger(hours) && hours >= 0 && hours <= MAX_INVOICE_GRACE_HOURS)) {
+    throw ApiError.validation([
+      {
+        field: 'invoice_grace_hours',
+        message: `Must be a whole number of hours from 0 to ${MAX_INVOICE_GRACE_HOURS}.`,
+        code: 'out_of_range',
+      },
+    ]);
+  }
+  const { rows } = await db.query<Row>(
+    `UPDATE organizations SET invoice_grace_hours = coalesce($2, invoice_grace_hours), updated_at = now()
+      WHERE id = $1 RETURNING ${COLUMNS}`,
+    [orgId, hours ?? null],
   );
   if (!rows[0]) throw ApiError.notFound(`Organization ${orgId}`);
   return present(rows[0]);

@@ -35,6 +35,10 @@ export const SubscriptionUsageItem = z
     included_units: decimal8,
     billable_quantity: decimal8.meta({ description: 'quantity above included_units, never below 0.' }),
     amount: money.meta({ description: 'What the billing run would charge for this item now, before tax.' }),
+    late_quantity: decimal8.meta({
+      description:
+        "For a period already invoiced and posted: the part of quantity counted after its invoice, billed (or waiting to be billed) as late usage on the subscription's next invoice; quantity - late_quantity is what the period's invoice billed. 0 for a period not posted.",
+    }),
   })
   .meta({ id: 'SubscriptionUsageItem' });
 
@@ -71,6 +75,7 @@ export const SubscriptionUsage = z
             included_units: '10000.00000000',
             billable_quantity: '2500.00000000',
             amount: '25.00000000',
+            late_quantity: '0.00000000',
           },
         ],
         total_amount: '25.00000000',

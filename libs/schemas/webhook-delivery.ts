@@ -81,6 +81,12 @@ export const WEBHOOK_PAYLOADS = {
     'WebhookInvoicePaid',
     'An invoice was paid in full.',
   ),
+  'invoice.created': payloadOf(
+    'invoice.created',
+    InvoiceEventData,
+    'WebhookInvoiceCreated',
+    "A period's invoice was made as a DRAFT: the organization's grace period lets late usage re-rate it before it is posted.",
+  ),
   'subscription.created': payloadOf(
     'subscription.created',
     SubscriptionEventData,

@@ -31,6 +31,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
 export const EMITTED_EVENT_TYPES = [
   'invoice.posted',
   'invoice.paid',
+  'invoice.created',
   'subscription.created',
   'subscription.canceled',
   'subscription.updated',

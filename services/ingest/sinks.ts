@@ -13,7 +13,7 @@ import {
   stopOnSignals,
 } from '../../libs/config/index.js';
 import { openDatabase } from '../../libs/db/index.js';
-import { alertPolicy, topUpPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
+import { alertPolicy, draftPolicy, topUpPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { databaseCheck, startOpsServer } from '../../libs/observability/index.js';
 import { openUsageEventLog, openUsageReadStores, startUsageSinks } from '../../libs/usage/index.js';
@@ -27,7 +27,7 @@ const { opened, sinks, ops, guardrails, readStores, eventLog } = await startOrEx
   const guardrails = new UsageGuardrails({
     db: opened.db,
     log: log.child({ component: 'guardrails' }),
-    policies: [topUpPolicy(opened.db), alertPolicy(opened.db)],
+    policies: [topUpPolicy(opened.db), alertPolicy(opened.db), draftPolicy(opened.db)],
   });
   const { eventLog } = await openUsageEventLog(config, opened.db, log);
   const readStores = openUsageReadStores(config, opened.db, eventLog, log);

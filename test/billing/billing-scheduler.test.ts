@@ -1,11 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBillingScheduler } from '../../libs/billing/index.js';
+import { runBilling, startBillingScheduler, usageSource } from '../../libs/billing/index.js';
 import { Database } from '../../libs/db/index.js';
 import { createLogger } from '../../libs/log/index.js';
-import { InProcessUsageEventLog, openUsageReadStores, PostgresUsageSink } from '../../libs/usage/index.js';
+import { setOrganizationSettings } from '../../libs/organizations/index.js';
+import {
+  InProcessUsageEventLog,
+  openUsageReadStores,
+  PostgresUsageAggregator,
+  PostgresUsageSink,
+} from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
-import { basicCatalog, customerIn, invoicesOf, subscribe } from './fixtures.js';
+import { basicCatalog, customerIn, invoicesOf, recordUsage, subscribe } from './fixtures.js';
 
 let database: TestDatabase;
 beforeAll(async () => {
@@ -77,6 +83,72 @@ describe('billing on an interval (npm start)', () => {
     const count = lines.length;
     await new Promise((resolve) => setTimeout(resolve, 1300));
     expect(lines.length).toBe(count); // stopped: no more runs
+  });
+
+  it('posts a grace draft once its grace has passed, and re-rates drafts between runs', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    await setOrganizationSettings(database.db, orgId, { invoiceGraceHours: 1 });
+    const { seats, apiCalls } = await basicCatalog(database.db, orgId);
+    const customerId = await customerIn(database.db, orgId);
+    const start = new Date(Math.floor((Date.now() - 40 * 86_400_000) / 86_400_000) * 86_400_000);
+    const make = () =>
+      subscribe(
+        database.db,
+        orgId,
+        {
+          customer_id: customerId,
+          items: [{ product_id: seats }, { product_id: apiCalls }],
+          start_date: start,
+        },
+        start,
+      );
+    const [due, waiting] = [await make(), await make()];
+    const usage = usageSource(new PostgresUsageAggregator(database.db));
+    const periodEnd = new Date(due.current_period_end);
+    // the first: a draft whose grace ended long ago; the second: still in its grace (run an hour earlier)
+    await runBilling(database.db, {
+      usage,
+      orgId,
+      subscriptionIds: [due.id],
+      now: new Date(periodEnd.getTime() + 1000),
+    });
+    await runBilling(database.db, {
+      usage,
+      orgId,
+      subscriptionIds: [waiting.id],
+      now: new Date(periodEnd.getTime() + 1000),
+    });
+    await database.db.query(
+      "UPDATE invoices SET post_at = now() + interval '1 hour' WHERE subscription_id = $1",
+      [waiting.id],
+    );
+    const metered = waiting.items.find((item) => item.usage_type === 'metered')!.id;
+    await recordUsage(
+      database.db,
+      orgId,
+      metered,
+      '12',
+      new Date(start.getTime() + 86_400_000).toISOString(),
+    );
+    const { log } = capturingLogger();
+    const scheduler = startBillingScheduler({
+      db: database.db,
+      config,
+      stores: storesOver(database.db),
+      intervalSeconds: 3600,
+      log,
+      firstRunDelayMs: 3_600_000,
+      expirySweepMs: 50,
+    });
+    try {
+      await until(async () => (await invoicesOf(database.db, due.id))[0]!.status === 'POSTED');
+      await until(async () => (await invoicesOf(database.db, waiting.id))[0]!.total !== '10.00000000');
+    } finally {
+      await scheduler.stop();
+    }
+    const [draft] = await invoicesOf(database.db, waiting.id);
+    // Seats 10.00 + 12 calls at 1.00, ON 13 %: the draft re-rated, still in its grace
+    expect([draft!.status, draft!.total]).toEqual(['DRAFT', '24.86000000']);
   });
 
   it('logs a failed run as an error and tries again on the next interval', async () => {

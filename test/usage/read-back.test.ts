@@ -82,7 +82,20 @@ describe('usage read-back, embedded mode', () => {
     posted.push(await post(30, new Date(start.getTime() + 1000)));
     posted.push(await post(45.5, new Date(today + 1000)));
     posted.push(await post(2, new Date(today - DAY + 5000)));
-    await post(1000, new Date(start.getTime() - 1)); // the period before: not counted
+    // before the subscription (so its item) started: no period would count it, so it is refused
+    const early = await api.request({
+      method: 'POST',
+      path: '/usage/events',
+      key: org.apiKey,
+      headers: { 'idempotency-key': randomUUID() },
+      payload: {
+        subscription_item_id: meteredItem,
+        quantity: 1000,
+        timestamp: new Date(start.getTime() - 1).toISOString(),
+      },
+    });
+    expect(early.statusCode, early.body).toBe(422);
+    expect(early.json().details).toMatchObject([{ field: 'timestamp', code: 'out_of_range' }]);
 
     const before = Date.now();
     const response = await get(`/subscriptions/${subscriptionId}/usage`);
@@ -144,7 +157,7 @@ describe('usage read-back, embedded mode', () => {
     );
     expect(daily.statusCode, daily.body).toBe(200);
     expect(daily.json().data).toEqual([
-      { date: iso(start.getTime() - DAY), subscription_item_id: meteredItem, quantity: '1000.00000000' },
+      { date: iso(start.getTime() - DAY), subscription_item_id: meteredItem, quantity: '0.00000000' },
       { date: iso(start.getTime()), subscription_item_id: meteredItem, quantity: '30.00000000' },
       { date: iso(start.getTime() + DAY), subscription_item_id: meteredItem, quantity: '0.00000000' },
       { date: iso(today - DAY), subscription_item_id: meteredItem, quantity: '2.00000000' },
@@ -168,16 +181,16 @@ describe('usage read-back, embedded mode', () => {
     const all = await get(`/usage/events?subscription_item_id=${meteredItem}&limit=100`);
     expect(all.statusCode, all.body).toBe(200);
     const events = all.json().data as { id: string; timestamp: string; status: string }[];
-    expect(events).toHaveLength(4);
+    expect(events).toHaveLength(3);
     const order = [...events].sort(
       (a, b) => b.timestamp.localeCompare(a.timestamp) || b.id.localeCompare(a.id),
     );
     expect(events.map((e) => e.id)).toEqual(order.map((e) => e.id));
-    expect(all.json().pagination).toEqual({ limit: 100, offset: 0, total: 4, has_more: false });
+    expect(all.json().pagination).toEqual({ limit: 100, offset: 0, total: 3, has_more: false });
 
     const pages = [];
-    for (let offset = 0; offset < 4; offset += 3) {
-      const page = await get(`/usage/events?limit=3&offset=${offset}`);
+    for (let offset = 0; offset < 3; offset += 2) {
+      const page = await get(`/usage/events?limit=2&offset=${offset}`);
       pages.push(...page.json().data.map((e: { id: string }) => e.id));
     }
     expect(pages).toEqual(events.map((e) => e.id));
@@ -228,17 +241,16 @@ describe('usage read-back, embedded mode', () => {
     const listed = await get('/usage/events?status=VOIDED');
     expect(listed.json().data.map((e: { id: string }) => e.id)).toEqual([target.id]);
     const active = await get('/usage/events?status=ACTIVE');
-    expect(active.json().pagination.total).toBe(3);
+    expect(active.json().pagination.total).toBe(2);
   });
 
-  it('keeps voided usage out of the billing run, and refuses to void an invoiced period (409 naming it)', async () => {
+  it('keeps voided usage out of the billing run, and refuses to void a posted period (409 naming it)', async () => {
     const db = api.platform.db;
     const summary = await runBilling(db, {
       usage: usageSource(new PostgresUsageAggregator(db)),
       orgId: org.orgId,
       subscriptionIds: [subscriptionId],
       now: new Date(Date.parse(start.toISOString()) + 40 * DAY),
-      post: false,
     });
     expect(summary.invoices_created).toBeGreaterThanOrEqual(1);
     const [invoice] = await invoicesOf(db, subscriptionId);

@@ -12,6 +12,7 @@ import {
 } from '../../libs/billing/index.js';
 import { afterCreditsMoved, createAlert } from '../../libs/guardrails/index.js';
 import { getInvoice } from '../../libs/invoices/index.js';
+import { setOrganizationSettings } from '../../libs/organizations/index.js';
 import {
   EMITTED_EVENT_TYPES,
   type EmittedEventType,
@@ -65,8 +66,9 @@ describe('Standard Webhooks signatures', () => {
       'credit_note.*',
     ]);
     await emitEveryEventType(org);
-    // one of each type, a second invoice.posted (the cancel's final invoice), two more credit_grant.created
-    const deliveries = await target.waitFor(EMITTED_EVENT_TYPES.length + 3);
+    // one of each type, a second invoice.posted (the cancel's final invoice), two more
+    // credit_grant.created, a second subscription.created (the one whose invoice is a grace draft)
+    const deliveries = await target.waitFor(EMITTED_EVENT_TYPES.length + 4);
     everyType = { org, endpoint, deliveries };
   });
   afterAll(async () => {
@@ -162,6 +164,18 @@ describe('Standard Webhooks signatures', () => {
       cancelSubscription(tx, { subscriptionId: subscription.id, now: new Date('2026-02-15T00:00:00Z') }),
     );
     await expireCreditGrants(db, new Date('2099-01-01T00:00:00Z'));
+    // a grace period makes the period's invoice a DRAFT: invoice.created
+    await setOrganizationSettings(db, org.orgId, { invoiceGraceHours: 24 });
+    const graced = await subscribe(db, org.orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }],
+      start_date: new Date('2026-01-01T00:00:00Z'),
+    });
+    await runBilling(db, {
+      usage: usageSource(new PostgresUsageAggregator(db)),
+      subscriptionIds: [graced.id],
+      now: new Date('2026-02-01T00:00:00Z'),
+    });
   }
 
   const typeOf = (delivery: ReceivedDelivery) => delivery.headers['x-service-event'] as EmittedEventType;

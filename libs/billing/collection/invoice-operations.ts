@@ -116,10 +116,42 @@ export async function withdrawLocked(tx: Queryable, invoice: LockedInvoice, now:
     [invoice.org_id, invoice.id],
   );
   await restoreIfSettled(tx, utcDate(now), invoice.org_id, invoice.subscription_id);
+  if (invoice.status === 'DRAFT' && invoice.subscription_id !== null) await releaseDraftPeriod(tx, invoice);
   if (invoice.subscription_id === null) {
     // the grant it sold (held after the invoice: the lock order of every Prepaid credits path)
     await lockCreditCustomer(tx, invoice.customer_id, invoice.org_id);
     const grant = await lockGrantSoldBy(tx, invoice.org_id, invoice.id);
     if (grant) await voidHeldGrant(tx, grant);
   }
+}
+
+/**
+ * A period's draft withdrawn before it was ever posted billed nothing: its period is billed again
+ * by the next run (docs/decisions.md "A withdrawn draft's period is billed again"), with the lines
+ * of changes it carried; the late usage it carried goes back to waiting for an invoice.
+ */
+async function releaseDraftPeriod(tx: Queryable, invoice: LockedInvoice): Promise<void> {
+  const params = [invoice.org_id, invoice.id];
+  await tx.query(
+    `INSERT INTO subscription_rebill_periods (org_id, subscription_id, period_start, period_end, first_period)
+     SELECT org_id, subscription_id, billed_from, billed_until, coalesce(first_period, false)
+       FROM invoices WHERE org_id = $1 AND id = $2 AND billed_from IS NOT NULL AND posted_at IS NULL
+     ON CONFLICT DO NOTHING`,
+    params,
+  );
+  await tx.query('DELETE FROM usage_billed_periods WHERE org_id = $1 AND invoice_id = $2', params);
+  await tx.query(
+    `WITH undone AS (
+       DELETE FROM usage_late_billings WHERE org_id = $1 AND invoice_id = $2
+       RETURNING org_id, subscription_item_id, period_start, quantity
+     )
+     UPDATE usage_billed_periods b SET late_quantity = b.late_quantity - u.quantity, dirty = true
+       FROM undone u
+      WHERE b.org_id = u.org_id AND b.subscription_item_id = u.subscription_item_id AND b.period_start = u.period_start`,
+    params,
+  );
+  await tx.query(
+    'UPDATE subscription_proration_lines SET invoice_id = NULL WHERE org_id = $1 AND invoice_id = $2',
+    params,
+  );
 }

@@ -12,10 +12,15 @@ export async function reserveInvoiceNumbers(
   tx: Queryable,
   orgId: number,
   count: number,
-): Promise<{ first: number; paymentTermsDays: number; creditCurrency: string }> {
-  const { rows } = await tx.query<{ last: number; payment_terms_days: number; default_currency: string }>(
+): Promise<{ first: number; paymentTermsDays: number; creditCurrency: string; graceHours: number }> {
+  const { rows } = await tx.query<{
+    last: number;
+    payment_terms_days: number;
+    default_currency: string;
+    invoice_grace_hours: number;
+  }>(
     `UPDATE organizations SET invoice_number_seq = invoice_number_seq + $2 WHERE id = $1
-     RETURNING invoice_number_seq AS last, payment_terms_days, default_currency`,
+     RETURNING invoice_number_seq AS last, payment_terms_days, default_currency, invoice_grace_hours`,
     [orgId, count],
   );
   const row = rows[0];
@@ -24,6 +29,7 @@ export async function reserveInvoiceNumbers(
     first: row.last - count + 1,
     paymentTermsDays: row.payment_terms_days,
     creditCurrency: row.default_currency.trim(),
+    graceHours: row.invoice_grace_hours,
   };
 }
 
@@ -50,6 +56,12 @@ export interface NewInvoice {
   currency: string;
   posted: boolean;
   lines: StoredInvoiceLine[];
+  /** A period's invoice: the instants of its period and whether it is the first paid one. */
+  billed_from?: string | null;
+  billed_until?: string | null;
+  first_period?: boolean | null;
+  /** A grace draft: when the scheduler posts it. */
+  post_at?: string | null;
 }
 
 /** A line as stored: a Prepaid credits line sells no product of no subscription item. */
@@ -62,15 +74,26 @@ export async function insertInvoices(tx: Queryable, invoices: readonly NewInvoic
   if (invoices.length === 0) return;
   await tx.query(
     `INSERT INTO invoices (id, org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start,
-       period_end, due_date, status, subtotal, tax_amount, total, amount_paid, currency, posted_at)
+       period_end, due_date, status, subtotal, tax_amount, total, amount_paid, currency, posted_at, billed_from,
+       billed_until, first_period, post_at)
      SELECT id, org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start, period_end,
-            due_date, status, subtotal, tax_amount, total, amount_paid, currency, CASE WHEN posted THEN now() END
+            due_date, status, subtotal, tax_amount, total, amount_paid, currency, CASE WHEN posted THEN now() END,
+            billed_from, billed_until, first_period, post_at
        FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, org_id bigint, invoice_number text, customer_id bigint,
             subscription_id bigint, invoice_date date, period_start date, period_end date, due_date date,
             status text, subtotal numeric, tax_amount numeric, total numeric, amount_paid numeric,
-            currency text, posted boolean)`,
+            currency text, posted boolean, billed_from timestamptz, billed_until timestamptz,
+            first_period boolean, post_at timestamptz)`,
     [JSON.stringify(invoices.map(({ lines: _lines, ...invoice }) => invoice))],
   );
+  await insertInvoiceLines(tx, invoices);
+}
+
+/** The lines of invoices (written with them, or again when a draft is re-rated). */
+export async function insertInvoiceLines(
+  tx: Queryable,
+  invoices: readonly Pick<NewInvoice, 'id' | 'org_id' | 'lines'>[],
+): Promise<void> {
   const items = invoices.flatMap((invoice) =>
     invoice.lines.map((line, position) => ({
       ...line,

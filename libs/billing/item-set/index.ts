@@ -13,6 +13,8 @@ export {
   changeReadColumns,
   itemSetWriteCtes,
   loadBillableItems,
+  loadBillableItemsSince,
+  loadItemsById,
   namedIds,
   toChangeRead,
 } from './item-set-store.js';

@@ -54,7 +54,12 @@ function productTiersSql(p: string): string {
  * statement already has (the items' own); without it the items' subscriptions are joined. Numerics
  * are cast to text, which is how pg gives them anyway, so that they stay exact in json_agg too.
  */
-export function billableItemsSql(where: string, subscription?: string): string {
+export function billableItemsSql(
+  where: string,
+  subscription?: string,
+  /** SQL of the instant items removed by then are left out at (default: the running period's start). */
+  removedAfter?: string,
+): string {
   const s = subscription ?? 'item_s';
   return `SELECT si.subscription_id, si.id AS subscription_item_id, si.product_id, si.quantity,
             si.unit_price::text AS unit_price, si.usage_type, si.included_units::text AS included_units,
@@ -65,7 +70,7 @@ export function billableItemsSql(where: string, subscription?: string): string {
        FROM subscription_items si
        JOIN products p ON p.org_id = si.org_id AND p.id = si.product_id
        ${subscription ? '' : 'JOIN subscriptions item_s ON item_s.org_id = si.org_id AND item_s.id = si.subscription_id'}
-      WHERE (${where}) AND (si.removed_at IS NULL OR si.removed_at > ${s}.current_period_start)`;
+      WHERE (${where}) AND (si.removed_at IS NULL OR si.removed_at > ${removedAfter ?? `${s}.current_period_start`})`;
 }
 
 export function toBillableItem(row: BillableItemRow): BillableItem {
@@ -111,6 +116,47 @@ export async function loadBillableItems(
     `${billableItemsSql('si.org_id = ANY($1::bigint[]) AND si.subscription_id = ANY($2::bigint[])')}
       ORDER BY si.subscription_id, si.id`,
     [orgIds, subscriptionIds],
+  );
+  const grouped = new Map<number, BillableItem[]>(subscriptionIds.map((id) => [id, []]));
+  for (const row of rows) grouped.get(row.subscription_id)?.push(toBillableItem(row));
+  return grouped;
+}
+
+/**
+ * Items by id, removed ones too (their usage of an invoiced period may still come late): what a
+ * late-usage line prices.
+ */
+export async function loadItemsById(
+  tx: Queryable,
+  orgIds: readonly number[],
+  itemIds: readonly number[],
+): Promise<Map<number, BillableItem>> {
+  if (itemIds.length === 0) return new Map();
+  const { rows } = await tx.query<BillableItemRow>(
+    billableItemsSql(
+      'si.org_id = ANY($1::bigint[]) AND si.id = ANY($2::bigint[])',
+      undefined,
+      "'-infinity'::timestamptz",
+    ),
+    [orgIds, itemIds],
+  );
+  return new Map(rows.map((row) => [row.subscription_item_id, toBillableItem(row)]));
+}
+
+/**
+ * Items of the given subscriptions billed for a period beginning at `periodStart` (items removed
+ * before it are left out): re-rating a draft of a period the subscription has moved past.
+ */
+export async function loadBillableItemsSince(
+  tx: Queryable,
+  orgIds: number[],
+  subscriptionIds: number[],
+  periodStart: Date,
+): Promise<Map<number, BillableItem[]>> {
+  const { rows } = await tx.query<BillableItemRow>(
+    `${billableItemsSql('si.org_id = ANY($1::bigint[]) AND si.subscription_id = ANY($2::bigint[])', undefined, '$3::timestamptz')}
+      ORDER BY si.subscription_id, si.id`,
+    [orgIds, subscriptionIds, periodStart],
   );
   const grouped = new Map<number, BillableItem[]>(subscriptionIds.map((id) => [id, []]));
   for (const row of rows) grouped.get(row.subscription_id)?.push(toBillableItem(row));

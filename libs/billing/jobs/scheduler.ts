@@ -2,7 +2,7 @@ import type { Database } from '../../db/index.js';
 import type { Logger } from '../../log/index.js';
 import { type OpenedUsageAggregator, openUsageAggregator, type UsageReadStores } from '../../usage/index.js';
 import { expireCreditGrants } from '../credits/index.js';
-import { runBilling, usageSource } from '../run/index.js';
+import { postDueGraceDrafts, rerateDirtyDrafts, runBilling, usageSource } from '../run/index.js';
 import { checkTopUps } from '../top-up/index.js';
 
 export interface BillingScheduler {
@@ -65,7 +65,22 @@ export function startBillingScheduler(options: {
     }
   };
 
+  // late events and voids re-rate drafts, and grace drafts post, within seconds (not only at runs)
+  const drafts = async () => {
+    const rerated = await rerateDirtyDrafts(db);
+    const posted = await postDueGraceDrafts(db, { now: new Date() });
+    if (rerated.length || posted.invoiceIds.length) {
+      log.info({ rerated: rerated.length, posted: posted.invoiceIds.length }, 'drafts re-rated and posted');
+    }
+    if (posted.customers.length) await moved(posted.customers);
+  };
+
   const jobs = [
+    repeat('drafts', drafts, {
+      firstDelayMs: options.expirySweepMs ?? CREDIT_EXPIRY_SWEEP_MS,
+      everyMs: options.expirySweepMs ?? CREDIT_EXPIRY_SWEEP_MS,
+      log,
+    }),
     repeat('billing run', billingRun, {
       firstDelayMs: options.firstRunDelayMs ?? 2000,
       everyMs: options.intervalSeconds * 1000,

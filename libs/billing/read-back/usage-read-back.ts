@@ -19,12 +19,14 @@ import { loadBillableItems } from '../item-set/index.js';
 import type { BillableItem } from '../pricing/index.js';
 import { billableUsage } from '../pricing/index.js';
 import {
+  billedPeriodsAt,
   type DueSubscription,
   type InvoiceInputs,
   type InvoiceTarget,
   loadInvoiceInputs,
   loadSubscriptionSchedule,
   loadSubscriptionSchedules,
+  POSTED_STATUSES,
   periodInvoiceInput,
   planBilling,
   type ScheduleStep,
@@ -66,8 +68,17 @@ async function loadSubscription(
  * What the billing run reads to compose `target`'s invoice (loadInvoiceInputs), read the same
  * way here, over the usage counted so far.
  */
-function loadPeriodInputs(db: Queryable, stores: UsageReadStores, targets: InvoiceTarget[]) {
-  return loadInvoiceInputs(db, { usage: aggregatorFor(db, stores), lockCustomers: false }, targets);
+function loadPeriodInputs(
+  db: Queryable,
+  stores: UsageReadStores,
+  targets: InvoiceTarget[],
+  options: { lateUsage: boolean },
+) {
+  return loadInvoiceInputs(
+    db,
+    { usage: aggregatorFor(db, stores), lockCustomers: false, lateUsage: options.lateUsage },
+    targets,
+  );
 }
 
 function metered(items: readonly BillableItem[]): BillableItem[] {
@@ -102,8 +113,10 @@ export async function getSubscriptionUsage(
   // as_of first: every event it vouches for is in the store before the totals are read.
   const asOf = await stores.asOf();
   const target = usageTarget(subscription, start, end);
-  const inputs = await loadPeriodInputs(db, stores, [target]);
-  return composeUsage(target, inputs, asOf, options.now ?? new Date());
+  // a period's usage: the late-usage lines of earlier periods are the upcoming invoice's, not its
+  const inputs = await loadPeriodInputs(db, stores, [target], { lateUsage: false });
+  const now = options.now ?? new Date();
+  return composeUsage(target, inputs, asOf, now, await billedQuantities(db, target, inputs, now));
 }
 
 /**
@@ -125,11 +138,12 @@ export async function getSubscriptionsUsage(
     const { start, end } = periodOf(subscription, 'current');
     return usageTarget(subscription, start, end);
   });
-  const inputs = await loadPeriodInputs(db, stores, targets);
+  const inputs = await loadPeriodInputs(db, stores, targets, { lateUsage: false });
   const now = options.now ?? new Date();
   for (const target of targets) {
     try {
-      found.set(target.subscription.id, composeUsage(target, inputs, asOf, now));
+      const billed = await billedQuantities(db, target, inputs, now);
+      found.set(target.subscription.id, composeUsage(target, inputs, asOf, now, billed));
     } catch (error) {
       if (!(error instanceof UnbillableError)) throw error;
     }
@@ -142,11 +156,34 @@ function usageTarget(subscription: DueSubscription, start: Date, end: Date): Inv
   return { subscription, step: { kind: 'invoice', periodStart: start, periodEnd: end, firstPeriod: false } };
 }
 
+/**
+ * A posted period: what its invoice billed per metered item, the rest counted since being late
+ * usage. A period still running has no invoice, so the running period's read (the hot one) asks
+ * nothing more.
+ */
+async function billedQuantities(
+  db: Queryable,
+  target: InvoiceTarget,
+  inputs: InvoiceInputs,
+  now: Date,
+): Promise<Map<number, string>> {
+  const { subscription, step } = target;
+  if (step.periodEnd.getTime() > now.getTime()) return new Map();
+  const itemIds = metered(inputs.items.get(subscription.id) ?? []).map((item) => item.subscription_item_id);
+  const periods = await billedPeriodsAt(db, subscription.org_id, itemIds, step.periodStart);
+  return new Map(
+    periods
+      .filter((period) => POSTED_STATUSES.includes(period.invoice_status))
+      .map((period) => [period.subscription_item_id, period.period_quantity]),
+  );
+}
+
 function composeUsage(
   target: InvoiceTarget,
   inputs: InvoiceInputs,
   asOf: Date,
   now: Date,
+  billed: Map<number, string>,
 ): SubscriptionUsage {
   const { subscription, step } = target;
   const period = periodInvoiceInput(target, inputs);
@@ -183,10 +220,17 @@ function composeUsage(
         included_units: formatMoney(parseMoney(item.included_units)),
         billable_quantity: formatMoney(parseMoney(billableUsage(quantity, item.included_units))),
         amount: amounts.get(item.subscription_item_id) ?? '0.00000000',
+        late_quantity: lateQuantity(quantity, billed.get(item.subscription_item_id)),
       };
     }),
     total_amount: invoice?.subtotal ?? '0.00000000',
   };
+}
+
+function lateQuantity(quantity: string, billed: string | undefined): string {
+  if (billed === undefined) return '0.00000000';
+  const late = parseMoney(quantity) - parseMoney(billed);
+  return formatMoney(late > 0n ? late : 0n);
 }
 
 export interface DailyUsageQuery {
@@ -298,7 +342,7 @@ export async function previewUpcomingInvoice(
   const asOf = await stores.asOf();
   // with the lines of changes made in the period (DESIGN §9.2): the run puts them on this invoice
   const target: InvoiceTarget = { subscription, step };
-  const inputs = await loadPeriodInputs(db, stores, [target]);
+  const inputs = await loadPeriodInputs(db, stores, [target], { lateUsage: true });
   const invoice: PeriodInvoice = composePeriodInvoice(periodInvoiceInput(target, inputs));
   return {
     object: 'upcoming_invoice',

@@ -25,12 +25,15 @@ import {
   composePeriodInvoice,
   formatInvoiceNumber,
   insertInvoices,
+  itemForPeriod,
   type NewInvoice,
   pendingProrationLines,
   reserveInvoiceNumbers,
   UnbillableError,
+  usageWindow,
 } from '../invoices/index.js';
 import { applyItemSet, changesNothing, loadBillableItems, type ResolvedEntry } from '../item-set/index.js';
+import { insertBilledPeriods, type NewBilledPeriod, recordLateBillings } from './billed-periods.js';
 import {
   claimDueSubscriptions,
   type DueSubscription,
@@ -39,8 +42,10 @@ import {
   parkedSubscriptions,
   parkSubscription,
   takeDueChanges,
+  takeRebillPeriods,
   updateSubscriptions,
 } from './billing-store.js';
+import { postDueGraceDrafts, rerateDirtyDrafts } from './drafts.js';
 import {
   type InvoiceInputs,
   type InvoiceStep,
@@ -126,6 +131,10 @@ export interface BillingRunSummary {
    * this run or an earlier one. Listed on every run; they do not fail it.
    */
   parked: ParkedSubscription[];
+  /** Drafts re-rated because events of their periods arrived late or were voided. */
+  drafts_rerated: number;
+  /** Grace drafts whose grace had passed, posted by this run. */
+  grace_posted: string[];
   duration_ms: number;
 }
 
@@ -158,6 +167,8 @@ export async function runBilling(
     back_to_active: 0,
     failures: [],
     parked: [],
+    drafts_rerated: 0,
+    grace_posted: [],
     duration_ms: 0,
   };
   const batch: BatchContext = {
@@ -182,6 +193,16 @@ export async function runBilling(
     for (const customer of await expireCreditGrants(db, options.postingTime ?? new Date())) {
       postedFor.set(`${customer.orgId}|${customer.customerId}`, customer);
     }
+  }
+  // drafts first: late events and voids re-rate them, and a grace that has passed posts them, so a
+  // period is POSTED before the next period's invoice compares its late usage
+  const draftFilter = { orgId: options.orgId, subscriptionIds: options.subscriptionIds };
+  summary.drafts_rerated = (await rerateDirtyDrafts(db, draftFilter)).length;
+  if (post) {
+    const grace = await postDueGraceDrafts(db, { ...draftFilter, now, postingTime: options.postingTime });
+    summary.grace_posted = grace.invoiceIds;
+    for (const customer of grace.customers)
+      postedFor.set(`${customer.orgId}|${customer.customerId}`, customer);
   }
   for (;;) {
     let claimed: number[] = [];
@@ -322,11 +343,24 @@ async function billBatch(
   if (claimed.length === 0) return result;
 
   const plans = claimed.map((subscription) => ({ subscription, ...planBilling(subscription, context.now) }));
-  const toInvoice = plans.flatMap(({ subscription, steps }) =>
-    steps
-      .filter((step): step is InvoiceStep => step.kind === 'invoice')
-      .map((step) => ({ subscription, step })),
-  );
+  // periods whose draft was withdrawn before it was posted come first (they are the older ones)
+  const rebills = await takeRebillPeriods(tx, claimed);
+  const toInvoice: InvoiceTarget[] = [
+    ...rebills.map((rebill) => ({
+      subscription: claimed.find((s) => s.id === rebill.subscription_id)!,
+      step: {
+        kind: 'invoice' as const,
+        periodStart: rebill.period_start,
+        periodEnd: rebill.period_end,
+        firstPeriod: rebill.first_period,
+      },
+    })),
+    ...plans.flatMap(({ subscription, steps }) =>
+      steps
+        .filter((step): step is InvoiceStep => step.kind === 'invoice')
+        .map((step) => ({ subscription, step })),
+    ),
+  ];
   const { invoices, events: creditEvents } = toInvoice.length
     ? await createInvoices(tx, context, toInvoice)
     : { invoices: [], events: [] };
@@ -374,7 +408,11 @@ async function billBatch(
 
 /** invoice.posted for a posted invoice, and invoice.paid when its credit paid it whole. */
 function postingEvents(invoice: NewInvoice): DomainEvent[] {
-  if (!invoice.posted) return [];
+  if (!invoice.posted) {
+    return invoice.post_at
+      ? [{ orgId: invoice.org_id, type: 'invoice.created', data: invoiceEventData(invoice) }]
+      : [];
+  }
   const posted: DomainEvent = {
     orgId: invoice.org_id,
     type: 'invoice.posted',
@@ -443,7 +481,7 @@ async function createInvoices(
 ): Promise<{ invoices: NewInvoice[]; events: DomainEvent[] }> {
   const inputs = await loadInvoiceInputs(
     tx,
-    { usage: context.usage(tx), lockCustomers: context.post },
+    { usage: context.usage(tx), lockCustomers: context.post, lockBilled: true },
     toInvoice,
   );
   const numbering = await reserveNumbering(tx, toInvoice);
@@ -461,6 +499,20 @@ async function createInvoices(
     invoice.status = statusForAmountPaid(parseMoney(invoice.total), parseMoney(invoice.amount_paid));
   });
   await insertInvoices(tx, invoices);
+  await insertBilledPeriods(
+    tx,
+    toInvoice.flatMap((target, index) => billedPeriodsOf(target, inputs, invoices[index]!.id)),
+  );
+  await recordLateBillings(
+    tx,
+    toInvoice.flatMap((target, index) =>
+      (inputs.lateLines.get(usageKey(target.subscription, target.step)) ?? []).map((line) => ({
+        invoice_id: invoices[index]!.id,
+        line,
+      })),
+    ),
+    inputs.compared,
+  );
   const depleted = await recordCreditsOnPosting(tx, invoices, credits);
   await markProrationLinesInvoiced(
     tx,
@@ -472,6 +524,33 @@ async function createInvoices(
     ),
   );
   return { invoices, events: [...credits.events, ...depleted] };
+}
+
+/** What `target`'s invoice bills of each metered item's period (usage_billed_periods). */
+function billedPeriodsOf(target: InvoiceTarget, inputs: InvoiceInputs, invoiceId: string): NewBilledPeriod[] {
+  const { subscription, step } = target;
+  const period = { start: step.periodStart, end: step.periodEnd };
+  const usage = inputs.usage.get(usageKey(subscription, step));
+  return (inputs.items.get(subscription.id) ?? []).flatMap((item) => {
+    const billed = item.usage_type === 'metered' ? itemForPeriod(item, period) : undefined;
+    if (!billed) return [];
+    const window = usageWindow(billed, period);
+    return [
+      {
+        org_id: subscription.org_id,
+        subscription_id: subscription.id,
+        subscription_item_id: item.subscription_item_id,
+        period_start: step.periodStart,
+        period_end: step.periodEnd,
+        window_start: window.start,
+        window_end: window.end < window.start ? window.start : window.end,
+        invoice_id: invoiceId,
+        period_quantity: usage?.get(item.subscription_item_id) ?? '0.00000000',
+        included_units: billed.included_units,
+        unit_price: billed.unit_price,
+      },
+    ];
+  });
 }
 
 /** An invoice being posted as the credits' burn-down sees it. */
@@ -499,6 +578,7 @@ interface OrgNumbering {
   next: number;
   paymentTermsDays: number;
   creditCurrency: string;
+  graceHours: number;
 }
 
 /** Numbers are reserved per organization in id order, the lock order every run follows. */
@@ -526,6 +606,9 @@ function composeInvoice(
   const { subscription, step, end } = target;
   const org = numbering.get(subscription.org_id)!;
   const draft = composePeriodInvoice(periodInvoiceInput(target, inputs));
+  // a grace period keeps a period's invoice a DRAFT until it ends (docs/decisions.md "Grace drafts");
+  // the final invoice of a cancel is posted at once
+  const grace = context.post && !end && org.graceHours > 0;
   return {
     id: randomUUID(),
     org_id: subscription.org_id,
@@ -541,8 +624,12 @@ function composeInvoice(
     total: draft.total,
     amount_paid: formatMoney(0n),
     currency: subscription.currency.trim(),
-    posted: context.post,
+    posted: context.post && !grace,
     lines: draft.lines,
+    billed_from: step.periodStart.toISOString(),
+    billed_until: (end?.at ?? step.periodEnd).toISOString(),
+    first_period: step.firstPeriod,
+    post_at: grace ? new Date(step.periodEnd.getTime() + org.graceHours * 3_600_000).toISOString() : null,
   };
 }
 

@@ -34,8 +34,10 @@ export async function claimDueSubscriptions(
     `SELECT id, org_id, customer_id, status, currency, start_date, trial_end_date, billing_period, billing_anchor_day,
             current_period_start, current_period_end, next_billing_date, term_type, initial_term_months, auto_renew,
             subscription_end_date, cancel_at_period_end, ended_at
-       FROM subscriptions
-      WHERE status = ANY($1::text[]) AND next_billing_date <= $2 AND billing_parked_at IS NULL
+       FROM subscriptions s
+      WHERE status = ANY($1::text[]) AND billing_parked_at IS NULL
+        AND (next_billing_date <= $2 OR EXISTS (
+              SELECT 1 FROM subscription_rebill_periods r WHERE r.org_id = s.org_id AND r.subscription_id = s.id))
         AND ($3::bigint IS NULL OR org_id = $3)
         AND ($4::bigint[] IS NULL OR id = ANY($4::bigint[]))
         AND NOT (id = ANY($5::bigint[]))
@@ -204,4 +206,30 @@ export async function takeDueChanges(
     [JSON.stringify(due)],
   );
   return rows;
+}
+
+/**
+ * Periods of these subscriptions whose only invoice was a draft withdrawn before it was posted:
+ * taken (deleted) by the batch that bills them again.
+ */
+export async function takeRebillPeriods(
+  tx: Queryable,
+  subscriptions: readonly { id: number; org_id: number }[],
+): Promise<{ subscription_id: number; period_start: Date; period_end: Date; first_period: boolean }[]> {
+  if (subscriptions.length === 0) return [];
+  const { rows } = await tx.query<{
+    subscription_id: number | string;
+    period_start: Date;
+    period_end: Date;
+    first_period: boolean;
+  }>(
+    `DELETE FROM subscription_rebill_periods r
+      USING unnest($1::bigint[], $2::bigint[]) AS x(org_id, id)
+      WHERE r.org_id = x.org_id AND r.subscription_id = x.id
+      RETURNING r.subscription_id, r.period_start, r.period_end, r.first_period`,
+    [subscriptions.map((s) => s.org_id), subscriptions.map((s) => s.id)],
+  );
+  return rows
+    .map((row) => ({ ...row, subscription_id: Number(row.subscription_id) }))
+    .sort((a, b) => a.period_start.getTime() - b.period_start.getTime());
 }

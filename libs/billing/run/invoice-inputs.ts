@@ -1,14 +1,19 @@
 import type { Queryable } from '../../db/index.js';
+import { parseScaled } from '../../money/index.js';
 import type { UsageAggregator } from '../../usage/index.js';
 import {
+  type BilledPeriod,
   itemForPeriod,
+  type LateUsageLine,
+  lateUsageLine,
   type PendingProrationLine,
   type PeriodInvoiceInput,
   pendingProrationLines,
   usageWindow,
 } from '../invoices/index.js';
-import { endItemsAt, loadBillableItems } from '../item-set/index.js';
+import { endItemsAt, loadBillableItems, loadBillableItemsSince, loadItemsById } from '../item-set/index.js';
 import type { BillableItem, ProrationLine } from '../pricing/index.js';
+import { countBilledPeriods, dirtyPostedPeriods } from './billed-periods.js';
 import { type BillingCustomer, type DueSubscription, loadCustomers } from './billing-store.js';
 import type { ScheduleStep } from './schedule.js';
 
@@ -39,6 +44,10 @@ export interface InvoiceInputs {
   prorationLines: Map<string, PendingProrationLine[]>;
   /** usageKey -> the credits of items ended before the period's end (written only as lines). */
   endLines: Map<string, ProrationLine[]>;
+  /** usageKey -> the late-usage lines of earlier, posted periods that invoice carries. */
+  lateLines: Map<string, LateUsageLine[]>;
+  /** Every billed period compared with what is counted now (those lines bill, the rest agreed). */
+  compared: BilledPeriod[];
 }
 
 /**
@@ -48,12 +57,19 @@ export interface InvoiceInputs {
  */
 export async function loadInvoiceInputs(
   tx: Queryable,
-  options: { usage: UsageAggregator; lockCustomers: boolean },
+  options: {
+    usage: UsageAggregator;
+    lockCustomers: boolean;
+    /** The run: billed periods compared are locked until it commits what it bills of them. */
+    lockBilled?: boolean;
+    /** Whether the late usage of earlier, posted periods is loaded (default: yes). */
+    lateUsage?: boolean;
+  },
   toInvoice: InvoiceTarget[],
 ): Promise<InvoiceInputs> {
   const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
   const subscriptionIds = unique(toInvoice.map(({ subscription }) => subscription.id));
-  const items = await loadBillableItems(tx, orgIds, subscriptionIds);
+  const items = await itemsFor(tx, orgIds, toInvoice);
   const endLines = new Map<string, ProrationLine[]>();
   for (const { subscription, step, end } of toInvoice) {
     if (!end) continue;
@@ -89,7 +105,83 @@ export async function loadInvoiceInputs(
       waiting.filter((line) => !due.includes(line)),
     );
   }
-  return { items, customers, usage, prorationLines, endLines };
+  const { lateLines, compared } =
+    options.lateUsage === false
+      ? { lateLines: new Map<string, LateUsageLine[]>(), compared: [] }
+      : await loadLateUsage(tx, toInvoice, options.lockBilled ?? false);
+  return { items, customers, usage, prorationLines, endLines, lateLines, compared };
+}
+
+/**
+ * The items of the targets' subscriptions: those billed for the running period or later, and, for
+ * a period before it (one whose draft was withdrawn, the read-back of the previous period), those
+ * removed within that period too.
+ */
+async function itemsFor(
+  tx: Queryable,
+  orgIds: number[],
+  toInvoice: InvoiceTarget[],
+): Promise<Map<number, BillableItem[]>> {
+  const earliest = new Map<number, Date>();
+  for (const { subscription, step } of toInvoice) {
+    if (step.periodStart >= subscription.current_period_start) continue;
+    const seen = earliest.get(subscription.id);
+    if (!seen || step.periodStart < seen) earliest.set(subscription.id, step.periodStart);
+  }
+  const running = unique(
+    toInvoice.map(({ subscription }) => subscription.id).filter((id) => !earliest.has(id)),
+  );
+  const items = running.length
+    ? await loadBillableItems(tx, orgIds, running)
+    : new Map<number, BillableItem[]>();
+  const byStart = new Map<number, number[]>();
+  for (const [id, start] of earliest)
+    byStart.set(start.getTime(), [...(byStart.get(start.getTime()) ?? []), id]);
+  for (const [start, ids] of byStart) {
+    for (const [id, list] of await loadBillableItemsSince(tx, orgIds, ids, new Date(start)))
+      items.set(id, list);
+  }
+  return items;
+}
+
+/**
+ * Late usage (docs/decisions.md "Late usage"): each subscription's posted periods whose counted
+ * usage may differ from what they billed, compared now; what grew is billed on the subscription's
+ * first invoice of `toInvoice`, as a line per item and period priced at the period's terms.
+ */
+async function loadLateUsage(
+  tx: Queryable,
+  toInvoice: InvoiceTarget[],
+  lock: boolean,
+): Promise<{ lateLines: Map<string, LateUsageLine[]>; compared: BilledPeriod[] }> {
+  const lateLines = new Map<string, LateUsageLine[]>();
+  const firstTarget = new Map<number, InvoiceTarget>();
+  for (const target of toInvoice) {
+    const seen = firstTarget.get(target.subscription.id);
+    if (!seen || target.step.periodStart < seen.step.periodStart)
+      firstTarget.set(target.subscription.id, target);
+  }
+  const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
+  const compared = await dirtyPostedPeriods(tx, orgIds, [...firstTarget.keys()], { lock });
+  if (compared.length === 0) return { lateLines, compared };
+  const counted = await countBilledPeriods(tx, compared);
+  // most compared periods agree with what they billed: only those that grew need their item
+  const grew = compared.filter(
+    (period) =>
+      parseScaled(counted.get(period)!, 8) >
+      parseScaled(period.period_quantity, 8) + parseScaled(period.late_quantity, 8),
+  );
+  const items = await loadItemsById(tx, orgIds, unique(grew.map((period) => period.subscription_item_id)));
+  for (const period of grew) {
+    const target = firstTarget.get(period.subscription_id)!;
+    const item = items.get(period.subscription_item_id);
+    if (!item) continue;
+    const line = lateUsageLine(item, period, counted.get(period)!, target.subscription.currency.trim());
+    if (!line) continue;
+    const key = usageKey(target.subscription, target.step);
+    lateLines.set(key, [...(lateLines.get(key) ?? []), line]);
+  }
+  return { lateLines, compared };
 }
 
 /**
@@ -110,7 +202,11 @@ export function periodInvoiceInput(target: InvoiceTarget, inputs: InvoiceInputs)
     firstPeriod: step.firstPeriod,
     periodStart: step.periodStart,
     periodEnd: step.periodEnd,
-    prorationLines: [...(inputs.prorationLines.get(key) ?? []), ...(inputs.endLines.get(key) ?? [])],
+    prorationLines: [
+      ...(inputs.prorationLines.get(key) ?? []),
+      ...(inputs.endLines.get(key) ?? []),
+      ...(inputs.lateLines.get(key) ?? []),
+    ],
     customer,
     endsAt: end?.at,
   };
@@ -124,7 +220,7 @@ export const usageKey = (subscription: DueSubscription, step: InvoiceStep) =>
  * (all of it, unless a change added or removed it within), one aggregation call per
  * (organization, window): in a batch of subscriptions renewing together that is one call for all.
  */
-async function periodUsage(
+export async function periodUsage(
   aggregator: UsageAggregator,
   toInvoice: InvoiceTarget[],
   items: Map<number, BillableItem[]>,

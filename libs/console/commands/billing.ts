@@ -10,7 +10,8 @@ import { withReadStores } from '../read-stores.js';
 export const billingCommands = [
   defineCommand({
     name: 'billing run',
-    summary: 'Invoice every subscription due as of --now (all organizations, or one) and post the invoices',
+    summary:
+      "Invoice every subscription due as of --now (all organizations, or one) and post the invoices (kept DRAFT for the organization's grace hours); re-rates drafts that late usage or voids touched, posts grace drafts whose grace has passed",
     usage: '[--now ISO] [--org ID] [--draft] [--batch-size N]',
     flags: z.strictObject({
       now: billingNowFlag.optional(),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { postInvoice, withdrawInvoice } from '../../billing/index.js';
+import { postDraft, withdrawInvoice } from '../../billing/index.js';
 import {
   getPublicInvoice,
   hostedLinksOf,
@@ -19,10 +19,10 @@ export const invoiceCommands = [
   defineCommand({
     name: 'invoice post',
     summary:
-      "Post a DRAFT invoice (consumes the customer's credit first; emits invoice.posted, invoice.paid)",
+      "Post a DRAFT invoice, re-rated over the usage counted now (consumes the customer's credit first; emits invoice.posted, invoice.paid)",
     usage: '--id UUID [--org ID]',
     flags,
-    run: ({ db }, f) => db.transaction((tx) => postInvoice(tx, { invoiceId: f.id, orgId: f.org })),
+    run: ({ db }, f) => db.transaction((tx) => postDraft(tx, { invoiceId: f.id, orgId: f.org })),
   }),
   defineCommand({
     name: 'invoice withdraw',

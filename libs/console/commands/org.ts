@@ -2,6 +2,7 @@ import { z } from 'zod';
 import {
   createOrganization,
   listOrganizations,
+  setOrganizationSettings,
   setPlan,
   setRateLimitOverride,
 } from '../../organizations/index.js';
@@ -43,6 +44,21 @@ export const orgCommands = [
     usage: '--org ID --plan beta|starter|growth|scale',
     flags: z.strictObject({ org: idFlag, plan: z.enum(PLANS) }),
     run: ({ db }, f) => setPlan(db, f.org, f.plan),
+  }),
+  defineCommand({
+    name: 'org set',
+    summary:
+      "Change an organization's settings: --invoice-grace-hours keeps each period's invoice a DRAFT that long after the period ends (0-720, 0: posted at once)",
+    usage: '--org ID --invoice-grace-hours N',
+    flags: z.strictObject({
+      org: idFlag,
+      // the range is the organization's rule (422 naming invoice_grace_hours), not the flag's
+      'invoice-grace-hours': z
+        .string()
+        .regex(/^-?\d+$/, 'Must be a whole number.')
+        .transform(Number),
+    }),
+    run: ({ db }, f) => setOrganizationSettings(db, f.org, { invoiceGraceHours: f['invoice-grace-hours'] }),
   }),
   defineCommand({
     name: 'org set-limit',

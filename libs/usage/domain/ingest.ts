@@ -21,7 +21,7 @@ import {
   type UsageIdentity,
 } from './event.js';
 import { newEventId } from './event-id.js';
-import type { SubscriptionItemCache } from './items.js';
+import type { ItemLifetime, SubscriptionItemCache } from './items.js';
 import {
   identityOf,
   parseBatchedUsageEvent,
@@ -48,7 +48,7 @@ export type BatchOutcome = { event: UsageEvent } | { error: ApiError };
 export interface UsageIngestOptions {
   store: UsageDedupStore;
   log: UsageEventLog;
-  items: Pick<SubscriptionItemCache, 'usageType' | 'cached'>;
+  items: Pick<SubscriptionItemCache, 'lifetime' | 'cached'>;
   /**
    * Decides every request's limit: it counts those that never reach the reservation (invalid
    * ones) itself, and plans the count the reservation makes in the same bucket.
@@ -118,7 +118,7 @@ export class UsageIngest {
     let candidate: UsageEventRecord;
     try {
       const valid = parseUsageEvent(input.body, input.idempotencyKey, receivedAtMs);
-      await this.checkItem(auth.orgId, valid.subscriptionItemId);
+      await this.checkItem(auth.orgId, valid);
       candidate = this.candidate(auth.orgId, valid, receivedAtMs);
     } catch (error) {
       if (error instanceof ApiError && error.code === 'VALIDATION_ERROR') {
@@ -152,8 +152,8 @@ export class UsageIngest {
     const candidates: (UsageEventRecord | undefined)[] = new Array(events.length);
     // Items known to the cache are checked without waiting; the others are looked up together.
     const lookups: Promise<void>[] = [];
-    const check = (index: number, valid: ValidUsageEvent, usageType: string | undefined) => {
-      const problem = itemProblem(valid.subscriptionItemId, usageType);
+    const check = (index: number, valid: ValidUsageEvent, lifetime: ItemLifetime) => {
+      const problem = itemProblem(valid, lifetime);
       if (problem) {
         countOutcome(rejected(problem.code));
         outcomes[index] = { error: problem };
@@ -172,11 +172,11 @@ export class UsageIngest {
         continue;
       }
       const known = this.options.items.cached(auth.orgId, valid.subscriptionItemId);
-      if (known) check(index, valid, known.usageType);
+      if (known) check(index, valid, known);
       else {
         lookups.push(
-          this.usageTypeOf(auth.orgId, valid.subscriptionItemId).then((usageType) =>
-            check(index, valid, usageType),
+          this.lifetimeOf(auth.orgId, valid.subscriptionItemId).then((lifetime) =>
+            check(index, valid, lifetime),
           ),
         );
       }
@@ -285,18 +285,15 @@ export class UsageIngest {
     return decision;
   }
 
-  private async checkItem(orgId: number, subscriptionItemId: number): Promise<void> {
-    const known = this.options.items.cached(orgId, subscriptionItemId);
-    const problem = itemProblem(
-      subscriptionItemId,
-      known ? known.usageType : await this.usageTypeOf(orgId, subscriptionItemId),
-    );
+  private async checkItem(orgId: number, valid: ValidUsageEvent): Promise<void> {
+    const known = this.options.items.cached(orgId, valid.subscriptionItemId);
+    const problem = itemProblem(valid, known ?? (await this.lifetimeOf(orgId, valid.subscriptionItemId)));
     if (problem) throw problem;
   }
 
-  private async usageTypeOf(orgId: number, subscriptionItemId: number): Promise<string | undefined> {
+  private async lifetimeOf(orgId: number, subscriptionItemId: number): Promise<ItemLifetime> {
     try {
-      return await this.options.items.usageType(orgId, subscriptionItemId);
+      return await this.options.items.lifetime(orgId, subscriptionItemId);
     } catch (cause) {
       throw unavailable('The database is unavailable.', cause);
     }
@@ -553,13 +550,36 @@ export class UsageIngest {
   }
 }
 
-/** Why usage cannot be recorded for this item: unknown here (404) or not metered (400). */
-function itemProblem(subscriptionItemId: number, usageType: string | undefined): ApiError | undefined {
-  if (usageType === undefined) return ApiError.notFound(`Subscription item ${subscriptionItemId}`);
-  if (usageType !== 'metered') {
+/**
+ * Why usage cannot be recorded for this item: unknown here (404), not metered (400), or dated
+ * outside the item's lifetime, before it started or once a change removed it (422 on timestamp:
+ * no period would ever count it; docs/decisions.md "Usage outside its item's lifetime is refused").
+ */
+function itemProblem(valid: ValidUsageEvent, lifetime: ItemLifetime): ApiError | undefined {
+  const id = valid.subscriptionItemId;
+  if (lifetime.usageType === undefined) return ApiError.notFound(`Subscription item ${id}`);
+  if (lifetime.usageType !== 'metered') {
     return ApiError.badRequest(
-      `Subscription item ${subscriptionItemId} is not metered; usage can only be reported for metered items.`,
+      `Subscription item ${id} is not metered; usage can only be reported for metered items.`,
     );
+  }
+  if (lifetime.startedAtMs !== undefined && valid.occurredAtMs < lifetime.startedAtMs) {
+    return ApiError.validation([
+      {
+        field: 'timestamp',
+        message: `Is before subscription item ${id} started (${new Date(lifetime.startedAtMs).toISOString()}); no period would count it.`,
+        code: 'out_of_range',
+      },
+    ]);
+  }
+  if (lifetime.removedAtMs !== undefined && valid.occurredAtMs >= lifetime.removedAtMs) {
+    return ApiError.validation([
+      {
+        field: 'timestamp',
+        message: `Is at or after subscription item ${id} was removed (${new Date(lifetime.removedAtMs).toISOString()}); no period would count it.`,
+        code: 'out_of_range',
+      },
+    ]);
   }
   return undefined;
 }

@@ -3,22 +3,35 @@ import type { Queryable } from '../../db/index.js';
 
 export type UsageType = 'metered' | 'licensed';
 
-interface CacheEntry {
+/**
+ * What ingest checks of an item: its usage type, and when usage may fall on it: from its start
+ * (the subscription's, or the change that added it) until a change removed it, if one did.
+ */
+export interface ItemLifetime {
   usageType: UsageType | undefined;
+  /** Epoch ms; usage dated before it is refused. */
+  startedAtMs?: number | undefined;
+  /** Epoch ms; usage dated at or after it is refused. */
+  removedAtMs?: number | undefined;
+}
+
+interface CacheEntry extends ItemLifetime {
   expiresAt: number;
 }
 
 /**
- * Whether a subscription item exists in an organization and is metered, cached in-process so the
- * ingest hot path does not query Postgres per event. An item's usage type never changes; entries
- * expire anyway (bounded staleness, bounded memory). Unknown items are cached briefly so a sender
+ * Whether a subscription item exists in an organization and is metered, and when usage may fall on
+ * it, cached in-process so the ingest hot path does not query Postgres per event. An item's usage
+ * type and start never change; its removal by a change is seen once its entry expires (bounded
+ * staleness, docs/decisions.md "Usage outside its item's lifetime is refused"), and entries
+ * expire anyway (bounded memory). Unknown items are cached briefly so a sender
  * with a wrong id does not become a query per event; concurrent misses of one item share one
  * lookup, and the misses of one turn of the event loop (a batch of 1000 new ids) one query.
  */
 export class SubscriptionItemCache {
   private readonly cache = new Map<string, CacheEntry>();
-  private readonly inFlight = new Map<string, Promise<UsageType | undefined>>();
-  private readonly lookups: Batcher<{ orgId: number; id: number }, UsageType | undefined>;
+  private readonly inFlight = new Map<string, Promise<ItemLifetime>>();
+  private readonly lookups: Batcher<{ orgId: number; id: number }, ItemLifetime>;
 
   constructor(
     private readonly db: Queryable,
@@ -36,17 +49,22 @@ export class SubscriptionItemCache {
    * The cached answer without waiting: `{ usageType }` when the cache knows (usageType undefined:
    * no such item), undefined when it must ask the database (usageType()).
    */
-  cached(orgId: number, subscriptionItemId: number): { usageType: UsageType | undefined } | undefined {
+  cached(orgId: number, subscriptionItemId: number): ItemLifetime | undefined {
     const cached = this.cache.get(`${orgId}:${subscriptionItemId}`);
     return cached && cached.expiresAt > (this.options.now ?? Date.now)() ? cached : undefined;
   }
 
   /** undefined: no such item in this organization (another org's item looks the same). */
   async usageType(orgId: number, subscriptionItemId: number): Promise<UsageType | undefined> {
+    return (await this.lifetime(orgId, subscriptionItemId)).usageType;
+  }
+
+  /** The item's usage type and lifetime; usageType undefined: no such item in this organization. */
+  async lifetime(orgId: number, subscriptionItemId: number): Promise<ItemLifetime> {
     const key = `${orgId}:${subscriptionItemId}`;
     const now = (this.options.now ?? Date.now)();
     const cached = this.cache.get(key);
-    if (cached && cached.expiresAt > now) return cached.usageType;
+    if (cached && cached.expiresAt > now) return cached;
     let pending = this.inFlight.get(key);
     if (!pending) {
       pending = this.lookups
@@ -54,28 +72,44 @@ export class SubscriptionItemCache {
         .finally(() => this.inFlight.delete(key));
       this.inFlight.set(key, pending);
     }
-    const usageType = await pending;
-    this.remember(key, usageType, now);
-    return usageType;
+    const lifetime = await pending;
+    this.remember(key, lifetime, now);
+    return lifetime;
   }
 
-  private async lookupMany(items: { orgId: number; id: number }[]): Promise<(UsageType | undefined)[]> {
-    const { rows } = await this.db.query<{ org_id: number; id: number; usage_type: UsageType }>(
-      `SELECT org_id, id, usage_type FROM subscription_items
-        WHERE (org_id, id) IN (SELECT * FROM unnest($1::bigint[], $2::bigint[]))`,
+  private async lookupMany(items: { orgId: number; id: number }[]): Promise<ItemLifetime[]> {
+    const { rows } = await this.db.query<{
+      org_id: number;
+      id: number;
+      usage_type: UsageType;
+      started_at: Date | null;
+      removed_at: Date | null;
+    }>(
+      `SELECT si.org_id, si.id, si.usage_type, coalesce(si.started_at, s.start_date) AS started_at, si.removed_at
+         FROM subscription_items si JOIN subscriptions s ON s.org_id = si.org_id AND s.id = si.subscription_id
+        WHERE (si.org_id, si.id) IN (SELECT * FROM unnest($1::bigint[], $2::bigint[]))`,
       [items.map((item) => item.orgId), items.map((item) => item.id)],
     );
-    const found = new Map(rows.map((row) => [`${row.org_id}:${row.id}`, row.usage_type]));
-    return items.map((item) => found.get(`${item.orgId}:${item.id}`));
+    const found = new Map(
+      rows.map((row) => [
+        `${row.org_id}:${row.id}`,
+        {
+          usageType: row.usage_type,
+          startedAtMs: row.started_at?.getTime(),
+          removedAtMs: row.removed_at?.getTime(),
+        },
+      ]),
+    );
+    return items.map((item) => found.get(`${item.orgId}:${item.id}`) ?? { usageType: undefined });
   }
 
-  private remember(key: string, usageType: UsageType | undefined, now: number): void {
+  private remember(key: string, lifetime: ItemLifetime, now: number): void {
     this.cache.delete(key);
     if (this.cache.size >= this.options.maxEntries) {
       const oldest = this.cache.keys().next().value;
       if (oldest !== undefined) this.cache.delete(oldest);
     }
-    const ttl = usageType ? this.options.ttlMs : this.options.negativeTtlMs;
-    this.cache.set(key, { usageType, expiresAt: now + ttl });
+    const ttl = lifetime.usageType ? this.options.ttlMs : this.options.negativeTtlMs;
+    this.cache.set(key, { ...lifetime, expiresAt: now + ttl });
   }
 }

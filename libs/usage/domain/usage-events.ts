@@ -198,7 +198,9 @@ export async function appendVoid(stores: UsageReadStores, record: UsageVoidRecor
 
 /**
  * The invoice of the period the event belongs to, when that period was already invoiced: it
- * began before the subscription's current period, and an invoice's days include its day.
+ * began before the subscription's current period, and an invoice's days include its day. Only a
+ * posted invoice counts: a DRAFT is re-rated by the void, and a draft withdrawn before it was
+ * posted billed nothing (docs/decisions.md "Grace drafts").
  */
 async function invoiceCovering(
   tx: Queryable,
@@ -216,7 +218,7 @@ async function invoiceCovering(
   if (!subscription || row.occurred_at >= subscription.current_period_start) return undefined;
   const { rows } = await tx.query<{ id: string; invoice_number: string }>(
     `SELECT id, invoice_number FROM invoices
-      WHERE org_id = $1 AND subscription_id = $2
+      WHERE org_id = $1 AND subscription_id = $2 AND posted_at IS NOT NULL
         AND period_start <= ($3::timestamptz AT TIME ZONE 'UTC')::date
         AND period_end >= ($3::timestamptz AT TIME ZONE 'UTC')::date
       ORDER BY period_start DESC

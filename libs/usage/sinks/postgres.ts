@@ -98,10 +98,26 @@ export class PostgresUsageSink implements UsageSink {
 
 /**
  * After a CTE `voided` of the events a statement just voided (voided_at was null): their quantity
- * leaves the daily totals. Only the statement that set voided_at subtracts, so a void applied twice
+ * leaves the daily totals, and the invoiced periods they fell in are marked for comparison (a
+ * draft is re-rated; libs/billing's usage_billed_periods, migration 019). A void of a posted
+ * period (a correction that credits it) lowers what the period billed by the event, so late usage
+ * of it later is billed from what the customer kept paying for. Only the statement that set voided_at subtracts, so a void applied twice
  * (by the api and by the pg-sink) subtracts once.
  */
 export const SUBTRACT_VOIDED = `
+  , marked AS (
+    UPDATE usage_billed_periods b SET dirty = true, period_quantity = b.period_quantity - x.credited
+      FROM (SELECT p.org_id, p.subscription_item_id, p.period_start,
+                   coalesce(sum(v.quantity) FILTER (
+                     WHERE i.posted_at IS NOT NULL AND v.occurred_at >= p.window_start AND v.occurred_at < p.window_end
+                   ), 0) AS credited
+              FROM voided v
+              JOIN usage_billed_periods p ON p.org_id = v.org_id AND p.subscription_item_id = v.subscription_item_id
+               AND p.period_start <= v.occurred_at AND p.period_end > v.occurred_at
+              JOIN invoices i ON i.org_id = p.org_id AND i.id = p.invoice_id
+             GROUP BY 1, 2, 3) x
+     WHERE b.org_id = x.org_id AND b.subscription_item_id = x.subscription_item_id AND b.period_start = x.period_start
+  )
   UPDATE usage_daily_totals t SET quantity = t.quantity - s.quantity
     FROM (SELECT org_id, subscription_item_id, (occurred_at AT TIME ZONE 'UTC')::date AS day, sum(quantity) AS quantity
             FROM voided GROUP BY 1, 2, 3) s

@@ -4,6 +4,7 @@ import {
   getDailyUsage,
   getSubscriptionUsage,
   previewUpcomingInvoice,
+  rerateDirtyDrafts,
   voidUsageWithCreditNote,
 } from '../../../libs/billing/index.js';
 import { ApiError } from '../../../libs/errors/index.js';
@@ -198,10 +199,10 @@ export const usageReadBackRoutes: FastifyPluginAsyncZod = async (app) => {
         description:
           'Idempotent: voiding a voided event answers 200 with the same event. The void travels the usage log ' +
           'after the event, so every store drops it; an event accepted moments ago is waited for. An event of a ' +
-          'period already invoiced is a 409 naming the invoice, unless the body asks for `correction: "credit_note"`: ' +
+          'period already invoiced (posted) is a 409 naming the invoice, unless the body asks for `correction: "credit_note"`: ' +
           'then the event of a posted period is voided together with a `usage_correction` credit note for exactly ' +
           'what it added to its line (the line re-rated without it), and the answer carries `credit_note_id`. A ' +
-          'correction of a period not invoiced yet is a 409 (void it without one). The body may be omitted.',
+          'correction of a period not invoiced yet is a 409 (void it without one). An event of a period on a DRAFT invoice re-rates it. The body may be omitted.',
         params: EventPath,
         body: VoidUsageEventRequest.optional(),
         response: {
@@ -210,11 +211,15 @@ export const usageReadBackRoutes: FastifyPluginAsyncZod = async (app) => {
         },
       },
     },
-    async (request) => ({
-      data:
-        request.body?.correction === 'credit_note'
-          ? await voidUsageWithCreditNote(db, stores, orgIdOf(request), request.params.event_id)
-          : await voidUsageEvent(db, stores, orgIdOf(request), request.params.event_id),
-    }),
+    async (request) => {
+      const orgId = orgIdOf(request);
+      if (request.body?.correction === 'credit_note') {
+        return { data: await voidUsageWithCreditNote(db, stores, orgId, request.params.event_id) };
+      }
+      const event = await voidUsageEvent(db, stores, orgId, request.params.event_id);
+      // a void of a period on a DRAFT re-rates it at once (docs/decisions.md "Grace drafts")
+      await rerateDirtyDrafts(db, { orgId, subscriptionItemIds: [event.subscription_item_id] });
+      return { data: event };
+    },
   );
 };

@@ -173,7 +173,7 @@ export interface paths {
         put?: never;
         /**
          * Void a usage event: it then counts nowhere
-         * @description Idempotent: voiding a voided event answers 200 with the same event. The void travels the usage log after the event, so every store drops it; an event accepted moments ago is waited for. An event of a period already invoiced is a 409 naming the invoice, unless the body asks for `correction: "credit_note"`: then the event of a posted period is voided together with a `usage_correction` credit note for exactly what it added to its line (the line re-rated without it), and the answer carries `credit_note_id`. A correction of a period not invoiced yet is a 409 (void it without one). The body may be omitted.
+         * @description Idempotent: voiding a voided event answers 200 with the same event. The void travels the usage log after the event, so every store drops it; an event accepted moments ago is waited for. An event of a period already invoiced (posted) is a 409 naming the invoice, unless the body asks for `correction: "credit_note"`: then the event of a posted period is voided together with a `usage_correction` credit note for exactly what it added to its line (the line re-rated without it), and the answer carries `credit_note_id`. A correction of a period not invoiced yet is a 409 (void it without one). An event of a period on a DRAFT invoice re-rates it. The body may be omitted.
          */
         post: operations["voidUsageEvent"];
         delete?: never;
@@ -897,6 +897,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "invoice.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * invoice.created: A period's invoice was made as a DRAFT: the organization's grace period lets late usage re-rate it before it is posted.
+         * @description POSTed to every ACTIVE endpoint subscribed to this event type or its family wildcard, at least once: deduplicate on `id` (also webhook-id). Verify the raw body before parsing it, with either header: X-Service-Signature (hex HMAC-SHA256 keyed with the whole `whsec_...` secret), or webhook-id, webhook-timestamp and webhook-signature as the Standard Webhooks libraries (`standardwebhooks` on npm) check them, with the secret exactly as shown; reject a webhook-timestamp more than 5 minutes away. Answer 2xx once processed or durably queued, and ignore event types you do not know.
+         */
+        post: operations["invoiceCreatedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "subscription.created": {
         parameters: {
             query?: never;
@@ -1258,7 +1278,8 @@ export interface components {
          *           "quantity": "12500.00000000",
          *           "included_units": "10000.00000000",
          *           "billable_quantity": "2500.00000000",
-         *           "amount": "25.00000000"
+         *           "amount": "25.00000000",
+         *           "late_quantity": "0.00000000"
          *         }
          *       ],
          *       "total_amount": "25.00000000"
@@ -2289,6 +2310,19 @@ export interface components {
             created: number;
             data: components["schemas"]["WebhookInvoiceData"];
         };
+        /** @description A period's invoice was made as a DRAFT: the organization's grace period lets late usage re-rate it before it is posted. */
+        WebhookInvoiceCreated: {
+            /**
+             * Format: uuid
+             * @description This delivery: the webhook event id, also sent as webhook-id and X-Service-Delivery. The same on every attempt; deduplicate on it.
+             */
+            id: string;
+            /** @constant */
+            type: "invoice.created";
+            /** @description When the change happened, Unix seconds. */
+            created: number;
+            data: components["schemas"]["WebhookInvoiceData"];
+        };
         /** @description A subscription was created. */
         WebhookSubscriptionCreated: {
             /**
@@ -2787,6 +2821,11 @@ export interface components {
              * @example 49.99000000
              */
             amount: string;
+            /**
+             * @description For a period already invoiced and posted: the part of quantity counted after its invoice, billed (or waiting to be billed) as late usage on the subscription's next invoice; quantity - late_quantity is what the period's invoice billed. 0 for a period not posted.
+             * @example 1000.00000000
+             */
+            late_quantity: string;
         };
         UsageEventBatchItemResult: {
             /** @description The status this event alone would have got: 201 when recorded (or already recorded), else 4xx. */
@@ -9631,6 +9670,42 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["WebhookInvoicePaid"];
+            };
+        };
+        responses: {
+            /** @description Received. Anything else, or no answer within the timeout (10 s), is retried: 5 attempts, 1, 2, 4 and 8 s apart. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    invoiceCreatedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                "user-agent": "Service-Webhooks/1.0";
+                /** @description The event type, as `type` in the body. */
+                "x-service-event": string;
+                /** @description The webhook event id, as `id` in the body. */
+                "x-service-delivery": string;
+                /** @description `sha256=` + the hex HMAC-SHA256 of the raw body, keyed with the whole secret string (`whsec_...`, prefix included). The current secret only. */
+                "x-service-signature": string;
+                /** @description Standard Webhooks: the webhook event id, the same on every attempt. */
+                "webhook-id": string;
+                /** @description Standard Webhooks: Unix seconds of this attempt (each retry has its own). */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: `v1,` + the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the secret after `whsec_`. During a secret rotation, a second space-separated signature made with the previous secret. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookInvoiceCreated"];
             };
         };
         responses: {

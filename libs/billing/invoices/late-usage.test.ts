@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import type { BillableItem } from '../pricing/index.js';
+import { type BilledPeriod, lateUsageLine, periodLabel } from './late-usage.js';
+
+const item: BillableItem = {
+  subscription_item_id: 7,
+  product_id: 3,
+  product_name: 'API calls',
+  unit_label: 'calls',
+  currency: 'CAD',
+  pricing_type: 'usage',
+  usage_type: 'metered',
+  quantity: 1,
+  unit_price: '0',
+  included_units: '0',
+  pricing: {
+    pricing_model: 'per_unit',
+    pricing_scheme: 'tiered',
+    pricing_mode: 'graduated',
+    tiers: [
+      { up_to: '100', unit_price: '1.00', flat_fee: '0' },
+      { up_to: null, unit_price: '0.50', flat_fee: '0' },
+    ],
+  },
+};
+
+const billed = (period_quantity: string, late_quantity = '0', included_units = '0'): BilledPeriod => ({
+  org_id: 1,
+  subscription_id: 2,
+  subscription_item_id: 7,
+  period_start: new Date('2026-10-01T00:00:00Z'),
+  period_end: new Date('2026-11-01T00:00:00Z'),
+  window_start: new Date('2026-10-01T00:00:00Z'),
+  window_end: new Date('2026-11-01T00:00:00Z'),
+  invoice_id: 'x',
+  invoice_status: 'POSTED',
+  period_quantity,
+  late_quantity,
+  included_units,
+  unit_price: '0',
+});
+
+describe('late usage lines', () => {
+  it('continue the tiers from what the period billed, its own late lines included', () => {
+    expect(lateUsageLine(item, billed('80'), '120', 'CAD')).toMatchObject({
+      description: 'API calls: late usage, Oct 1-31',
+      quantity: '40.0000',
+      amount: '30.00000000',
+      unit_price: '0.75000000',
+      late_quantity: '40.00000000',
+    });
+    expect(lateUsageLine(item, billed('80', '40'), '130', 'CAD')).toMatchObject({ amount: '5.00000000' });
+  });
+
+  it('carry included units on: nothing until the late usage passes them', () => {
+    expect(lateUsageLine(item, billed('30', '0', '50'), '45', 'CAD')).toMatchObject({ amount: '0.00000000' });
+    expect(lateUsageLine(item, billed('30', '0', '50'), '60', 'CAD')).toMatchObject({
+      amount: '10.00000000',
+    });
+  });
+
+  it('make no line when nothing more is counted than was billed (a void of a billed period)', () => {
+    expect(lateUsageLine(item, billed('80', '10'), '90', 'CAD')).toBeUndefined();
+    expect(lateUsageLine(item, billed('80'), '70', 'CAD')).toBeUndefined();
+  });
+
+  it('name the period by its days', () => {
+    expect(periodLabel(new Date('2026-10-01T00:00:00Z'), new Date('2026-11-01T00:00:00Z'))).toBe('Oct 1-31');
+    expect(periodLabel(new Date('2026-10-15T00:00:00Z'), new Date('2026-11-15T00:00:00Z'))).toBe(
+      'Oct 15-Nov 14',
+    );
+    expect(periodLabel(new Date('2025-12-15T00:00:00Z'), new Date('2026-01-15T00:00:00Z'))).toBe(
+      'Dec 15, 2025-Jan 14, 2026',
+    );
+  });
+});

@@ -1,0 +1,564 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  getSubscriptionUsage,
+  previewUpcomingInvoice,
+  rerateDirtyDrafts,
+  runBilling,
+  type UsageForTransaction,
+  usageSource,
+  withdrawInvoice,
+} from '../../libs/billing/index.js';
+import { Database, migrate, type Queryable, startEmbeddedPostgres } from '../../libs/db/index.js';
+import { createOrganization, setOrganizationSettings } from '../../libs/organizations/index.js';
+import { changeSubscription } from '../../libs/subscriptions/index.js';
+import {
+  PostgresUsageAggregator,
+  PostgresUsageSink,
+  type UsageReadStores,
+  voidUsageEvent,
+} from '../../libs/usage/index.js';
+import { inProcessConsole } from '../helpers/console.js';
+import { createTestDatabase } from '../helpers/database.js';
+import { freePort } from '../helpers/processes.js';
+import {
+  basicCatalog,
+  customerIn,
+  embeddedReadStores,
+  expectPayableInvoices,
+  outbox,
+  productIn,
+  recordUsage,
+  subscribe,
+} from './fixtures.js';
+
+/**
+ * Late usage and grace periods (docs/decisions.md "Late usage", "Grace drafts"), in both modes: a
+ * Postgres database, and the embedded PGlite one.
+ */
+
+interface Mode {
+  db: Database;
+  close(): Promise<void>;
+}
+
+async function openMode(mode: 'postgres' | 'pglite'): Promise<Mode> {
+  if (mode === 'postgres') {
+    const database = await createTestDatabase('late_usage');
+    return { db: database.db, close: () => database.drop() };
+  }
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'billing-late-'));
+  const server = await startEmbeddedPostgres({ dataDir, host: '127.0.0.1', port: freePort() });
+  const db = new Database(server.url, { poolSize: 3 });
+  await migrate(db);
+  return {
+    db,
+    async close() {
+      await db.close();
+      await server.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+const JAN = new Date('2026-01-01T00:00:00Z');
+const FEB = new Date('2026-02-01T00:00:00Z');
+const MAR = new Date('2026-03-01T00:00:00Z');
+const APR = new Date('2026-04-01T00:00:00Z');
+
+async function linesOf(db: Queryable, invoiceId: string) {
+  const { rows } = await db.query<{ description: string; quantity: string; line_total_pre_tax: string }>(
+    `SELECT description, quantity::text AS quantity, line_total_pre_tax::text AS line_total_pre_tax
+       FROM invoice_items WHERE invoice_id = $1 ORDER BY position`,
+    [invoiceId],
+  );
+  return rows;
+}
+
+/** The invoice as stored, with the columns the public one leaves out (subtotal, version) and its lines. */
+async function invoiceOf(db: Queryable, invoiceId: string) {
+  const { rows } = await db.query<{
+    status: string;
+    period_start: string;
+    subtotal: string;
+    tax_amount: string;
+    total: string;
+    version: string;
+  }>(
+    `SELECT status, period_start::text AS period_start, subtotal::text AS subtotal, tax_amount::text AS tax_amount,
+            total::text AS total, version::text AS version
+       FROM invoices WHERE id = $1`,
+    [invoiceId],
+  );
+  const { rows: lines } = await db.query<{
+    description: string;
+    quantity: string;
+    unit_price: string;
+    line_total_pre_tax: string;
+  }>(
+    `SELECT description, quantity::text AS quantity, unit_price::text AS unit_price,
+            line_total_pre_tax::text AS line_total_pre_tax
+       FROM invoice_items WHERE invoice_id = $1 ORDER BY position`,
+    [invoiceId],
+  );
+  return { ...rows[0]!, version: Number(rows[0]!.version), lines };
+}
+
+describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => {
+  let mode: Mode;
+  let db: Database;
+  let usage: UsageForTransaction;
+  let stores: UsageReadStores;
+  beforeAll(async () => {
+    mode = await openMode(modeName);
+    db = mode.db;
+    usage = usageSource(new PostgresUsageAggregator(db));
+    stores = embeddedReadStores(db);
+  }, 60_000);
+  afterAll(() => mode?.close());
+
+  async function setup(options: { graceHours?: number; currency?: string; included?: string } = {}) {
+    const { id: orgId } = await createOrganization(db, {
+      name: 'Late Co',
+      currency: options.currency ?? 'CAD',
+    });
+    if (options.graceHours) {
+      await db.query('UPDATE organizations SET invoice_grace_hours = $2 WHERE id = $1', [
+        orgId,
+        options.graceHours,
+      ]);
+    }
+    const { seats, apiCalls } = await basicCatalog(db, orgId, options.currency ?? 'CAD');
+    const customerId = await customerIn(db, orgId, { state_province: 'AB' }); // GST 5 %
+    const make = () =>
+      subscribe(
+        db,
+        orgId,
+        {
+          customer_id: customerId,
+          items: [{ product_id: seats }, { product_id: apiCalls, included_units: options.included ?? '0' }],
+          start_date: JAN,
+        },
+        JAN,
+      );
+    const subscription = await make();
+    const metered = subscription.items.find((item) => item.usage_type === 'metered')!.id;
+    return { orgId, customerId, subscription, metered, make };
+  }
+
+  it('bills late usage of a posted period once, on the next invoice, where its tiers left off', async () => {
+    const { orgId, subscription, metered } = await setup();
+    await recordUsage(db, orgId, metered, '80', '2026-01-10T00:00:00Z');
+    const first = await runBilling(db, { usage, orgId, now: FEB });
+    expect(first.invoice_ids).toHaveLength(1);
+    const jan = await invoiceOf(db, first.invoice_ids[0]!);
+    expect(jan.status).toBe('POSTED');
+    expect(jan.subtotal).toBe('90.00000000'); // 10 seats + 80 calls at 1.00
+
+    // late: 40 calls of January, and one at exactly February's first instant (February's own)
+    await recordUsage(db, orgId, metered, '40', '2026-01-31T23:59:59.999Z');
+    await recordUsage(db, orgId, metered, '7', '2026-02-01T00:00:00.000Z');
+    const previous = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
+    expect(previous.items[0]).toMatchObject({ quantity: '120.00000000', late_quantity: '40.00000000' });
+    // price(120) - price(80) = (100 x 1.00 + 20 x 0.50) - 80.00 = 30.00
+    const upcoming = await previewUpcomingInvoice(db, stores, orgId, subscription.id);
+    expect(upcoming.lines.map((line) => [line.description, line.amount])).toEqual([
+      ['Seats', '10.00000000'],
+      ['API calls (usage: 7 calls)', '7.00000000'],
+      ['API calls: late usage, Jan 1-31', '30.00000000'],
+    ]);
+
+    const second = await runBilling(db, { usage, orgId, now: MAR });
+    const feb = await invoiceOf(db, second.invoice_ids[0]!);
+    expect(feb.lines.map((line) => [line.description, line.line_total_pre_tax])).toEqual(
+      upcoming.lines.map((line) => [line.description, line.amount]),
+    );
+    expect([feb.subtotal, feb.tax_amount, feb.total]).toEqual([
+      upcoming.subtotal,
+      upcoming.tax,
+      upcoming.total,
+    ]);
+
+    // a rerun bills nothing twice; a second late event continues in the 0.50 tier
+    expect((await runBilling(db, { usage, orgId, now: MAR })).invoice_ids).toEqual([]);
+    await recordUsage(db, orgId, metered, '10', '2026-01-05T00:00:00Z');
+    const third = await runBilling(db, { usage, orgId, now: APR });
+    const mar = await linesOf(db, third.invoice_ids[0]!);
+    expect(mar.filter((line) => line.description.includes('late usage'))).toEqual([
+      {
+        description: 'API calls: late usage, Jan 1-31',
+        quantity: '10.0000',
+        line_total_pre_tax: '5.00000000',
+      },
+    ]);
+    const again = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
+    expect(again.period_start).toBe(MAR.toISOString());
+  });
+
+  it('bills late usage from what the customer kept paying for once a correction voided part of a posted period', async () => {
+    const { orgId, metered } = await setup();
+    await recordUsage(db, orgId, metered, '50', '2026-01-10T00:00:00Z');
+    await recordUsage(db, orgId, metered, '30', '2026-01-11T00:00:00Z');
+    await runBilling(db, { usage, orgId, now: FEB });
+    // a correction (a credit note's void) takes the 30 back through the log: the sinks apply it
+    const { rows } = await db.query<{ id: string; recorded_at: Date }>(
+      'SELECT id, recorded_at FROM usage_events WHERE subscription_item_id = $1 AND quantity = 30',
+      [metered],
+    );
+    await new PostgresUsageSink(db).writeVoids([
+      {
+        event: {
+          id: rows[0]!.id,
+          orgId,
+          subscriptionItemId: metered,
+          idempotencyKey: 'x',
+          quantity: '30',
+          occurredAtMs: Date.parse('2026-01-11T00:00:00Z'),
+          recordedAtMs: rows[0]!.recorded_at.getTime(),
+        },
+        voidedAtMs: Date.parse('2026-02-03T00:00:00Z'),
+      },
+    ]);
+    await recordUsage(db, orgId, metered, '40', '2026-01-20T00:00:00Z');
+    const feb = await runBilling(db, { usage, orgId, now: MAR });
+    // 50 kept + 40 late: price(90) - price(50) = 40.00 (not price(120) - price(80) = 30.00)
+    expect(
+      (await linesOf(db, feb.invoice_ids[0]!)).filter((line) => line.description.includes('late')),
+    ).toEqual([
+      {
+        description: 'API calls: late usage, Jan 1-31',
+        quantity: '40.0000',
+        line_total_pre_tax: '40.00000000',
+      },
+    ]);
+  });
+
+  it("bills again a withdrawn draft's period with an item a change removed within it", async () => {
+    const { orgId, subscription, metered } = await setup();
+    await recordUsage(db, orgId, metered, '25', '2026-01-05T00:00:00Z');
+    const seatItem = subscription.items.find((item) => item.usage_type === 'licensed')!.id;
+    await changeSubscription(db, {
+      subscriptionId: subscription.id,
+      orgId,
+      change: { items: [{ id: seatItem }], proration: 'none' },
+      now: new Date('2026-01-15T00:00:00Z'),
+    });
+    const draft = await runBilling(db, { usage, orgId, now: FEB, post: false });
+    const before = await invoiceOf(db, draft.invoice_ids[0]!);
+    expect(before.subtotal).toBe('35.00000000'); // seats 10 + 25 calls until the removal
+    await db.transaction((tx) => withdrawInvoice(tx, { invoiceId: draft.invoice_ids[0]!, orgId }));
+    const rebill = await runBilling(db, { usage, orgId, now: new Date('2026-02-02T00:00:00Z') });
+    const again = await invoiceOf(db, rebill.invoice_ids[0]!);
+    expect([again.status, again.period_start, again.subtotal]).toEqual([
+      'POSTED',
+      '2026-01-01',
+      '35.00000000',
+    ]);
+    expect(again.lines.map((line) => line.description)).toEqual(before.lines.map((line) => line.description));
+  });
+
+  it("rounds late lines so a period's lines add up to the price of all it counted (JPY 0, KWD 3 decimals)", async () => {
+    // JPY: 100 x 1 + 0.5 per call beyond; 101 calls = 100.5 -> 101 yen (half-up)
+    const jpy = await setup({ currency: 'JPY' });
+    await recordUsage(db, jpy.orgId, jpy.metered, '101', '2026-01-10T00:00:00Z');
+    await runBilling(db, { usage, orgId: jpy.orgId, now: FEB });
+    const lateOf = async (invoiceIds: string[]) =>
+      (await linesOf(db, invoiceIds[0]!)).filter((line) => line.description.includes('late usage'));
+    await recordUsage(db, jpy.orgId, jpy.metered, '1', '2026-01-11T00:00:00Z'); // 101 yen -> 101: 0
+    const feb = await runBilling(db, { usage, orgId: jpy.orgId, now: MAR });
+    await recordUsage(db, jpy.orgId, jpy.metered, '1', '2026-01-12T00:00:00Z'); // 101.5 -> 102: 1
+    const mar = await runBilling(db, { usage, orgId: jpy.orgId, now: APR });
+    expect([...(await lateOf(feb.invoice_ids)), ...(await lateOf(mar.invoice_ids))]).toEqual([
+      {
+        description: 'API calls: late usage, Jan 1-31',
+        quantity: '1.0000',
+        line_total_pre_tax: '0.00000000',
+      },
+      {
+        description: 'API calls: late usage, Jan 1-31',
+        quantity: '1.0000',
+        line_total_pre_tax: '1.00000000',
+      },
+    ]);
+
+    // KWD: 0.1235 a call; 3 calls = 0.3705 -> 0.371, 4 calls = 0.494: the late line is 0.123
+    const kwd = await setup({ currency: 'KWD' });
+    const perCall = await productIn(db, kwd.orgId, {
+      name: 'Lookups',
+      pricing_type: 'usage',
+      unit_price: '0.1235',
+      currency: 'KWD',
+      unit_label: 'lookups',
+    });
+    const lookups = await subscribe(
+      db,
+      kwd.orgId,
+      { customer_id: kwd.customerId, items: [{ product_id: perCall }], start_date: JAN },
+      JAN,
+    );
+    const item = lookups.items[0]!.id;
+    await recordUsage(db, kwd.orgId, item, '3', '2026-01-10T00:00:00Z');
+    const janRun = await runBilling(db, { usage, orgId: kwd.orgId, now: FEB, subscriptionIds: [lookups.id] });
+    expect((await linesOf(db, janRun.invoice_ids[0]!))[0]!.line_total_pre_tax).toBe('0.37100000');
+    await recordUsage(db, kwd.orgId, item, '1', '2026-01-31T00:00:00Z');
+    const febRun = await runBilling(db, { usage, orgId: kwd.orgId, now: MAR, subscriptionIds: [lookups.id] });
+    expect(await lateOf(febRun.invoice_ids)).toEqual([
+      { description: 'Lookups: late usage, Jan 1-31', quantity: '1.0000', line_total_pre_tax: '0.12300000' },
+    ]);
+    await expectPayableInvoices(db, jpy.orgId);
+    // (that helper knows JPY and cents): KWD amounts are whole fils, and add up
+    const { rows } = await db.query<{ bad: number }>(
+      `SELECT count(*)::int AS bad FROM invoices i
+        WHERE i.org_id = $1 AND (i.total % 0.001 <> 0 OR i.tax_amount % 0.001 <> 0 OR i.total <> i.subtotal + i.tax_amount
+          OR i.subtotal <> (SELECT sum(line_total_pre_tax) FROM invoice_items WHERE invoice_id = i.id))`,
+      [kwd.orgId],
+    );
+    expect(rows[0]!.bad).toBe(0);
+  });
+
+  it('keeps a period on a grace DRAFT, re-rated by late events like the upcoming invoice, posted at its end + N hours', async () => {
+    const { orgId, subscription, metered, make } = await setup({ graceHours: 24 });
+    const twin = await make();
+    const twinMetered = twin.items.find((item) => item.usage_type === 'metered')!.id;
+    for (const [item, sub] of [
+      [metered, subscription.id],
+      [twinMetered, twin.id],
+    ] as const) {
+      void sub;
+      await recordUsage(db, orgId, item, '90', '2026-01-10T00:00:00Z');
+    }
+    const run = await runBilling(db, { usage, orgId, now: FEB, subscriptionIds: [subscription.id] });
+    const draftId = run.invoice_ids[0]!;
+    const draft = await invoiceOf(db, draftId);
+    expect(draft.status).toBe('DRAFT');
+    const created = await outbox(db, orgId, 'invoice.created');
+    expect(created.map((event) => event.data.id)).toEqual([draftId]);
+    expect(await outbox(db, orgId, 'invoice.posted')).toEqual([]);
+
+    // late events: the draft is re-rated to exactly what the twin's upcoming invoice shows
+    for (const item of [metered, twinMetered])
+      await recordUsage(db, orgId, item, '25.5', '2026-01-31T12:00:00Z');
+    expect(await rerateDirtyDrafts(db, { orgId })).toEqual([draftId]);
+    const rerated = await invoiceOf(db, draftId);
+    expect(rerated.version).toBeGreaterThan(draft.version);
+    const preview = await previewUpcomingInvoice(db, stores, orgId, twin.id);
+    expect(
+      rerated.lines.map((line) => [
+        line.description,
+        line.quantity,
+        line.unit_price,
+        line.line_total_pre_tax,
+      ]),
+    ).toEqual(preview.lines.map((line) => [line.description, line.quantity, line.unit_price, line.amount]));
+    expect([rerated.subtotal, rerated.tax_amount, rerated.total]).toEqual([
+      preview.subtotal,
+      preview.tax,
+      preview.total,
+    ]);
+    expect(rerated.subtotal).toBe('117.75000000'); // 10 + 100 + 15.5 x 0.50
+
+    // posted at exactly period end + 24 h, not an instant before
+    const postAt = new Date(FEB.getTime() + 24 * 3_600_000);
+    await runBilling(db, {
+      usage,
+      orgId,
+      now: new Date(postAt.getTime() - 1),
+      subscriptionIds: [subscription.id],
+    });
+    expect((await invoiceOf(db, draftId)).status).toBe('DRAFT');
+    const posting = await runBilling(db, { usage, orgId, now: postAt, subscriptionIds: [subscription.id] });
+    expect(posting.grace_posted).toEqual([draftId]);
+    expect((await invoiceOf(db, draftId)).status).toBe('POSTED');
+    expect((await outbox(db, orgId, 'invoice.posted')).map((event) => event.data.id)).toEqual([draftId]);
+
+    // after posting, a late event is late usage of the next invoice
+    await recordUsage(db, orgId, metered, '4', '2026-01-20T00:00:00Z');
+    const usageNow = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
+    expect(usageNow.items[0]!.late_quantity).toBe('4.00000000');
+  });
+
+  it('lets a void re-rate a DRAFT, and bills again a period whose draft was withdrawn', async () => {
+    const { orgId, subscription, metered } = await setup();
+    await recordUsage(db, orgId, metered, '30', '2026-01-10T00:00:00Z');
+    await recordUsage(db, orgId, metered, '20', '2026-01-11T00:00:00Z');
+    const run = await runBilling(db, { usage, orgId, now: FEB, post: false });
+    const draftId = run.invoice_ids[0]!;
+    expect((await invoiceOf(db, draftId)).subtotal).toBe('60.00000000');
+    const { rows } = await db.query<{ id: string }>(
+      'SELECT id FROM usage_events WHERE subscription_item_id = $1 AND quantity = 20',
+      [metered],
+    );
+    const voided = await voidUsageEvent(db, stores, orgId, rows[0]!.id);
+    expect(voided.status).toBe('VOIDED');
+    await rerateDirtyDrafts(db, { orgId });
+    expect((await invoiceOf(db, draftId)).subtotal).toBe('40.00000000');
+
+    await db.transaction((tx) => withdrawInvoice(tx, { invoiceId: draftId, orgId }));
+    const rebill = await runBilling(db, { usage, orgId, now: new Date('2026-02-02T00:00:00Z') });
+    expect(rebill.invoice_ids).toHaveLength(1);
+    const again = await invoiceOf(db, rebill.invoice_ids[0]!);
+    expect([again.status, again.period_start, again.subtotal]).toEqual([
+      'POSTED',
+      '2026-01-01',
+      '40.00000000',
+    ]);
+    expect(
+      (await runBilling(db, { usage, orgId, now: new Date('2026-02-03T00:00:00Z') })).invoice_ids,
+    ).toEqual([]);
+    // the period is posted now: a void of it is refused
+    const { rows: left } = await db.query<{ id: string }>(
+      'SELECT id FROM usage_events WHERE subscription_item_id = $1 AND voided_at IS NULL',
+      [metered],
+    );
+    await expect(voidUsageEvent(db, stores, orgId, left[0]!.id)).rejects.toMatchObject({ code: 'CONFLICT' });
+    void subscription;
+  });
+});
+
+describe('the invoice_grace_hours setting', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    database = await createTestDatabase('late_usage_console');
+    env = {
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'silent',
+      PORT: '8080',
+      HOST: '127.0.0.1',
+      CLICKHOUSE_URL: '',
+    };
+  });
+  afterAll(() => database?.drop());
+  const run = inProcessConsole(() => env);
+
+  it('is 0 by default, set by `org set`, 0..720, shown with the organization', async () => {
+    const created = (await run('org', 'create', '--name', 'Grace Co')).json() as Record<string, unknown>;
+    expect(created.invoice_grace_hours).toBe(0);
+    const orgId = String(created.id);
+    for (const hours of ['720', '0', '1']) {
+      const set = await run('org', 'set', '--org', orgId, '--invoice-grace-hours', hours);
+      expect(set.code, set.stderr).toBe(0);
+      expect((set.json() as Record<string, unknown>).invoice_grace_hours).toBe(Number(hours));
+    }
+    for (const hours of ['721', '-1']) {
+      const refused = await run('org', 'set', '--org', orgId, '--invoice-grace-hours', hours);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toMatch(/invoice.grace.hours: Must be a whole number of hours from 0 to 720/);
+    }
+    await expect(
+      setOrganizationSettings(database.db, Number(orgId), { invoiceGraceHours: 721 }),
+    ).rejects.toMatchObject({ code: 'VALIDATION_ERROR', details: [{ field: 'invoice_grace_hours' }] });
+    const listed = (await run('org', 'list')).json() as { data: Record<string, unknown>[] };
+    expect(listed.data.find((org) => String(org.id) === orgId)?.invoice_grace_hours).toBe(1);
+  });
+});
+
+describe('late usage racing the run (postgres)', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let usage: UsageForTransaction;
+  beforeAll(async () => {
+    database = await createTestDatabase('late_usage_race');
+    usage = usageSource(new PostgresUsageAggregator(database.db));
+  });
+  afterAll(() => database?.drop());
+
+  /** Period line + late lines billed for January of `subscriptionId`, and what January counts. */
+  async function januaryOf(subscriptionId: number, item: number) {
+    const { rows } = await database.db.query<{ billed: string; counted: string }>(
+      `SELECT (SELECT coalesce(sum(ii.quantity), 0)::text FROM invoices i JOIN invoice_items ii ON ii.invoice_id = i.id
+                WHERE i.subscription_id = $1 AND i.status <> 'WITHDRAWN'
+                  AND ((i.period_start = '2026-01-01' AND ii.description LIKE 'API calls (usage%')
+                       OR ii.description = 'API calls: late usage, Jan 1-31')) AS billed,
+              (SELECT coalesce(sum(quantity), 0)::numeric(20, 4)::text FROM usage_events
+                WHERE subscription_item_id = $2 AND voided_at IS NULL
+                  AND occurred_at >= '2026-01-01' AND occurred_at < '2026-02-01') AS counted`,
+      [subscriptionId, item],
+    );
+    return rows[0]!;
+  }
+
+  it('bills every late event exactly once while runs and events race, two runs at once', async () => {
+    const db = database.db;
+    const { id: orgId } = await createOrganization(db, { name: 'Race Co' });
+    const { seats, apiCalls } = await basicCatalog(db, orgId);
+    const customerId = await customerIn(db, orgId, { state_province: 'AB' });
+    const subs = [];
+    for (let i = 0; i < 20; i++) {
+      const subscription = await subscribe(
+        db,
+        orgId,
+        {
+          customer_id: customerId,
+          items: [{ product_id: seats }, { product_id: apiCalls }],
+          start_date: JAN,
+        },
+        JAN,
+      );
+      subs.push({
+        id: subscription.id,
+        item: subscription.items.find((x) => x.usage_type === 'metered')!.id,
+      });
+      await recordUsage(db, orgId, subs.at(-1)!.item, '5', '2026-01-03T00:00:00Z');
+    }
+    await runBilling(db, { usage, orgId, now: FEB });
+    // late events of January arrive while two February runs and a March run race them
+    const writes = (async () => {
+      for (let round = 0; round < 15; round++) {
+        await Promise.all(subs.map((sub) => recordUsage(db, orgId, sub.item, '1', '2026-01-20T00:00:00Z')));
+      }
+    })();
+    await Promise.all([
+      writes,
+      runBilling(db, { usage, orgId, now: MAR, batchSize: 3 }),
+      runBilling(db, { usage, orgId, now: MAR, batchSize: 5 }),
+    ]);
+    await runBilling(db, { usage, orgId, now: APR });
+    for (const sub of subs) {
+      const january = await januaryOf(sub.id, sub.item);
+      expect(Number(january.billed), `subscription ${sub.id}`).toBe(Number(january.counted));
+      expect(Number(january.counted)).toBe(20);
+    }
+  }, 60_000);
+
+  it('loses nothing when a run fails midway: the batch rolls back and the next run bills it once', async () => {
+    const db = database.db;
+    const { id: orgId } = await createOrganization(db, { name: 'Crash Co' });
+    const { seats, apiCalls } = await basicCatalog(db, orgId);
+    const customerId = await customerIn(db, orgId, { state_province: 'AB' });
+    const subscription = await subscribe(
+      db,
+      orgId,
+      { customer_id: customerId, items: [{ product_id: seats }, { product_id: apiCalls }], start_date: JAN },
+      JAN,
+    );
+    const item = subscription.items.find((x) => x.usage_type === 'metered')!.id;
+    await recordUsage(db, orgId, item, '50', '2026-01-03T00:00:00Z');
+    await runBilling(db, { usage, orgId, now: FEB });
+    await recordUsage(db, orgId, item, '70', '2026-01-25T00:00:00Z');
+    // the write of February's invoice fails after its late line was composed (a crash mid-batch)
+    await db.query(`CREATE FUNCTION fail_late_test() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'simulated crash'; END $$`);
+    await db.query(
+      `CREATE TRIGGER fail_late_test BEFORE INSERT ON usage_late_billings FOR EACH ROW EXECUTE FUNCTION fail_late_test()`,
+    );
+    const failed = await runBilling(db, { usage, orgId, now: MAR });
+    expect(failed.invoice_ids).toEqual([]);
+    expect(failed.failures.map((failure) => failure.subscription_id)).toEqual([subscription.id]);
+    await db.query('DROP TRIGGER fail_late_test ON usage_late_billings');
+    const retried = await runBilling(db, { usage, orgId, now: MAR });
+    expect(retried.invoice_ids).toHaveLength(1);
+    const lines = await linesOf(db, retried.invoice_ids[0]!);
+    // price(120) - price(50) = 110.00 - 50.00
+    expect(lines.filter((line) => line.description.includes('late usage'))).toEqual([
+      {
+        description: 'API calls: late usage, Jan 1-31',
+        quantity: '70.0000',
+        line_total_pre_tax: '60.00000000',
+      },
+    ]);
+    await runBilling(db, { usage, orgId, now: APR });
+    expect(await januaryOf(subscription.id, item)).toEqual({ billed: '120.0000', counted: '120.0000' });
+  });
+});
