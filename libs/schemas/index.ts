@@ -102,6 +102,7 @@ export {
   SubscriptionChangeRequest,
   SubscriptionItem,
   type SubscriptionStatus,
+  usageLimitInput,
 } from './subscription.js';
 export { type UpdateShape, updateInputOf } from './update-input.js';
 export {
