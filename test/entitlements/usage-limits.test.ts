@@ -50,9 +50,8 @@ async function refusal(promise: Promise<unknown>): Promise<ApiError> {
 }
 
 const read = async (id: number) =>
-  (
-    await api.request({ method: 'GET', path: `/subscriptions/${id}`, key: org.apiKey })
-  ).json().data as Subscription;
+  (await api.request({ method: 'GET', path: `/subscriptions/${id}`, key: org.apiKey })).json()
+    .data as Subscription;
 const change = (id: number, payload: object) =>
   api.request({ method: 'POST', path: `/subscriptions/${id}/changes`, key: org.apiKey, payload });
 
