@@ -19,6 +19,7 @@ export {
   CreditTopUpRequest,
 } from './credit-grant.js';
 export { CreateCustomer, Customer, UpdateCustomer } from './customer.js';
+export { Entitlement } from './entitlement.js';
 export { ErrorBody, FieldError } from './error.js';
 export {
   canonicalUuid,

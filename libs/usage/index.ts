@@ -28,6 +28,7 @@ export {
 export { MemoryUsageDedupStore } from './dedup-store/memory.js';
 export { RedisUsageDedupStore } from './dedup-store/redis.js';
 export type { UsageDedupStore } from './dedup-store/store.js';
+export { type CounterPeriod, UsageCounter } from './domain/counter.js';
 export {
   decodeLogMessage,
   encodeLogMessages,
@@ -43,6 +44,7 @@ export {
   type UsageIngestOptions,
 } from './domain/ingest.js';
 export { SubscriptionItemCache } from './domain/items.js';
+export { type ItemSchedule, periodAt } from './domain/periods.js';
 export {
   getUsageEvent,
   listUsageEvents,

@@ -14,6 +14,7 @@ import {
 } from './aggregation/read-stores.js';
 import { MemoryUsageDedupStore } from './dedup-store/memory.js';
 import { RedisUsageDedupStore } from './dedup-store/redis.js';
+import { UsageCounter } from './domain/counter.js';
 import { UsageIngest } from './domain/ingest.js';
 import { SubscriptionItemCache } from './domain/items.js';
 import { InProcessUsageEventLog } from './event-log/in-process.js';
@@ -96,6 +97,8 @@ export async function openUsageAggregator(
 /** The ingest core with its ports, as one process uses it. */
 export interface UsagePipeline {
   ingest: UsageIngest;
+  /** The per-item period counters ingest keeps (the entitlement check's `used`). */
+  counter: UsageCounter;
   /** What the usage read-back (and voids) go through, on the same log as ingest. */
   readStores: UsageReadStores;
   /** Dependencies beyond the platform's that serving usage needs (Kafka when it is the log). */
@@ -123,18 +126,32 @@ export async function openUsageIngest(
 
   const { eventLog, clickhouse } = await openUsageEventLog(config, db, log, options.listeners);
 
+  const items = new SubscriptionItemCache(db, ITEM_CACHE);
+  const readStores = openUsageReadStores(config, db, eventLog, log);
+  const counter = new UsageCounter({
+    store,
+    db,
+    items,
+    keyPrefix: config.REDIS_KEY_PREFIX,
+    enabled: config.USAGE_COUNTER,
+    eventsCaughtUp: (timeoutMs) => readStores.eventsCaughtUp(timeoutMs),
+    // an event reserved before a rebuild's cut is on the log, or released, within this
+    settleMs: config.KAFKA_BROKERS ? config.KAFKA_ACK_TIMEOUT_MS + config.KAFKA_LINGER_MS + 200 : 200,
+  });
+  readStores.counter = counter;
   const ingest = new UsageIngest({
     store,
     log: eventLog,
-    items: new SubscriptionItemCache(db, ITEM_CACHE),
+    items,
+    counter,
     rateLimiter: platform.rateLimiter,
     keyPrefix: config.REDIS_KEY_PREFIX,
     idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_DAYS * 86_400,
     logger: log,
   });
-  const readStores = openUsageReadStores(config, db, eventLog, log);
   return {
     ingest,
+    counter,
     readStores,
     checks: () => [
       ...eventLog.checks(),

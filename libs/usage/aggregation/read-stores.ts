@@ -4,6 +4,7 @@ import type { Queryable } from '../../db/index.js';
 import { DependencyGuard } from '../../dependency-guard/index.js';
 import { type Admin, createKafka } from '../../kafka/index.js';
 import type { Logger } from '../../log/index.js';
+import type { UsageCounter } from '../domain/counter.js';
 import type { UsageEventLog } from '../event-log/log.js';
 import { waitForSinkCatchUp } from '../sinks/catch-up.js';
 import { POSTGRES_SINK_NAME } from '../sinks/postgres.js';
@@ -27,6 +28,8 @@ export interface UsageReadStores {
   eventsCaughtUp(timeoutMs: number): Promise<boolean>;
   /** The log voids are appended to, after their event. */
   eventLog: UsageEventLog;
+  /** The per-item period counters a void subtracts from (set by openUsageIngest). */
+  counter?: UsageCounter;
   close(): Promise<void>;
 }
 

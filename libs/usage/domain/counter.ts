@@ -1,0 +1,254 @@
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../../db/index.js';
+import { ApiError } from '../../errors/index.js';
+import { formatScaled, parseScaled } from '../../money/index.js';
+import type { CounterChange, CounterJournal, UsageCounterStore } from '../dedup-store/store.js';
+import type { SubscriptionItemCache } from './items.js';
+import { type ItemSchedule, periodAt } from './periods.js';
+
+/** Quantities are exact to 8 fractional digits (USAGE_QUANTITY_SCALE). */
+const SCALE = 8;
+const ONE = 10n ** BigInt(SCALE);
+/** How long a rebuild's lease holds before another reader may take it over (its holder died). */
+const LEASE_MS = 30_000;
+/** How often a rebuild is tried again when changes keep arriving while it reads the stored events. */
+const MAX_FINISH_TRIES = 50;
+/** How long a reader waits for another's rebuild before answering 503. */
+const WAIT_FOR_OTHER_MS = 30_000;
+
+/** One item's period, as the counter is asked for it. */
+export interface CounterPeriod {
+  orgId: number;
+  subscriptionItemId: number;
+  startMs: number;
+  endMs: number;
+}
+
+export interface UsageCounterOptions {
+  store: UsageCounterStore;
+  db: Queryable;
+  items: Pick<SubscriptionItemCache, 'item'>;
+  keyPrefix: string;
+  /** USAGE_COUNTER: false only to measure ingest without it (bench); reads then sum Postgres. */
+  enabled: boolean;
+  /** Resolves true once Postgres holds every event accepted before the call (the pg-sink's catch-up). */
+  eventsCaughtUp(timeoutMs: number): Promise<boolean>;
+  /**
+   * The longest an event reserved before a rebuild's cut may still be on its way to the log (the
+   * log's acknowledgement timeout and linger), after which it is appended or released.
+   */
+  settleMs: number;
+  now?: () => number;
+}
+
+/**
+ * The per-item period counters behind the entitlement check (docs/decisions.md, "Where the
+ * entitlement counter lives and why"): `used` of an item's period, read-your-writes in one store
+ * round trip. Ingest counts each new event in the script that deduplicates it (reserve), in the
+ * counter of the period its timestamp falls in; a released reservation is uncounted and a void
+ * subtracted, in the same store. A counter the store does not have (first use, evicted, Redis
+ * restarted) is rebuilt exactly from the stored events:
+ *
+ * 1. cut: delta 0 and a journal of every change from then on (the store's beginRebuild);
+ * 2. wait until every event reserved before the cut is appended or released (settleMs) and the
+ *    pg-sink holds everything appended (eventsCaughtUp);
+ * 3. read the journal, then sum the period's events in Postgres: base = that sum minus the
+ *    journaled changes Postgres already reflects (events it holds, voids it shows);
+ * 4. set the base only if no change was journaled since step 3 read it; otherwise step 3 again.
+ *
+ * used = base + delta then counts every event once, whatever ingest did meanwhile.
+ */
+export class UsageCounter {
+  private readonly now: () => number;
+  private readonly rebuilding = new Map<string, Promise<bigint>>();
+
+  constructor(private readonly options: UsageCounterOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  get enabled(): boolean {
+    return this.options.enabled;
+  }
+
+  keyOf(orgId: number, subscriptionItemId: number, periodStartMs: number): string {
+    return `${this.options.keyPrefix}usage:counter:${orgId}:${subscriptionItemId}:${periodStartMs}`;
+  }
+
+  /** The counting of a new event (reserve's), or undefined when counters are off. */
+  eventChange(
+    event: {
+      orgId: number;
+      subscriptionItemId: number;
+      idempotencyKey: string;
+      quantity: string;
+      occurredAtMs: number;
+    },
+    schedule: ItemSchedule,
+  ): CounterChange | undefined {
+    if (!this.options.enabled) return undefined;
+    const { startMs } = periodAt(schedule, event.occurredAtMs);
+    return {
+      key: this.keyOf(event.orgId, event.subscriptionItemId, startMs),
+      ...parts(parseScaled(event.quantity, SCALE, 'half-even')),
+      field: `e:${event.idempotencyKey}`,
+    };
+  }
+
+  /**
+   * Subtracts a voided event from its period's counter. Called in the void's transaction, before
+   * its commit (so a rebuild that sees the void in Postgres finds it journaled, or tries again);
+   * `undo` puts it back if the transaction then fails.
+   */
+  async voided(event: {
+    id: string;
+    orgId: number;
+    subscriptionItemId: number;
+    quantity: string;
+    occurredAtMs: number;
+  }): Promise<{ undo(): Promise<void> } | undefined> {
+    if (!this.options.enabled) return undefined;
+    const item = await this.options.items.item(event.orgId, event.subscriptionItemId);
+    if (!item) return undefined;
+    const { startMs } = periodAt(item.schedule, event.occurredAtMs);
+    const amount = parseScaled(event.quantity, SCALE, 'half-even');
+    const key = this.keyOf(event.orgId, event.subscriptionItemId, startMs);
+    const field = `v:${event.id}`;
+    await this.options.store.adjustCounter({ key, ...parts(-amount), field });
+    return {
+      undo: () => this.options.store.adjustCounter({ key, ...parts(amount), field: `u:${event.id}` }),
+    };
+  }
+
+  /**
+   * What each item used in its period, exact (1e-8 units): one store round trip when every counter
+   * is there; a missing one is rebuilt first (see the class comment).
+   */
+  async used(periods: readonly CounterPeriod[]): Promise<bigint[]> {
+    if (!periods.length) return [];
+    if (!this.options.enabled) {
+      await this.caughtUp();
+      return Promise.all(periods.map(async (period) => (await this.sumStored(period, emptyJournal())).total));
+    }
+    const keys = periods.map((p) => this.keyOf(p.orgId, p.subscriptionItemId, p.startMs));
+    const states = await this.options.store.readCounters(keys);
+    return Promise.all(
+      states.map((state, i) =>
+        state.base !== null
+          ? parseScaled(state.base, SCALE, 'half-even') + state.whole * ONE + state.fraction
+          : this.rebuildOnce(keys[i]!, periods[i]!),
+      ),
+    );
+  }
+
+  /** One rebuild per counter in this process; others here wait for it. */
+  private rebuildOnce(key: string, period: CounterPeriod): Promise<bigint> {
+    let pending = this.rebuilding.get(key);
+    if (!pending) {
+      pending = this.rebuild(key, period).finally(() => this.rebuilding.delete(key));
+      this.rebuilding.set(key, pending);
+    }
+    return pending;
+  }
+
+  private async rebuild(key: string, period: CounterPeriod): Promise<bigint> {
+    const { store } = this.options;
+    const giveUpAt = this.now() + WAIT_FOR_OTHER_MS;
+    for (;;) {
+      const token = randomUUID();
+      const now = this.now();
+      const begun = await store.beginRebuild(key, token, now + LEASE_MS, now);
+      if (begun === 'building') {
+        // another process rebuilds it: wait for its base (or for its lease to lapse)
+        if (this.now() > giveUpAt) throw unavailable();
+        await sleep(25);
+        continue;
+      }
+      if (begun === 'started') {
+        await sleep(this.options.settleMs);
+        await this.caughtUp();
+        const finished = await this.finish(key, token, period);
+        if (finished === 'lost') continue;
+      }
+      const [state] = await store.readCounters([key]);
+      if (state?.base != null)
+        return parseScaled(state.base, SCALE, 'half-even') + state.whole * ONE + state.fraction;
+      if (this.now() > giveUpAt) throw unavailable();
+    }
+  }
+
+  /** Steps 3 and 4 of the class comment, until no change slips between them. */
+  private async finish(key: string, token: string, period: CounterPeriod): Promise<'done' | 'lost'> {
+    const { store } = this.options;
+    for (let tries = 0; tries < MAX_FINISH_TRIES; tries++) {
+      const journal = await store.readJournal(key);
+      const { total, reflected } = await this.sumStored(period, journal);
+      const outcome = await store.finishRebuild(
+        key,
+        token,
+        journal.count,
+        formatScaled(total - reflected, SCALE),
+      );
+      if (outcome !== 'moved') return outcome;
+    }
+    throw unavailable();
+  }
+
+  private async caughtUp(): Promise<void> {
+    if (!(await this.options.eventsCaughtUp(10_000))) throw unavailable();
+  }
+
+  /**
+   * The period's events in Postgres (not voided), and what of the journal Postgres already
+   * reflects: journaled events it holds (voided or not: a void of one is journaled too), minus
+   * journaled voids it shows.
+   */
+  private async sumStored(
+    period: CounterPeriod,
+    journal: CounterJournal,
+  ): Promise<{ total: bigint; reflected: bigint }> {
+    const keys: string[] = [];
+    const voids: string[] = [];
+    for (const field of journal.entries.keys()) {
+      if (field.startsWith('e:')) keys.push(field.slice(2));
+      else if (field.startsWith('v:')) voids.push(field.slice(2));
+    }
+    const { rows } = await this.options.db.query<{ total: string; added: string; voided: string }>(
+      `SELECT (SELECT coalesce(sum(quantity), 0)::text FROM usage_events
+                WHERE org_id = $1 AND subscription_item_id = $2 AND occurred_at >= $3 AND occurred_at < $4
+                  AND voided_at IS NULL) AS total,
+              (SELECT coalesce(sum(quantity), 0)::text FROM usage_events
+                WHERE org_id = $1 AND subscription_item_id = $2 AND idempotency_key = ANY($5::text[])) AS added,
+              (SELECT coalesce(sum(quantity), 0)::text FROM usage_events
+                WHERE org_id = $1 AND subscription_item_id = $2 AND id = ANY($6::uuid[])
+                  AND voided_at IS NOT NULL) AS voided`,
+      [
+        period.orgId,
+        period.subscriptionItemId,
+        new Date(period.startMs),
+        new Date(period.endMs),
+        keys,
+        voids,
+      ],
+    );
+    const row = rows[0]!;
+    const scaled = (text: string) => parseScaled(text, SCALE, 'half-even');
+    return { total: scaled(row.total), reflected: scaled(row.added) - scaled(row.voided) };
+  }
+}
+
+/** An exact quantity (1e-8 units, may be negative) as whole units and 1e-8ths, each an integer's text. */
+function parts(amount: bigint): { whole: string; fraction: string } {
+  return { whole: (amount / ONE).toString(), fraction: (amount % ONE).toString() };
+}
+
+function emptyJournal(): CounterJournal {
+  return { count: '0', entries: new Map() };
+}
+
+function unavailable(): ApiError {
+  return ApiError.serviceUnavailable('Usage counts are being rebuilt; retry shortly.', 1);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
