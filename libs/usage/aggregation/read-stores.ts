@@ -62,7 +62,8 @@ export function openUsageReadStores(
   const distributed = Boolean(config.KAFKA_BROKERS);
   const aggregator = new PostgresDailyTotalsAggregator(db);
   const sink = POSTGRES_SINK_NAME;
-  let admin: Admin | undefined;
+  // one connection for every caller: concurrent callers wait for the same connect
+  let admin: Promise<Admin> | undefined;
   return {
     aggregator,
     async asOf() {
@@ -72,14 +73,17 @@ export function openUsageReadStores(
     async eventsCaughtUp(timeoutMs) {
       if (!config.KAFKA_BROKERS) return true;
       if (!admin) {
-        admin = createKafka({
+        const created = createKafka({
           brokers: config.KAFKA_BROKERS,
           clientId: `${config.KAFKA_CLIENT_ID}-read-back`,
         }).admin();
-        await admin.connect();
+        admin = created.connect().then(() => created);
+        admin.catch(() => {
+          admin = undefined;
+        });
       }
       try {
-        await waitForSinkCatchUp(admin, {
+        await waitForSinkCatchUp(await admin, {
           topic: config.KAFKA_USAGE_TOPIC,
           groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}${POSTGRES_SINK_NAME}`,
           timeoutMs,
@@ -93,7 +97,7 @@ export function openUsageReadStores(
     },
     eventLog,
     async close() {
-      await admin?.disconnect();
+      await (await admin?.catch(() => undefined))?.disconnect();
     },
   };
 }

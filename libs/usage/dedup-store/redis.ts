@@ -12,7 +12,7 @@ import type {
   UsageDedupStore,
 } from './store.js';
 
-/** How long an item's period counter outlives its last change (a missing one is rebuilt). */
+/** How long an item's period counter lives from its first change (a missing one is rebuilt). */
 export const COUNTER_TTL_MS = 400 * 86_400_000;
 
 /**
@@ -22,9 +22,10 @@ export const COUNTER_TTL_MS = 400 * 86_400_000;
  */
 const COUNTER_LUA = `
 local function count_in(key, whole, fraction, field)
-  redis.call('HINCRBY', key, 'w', whole)
-  redis.call('HINCRBY', key, 'f', fraction)
-  redis.call('PEXPIRE', key, ${COUNTER_TTL_MS})
+  -- the hot path: one HINCRBY and one HEXISTS for a whole quantity; the expiry set when the key
+  -- is made (a period is at most a year: the counter outlives it)
+  if redis.call('HINCRBY', key, 'w', whole) == tonumber(whole) then redis.call('PEXPIRE', key, ${COUNTER_TTL_MS}) end
+  if fraction ~= '0' then redis.call('HINCRBY', key, 'f', fraction) end
   if redis.call('HEXISTS', key, 's') == 1 then
     local journal = key .. ':j'
     redis.call('HSET', journal, field, whole .. ':' .. fraction)

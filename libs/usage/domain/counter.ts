@@ -194,7 +194,13 @@ export class UsageCounter {
   }
 
   private async caughtUp(): Promise<void> {
-    if (!(await this.options.eventsCaughtUp(10_000))) throw unavailable();
+    let caughtUp: boolean;
+    try {
+      caughtUp = await this.options.eventsCaughtUp(10_000);
+    } catch (cause) {
+      throw ApiError.serviceUnavailable('Usage counts are being rebuilt; retry shortly.', 1, cause);
+    }
+    if (!caughtUp) throw unavailable();
   }
 
   /**
