@@ -80,6 +80,7 @@ interface Load {
   non2xx: number;
   errors: number;
   serverCpuMicrosPerRequest: number;
+  redisCpuMicrosPerRequest: number;
 }
 
 interface Setup {
@@ -92,6 +93,8 @@ interface Setup {
 }
 
 const loads: Load[] = [];
+/** The run's redis-server, whose CPU each load reports (the counter's cost is in its scripts). */
+let redisPid: number | undefined;
 
 try {
   await main();
@@ -105,6 +108,7 @@ async function main(): Promise<void> {
   const databaseUrl = await createDatabase(runId);
   const setup = await prepare(databaseUrl);
   const redis = await startRedisServer();
+  redisPid = redis.pid;
   const broker = await startKafkaTestBrokerProcess();
   const topic = `${runId}_usage`;
   await broker.createTopic(topic, 16);
@@ -137,6 +141,7 @@ async function main(): Promise<void> {
       'max ms',
       'failed',
       'server CPU µs/req',
+      'Redis CPU µs/req',
     ],
     loads.map((l) => [
       l.scenario,
@@ -149,6 +154,7 @@ async function main(): Promise<void> {
       l.maxMs,
       l.non2xx + l.errors,
       l.serverCpuMicrosPerRequest,
+      l.redisCpuMicrosPerRequest,
     ]),
   );
   const bars = evaluate();
@@ -329,9 +335,11 @@ async function load(
     `${scenario} (${variant}): machine ${Math.round(machineBusyBefore * 100)}% busy; warm-up ${settings.warmupSeconds} s, then ${settings.durationSeconds} s`,
   );
   if (settings.warmupSeconds) await autocannon({ ...options, duration: settings.warmupSeconds });
-  const cpuBefore = await cpuSeconds(server.pid);
+  const cpuBefore = await Promise.all([cpuSeconds(server.pid), cpuSeconds(redisPid)]);
   const result = await autocannon({ ...options, duration: settings.durationSeconds });
-  const cpu = (await cpuSeconds(server.pid)) - cpuBefore;
+  const cpuAfter = await Promise.all([cpuSeconds(server.pid), cpuSeconds(redisPid)]);
+  const micros = (i: number) =>
+    Math.round(((cpuAfter[i]! - cpuBefore[i]!) * 1e6) / Math.max(1, result['2xx']));
   return {
     scenario,
     variant,
@@ -344,7 +352,8 @@ async function load(
     requests: result.requests.total,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
-    serverCpuMicrosPerRequest: Math.round((cpu * 1e6) / Math.max(1, result['2xx'])),
+    serverCpuMicrosPerRequest: micros(0),
+    redisCpuMicrosPerRequest: micros(1),
   };
 }
 

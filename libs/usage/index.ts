@@ -58,6 +58,7 @@ export type { UsageEventLog } from './event-log/log.js';
 export {
   type OpenedUsageAggregator,
   openUsageAggregator,
+  openUsageCounter,
   openUsageEventLog,
   openUsageIngest,
   startUsageSinks,

@@ -14,6 +14,7 @@ import {
 } from './aggregation/read-stores.js';
 import { MemoryUsageDedupStore } from './dedup-store/memory.js';
 import { RedisUsageDedupStore } from './dedup-store/redis.js';
+import type { UsageDedupStore } from './dedup-store/store.js';
 import { UsageCounter } from './domain/counter.js';
 import { UsageIngest } from './domain/ingest.js';
 import { SubscriptionItemCache } from './domain/items.js';
@@ -107,6 +108,34 @@ export interface UsagePipeline {
   close(): Promise<void>;
 }
 
+/**
+ * The per-item period counters on `store` (the dedup store ingest counts in), rebuilt from the
+ * Postgres `readStores` reads; set as `readStores.counter`, which voids subtract from.
+ */
+export function openUsageCounter(
+  config: Pick<
+    CommonConfig,
+    'REDIS_KEY_PREFIX' | 'USAGE_COUNTER' | 'KAFKA_BROKERS' | 'KAFKA_ACK_TIMEOUT_MS' | 'KAFKA_LINGER_MS'
+  >,
+  db: Queryable,
+  store: UsageDedupStore,
+  readStores: UsageReadStores,
+  items: SubscriptionItemCache = new SubscriptionItemCache(db, ITEM_CACHE),
+): UsageCounter {
+  const counter = new UsageCounter({
+    store,
+    db,
+    items,
+    keyPrefix: config.REDIS_KEY_PREFIX,
+    enabled: config.USAGE_COUNTER,
+    eventsCaughtUp: (timeoutMs) => readStores.eventsCaughtUp(timeoutMs),
+    // an event reserved before a rebuild's cut is on the log, or released, within this
+    settleMs: config.KAFKA_BROKERS ? config.KAFKA_ACK_TIMEOUT_MS + config.KAFKA_LINGER_MS + 200 : 200,
+  });
+  readStores.counter = counter;
+  return counter;
+}
+
 /** How long an item's usage type is cached; unknown items for less, so a new item is found soon. */
 const ITEM_CACHE = { ttlMs: 60_000, negativeTtlMs: 2000, maxEntries: 100_000 };
 
@@ -128,17 +157,7 @@ export async function openUsageIngest(
 
   const items = new SubscriptionItemCache(db, ITEM_CACHE);
   const readStores = openUsageReadStores(config, db, eventLog, log);
-  const counter = new UsageCounter({
-    store,
-    db,
-    items,
-    keyPrefix: config.REDIS_KEY_PREFIX,
-    enabled: config.USAGE_COUNTER,
-    eventsCaughtUp: (timeoutMs) => readStores.eventsCaughtUp(timeoutMs),
-    // an event reserved before a rebuild's cut is on the log, or released, within this
-    settleMs: config.KAFKA_BROKERS ? config.KAFKA_ACK_TIMEOUT_MS + config.KAFKA_LINGER_MS + 200 : 200,
-  });
-  readStores.counter = counter;
+  const counter = openUsageCounter(config, db, store, readStores, items);
   const ingest = new UsageIngest({
     store,
     log: eventLog,

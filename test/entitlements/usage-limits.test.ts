@@ -5,6 +5,7 @@ import { CreateCustomer, type Subscription } from '../../libs/schemas/index.js';
 import { createSubscription, type NewSubscription } from '../../libs/subscriptions/index.js';
 import { productIn } from '../billing/fixtures.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
+import { consoleEnv, inProcessConsole } from '../helpers/console.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 
 /*
@@ -176,5 +177,49 @@ describe('usage_limit on subscription changes', () => {
       ]);
     }
     expect((await read(created.id)).items[1]!.usage_limit).toBeNull();
+  });
+});
+
+describe('the console', () => {
+  const run = inProcessConsole(() => consoleEnv(api.database.url));
+
+  it('creates a subscription with a usage limit and lists the entitlements', async () => {
+    const created = await run(
+      'subscription',
+      'create',
+      '--org',
+      String(org.orgId),
+      '--customer',
+      String(customerId),
+      '--items',
+      JSON.stringify([{ product_id: apiCalls, usage_limit: '3' }]),
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const item = created.json().items[0];
+    expect(item.usage_limit).toBe('3.00000000');
+    const refused = await run(
+      'subscription',
+      'create',
+      '--org',
+      String(org.orgId),
+      '--customer',
+      String(customerId),
+      '--items',
+      JSON.stringify([{ product_id: seats, usage_limit: '3' }]),
+    );
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('usage_limit');
+    const listed = await run('entitlement', 'list', '--customer', String(customerId));
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.json().data).toContainEqual(
+      expect.objectContaining({
+        subscription_item_id: item.id,
+        product_id: apiCalls,
+        has_access: true,
+        usage_limit: '3.00000000',
+        used: '0.00000000',
+        remaining: '3.00000000',
+      }),
+    );
   });
 });

@@ -4,6 +4,7 @@ import { billingCommands } from './billing.js';
 import { clickhouseCommands } from './clickhouse.js';
 import { creditCommands } from './credit.js';
 import { customerCommands } from './customer.js';
+import { entitlementCommands } from './entitlement.js';
 import { invoiceCommands } from './invoice.js';
 import { keyCommands } from './key.js';
 import { migrateCommand } from './migrate.js';
@@ -24,6 +25,7 @@ export const COMMANDS: Command[] = [
   ...customerCommands,
   ...creditCommands,
   ...alertCommands,
+  ...entitlementCommands,
   ...subscriptionCommands,
   ...billingCommands,
   ...invoiceCommands,
