@@ -2,7 +2,7 @@
  * Usage events: taken in, deduplicated, logged, stored, aggregated and read back.
  *
  *   domain/       the ingest rules (ingest.ts), requests, events and their ids, the item cache,
- *                 listing and voiding stored events
+ *                 listing and voiding stored events, the per-item period counters (counter.ts)
  *   wire/         request bodies and response bodies of the usage routes, shared by both front ends
  *   dedup-store/  where accepted idempotency keys live (Redis, or memory when embedded)
  *   event-log/    the durable log every accepted event and void goes through (Kafka, in-process)
