@@ -20,6 +20,7 @@ const TOOL_NAMES = [
   'preview_upcoming_invoice',
   'get_credit_balance',
   'list_alerts',
+  'get_entitlements',
 ];
 
 function isoDate(offsetDays: number): string {
@@ -55,7 +56,7 @@ describe('the official MCP SDK client against the endpoint', () => {
     expect(client.getInstructions()).toMatch(/read-only/i);
   });
 
-  it('lists the eleven read-only tools, each with an object JSON Schema for its arguments', async () => {
+  it('lists the twelve read-only tools, each with an object JSON Schema for its arguments', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual(TOOL_NAMES);
     for (const tool of tools) {
@@ -271,6 +272,19 @@ describe('the official MCP SDK client against the endpoint', () => {
     const alerts = await call('list_alerts', { customer_id: customerId });
     expect(alerts.total).toBe(1);
     expect(alerts.alerts).toEqual((await rest(`/alerts?customer_id=${customerId}`)) as unknown as unknown[]);
+
+    // entitlements: what GET /customers/{id}/entitlements answers, one product's too
+    const entitlements = await call('get_entitlements', { customer_id: customerId });
+    const listed = (await rest(`/customers/${customerId}/entitlements`)) as unknown as {
+      product_id: number;
+    }[];
+    expect(listed.length).toBeGreaterThan(0);
+    expect(entitlements.data).toEqual(listed);
+    const one = await call('get_entitlements', {
+      customer_id: customerId,
+      product_id: listed[0]!.product_id,
+    });
+    expect(one.data).toEqual(await rest(`/customers/${customerId}/entitlements/${listed[0]!.product_id}`));
   });
 
   it('list_products: prices, the active filter and the tiers of tiered products', async () => {

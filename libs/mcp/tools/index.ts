@@ -1,6 +1,7 @@
 import { listAlertsTool } from './alerts.js';
 import { getCreditBalanceTool } from './credits.js';
 import { getCustomerTool, listCustomersTool } from './customers.js';
+import { getEntitlementsTool } from './entitlements.js';
 import { listInvoicesTool, recentPaymentsTool } from './invoices.js';
 import { listProductsTool } from './products.js';
 import { revenueSummaryTool } from './revenue.js';
@@ -21,6 +22,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
   previewUpcomingInvoiceTool,
   getCreditBalanceTool,
   listAlertsTool,
+  getEntitlementsTool,
 ];
 
 export { isOverdue } from './invoices.js';

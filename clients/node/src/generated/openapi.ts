@@ -791,7 +791,7 @@ export interface paths {
         put?: never;
         /**
          * Read-only MCP endpoint for AI assistants (JSON-RPC 2.0)
-         * @description Stateless Model Context Protocol over HTTP with JSON responses (an `Accept: application/json` client is served). Methods: initialize, notifications/initialized (202, no body), tools/list, tools/call, ping. Tools: list_customers, get_customer, list_invoices, revenue_summary, list_products, recent_payments, tax_lookup, get_subscription_usage, preview_upcoming_invoice, get_credit_balance, list_alerts. Errors: -32700 parse error and -32600 invalid request (HTTP 400), -32601 unknown method, -32602 unknown tool (HTTP 200); invalid arguments or a failing tool answer a result with isError: true. A batch (array) of at most 10 messages is answered with an array.
+         * @description Stateless Model Context Protocol over HTTP with JSON responses (an `Accept: application/json` client is served). Methods: initialize, notifications/initialized (202, no body), tools/list, tools/call, ping. Tools: list_customers, get_customer, list_invoices, revenue_summary, list_products, recent_payments, tax_lookup, get_subscription_usage, preview_upcoming_invoice, get_credit_balance, list_alerts, get_entitlements. Errors: -32700 parse error and -32600 invalid request (HTTP 400), -32601 unknown method, -32602 unknown tool (HTTP 200); invalid arguments or a failing tool answer a result with isError: true. A batch (array) of at most 10 messages is answered with an array.
          */
         post: operations["postMcp"];
         delete?: never;
