@@ -13,6 +13,7 @@ import { buildApiApp } from '../../services/api/app.js';
 import { basicCatalog, customerIn, subscribe } from '../billing/fixtures.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { startKafkaTestBroker } from '../helpers/kafka-test-broker.js';
 import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 
@@ -407,6 +408,50 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     );
     expect((await check(testApi, s)).used).toBe('7.00000000');
     expect((await second.counter.used([p])).map(String)).toEqual(['700000000']);
+  });
+});
+
+describe('an event the log refused', () => {
+  it('is uncounted with its released key: a 503 leaves used as it was, the retry counts once', async () => {
+    const broker = await startKafkaTestBroker();
+    try {
+      const topic = uniqueName('usage');
+      api = await startTestApi({
+        env: {
+          KAFKA_BROKERS: broker.brokers.join(','),
+          KAFKA_USAGE_TOPIC: topic,
+          KAFKA_CONSUMER_GROUP_PREFIX: `${topic}-`,
+          KAFKA_ACK_TIMEOUT_MS: '1000',
+        },
+      });
+      await startSinks();
+      const s = await customer(api, { limit: '5' });
+      await post(api, s, 2);
+      expect((await check(api, s)).used).toBe('2.00000000');
+      // the broker refuses the next produce (a non-retriable error): 503, the key released
+      await broker.injectErrors(0, 10, 1);
+      const refused = await api.request({
+        method: 'POST',
+        path: '/usage/events',
+        key: s.org.apiKey,
+        payload: { subscription_item_id: s.item, quantity: 3 },
+        headers: { 'idempotency-key': 'refused-once' },
+      });
+      expect(refused.statusCode, refused.body).toBe(503);
+      expect(await check(api, s)).toMatchObject({ used: '2.00000000', has_access: true });
+      await post(api, s, 3, { key: 'refused-once' });
+      expect(await check(api, s)).toMatchObject({
+        used: '5.00000000',
+        has_access: false,
+        remaining: '0.00000000',
+      });
+    } finally {
+      await sinks?.stop();
+      sinks = undefined;
+      await api?.close();
+      api = undefined;
+      await broker.stop();
+    }
   });
 });
 
