@@ -1,6 +1,6 @@
 import { type ClickHouse, openClickHouse } from '../clickhouse/index.js';
 import { type CommonConfig, reaching } from '../config/index.js';
-import type { Queryable } from '../db/index.js';
+import type { Database, Queryable } from '../db/index.js';
 import { type Admin, createKafka, ensureTopic, type Kafka, kafkaCheck } from '../kafka/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import { clickhouseCheck, type DependencyCheck } from '../observability/index.js';
@@ -117,7 +117,7 @@ export function openUsageCounter(
     CommonConfig,
     'REDIS_KEY_PREFIX' | 'USAGE_COUNTER' | 'KAFKA_BROKERS' | 'KAFKA_ACK_TIMEOUT_MS' | 'KAFKA_LINGER_MS'
   >,
-  db: Queryable,
+  db: Database,
   store: UsageDedupStore,
   readStores: UsageReadStores,
   items: SubscriptionItemCache = new SubscriptionItemCache(db, ITEM_CACHE),

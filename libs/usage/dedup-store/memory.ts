@@ -119,15 +119,9 @@ export class MemoryUsageDedupStore implements UsageDedupStore {
     return { count: String(counter?.journalCount ?? 0), entries: new Map(counter?.journal ?? []) };
   }
 
-  async finishRebuild(
-    key: string,
-    token: string,
-    journalCount: string,
-    base: string,
-  ): Promise<'done' | 'moved' | 'lost'> {
+  async finishRebuild(key: string, token: string, base: string): Promise<'done' | 'lost'> {
     const counter = this.counters.get(key);
     if (!counter?.lease?.startsWith(`${token}|`)) return 'lost';
-    if (String(counter.journalCount) !== journalCount) return 'moved';
     Object.assign(counter, { base, lease: null, journalCount: 0, journal: new Map() });
     return 'done';
   }

@@ -150,12 +150,11 @@ const READ_JOURNAL_LUA = `
 return { redis.call('HGET', KEYS[1], 'jn') or '0', redis.call('HGETALL', KEYS[1] .. ':j') }
 `;
 
-/** KEYS[1] counter; ARGV token, journal count read, base. */
+/** KEYS[1] counter; ARGV token, base. */
 const FINISH_REBUILD_LUA = `
 local lease = redis.call('HGET', KEYS[1], 's')
 if not lease or string.sub(lease, 1, #ARGV[1] + 1) ~= ARGV[1] .. '|' then return 'lost' end
-if (redis.call('HGET', KEYS[1], 'jn') or '0') ~= ARGV[2] then return 'moved' end
-redis.call('HSET', KEYS[1], 'b', ARGV[3])
+redis.call('HSET', KEYS[1], 'b', ARGV[2])
 redis.call('HDEL', KEYS[1], 's', 'jn')
 redis.call('DEL', KEYS[1] .. ':j')
 return 'done'
@@ -273,16 +272,8 @@ export class RedisUsageDedupStore implements UsageDedupStore {
     return { count: String(count), entries };
   }
 
-  async finishRebuild(
-    key: string,
-    token: string,
-    journalCount: string,
-    base: string,
-  ): Promise<'done' | 'moved' | 'lost'> {
-    return (await this.call(() => this.redis.billingCounterFinish(1, key, token, journalCount, base))) as
-      | 'done'
-      | 'moved'
-      | 'lost';
+  async finishRebuild(key: string, token: string, base: string): Promise<'done' | 'lost'> {
+    return (await this.call(() => this.redis.billingCounterFinish(1, key, token, base))) as 'done' | 'lost';
   }
 
   private call<T>(command: () => Promise<T>): Promise<T> {

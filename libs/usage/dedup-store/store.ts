@@ -41,7 +41,7 @@ export interface CounterJournal {
  * counted in the very step that finds it new (`reserve`), uncounted when its reservation is
  * released, and a void subtracts it. A counter that is missing is rebuilt (domain/counter.ts):
  * `beginRebuild` cuts it (delta 0, a journal of every later change), the caller sums the stored
- * events, and `finishRebuild` sets the base only if no change was journaled since it read them.
+ * events and what of the journal they reflect, and `finishRebuild` sets the base under its lease.
  */
 export interface UsageCounterStore {
   readCounters(keys: readonly string[]): Promise<CounterState[]>;
@@ -54,13 +54,8 @@ export interface UsageCounterStore {
     nowMs: number,
   ): Promise<'ready' | 'building' | 'started'>;
   readJournal(key: string): Promise<CounterJournal>;
-  /** 'done': base set; 'moved': a change came since the journal was read; 'lost': not our lease. */
-  finishRebuild(
-    key: string,
-    token: string,
-    journalCount: string,
-    base: string,
-  ): Promise<'done' | 'moved' | 'lost'>;
+  /** 'done': base set; 'lost': not our lease (it lapsed and another took it over). */
+  finishRebuild(key: string, token: string, base: string): Promise<'done' | 'lost'>;
 }
 
 export interface Reservation {

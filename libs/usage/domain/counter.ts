@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Queryable } from '../../db/index.js';
+import type { Database, Queryable } from '../../db/index.js';
 import { ApiError } from '../../errors/index.js';
 import { formatScaled, parseScaled } from '../../money/index.js';
 import type { CounterChange, CounterJournal, UsageCounterStore } from '../dedup-store/store.js';
@@ -11,8 +11,6 @@ const SCALE = 8;
 const ONE = 10n ** BigInt(SCALE);
 /** How long a rebuild's lease holds before another reader may take it over (its holder died). */
 const LEASE_MS = 30_000;
-/** How often a rebuild is tried again when changes keep arriving while it reads the stored events. */
-const MAX_FINISH_TRIES = 50;
 /** How long a reader waits for another's rebuild before answering 503. */
 const WAIT_FOR_OTHER_MS = 30_000;
 
@@ -26,7 +24,7 @@ export interface CounterPeriod {
 
 export interface UsageCounterOptions {
   store: UsageCounterStore;
-  db: Queryable;
+  db: Database;
   items: Pick<SubscriptionItemCache, 'item'>;
   keyPrefix: string;
   /** USAGE_COUNTER: false only to measure ingest without it (bench); reads then sum Postgres. */
@@ -52,9 +50,9 @@ export interface UsageCounterOptions {
  * 1. cut: delta 0 and a journal of every change from then on (the store's beginRebuild);
  * 2. wait until every event reserved before the cut is appended or released (settleMs) and the
  *    pg-sink holds everything appended (eventsCaughtUp);
- * 3. read the journal, then sum the period's events in Postgres: base = that sum minus the
- *    journaled changes Postgres already reflects (events it holds, voids it shows);
- * 4. set the base only if no change was journaled since step 3 read it; otherwise step 3 again.
+ * 3. in one Postgres snapshot taken before the journal is read: base = the period's events minus
+ *    the journaled changes the snapshot already reflects (events it holds, voids it shows);
+ * 4. set the base, under the rebuild's lease.
  *
  * used = base + delta then counts every event once, whatever ingest did meanwhile.
  */
@@ -127,7 +125,7 @@ export class UsageCounter {
     if (!periods.length) return [];
     if (!this.options.enabled) {
       await this.caughtUp();
-      return Promise.all(periods.map(async (period) => (await this.sumStored(period, emptyJournal())).total));
+      return Promise.all(periods.map((period) => this.sumTotal(this.options.db, period)));
     }
     const keys = periods.map((p) => this.keyOf(p.orgId, p.subscriptionItemId, p.startMs));
     const states = await this.options.store.readCounters(keys);
@@ -176,21 +174,23 @@ export class UsageCounter {
     }
   }
 
-  /** Steps 3 and 4 of the class comment, until no change slips between them. */
+  /**
+   * Steps 3 and 4 of the class comment. The sums come from one REPEATABLE READ snapshot, taken by
+   * its first statement before the journal is read: a change journaled after that read belongs to
+   * an event reserved (or a void made) after the snapshot, which Postgres cannot show in it, so
+   * the base never counts what the delta counts, however busy the item.
+   */
   private async finish(key: string, token: string, period: CounterPeriod): Promise<'done' | 'lost'> {
-    const { store } = this.options;
-    for (let tries = 0; tries < MAX_FINISH_TRIES; tries++) {
-      const journal = await store.readJournal(key);
-      const { total, reflected } = await this.sumStored(period, journal);
-      const outcome = await store.finishRebuild(
-        key,
-        token,
-        journal.count,
-        formatScaled(total - reflected, SCALE),
-      );
-      if (outcome !== 'moved') return outcome;
-    }
-    throw unavailable();
+    const { store, db } = this.options;
+    const base = await db.transaction(
+      async (tx) => {
+        const total = await this.sumTotal(tx, period);
+        const journal = await store.readJournal(key);
+        return total - (await this.sumReflected(tx, period, journal));
+      },
+      { isolation: 'repeatable read' },
+    );
+    return store.finishRebuild(key, token, formatScaled(base, SCALE));
   }
 
   private async caughtUp(): Promise<void> {
@@ -203,52 +203,45 @@ export class UsageCounter {
     if (!caughtUp) throw unavailable();
   }
 
+  /** The period's events in Postgres, not voided. */
+  private async sumTotal(db: Queryable, period: CounterPeriod): Promise<bigint> {
+    const { rows } = await db.query<{ total: string }>(
+      `SELECT coalesce(sum(quantity), 0)::text AS total FROM usage_events
+        WHERE org_id = $1 AND subscription_item_id = $2 AND occurred_at >= $3 AND occurred_at < $4
+          AND voided_at IS NULL`,
+      [period.orgId, period.subscriptionItemId, new Date(period.startMs), new Date(period.endMs)],
+    );
+    return parseScaled(rows[0]!.total, SCALE, 'half-even');
+  }
+
   /**
-   * The period's events in Postgres (not voided), and what of the journal Postgres already
-   * reflects: journaled events it holds (voided or not: a void of one is journaled too), minus
-   * journaled voids it shows.
+   * What of the journal Postgres already reflects: journaled events it holds (voided or not: the
+   * void of one is journaled too), minus journaled voids it shows.
    */
-  private async sumStored(
-    period: CounterPeriod,
-    journal: CounterJournal,
-  ): Promise<{ total: bigint; reflected: bigint }> {
+  private async sumReflected(db: Queryable, period: CounterPeriod, journal: CounterJournal): Promise<bigint> {
     const keys: string[] = [];
     const voids: string[] = [];
     for (const field of journal.entries.keys()) {
       if (field.startsWith('e:')) keys.push(field.slice(2));
       else if (field.startsWith('v:')) voids.push(field.slice(2));
     }
-    const { rows } = await this.options.db.query<{ total: string; added: string; voided: string }>(
+    if (!keys.length && !voids.length) return 0n;
+    const { rows } = await db.query<{ added: string; voided: string }>(
       `SELECT (SELECT coalesce(sum(quantity), 0)::text FROM usage_events
-                WHERE org_id = $1 AND subscription_item_id = $2 AND occurred_at >= $3 AND occurred_at < $4
-                  AND voided_at IS NULL) AS total,
+                WHERE org_id = $1 AND subscription_item_id = $2 AND idempotency_key = ANY($3::text[])) AS added,
               (SELECT coalesce(sum(quantity), 0)::text FROM usage_events
-                WHERE org_id = $1 AND subscription_item_id = $2 AND idempotency_key = ANY($5::text[])) AS added,
-              (SELECT coalesce(sum(quantity), 0)::text FROM usage_events
-                WHERE org_id = $1 AND subscription_item_id = $2 AND id = ANY($6::uuid[])
+                WHERE org_id = $1 AND subscription_item_id = $2 AND id = ANY($4::uuid[])
                   AND voided_at IS NOT NULL) AS voided`,
-      [
-        period.orgId,
-        period.subscriptionItemId,
-        new Date(period.startMs),
-        new Date(period.endMs),
-        keys,
-        voids,
-      ],
+      [period.orgId, period.subscriptionItemId, keys, voids],
     );
-    const row = rows[0]!;
     const scaled = (text: string) => parseScaled(text, SCALE, 'half-even');
-    return { total: scaled(row.total), reflected: scaled(row.added) - scaled(row.voided) };
+    return scaled(rows[0]!.added) - scaled(rows[0]!.voided);
   }
 }
 
 /** An exact quantity (1e-8 units, may be negative) as whole units and 1e-8ths, each an integer's text. */
 function parts(amount: bigint): { whole: string; fraction: string } {
   return { whole: (amount / ONE).toString(), fraction: (amount % ONE).toString() };
-}
-
-function emptyJournal(): CounterJournal {
-  return { count: '0', entries: new Map() };
 }
 
 function unavailable(): ApiError {
