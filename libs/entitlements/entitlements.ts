@@ -100,6 +100,14 @@ async function entitlementsOf(
       : [],
   );
   const usedOfMetered = await counter.used(metered satisfies CounterPeriod[]);
+  // the next period's counters, built ahead in the background: no rebuild wait when it begins
+  counter.prepare(
+    items.flatMap((row, i) =>
+      row.usage_type === 'metered' && WITH_ACCESS.has(row.status!)
+        ? [{ orgId, subscriptionItemId: row.subscription_item_id!, ...periodOf(row, periods[i]!.endMs) }]
+        : [],
+    ),
+  );
   const used = new Map(metered.map((period, i) => [period.subscriptionItemId, usedOfMetered[i]!]));
   return items.map((row, i) => {
     const usedNow = used.get(row.subscription_item_id!) ?? 0n;

@@ -16,6 +16,7 @@ import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { startKafkaTestBroker } from '../helpers/kafka-test-broker.js';
 import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
+import { eventually } from '../usage/support.js';
 
 /*
  * Entitlements on real services, in both modes: distributed (Redis counters, Kafka, the sinks into
@@ -174,12 +175,16 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
   it('reads its own writes right after the 201, without the sinks; duplicates and batches count once', async () => {
     const testApi = await start(mode);
     const s = await customer(testApi, { limit: '100' });
-    // the first check builds the counter (nothing stored yet)
-    expect(await check(testApi, s)).toMatchObject({
-      used: '0.00000000',
-      has_access: true,
-      remaining: '100.00000000',
-    });
+    // the first check builds the counter (nothing stored yet), and the next period's in the background
+    const first = await check(testApi, s);
+    expect(first).toMatchObject({ used: '0.00000000', has_access: true, remaining: '100.00000000' });
+    const next = {
+      orgId: s.org.orgId,
+      subscriptionItemId: s.item,
+      startMs: Date.parse(first.period_end),
+      endMs: Date.parse(first.period_end) + 28 * DAY,
+    };
+    await eventually(async () => expect(await testApi.usage.counter.isBuilt(next)).toBe(true), 20_000);
     // the sinks stop: from here on only the counter knows
     if (mode === 'distributed') {
       await sinks!.stop();
@@ -209,12 +214,19 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     expect(batch.statusCode, batch.body).toBeLessThan(300);
     const after = await check(testApi, s);
     expect(after).toMatchObject({ used: '7.75000000', remaining: '92.25000000', has_access: true });
+    // an event dated in the next period counts there, in the counter built ahead, not in this one
+    await post(testApi, s, 4, { at: new Date(next.startMs) });
+    expect((await check(testApi, s)).used).toBe('7.75000000');
+    expect((await testApi.usage.counter.used([next])).map(String)).toEqual(['400000000']);
     if (mode === 'distributed') await startSinks();
     const period = {
       from: new Date(Date.parse(after.period_end) - 40 * DAY),
       to: new Date(after.period_end),
     };
     expect(await stored(testApi, s.item, period.from, period.to)).toBe('7.75000000');
+    expect(await stored(testApi, s.item, new Date(next.startMs), new Date(next.startMs + 1))).toBe(
+      '4.00000000',
+    );
   });
 
   it('the limit reached exactly takes access away; a void gives it back; a canceled subscription has none', async () => {

@@ -59,6 +59,8 @@ export interface UsageCounterOptions {
 export class UsageCounter {
   private readonly now: () => number;
   private readonly rebuilding = new Map<string, Promise<bigint>>();
+  /** Counters this process had built ahead (prepare), so each is asked for once. */
+  private readonly prepared = new Set<string>();
 
   constructor(private readonly options: UsageCounterOptions) {
     this.now = options.now ?? Date.now;
@@ -136,6 +138,32 @@ export class UsageCounter {
           : this.rebuildOnce(keys[i]!, periods[i]!),
       ),
     );
+  }
+
+  /**
+   * Builds these counters in the background if the store does not have them yet: the next period
+   * of items being checked, so the first check after a period ends finds its counter and does not
+   * wait for a rebuild. Exact whenever it runs (the class comment); failures are left to the check.
+   */
+  prepare(periods: readonly CounterPeriod[]): void {
+    if (!this.options.enabled) return;
+    if (this.prepared.size > 100_000) this.prepared.clear();
+    for (const period of periods) {
+      const key = this.keyOf(period.orgId, period.subscriptionItemId, period.startMs);
+      if (this.prepared.has(key)) continue;
+      this.prepared.add(key);
+      this.options.store
+        .readCounters([key])
+        .then(([state]) => (state?.base === null && !state.lease ? this.rebuildOnce(key, period) : undefined))
+        .catch(() => this.prepared.delete(key));
+    }
+  }
+
+  /** Whether the store holds this counter with its base (built). */
+  async isBuilt(period: CounterPeriod): Promise<boolean> {
+    const key = this.keyOf(period.orgId, period.subscriptionItemId, period.startMs);
+    const [state] = await this.options.store.readCounters([key]);
+    return state?.base != null;
   }
 
   /** One rebuild per counter in this process; others here wait for it. */
