@@ -102,6 +102,19 @@ describe.each([
     expect(await store.beginRebuild(counter, 'x', Date.now() + 10_000, Date.now())).toBe('ready');
   });
 
+  it('an abandoned rebuild lets the next reader start at once; only its holder can abandon it', async () => {
+    const counter = fresh();
+    expect(await store.beginRebuild(counter, 'failed', Date.now() + 10_000, Date.now())).toBe('started');
+    await reserve(entry(counter, 'during', '1', '0'));
+    await store.abandonRebuild(counter, 'someone-else');
+    expect(await store.beginRebuild(counter, 'next', Date.now() + 10_000, Date.now())).toBe('building');
+    await store.abandonRebuild(counter, 'failed');
+    expect((await store.readJournal(counter)).entries.size).toBe(0);
+    expect(await store.beginRebuild(counter, 'next', Date.now() + 10_000, Date.now())).toBe('started');
+    expect(await store.finishRebuild(counter, 'failed', '9.00000000')).toBe('lost');
+    expect(await store.finishRebuild(counter, 'next', '1.00000000')).toBe('done');
+  });
+
   it('a lapsed lease is taken over: the holder that died can no longer set a base', async () => {
     const counter = fresh();
     expect(await store.beginRebuild(counter, 'dead', Date.now() - 1, Date.now() - 10)).toBe('started');

@@ -126,6 +126,12 @@ export class MemoryUsageDedupStore implements UsageDedupStore {
     return 'done';
   }
 
+  async abandonRebuild(key: string, token: string): Promise<void> {
+    const counter = this.counters.get(key);
+    if (!counter?.lease?.startsWith(`${token}|`)) return;
+    Object.assign(counter, { lease: null, journalCount: 0, journal: new Map() });
+  }
+
   private counterOf(key: string): Counter {
     let counter = this.counters.get(key);
     if (!counter) {

@@ -150,6 +150,15 @@ const READ_JOURNAL_LUA = `
 return { redis.call('HGET', KEYS[1], 'jn') or '0', redis.call('HGETALL', KEYS[1] .. ':j') }
 `;
 
+/** KEYS[1] counter; ARGV token. */
+const ABANDON_REBUILD_LUA = `
+local lease = redis.call('HGET', KEYS[1], 's')
+if not lease or string.sub(lease, 1, #ARGV[1] + 1) ~= ARGV[1] .. '|' then return 0 end
+redis.call('HDEL', KEYS[1], 's', 'jn')
+redis.call('DEL', KEYS[1] .. ':j')
+return 1
+`;
+
 /** KEYS[1] counter; ARGV token, base. */
 const FINISH_REBUILD_LUA = `
 local lease = redis.call('HGET', KEYS[1], 's')
@@ -169,6 +178,7 @@ type WithUsageScripts = Redis & {
   billingCounterBegin(numberOfKeys: number, ...args: string[]): Promise<string>;
   billingCounterJournal(numberOfKeys: number, key: string): Promise<[string, string[]]>;
   billingCounterFinish(numberOfKeys: number, ...args: string[]): Promise<string>;
+  billingCounterAbandon(numberOfKeys: number, key: string, token: string): Promise<number>;
   billingUsageReplace(
     numberOfKeys: number,
     key: string,
@@ -205,6 +215,7 @@ export class RedisUsageDedupStore implements UsageDedupStore {
       redis.defineCommand('billingCounterBegin', { lua: BEGIN_REBUILD_LUA });
       redis.defineCommand('billingCounterJournal', { lua: READ_JOURNAL_LUA });
       redis.defineCommand('billingCounterFinish', { lua: FINISH_REBUILD_LUA });
+      redis.defineCommand('billingCounterAbandon', { lua: ABANDON_REBUILD_LUA });
     }
     this.redis = redis as WithUsageScripts;
     this.placeholderBucket = `${keyPrefix}usage:uncounted`;
@@ -274,6 +285,10 @@ export class RedisUsageDedupStore implements UsageDedupStore {
 
   async finishRebuild(key: string, token: string, base: string): Promise<'done' | 'lost'> {
     return (await this.call(() => this.redis.billingCounterFinish(1, key, token, base))) as 'done' | 'lost';
+  }
+
+  async abandonRebuild(key: string, token: string): Promise<void> {
+    await this.call(() => this.redis.billingCounterAbandon(1, key, token));
   }
 
   private call<T>(command: () => Promise<T>): Promise<T> {

@@ -56,6 +56,8 @@ export interface UsageCounterStore {
   readJournal(key: string): Promise<CounterJournal>;
   /** 'done': base set; 'lost': not our lease (it lapsed and another took it over). */
   finishRebuild(key: string, token: string, base: string): Promise<'done' | 'lost'>;
+  /** Gives up our rebuild (it failed): the lease and journal go, the next reader cuts again. */
+  abandonRebuild(key: string, token: string): Promise<void>;
 }
 
 export interface Reservation {

@@ -96,7 +96,7 @@ export class UsageCounter {
 
   /**
    * Subtracts a voided event from its period's counter. Called in the void's transaction, before
-   * its commit (so a rebuild that sees the void in Postgres finds it journaled, or tries again);
+   * its commit (so a rebuild whose snapshot shows the void finds it journaled);
    * `undo` puts it back if the transaction then fails.
    */
   async voided(event: {
@@ -190,9 +190,16 @@ export class UsageCounter {
         continue;
       }
       if (begun === 'started') {
-        await sleep(this.options.settleMs);
-        await this.caughtUp();
-        const finished = await this.finish(key, token, period);
+        let finished: 'done' | 'lost';
+        try {
+          await sleep(this.options.settleMs);
+          await this.caughtUp();
+          finished = await this.finish(key, token, period);
+        } catch (error) {
+          // the next check starts over at once instead of waiting for this lease to lapse
+          await store.abandonRebuild(key, token).catch(() => {});
+          throw error;
+        }
         if (finished === 'lost') continue;
       }
       const [state] = await store.readCounters([key]);
