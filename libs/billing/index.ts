@@ -59,6 +59,7 @@ export {
   type RuledProduct,
   type SubscriptionTerms,
   toChangeRead,
+  usageLimitProblems,
 } from './item-set/index.js';
 export { type BillingScheduler, startBillingScheduler } from './jobs/index.js';
 export { type BillableItem, tierProblems } from './pricing/index.js';

@@ -104,6 +104,13 @@ const common = z.object({
   AUTH_CACHE_TTL_SECONDS: positiveInt(30),
   AUTH_CACHE_MAX_ENTRIES: positiveInt(10_000),
   IDEMPOTENCY_TTL_DAYS: positiveInt(30),
+  /**
+   * Whether ingest keeps the per-item period counters the entitlement checks read, in its dedup
+   * step (docs/decisions.md, "Where the entitlement counter lives and why"). false only to
+   * measure ingest without them (bench/entitlements): entitlement reads then sum Postgres after
+   * the pg-sink caught up. The same value in every api and ingest process.
+   */
+  USAGE_COUNTER: flag().default(true),
   SHUTDOWN_TIMEOUT_MS: timerMs(10_000),
 });
 

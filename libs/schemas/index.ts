@@ -29,6 +29,7 @@ export {
   VoidUsageEventRequest,
 } from './credit-note.js';
 export { CreateCustomer, Customer, UpdateCustomer } from './customer.js';
+export { Entitlement } from './entitlement.js';
 export { ErrorBody, FieldError } from './error.js';
 export {
   canonicalUuid,
@@ -112,6 +113,7 @@ export {
   SubscriptionChangeRequest,
   SubscriptionItem,
   type SubscriptionStatus,
+  usageLimitInput,
 } from './subscription.js';
 export { type UpdateShape, updateInputOf } from './update-input.js';
 export {

@@ -23,6 +23,10 @@ export const SubscriptionItem = z
     unit_price: money,
     usage_type: z.enum(['licensed', 'metered']),
     included_units: decimal8,
+    usage_limit: decimal8.nullable().meta({
+      description:
+        'Metered items only: the usage per billing period the entitlement check allows (has_access false from there); null: no limit.',
+    }),
   })
   .meta({ id: 'PublicSubscriptionItem' });
 export type SubscriptionItem = z.output<typeof SubscriptionItem>;
@@ -33,6 +37,7 @@ export const PendingChangeItem = z
     product_id: integerId,
     quantity: z.number().int(),
     included_units: decimal8,
+    usage_limit: decimal8.nullable(),
   })
   .meta({ id: 'PendingChangeItem' });
 
@@ -79,6 +84,20 @@ export type Subscription = z.output<typeof Subscription>;
 
 const MAX_ID = Number.MAX_SAFE_INTEGER;
 
+/**
+ * A usage limit as a request gives it: a non-negative decimal (a string, or a whole JSON number),
+ * like included_units, or null for no limit.
+ */
+export const usageLimitInput = z
+  .union([z.string(), z.number().refine(Number.isSafeInteger, 'Send a decimal as a string ("2.5").')])
+  .transform((value) => (typeof value === 'number' ? String(value) : value.trim()))
+  .pipe(
+    z
+      .string()
+      .regex(/^\d{1,30}(\.\d{1,8})?$/, 'Must be a non-negative decimal with at most 8 fractional digits.'),
+  )
+  .nullable();
+
 export const SubscriptionChangeItem = z
   .strictObject({
     id: integerId.max(MAX_ID).optional().meta({ description: 'Keeps this item of the subscription.' }),
@@ -103,6 +122,10 @@ export const SubscriptionChangeItem = z
       )
       .optional()
       .meta({ description: 'Metered items only: usage per period that is not charged.' }),
+    usage_limit: usageLimitInput.optional().meta({
+      description:
+        'Metered items only: the usage per billing period the entitlement check allows; null clears it. Default: the kept limit, or none for an added item.',
+    }),
   })
   .superRefine((entry, ctx) => {
     if ((entry.id === undefined) === (entry.product_id === undefined)) {

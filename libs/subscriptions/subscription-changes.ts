@@ -351,7 +351,7 @@ function scheduledOutcome(
   return {
     answer: {
       subscription: subscriptionAfterChange(state, planned.current, {
-        items: planned.items,
+        items: planned.items.map((item) => ({ ...item, usage_limit: item.usage_limit ?? null })),
         effective_at: effectiveAt,
       }),
       proration_lines: [],

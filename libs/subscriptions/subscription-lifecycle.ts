@@ -22,6 +22,7 @@ import {
   subscriptionEventData,
   UnbillableError,
   type UsageForTransaction,
+  usageLimitProblems,
 } from '../billing/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError, type FieldError } from '../errors/index.js';
@@ -34,6 +35,7 @@ import {
   HORIZON_MS,
   type Subscription,
   type SubscriptionStatus,
+  usageLimitInput,
 } from '../schemas/index.js';
 import { getSubscription } from './subscriptions.js';
 
@@ -47,6 +49,8 @@ export const NewSubscriptionItem = z.strictObject({
   quantity: z.number().int().min(0).max(1_000_000).optional(),
   /** Metered items only: usage per period that is not charged. */
   included_units: quantityInput.optional(),
+  /** Metered items only: the usage per period the entitlement check allows; null or absent: none. */
+  usage_limit: usageLimitInput.optional(),
   /** Default: the product's unit price (linear prices; tiered prices use the product's tiers). */
   unit_price: moneyInput.optional(),
 });
@@ -221,6 +225,7 @@ function assertItemsObeyTheRules(
     ...items.flatMap(({ item, product }, index) => [
       ...productProblems(product, terms, `items.${index}`, { checkActive: true }),
       ...includedUnitsProblems(isMetered(product), item, `items.${index}`),
+      ...usageLimitProblems(isMetered(product), item, `items.${index}`),
     ]),
   );
   problems.push(...periodicItemProblems(items.map(({ product }) => product.pricing_type)));
@@ -325,10 +330,10 @@ async function insertItems(
 ): Promise<void> {
   await tx.query(
     `INSERT INTO subscription_items (org_id, subscription_id, product_id, quantity, unit_price, usage_type,
-       included_units)
-     SELECT $1, $2, product_id, quantity, unit_price, usage_type, included_units
+       included_units, usage_limit)
+     SELECT $1, $2, product_id, quantity, unit_price, usage_type, included_units, usage_limit
        FROM jsonb_to_recordset($3::jsonb) AS x(product_id bigint, quantity integer, unit_price numeric,
-            usage_type text, included_units numeric)`,
+            usage_type text, included_units numeric, usage_limit numeric)`,
     [
       orgId,
       subscriptionId,
@@ -341,6 +346,7 @@ async function insertItems(
             unit_price: item.unit_price ?? product.unit_price,
             usage_type: metered ? 'metered' : 'licensed',
             included_units: metered ? (item.included_units ?? '0') : '0',
+            usage_limit: metered ? (item.usage_limit ?? null) : null,
           };
         }),
       ),

@@ -79,7 +79,7 @@ async function itemsBySubscription(
   if (subscriptionIds.length === 0) return grouped;
   const { rows } = await db.query<ItemRow>(
     `SELECT si.subscription_id, si.id AS subscription_item_id, si.product_id, p.name AS product_name, si.quantity,
-            si.unit_price, si.usage_type, si.included_units
+            si.unit_price, si.usage_type, si.included_units, si.usage_limit::text AS usage_limit
        FROM subscription_items si JOIN products p ON p.org_id = si.org_id AND p.id = si.product_id
       WHERE si.org_id = $1 AND si.subscription_id = ANY($2::bigint[]) AND si.removed_at IS NULL
       ORDER BY si.subscription_id, si.id`,
@@ -112,7 +112,11 @@ async function pendingChanges(
     [orgId, subscriptionIds],
   );
   for (const row of rows) {
-    pending.set(row.subscription_id, { items: row.items, effective_at: row.effective_at.toISOString() });
+    pending.set(row.subscription_id, {
+      // an entry stores a usage limit only when it has one
+      items: row.items.map((item) => ({ ...item, usage_limit: item.usage_limit ?? null })),
+      effective_at: row.effective_at.toISOString(),
+    });
   }
   return pending;
 }

@@ -2,7 +2,7 @@
  * Usage events: taken in, deduplicated, logged, stored, aggregated and read back.
  *
  *   domain/       the ingest rules (ingest.ts), requests, events and their ids, the item cache,
- *                 listing and voiding stored events
+ *                 listing and voiding stored events, the per-item period counters (counter.ts)
  *   wire/         request bodies and response bodies of the usage routes, shared by both front ends
  *   dedup-store/  where accepted idempotency keys live (Redis, or memory when embedded)
  *   event-log/    the durable log every accepted event and void goes through (Kafka, in-process)
@@ -28,6 +28,7 @@ export {
 export { MemoryUsageDedupStore } from './dedup-store/memory.js';
 export { RedisUsageDedupStore } from './dedup-store/redis.js';
 export type { UsageDedupStore } from './dedup-store/store.js';
+export { type CounterPeriod, UsageCounter } from './domain/counter.js';
 export {
   decodeLogMessage,
   encodeLogMessages,
@@ -43,6 +44,7 @@ export {
   type UsageIngestOptions,
 } from './domain/ingest.js';
 export { SubscriptionItemCache } from './domain/items.js';
+export { type ItemSchedule, periodAt } from './domain/periods.js';
 export {
   getUsageEvent,
   listUsageEvents,
@@ -57,6 +59,7 @@ export type { UsageEventLog } from './event-log/log.js';
 export {
   type OpenedUsageAggregator,
   openUsageAggregator,
+  openUsageCounter,
   openUsageEventLog,
   openUsageIngest,
   startUsageSinks,

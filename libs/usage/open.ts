@@ -1,6 +1,6 @@
 import { type ClickHouse, openClickHouse } from '../clickhouse/index.js';
 import { type CommonConfig, reaching } from '../config/index.js';
-import type { Queryable } from '../db/index.js';
+import type { Database, Queryable } from '../db/index.js';
 import { type Admin, createKafka, ensureTopic, type Kafka, kafkaCheck } from '../kafka/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import { clickhouseCheck, type DependencyCheck } from '../observability/index.js';
@@ -14,6 +14,8 @@ import {
 } from './aggregation/read-stores.js';
 import { MemoryUsageDedupStore } from './dedup-store/memory.js';
 import { RedisUsageDedupStore } from './dedup-store/redis.js';
+import type { UsageDedupStore } from './dedup-store/store.js';
+import { UsageCounter } from './domain/counter.js';
 import { UsageIngest } from './domain/ingest.js';
 import { SubscriptionItemCache } from './domain/items.js';
 import { InProcessUsageEventLog } from './event-log/in-process.js';
@@ -96,12 +98,42 @@ export async function openUsageAggregator(
 /** The ingest core with its ports, as one process uses it. */
 export interface UsagePipeline {
   ingest: UsageIngest;
+  /** The per-item period counters ingest keeps (the entitlement check's `used`). */
+  counter: UsageCounter;
   /** What the usage read-back (and voids) go through, on the same log as ingest. */
   readStores: UsageReadStores;
   /** Dependencies beyond the platform's that serving usage needs (Kafka when it is the log). */
   checks(): DependencyCheck[];
   /** After the HTTP front ends drained: key releases still on their way, the log's last batch, connections. */
   close(): Promise<void>;
+}
+
+/**
+ * The per-item period counters on `store` (the dedup store ingest counts in), rebuilt from the
+ * Postgres `readStores` reads; set as `readStores.counter`, which voids subtract from.
+ */
+export function openUsageCounter(
+  config: Pick<
+    CommonConfig,
+    'REDIS_KEY_PREFIX' | 'USAGE_COUNTER' | 'KAFKA_BROKERS' | 'KAFKA_ACK_TIMEOUT_MS' | 'KAFKA_LINGER_MS'
+  >,
+  db: Database,
+  store: UsageDedupStore,
+  readStores: UsageReadStores,
+  items: SubscriptionItemCache = new SubscriptionItemCache(db, ITEM_CACHE),
+): UsageCounter {
+  const counter = new UsageCounter({
+    store,
+    db,
+    items,
+    keyPrefix: config.REDIS_KEY_PREFIX,
+    enabled: config.USAGE_COUNTER,
+    eventsCaughtUp: (timeoutMs) => readStores.eventsCaughtUp(timeoutMs),
+    // an event reserved before a rebuild's cut is on the log, or released, within this
+    settleMs: config.KAFKA_BROKERS ? config.KAFKA_ACK_TIMEOUT_MS + config.KAFKA_LINGER_MS + 200 : 200,
+  });
+  readStores.counter = counter;
+  return counter;
 }
 
 /** How long an item's usage type is cached; unknown items for less, so a new item is found soon. */
@@ -123,18 +155,22 @@ export async function openUsageIngest(
 
   const { eventLog, clickhouse } = await openUsageEventLog(config, db, log, options.listeners);
 
+  const items = new SubscriptionItemCache(db, ITEM_CACHE);
+  const readStores = openUsageReadStores(config, db, eventLog, log);
+  const counter = openUsageCounter(config, db, store, readStores, items);
   const ingest = new UsageIngest({
     store,
     log: eventLog,
-    items: new SubscriptionItemCache(db, ITEM_CACHE),
+    items,
+    counter,
     rateLimiter: platform.rateLimiter,
     keyPrefix: config.REDIS_KEY_PREFIX,
     idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_DAYS * 86_400,
     logger: log,
   });
-  const readStores = openUsageReadStores(config, db, eventLog, log);
   return {
     ingest,
+    counter,
     readStores,
     checks: () => [
       ...eventLog.checks(),

@@ -131,7 +131,13 @@ describe('POST /subscriptions/{id}/changes', () => {
     expect(change).toMatchObject({ proration_lines: [], effective_at: subscription.current_period_end });
     expect(change.subscription.pending_change).toEqual({
       items: [
-        { id: subscription.items[0]!.id, product_id: seats, quantity: 1, included_units: '0.00000000' },
+        {
+          id: subscription.items[0]!.id,
+          product_id: seats,
+          quantity: 1,
+          included_units: '0.00000000',
+          usage_limit: null,
+        },
       ],
       effective_at: subscription.current_period_end,
     });

@@ -101,6 +101,7 @@ describe('GET /subscriptions', () => {
         unit_price: '49.99000000',
         usage_type: 'licensed',
         included_units: '0.00000000',
+        usage_limit: null,
       },
       {
         id: scenario.meteredItemIds[0],
@@ -110,6 +111,7 @@ describe('GET /subscriptions', () => {
         unit_price: '0.00125000',
         usage_type: 'metered',
         included_units: '1000.00000000',
+        usage_limit: null,
       },
       expect.objectContaining({ id: scenario.meteredItemIds[1], usage_type: 'metered' }),
     ]);

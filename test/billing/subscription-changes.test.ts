@@ -342,7 +342,7 @@ describe('subscription changes, billed by the run', () => {
     expect(replaced.effective_at).toBe('2026-04-01T00:00:00.000Z');
     expect(replaced.subscription.items[0]!.quantity).toBe(2);
     expect(replaced.subscription.pending_change).toEqual({
-      items: [{ id, product_id: seats, quantity: 7, included_units: '0.00000000' }],
+      items: [{ id, product_id: seats, quantity: 7, included_units: '0.00000000', usage_limit: null }],
       effective_at: '2026-04-01T00:00:00.000Z',
     });
     expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
@@ -685,7 +685,7 @@ describe('subscription changes, billed by the run', () => {
       '2026-03-14T00:00:00Z',
     );
     expect(scheduled.subscription.pending_change?.items).toEqual([
-      { id, product_id: seats, quantity: 2, included_units: '0.00000000' },
+      { id, product_id: seats, quantity: 2, included_units: '0.00000000', usage_limit: null },
     ]);
     await billAt(orgId, '2026-04-01T00:00:00Z');
     const after = await getSubscription(database.db, orgId, subscription.id);

@@ -21,6 +21,7 @@ const TOOL_NAMES = [
   'get_credit_balance',
   'list_alerts',
   'list_credit_notes',
+  'get_entitlements',
 ];
 
 function isoDate(offsetDays: number): string {
@@ -272,6 +273,19 @@ describe('the official MCP SDK client against the endpoint', () => {
     const alerts = await call('list_alerts', { customer_id: customerId });
     expect(alerts.total).toBe(1);
     expect(alerts.alerts).toEqual((await rest(`/alerts?customer_id=${customerId}`)) as unknown as unknown[]);
+
+    // entitlements: what GET /customers/{id}/entitlements answers, one product's too
+    const entitlements = await call('get_entitlements', { customer_id: customerId });
+    const listed = (await rest(`/customers/${customerId}/entitlements`)) as unknown as {
+      product_id: number;
+    }[];
+    expect(listed.length).toBeGreaterThan(0);
+    expect(entitlements.data).toEqual(listed);
+    const one = await call('get_entitlements', {
+      customer_id: customerId,
+      product_id: listed[0]!.product_id,
+    });
+    expect(one.data).toEqual(await rest(`/customers/${customerId}/entitlements/${listed[0]!.product_id}`));
   });
 
   it('list_credit_notes: what GET /invoices/{id}/credit-notes lists, by invoice or by customer', async () => {

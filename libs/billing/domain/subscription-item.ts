@@ -10,6 +10,8 @@ export interface ItemToShow {
   unit_price: string;
   usage_type: 'licensed' | 'metered';
   included_units: string;
+  /** Metered items: the usage limit of a period (entitlements); null or absent: none. */
+  usage_limit?: string | null;
 }
 
 /**
@@ -25,5 +27,9 @@ export function publicSubscriptionItem(item: ItemToShow): SubscriptionItem {
     unit_price: formatMoney(parseMoney(item.unit_price)),
     usage_type: item.usage_type,
     included_units: formatMoney(parseMoney(item.included_units)),
+    usage_limit:
+      item.usage_limit === null || item.usage_limit === undefined
+        ? null
+        : formatMoney(parseMoney(item.usage_limit)),
   };
 }

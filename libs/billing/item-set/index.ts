@@ -6,6 +6,7 @@ export {
   productProblems,
   type RuledProduct,
   type SubscriptionTerms,
+  usageLimitProblems,
 } from './item-rules.js';
 export type { ChangingSubscription, ResolvedEntry } from './item-set.js';
 export {

@@ -28,6 +28,7 @@ export interface SubscriptionTerms {
 export interface ItemSettings {
   quantity?: number | undefined;
   included_units?: string | undefined;
+  usage_limit?: string | null | undefined;
 }
 
 const problem = (field: string, message: string): FieldError => ({ field, message, code: 'invalid_value' });
@@ -86,6 +87,15 @@ export function productProblems(
 export function includedUnitsProblems(metered: boolean, settings: ItemSettings, at: string): FieldError[] {
   if (metered || settings.included_units === undefined || !/[1-9]/.test(settings.included_units)) return [];
   return [problem(`${at}.included_units`, 'Only metered items (usage-priced products) have included units.')];
+}
+
+/**
+ * Only a metered item has a usage limit (what the entitlement check compares its period's usage
+ * with); null (no limit) is what every item has, so that value sent back is no problem.
+ */
+export function usageLimitProblems(metered: boolean, settings: ItemSettings, at: string): FieldError[] {
+  if (metered || settings.usage_limit === undefined || settings.usage_limit === null) return [];
+  return [problem(`${at}.usage_limit`, 'Only metered items (usage-priced products) have a usage limit.')];
 }
 
 /**

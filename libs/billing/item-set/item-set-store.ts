@@ -17,6 +17,7 @@ export interface BillableItemRow {
   unit_price: string;
   usage_type: 'licensed' | 'metered';
   included_units: string;
+  usage_limit: string | null;
   product_name: string;
   unit_label: string;
   currency: string;
@@ -63,7 +64,7 @@ export function billableItemsSql(
   const s = subscription ?? 'item_s';
   return `SELECT si.subscription_id, si.id AS subscription_item_id, si.product_id, si.quantity,
             si.unit_price::text AS unit_price, si.usage_type, si.included_units::text AS included_units,
-            p.name AS product_name, p.unit_label, p.currency, p.pricing_type, p.pricing_model, p.pricing_scheme,
+            si.usage_limit::text AS usage_limit, p.name AS product_name, p.unit_label, p.currency, p.pricing_type, p.pricing_model, p.pricing_scheme,
             p.pricing_mode, ${productTiersSql('p')} AS tiers, si.org_id, si.started_at, si.removed_at,
             si.base_period_start, si.base_quantity, si.base_unit_price::text AS base_unit_price,
             si.base_included_units::text AS base_included_units
@@ -86,6 +87,7 @@ export function toBillableItem(row: BillableItemRow): BillableItem {
     quantity: row.quantity,
     unit_price: row.unit_price,
     included_units: row.included_units,
+    usage_limit: row.usage_limit ?? null,
     pricing: {
       pricing_model: row.pricing_model,
       pricing_scheme: row.pricing_scheme,
@@ -287,6 +289,7 @@ export function itemSetWriteCtes(
     (plan) => plan.updates,
     ({ base, ...update }) => ({
       ...update,
+      usage_limit: update.usage_limit ?? null,
       base_period_start: base?.period_start.toISOString() ?? null,
       base_quantity: base?.quantity ?? null,
       base_unit_price: base?.unit_price ?? null,
@@ -302,6 +305,7 @@ export function itemSetWriteCtes(
       unit_price: item.unit_price,
       usage_type: item.usage_type,
       included_units: item.included_units,
+      usage_limit: item.usage_limit ?? null,
       started_at: item.started_at?.toISOString() ?? null,
       base_period_start: item.base?.period_start.toISOString() ?? null,
       base_quantity: item.base?.quantity ?? null,
@@ -315,22 +319,25 @@ export function itemSetWriteCtes(
   );
   return `items_updated AS (
      UPDATE subscription_items si
-        SET quantity = x.quantity, included_units = x.included_units, removed_at = x.removed_at,
+        SET quantity = x.quantity, included_units = x.included_units, usage_limit = x.usage_limit,
+            removed_at = x.removed_at,
             base_period_start = x.base_period_start, base_quantity = x.base_quantity,
             base_unit_price = x.base_unit_price, base_included_units = x.base_included_units, updated_at = now()
        FROM jsonb_to_recordset(${param(updates)}::jsonb) AS x(org_id bigint, subscription_id bigint, id bigint,
-            quantity integer, included_units numeric, removed_at timestamptz, base_period_start timestamptz,
+            quantity integer, included_units numeric, usage_limit numeric, removed_at timestamptz,
+            base_period_start timestamptz,
             base_quantity integer, base_unit_price numeric, base_included_units numeric)
       WHERE si.org_id = x.org_id AND si.subscription_id = x.subscription_id AND si.id = x.id AND ${onlyIf}
    ), items_added AS (
      INSERT INTO subscription_items (id, org_id, subscription_id, product_id, quantity, unit_price, usage_type,
-       included_units, started_at, base_period_start, base_quantity, base_unit_price, base_included_units)
+       included_units, usage_limit, started_at, base_period_start, base_quantity, base_unit_price,
+       base_included_units)
      SELECT x.id, x.org_id, x.subscription_id, x.product_id, x.quantity, x.unit_price, x.usage_type,
-            x.included_units, x.started_at, x.base_period_start, x.base_quantity, x.base_unit_price,
+            x.included_units, x.usage_limit, x.started_at, x.base_period_start, x.base_quantity, x.base_unit_price,
             x.base_included_units
        FROM jsonb_to_recordset(${param(added)}::jsonb) AS x(org_id bigint, subscription_id bigint, id bigint,
             product_id bigint, quantity integer, unit_price numeric, usage_type text, included_units numeric,
-            started_at timestamptz, base_period_start timestamptz, base_quantity integer, base_unit_price numeric,
+            usage_limit numeric, started_at timestamptz, base_period_start timestamptz, base_quantity integer, base_unit_price numeric,
             base_included_units numeric)
       WHERE ${onlyIf}
    ), proration_lines_added AS (

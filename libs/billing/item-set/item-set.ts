@@ -22,6 +22,8 @@ export interface ItemSetEntry {
   product_id?: number | undefined;
   quantity?: number | undefined;
   included_units?: string | undefined;
+  /** undefined: keep the item's (none for an added item); null: clear it. */
+  usage_limit?: string | null | undefined;
 }
 
 /** An entry checked and completed: what a pending change stores and shows. */
@@ -31,6 +33,8 @@ export interface ResolvedEntry {
   product_id: number;
   quantity: number;
   included_units: string;
+  /** Metered items: the usage limit per period (entitlements); absent: none. */
+  usage_limit?: string;
 }
 
 export interface ChangingSubscription {

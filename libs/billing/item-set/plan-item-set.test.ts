@@ -27,6 +27,7 @@ const keep = (item: BillableItem, changes: Partial<ResolvedEntry> = {}): Resolve
   product_id: item.product_id,
   quantity: item.quantity,
   included_units: item.included_units,
+  ...(item.usage_limit ? { usage_limit: item.usage_limit } : {}),
   ...changes,
 });
 const add = (productId: number, changes: Partial<ResolvedEntry> = {}): ResolvedEntry => ({

@@ -39,6 +39,8 @@ interface ItemUpdate {
   id: number;
   quantity: number;
   included_units: string;
+  /** Entitlements only: no billing term, no proration line. Absent or null: none. */
+  usage_limit?: string | null;
   removed_at: string | null;
   base: ItemBase | null;
 }
@@ -138,14 +140,33 @@ function changeOfItem(
   change: ChangeTerms,
 ): { update: ItemUpdate; lines: ProrationLine[] }[] {
   const after = entry
-    ? { ...item, quantity: entry.quantity, included_units: entry.included_units }
+    ? {
+        ...item,
+        quantity: entry.quantity,
+        included_units: entry.included_units,
+        usage_limit: entry.usage_limit ?? null,
+      }
     : undefined;
   if (
     after &&
     after.quantity === item.quantity &&
     units(after.included_units) === units(item.included_units)
   ) {
-    return [];
+    // A new usage limit alone is no billing term: the item is written with it, nothing charged.
+    if (sameLimit(after.usage_limit, item.usage_limit)) return [];
+    return [
+      {
+        update: {
+          id: item.subscription_item_id,
+          quantity: item.quantity,
+          included_units: item.included_units,
+          ...limitField(after.usage_limit),
+          removed_at: null,
+          base: item.base ?? null,
+        },
+        lines: [],
+      },
+    ];
   }
   const lines =
     change.mode === 'prorate'
@@ -157,6 +178,7 @@ function changeOfItem(
         id: item.subscription_item_id,
         quantity: after?.quantity ?? item.quantity,
         included_units: after?.included_units ?? item.included_units,
+        ...limitField(after ? after.usage_limit : item.usage_limit),
         removed_at: after ? null : change.at.toISOString(),
         base: baseAfterChange(item, after, change),
       },
@@ -231,6 +253,7 @@ function newItem(
     quantity: entry.quantity,
     unit_price: product.unit_price,
     included_units: units(entry.included_units),
+    ...limitField(entry.usage_limit),
     pricing: {
       pricing_model: product.pricing_model,
       pricing_scheme: product.pricing_scheme,
@@ -333,6 +356,7 @@ function itemsAfterPlan(
             ...item,
             quantity: update.quantity,
             included_units: update.included_units,
+            usage_limit: update.usage_limit,
             removed_at: update.removed_at ? new Date(update.removed_at) : null,
             base: update.base,
           }
@@ -363,4 +387,15 @@ export function endItemsAt(
 ): { items: BillableItem[]; lines: ProrationLine[] } {
   const plan = planItemSet(subscription, items, [], NOTHING_NAMED, context);
   return { items: itemsAfterPlan(items, plan), lines: plan.proration_lines };
+}
+
+/** Two usage limits alike (null: none), compared exactly. */
+function sameLimit(a: string | null | undefined, b: string | null | undefined): boolean {
+  if (a === null || a === undefined || b === null || b === undefined) return (a ?? null) === (b ?? null);
+  return units(a) === units(b);
+}
+
+/** An update's limit, left out when there is none (the write stores null then). */
+function limitField(limit: string | null | undefined): { usage_limit?: string } {
+  return limit === null || limit === undefined ? {} : { usage_limit: limit };
 }

@@ -9,6 +9,7 @@ import {
   productProblems,
   type RuledProduct,
   type SubscriptionTerms,
+  usageLimitProblems,
 } from './item-rules.js';
 import {
   type ChangeCatalog,
@@ -97,11 +98,13 @@ function keptEntry(
       product_id: item.product_id,
       quantity: metered ? item.quantity : (entry.quantity ?? item.quantity),
       included_units: units(metered ? (entry.included_units ?? item.included_units) : '0'),
+      ...limitOf(metered, entry.usage_limit === undefined ? (item.usage_limit ?? null) : entry.usage_limit),
     },
     pricingType: item.pricing_type,
     problems: [
       ...meteredQuantityProblems(`Item ${item.subscription_item_id}`, metered, entry, at),
       ...includedUnitsProblems(metered, entry, at),
+      ...usageLimitProblems(metered, entry, at),
     ],
   };
 }
@@ -119,6 +122,7 @@ function addedEntry(
     ...productProblems(product, terms, at, options),
     ...meteredQuantityProblems(`Product ${product.id}`, metered, entry, at),
     ...includedUnitsProblems(metered, entry, at),
+    ...usageLimitProblems(metered, entry, at),
   ];
   if (options.checkActive) {
     for (const priceProblem of productPriceProblems({ unit_price: product.unit_price })) {
@@ -131,8 +135,14 @@ function addedEntry(
       product_id: product.id,
       quantity: metered ? 1 : (entry.quantity ?? 1),
       included_units: units(metered ? (entry.included_units ?? '0') : '0'),
+      ...limitOf(metered, entry.usage_limit ?? null),
     },
     pricingType: product.pricing_type,
     problems,
   };
+}
+
+/** A metered item's usage limit, exact to 8 digits, as a field; none (left out) for a licensed item. */
+function limitOf(metered: boolean, limit: string | null): { usage_limit?: string } {
+  return metered && limit !== null ? { usage_limit: units(limit) } : {};
 }

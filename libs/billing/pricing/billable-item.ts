@@ -16,6 +16,8 @@ export interface BillableItem {
   /** The subscribed price (copied from the product at subscription time): linear prices use it. */
   unit_price: string;
   included_units: string;
+  /** Metered items: the usage limit of a period (entitlements; no billing term); null: none. */
+  usage_limit?: string | null;
   /** The product's price structure; tiers come from the product. */
   pricing: Omit<ProductPricing, 'unit_price'>;
   /** Added by a subscription change at this instant (DESIGN §9.2); null: since the start. */

@@ -188,7 +188,14 @@ export async function markProrationLinesInvoiced(
 export interface DueChange {
   subscription_id: number;
   org_id: number;
-  items: { id: number | null; product_id: number; quantity: number; included_units: string }[];
+  items: {
+    id: number | null;
+    product_id: number;
+    quantity: number;
+    included_units: string;
+    /** Absent: none (a change scheduled before migration 017 had none either). */
+    usage_limit?: string;
+  }[];
   effective_at: Date;
 }
 

@@ -5,6 +5,7 @@ import { clickhouseCommands } from './clickhouse.js';
 import { creditCommands } from './credit.js';
 import { creditNoteCommands } from './credit-note.js';
 import { customerCommands } from './customer.js';
+import { entitlementCommands } from './entitlement.js';
 import { invoiceCommands } from './invoice.js';
 import { keyCommands } from './key.js';
 import { migrateCommand } from './migrate.js';
@@ -25,6 +26,7 @@ export const COMMANDS: Command[] = [
   ...customerCommands,
   ...creditCommands,
   ...alertCommands,
+  ...entitlementCommands,
   ...subscriptionCommands,
   ...billingCommands,
   ...invoiceCommands,

@@ -2,6 +2,7 @@ import { listAlertsTool } from './alerts.js';
 import { listCreditNotesTool } from './credit-notes.js';
 import { getCreditBalanceTool } from './credits.js';
 import { getCustomerTool, listCustomersTool } from './customers.js';
+import { getEntitlementsTool } from './entitlements.js';
 import { listInvoicesTool, recentPaymentsTool } from './invoices.js';
 import { listProductsTool } from './products.js';
 import { revenueSummaryTool } from './revenue.js';
@@ -23,6 +24,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
   getCreditBalanceTool,
   listAlertsTool,
   listCreditNotesTool,
+  getEntitlementsTool,
 ];
 
 export { isOverdue } from './invoices.js';

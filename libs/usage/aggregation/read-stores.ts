@@ -4,6 +4,7 @@ import type { Queryable } from '../../db/index.js';
 import { DependencyGuard } from '../../dependency-guard/index.js';
 import { type Admin, createKafka } from '../../kafka/index.js';
 import type { Logger } from '../../log/index.js';
+import type { UsageCounter } from '../domain/counter.js';
 import type { UsageEventLog } from '../event-log/log.js';
 import { waitForSinkCatchUp } from '../sinks/catch-up.js';
 import { POSTGRES_SINK_NAME } from '../sinks/postgres.js';
@@ -27,6 +28,8 @@ export interface UsageReadStores {
   eventsCaughtUp(timeoutMs: number): Promise<boolean>;
   /** The log voids are appended to, after their event. */
   eventLog: UsageEventLog;
+  /** The per-item period counters a void subtracts from (set by openUsageIngest). */
+  counter?: UsageCounter;
   close(): Promise<void>;
 }
 
@@ -59,7 +62,8 @@ export function openUsageReadStores(
   const distributed = Boolean(config.KAFKA_BROKERS);
   const aggregator = new PostgresDailyTotalsAggregator(db);
   const sink = POSTGRES_SINK_NAME;
-  let admin: Admin | undefined;
+  // one connection for every caller: concurrent callers wait for the same connect
+  let admin: Promise<Admin> | undefined;
   return {
     aggregator,
     async asOf() {
@@ -69,14 +73,17 @@ export function openUsageReadStores(
     async eventsCaughtUp(timeoutMs) {
       if (!config.KAFKA_BROKERS) return true;
       if (!admin) {
-        admin = createKafka({
+        const created = createKafka({
           brokers: config.KAFKA_BROKERS,
           clientId: `${config.KAFKA_CLIENT_ID}-read-back`,
         }).admin();
-        await admin.connect();
+        admin = created.connect().then(() => created);
+        admin.catch(() => {
+          admin = undefined;
+        });
       }
       try {
-        await waitForSinkCatchUp(admin, {
+        await waitForSinkCatchUp(await admin, {
           topic: config.KAFKA_USAGE_TOPIC,
           groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}${POSTGRES_SINK_NAME}`,
           timeoutMs,
@@ -90,7 +97,7 @@ export function openUsageReadStores(
     },
     eventLog,
     async close() {
-      await admin?.disconnect();
+      await (await admin?.catch(() => undefined))?.disconnect();
     },
   };
 }

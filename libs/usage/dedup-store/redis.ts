@@ -2,8 +2,48 @@ import { Batcher } from '../../batching/index.js';
 import type { DependencyGuard } from '../../dependency-guard/index.js';
 import { groupByBucket, nthDecision, RATE_LIMIT_LUA } from '../../rate-limit/index.js';
 import { BulkScript, type Redis, type ScriptArgument } from '../../redis/index.js';
-import type { DedupEntry, Reservation, ReservationResult, UsageDedupStore } from './store.js';
+import type {
+  CounterChange,
+  CounterJournal,
+  CounterState,
+  DedupEntry,
+  Reservation,
+  ReservationResult,
+  UsageDedupStore,
+} from './store.js';
 
+/** How long an item's period counter lives from its first change (a missing one is rebuilt). */
+export const COUNTER_TTL_MS = 400 * 86_400_000;
+
+/**
+ * The counter functions every script shares (store.ts, UsageCounterStore). A counter is a hash:
+ * b (base, decimal text, once rebuilt), w and f (the delta: whole units and 1e-8ths), s (the
+ * rebuild's lease) and jn (changes journaled since the rebuild's cut, in the hash `<key>:j`).
+ */
+const COUNTER_LUA = `
+local function count_in(key, whole, fraction, field)
+  -- the hot path: one HINCRBY and one HEXISTS for a whole quantity; the expiry set when the key
+  -- is made (a period is at most a year: the counter outlives it)
+  if redis.call('HINCRBY', key, 'w', whole) == tonumber(whole) then redis.call('PEXPIRE', key, ${COUNTER_TTL_MS}) end
+  if fraction ~= '0' then redis.call('HINCRBY', key, 'f', fraction) end
+  if redis.call('HEXISTS', key, 's') == 1 then
+    local journal = key .. ':j'
+    redis.call('HSET', journal, field, whole .. ':' .. fraction)
+    redis.call('HINCRBY', key, 'jn', 1)
+    redis.call('PEXPIRE', journal, ${COUNTER_TTL_MS})
+  end
+end
+local function uncount(key, whole, fraction, field)
+  if redis.call('HEXISTS', key, 'b') == 1 then
+    redis.call('HINCRBY', key, 'w', whole)
+    redis.call('HINCRBY', key, 'f', fraction)
+  elseif redis.call('HEXISTS', key, 's') == 1 and redis.call('HDEL', key .. ':j', field) == 1 then
+    redis.call('HINCRBY', key, 'w', whole)
+    redis.call('HINCRBY', key, 'f', fraction)
+    redis.call('HINCRBY', key, 'jn', 1)
+  end
+end
+`;
 /**
  * The reservations of many requests in ONE script call (one Redis round trip per turn of the event
  * loop, whatever the number of requests), grouped by bucket so each bucket is counted once
@@ -11,12 +51,15 @@ import type { DedupEntry, Reservation, ReservationResult, UsageDedupStore } from
  *   ARGV[1] record ttl, then per group: limit ('-1': not counted), bucket ttl, requests, then per
  *   request its entry count and one pending record per entry. KEYS: per group its bucket, then one
  *   identity per entry of its requests.
- * Each entry of an allowed request is a SET NX GET. Returns, per group: count before, requests
+ * Each entry of an allowed request is a SET NX GET; an entry found free (a new event) with a
+ * counter (ARGV after its record: counter key or '', whole, fraction, journal field) is counted in
+ * it in the same step (docs/decisions.md, "Where the entitlement counter lives and why"). Returns, per group: count before, requests
  * allowed, then per entry the record found (nil when it was free and is now reserved, or when its
  * request was refused).
  */
 export const RESERVE_LUA = `
 ${RATE_LIMIT_LUA}
+${COUNTER_LUA}
 local k, a = 1, 2
 local out = {}
 local ttl = ARGV[1]
@@ -33,10 +76,13 @@ while a <= #ARGV do
     a = a + 1
     for _ = 1, n do
       local existing = false
-      if r <= allowed then existing = redis.call('SET', KEYS[k], ARGV[a], 'NX', 'GET', 'EX', ttl) end
+      if r <= allowed then
+        existing = redis.call('SET', KEYS[k], ARGV[a], 'NX', 'GET', 'EX', ttl)
+        if not existing and ARGV[a + 1] ~= '' then count_in(ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]) end
+      end
       out[#out + 1] = existing
       k = k + 1
-      a = a + 1
+      a = a + 5
     end
   end
 end
@@ -51,18 +97,88 @@ redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
 return ARGV[2]
 `;
 
-/** KEYS: identities; ARGV: per key its pending record. */
+/**
+ * KEYS: identities; ARGV: per key its pending record, then its counter key (or ''), the negated
+ * whole and fraction, the journal field. A released event is uncounted, only from the counter it
+ * was counted in: one with a base, or the journal of the rebuild under way (an event reserved
+ * before a rebuild's cut is in neither: the cut dropped it).
+ */
 const RELEASE_LUA = `
+${COUNTER_LUA}
 for i = 1, #KEYS do
-  if redis.call('GET', KEYS[i]) == ARGV[i] then redis.call('DEL', KEYS[i]) end
+  local a = (i - 1) * 5 + 1
+  if redis.call('GET', KEYS[i]) == ARGV[a] then
+    redis.call('DEL', KEYS[i])
+    if ARGV[a + 1] ~= '' then uncount(ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]) end
+  end
 end
 return #KEYS
+`;
+
+/** KEYS: counters. Per counter: b, w, f, s. */
+const READ_COUNTERS_LUA = `
+local out = {}
+for i = 1, #KEYS do
+  out[i] = redis.call('HMGET', KEYS[i], 'b', 'w', 'f', 's')
+end
+return out
+`;
+
+/** KEYS[1] counter; ARGV whole, fraction, journal field: a void's change. */
+const ADJUST_LUA = `
+${COUNTER_LUA}
+count_in(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
+return 1
+`;
+
+/** KEYS[1] counter; ARGV token, deadline ms, now ms. The rebuild's cut: delta 0, journal on. */
+const BEGIN_REBUILD_LUA = `
+if redis.call('HEXISTS', KEYS[1], 'b') == 1 then return 'ready' end
+local lease = redis.call('HGET', KEYS[1], 's')
+if lease then
+  local deadline = tonumber(string.match(lease, '|(%d+)$'))
+  if deadline and deadline > tonumber(ARGV[3]) then return 'building' end
+end
+redis.call('HSET', KEYS[1], 's', ARGV[1] .. '|' .. ARGV[2], 'w', 0, 'f', 0, 'jn', 0)
+redis.call('DEL', KEYS[1] .. ':j')
+redis.call('PEXPIRE', KEYS[1], ${COUNTER_TTL_MS})
+return 'started'
+`;
+
+/** KEYS[1] counter: the journal count and the journal, read together. */
+const READ_JOURNAL_LUA = `
+return { redis.call('HGET', KEYS[1], 'jn') or '0', redis.call('HGETALL', KEYS[1] .. ':j') }
+`;
+
+/** KEYS[1] counter; ARGV token. */
+const ABANDON_REBUILD_LUA = `
+local lease = redis.call('HGET', KEYS[1], 's')
+if not lease or string.sub(lease, 1, #ARGV[1] + 1) ~= ARGV[1] .. '|' then return 0 end
+redis.call('HDEL', KEYS[1], 's', 'jn')
+redis.call('DEL', KEYS[1] .. ':j')
+return 1
+`;
+
+/** KEYS[1] counter; ARGV token, base. */
+const FINISH_REBUILD_LUA = `
+local lease = redis.call('HGET', KEYS[1], 's')
+if not lease or string.sub(lease, 1, #ARGV[1] + 1) ~= ARGV[1] .. '|' then return 'lost' end
+redis.call('HSET', KEYS[1], 'b', ARGV[2])
+redis.call('HDEL', KEYS[1], 's', 'jn')
+redis.call('DEL', KEYS[1] .. ':j')
+return 'done'
 `;
 
 const RESERVE = new BulkScript(RESERVE_LUA);
 
 type WithUsageScripts = Redis & {
   billingUsageRelease(numberOfKeys: number, ...args: ScriptArgument[]): Promise<number>;
+  billingCounterRead(numberOfKeys: number, ...keys: string[]): Promise<(string | null)[][]>;
+  billingCounterAdjust(numberOfKeys: number, ...args: string[]): Promise<number>;
+  billingCounterBegin(numberOfKeys: number, ...args: string[]): Promise<string>;
+  billingCounterJournal(numberOfKeys: number, key: string): Promise<[string, string[]]>;
+  billingCounterFinish(numberOfKeys: number, ...args: string[]): Promise<string>;
+  billingCounterAbandon(numberOfKeys: number, key: string, token: string): Promise<number>;
   billingUsageReplace(
     numberOfKeys: number,
     key: string,
@@ -92,6 +208,14 @@ export class RedisUsageDedupStore implements UsageDedupStore {
     if (!('billingUsageRelease' in redis)) {
       redis.defineCommand('billingUsageRelease', { lua: RELEASE_LUA });
       redis.defineCommand('billingUsageReplace', { lua: REPLACE_LUA });
+    }
+    if (!('billingCounterRead' in redis)) {
+      redis.defineCommand('billingCounterRead', { lua: READ_COUNTERS_LUA });
+      redis.defineCommand('billingCounterAdjust', { lua: ADJUST_LUA });
+      redis.defineCommand('billingCounterBegin', { lua: BEGIN_REBUILD_LUA });
+      redis.defineCommand('billingCounterJournal', { lua: READ_JOURNAL_LUA });
+      redis.defineCommand('billingCounterFinish', { lua: FINISH_REBUILD_LUA });
+      redis.defineCommand('billingCounterAbandon', { lua: ABANDON_REBUILD_LUA });
     }
     this.redis = redis as WithUsageScripts;
     this.placeholderBucket = `${keyPrefix}usage:uncounted`;
@@ -124,6 +248,49 @@ export class RedisUsageDedupStore implements UsageDedupStore {
     return this.call(() => this.redis.get(key));
   }
 
+  async readCounters(keys: readonly string[]): Promise<CounterState[]> {
+    if (!keys.length) return [];
+    const rows = await this.call(() => this.redis.billingCounterRead(keys.length, ...keys));
+    return rows.map(([base, whole, fraction, lease]) => ({
+      base: base ?? null,
+      whole: BigInt(whole ?? 0),
+      fraction: BigInt(fraction ?? 0),
+      lease: lease ?? null,
+    }));
+  }
+
+  async adjustCounter(change: CounterChange): Promise<void> {
+    await this.call(() =>
+      this.redis.billingCounterAdjust(1, change.key, change.whole, change.fraction, change.field),
+    );
+  }
+
+  async beginRebuild(
+    key: string,
+    token: string,
+    deadlineMs: number,
+    nowMs: number,
+  ): Promise<'ready' | 'building' | 'started'> {
+    return (await this.call(() =>
+      this.redis.billingCounterBegin(1, key, token, String(deadlineMs), String(nowMs)),
+    )) as 'ready' | 'building' | 'started';
+  }
+
+  async readJournal(key: string): Promise<CounterJournal> {
+    const [count, flat] = await this.call(() => this.redis.billingCounterJournal(1, key));
+    const entries = new Map<string, string>();
+    for (let i = 0; i + 1 < flat.length; i += 2) entries.set(flat[i]!, flat[i + 1]!);
+    return { count: String(count), entries };
+  }
+
+  async finishRebuild(key: string, token: string, base: string): Promise<'done' | 'lost'> {
+    return (await this.call(() => this.redis.billingCounterFinish(1, key, token, base))) as 'done' | 'lost';
+  }
+
+  async abandonRebuild(key: string, token: string): Promise<void> {
+    await this.call(() => this.redis.billingCounterAbandon(1, key, token));
+  }
+
   private call<T>(command: () => Promise<T>): Promise<T> {
     return this.guard ? this.guard.run(command) : command();
   }
@@ -145,7 +312,9 @@ export class RedisUsageDedupStore implements UsageDedupStore {
         args.push(entries.length);
         for (const entry of entries) {
           keys.push(entry.key);
-          args.push(entry.pending);
+          const counter = entry.counter;
+          if (counter) args.push(entry.pending, counter.key, counter.whole, counter.fraction, counter.field);
+          else args.push(entry.pending, '', '', '', '');
         }
       }
     }
@@ -177,10 +346,25 @@ export class RedisUsageDedupStore implements UsageDedupStore {
     for (const entries of batch) {
       for (const entry of entries) {
         keys.push(entry.key);
-        args.push(entry.pending);
+        const counter = entry.counter;
+        if (counter) {
+          args.push(
+            entry.pending,
+            counter.key,
+            negate(counter.whole),
+            negate(counter.fraction),
+            counter.field,
+          );
+        } else args.push(entry.pending, '', '', '', '');
       }
     }
     if (keys.length) await this.call(() => this.redis.billingUsageRelease(keys.length, ...keys, ...args));
     return batch.map(() => undefined);
   }
+}
+
+/** The text of -n for an integer's text. */
+export function negate(integer: string): string {
+  if (integer === '0') return '0';
+  return integer.startsWith('-') ? integer.slice(1) : `-${integer}`;
 }

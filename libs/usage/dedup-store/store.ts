@@ -2,6 +2,62 @@
 export interface DedupEntry {
   key: string;
   pending: string;
+  /** The period counter the event counts in when it is new (domain/counter.ts); none: not counted. */
+  counter?: CounterChange;
+}
+
+/**
+ * A change of an item's period counter: its key, the quantity as whole units and 1e-8ths (each
+ * fits Redis' 64-bit HINCRBY), and the journal field naming it while the counter is rebuilt
+ * (`e:<idempotency key>` for an event, `v:<event id>` for a void).
+ */
+export interface CounterChange {
+  key: string;
+  whole: string;
+  fraction: string;
+  field: string;
+}
+
+/** A counter as stored: `base` set once rebuilt (then used = base + delta), a lease while rebuilding. */
+export interface CounterState {
+  base: string | null;
+  /** The delta since the rebuild's cut, whole units and 1e-8ths. */
+  whole: bigint;
+  fraction: bigint;
+  /** `token|deadline ms` of the rebuild under way, if any. */
+  lease: string | null;
+}
+
+/** The changes counted since a rebuild's cut, and how many there were (a later change moves it). */
+export interface CounterJournal {
+  count: string;
+  /** field -> `whole:fraction` of the change (signed). */
+  entries: Map<string, string>;
+}
+
+/**
+ * The per-item period counters the entitlement check reads (docs/decisions.md, "Where the
+ * entitlement counter lives and why"), kept by the same store as the idempotency keys: an event is
+ * counted in the very step that finds it new (`reserve`), uncounted when its reservation is
+ * released, and a void subtracts it. A counter that is missing is rebuilt (domain/counter.ts):
+ * `beginRebuild` cuts it (delta 0, a journal of every later change), the caller sums the stored
+ * events and what of the journal they reflect, and `finishRebuild` sets the base under its lease.
+ */
+export interface UsageCounterStore {
+  readCounters(keys: readonly string[]): Promise<CounterState[]>;
+  adjustCounter(change: CounterChange): Promise<void>;
+  /** 'ready': it has a base; 'building': another rebuild holds a live lease; 'started': ours. */
+  beginRebuild(
+    key: string,
+    token: string,
+    deadlineMs: number,
+    nowMs: number,
+  ): Promise<'ready' | 'building' | 'started'>;
+  readJournal(key: string): Promise<CounterJournal>;
+  /** 'done': base set; 'lost': not our lease (it lapsed and another took it over). */
+  finishRebuild(key: string, token: string, base: string): Promise<'done' | 'lost'>;
+  /** Gives up our rebuild (it failed): the lease and journal go, the next reader cuts again. */
+  abandonRebuild(key: string, token: string): Promise<void>;
 }
 
 export interface Reservation {
@@ -35,7 +91,7 @@ export interface ReservationResult {
  * append that same event itself), after which the owner can no longer release it, and commits it
  * once the log acknowledged it, so later repeats answer from the store.
  */
-export interface UsageDedupStore {
+export interface UsageDedupStore extends UsageCounterStore {
   reserve(reservation: Reservation): Promise<ReservationResult>;
   /**
    * Puts `next` under `key` for `ttlSeconds` if `expected` is still the record there (a pending

@@ -9,8 +9,9 @@ import {
   rateLimitHeaders,
 } from '../../rate-limit/index.js';
 import type { UsageEvent } from '../../schemas/index.js';
-import type { DedupEntry, UsageDedupStore } from '../dedup-store/store.js';
+import type { CounterChange, DedupEntry, UsageDedupStore } from '../dedup-store/store.js';
 import type { UsageEventLog } from '../event-log/log.js';
+import type { UsageCounter } from './counter.js';
 import {
   decodeDedupRecord,
   dedupKey,
@@ -48,7 +49,12 @@ export type BatchOutcome = { event: UsageEvent } | { error: ApiError };
 export interface UsageIngestOptions {
   store: UsageDedupStore;
   log: UsageEventLog;
-  items: Pick<SubscriptionItemCache, 'lifetime' | 'cached'>;
+  items: Pick<SubscriptionItemCache, 'lifetime' | 'cached' | 'item'>;
+  /**
+   * The per-item period counters the entitlement check reads: each new event is counted in the
+   * reservation itself (docs/decisions.md, "Where the entitlement counter lives and why").
+   */
+  counter?: UsageCounter;
   /**
    * Decides every request's limit: it counts those that never reach the reservation (invalid
    * ones) itself, and plans the count the reservation makes in the same bucket.
@@ -340,10 +346,18 @@ export class UsageIngest {
   ): Promise<{ decision: RateLimitDecision | undefined; resolved: Resolved[] }> {
     const attempt = how.attempt ?? 1;
     const { keyPrefix } = this.options;
-    const entries: DedupEntry[] = candidates.map((candidate) => ({
-      key: dedupKey(keyPrefix, candidate.orgId, candidate.subscriptionItemId, candidate.idempotencyKey),
-      pending: encodeDedupRecord('pending', candidate),
-    }));
+    // without waiting when the cache knows every item (the hot path)
+    let counters = this.counterChanges(candidates);
+    if (counters instanceof Promise) counters = await counters;
+    const entries: DedupEntry[] = candidates.map((candidate, i) => {
+      const entry: DedupEntry = {
+        key: dedupKey(keyPrefix, candidate.orgId, candidate.subscriptionItemId, candidate.idempotencyKey),
+        pending: encodeDedupRecord('pending', candidate),
+      };
+      const counter = counters?.[i];
+      if (counter) entry.counter = counter;
+      return entry;
+    });
     // Known before the reservation: a duplicate in this process that finds our pending record
     // must find us here, even if its reply from the store arrives first.
     for (const candidate of candidates) this.inFlight.set(candidate.id, null);
@@ -415,6 +429,38 @@ export class UsageIngest {
     const failure = results.find((result) => result.status === 'rejected');
     if (failure) throw withHeaders(asApiError(failure.reason), headers);
     return { decision, resolved };
+  }
+
+  /**
+   * The counter each event counts in if it is new: its item's period at its timestamp. The item's
+   * schedule is in the cache the item check just filled; one evicted since is read again.
+   */
+  private counterChanges(
+    candidates: readonly UsageEventRecord[],
+  ): (CounterChange | undefined)[] | undefined | Promise<(CounterChange | undefined)[]> {
+    const { counter, items } = this.options;
+    if (!counter?.enabled) return undefined;
+    const changes: (CounterChange | undefined)[] = new Array(candidates.length);
+    let missing: Promise<void>[] | undefined;
+    candidates.forEach((candidate, i) => {
+      const schedule = items.cached(candidate.orgId, candidate.subscriptionItemId)?.schedule;
+      if (schedule) changes[i] = counter.eventChange(candidate, schedule);
+      else {
+        missing ??= [];
+        missing.push(
+          items.item(candidate.orgId, candidate.subscriptionItemId).then((item) => {
+            if (item) changes[i] = counter.eventChange(candidate, item.schedule);
+          }),
+        );
+      }
+    });
+    if (!missing) return changes;
+    return Promise.all(missing).then(
+      () => changes,
+      (cause) => {
+        throw unavailable('The database is unavailable.', cause);
+      },
+    );
   }
 
   /** Appends new events; answers with the stored ones, or releases the identities and throws 503. */

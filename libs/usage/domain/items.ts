@@ -1,5 +1,7 @@
 import { Batcher } from '../../batching/index.js';
 import type { Queryable } from '../../db/index.js';
+import type { BillingPeriod } from '../../schemas/index.js';
+import type { ItemSchedule } from './periods.js';
 
 export type UsageType = 'metered' | 'licensed';
 
@@ -13,6 +15,14 @@ export interface ItemLifetime {
   startedAtMs?: number | undefined;
   /** Epoch ms; usage dated at or after it is refused. */
   removedAtMs?: number | undefined;
+  /** Its subscription's periods (the entitlement counters'); undefined for no such item. */
+  schedule?: ItemSchedule | undefined;
+}
+
+/** An item as ingest knows it: metered or not, its lifetime and its subscription's periods. */
+export interface KnownItem extends ItemLifetime {
+  usageType: UsageType;
+  schedule: ItemSchedule;
 }
 
 interface CacheEntry extends ItemLifetime {
@@ -20,12 +30,12 @@ interface CacheEntry extends ItemLifetime {
 }
 
 /**
- * Whether a subscription item exists in an organization and is metered, and when usage may fall on
- * it, cached in-process so the ingest hot path does not query Postgres per event. An item's usage
- * type and start never change; its removal by a change is seen once its entry expires (bounded
- * staleness, docs/decisions.md "Usage outside its item's lifetime is refused"), and entries
- * expire anyway (bounded memory). Unknown items are cached briefly so a sender
- * with a wrong id does not become a query per event; concurrent misses of one item share one
+ * Whether a subscription item exists in an organization and is metered, when usage may fall on it
+ * and its subscription's periods, cached in-process so the ingest hot path does not query Postgres
+ * per event. An item's usage type and start never change; its removal by a change is seen once its
+ * entry expires (bounded staleness, docs/decisions.md "Usage outside its item's lifetime is
+ * refused"), and entries expire anyway (bounded memory). Unknown items are cached briefly so a
+ * sender with a wrong id does not become a query per event; concurrent misses of one item share one
  * lookup, and the misses of one turn of the event loop (a batch of 1000 new ids) one query.
  */
 export class SubscriptionItemCache {
@@ -46,8 +56,8 @@ export class SubscriptionItemCache {
   }
 
   /**
-   * The cached answer without waiting: `{ usageType }` when the cache knows (usageType undefined:
-   * no such item), undefined when it must ask the database (usageType()).
+   * The cached answer without waiting: the item's lifetime when the cache knows (usageType
+   * undefined: no such item), undefined when it must ask the database (lifetime()).
    */
   cached(orgId: number, subscriptionItemId: number): ItemLifetime | undefined {
     const cached = this.cache.get(`${orgId}:${subscriptionItemId}`);
@@ -57,6 +67,14 @@ export class SubscriptionItemCache {
   /** undefined: no such item in this organization (another org's item looks the same). */
   async usageType(orgId: number, subscriptionItemId: number): Promise<UsageType | undefined> {
     return (await this.lifetime(orgId, subscriptionItemId)).usageType;
+  }
+
+  /** The item with its subscription's periods; undefined: no such item in this organization. */
+  async item(orgId: number, subscriptionItemId: number): Promise<KnownItem | undefined> {
+    const lifetime = await this.lifetime(orgId, subscriptionItemId);
+    return lifetime.usageType && lifetime.schedule
+      ? { ...lifetime, usageType: lifetime.usageType, schedule: lifetime.schedule }
+      : undefined;
   }
 
   /** The item's usage type and lifetime; usageType undefined: no such item in this organization. */
@@ -84,19 +102,32 @@ export class SubscriptionItemCache {
       usage_type: UsageType;
       started_at: Date | null;
       removed_at: Date | null;
+      start_date: Date;
+      billing_period: BillingPeriod;
+      billing_anchor_day: number;
+      current_period_start: Date;
+      current_period_end: Date;
     }>(
-      `SELECT si.org_id, si.id, si.usage_type, coalesce(si.started_at, s.start_date) AS started_at, si.removed_at
+      `SELECT si.org_id, si.id, si.usage_type, coalesce(si.started_at, s.start_date) AS started_at, si.removed_at,
+              s.start_date, s.billing_period, s.billing_anchor_day, s.current_period_start, s.current_period_end
          FROM subscription_items si JOIN subscriptions s ON s.org_id = si.org_id AND s.id = si.subscription_id
         WHERE (si.org_id, si.id) IN (SELECT * FROM unnest($1::bigint[], $2::bigint[]))`,
       [items.map((item) => item.orgId), items.map((item) => item.id)],
     );
-    const found = new Map(
+    const found = new Map<string, ItemLifetime>(
       rows.map((row) => [
         `${row.org_id}:${row.id}`,
         {
           usageType: row.usage_type,
           startedAtMs: row.started_at?.getTime(),
           removedAtMs: row.removed_at?.getTime(),
+          schedule: {
+            startDateMs: row.start_date.getTime(),
+            billingPeriod: row.billing_period,
+            anchorDay: row.billing_anchor_day,
+            currentPeriodStartMs: row.current_period_start.getTime(),
+            currentPeriodEndMs: row.current_period_end.getTime(),
+          },
         },
       ]),
     );

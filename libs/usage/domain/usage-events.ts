@@ -158,28 +158,36 @@ export async function voidUsageEvent(
       throw ApiError.notFound(`Usage event ${id}`);
     }
   }
-  return db.transaction(async (tx) => {
-    const row = (await findEvent(tx, orgId, id, true))!;
-    const invoice = await invoiceCovering(tx, orgId, row);
-    if (invoice) {
-      throw ApiError.conflict(
-        `Usage event ${row.id} belongs to a period already invoiced (invoice ${invoice.invoice_number}, ${invoice.id}); it cannot be voided.`,
-      );
-    }
-    const voidedAt = row.voided_at ?? now();
-    await appendVoid(stores, { event: toRecord(row), voidedAtMs: voidedAt.getTime() });
-    if (!row.voided_at) {
-      await tx.query(
-        `WITH voided AS (
+  // the counter's change is undone if the void's transaction fails after it (counter.ts)
+  let counted: { undo(): Promise<void> } | undefined;
+  return db
+    .transaction(async (tx) => {
+      const row = (await findEvent(tx, orgId, id, true))!;
+      const invoice = await invoiceCovering(tx, orgId, row);
+      if (invoice) {
+        throw ApiError.conflict(
+          `Usage event ${row.id} belongs to a period already invoiced (invoice ${invoice.invoice_number}, ${invoice.id}); it cannot be voided.`,
+        );
+      }
+      const voidedAt = row.voided_at ?? now();
+      await appendVoid(stores, { event: toRecord(row), voidedAtMs: voidedAt.getTime() });
+      if (!row.voided_at) {
+        await tx.query(
+          `WITH voided AS (
            UPDATE usage_events SET voided_at = $3 WHERE org_id = $1 AND id = $2 AND voided_at IS NULL
            RETURNING org_id, subscription_item_id, occurred_at, quantity
          )
          ${SUBTRACT_VOIDED}`,
-        [orgId, row.id, voidedAt],
-      );
-    }
-    return toPublic({ ...row, voided_at: voidedAt });
-  });
+          [orgId, row.id, voidedAt],
+        );
+        counted = await stores.counter?.voided(toRecord(row));
+      }
+      return toPublic({ ...row, voided_at: voidedAt });
+    })
+    .catch(async (error: unknown) => {
+      await counted?.undo().catch(() => {});
+      throw error;
+    });
 }
 
 /**

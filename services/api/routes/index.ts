@@ -3,6 +3,7 @@ import { alertRoutes } from './alerts.js';
 import { creditNoteRoutes } from './credit-notes.js';
 import { creditRoutes } from './credits.js';
 import { customerRoutes } from './customers.js';
+import { entitlementRoutes } from './entitlements.js';
 import { invoiceRoutes } from './invoices.js';
 import { llmsRoutes } from './llms.js';
 import { mcpRoutes } from './mcp.js';
@@ -23,6 +24,7 @@ export const publicRoutes: FastifyPluginAsyncZod = async (app) => {
   await app.register(customerRoutes);
   await app.register(creditRoutes);
   await app.register(alertRoutes);
+  await app.register(entitlementRoutes);
   await app.register(productRoutes);
   await app.register(subscriptionRoutes);
   await app.register(invoiceRoutes);

@@ -361,6 +361,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/customers/{customer_id}/entitlements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A customer's entitlements: one per item of its subscriptions
+         * @description `has_access`: the subscription is active or trialing and `used` is below `usage_limit` (or there is no limit); `used` counts every usage event answered 201 before this read, in its running period. A canceled subscription's items stay listed, without access.
+         */
+        get: operations["listEntitlements"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/customers/{customer_id}/entitlements/{product_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether a customer may use a product now (the check before serving a request)
+         * @description `has_access`: the subscription is active or trialing and `used` is below `usage_limit` (or there is no limit); `used` counts every usage event answered 201 before this read, in its running period. 404 when the customer has no item of the product.
+         */
+        get: operations["getEntitlement"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/products": {
         parameters: {
             query?: never;
@@ -826,7 +866,7 @@ export interface paths {
         put?: never;
         /**
          * Read-only MCP endpoint for AI assistants (JSON-RPC 2.0)
-         * @description Stateless Model Context Protocol over HTTP with JSON responses (an `Accept: application/json` client is served). Methods: initialize, notifications/initialized (202, no body), tools/list, tools/call, ping. Tools: list_customers, get_customer, list_invoices, revenue_summary, list_products, recent_payments, tax_lookup, get_subscription_usage, preview_upcoming_invoice, get_credit_balance, list_alerts, list_credit_notes. Errors: -32700 parse error and -32600 invalid request (HTTP 400), -32601 unknown method, -32602 unknown tool (HTTP 200); invalid arguments or a failing tool answer a result with isError: true. A batch (array) of at most 10 messages is answered with an array.
+         * @description Stateless Model Context Protocol over HTTP with JSON responses (an `Accept: application/json` client is served). Methods: initialize, notifications/initialized (202, no body), tools/list, tools/call, ping. Tools: list_customers, get_customer, list_invoices, revenue_summary, list_products, recent_payments, tax_lookup, get_subscription_usage, preview_upcoming_invoice, get_credit_balance, list_alerts, list_credit_notes, get_entitlements. Errors: -32700 parse error and -32600 invalid request (HTTP 400), -32601 unknown method, -32602 unknown tool (HTTP 200); invalid arguments or a failing tool answer a result with isError: true. A batch (array) of at most 10 messages is answered with an array.
          */
         post: operations["postMcp"];
         delete?: never;
@@ -1744,6 +1784,29 @@ export interface components {
              */
             created_at: string;
         };
+        EntitlementList: {
+            data: components["schemas"]["Entitlement"][];
+        };
+        Entitlement: {
+            product_id: number;
+            subscription_item_id: number;
+            /** @description The subscription is active or trialing, and `used` is below `usage_limit` (or there is no limit). */
+            has_access: boolean;
+            /** @description The item's limit per billing period; null: none. */
+            usage_limit: string | null;
+            /**
+             * @description The item's usage in the running period: every event answered 201 before this read, voids taken off.
+             * @example 1000.00000000
+             */
+            used: string;
+            /** @description max(0, usage_limit - used); null when there is no limit. */
+            remaining: string | null;
+            /**
+             * Format: date-time
+             * @description The end of the period `used` counts (exclusive).
+             */
+            period_end: string;
+        };
         PublicProduct: {
             id: number;
             /** @constant */
@@ -2522,6 +2585,8 @@ export interface components {
              * @example 1000.00000000
              */
             included_units: string;
+            /** @description Metered items only: the usage per billing period the entitlement check allows (has_access false from there); null: no limit. */
+            usage_limit: string | null;
         };
         /** @description The subscription as it stands after the change. */
         WebhookSubscriptionData: {
@@ -2727,6 +2792,8 @@ export interface components {
              * @example 1000.00000000
              */
             included_units: string;
+            /** @description Metered items only: the usage per billing period the entitlement check allows (has_access false from there); null: no limit. */
+            usage_limit: string | null;
         };
         /** @description A change scheduled with `effective: "period_end"`; a later change replaces it. */
         PendingChange: {
@@ -2748,6 +2815,7 @@ export interface components {
              * @example 1000.00000000
              */
             included_units: string;
+            usage_limit: string | null;
         };
         SubscriptionChangeItemInput: {
             /** @description Keeps this item of the subscription. */
@@ -2758,6 +2826,8 @@ export interface components {
             quantity?: number;
             /** @description Metered items only: usage per period that is not charged. */
             included_units?: string | number;
+            /** @description Metered items only: the usage per billing period the entitlement check allows; null clears it. Default: the kept limit, or none for an added item. */
+            usage_limit?: string | number | null;
         };
         CreditLedgerEntry: {
             /** @enum {string} */
@@ -5801,6 +5871,214 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEntitlements: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A positive integer id. Any other value answers 404, like an id that does not exist. */
+                customer_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntitlementList"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit-IfCounted"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining-IfCounted"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset-IfCounted"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy-IfCounted"];
+                    RateLimit: components["headers"]["RateLimit-IfCounted"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEntitlement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A positive integer id. Any other value answers 404, like an id that does not exist. */
+                customer_id: number;
+                /** @description A positive integer id. Any other value answers 404, like an id that does not exist. */
+                product_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Entitlement"];
+                    };
+                };
             };
             /** @description Default Response */
             401: {

@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryRateLimitStore } from '../../libs/rate-limit/index.js';
+import { connectRedis, type Redis } from '../../libs/redis/index.js';
+import { MemoryUsageDedupStore, RedisUsageDedupStore, type UsageDedupStore } from '../../libs/usage/index.js';
+import { testServices, uniqueName } from '../helpers/services.js';
+
+/*
+ * The counters' contract in both stores (redis.ts and its memory twin): an event is counted only
+ * when its reservation finds it new, uncounted only from the counter it was counted in when its
+ * reservation is released, journaled while a rebuild is under way; a rebuild's base is set only
+ * under its own lease.
+ */
+
+const TTL = 30 * 86_400;
+let redis: Redis;
+let prefix: string;
+
+beforeAll(async () => {
+  redis = await connectRedis(testServices().redisUrl, 2000);
+  prefix = `${uniqueName('counter')}:`;
+});
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
+});
+
+describe.each([
+  ['RedisUsageDedupStore', () => new RedisUsageDedupStore(redis, prefix)],
+  ['MemoryUsageDedupStore', () => new MemoryUsageDedupStore(new MemoryRateLimitStore())],
+] as const)('%s', (name, makeStore) => {
+  let store: UsageDedupStore;
+  let n = 0;
+  const fresh = () => `${prefix}${name}-${++n}`;
+  const entry = (counter: string, key: string, whole: string, fraction: string) => ({
+    key: `${counter}:id:${key}`,
+    pending: `P|${key}`,
+    counter: { key: counter, whole, fraction, field: `e:${key}` },
+  });
+  const reserve = (...entries: ReturnType<typeof entry>[]) =>
+    store.reserve({ bucket: undefined, entries, ttlSeconds: TTL });
+  const state = async (counter: string) => (await store.readCounters([counter]))[0]!;
+
+  beforeAll(() => {
+    store = makeStore();
+  });
+
+  it('counts new events only, whole units and 1e-8ths apart; a release uncounts from a built counter', async () => {
+    const counter = fresh();
+    expect(await store.beginRebuild(counter, 't', Date.now() + 10_000, Date.now())).toBe('started');
+    expect(await store.finishRebuild(counter, 't', '5.00000000')).toBe('done');
+    await reserve(entry(counter, 'a', '1', '50000000'), entry(counter, 'b', '1000000000000000', '1'));
+    await reserve(entry(counter, 'a', '1', '50000000'));
+    expect(await state(counter)).toMatchObject({
+      base: '5.00000000',
+      whole: 1000000000000001n,
+      fraction: 50000001n,
+    });
+    await store.release([entry(counter, 'b', '1000000000000000', '1')]);
+    await store.flush();
+    expect(await state(counter)).toMatchObject({ whole: 1n, fraction: 50000000n });
+    // released twice (or someone else's record there): nothing more
+    await store.release([entry(counter, 'b', '1000000000000000', '1')]);
+    await store.flush();
+    expect(await state(counter)).toMatchObject({ whole: 1n, fraction: 50000000n });
+  });
+
+  it('while a rebuild runs: changes are journaled, a release takes its journal entry back, the base is set under the lease', async () => {
+    const counter = fresh();
+    // counted before the cut (no base): the cut drops it, the stored events hold it
+    await reserve(entry(counter, 'before', '7', '0'));
+    expect(await store.beginRebuild(counter, 'mine', Date.now() + 10_000, Date.now())).toBe('started');
+    expect(await store.beginRebuild(counter, 'other', Date.now() + 10_000, Date.now())).toBe('building');
+    expect(await state(counter)).toMatchObject({ base: null, whole: 0n, fraction: 0n });
+    await reserve(entry(counter, 'during', '2', '0'));
+    await store.adjustCounter({ key: counter, whole: '-1', fraction: '-25000000', field: 'v:some-event' });
+    const journal = await store.readJournal(counter);
+    expect(journal.count).toBe('2');
+    expect([...journal.entries]).toEqual([
+      ['e:during', '2:0'],
+      ['v:some-event', '-1:-25000000'],
+    ]);
+    // a change after the journal was read: journaled too
+    await reserve(entry(counter, 'late', '1', '0'));
+    // a release of a journaled event (appended nowhere): out of the journal and the delta
+    await store.release([entry(counter, 'late', '1', '0')]);
+    await store.flush();
+    // a release of an event counted before the cut: the cut dropped it already, nothing to take back
+    await store.release([entry(counter, 'before', '7', '0')]);
+    await store.flush();
+    const again = await store.readJournal(counter);
+    expect(again.count).toBe('4');
+    expect([...again.entries.keys()]).toEqual(['e:during', 'v:some-event']);
+    expect(await store.finishRebuild(counter, 'other', '7.00000000')).toBe('lost');
+    expect(await store.finishRebuild(counter, 'mine', '7.00000000')).toBe('done');
+    expect(await state(counter)).toMatchObject({
+      base: '7.00000000',
+      whole: 1n,
+      fraction: -25000000n,
+      lease: null,
+    });
+    expect(await store.beginRebuild(counter, 'x', Date.now() + 10_000, Date.now())).toBe('ready');
+  });
+
+  it('an abandoned rebuild lets the next reader start at once; only its holder can abandon it', async () => {
+    const counter = fresh();
+    expect(await store.beginRebuild(counter, 'failed', Date.now() + 10_000, Date.now())).toBe('started');
+    await reserve(entry(counter, 'during', '1', '0'));
+    await store.abandonRebuild(counter, 'someone-else');
+    expect(await store.beginRebuild(counter, 'next', Date.now() + 10_000, Date.now())).toBe('building');
+    await store.abandonRebuild(counter, 'failed');
+    expect((await store.readJournal(counter)).entries.size).toBe(0);
+    expect(await store.beginRebuild(counter, 'next', Date.now() + 10_000, Date.now())).toBe('started');
+    expect(await store.finishRebuild(counter, 'failed', '9.00000000')).toBe('lost');
+    expect(await store.finishRebuild(counter, 'next', '1.00000000')).toBe('done');
+  });
+
+  it('a lapsed lease is taken over: the holder that died can no longer set a base', async () => {
+    const counter = fresh();
+    expect(await store.beginRebuild(counter, 'dead', Date.now() - 1, Date.now() - 10)).toBe('started');
+    expect(await store.beginRebuild(counter, 'alive', Date.now() + 10_000, Date.now())).toBe('started');
+    expect(await store.finishRebuild(counter, 'dead', '1.00000000')).toBe('lost');
+    expect(await store.finishRebuild(counter, 'alive', '2.00000000')).toBe('done');
+    expect((await state(counter)).base).toBe('2.00000000');
+  });
+});

@@ -1,0 +1,498 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { portalUsageSource } from '../../libs/portal/index.js';
+import type { Entitlement } from '../../libs/schemas/index.js';
+import { BASE_PATH } from '../../libs/schemas/index.js';
+import { cancelSubscription } from '../../libs/subscriptions/index.js';
+import {
+  openUsageIngest,
+  startUsageSinks,
+  type UsagePipeline,
+  type UsageSinks,
+} from '../../libs/usage/index.js';
+import { buildApiApp } from '../../services/api/app.js';
+import { basicCatalog, customerIn, subscribe } from '../billing/fixtures.js';
+import { startTestApi, type TestApi } from '../helpers/api.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { startKafkaTestBroker } from '../helpers/kafka-test-broker.js';
+import { runLogger } from '../helpers/run-log.js';
+import { testServices, uniqueName } from '../helpers/services.js';
+import { eventually } from '../usage/support.js';
+
+/*
+ * Entitlements on real services, in both modes: distributed (Redis counters, Kafka, the sinks into
+ * Postgres) and embedded (the memory twin, the in-process log). `used` reads its own writes: every
+ * event answered 201 before the check, without waiting for the sinks.
+ */
+
+type Mode = 'distributed' | 'embedded';
+const MODES: Mode[] = ['distributed', 'embedded'];
+const DAY = 86_400_000;
+
+let api: TestApi | undefined;
+let sinks: UsageSinks | undefined;
+const extra: UsagePipeline[] = [];
+const apps: { close(): Promise<unknown> }[] = [];
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.close();
+  await sinks?.stop();
+  for (const pipeline of extra.splice(0)) await pipeline.close();
+  await api?.close();
+  sinks = undefined;
+  api = undefined;
+});
+
+async function start(mode: Mode): Promise<TestApi> {
+  if (mode === 'embedded') {
+    api = await startTestApi({ redis: false });
+    return api;
+  }
+  const topic = uniqueName('usage');
+  api = await startTestApi({
+    env: {
+      KAFKA_BROKERS: testServices().kafkaBrokers.join(','),
+      KAFKA_USAGE_TOPIC: topic,
+      KAFKA_CONSUMER_GROUP_PREFIX: `${topic}-`,
+      // a rebuild waits this (plus linger) for events reserved before its cut
+      KAFKA_ACK_TIMEOUT_MS: '1000',
+    },
+  });
+  await startSinks();
+  return api;
+}
+
+async function startSinks(): Promise<void> {
+  sinks = await startUsageSinks({
+    config: { ...api!.config, SINK_FLUSH_MS: 20 },
+    db: api!.platform.db,
+    log: runLogger('sinks'),
+  });
+}
+
+interface Setup {
+  org: TestOrg;
+  customerId: number;
+  apiCalls: number;
+  seats: number;
+  subscriptionId: number;
+  item: number;
+  seatItem: number;
+}
+
+/** A customer with seats and metered API calls (limit `limit`), its first period began `daysAgo` days ago. */
+async function customer(
+  testApi: TestApi,
+  options: { limit?: string | null; daysAgo?: number } = {},
+): Promise<Setup> {
+  const db = testApi.platform.db;
+  const org = await createTestOrg(db);
+  const { seats, apiCalls } = await basicCatalog(db, org.orgId);
+  const customerId = await customerIn(db, org.orgId);
+  const now = new Date();
+  const start = new Date(
+    Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (options.daysAgo ?? 0) * DAY,
+  );
+  const subscription = await subscribe(
+    db,
+    org.orgId,
+    {
+      customer_id: customerId,
+      items: [
+        { product_id: seats, quantity: 2 },
+        { product_id: apiCalls, usage_limit: options.limit === undefined ? '10' : options.limit },
+      ],
+      start_date: start,
+    },
+    now,
+  );
+  return {
+    org,
+    customerId,
+    apiCalls,
+    seats,
+    subscriptionId: subscription.id,
+    seatItem: subscription.items[0]!.id,
+    item: subscription.items[1]!.id,
+  };
+}
+
+async function post(
+  testApi: TestApi,
+  s: Setup,
+  quantity: number | string,
+  options: { key?: string; at?: Date } = {},
+) {
+  const response = await testApi.request({
+    method: 'POST',
+    path: '/usage/events',
+    key: s.org.apiKey,
+    payload: {
+      subscription_item_id: s.item,
+      quantity: Number(quantity),
+      ...(options.at ? { timestamp: options.at.toISOString() } : {}),
+    },
+    headers: { 'idempotency-key': options.key ?? uniqueName('key') },
+  });
+  expect(response.statusCode, response.body).toBe(201);
+  return response.json();
+}
+
+async function check(testApi: TestApi, s: Setup, productId = s.apiCalls): Promise<Entitlement> {
+  const response = await testApi.request({
+    method: 'GET',
+    path: `/customers/${s.customerId}/entitlements/${productId}`,
+    key: s.org.apiKey,
+  });
+  expect(response.statusCode, response.body).toBe(200);
+  return response.json().data;
+}
+
+/** What Postgres holds for the item's events in [from, to) once the sinks caught up: the truth. */
+async function stored(testApi: TestApi, item: number, from: Date, to: Date): Promise<string> {
+  expect(await testApi.usage.readStores.eventsCaughtUp(20_000)).toBe(true);
+  const { rows } = await testApi.platform.db.query<{ total: string }>(
+    `SELECT coalesce(sum(quantity), 0)::numeric(38, 8)::text AS total FROM usage_events
+      WHERE subscription_item_id = $1 AND occurred_at >= $2 AND occurred_at < $3 AND voided_at IS NULL`,
+    [item, from, to],
+  );
+  return rows[0]!.total;
+}
+
+/** Drops the item's counters, as an eviction or a Redis restart would (embedded: a process restart). */
+async function loseCounters(testApi: TestApi, s: Setup, mode: Mode): Promise<UsagePipeline | undefined> {
+  if (mode === 'embedded') {
+    const restarted = await openUsageIngest(testApi.platform);
+    extra.push(restarted);
+    return restarted;
+  }
+  const redis = testApi.platform.redis!;
+  const keys = await redis.keys(`${testApi.config.REDIS_KEY_PREFIX}usage:counter:${s.org.orgId}:${s.item}:*`);
+  expect(keys.length).toBeGreaterThan(0);
+  await redis.del(...keys);
+  return undefined;
+}
+
+describe.each(MODES)('entitlements (%s)', (mode) => {
+  it('reads its own writes right after the 201, without the sinks; duplicates and batches count once', async () => {
+    const testApi = await start(mode);
+    const s = await customer(testApi, { limit: '100' });
+    // the first check builds the counter (nothing stored yet), and the next period's in the background
+    const first = await check(testApi, s);
+    expect(first).toMatchObject({ used: '0.00000000', has_access: true, remaining: '100.00000000' });
+    const next = {
+      orgId: s.org.orgId,
+      subscriptionItemId: s.item,
+      startMs: Date.parse(first.period_end),
+      endMs: Date.parse(first.period_end) + 28 * DAY,
+    };
+    await eventually(async () => expect(await testApi.usage.counter.isBuilt(next)).toBe(true), 20_000);
+    // the sinks stop: from here on only the counter knows
+    if (mode === 'distributed') {
+      await sinks!.stop();
+      sinks = undefined;
+    }
+    await post(testApi, s, 2.5, { key: 'first' });
+    expect((await check(testApi, s)).used).toBe('2.50000000');
+    // a retried key counts once, also after other events
+    await post(testApi, s, 2.5, { key: 'first' });
+    await post(testApi, s, 1);
+    await post(testApi, s, 2.5, { key: 'first' });
+    expect((await check(testApi, s)).used).toBe('3.50000000');
+    // a batch: three new events, one repeated inside it, one repeating an earlier key
+    const batch = await testApi.request({
+      method: 'POST',
+      path: '/usage/events/batch',
+      key: s.org.apiKey,
+      payload: {
+        events: [
+          { subscription_item_id: s.item, quantity: 1, idempotency_key: 'b1' },
+          { subscription_item_id: s.item, quantity: 0.25, idempotency_key: 'b2' },
+          { subscription_item_id: s.item, quantity: 1, idempotency_key: 'b1' },
+          { subscription_item_id: s.item, quantity: 3, idempotency_key: 'b3' },
+        ],
+      },
+    });
+    expect(batch.statusCode, batch.body).toBeLessThan(300);
+    const after = await check(testApi, s);
+    expect(after).toMatchObject({ used: '7.75000000', remaining: '92.25000000', has_access: true });
+    // an event dated in the next period counts there, in the counter built ahead, not in this one
+    await post(testApi, s, 4, { at: new Date(next.startMs) });
+    expect((await check(testApi, s)).used).toBe('7.75000000');
+    expect((await testApi.usage.counter.used([next])).map(String)).toEqual(['400000000']);
+    if (mode === 'distributed') await startSinks();
+    const period = {
+      from: new Date(Date.parse(after.period_end) - 40 * DAY),
+      to: new Date(after.period_end),
+    };
+    expect(await stored(testApi, s.item, period.from, period.to)).toBe('7.75000000');
+    expect(await stored(testApi, s.item, new Date(next.startMs), new Date(next.startMs + 1))).toBe(
+      '4.00000000',
+    );
+  });
+
+  it('the limit reached exactly takes access away; a void gives it back; a canceled subscription has none', async () => {
+    const testApi = await start(mode);
+    const s = await customer(testApi, { limit: '10' });
+    const events = [];
+    for (const quantity of [4, 5.5]) events.push(await post(testApi, s, quantity));
+    expect(await check(testApi, s)).toMatchObject({
+      used: '9.50000000',
+      remaining: '0.50000000',
+      has_access: true,
+    });
+    const last = await post(testApi, s, 0.5);
+    expect(await check(testApi, s)).toMatchObject({
+      used: '10.00000000',
+      usage_limit: '10.00000000',
+      remaining: '0.00000000',
+      has_access: false,
+    });
+    await post(testApi, s, 1);
+    expect(await check(testApi, s)).toMatchObject({
+      used: '11.00000000',
+      remaining: '0.00000000',
+      has_access: false,
+    });
+    // voids: each takes its event off once (a second void of the same event changes nothing)
+    for (const event of [events[1], events[1], last]) {
+      const voided = await testApi.request({
+        method: 'POST',
+        path: `/usage/events/${event.data.id}/void`,
+        key: s.org.apiKey,
+      });
+      expect(voided.statusCode, voided.body).toBe(200);
+    }
+    expect(await check(testApi, s)).toMatchObject({
+      used: '5.00000000',
+      remaining: '5.00000000',
+      has_access: true,
+    });
+
+    // the licensed item: access while the subscription runs, no usage
+    expect(await check(testApi, s, s.seats)).toMatchObject({
+      subscription_item_id: s.seatItem,
+      has_access: true,
+      usage_limit: null,
+      remaining: null,
+      used: '0.00000000',
+    });
+    await testApi.platform.db.transaction((tx) =>
+      cancelSubscription(tx, { subscriptionId: s.subscriptionId, orgId: s.org.orgId }),
+    );
+    const listed = await testApi.request({
+      method: 'GET',
+      path: `/customers/${s.customerId}/entitlements`,
+      key: s.org.apiKey,
+    });
+    expect(listed.statusCode).toBe(200);
+    expect(listed.json().data.map((e: Entitlement) => [e.subscription_item_id, e.has_access])).toEqual([
+      [s.seatItem, false],
+      [s.item, false],
+    ]);
+  });
+
+  it('another organization’s customer, an unknown customer or product: 404', async () => {
+    const testApi = await start(mode);
+    const s = await customer(testApi);
+    const other = await customer(testApi);
+    for (const path of [
+      `/customers/${other.customerId}/entitlements`,
+      `/customers/${other.customerId}/entitlements/${other.apiCalls}`,
+      `/customers/${s.customerId}/entitlements/${other.apiCalls}`,
+      `/customers/999999999/entitlements`,
+      `/customers/abc/entitlements/${s.apiCalls}`,
+    ]) {
+      const response = await testApi.request({ method: 'GET', path, key: s.org.apiKey });
+      expect(response.statusCode, path).toBe(404);
+      expect(response.json().error_code).toBe('NOT_FOUND');
+    }
+  });
+
+  it('an event at exactly a period end counts in the next period; a late event in its own period', async () => {
+    const testApi = await start(mode);
+    // started 40 days ago: the stored period (never billed) ended; now is in the second one
+    const s = await customer(testApi, { daysAgo: 40, limit: '100' });
+    const { rows } = await testApi.platform.db.query<{
+      current_period_end: Date;
+      current_period_start: Date;
+    }>('SELECT current_period_start, current_period_end FROM subscriptions WHERE id = $1', [
+      s.subscriptionId,
+    ]);
+    const first = { start: rows[0]!.current_period_start, end: rows[0]!.current_period_end };
+    const initial = await check(testApi, s);
+    expect(Date.parse(initial.period_end)).toBeGreaterThan(Date.now());
+    await post(testApi, s, 3, { at: first.end }); // the boundary instant: the second period
+    await post(testApi, s, 7, { at: new Date(first.end.getTime() - 1) }); // the last ms of the first: late
+    await post(testApi, s, 1, { at: new Date(first.start.getTime()) });
+    const now = await check(testApi, s);
+    expect(now.used).toBe('3.00000000');
+    const periods = [
+      {
+        orgId: s.org.orgId,
+        subscriptionItemId: s.item,
+        startMs: first.start.getTime(),
+        endMs: first.end.getTime(),
+      },
+      {
+        orgId: s.org.orgId,
+        subscriptionItemId: s.item,
+        startMs: first.end.getTime(),
+        endMs: Date.parse(now.period_end),
+      },
+    ];
+    expect((await testApi.usage.counter.used(periods)).map(String)).toEqual(['800000000', '300000000']);
+    // and each agrees with what Postgres holds
+    expect(await stored(testApi, s.item, first.start, first.end)).toBe('8.00000000');
+    expect(await stored(testApi, s.item, first.end, new Date(now.period_end))).toBe('3.00000000');
+  });
+
+  it('a lost counter is rebuilt exactly from the stored usage, also while events keep coming', async () => {
+    const testApi = await start(mode);
+    const s = await customer(testApi, { limit: null });
+    for (let i = 0; i < 5; i++) await post(testApi, s, 1.5);
+    const before = await check(testApi, s);
+    expect(before.used).toBe('7.50000000');
+    const voided = await post(testApi, s, 2);
+    await testApi.request({
+      method: 'POST',
+      path: `/usage/events/${voided.data.id}/void`,
+      key: s.org.apiKey,
+    });
+
+    const restarted = await loseCounters(testApi, s, mode);
+    // events keep arriving while the counter is rebuilt; a check that starts the rebuild races them
+    const reader = restarted ? await restartedApi(testApi, restarted) : testApi;
+    let sent = 0;
+    let sending = true;
+    const sender = (async () => {
+      while (sending) {
+        await post(reader, s, 0.25);
+        sent++;
+      }
+    })();
+    const during = check(reader, s);
+    const [rebuilt] = await Promise.all([during, new Promise((resolve) => setTimeout(resolve, 300))]);
+    sending = false;
+    await sender;
+    expect(sent).toBeGreaterThan(0);
+    // after: exactly what was sent, the voided one left out
+    const expected = (7.5 + sent * 0.25).toFixed(8);
+    expect((await check(reader, s)).used).toBe(expected);
+    expect(Number((rebuilt as Entitlement).used)).toBeGreaterThanOrEqual(7.5);
+    expect(
+      await stored(
+        testApi,
+        s.item,
+        new Date(Date.parse(before.period_end) - 40 * DAY),
+        new Date(before.period_end),
+      ),
+    ).toBe(expected);
+  });
+
+  it('two readers rebuilding one counter at once, with events between, agree with Postgres', async () => {
+    const testApi = await start(mode);
+    const s = await customer(testApi, { limit: null });
+    for (let i = 0; i < 3; i++) await post(testApi, s, 2);
+    await check(testApi, s);
+    if (mode === 'embedded') return; // one process holds the memory twin: one rebuild per counter there
+    const second = await openUsageIngest(testApi.platform);
+    extra.push(second);
+    await loseCounters(testApi, s, mode);
+    const period = (await check(testApi, s)).period_end;
+    await loseCounters(testApi, s, mode);
+    const counters = [testApi.usage.counter, second.counter];
+    const p = {
+      orgId: s.org.orgId,
+      subscriptionItemId: s.item,
+      startMs: Date.parse(period) - 1,
+      endMs: Date.parse(period),
+    };
+    // the current period as entitlements read it
+    const current = await testApi.platform.db.query<{ s: Date }>(
+      'SELECT current_period_start AS s FROM subscriptions WHERE id = $1',
+      [s.subscriptionId],
+    );
+    p.startMs = current.rows[0]!.s.getTime();
+    const racing = counters.map((counter) => counter.used([p]));
+    await post(testApi, s, 1);
+    const answers = await Promise.all(racing);
+    expect(answers.map(([used]) => String(used))).toEqual(
+      answers.map(([used]) => String(used)).map(() => String(answers[0]![0])),
+    );
+    expect((await check(testApi, s)).used).toBe('7.00000000');
+    expect((await second.counter.used([p])).map(String)).toEqual(['700000000']);
+  });
+});
+
+describe('an event the log refused', () => {
+  it('is uncounted with its released key: a 503 leaves used as it was, the retry counts once', async () => {
+    const broker = await startKafkaTestBroker();
+    try {
+      const topic = uniqueName('usage');
+      api = await startTestApi({
+        env: {
+          KAFKA_BROKERS: broker.brokers.join(','),
+          KAFKA_USAGE_TOPIC: topic,
+          KAFKA_CONSUMER_GROUP_PREFIX: `${topic}-`,
+          KAFKA_ACK_TIMEOUT_MS: '1000',
+        },
+      });
+      await startSinks();
+      const s = await customer(api, { limit: '5' });
+      await post(api, s, 2);
+      expect((await check(api, s)).used).toBe('2.00000000');
+      // the broker refuses the next produce (a non-retriable error): 503, the key released
+      await broker.injectErrors(0, 10, 1);
+      const refused = await api.request({
+        method: 'POST',
+        path: '/usage/events',
+        key: s.org.apiKey,
+        payload: { subscription_item_id: s.item, quantity: 3 },
+        headers: { 'idempotency-key': 'refused-once' },
+      });
+      expect(refused.statusCode, refused.body).toBe(503);
+      expect(await check(api, s)).toMatchObject({ used: '2.00000000', has_access: true });
+      await post(api, s, 3, { key: 'refused-once' });
+      expect(await check(api, s)).toMatchObject({
+        used: '5.00000000',
+        has_access: false,
+        remaining: '0.00000000',
+      });
+    } finally {
+      await sinks?.stop();
+      sinks = undefined;
+      await api?.close();
+      api = undefined;
+      await broker.stop();
+    }
+  });
+});
+
+/** The api started again on the same platform with a fresh pipeline: a restart of the process. */
+async function restartedApi(testApi: TestApi, pipeline: UsagePipeline): Promise<TestApi> {
+  const app = await buildApiApp({
+    platform: testApi.platform,
+    bodyLimit: testApi.config.BODY_LIMIT_BYTES,
+    invoiceCacheBytes: 1024 * 1024,
+    publicBaseUrl: undefined,
+    publicUrl: undefined,
+    webhookAllowLocalhost: true,
+    webhookMaxAttempts: 5,
+    usageIngest: pipeline.ingest,
+    usageRead: pipeline.readStores,
+    portalUsage: portalUsageSource(testApi.platform.db, pipeline.readStores),
+    extraReadinessChecks: pipeline.checks,
+  });
+  await app.ready();
+  apps.push(app);
+  return {
+    ...testApi,
+    app,
+    usage: pipeline,
+    request: ({ path, key, headers, ...rest }) =>
+      app.inject({
+        ...rest,
+        url: `${BASE_PATH}${path}`,
+        headers: { ...headers, ...(key ? { authorization: `Bearer ${key}` } : {}) },
+      }),
+  };
+}
