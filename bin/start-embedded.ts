@@ -1,5 +1,5 @@
 /**
- * `npm start`: the whole service in ONE process on the embedded defaults (DESIGN §2). It composes
+ * `npm start`: the whole service in ONE process on the embedded defaults (docs/architecture.md, "Two modes"). It composes
  * the services' own start functions; services never import each other, this launcher does.
  */
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:ingest`: usage ingest on real Redis, the Kafka test broker, Postgres and
- * ClickHouse (DESIGN §1). Every server runs as its own process; autocannon drives them from this
+ * ClickHouse (docs/architecture.md, "The shape"). Every server runs as its own process; autocannon drives them from this
  * one with a fresh idempotency key per event, BENCH_CONNECTIONS connections (default 100) for
  * BENCH_DURATION_SECONDS each (default 20) after BENCH_WARMUP_SECONDS (default 3) of warm-up:
  *

@@ -1,5 +1,5 @@
 /**
- * bench:portal — the customer portal page (DESIGN §9.3) rendered server-side: one customer with
+ * bench:portal — the customer portal page (docs/architecture.md, "Customer portal") rendered server-side: one customer with
  * 24 months of invoices (3 lines each) among 2,000 other invoices of the organization, a
  * subscription with two metered items and a 31-day chart each.
  *

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:usage-read`: the usage read-back (issue 23, DESIGN §9.1), three parts.
+ * `npm run bench:usage-read`: the usage read-back (issue 23, docs/architecture.md, "The usage read-back"), three parts.
  *
  *   clickhouse  GET /subscriptions/{id}/usage of a subscription with BENCH_EVENTS events (default
  *               5,000,000) in ClickHouse and in Postgres (with the pg-sink's daily totals, which the

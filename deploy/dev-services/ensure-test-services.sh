@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the services the tests need available (DESIGN §4), then returns. For each one: use the URL
+# Makes the services the tests need available (test/README.md), then returns. For each one: use the URL
 # in its env var when given; otherwise use a local one, starting it (and installing its Debian
 # package, as root) when it is not running. Fails with a clear message when neither works.
 # Idempotent and quick when everything is already up.

@@ -56,7 +56,7 @@ const msList = z
   .transform((parts) => parts.map(Number));
 
 /**
- * Settings every process reads. An unset URL selects the embedded twin of that port (DESIGN §2):
+ * Settings every process reads. An unset URL selects the embedded twin of that port (docs/architecture.md, "Two modes"):
  * no DATABASE_URL -> PGlite under DATA_DIR, no REDIS_URL -> in-process maps, no KAFKA_BROKERS ->
  * in-process log, no CLICKHOUSE_URL -> usage totals from Postgres.
  */

@@ -22,7 +22,7 @@ const LOST_CONNECTION =
 
 /**
  * Postgres (or another dependency) being unreachable is an outage to wait out, a 503 with
- * Retry-After (DESIGN §6), not a 500 that reads as a bug in the request or the service.
+ * Retry-After (docs/architecture.md, "Rules of the contract"), not a 500 that reads as a bug in the request or the service.
  */
 export function isConnectionFailure(error: unknown): boolean {
   if (!(error instanceof Error)) return false;

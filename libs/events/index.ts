@@ -4,7 +4,7 @@ import type { EmittedEventType } from '../schemas/index.js';
 export interface DomainEvent {
   orgId: number;
   type: EmittedEventType;
-  /** The webhook payload's `data` (DESIGN §6 "Event payload data"). */
+  /** The webhook payload's `data` (docs/architecture.md, "Rules of the contract": event payloads). */
   data: Record<string, unknown>;
 }
 

@@ -70,8 +70,8 @@ function frenchDecimal(decimal: string, currency: string | null, minimumFraction
 }
 
 /**
- * Digits a currency's amounts print at least: its ISO 4217 minor unit (payable amounts, DESIGN
- * §9.2b: "333.66", "1,200" yen); an unknown code prints cents.
+ * Digits a currency's amounts print at least: its ISO 4217 minor unit (payable amounts, docs/architecture.md
+ * "Money": "333.66", "1,200" yen); an unknown code prints cents.
  */
 function minorDigitsOf(currency: string): number {
   try {

@@ -115,7 +115,7 @@ function itemTaxComponents(item: InvoiceItem): [string, bigint][] {
 
 /**
  * The invoice's tax by component, in a fixed order; components that levy nothing are left out.
- * Invoices with payable amounts (DESIGN §9.2b: every line and tax in the minor unit) computed each
+ * Invoices with payable amounts (docs/architecture.md, "Money": every line and tax in the minor unit) computed each
  * component once on the subtotal: GST is recomputed so, the provincial part is the rest. Older
  * invoices split line by line, as they were computed.
  */

@@ -17,7 +17,7 @@ import {
 } from './json-rpc.js';
 import { MCP_TOOLS, type McpTool } from './tools/index.js';
 
-/** Newest first; the same versions the official SDK negotiates (DESIGN §6). */
+/** Newest first; the same versions the official SDK negotiates (docs/architecture.md, "Rules of the contract"). */
 export const SUPPORTED_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'] as const;
 export const LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0];
 
@@ -81,7 +81,7 @@ const InitializeParams = z.looseObject({ protocolVersion: z.unknown().optional()
 /**
  * The stateless MCP server: each HTTP body is answered on its own, with no session. It speaks
  * JSON-RPC 2.0 itself rather than through the SDK's server transport, which departs from the
- * spec in three places (DESIGN §6); the SDK's own client is what the tests hold it to.
+ * spec in three places (docs/architecture.md, "Rules of the contract"); the SDK's own client is what the tests hold it to.
  */
 export class McpServer {
   private readonly db: Pick<Database, 'transaction'>;

@@ -1,7 +1,7 @@
 import { MONEY_SCALE } from './fixed-point.js';
 
 /**
- * Payable amounts (DESIGN §9.2b): what a customer is asked to pay is a whole number of the
+ * Payable amounts (docs/architecture.md, "Money"): what a customer is asked to pay is a whole number of the
  * currency's minor unit, because no card network, bank or tax authority takes less. Stored and
  * serialized values keep the 8-digit money scale; only their digits below the minor unit are 0.
  */

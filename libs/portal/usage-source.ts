@@ -13,7 +13,7 @@ import type { UsageReadStores } from '../usage/index.js';
 
 /**
  * The current usage and the upcoming invoice the portal shows for one subscription. The portal
- * does not compute them: they come from the usage read-back (DESIGN §9.1), whose objects these
+ * does not compute them: they come from the usage read-back (docs/architecture.md, "The usage read-back"), whose objects these
  * shapes follow field for field, through this one interface. Until a source is given the portal
  * says the figures are not available; it never shows figures of its own making.
  */

@@ -2,7 +2,7 @@ import { ApiError } from '../errors/index.js';
 import { rateLimitRejections } from '../observability/index.js';
 import type { RateLimitDecision } from './limiter.js';
 
-/** The headers every authenticated response carries (DESIGN §6), IETF draft headers included. */
+/** The headers every authenticated response carries (docs/architecture.md, "Rules of the contract"), IETF draft headers included. */
 export function rateLimitHeaders(decision: RateLimitDecision): Record<string, string> {
   return {
     'X-RateLimit-Limit': String(decision.limit),

@@ -3,7 +3,7 @@ import { TAX_TYPES } from './invoice.js';
 import { date, dateTime, decimal8, integerId, money } from './primitives.js';
 import { UsageEvent } from './usage-event.js';
 
-/** DESIGN §9.1: a recorded event as POST returns it, plus whether it was voided. */
+/** docs/architecture.md, "The usage read-back": a recorded event as POST returns it, plus whether it was voided. */
 export const UsageEventWithStatus = UsageEvent.extend({
   status: z.enum(['ACTIVE', 'VOIDED']).meta({ description: 'VOIDED events count nowhere.' }),
   voided_at: dateTime.nullable(),

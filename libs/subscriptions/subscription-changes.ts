@@ -31,7 +31,7 @@ import {
 import { SUBSCRIPTION_COLUMNS, type SubscriptionRow, toSubscription } from './subscriptions.js';
 
 /**
- * A change of a subscription's items (DESIGN §9.2), the one function behind POST
+ * A change of a subscription's items (docs/architecture.md, "A subscription change's way"), the one function behind POST
  * /subscriptions/{id}/changes and the console's `subscription update`. Two statements, no
  * transaction of its own: one reads the subscription, its items and what the change names; the
  * change is worked out in memory; one statement writes it all (items, proration lines, pending

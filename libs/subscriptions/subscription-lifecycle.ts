@@ -40,7 +40,7 @@ import {
 import { getSubscription } from './subscriptions.js';
 
 /**
- * Creating and canceling subscriptions (console operations). The state machine of DESIGN §6
+ * Creating and canceling subscriptions (console operations). The state machine of docs/architecture.md
  * guards every status change; billing runs move subscriptions forward in time (libs/billing).
  */
 

@@ -94,7 +94,7 @@ async function itemsBySubscription(
   return grouped;
 }
 
-/** Changes scheduled for the end of the running period (DESIGN §9.2), by subscription. */
+/** Changes scheduled for the end of the running period (docs/architecture.md, "A subscription change's way"), by subscription. */
 async function pendingChanges(
   db: Queryable,
   orgId: number,

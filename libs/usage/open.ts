@@ -55,7 +55,7 @@ const CATCH_UP_TIMEOUT_MS = 60_000;
 
 /**
  * The usage aggregation port for this process's mode: ClickHouse when CLICKHOUSE_URL is set,
- * SQL over Postgres `usage_events` otherwise (DESIGN §2).
+ * SQL over Postgres `usage_events` otherwise (docs/architecture.md, "Two modes").
  */
 export async function openUsageAggregator(
   config: AggregatorConfig,
@@ -140,7 +140,7 @@ export function openUsageCounter(
 const ITEM_CACHE = { ttlMs: 60_000, negativeTtlMs: 2000, maxEntries: 100_000 };
 
 /**
- * Builds the ingest core on this process's ports (DESIGN §2): Redis or in-process maps for
+ * Builds the ingest core on this process's ports (docs/architecture.md, "Two modes"): Redis or in-process maps for
  * idempotency, Kafka or the in-process log (which writes to Postgres, and ClickHouse when set).
  */
 export async function openUsageIngest(
@@ -187,7 +187,7 @@ export async function openUsageIngest(
 }
 
 /**
- * The usage event log of this process's mode (DESIGN §2): Kafka, or the in-process log writing
+ * The usage event log of this process's mode (docs/architecture.md, "Two modes"): Kafka, or the in-process log writing
  * Postgres (and ClickHouse when CLICKHOUSE_URL is set). Ingest appends accepted events to it; so
  * does anything else that records usage (the demo seed), so every store receives them alike.
  * `clickhouse` is the client the in-process log writes with, to close with it.

@@ -20,7 +20,7 @@ function namesThisMachine(url: URL): boolean {
 }
 
 /**
- * An allowed localhost URL (DESIGN §6): http(s) to this machine while WEBHOOK_ALLOW_LOCALHOST is
+ * An allowed localhost URL (docs/architecture.md, "Rules of the contract"): http(s) to this machine while WEBHOOK_ALLOW_LOCALHOST is
  * true. Only such a URL may be delivered to a loopback address.
  */
 export function isAllowedLocalhostUrl(url: URL, allowLocalhost: boolean): boolean {

@@ -25,7 +25,7 @@ export interface ApiDeps {
   /** Base of the links to pages for people (PUBLIC_URL); unset: the api's own URL. */
   publicUrl?: string | undefined;
   /**
-   * Current usage and the upcoming invoice for the portal (the usage read-back, DESIGN §9.1);
+   * Current usage and the upcoming invoice for the portal (the usage read-back, docs/architecture.md, "The usage read-back");
    * unset, the portal says those figures are not available yet.
    */
   portalUsage?: PortalUsageSource | undefined;
@@ -34,7 +34,7 @@ export interface ApiDeps {
   webhookMaxAttempts: number;
   /** The usage ingest core, shared with the ingest service when both run in one process. */
   usageIngest: UsageIngest;
-  /** The usage read-back's stores (DESIGN §9.1): totals, the sinks' watermark, the log voids go on. */
+  /** The usage read-back's stores (docs/architecture.md, "The usage read-back"): totals, the sinks' watermark, the log voids go on. */
   usageRead: UsageReadStores;
   /** Dependencies beyond the platform's (database, Redis, ClickHouse) that /readyz checks, e.g. the usage log. */
   extraReadinessChecks?: () => DependencyCheck[];

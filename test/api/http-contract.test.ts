@@ -20,7 +20,7 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-describe('errors and headers across the REST routes (DESIGN §6)', () => {
+describe('errors and headers across the REST routes (docs/architecture.md, "Rules of the contract")', () => {
   it('answers 429 RATE_LIMITED with Retry-After once the hourly limit is spent; the 429 is not counted', async () => {
     const limited = await createTestOrg(api.platform.db, { plan: 'beta', requestsPerHour: 3 });
     const statuses: number[] = [];
@@ -277,7 +277,7 @@ describe('errors and headers across the REST routes (DESIGN §6)', () => {
   });
 });
 
-describe('a dependency that is down (DESIGN §6)', () => {
+describe('a dependency that is down (docs/architecture.md, "Rules of the contract")', () => {
   function expectUnavailable(response: {
     statusCode: number;
     headers: Record<string, unknown>;

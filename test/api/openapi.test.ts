@@ -17,7 +17,7 @@ const REQUIRED_SCHEMAS = [
   'Error',
 ];
 
-/** Operations served without a key (DESIGN §6): everything else needs bearerAuth. */
+/** Operations served without a key (docs/architecture.md, "Rules of the contract"): everything else needs bearerAuth. */
 const PUBLIC_OPERATIONS = new Set(['getMeta', 'getLlmsTxt']);
 
 /**

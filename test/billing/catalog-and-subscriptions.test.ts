@@ -382,7 +382,7 @@ describe('canceling subscriptions', () => {
     expect((await failure(cancel(subscription.id, true))).message).toMatch(/already set to cancel/);
   });
 
-  it('a pending subscription cannot be canceled (DESIGN §6: pending -> trialing | active only)', async () => {
+  it('a pending subscription cannot be canceled (state machines: pending -> trialing | active only)', async () => {
     const pending = await create({
       customer_id: customerId,
       items: [{ product_id: catalog.seats }],

@@ -109,7 +109,7 @@ export async function invoicesOf(db: Queryable, subscriptionId: number) {
 }
 
 /**
- * Payable amounts (DESIGN §9.2b) over every invoice of the database (or one organization): each
+ * Payable amounts (docs/architecture.md, "Money") over every invoice of the database (or one organization): each
  * amount of the invoice, its lines and its transactions has no digit below the currency's minor
  * unit, total = subtotal + tax and the lines add up to both, exactly. Returns how many invoices.
  */

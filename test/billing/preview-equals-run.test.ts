@@ -14,7 +14,7 @@ import { createTestOrg } from '../helpers/fixtures.js';
 import { customerIn, productIn, recordUsage, subscribe } from './fixtures.js';
 
 /**
- * DESIGN §9.1: once a period has ended and no event changes, the invoice the billing run creates
+ * docs/architecture.md, "The usage read-back": once a period has ended and no event changes, the invoice the billing run creates
  * equals the upcoming-invoice preview to the last digit, on every pricing mode and tax type. Both
  * compose it with composePeriodInvoice; this proves the inputs they give it are the same too.
  */

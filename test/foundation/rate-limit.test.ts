@@ -138,7 +138,7 @@ describe('rate limiter across replicas', () => {
     expect(ttl).toBeLessThanOrEqual(3600 + 300);
   });
 
-  it('the headers follow DESIGN §6', () => {
+  it('the headers follow the contract (docs/architecture.md)', () => {
     const headers = rateLimitHeaders({
       allowed: true,
       plan: 'beta',

@@ -283,7 +283,7 @@ function impliedTransactions(status: InvoiceStatus, total: bigint): TransactionF
 /**
  * An invoice with items and transactions. Line total = quantity x unit price, tax = line x rate,
  * both rounded half-even at 8 digits; amount_paid = completed PAYMENT + CREDIT_MEMO amounts and
- * amount_refunded = completed REFUND amounts (DESIGN §6).
+ * amount_refunded = completed REFUND amounts (docs/architecture.md, "Rules of the contract").
  */
 export async function insertInvoice(
   db: Queryable,

@@ -206,7 +206,7 @@ describe('deploy/nginx/nginx.conf', () => {
       ['GET', '/api/public/v1/usage/events/batch'],
       ['PUT', '/api/public/v1/usage/events'],
       ['POST', '/api/public/v1/usage/events/extra'],
-      // the usage read-back and the void are the api's (DESIGN §9.1)
+      // the usage read-back and the void are the api's (docs/architecture.md, "The usage read-back")
       ['GET', '/api/public/v1/usage/events?status=VOIDED&limit=5'],
       ['GET', '/api/public/v1/usage/events/3f2c8a4e-1b7d-4c9e-a0f1-2d3e4f5a6b7c'],
       ['POST', '/api/public/v1/usage/events/3f2c8a4e-1b7d-4c9e-a0f1-2d3e4f5a6b7c/void'],

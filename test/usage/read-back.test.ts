@@ -12,7 +12,7 @@ import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 
 /**
- * The usage read-back in the embedded mode (DESIGN §9.1): in-process log, totals from Postgres,
+ * The usage read-back in the embedded mode (docs/architecture.md, "The usage read-back"): in-process log, totals from Postgres,
  * `as_of` = now. The distributed mode (Kafka, sinks, ClickHouse) is read-back-distributed.test.ts.
  */
 

@@ -17,7 +17,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const BODY_LIMIT = 256 * 1024;
 
 /**
- * Every rule of the spec's "Usage events" section and DESIGN §6, each its own test, on both front
+ * Every rule of the spec's "Usage events" section and docs/architecture.md, "Rules of the contract", each its own test, on both front
  * ends (the uWS ingest service over HTTP, the api service through inject) and in both modes
  * (Redis + Kafka, and the in-process twins).
  */

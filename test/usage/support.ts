@@ -13,7 +13,7 @@ import { type ServiceProcess, startTs } from '../helpers/processes.js';
 import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 
-/** The two modes of DESIGN §2 the usage rules must hold in. */
+/** The two modes of docs/architecture.md, "Two modes" the usage rules must hold in. */
 export type UsageMode = 'redis+kafka' | 'in-process';
 export const MODES: UsageMode[] = ['redis+kafka', 'in-process'];
 

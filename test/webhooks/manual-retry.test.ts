@@ -5,7 +5,7 @@ import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { emit, eventually, type Receiver, startDispatcher, startReceiver, storedEvents } from './support.js';
 
 /**
- * DESIGN §6: a manual retry "makes one immediate attempt". The dispatcher here polls only every
+ * The spec: a manual retry "makes one immediate attempt". The dispatcher here polls only every
  * 30 s, so an attempt that comes within a few seconds of the retry shows the retry woke it.
  */
 describe('manual retry against an idle dispatcher', () => {

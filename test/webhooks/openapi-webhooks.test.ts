@@ -67,7 +67,7 @@ describe('webhooks in the OpenAPI document', () => {
     expect(signature!.schema.pattern).toBeDefined();
   });
 
-  it('gives the invoice events the invoice fields the DESIGN names, from the Invoice schema', () => {
+  it('gives the invoice events the invoice fields the contract names, from the Invoice schema', () => {
     const data = document.components.schemas.WebhookInvoiceData!;
     expect(Object.keys(data.properties!).sort()).toEqual(
       ['balance', 'currency', 'customer_id', 'id', 'invoice_number', 'object', 'status', 'total'].sort(),

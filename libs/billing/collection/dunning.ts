@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/index.js';
 
 /**
- * Subscriptions follow their invoices (DESIGN §6): an active subscription with an overdue invoice
+ * Subscriptions follow their invoices (docs/architecture.md, "Rules of the contract"): an active subscription with an overdue invoice
  * becomes past_due; a past_due (or unpaid) one whose overdue invoices are all settled is active
  * again. Overdue is the spec's derived notion: POSTED or PARTIALLY_PAID, due date passed, balance
  * left. Both moves are listed in the subscription state machine.

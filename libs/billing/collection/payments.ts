@@ -29,7 +29,7 @@ import {
 } from './settlement.js';
 
 /**
- * Money against an invoice (DESIGN §6): payments and credit memos raise `amount_paid` (so lower
+ * Money against an invoice (docs/architecture.md, "Rules of the contract"): payments and credit memos raise `amount_paid` (so lower
  * the balance) and move POSTED -> PARTIALLY_PAID -> PAID, a refunded invoice with a balance left
  * too; refunds raise `amount_refunded` and move a paid invoice to PARTIALLY_REFUNDED or REFUNDED.
  * Each writes one invoice_transaction and its events in the caller's transaction, after locking

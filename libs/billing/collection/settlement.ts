@@ -3,7 +3,7 @@ import { formatMoney, isInMinorUnits, knownMinorUnitDigits, parseMoney } from '.
 import type { InvoiceStatus } from '../../schemas/index.js';
 
 /**
- * How money moves an invoice's status (DESIGN §6): `amount_paid` counts completed payments and
+ * How money moves an invoice's status (docs/architecture.md, "Rules of the contract"): `amount_paid` counts completed payments and
  * credit memos, `balance` = total - amount_paid, refunds are tracked apart in `amount_refunded`.
  */
 
@@ -38,7 +38,7 @@ export function statusForAmountPaid(total: bigint, amountPaid: bigint): Collecti
 }
 
 /**
- * Posting first consumes the customer's credit balance, up to the total (DESIGN §6). A zero-total
+ * Posting first consumes the customer's credit balance, up to the total (docs/architecture.md, "Rules of the contract"). A zero-total
  * invoice is settled the moment it is posted.
  */
 export function settleOnPosting(
@@ -57,7 +57,7 @@ export function statusAfterRefund(refundableLeft: bigint): 'REFUNDED' | 'PARTIAL
 }
 
 /**
- * Money that moves (payments, credits, refunds) is payable amounts (DESIGN §9.2b): whole units of
+ * Money that moves (payments, credits, refunds) is payable amounts (docs/architecture.md, "Money"): whole units of
  * the currency's minor unit. `exact` is the one other amount accepted: an invoice's whole balance
  * (or refundable part), which an invoice issued before the rule may hold below a cent.
  */

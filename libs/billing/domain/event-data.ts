@@ -3,7 +3,7 @@ import type { InvoiceTransaction } from '../../schemas/index.js';
 import { type ItemToShow, publicSubscriptionItem } from './subscription-item.js';
 
 /**
- * The webhook payload `data` of each emitted event (DESIGN §6 "Event payload data"), built in one
+ * The webhook payload `data` of each emitted event (docs/architecture.md, "Rules of the contract": event payloads), built in one
  * place so every path that emits an event sends the same shape.
  */
 

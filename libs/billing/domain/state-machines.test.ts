@@ -8,7 +8,7 @@ import {
   canMoveSubscription,
 } from './state-machines.js';
 
-/** DESIGN §6 (and its documented departures), written out again independently of the implementation's table. */
+/** docs/architecture.md, "State machines" (and its documented departures), written out again independently of the implementation's table. */
 const SUBSCRIPTION_LEGAL = new Set([
   'pending>trialing',
   'pending>active',
@@ -52,24 +52,27 @@ const pairs = <T extends string>(states: readonly T[]) =>
   states.flatMap((from) => states.filter((to) => to !== from).map((to) => [from, to] as const));
 
 describe('subscription state machine', () => {
-  it.each(pairs(SUBSCRIPTION_STATUSES))('%s -> %s is legal exactly when DESIGN lists it', (from, to) => {
-    const legal = SUBSCRIPTION_LEGAL.has(`${from}>${to}`);
-    expect(canMoveSubscription(from, to)).toBe(legal);
-    if (legal) {
-      expect(() => assertSubscriptionTransition(7, from, to)).not.toThrow();
-    } else {
-      const error = (() => {
-        try {
-          assertSubscriptionTransition(7, from, to);
-        } catch (e) {
-          return e;
-        }
-      })();
-      expect(error).toBeInstanceOf(ApiError);
-      expect((error as ApiError).code).toBe('CONFLICT');
-      expect((error as ApiError).message).toContain(`Subscription 7 is ${from} and cannot become ${to}`);
-    }
-  });
+  it.each(pairs(SUBSCRIPTION_STATUSES))(
+    '%s -> %s is legal exactly when docs/architecture.md lists it',
+    (from, to) => {
+      const legal = SUBSCRIPTION_LEGAL.has(`${from}>${to}`);
+      expect(canMoveSubscription(from, to)).toBe(legal);
+      if (legal) {
+        expect(() => assertSubscriptionTransition(7, from, to)).not.toThrow();
+      } else {
+        const error = (() => {
+          try {
+            assertSubscriptionTransition(7, from, to);
+          } catch (e) {
+            return e;
+          }
+        })();
+        expect(error).toBeInstanceOf(ApiError);
+        expect((error as ApiError).code).toBe('CONFLICT');
+        expect((error as ApiError).message).toContain(`Subscription 7 is ${from} and cannot become ${to}`);
+      }
+    },
+  );
 
   it('names the final states in the message', () => {
     expect(() => assertSubscriptionTransition(1, 'canceled', 'active')).toThrow(/canceled is final/);
@@ -80,12 +83,15 @@ describe('subscription state machine', () => {
 });
 
 describe('invoice state machine', () => {
-  it.each(pairs(INVOICE_STATUSES))('%s -> %s is legal exactly when DESIGN lists it', (from, to) => {
-    const legal = INVOICE_LEGAL.has(`${from}>${to}`);
-    expect(canMoveInvoice(from, to)).toBe(legal);
-    if (legal) expect(() => assertInvoiceTransition('INV-000001', from, to)).not.toThrow();
-    else expect(() => assertInvoiceTransition('INV-000001', from, to)).toThrow(ApiError);
-  });
+  it.each(pairs(INVOICE_STATUSES))(
+    '%s -> %s is legal exactly when docs/architecture.md lists it',
+    (from, to) => {
+      const legal = INVOICE_LEGAL.has(`${from}>${to}`);
+      expect(canMoveInvoice(from, to)).toBe(legal);
+      if (legal) expect(() => assertInvoiceTransition('INV-000001', from, to)).not.toThrow();
+      else expect(() => assertInvoiceTransition('INV-000001', from, to)).toThrow(ApiError);
+    },
+  );
 
   it('a further partial payment or refund may keep the status; posting or withdrawing twice may not', () => {
     expect(() => assertInvoiceTransition('INV-000001', 'PARTIALLY_PAID', 'PARTIALLY_PAID')).not.toThrow();

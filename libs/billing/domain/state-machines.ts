@@ -2,7 +2,7 @@ import { ApiError } from '../../errors/index.js';
 import type { InvoiceStatus, SubscriptionStatus } from '../../schemas/index.js';
 
 /**
- * The two state machines of DESIGN §6 (the invoice's with one documented departure). Every status change in the code base goes through
+ * The two state machines of docs/architecture.md (the invoice's with one documented departure). Every status change in the code base goes through
  * `assert...Transition`, so a move the table does not list is refused (409 CONFLICT) whatever
  * path asks for it: console, billing run or seed.
  */
@@ -19,7 +19,7 @@ export const SUBSCRIPTION_TRANSITIONS: Readonly<Record<SubscriptionStatus, reado
 };
 
 /**
- * DESIGN §6's invoice machine, and one departure (docs/decisions.md "A refund never cancels what
+ * the invoice machine of docs/architecture.md (State machines), and one departure (docs/decisions.md "A refund never cancels what
  * is still owed"): a refunded invoice that still has a balance (a partial payment given back) takes
  * payments again, and moves by what is then paid, as a POSTED one does.
  */

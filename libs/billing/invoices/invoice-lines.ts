@@ -84,7 +84,7 @@ export function buildInvoiceLines(
       description,
       quantity: priced.quantity,
       unit_price: priced.unit_price,
-      // payable amounts (DESIGN §9.2b): each line half-up to the minor unit; unit prices keep theirs
+      // payable amounts (docs/architecture.md, "Money"): each line half-up to the minor unit; unit prices keep theirs
       line_total_pre_tax: formatMoney(roundToMinorUnit(parseMoney(priced.amount), context.currency)),
     });
   }

@@ -34,7 +34,7 @@ export interface PeriodInvoiceInput {
   periodEnd: Date;
   /**
    * Lines of subscription changes waiting for this invoice (pendingProrationLines): a credit and
-   * a charge per changed licensed item (DESIGN §9.2).
+   * a charge per changed licensed item (docs/architecture.md, "A subscription change's way").
    */
   prorationLines: readonly ProrationLine[];
   customer: PeriodInvoiceCustomer;

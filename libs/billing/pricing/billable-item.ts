@@ -20,7 +20,7 @@ export interface BillableItem {
   usage_limit?: string | null;
   /** The product's price structure; tiers come from the product. */
   pricing: Omit<ProductPricing, 'unit_price'>;
-  /** Added by a subscription change at this instant (DESIGN §9.2); null: since the start. */
+  /** Added by a subscription change at this instant (docs/architecture.md, "A subscription change's way"); null: since the start. */
   started_at?: Date | null;
   /** Removed by a subscription change at this instant: billed for that period, never after. */
   removed_at?: Date | null;

@@ -10,7 +10,7 @@ import {
 } from '../../money/index.js';
 
 /**
- * What a quantity costs under a product's price (DESIGN §6 Billing), in exact decimals. Pure: the
+ * What a quantity costs under a product's price (docs/architecture.md, "A billing run's way"), in exact decimals. Pure: the
  * billing run, tests and any future price preview share it.
  *
  * Quantities are first rounded half-even to 4 fractional digits (what the invoice shows), and the

@@ -3,7 +3,7 @@ import type { BillableItem } from './billable-item.js';
 import { priceQuantity } from './pricing.js';
 
 /**
- * Proration of a subscription change (DESIGN §9.2), pure. Billing is in arrears: the invoice at the
+ * Proration of a subscription change (docs/architecture.md, "A subscription change's way"), pure. Billing is in arrears: the invoice at the
  * end of a period charges each licensed item's full period at its terms when the period began
  * (its "base"), and a change in between adds lines that turn that into exactly what was used: a
  * credit for the rest of the period at the old quantity and price, a charge for the rest at the

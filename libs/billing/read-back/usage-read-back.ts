@@ -33,7 +33,7 @@ import {
 } from '../run/index.js';
 
 /**
- * The usage read-back (DESIGN §9.1): a subscription's usage of a period, its daily series and its
+ * The usage read-back (docs/architecture.md, "The usage read-back"): a subscription's usage of a period, its daily series and its
  * upcoming invoice. Totals come through the aggregation port the billing run uses, and amounts
  * and invoices from composePeriodInvoice, the function the billing run composes its invoices
  * with: what is shown here is what the run will charge.
@@ -319,7 +319,7 @@ function nextInvoiceStep(subscription: DueSubscription): InvoiceStep | undefined
 }
 
 /**
- * The invoice the next billing run will create for the running period (DESIGN §9.1), composed by
+ * The invoice the next billing run will create for the running period (docs/architecture.md, "The usage read-back"), composed by
  * the run's own composePeriodInvoice over the usage counted so far: once the period has ended and
  * no event changes, the run's invoice equals it to the last digit.
  */
@@ -340,7 +340,7 @@ export async function previewUpcomingInvoice(
     );
   }
   const asOf = await stores.asOf();
-  // with the lines of changes made in the period (DESIGN §9.2): the run puts them on this invoice
+  // with the lines of changes made in the period (docs/architecture.md, "A subscription change's way"): the run puts them on this invoice
   const target: InvoiceTarget = { subscription, step };
   const inputs = await loadPeriodInputs(db, stores, [target], { lateUsage: true });
   const invoice: PeriodInvoice = composePeriodInvoice(periodInvoiceInput(target, inputs));

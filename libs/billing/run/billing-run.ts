@@ -59,7 +59,7 @@ import {
 import { BILLABLE_STATUSES, planBilling, type SubscriptionSchedule } from './schedule.js';
 
 /**
- * The billing run (DESIGN §6 Billing): every subscription whose next_billing_date has passed is
+ * The billing run (docs/architecture.md, "A billing run's way"): every subscription whose next_billing_date has passed is
  * moved forward to `now`: pending ones start, trials end (never charged), each ended period gets
  * one invoice (posted unless asked for drafts, the customer's credit consumed as a CREDIT_MEMO),
  * subscriptions canceled at period end or at the end of a term stop, termed ones renew.
@@ -423,8 +423,8 @@ function postingEvents(invoice: NewInvoice): DomainEvent[] {
 }
 
 /**
- * The final invoice of a subscription canceled now, posted (DESIGN decision "An immediate cancel
- * bills the used part of its period", docs/decisions.md): its running period until `end.at`,
+ * The final invoice of a subscription canceled now, posted (docs/decisions.md, "An immediate cancel
+ * bills the used part of its period"): its running period until `end.at`,
  * composed like any period's invoice, so it carries what the period accrued: licensed items to
  * the second (or the whole period with proration none), usage until the cancel, the proration
  * lines changes left waiting. `subscription` is held by the caller's transaction; its period must

@@ -156,7 +156,7 @@ describe('planning a billing run for one subscription', () => {
     expect(plan.next.subscription_end_date?.toISOString()).toBe('2027-07-01T00:00:00.000Z');
   });
 
-  it('a past-due termed subscription cannot expire (DESIGN §6), so its term end cancels it', () => {
+  it('a past-due termed subscription cannot expire (docs/architecture.md, "Rules of the contract"), so its term end cancels it', () => {
     const plan = planBilling(termed(false, 'past_due'), d('2026-07-01T00:00:00Z'));
     expect(plan.steps.map(describeStep).at(-1)).toBe('past_due->canceled (term_ended)');
   });

@@ -113,7 +113,7 @@ export function planBilling(
             );
             steps.push({ kind: 'renewed', at: periodEnd, termEnd: next.subscription_end_date });
           } else {
-            // DESIGN §6 lets only trialing and active subscriptions expire; one that is behind on
+            // docs/architecture.md ("State machines") lets only trialing and active subscriptions expire; one that is behind on
             // payments when its term runs out is canceled instead (billing stops either way).
             move(next.status === 'active' ? 'expired' : 'canceled', periodEnd, 'term_ended');
             next.ended_at = periodEnd;

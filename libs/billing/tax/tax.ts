@@ -10,7 +10,7 @@ import { knownRegion, TAX_REGIONS } from '../../regions/index.js';
 import type { TaxType } from '../../schemas/index.js';
 
 /**
- * Destination-based sales tax (DESIGN §6): Canada's GST, HST, QST and PST by province, the base
+ * Destination-based sales tax (docs/architecture.md, "Rules of the contract"): Canada's GST, HST, QST and PST by province, the base
  * state rate in the US. One function serves invoices and the MCP `tax_lookup` tool, so what an
  * assistant quotes is what the invoice charges.
  */
@@ -194,7 +194,7 @@ function canadianRule(province: string, onDate: string): TaxRule {
 
 /**
  * Applies a rule to a pre-tax amount (a money string; on an invoice, the taxable subtotal of the
- * rule): each component is rounded half-up to the currency's minor unit (DESIGN §9.2b, as the CRA
+ * rule): each component is rounded half-up to the currency's minor unit (docs/architecture.md, "Money", as the CRA
  * and US states expect), then the components are summed.
  */
 export function computeTax(taxRule: TaxRule, amount: string, currency: string): TaxComputation {
@@ -228,7 +228,7 @@ export function federalGstOf(preTaxAmount: string): string {
   );
 }
 
-/** The federal GST of a taxable subtotal under the payable-amounts rule (DESIGN §9.2b). */
+/** The federal GST of a taxable subtotal under the payable-amounts rule (docs/architecture.md, "Money"). */
 export function federalGstOfSubtotal(subtotal: string, currency: string): string {
   return computeTax(rule('GST', [GST()], ''), subtotal, currency).amount;
 }

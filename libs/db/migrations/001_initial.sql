@@ -1,4 +1,4 @@
--- The whole data model (DESIGN §5). Every tenant-scoped row carries org_id; list indexes are
+-- The whole data model (docs/architecture.md, "Data model"). Every tenant-scoped row carries org_id; list indexes are
 -- (org_id, created_at DESC, id DESC) so pages sorted newest first are stable and index-backed.
 -- Money is NUMERIC(20,8) (12 integer digits, 8 fractional); invoice item quantity NUMERIC(20,4).
 
@@ -171,7 +171,7 @@ CREATE TABLE invoices (
   subtotal        numeric(20, 8) NOT NULL DEFAULT 0,
   tax_amount      numeric(20, 8) NOT NULL DEFAULT 0,
   total           numeric(20, 8) NOT NULL DEFAULT 0,
-  -- maintained in the same transaction as each invoice_transactions row (DESIGN §6):
+  -- maintained in the same transaction as each invoice_transactions row (docs/architecture.md, "Rules of the contract"):
   -- amount_paid = completed PAYMENT + CREDIT_MEMO amounts, amount_refunded = refunded amounts.
   -- balance (= total - amount_paid) is derived when read, never stored.
   amount_paid     numeric(20, 8) NOT NULL DEFAULT 0,

@@ -1,4 +1,4 @@
--- Usage read-back and void (DESIGN §9.1).
+-- Usage read-back and void (docs/architecture.md, "The usage read-back").
 
 -- A voided event stays (the event list shows it with its voided_at) and counts nowhere. The void
 -- reaches this column twice, both writes idempotent: from the api, in the transaction that checks

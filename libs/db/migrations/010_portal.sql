@@ -1,4 +1,4 @@
--- Customer portal and hosted invoice pages (DESIGN §9.3).
+-- Customer portal and hosted invoice pages (docs/architecture.md, "Customer portal").
 
 -- A portal session is a link for one customer of one organization. Only the SHA-256 of its token
 -- is kept: the token itself is shown once, in the url POST /portal-sessions answers.

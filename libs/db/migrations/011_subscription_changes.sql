@@ -1,4 +1,4 @@
--- Subscription changes with proration (DESIGN §9.2).
+-- Subscription changes with proration (docs/architecture.md, "A subscription change's way").
 
 -- Items keep their history within the running period, so the invoice at its end (billing is in
 -- arrears) charges each item's terms as they were when the period began, and the proration lines

@@ -59,7 +59,7 @@ export const taxLookupTool = defineTool({
       note: rule.note,
     };
     if (amount === undefined) return lookup;
-    // the invoices' own rounding (DESIGN §9.2b): what an assistant quotes is what is charged
+    // the invoices' own rounding (docs/architecture.md, "Money"): what an assistant quotes is what is charged
     const tax = computeTax(rule, amount, currency ?? (country.toUpperCase() === 'US' ? 'USD' : 'CAD'));
     return {
       ...lookup,

@@ -13,7 +13,7 @@ import { type DailyUsage, PostgresDailyTotalsAggregator, type UsageAggregator } 
 import { ClickHouseUsageAggregator } from './clickhouse.js';
 
 /**
- * What the usage read-back reads and writes through (DESIGN §9.1): totals through the aggregation
+ * What the usage read-back reads and writes through (docs/architecture.md, "The usage read-back"): totals through the aggregation
  * port (Postgres daily totals, see openUsageReadStores), the pg-sink's watermark for `as_of`, and
  * the usage log the voids travel on.
  */

@@ -88,7 +88,7 @@ interface Deferred<T> {
 }
 
 /**
- * The ingest core both HTTP front ends call (DESIGN §1, §6). Per request: validate, resolve the
+ * The ingest core both HTTP front ends call (docs/architecture.md, "The shape" and "Rules of the contract"). Per request: validate, resolve the
  * idempotency key, check the item through a cache, then ONE store round trip that counts the
  * request and reserves each event's identity (SET NX of the event). New events go to the log and
  * are answered only once the log acknowledged them; that is the only store write a new event
@@ -228,7 +228,7 @@ export class UsageIngest {
 
   /**
    * An invalid body whose item and key name an identity already recorded: the stored event, with
-   * 201, "whatever the new body says" (DESIGN §6). Otherwise the body's error. Counted either way.
+   * 201, "whatever the new body says" (docs/architecture.md, "Rules of the contract"). Otherwise the body's error. Counted either way.
    */
   private async storedOrRefuse(
     auth: AuthContext,

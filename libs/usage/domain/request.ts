@@ -21,7 +21,7 @@ export interface ValidUsageEvent {
 }
 
 /**
- * Checks one event's body and resolves its idempotency key (DESIGN §6): the header wins over the
+ * Checks one event's body and resolves its idempotency key (docs/architecture.md, "Rules of the contract"): the header wins over the
  * body's key; neither is a 400; a key over 255 characters is a 422. Throws ApiError.
  */
 export function parseUsageEvent(

@@ -8,7 +8,7 @@ import { SUBTRACT_VOIDED } from '../sinks/postgres.js';
 import type { UsageEventRecord, UsageVoidRecord } from './event.js';
 
 /**
- * Reading back and voiding recorded usage events (DESIGN §9.1). Events are read from Postgres
+ * Reading back and voiding recorded usage events (docs/architecture.md, "The usage read-back"). Events are read from Postgres
  * `usage_events`: the pg-sink's store in the distributed mode, written by ingest itself embedded.
  */
 

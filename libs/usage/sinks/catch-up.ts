@@ -26,7 +26,7 @@ export class SinkBehindError extends Error {
 
 /**
  * Resolves once consumer group `groupId` has committed every partition of `topic` up to where the
- * log ended when this was called. A sink commits only after its write (DESIGN §1), and ingest
+ * log ended when this was called. A sink commits only after its write (docs/architecture.md, "The shape"), and ingest
  * answers 201 only after the log acknowledged the event, so from then on the sink's store holds
  * every event accepted before the call. Throws SinkBehindError past `timeoutMs`.
  */

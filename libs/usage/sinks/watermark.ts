@@ -5,7 +5,7 @@ import type { Logger } from '../../log/index.js';
 const EPOCH = new Date(0);
 
 /**
- * The sinks' committed watermark, `as_of` of the usage read-back (DESIGN §9.1, docs/decisions.md).
+ * The sinks' committed watermark, `as_of` of the usage read-back (docs/architecture.md, "The usage read-back", docs/decisions.md).
  *
  * Every `intervalMs` a sink reads the time T, then the log's end per partition, then its consumer
  * group's committed offsets. A partition whose committed offset reached that end (or that is

@@ -47,7 +47,7 @@ export function registerAuthentication(app: ApiInstance): void {
 
 /**
  * A key lookup needs Postgres on a cache miss and every request needs the rate-limit store: while
- * either is down that is a dependency failure (503 with Retry-After, DESIGN §6, as the ingest
+ * either is down that is a dependency failure (503 with Retry-After, docs/architecture.md, "Rules of the contract", as the ingest
  * service answers), not a bug (500). A refusal of the key itself stays what it is.
  */
 function dependencyFailure(detail: string) {

@@ -36,7 +36,7 @@ import { canonicalUuid } from '../../../libs/schemas/index.js';
 import { pagesBaseUrlOf } from '../public-url.js';
 
 /*
- * The pages for the people who pay (DESIGN §9.3), at PORTAL_PATH below the site root: no API key,
+ * The pages for the people who pay (docs/architecture.md, "Customer portal"), at PORTAL_PATH below the site root: no API key,
  * a token in the path instead. Every response here, pages, documents, errors and the stylesheet,
  * carries the headers below; the access log records the route pattern, never the token.
  */

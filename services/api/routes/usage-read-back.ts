@@ -29,7 +29,7 @@ import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
 import { orgIdOf } from '../types.js';
 
 /**
- * Usage read-back and correction (DESIGN §9.1), served by the api: the proxy sends only the two
+ * Usage read-back and correction (docs/architecture.md, "The usage read-back"), served by the api: the proxy sends only the two
  * POST ingest routes to the ingest service. Thin: libs/billing (usage, daily, upcoming invoice)
  * and libs/usage (events, void) do the work.
  */

@@ -16,7 +16,7 @@ import { sendError, toApiError } from '../plugins/errors.js';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
 
 /**
- * The usage routes, answered by the same ingest core as the ingest service (DESIGN §2), so the
+ * The usage routes, answered by the same ingest core as the ingest service (docs/architecture.md, "Two modes"), so the
  * single base URL serves the whole API in every mode and both front ends give the same answer to
  * the same request.
  *
