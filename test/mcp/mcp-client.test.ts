@@ -57,7 +57,7 @@ describe('the official MCP SDK client against the endpoint', () => {
     expect(client.getInstructions()).toMatch(/read-only/i);
   });
 
-  it('lists the twelve read-only tools, each with an object JSON Schema for its arguments', async () => {
+  it('lists the thirteen read-only tools, each with an object JSON Schema for its arguments', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual(TOOL_NAMES);
     for (const tool of tools) {

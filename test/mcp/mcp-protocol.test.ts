@@ -78,7 +78,7 @@ describe('MCP endpoint over plain HTTP', () => {
 
   it('lists the tools', async () => {
     const body = await rpc({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
-    expect(body.result.tools).toHaveLength(12);
+    expect(body.result.tools).toHaveLength(13);
   });
 
   it('-32700 when the body is not JSON (from the MCP route, not the REST 400)', async () => {
