@@ -4,6 +4,7 @@ import {
   displayDate,
   displayMoney,
   displayQuantity,
+  type Locale,
   type Messages,
   messagesFor,
 } from '../i18n/index.js';
@@ -77,6 +78,51 @@ function party(title: string, who: InvoiceParty, m: Messages): string {
 }
 
 /** A self-contained printable invoice (inline CSS, no script), the same content as the PDF, in its locale. */
+/**
+ * The top of a printable document, the same for an invoice and a credit note: head, the seller's
+ * name beside the title and number, the parties, and the document's details (`details`: a label,
+ * then its value already written as HTML).
+ */
+function documentOpening(document: {
+  locale: Locale;
+  title: string;
+  heading: string;
+  number: string;
+  seller: InvoiceParty;
+  customer: InvoiceParty;
+  detailsHeading: string;
+  details: readonly (readonly [string, string])[];
+}): string {
+  const m = messagesFor(document.locale);
+  return `<!doctype html>
+<html lang="${document.locale}">
+<head>
+  <meta charset="utf-8">
+  <title>${escapeHtml(document.title)}</title>
+  <style>${INVOICE_STYLE}</style>
+</head>
+<body>
+  <header>
+    <div>
+      <p class="name">${escapeHtml(document.seller.name)}</p>
+    </div>
+    <div>
+      <h1>${escapeHtml(document.heading)}</h1>
+      <p class="num">${escapeHtml(document.number)}</p>
+    </div>
+  </header>
+  <div class="parties">
+    ${party(m.from, document.seller, m)}
+    ${party(m.billTo, document.customer, m)}
+    <section class="party">
+      <h2>${escapeHtml(document.detailsHeading)}</h2>
+      <dl class="details">
+        ${document.details.map(([label, value]) => `<dt>${escapeHtml(label)}</dt><dd>${value}</dd>`).join('\n        ')}
+      </dl>
+    </section>
+  </div>`;
+}
+
 export function renderInvoiceHtml({
   locale,
   invoice,
@@ -107,38 +153,28 @@ export function renderInvoiceHtml({
     )
     .join('\n        ');
   const refunded = parseMoney(invoice.amount_refunded) !== 0n;
-  return `<!doctype html>
-<html lang="${locale}">
-<head>
-  <meta charset="utf-8">
-  <title>${escapeHtml(m.documentTitle(invoice.invoice_number))}</title>
-  <style>${INVOICE_STYLE}</style>
-</head>
-<body>
-  <header>
-    <div>
-      <p class="name">${escapeHtml(seller.name)}</p>
-    </div>
-    <div>
-      <h1>${escapeHtml(m.invoiceTitle)}</h1>
-      <p class="num">${escapeHtml(invoice.invoice_number)}</p>
-    </div>
-  </header>
-  <div class="parties">
-    ${party(m.from, seller, m)}
-    ${party(m.billTo, customer, m)}
-    <section class="party">
-      <h2>${escapeHtml(m.invoiceDetails)}</h2>
-      <dl class="details">
-        <dt>${escapeHtml(m.invoiceNumber)}</dt><dd>${escapeHtml(invoice.invoice_number)}</dd>
-        <dt>${escapeHtml(m.invoiceDate)}</dt><dd>${date(invoice.invoice_date)}</dd>
-        <dt>${escapeHtml(m.dueDate)}</dt><dd>${date(invoice.due_date)}</dd>
-        <dt>${escapeHtml(m.period)}</dt><dd>${escapeHtml(m.periodRange(displayDate(invoice.period_start, locale), displayDate(invoice.period_end, locale)))}</dd>
-        <dt>${escapeHtml(m.status)}</dt><dd>${status}</dd>
-        <dt>${escapeHtml(m.currency)}</dt><dd>${currency}</dd>
-      </dl>
-    </section>
-  </div>
+  return `${documentOpening({
+    locale,
+    title: m.documentTitle(invoice.invoice_number),
+    heading: m.invoiceTitle,
+    number: invoice.invoice_number,
+    seller,
+    customer,
+    detailsHeading: m.invoiceDetails,
+    details: [
+      [m.invoiceNumber, escapeHtml(invoice.invoice_number)],
+      [m.invoiceDate, date(invoice.invoice_date)],
+      [m.dueDate, date(invoice.due_date)],
+      [
+        m.period,
+        escapeHtml(
+          m.periodRange(displayDate(invoice.period_start, locale), displayDate(invoice.period_end, locale)),
+        ),
+      ],
+      [m.status, status],
+      [m.currency, currency],
+    ],
+  })}
   <table class="items">
     <thead>
       <tr>
@@ -207,37 +243,22 @@ export function renderCreditNoteHtml({
       return `<tr><td>${escapeHtml(m.taxNames[name] ?? name)}</td><td class="num">${money(line.amount)}</td></tr>`;
     })
     .join('\n    ');
-  return `<!doctype html>
-<html lang="${locale}">
-<head>
-  <meta charset="utf-8">
-  <title>${escapeHtml(m.creditNoteDocumentTitle(note.number))}</title>
-  <style>${INVOICE_STYLE}</style>
-</head>
-<body>
-  <header>
-    <div>
-      <p class="name">${escapeHtml(seller.name)}</p>
-    </div>
-    <div>
-      <h1>${escapeHtml(m.creditNoteTitle)}</h1>
-      <p class="num">${escapeHtml(note.number)}</p>
-    </div>
-  </header>
-  <div class="parties">
-    ${party(m.from, seller, m)}
-    ${party(m.billTo, customer, m)}
-    <section class="party">
-      <h2>${escapeHtml(m.creditNoteDetails)}</h2>
-      <dl class="details">
-        <dt>${escapeHtml(m.creditNoteNumber)}</dt><dd>${escapeHtml(note.number)}</dd>
-        <dt>${escapeHtml(m.creditNoteDate)}</dt><dd>${date(note.created_at.slice(0, 10))}</dd>
-        <dt>${escapeHtml(m.creditedInvoice)}</dt><dd>${escapeHtml(invoice.invoice_number)} (${date(invoice.invoice_date)})</dd>
-        <dt>${escapeHtml(m.reason)}</dt><dd>${escapeHtml(m.creditNoteReasons[note.reason] ?? note.reason)}</dd>
-        <dt>${escapeHtml(m.currency)}</dt><dd>${escapeHtml(note.currency)}</dd>
-      </dl>
-    </section>
-  </div>
+  return `${documentOpening({
+    locale,
+    title: m.creditNoteDocumentTitle(note.number),
+    heading: m.creditNoteTitle,
+    number: note.number,
+    seller,
+    customer,
+    detailsHeading: m.creditNoteDetails,
+    details: [
+      [m.creditNoteNumber, escapeHtml(note.number)],
+      [m.creditNoteDate, date(note.created_at.slice(0, 10))],
+      [m.creditedInvoice, `${escapeHtml(invoice.invoice_number)} (${date(invoice.invoice_date)})`],
+      [m.reason, escapeHtml(m.creditNoteReasons[note.reason] ?? note.reason)],
+      [m.currency, escapeHtml(note.currency)],
+    ],
+  })}
   ${note.memo ? `<p class="memo"><strong>${escapeHtml(m.memo)}:</strong> ${escapeHtml(note.memo)}</p>` : ''}
   <table class="items">
     <thead>

@@ -292,15 +292,75 @@ export function renderInvoicePdf(printable: PrintableInvoice): Promise<Buffer> {
     },
     textsOf(printable, m),
   );
-  const done = new Promise<Buffer>((resolve, reject) => {
+  const done = collected(doc);
+  drawDocument(doc, printable, m, typesetter);
+  doc.end();
+  return done;
+}
+
+/** The document's bytes, once it has ended. */
+function collected(doc: PDFKit.PDFDocument): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     doc.on('data', (chunk: Buffer) => chunks.push(chunk));
     doc.on('end', () => resolve(Buffer.concat(chunks)));
     doc.on('error', reject);
   });
-  drawDocument(doc, printable, m, typesetter);
-  doc.end();
-  return done;
+}
+
+/**
+ * The top of a printable document, the same for an invoice and a credit note: the seller on the
+ * left and the title and number on the right, then seller above customer on the left and the
+ * document's particulars on the right. Leaves doc.y below them.
+ */
+function drawOpening(
+  doc: PDFKit.PDFDocument,
+  ts: Typesetter,
+  m: Messages,
+  document: {
+    heading: string;
+    number: string;
+    seller: InvoiceParty;
+    customer: InvoiceParty;
+    detailsHeading: string;
+    details: [string, string][];
+  },
+): void {
+  const left = PAGE_MARGIN;
+  const width = doc.page.width - 2 * PAGE_MARGIN;
+  const top = doc.y;
+  doc.font(BOLD).fontSize(22).text(ts.print(document.heading, FONT), left, top, { width, align: 'right' });
+  doc.fontSize(11).text(ts.set(document.number, 'regular'), left, doc.y, { width, align: 'right' });
+  doc
+    .font(BOLD)
+    .fontSize(16)
+    .text(ts.set(document.seller.name, 'bold'), left, top, { width: width * 0.6 });
+  doc.y = Math.max(doc.y, top + 44) + 16;
+
+  const blockTop = doc.y;
+  const detailsWidth = 240;
+  const partyWidth = width - detailsWidth - 24;
+  const sellerBottom = drawParty(doc, ts, m, m.from, document.seller, left, blockTop, partyWidth);
+  const customerBottom = drawParty(
+    doc,
+    ts,
+    m,
+    m.billTo,
+    document.customer,
+    left,
+    sellerBottom + 14,
+    partyWidth,
+  );
+  const detailsBottom = drawDetails(
+    doc,
+    ts,
+    document.detailsHeading,
+    document.details,
+    left + width - detailsWidth,
+    blockTop,
+    detailsWidth,
+  );
+  doc.y = Math.max(customerBottom, detailsBottom) + 24;
 }
 
 function drawDocument(
@@ -316,28 +376,14 @@ function drawDocument(
   const left = PAGE_MARGIN;
   const width = doc.page.width - 2 * PAGE_MARGIN;
 
-  // Heading: seller on the left, the document's title and number on the right.
-  const top = doc.y;
-  doc.font(BOLD).fontSize(22).text(text(m.invoiceTitle), left, top, { width, align: 'right' });
-  doc.fontSize(11).text(ts.set(invoice.invoice_number, 'regular'), left, doc.y, { width, align: 'right' });
-  doc
-    .font(BOLD)
-    .fontSize(16)
-    .text(ts.set(seller.name, 'bold'), left, top, { width: width * 0.6 });
-  doc.y = Math.max(doc.y, top + 44) + 16;
-
-  // Seller above customer on the left, the invoice's particulars on the right.
-  const blockTop = doc.y;
-  const detailsWidth = 240;
-  const partyWidth = width - detailsWidth - 24;
-  const sellerBottom = drawParty(doc, ts, m, m.from, seller, left, blockTop, partyWidth);
-  const customerBottom = drawParty(doc, ts, m, m.billTo, customer, left, sellerBottom + 14, partyWidth);
   const status = m.invoiceStatus[invoice.status];
-  const detailsBottom = drawDetails(
-    doc,
-    ts,
-    m.invoiceDetails,
-    [
+  drawOpening(doc, ts, m, {
+    heading: m.invoiceTitle,
+    number: invoice.invoice_number,
+    seller,
+    customer,
+    detailsHeading: m.invoiceDetails,
+    details: [
       [m.invoiceNumber, invoice.invoice_number],
       [m.invoiceDate, date(invoice.invoice_date)],
       [m.dueDate, date(invoice.due_date)],
@@ -345,11 +391,7 @@ function drawDocument(
       [m.status, overdue ? `${status} (${m.overdue})` : status],
       [m.currency, invoice.currency],
     ],
-    left + width - detailsWidth,
-    blockTop,
-    detailsWidth,
-  );
-  doc.y = Math.max(customerBottom, detailsBottom) + 24;
+  });
 
   drawItems(doc, ts, m, printable);
 
@@ -512,48 +554,27 @@ export function renderCreditNotePdf(printable: PrintableCreditNote): Promise<Buf
       displayDate(note.created_at.slice(0, 10), locale),
     ],
   );
-  const done = new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    doc.on('data', (chunk: Buffer) => chunks.push(chunk));
-    doc.on('end', () => resolve(Buffer.concat(chunks)));
-    doc.on('error', reject);
-  });
+  const done = collected(doc);
   const text = (value: string) => ts.print(value, FONT);
   const date = (value: string) => displayDate(value, locale);
   const money = (value: string) => displayMoney(value, note.currency, locale);
   const left = PAGE_MARGIN;
   const width = doc.page.width - 2 * PAGE_MARGIN;
 
-  const top = doc.y;
-  doc.font(BOLD).fontSize(22).text(text(m.creditNoteTitle), left, top, { width, align: 'right' });
-  doc.fontSize(11).text(ts.set(note.number, 'regular'), left, doc.y, { width, align: 'right' });
-  doc
-    .font(BOLD)
-    .fontSize(16)
-    .text(ts.set(seller.name, 'bold'), left, top, { width: width * 0.6 });
-  doc.y = Math.max(doc.y, top + 44) + 16;
-
-  const blockTop = doc.y;
-  const detailsWidth = 240;
-  const partyWidth = width - detailsWidth - 24;
-  const sellerBottom = drawParty(doc, ts, m, m.from, seller, left, blockTop, partyWidth);
-  const customerBottom = drawParty(doc, ts, m, m.billTo, customer, left, sellerBottom + 14, partyWidth);
-  const detailsBottom = drawDetails(
-    doc,
-    ts,
-    m.creditNoteDetails,
-    [
+  drawOpening(doc, ts, m, {
+    heading: m.creditNoteTitle,
+    number: note.number,
+    seller,
+    customer,
+    detailsHeading: m.creditNoteDetails,
+    details: [
       [m.creditNoteNumber, note.number],
       [m.creditNoteDate, date(note.created_at.slice(0, 10))],
       [m.creditedInvoice, `${invoice.invoice_number} (${date(invoice.invoice_date)})`],
       [m.reason, m.creditNoteReasons[note.reason] ?? note.reason],
       [m.currency, note.currency],
     ],
-    left + width - detailsWidth,
-    blockTop,
-    detailsWidth,
-  );
-  doc.y = Math.max(customerBottom, detailsBottom) + 24;
+  });
   if (note.memo) {
     doc.fontSize(9).text(ts.set(`${m.memo}: ${note.memo}`, 'regular'), left, doc.y, { width });
     doc.y += 10;
