@@ -15,6 +15,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { openClickHouse } from '../libs/clickhouse/index.js';
 import type { Admin as KafkaAdmin } from '../libs/kafka/index.js';
 import { type PrebuiltRequestEntry, prebuiltRequest } from './autocannon-adapter.js';
 
@@ -645,6 +646,26 @@ export function cpuMicrosPerRequest(before: CpuSnapshot, after: CpuSnapshot, req
 // --- output ---------------------------------------------------------------------------------
 
 /** A plain text table: numbers right-aligned, the rest left-aligned. */
+/** Drops a benchmark's ClickHouse database; a failure is logged, never thrown (cleanup runs last). */
+export async function dropClickHouseDatabase(
+  url: string,
+  name: string,
+  log: (message: string) => void,
+): Promise<void> {
+  const clickhouse = openClickHouse({ url, database: name });
+  await clickhouse
+    .command(`DROP DATABASE IF EXISTS ${name}`)
+    .catch((error) => log(`cleanup: ${(error as Error).message}`));
+  await clickhouse.close();
+}
+
+/** p50, p99 and max of `values` (nearest rank). */
+export function percentiles(values: readonly number[]): { p50: number; p99: number; max: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+  return { p50: at(0.5), p99: at(0.99), max: sorted[sorted.length - 1]! };
+}
+
 export function printTable(header: string[], rows: (string | number)[][]): void {
   const cells = rows.map((row) => row.map(String));
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));

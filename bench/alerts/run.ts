@@ -36,7 +36,6 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApiKey } from '../../libs/auth/index.js';
 import { createProduct } from '../../libs/catalog/index.js';
-import { openClickHouse } from '../../libs/clickhouse/index.js';
 import { createCustomer } from '../../libs/customers/index.js';
 import { Database, migrate } from '../../libs/db/index.js';
 import { createKafka } from '../../libs/kafka/index.js';
@@ -50,6 +49,7 @@ import {
   consumerGroupsCaughtUp,
   cpuSeconds,
   createDatabase,
+  dropClickHouseDatabase,
   dropDatabase,
   freePort,
   freshKeyRequest,
@@ -57,6 +57,7 @@ import {
   intEnv,
   KEY_SLOT,
   logger,
+  percentiles,
   printBars,
   printTable,
   startKafkaTestBrokerProcess,
@@ -596,17 +597,7 @@ function evaluate(): { bar: string; measured: string; pass: boolean | undefined 
 
 async function cleanUp(): Promise<void> {
   await dropDatabase(runId, log);
-  const clickhouse = openClickHouse({ url: settings.clickhouseUrl, database: runId });
-  await clickhouse
-    .command(`DROP DATABASE IF EXISTS ${runId}`)
-    .catch((error) => log(`cleanup: ${(error as Error).message}`));
-  await clickhouse.close();
-}
-
-function percentiles(values: number[]): { p50: number; p99: number; max: number } {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
-  return { p50: at(0.5), p99: at(0.99), max: sorted[sorted.length - 1]! };
+  await dropClickHouseDatabase(settings.clickhouseUrl, runId, log);
 }
 
 function round2(value: number): number {

@@ -56,6 +56,7 @@ import {
   autocannon,
   cpuSeconds,
   createDatabase,
+  dropClickHouseDatabase,
   dropDatabase,
   freePort,
   freshKeyRequest,
@@ -650,11 +651,7 @@ function startProcess(
 
 async function cleanUp(): Promise<void> {
   await dropDatabase(runId, log);
-  const clickhouse = openClickHouse({ url: settings.clickhouseUrl, database: runId });
-  await clickhouse
-    .command(`DROP DATABASE IF EXISTS ${runId}`)
-    .catch((error) => log(`cleanup: ${(error as Error).message}`));
-  await clickhouse.close();
+  await dropClickHouseDatabase(settings.clickhouseUrl, runId, log);
 }
 
 function round(value: number): number {

@@ -74,6 +74,7 @@ import {
   consumerGroupsCaughtUp,
   cpuSeconds,
   createDatabase,
+  dropClickHouseDatabase,
   dropDatabase,
   freePort,
   freshKeyRequest,
@@ -81,6 +82,7 @@ import {
   intEnv,
   KEY_SLOT,
   logger,
+  percentiles,
   postgresCpuSeconds,
   printBars,
   printTable,
@@ -1138,17 +1140,7 @@ function startService(
 
 async function cleanUp(): Promise<void> {
   await dropDatabase(runId, log);
-  const clickhouse = openClickHouse({ url: settings.clickhouseUrl, database: runId });
-  await clickhouse
-    .command(`DROP DATABASE IF EXISTS ${runId}`)
-    .catch((error) => log(`cleanup: ${(error as Error).message}`));
-  await clickhouse.close();
-}
-
-function percentiles(values: number[]): { p50: number; p99: number; max: number } {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
-  return { p50: at(0.5), p99: at(0.99), max: sorted[sorted.length - 1]! };
+  await dropClickHouseDatabase(settings.clickhouseUrl, runId, log);
 }
 
 function round(value: number): number {

@@ -40,6 +40,7 @@ import {
   commandCpuSeconds,
   cpuSeconds,
   createDatabase,
+  dropClickHouseDatabase,
   dropDatabase,
   freePort,
   freshKeyRequest,
@@ -674,9 +675,5 @@ function round(n: number): number {
 async function cleanUp(): Promise<void> {
   await dropDatabase(runId, log);
   await dropDatabase(embeddedDb, log);
-  const clickhouse = openClickHouse({ url: settings.clickhouseUrl, database: runId });
-  await clickhouse
-    .command(`DROP DATABASE IF EXISTS ${runId}`)
-    .catch((error) => log(`cleanup: ${(error as Error).message}`));
-  await clickhouse.close();
+  await dropClickHouseDatabase(settings.clickhouseUrl, runId, log);
 }
