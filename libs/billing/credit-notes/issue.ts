@@ -59,9 +59,7 @@ function parseRequest(request: CreditNoteRequest): ParsedRequest {
  * notes counted) included.
  */
 export async function createCreditNote(tx: Queryable, request: CreditNoteRequest): Promise<CreditNote> {
-  const [settled] = await issueGroup(tx, [parseRequest(request)]);
-  if ('error' in settled!) throw settled.error;
-  return settled!.value;
+  return settle((await issueGroup(tx, [parseRequest(request)]))[0]!);
 }
 
 const groups = new WeakMap<Database, Batcher<ParsedRequest, Settled>>();
@@ -74,7 +72,7 @@ const groups = new WeakMap<Database, Batcher<ParsedRequest, Settled>>();
  */
 export async function issueCreditNote(db: Queryable, request: CreditNoteRequest): Promise<CreditNote> {
   const parsed = parseRequest(request);
-  if (!(db instanceof Database)) return createCreditNote(db, request);
+  if (!(db instanceof Database)) return settle((await issueGroup(db, [parsed]))[0]!);
   let batcher = groups.get(db);
   if (!batcher) {
     batcher = new Batcher((requests) => db.transaction((tx) => issueGroup(tx, requests)), {
@@ -84,7 +82,10 @@ export async function issueCreditNote(db: Queryable, request: CreditNoteRequest)
     });
     groups.set(db, batcher);
   }
-  const settled = await batcher.submit(parsed);
+  return settle(await batcher.submit(parsed));
+}
+
+function settle(settled: Settled): CreditNote {
   if ('error' in settled) throw settled.error;
   return settled.value;
 }
