@@ -92,9 +92,10 @@ function refusal(outcome: PromiseSettledResult<CreditNote> | undefined): ApiErro
 
 const numbersOf = async (orgId: number) =>
   (
-    await db().query<{ number: string }>('SELECT number FROM credit_notes WHERE org_id = $1 ORDER BY number', [
-      orgId,
-    ])
+    await db().query<{ number: string }>(
+      'SELECT number FROM credit_notes WHERE org_id = $1 ORDER BY number',
+      [orgId],
+    )
   ).rows.map((row) => row.number);
 const cn = (n: number) => `CN-${String(n).padStart(6, '0')}`;
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => cn(from + i));

@@ -394,9 +394,7 @@ async function writeNotes(
   // the invoices' balances as the group's last note of each left them
   const settled = new Map<string, LockedInvoice>();
   for (const note of notes) if (note.memoId) settled.set(note.invoice.id, note.invoice);
-  const lines = notes.flatMap((note) =>
-    note.draft.lines.map((line, position) => ({ note, line, position })),
-  );
+  const lines = notes.flatMap((note) => note.draft.lines.map((line, position) => ({ note, line, position })));
   const events = notes.flatMap((note) => [
     ...note.events.map((event) => ({ note, ...event })),
     { note, type: 'credit_note.created' as const, data: note.draft as Record<string, unknown> },
@@ -598,4 +596,3 @@ function reverseTax(
     creditedBefore: { subtotal: subtotalBefore, tax: taxBefore },
   });
 }
-

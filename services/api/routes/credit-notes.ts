@@ -71,7 +71,11 @@ export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const orgId = orgIdOf(request);
       // concurrent requests share one transaction (group commit), each answered on its own
-      const note = await issueCreditNote(db, { orgId, invoiceId: request.params.invoice_id, input: request.body });
+      const note = await issueCreditNote(db, {
+        orgId,
+        invoiceId: request.params.invoice_id,
+        input: request.body,
+      });
       // a grant moved what the customer can spend: its automatic top-up, then its alerts
       if (parseMoney(note.credited_to_customer) > 0n) {
         await afterCreditsMoved(db, stores, [{ orgId, customerId: note.customer_id }]);
