@@ -161,6 +161,42 @@ describe('notes of one invoice in one group', () => {
   });
 });
 
+describe("an invoice that moves between the group's read and its write", () => {
+  it('is worked out again: a payment committed meanwhile is neither lost nor ignored', async () => {
+    const inv = await invoiceFor();
+    // a payment holds the invoice's row, not committed yet
+    const client = await db().pool.connect();
+    try {
+      await client.query('BEGIN');
+      await recordPayment(client, { invoiceId: inv.id, amount: '20.00' });
+      const issuing = issueCreditNote(db(), request(inv, '5.00'));
+      // the group read the invoice before the payment and waits to write: the version it read is gone
+      await until(async () => {
+        const { rows } = await db().query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH checked AS (%'`,
+        );
+        return rows[0]!.n > 0;
+      });
+      await client.query('COMMIT');
+      const made = await issuing;
+      // worked out on the paid invoice: 5.75 of its 14.49 balance, after the payment's 20.00
+      expect(made).toMatchObject({ applied_to_invoice: '5.75000000', credited_to_customer: '0.00000000' });
+      expect(await invoice(inv.id)).toMatchObject({ status: 'PARTIALLY_PAID', amount_paid: '25.75000000' });
+    } finally {
+      client.release();
+    }
+  });
+});
+
+async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 describe('a note refused inside a group', () => {
   it('takes no number, changes nothing and does not break its neighbours; each gets its own error', async () => {
     const other = await createTestOrg(db());

@@ -20,14 +20,16 @@ import { CREDITABLE_STATUSES, type CreditNoteRequest } from './credit-notes.js';
 import { invoiceTaxComponents, noteTax, type TaxComponentAmount } from './tax-reversal.js';
 
 /**
- * Issuing credit notes (docs/decisions.md, "Credit notes" and "Concurrent credit notes share one
- * transaction"). Notes are issued in groups: one transaction locks the invoices of every note of
- * the group (in id order), reads what they were credited so far in one statement, works every note
- * out in memory one after the other (a note sees what the notes before it in the group credited,
- * as if it had come after them), and writes the notes it accepted in one statement that bumps each
- * organization's counter once by their number (gapless: numbers are given to accepted notes
- * only, and a rollback gives them all back). A note refused (404, 409, 422) is only its own
- * request's answer: it takes no number and changes nothing its neighbours see.
+ * Issuing credit notes (docs/decisions.md, "Credit notes" and "Concurrent credit notes share their
+ * statements"). Notes are issued in groups: the invoices of every note of the group and what they
+ * were credited so far are read in one statement, every note is worked out in memory one after
+ * the other (a note sees what the notes before it in the group credited, as if it had come after
+ * them), and the notes accepted are written in one statement that bumps each organization's
+ * counter once by their number (gapless: numbers are given to notes written only). On a Database
+ * the read takes no lock and the write is conditioned on each invoice's row version
+ * (issueOptimistic); in a transaction, or for notes with grants, the invoices are locked first
+ * (issueGroup). A note refused (404, 409, 422) is only its own request's answer: it takes no
+ * number and changes nothing its neighbours see.
  */
 
 /** The statuses in which a CREDIT_MEMO may still lower the balance (collection's payable ones). */
@@ -75,7 +77,7 @@ export async function issueCreditNote(db: Queryable, request: CreditNoteRequest)
   if (!(db instanceof Database)) return settle((await issueGroup(db, [parsed]))[0]!);
   let batcher = groups.get(db);
   if (!batcher) {
-    batcher = new Batcher((requests) => db.transaction((tx) => issueGroup(tx, requests)), {
+    batcher = new Batcher((requests) => issueOptimistic(db, requests), {
       lingerMs: GROUP_LINGER_MS,
       maxInFlight: GROUPS_IN_FLIGHT,
       maxWeight: GROUP_MAX,
@@ -140,19 +142,7 @@ async function issueGroup(tx: Queryable, requests: readonly ParsedRequest[]): Pr
   const outcomes: Settled[] = new Array(requests.length);
   const invoices = await lockInvoices(tx, requests);
   const facts = await invoicesFacts(tx, [...invoices.values()]);
-
-  const planned: PlannedNote[] = [];
-  for (const [index, request] of requests.entries()) {
-    try {
-      const invoice = invoices.get(request.invoiceId);
-      if (!invoice || (request.orgId !== undefined && invoice.org_id !== request.orgId)) {
-        throw ApiError.notFound(`Invoice ${request.invoiceId}`);
-      }
-      planned.push(planNote(index, request, invoice, facts.get(invoice.id)!));
-    } catch (error) {
-      outcomes[index] = { error };
-    }
-  }
+  const planned = planAll(requests, invoices, facts, outcomes);
   if (planned.length === 0) return outcomes;
 
   // The customers of the grants, in id order after the invoices, as every grant writer locks them
@@ -205,6 +195,122 @@ async function issueGroup(tx: Queryable, requests: readonly ParsedRequest[]): Pr
   return outcomes;
 }
 
+/** Each request worked out in order: the accepted notes returned, each refusal in `outcomes`. */
+function planAll(
+  requests: readonly ParsedRequest[],
+  invoices: ReadonlyMap<string, LockedInvoice>,
+  facts: ReadonlyMap<string, InvoiceFacts>,
+  outcomes: Settled[],
+): PlannedNote[] {
+  const planned: PlannedNote[] = [];
+  for (const [index, request] of requests.entries()) {
+    try {
+      const invoice = invoices.get(request.invoiceId);
+      if (!invoice || (request.orgId !== undefined && invoice.org_id !== request.orgId)) {
+        throw ApiError.notFound(`Invoice ${request.invoiceId}`);
+      }
+      planned.push(planNote(index, request, invoice, facts.get(invoice.id)!));
+    } catch (error) {
+      outcomes[index] = { error };
+    }
+  }
+  return planned;
+}
+
+/**
+ * A group on a Database without BEGIN and COMMIT: one statement reads the invoices (their row
+ * versions, `xmin`) and facts, the notes are worked out in memory, and one statement writes them
+ * on the condition that each invoice's row is still the version read (it locks them in id order,
+ * FOR UPDATE, then the counters): every note of an invoice updates its row (its credit memo), as
+ * every other writer of an invoice does, so a version unchanged means nothing the notes were
+ * checked against has changed. The requests of an invoice that moved (refusals included: they may
+ * have depended on a note of the group that was not written) are worked out again, up to
+ * OPTIMISTIC_ROUNDS times; what is left, and any group with a note that gives a grant or brings
+ * a subscription back from past due (statements of their own), goes through the transaction.
+ */
+async function issueOptimistic(db: Database, requests: readonly ParsedRequest[]): Promise<Settled[]> {
+  const outcomes: Settled[] = new Array(requests.length);
+  let pending = requests.map((_, index) => index);
+  for (let round = 0; round < OPTIMISTIC_ROUNDS && pending.length > 0; round++) {
+    const group = pending.map((index) => requests[index]!);
+    const { invoices, facts, versions } = await readInvoices(db, group);
+    const answers: Settled[] = new Array(group.length);
+    const planned = planAll(group, invoices, facts, answers);
+    if (planned.some((note) => note.credited > 0n || note.restore)) break;
+    const written = planned.length > 0 ? await writeNotes(db, planned, versions) : new Map();
+    if (written.size > 0) await wakeDispatcherAfterCommit(db);
+    const moved = new Set(
+      planned.filter((note) => !written.has(note.draft.id)).map((note) => note.invoice.id),
+    );
+    const byIndex = new Map(planned.map((note) => [note.index, note]));
+    const next: number[] = [];
+    for (const [k, request] of group.entries()) {
+      if (moved.has(request.invoiceId)) {
+        next.push(pending[k]!);
+        continue;
+      }
+      const note = byIndex.get(k);
+      if (note) {
+        const { number, created_at } = written.get(note.draft.id)!;
+        answers[k] = { value: { ...note.draft, number, created_at: created_at.toISOString() } as CreditNote };
+      }
+      outcomes[pending[k]!] = answers[k]!;
+    }
+    pending = next;
+  }
+  if (pending.length > 0) {
+    const rest = await db.transaction((tx) =>
+      issueGroup(
+        tx,
+        pending.map((index) => requests[index]!),
+      ),
+    );
+    for (const [k, index] of pending.entries()) outcomes[index] = rest[k]!;
+  }
+  return outcomes;
+}
+
+/** Rounds of the optimistic write before a group's remaining requests take the transaction. */
+const OPTIMISTIC_ROUNDS = 3;
+
+/**
+ * The invoices the requests name, each only if it is of the organization that names it, with their
+ * row versions and facts, in one statement (one snapshot), without a lock.
+ */
+async function readInvoices(
+  db: Queryable,
+  requests: readonly ParsedRequest[],
+): Promise<{
+  invoices: Map<string, LockedInvoice>;
+  facts: Map<string, InvoiceFacts>;
+  versions: Map<string, string>;
+}> {
+  const named = requests.filter((request) => isUuid(request.invoiceId));
+  const invoices = new Map<string, LockedInvoice>();
+  const facts = new Map<string, InvoiceFacts>();
+  const versions = new Map<string, string>();
+  if (named.length === 0) return { invoices, facts, versions };
+  const { rows } = await db.query<InvoiceFacts & { invoice: Omit<LockedInvoice, 'id'>; version: string }>(
+    `SELECT i.xmin::text AS version,
+            json_build_object('org_id', i.org_id, 'customer_id', i.customer_id, 'subscription_id', i.subscription_id,
+              'invoice_number', i.invoice_number, 'status', i.status, 'total', i.total::text,
+              'amount_paid', i.amount_paid::text, 'amount_refunded', i.amount_refunded::text,
+              'currency', i.currency) AS invoice,
+            ${FACTS_COLUMNS}
+       FROM invoices i JOIN customers c ON c.org_id = i.org_id AND c.id = i.customer_id
+      WHERE i.id = ANY($1::uuid[])
+        AND EXISTS (SELECT 1 FROM unnest($1::uuid[], $2::bigint[]) AS r(id, org)
+                     WHERE r.id = i.id AND (r.org IS NULL OR r.org = i.org_id))`,
+    [named.map((request) => request.invoiceId), named.map((request) => request.orgId ?? null)],
+  );
+  for (const { invoice, version, ...fact } of rows) {
+    invoices.set(fact.id, { ...invoice, id: fact.id, currency: invoice.currency.trim() } as LockedInvoice);
+    facts.set(fact.id, fact);
+    versions.set(fact.id, version);
+  }
+  return { invoices, facts, versions };
+}
+
 /**
  * Locks the invoices the requests name (FOR UPDATE, in id order: two groups never wait on each
  * other in a circle), each only if it is of the organization that names it. A note of an invoice
@@ -230,6 +336,19 @@ async function lockInvoices(
   return new Map(rows.map((row) => [row.id, { ...row, currency: row.currency.trim() }]));
 }
 
+/** An invoice's facts (InvoiceFacts) from `invoices i` and `customers c`. */
+const FACTS_COLUMNS = `i.id, i.subtotal::text, i.tax_amount::text, to_char(i.invoice_date, 'YYYY-MM-DD') AS invoice_date,
+  (SELECT s.status FROM subscriptions s WHERE s.org_id = i.org_id AND s.id = i.subscription_id) AS subscription_status,
+  c.country, c.state_province, c.tax_exempt,
+  (SELECT coalesce(json_agg(json_build_object('id', ii.id, 'description', ii.description,
+            'line_total_pre_tax', ii.line_total_pre_tax::text, 'tax_type', ii.tax_type,
+            'credited', coalesce((SELECT sum(l.amount) FROM credit_note_lines l
+                                   WHERE l.invoice_item_id = ii.id), 0)::text)
+            ORDER BY ii.position, ii.id), '[]'::json)
+     FROM invoice_items ii WHERE ii.org_id = i.org_id AND ii.invoice_id = i.id) AS items,
+  (SELECT coalesce(json_agg(json_build_object('subtotal', n.subtotal::text, 'tax_lines', n.tax_lines)), '[]'::json)
+     FROM credit_notes n WHERE n.org_id = i.org_id AND n.invoice_id = i.id) AS earlier`;
+
 /**
  * What the notes are checked and taxed against, in one statement after the invoices' locks (a
  * later statement, so it sees every note committed before the locks were granted): each invoice's
@@ -242,18 +361,7 @@ async function invoicesFacts(
 ): Promise<Map<string, InvoiceFacts>> {
   if (invoices.length === 0) return new Map();
   const { rows } = await tx.query<InvoiceFacts>(
-    `SELECT i.id, i.subtotal::text, i.tax_amount::text, to_char(i.invoice_date, 'YYYY-MM-DD') AS invoice_date,
-            (SELECT s.status FROM subscriptions s WHERE s.org_id = i.org_id AND s.id = i.subscription_id)
-              AS subscription_status,
-            c.country, c.state_province, c.tax_exempt,
-            (SELECT coalesce(json_agg(json_build_object('id', ii.id, 'description', ii.description,
-                      'line_total_pre_tax', ii.line_total_pre_tax::text, 'tax_type', ii.tax_type,
-                      'credited', coalesce((SELECT sum(l.amount) FROM credit_note_lines l
-                                             WHERE l.invoice_item_id = ii.id), 0)::text)
-                      ORDER BY ii.position, ii.id), '[]'::json)
-               FROM invoice_items ii WHERE ii.org_id = i.org_id AND ii.invoice_id = i.id) AS items,
-            (SELECT coalesce(json_agg(json_build_object('subtotal', n.subtotal::text, 'tax_lines', n.tax_lines)), '[]'::json)
-               FROM credit_notes n WHERE n.org_id = i.org_id AND n.invoice_id = i.id) AS earlier
+    `SELECT ${FACTS_COLUMNS}
        FROM unnest($1::bigint[], $2::uuid[]) AS r(org_id, id)
        JOIN invoices i ON i.org_id = r.org_id AND i.id = r.id
        JOIN customers c ON c.org_id = i.org_id AND c.id = i.customer_id`,
@@ -371,51 +479,55 @@ function planNote(
 }
 
 /**
- * The accepted notes of a group in one statement: each organization's counter bumped once by its
- * notes' count, in org id order (the row every note of the organization takes is held from here
- * to the commit only), the numbers given in the group's order; the credit memos, the invoices'
- * new balances, the notes, their lines, the grants' names and the events (credit_note.created with
- * its number) in the outbox, in the same transaction.
+ * The accepted notes of a group in one statement: the invoices locked in id order (FOR UPDATE)
+ * and, with `versions`, kept only while still the row version read (the notes of the others are
+ * not written: the caller works them out again); each organization's counter bumped once by the
+ * count of its notes written, in org id order (the row every note of the organization takes is
+ * held from here to the commit only), the numbers given in the group's order; the credit memos,
+ * the invoices' new balances, the notes, their lines, the grants' names and the events
+ * (credit_note.created with its number) in the outbox. Returns the notes written.
  */
 async function writeNotes(
-  tx: Queryable,
+  q: Queryable,
   notes: readonly PlannedNote[],
+  versions?: ReadonlyMap<string, string>,
 ): Promise<Map<string, { number: string; created_at: Date }>> {
-  // per organization: how many notes, and for each note how many of its organization follow it
-  const counts = new Map<number, number>();
-  for (const note of notes) counts.set(note.invoice.org_id, (counts.get(note.invoice.org_id) ?? 0) + 1);
-  const seen = new Map<number, number>();
-  const after = notes.map((note) => {
-    const rank = (seen.get(note.invoice.org_id) ?? 0) + 1;
-    seen.set(note.invoice.org_id, rank);
-    return counts.get(note.invoice.org_id)! - rank;
-  });
-  const orgs = [...counts.keys()].sort((a, b) => a - b);
   // the invoices' balances as the group's last note of each left them
-  const settled = new Map<string, LockedInvoice>();
-  for (const note of notes) if (note.memoId) settled.set(note.invoice.id, note.invoice);
+  const invoices = new Map<string, LockedInvoice>();
+  for (const note of notes) invoices.set(note.invoice.id, note.invoice);
+  const memos = [...invoices.values()].filter((invoice) =>
+    notes.some((n) => n.memoId && n.invoice === invoice),
+  );
   const lines = notes.flatMap((note) => note.draft.lines.map((line, position) => ({ note, line, position })));
   const events = notes.flatMap((note) => [
     ...note.events.map((event) => ({ note, ...event })),
     { note, type: 'credit_note.created' as const, data: note.draft as Record<string, unknown> },
   ]);
-  const { rows } = await tx.query<{ id: string; number: string; created_at: Date }>(
-    `WITH counter AS (
+  const { rows } = await q.query<{ id: string; number: string; created_at: Date }>(
+    `WITH checked AS (
+       SELECT i.id FROM invoices i JOIN unnest($1::uuid[], $2::text[]) AS r(id, version) ON r.id = i.id
+        WHERE r.version IS NULL OR i.xmin::text = r.version
+        ORDER BY i.id
+          FOR UPDATE OF i
+     ), accepted AS (
+       SELECT g.*, row_number() OVER (PARTITION BY g.org_id ORDER BY g.position) AS rank,
+              count(*) OVER (PARTITION BY g.org_id) AS n
+         FROM unnest($3::uuid[], $4::bigint[], $5::uuid[], $6::bigint[], $7::text[], $8::text[], $9::text[],
+                     $10::numeric[], $11::numeric[], $12::numeric[], $13::text[], $14::numeric[], $15::numeric[],
+                     $16::uuid[], $17::uuid[], $18::uuid[])
+              WITH ORDINALITY AS g(id, org_id, invoice_id, customer_id, currency, reason, memo, subtotal, tax_amount,
+                                   total, tax_lines, applied, credited, memo_id, grant_id, usage_event_id, position)
+        WHERE g.invoice_id IN (SELECT id FROM checked)
+     ), counter AS (
        INSERT INTO credit_note_counters (org_id, last_number)
-       SELECT c.org_id, c.n FROM unnest($1::bigint[], $2::bigint[]) AS c(org_id, n) ORDER BY c.org_id
+       SELECT DISTINCT a.org_id, a.n FROM accepted a ORDER BY a.org_id
        ON CONFLICT (org_id) DO UPDATE SET last_number = credit_note_counters.last_number + excluded.last_number
        RETURNING org_id, last_number
      ), given AS (
-       SELECT g.*, CASE WHEN c.last_number - g.after < 1000000
-                        THEN 'CN-' || lpad((c.last_number - g.after)::text, 6, '0')
-                        ELSE 'CN-' || (c.last_number - g.after)::text END AS number
-         FROM unnest($3::uuid[], $4::bigint[], $5::uuid[], $6::bigint[], $7::text[], $8::text[], $9::text[],
-                     $10::numeric[], $11::numeric[], $12::numeric[], $13::text[], $14::numeric[], $15::numeric[],
-                     $16::uuid[], $17::uuid[], $18::uuid[], $19::bigint[])
-              WITH ORDINALITY AS g(id, org_id, invoice_id, customer_id, currency, reason, memo, subtotal, tax_amount,
-                                   total, tax_lines, applied, credited, memo_id, grant_id, usage_event_id, after,
-                                   position)
-         JOIN counter c ON c.org_id = g.org_id
+       SELECT a.*, CASE WHEN c.last_number - a.n + a.rank < 1000000
+                        THEN 'CN-' || lpad((c.last_number - a.n + a.rank)::text, 6, '0')
+                        ELSE 'CN-' || (c.last_number - a.n + a.rank)::text END AS number
+         FROM accepted a JOIN counter c ON c.org_id = a.org_id
      ), memo AS (
        INSERT INTO invoice_transactions (id, org_id, invoice_id, type, amount, method, status, note)
        SELECT g.memo_id, g.org_id, g.invoice_id, 'CREDIT_MEMO', g.applied, 'EXTERNAL', 'COMPLETED',
@@ -424,8 +536,8 @@ async function writeNotes(
         ORDER BY g.position
      ), settled AS (
        UPDATE invoices i SET amount_paid = s.amount_paid, status = s.status, updated_at = now()
-         FROM unnest($20::bigint[], $21::uuid[], $22::numeric[], $23::text[]) AS s(org_id, id, amount_paid, status)
-        WHERE i.org_id = s.org_id AND i.id = s.id
+         FROM unnest($19::bigint[], $20::uuid[], $21::numeric[], $22::text[]) AS s(org_id, id, amount_paid, status)
+        WHERE i.org_id = s.org_id AND i.id = s.id AND s.id IN (SELECT id FROM checked)
      ), note AS (
        INSERT INTO credit_notes (id, org_id, number, invoice_id, customer_id, currency, reason, memo, subtotal,
          tax_amount, total, tax_lines, applied_to_invoice, credited_to_customer, invoice_transaction_id,
@@ -438,7 +550,7 @@ async function writeNotes(
      ), note_lines AS (
        INSERT INTO credit_note_lines (org_id, credit_note_id, position, invoice_item_id, description, amount, tax_amount)
        SELECT n.org_id, n.id, l.position, l.item, l.description, l.amount, l.tax
-         FROM unnest($24::uuid[], $25::int[], $26::bigint[], $27::text[], $28::numeric[], $29::numeric[])
+         FROM unnest($23::uuid[], $24::int[], $25::bigint[], $26::text[], $27::numeric[], $28::numeric[])
               WITH ORDINALITY AS l(note_id, position, item, description, amount, tax, ordinal)
          JOIN note n ON n.id = l.note_id
         ORDER BY l.ordinal
@@ -456,14 +568,14 @@ async function writeNotes(
                   THEN e.data::jsonb || jsonb_build_object('name', 'Credit note ' || n.number)
                 ELSE e.data::jsonb
               END
-         FROM unnest($30::uuid[], $31::text[], $32::text[]) WITH ORDINALITY AS e(note_id, type, data, position)
+         FROM unnest($29::uuid[], $30::text[], $31::text[]) WITH ORDINALITY AS e(note_id, type, data, position)
          JOIN note n ON n.id = e.note_id
         ORDER BY e.position
      )
      SELECT id, number, created_at FROM note`,
     [
-      orgs,
-      orgs.map((org) => counts.get(org)!),
+      [...invoices.keys()],
+      [...invoices.keys()].map((id) => versions?.get(id) ?? null),
       notes.map((note) => note.draft.id),
       notes.map((note) => note.invoice.org_id),
       notes.map((note) => note.invoice.id),
@@ -480,11 +592,10 @@ async function writeNotes(
       notes.map((note) => note.memoId),
       notes.map((note) => note.draft.credit_grant_id),
       notes.map((note) => note.draft.usage_event_id),
-      after,
-      [...settled.values()].map((invoice) => invoice.org_id),
-      [...settled.values()].map((invoice) => invoice.id),
-      [...settled.values()].map((invoice) => invoice.amount_paid),
-      [...settled.values()].map((invoice) => invoice.status),
+      memos.map((invoice) => invoice.org_id),
+      memos.map((invoice) => invoice.id),
+      memos.map((invoice) => invoice.amount_paid),
+      memos.map((invoice) => invoice.status),
       lines.map(({ note }) => note.draft.id),
       lines.map(({ position }) => position),
       lines.map(({ line }) => line.invoice_item_id),
