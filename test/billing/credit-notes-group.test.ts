@@ -8,8 +8,8 @@ import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { customerIn, outbox, productIn, subscribe } from './fixtures.js';
 
 /*
- * Credit notes issued together (docs/decisions.md, "Concurrent credit notes share one
- * transaction"), on real Postgres. Notes submitted in one turn of the event loop go in one group
+ * Credit notes issued together (docs/decisions.md, "Concurrent credit notes share their
+ * statements"), on real Postgres. Notes submitted in one turn of the event loop go in one group
  * (one transaction: they share its created_at, which the tests check so they know they test a
  * group); notes sent through the API concurrently spread over several groups in flight.
  * A Quebec invoice of one line of 3 x 10.00 = 30.00: GST 1.50, QST 2.9925 -> 2.99, total 34.49.

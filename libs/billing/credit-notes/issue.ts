@@ -68,9 +68,9 @@ const groups = new WeakMap<Database, Batcher<ParsedRequest, Settled>>();
 
 /**
  * Issues a credit note as createCreditNote does, on a Database: the notes of concurrent requests
- * share one transaction (group commit), each answered with its own note or its own error. A group
- * that fails as a whole (the database gone, a deadlock) fails every request in it, as each would
- * have failed alone; it is never run again note by note.
+ * share their statements and their commit (group commit, issueOptimistic), each answered with its
+ * own note or its own error. A write that fails as a whole (the database gone, a deadlock) fails
+ * every request of its group, as each would have failed alone; it is never run again note by note.
  */
 export async function issueCreditNote(db: Queryable, request: CreditNoteRequest): Promise<CreditNote> {
   const parsed = parseRequest(request);

@@ -70,7 +70,7 @@ export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const orgId = orgIdOf(request);
-      // concurrent requests share one transaction (group commit), each answered on its own
+      // concurrent requests share statements and a commit (group commit), each answered on its own
       const note = await issueCreditNote(db, {
         orgId,
         invoiceId: request.params.invoice_id,
