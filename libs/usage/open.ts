@@ -138,6 +138,8 @@ export function openUsageCounter(
 
 /** How long an item's usage type is cached; unknown items for less, so a new item is found soon. */
 const ITEM_CACHE = { ttlMs: 60_000, negativeTtlMs: 2000, maxEntries: 100_000 };
+/** How often ingest reads which items' lifetimes ended (a removal is refused within about this). */
+const ITEM_CHANGES_POLL_MS = 500;
 
 /**
  * Builds the ingest core on this process's ports (docs/architecture.md, "Two modes"): Redis or in-process maps for
@@ -156,6 +158,7 @@ export async function openUsageIngest(
   const { eventLog, clickhouse } = await openUsageEventLog(config, db, log, options.listeners);
 
   const items = new SubscriptionItemCache(db, ITEM_CACHE);
+  items.watchChanges(ITEM_CHANGES_POLL_MS);
   const readStores = openUsageReadStores(config, db, eventLog, log);
   const counter = openUsageCounter(config, db, store, readStores, items);
   const ingest = new UsageIngest({
@@ -177,6 +180,7 @@ export async function openUsageIngest(
       ...(clickhouse && config.CLICKHOUSE_URL ? [clickhouseCheck(config.CLICKHOUSE_URL)] : []),
     ],
     async close() {
+      await items.stopWatching();
       await ingest.drain();
       await readStores.close();
       await eventLog.close();
