@@ -231,4 +231,38 @@ describe('recording grant uses', () => {
       first.id,
     ]);
   });
+
+  it("claims a customer's subscriptions due together in one batch: its grants are written once", async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const plan = await productIn(database.db, orgId, {
+      name: 'Plan',
+      unit_price: '10.00',
+      pricing_type: 'recurring',
+      currency: 'CAD',
+    });
+    const first = await customerIn(database.db, orgId, { state_province: 'AB' });
+    const second = await customerIn(database.db, orgId, { state_province: 'AB' });
+    // subscriptions made alternately: in id order a batch of two would hold one of each customer
+    for (const customerId of [first, second, first, second]) {
+      await subscribe(database.db, orgId, {
+        customer_id: customerId,
+        items: [{ product_id: plan }],
+        start_date: new Date('2026-01-01T00:00:00Z'),
+      });
+    }
+    const held = await grant(first, '50.00');
+    await runBilling(database.db, { usage, orgId, now: new Date('2026-02-01T00:00:00Z'), batchSize: 2 });
+    // both uses in one transaction (one now()), the grant updated once from their sum
+    const { rows } = await database.db.query<{ n: number; at: number }>(
+      `SELECT count(*)::int AS n, count(DISTINCT created_at)::int AS at FROM credit_grant_ledger
+        WHERE credit_grant_id = $1 AND type = 'use'`,
+      [held.id],
+    );
+    expect(rows[0]).toEqual({ n: 2, at: 1 });
+    expect(await grantState(database.db, held.id)).toEqual({
+      used: '21.00000000',
+      remaining: '29.00000000',
+      status: 'ACTIVE',
+    });
+  });
 });
