@@ -518,7 +518,7 @@ async function scenario(name: string, processes: number, args: string[], env: Re
 }
 
 /**
- * CPU seconds of the billing run processes and of the Postgres backends of `database`, sampled every
+ * CPU seconds of the billing run processes and of the Postgres client backends of `database`, sampled every
  * 100 ms while they run: a process that exits takes its time with it, so each one's last sample
  * counts (at most 100 ms of each is missed). On a busy machine this is the figure that compares
  * two builds; the run's seconds also measure everyone else's load.
@@ -543,7 +543,8 @@ function cpuSampler(database: string) {
         const title = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replaceAll('\0', ' ');
         // a backend just forked still bears the postmaster's command line: judged once it names its database
         if (!title.startsWith('postgres: ')) continue;
-        ours.set(pid, title.split(' ').includes(database));
+        // its client backends; not autovacuum, which comes when it comes (after the run, or during it)
+        ours.set(pid, title.split(' ').includes(database) && !title.includes('autovacuum'));
         if (!ours.get(pid)) continue;
       }
       const seconds = await cpuSeconds(Number(pid));
