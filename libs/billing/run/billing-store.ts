@@ -19,6 +19,9 @@ export interface DueSubscription extends SubscriptionSchedule {
  * Claims up to `limit` due subscriptions for this transaction. SKIP LOCKED lets concurrent runs
  * share the work without waiting on each other; the lock is held until the batch commits, and the
  * row's next_billing_date moves past `now` in that commit, so no two runs bill one period.
+ * A customer's subscriptions due together are claimed together (customer_id before id): their
+ * invoices burn down the customer's grants in one plan, each grant written once per batch, and the
+ * customer is held once.
  */
 export async function claimDueSubscriptions(
   tx: Queryable,
@@ -41,7 +44,7 @@ export async function claimDueSubscriptions(
         AND ($3::bigint IS NULL OR org_id = $3)
         AND ($4::bigint[] IS NULL OR id = ANY($4::bigint[]))
         AND NOT (id = ANY($5::bigint[]))
-      ORDER BY next_billing_date, id
+      ORDER BY next_billing_date, customer_id, id
       LIMIT $6
       FOR NO KEY UPDATE SKIP LOCKED`,
     [
