@@ -153,7 +153,14 @@ export async function openUsageIngest(
     ? new RedisUsageDedupStore(platform.redis, config.REDIS_KEY_PREFIX, platform.redisGuard)
     : new MemoryUsageDedupStore(platform.rateLimitStore);
 
-  const { eventLog, clickhouse } = await openUsageEventLog(config, db, log, options.listeners);
+  // The in-process log writes the embedded database this process serves without its socket:
+  // the same commit before the 201, less work per write (docs/decisions.md).
+  const { eventLog, clickhouse } = await openUsageEventLog(
+    config,
+    platform.directDb ?? db,
+    log,
+    options.listeners,
+  );
 
   const items = new SubscriptionItemCache(db, ITEM_CACHE);
   const readStores = openUsageReadStores(config, db, eventLog, log);
