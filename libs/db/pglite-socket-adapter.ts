@@ -197,10 +197,11 @@ export class ConnectionTurns {
     try {
       for (let queued = this.next(); queued; queued = this.next()) {
         if ('run' in queued) {
-          // whole in itself: it ends in a Sync, outside any transaction, whether it fails or not
-          await queued.run();
+          // whole in itself: it ends in a Sync, outside any transaction, whether it fails or not;
+          // no connection that closes meanwhile is taken for the backend's holder
           this.lastConnection = IN_PROCESS;
           this.midExtendedQuery = false;
+          await queued.run();
           continue;
         }
         let bytes = 0;
