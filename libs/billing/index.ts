@@ -18,6 +18,7 @@ export {
   createCreditNote,
   creditNoteSummaries,
   getCreditNote,
+  issueCreditNote,
   listCreditNotes,
   voidUsageWithCreditNote,
 } from './credit-notes/index.js';

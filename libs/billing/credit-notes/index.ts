@@ -3,10 +3,10 @@ export {
   type CreditNoteFilter,
   type CreditNoteRequest,
   type CreditNoteSummary,
-  createCreditNote,
   creditNoteSummaries,
   getCreditNote,
   listCreditNotes,
 } from './credit-notes.js';
+export { createCreditNote, issueCreditNote } from './issue.js';
 export { invoiceTaxComponents, noteTax, type TaxComponentAmount } from './tax-reversal.js';
 export { voidUsageWithCreditNote } from './usage-correction.js';

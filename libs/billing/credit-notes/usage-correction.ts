@@ -17,7 +17,8 @@ import {
   loadSubscriptionSchedule,
   periodInvoiceInput,
 } from '../run/index.js';
-import { CREDITABLE_STATUSES, createCreditNote } from './credit-notes.js';
+import { CREDITABLE_STATUSES } from './credit-notes.js';
+import { createCreditNote } from './issue.js';
 
 /**
  * `POST /usage/events/{id}/void` `{ correction: "credit_note" }` (docs/decisions.md, "Corrections

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { createCreditNote, getCreditNote, listCreditNotes } from '../../../libs/billing/index.js';
+import { getCreditNote, issueCreditNote, listCreditNotes } from '../../../libs/billing/index.js';
 import { afterCreditsMoved } from '../../../libs/guardrails/index.js';
 import { LOCALES } from '../../../libs/i18n/index.js';
 import {
@@ -70,9 +70,12 @@ export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const orgId = orgIdOf(request);
-      const note = await db.transaction((tx) =>
-        createCreditNote(tx, { orgId, invoiceId: request.params.invoice_id, input: request.body }),
-      );
+      // concurrent requests share statements and a commit (group commit), each answered on its own
+      const note = await issueCreditNote(db, {
+        orgId,
+        invoiceId: request.params.invoice_id,
+        input: request.body,
+      });
       // a grant moved what the customer can spend: its automatic top-up, then its alerts
       if (parseMoney(note.credited_to_customer) > 0n) {
         await afterCreditsMoved(db, stores, [{ orgId, customerId: note.customer_id }]);
