@@ -28,7 +28,7 @@ import type { UsageReadStores } from '../usage/index.js';
 const SCALE = 8;
 const COLUMNS = `a.id, a.org_id, a.customer_id, a.subscription_id, a.subscription_item_id, a.metric,
   a.threshold::text AS threshold, a.name, a.status, a.value::text AS value, a.triggered_at, a.period_start,
-  a.created_at`;
+  a.created_at, a.evaluated_as_of`;
 
 interface AlertRow {
   id: string;
@@ -44,6 +44,8 @@ interface AlertRow {
   triggered_at: Date | null;
   period_start: Date | null;
   created_at: Date;
+  /** The `as_of` of the reading the row holds (null before the first). */
+  evaluated_as_of: Date | null;
 }
 
 const decimal = (text: string) => formatScaled(parseScaled(text, SCALE), SCALE);
@@ -263,7 +265,13 @@ export async function evaluateAlerts(
     const effective: AlertStatus = samePeriod ? alert.status : 'OK';
     const target: AlertStatus = reading.crossed ? 'TRIGGERED' : 'OK';
     if (effective !== target) moves.push({ alert, reading, status: target });
-    else if (!samePeriod || alert.value === null || decimal(alert.value) !== decimal(reading.value))
+    else if (
+      !samePeriod ||
+      alert.value === null ||
+      decimal(alert.value) !== decimal(reading.value) ||
+      // a fresher as_of is written too: the quantity bound (alert-policy.ts) starts from it
+      (alert.evaluated_as_of?.getTime() ?? 0) < reading.asOf.getTime()
+    )
       unmoved.push({ alert, reading, status: target });
   }
   await writeReadings(db, unmoved);
@@ -315,6 +323,40 @@ function creditReading(
     periodStart: null,
     asOf: new Date(balance.as_of),
   };
+}
+
+/** What the alert policy needs to decide whether an alert must be read (alert-policy.ts). */
+export interface AlertState {
+  id: string;
+  orgId: number;
+  subscriptionId: number;
+  subscriptionItemId: number | null;
+  metric: AlertMetric;
+  /** Scaled by 1e8, as quantities are. */
+  threshold: bigint;
+  status: AlertStatus;
+  value: bigint | null;
+  evaluatedAsOfMs: number | null;
+}
+
+/** The alerts of these subscriptions and the credit alerts of their customers (one query). */
+export async function alertStatesOf(
+  db: Queryable,
+  subscriptions: readonly { orgId: number; subscriptionId: number }[],
+): Promise<AlertState[]> {
+  if (subscriptions.length === 0) return [];
+  const rows = await alertsIn(db, { subscriptions });
+  return rows.map((row) => ({
+    id: row.id,
+    orgId: row.org_id,
+    subscriptionId: row.subscription_id,
+    subscriptionItemId: row.subscription_item_id,
+    metric: row.metric,
+    threshold: parseScaled(row.threshold, SCALE, 'half-even'),
+    status: row.status,
+    value: row.value === null ? null : parseScaled(row.value, SCALE, 'half-even'),
+    evaluatedAsOfMs: row.evaluated_as_of?.getTime() ?? null,
+  }));
 }
 
 async function alertsIn(db: Queryable, scope: EvaluationScope): Promise<AlertRow[]> {

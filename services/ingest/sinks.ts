@@ -27,7 +27,15 @@ const { opened, sinks, ops, guardrails, readStores, eventLog } = await startOrEx
   const guardrails = new UsageGuardrails({
     db: opened.db,
     log: log.child({ component: 'guardrails' }),
-    policies: [topUpPolicy(opened.db), alertPolicy(opened.db), draftPolicy(opened.db)],
+    policies: [
+      topUpPolicy(opened.db),
+      alertPolicy(opened.db, {
+        // an event is on the log, or released, within the log's acknowledgement timeout and linger
+        settleMs: config.KAFKA_ACK_TIMEOUT_MS + config.KAFKA_LINGER_MS + 200,
+        log: log.child({ component: 'alerts' }),
+      }),
+      draftPolicy(opened.db),
+    ],
   });
   const { eventLog } = await openUsageEventLog(config, opened.db, log);
   const readStores = openUsageReadStores(config, opened.db, eventLog, log);
