@@ -130,6 +130,8 @@ interface LatencyResult {
   /** Alerts whose event arrived before their crossing was answered (a crossing counted too early). */
   firedEarly: number;
   latencyMs: { p50: number; p99: number; max: number } | null;
+  /** CPU µs per accepted event (load and crossings) over the run, per process. */
+  cpuMicros: { ingest: number; sinks: number; dispatcher: number };
 }
 
 const report: { throughput: ThroughputRun[]; latency?: LatencyResult } = { throughput: [] };
@@ -163,7 +165,7 @@ async function main(): Promise<void> {
     port: ingestPort,
     logName: runId,
   });
-  await startLoggedProcess('services/dispatcher/main.ts', {
+  const dispatcher = await startLoggedProcess('services/dispatcher/main.ts', {
     env: { ...env, DISPATCHER_PORT: String(dispatcherPort) },
     port: dispatcherPort,
     logName: runId,
@@ -210,8 +212,8 @@ async function main(): Promise<void> {
       }
     }
     if (settings.parts.includes('latency')) {
-      await startSinks(true);
-      report.latency = await latency(ingestPort, setup, receiver);
+      const running = await startSinks(true);
+      report.latency = await latency(ingestPort, setup, receiver, { ingest, sinks: running, dispatcher });
     }
   } finally {
     await admin.disconnect();
@@ -264,13 +266,24 @@ async function throughput(run: {
   return outcome;
 }
 
-async function latency(ingestPort: number, setup: Setup, receiver: Receiver): Promise<LatencyResult> {
+async function latency(
+  ingestPort: number,
+  setup: Setup,
+  receiver: Receiver,
+  processes: { ingest: ChildProcess; sinks: ChildProcess; dispatcher: ChildProcess },
+): Promise<LatencyResult> {
   const busy = await waitForQuietMachine(0.1, settings.quietSeconds * 1000);
   log(
     `latency: ${settings.rate} events/s for ${settings.durationSeconds} s and ${setup.alerts.length} ` +
       `crossings, on a machine ${Math.round(busy * 100)}% busy`,
   );
   receiver.reset();
+  const cpuOf = async () => ({
+    ingest: await cpuSeconds(processes.ingest.pid),
+    sinks: await cpuSeconds(processes.sinks.pid),
+    dispatcher: await cpuSeconds(processes.dispatcher.pid),
+  });
+  const cpuBefore = await cpuOf();
   const requests = loadRequests(ingestPort, setup, 'lat');
   const loadDone = pacedLoad({
     port: ingestPort,
@@ -311,6 +324,9 @@ async function latency(ingestPort: number, setup: Setup, receiver: Receiver): Pr
     lags.push(arrived - answered);
   }
   const ok = load.statuses[201] ?? 0;
+  const cpuAfter = await cpuOf();
+  const perEvent = (key: keyof typeof cpuAfter) =>
+    round2(((cpuAfter[key] - cpuBefore[key]) * 1e6) / Math.max(1, ok + answeredAt.size));
   return {
     rate: settings.rate,
     seconds: settings.durationSeconds,
@@ -322,6 +338,7 @@ async function latency(ingestPort: number, setup: Setup, receiver: Receiver): Pr
     firedTwice: [...receiver.eventIds.values()].filter((ids) => ids.size > 1).length,
     firedEarly,
     latencyMs: lags.length ? percentiles(lags) : null,
+    cpuMicros: { ingest: perEvent('ingest'), sinks: perEvent('sinks'), dispatcher: perEvent('dispatcher') },
   };
 }
 
@@ -539,6 +556,9 @@ function printResults(): void {
         'p50 ms',
         'p99 ms',
         'max ms',
+        'ingest µs/event',
+        'sinks µs/event',
+        'dispatcher µs/event',
       ],
       [
         [
@@ -552,6 +572,9 @@ function printResults(): void {
           l.latencyMs?.p50 ?? '-',
           l.latencyMs?.p99 ?? '-',
           l.latencyMs?.max ?? '-',
+          l.cpuMicros.ingest,
+          l.cpuMicros.sinks,
+          l.cpuMicros.dispatcher,
         ],
       ],
     );
