@@ -5,6 +5,9 @@
  * ClickHouse; a webhook receiver in this process. BENCH_ALERTS subscriptions (default 1,000), one
  * metered item each, each with a `usage_quantity` alert armed at CROSSING.
  *
+ * The evaluator is two groups: `guardrails` (top-ups, drafts, amount and credit alerts, after the
+ * pg-sink's watermark) and `alerts` (the usage_quantity alerts, near their threshold only).
+ *
  * Parts (BENCH_PARTS, comma list, default both, in this order):
  *
  *   throughput  ingest closed loop (BENCH_CONNECTIONS connections, BENCH_THROUGHPUT_SECONDS) on the
@@ -177,7 +180,7 @@ async function main(): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   const caughtUp = async (evaluator: boolean) => {
-    const groups = ['pg-sink', 'ch-sink', ...(evaluator ? ['guardrails'] : [])];
+    const groups = ['pg-sink', 'ch-sink', ...(evaluator ? ['guardrails', 'alerts'] : [])];
     const caught = await consumerGroupsCaughtUp({
       admin,
       topic,

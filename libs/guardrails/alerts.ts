@@ -339,13 +339,14 @@ export interface AlertState {
   evaluatedAsOfMs: number | null;
 }
 
-/** The alerts of these subscriptions and the credit alerts of their customers (one query). */
+/** The alerts of these subscriptions, the credit alerts of their customers, and these alerts (one query). */
 export async function alertStatesOf(
   db: Queryable,
   subscriptions: readonly { orgId: number; subscriptionId: number }[],
+  alertIds: readonly string[] = [],
 ): Promise<AlertState[]> {
-  if (subscriptions.length === 0) return [];
-  const rows = await alertsIn(db, { subscriptions });
+  if (subscriptions.length === 0 && alertIds.length === 0) return [];
+  const rows = await alertsIn(db, { subscriptions, alertIds });
   return rows.map((row) => ({
     id: row.id,
     orgId: row.org_id,

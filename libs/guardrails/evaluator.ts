@@ -53,7 +53,18 @@ export class UsageGuardrails {
   private stores: UsageReadStores | undefined;
   private stopped = false;
 
-  constructor(private readonly deps: { db: Database; log: Logger; policies: readonly GuardrailPolicy[] }) {}
+  constructor(
+    private readonly deps: {
+      db: Database;
+      log: Logger;
+      policies: readonly GuardrailPolicy[];
+      /**
+       * false: the policies run on each batch at once, without waiting for the read-back to count
+       * it (the `alerts` group, whose policy reads until its readings count what it was handed).
+       */
+      waitForCounted?: boolean;
+    },
+  ) {}
 
   /** The read-back's stores, once the process has them (they come with its usage pipeline). */
   attach(stores: UsageReadStores): void {
@@ -65,9 +76,9 @@ export class UsageGuardrails {
    * The sink the usage log feeds. `settle: 'evaluated'` resolves a write once the policies ran
    * over it (a Kafka consumer then commits); `'queued'` at once (the in-process log).
    */
-  sink(settle: 'evaluated' | 'queued'): UsageSink {
+  sink(settle: 'evaluated' | 'queued', name = 'guardrails'): UsageSink {
     return {
-      name: 'guardrails',
+      name,
       write: (events) => this.hand(events, settle),
       writeVoids: (voids) =>
         this.hand(
@@ -132,7 +143,11 @@ export class UsageGuardrails {
   private async evaluate(batch: Pending): Promise<void> {
     const stores = this.stores!;
     const deadline = Date.now() + COUNTED_WAIT_MS;
-    while ((await stores.asOf()).getTime() < batch.newestRecordedMs && Date.now() < deadline) {
+    while (
+      this.deps.waitForCounted !== false &&
+      (await stores.asOf()).getTime() < batch.newestRecordedMs &&
+      Date.now() < deadline
+    ) {
       await new Promise((resolve) => setTimeout(resolve, COUNTED_POLL_MS));
     }
     // a void whose transaction has not committed yet would be read as still counting; one that
