@@ -49,19 +49,55 @@ afterAll(async () => {
   await database?.drop();
 });
 
+/**
+ * The read-back of the distributed mode, whose as_of is the pg-sink's watermark row in Postgres:
+ * set here as the pg-sink's recorder would (a topic of this test's own).
+ */
+function distributedStores(topic: string): UsageReadStores {
+  return openUsageReadStores(
+    {
+      CLICKHOUSE_URL: undefined,
+      CLICKHOUSE_DATABASE: 'billing',
+      KAFKA_BROKERS: ['127.0.0.1:1'],
+      KAFKA_CLIENT_ID: 'test',
+      KAFKA_USAGE_TOPIC: topic,
+      KAFKA_CONSUMER_GROUP_PREFIX: '',
+    },
+    database.db,
+    new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 }),
+    createLogger({ level: 'silent', service: 'test' }),
+  );
+}
+
+async function setWatermark(topic: string, coveredUntil: Date) {
+  await database.db.query(
+    `INSERT INTO usage_sink_watermarks (sink, topic, log_partition, committed_offset, covered_until)
+     VALUES ('pg-sink', $1, 0, 0, $2)
+     ON CONFLICT (sink, topic, log_partition) DO UPDATE SET covered_until = excluded.covered_until`,
+    [topic, coveredUntil],
+  );
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A guardrails evaluator with only the alert policy, as one sinks process runs it. */
-function evaluator() {
+function evaluator(options: { group?: 'embedded' | 'alerts'; readStores?: UsageReadStores } = {}) {
   const guardrails = new UsageGuardrails({
     db: database.db,
     log: runLogger('alert-bound'),
-    policies: [alertPolicy(database.db, { settleMs: SETTLE_MS })],
+    policies: [
+      alertPolicy(database.db, {
+        settleMs: SETTLE_MS,
+        metrics: options.group === 'alerts' ? 'quantity' : 'all',
+      }),
+    ],
+    waitForCounted: options.group !== 'alerts',
   });
-  guardrails.attach(stores);
+  guardrails.attach(options.readStores ?? stores);
   const sink = guardrails.sink('evaluated');
   return {
     guardrails,
+    sink,
     /** Counted (Postgres), then handed to the evaluator, which resolves once it ran over them. */
     async hand(events: UsageEventRecord[]) {
       await new PostgresUsageSink(database.db).write(events);
@@ -70,7 +106,7 @@ function evaluator() {
   };
 }
 
-async function alertedItem(threshold: string) {
+async function alertedItem(threshold: string, readStores = stores) {
   const db = database.db;
   const { apiCalls } = await basicCatalog(db, org.orgId);
   const customerId = await customerIn(db, org.orgId, { state_province: 'AB' });
@@ -86,7 +122,7 @@ async function alertedItem(threshold: string) {
     now,
   );
   const item = subscription.items[0]!.id;
-  const alert = await createAlert(db, stores, org.orgId, {
+  const alert = await createAlert(db, readStores, org.orgId, {
     subscription_id: subscription.id,
     metric: 'usage_quantity',
     subscription_item_id: item,
@@ -189,6 +225,56 @@ describe('usage_quantity alerts read only near their threshold', () => {
       expect(resolved.filter((e) => e.data.id === alert.id)).toHaveLength(1);
     } finally {
       await guardrails.stop();
+    }
+  });
+
+  it('alerts group: a crossing handed before the pg-sink wrote it is read again until it fires, in its batch', async () => {
+    const topic = uniqueName('alerts_topic');
+    const readStores = distributedStores(topic);
+    // the watermark lags a minute: the alerts group must not wait for it
+    await setWatermark(topic, new Date(Date.now() - 60_000));
+    const { guardrails, sink } = evaluator({ group: 'alerts', readStores });
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { event, state, triggered } = await alertedItem('100', readStores);
+      const crossing = event('100');
+      const started = Date.now();
+      const batch = sink.write([crossing]);
+      await sleep(400);
+      // not done: its crossing is not found yet (committing its offsets now would lose it)
+      expect(await Promise.race([batch.then(() => 'done'), sleep(0).then(() => 'pending')])).toBe('pending');
+      await new PostgresUsageSink(database.db).write([crossing]); // the pg-sink writes it, late
+      await batch;
+      expect(Date.now() - started).toBeLessThan(5000); // well before the watermark would have passed
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await guardrails.stop();
+      await readStores.close();
+    }
+  });
+
+  it('alerts group: a suspect that does not cross holds its batch until a reading counts it', async () => {
+    const topic = uniqueName('alerts_topic');
+    const readStores = distributedStores(topic);
+    await setWatermark(topic, new Date(Date.now() - 60_000));
+    const { guardrails, sink } = evaluator({ group: 'alerts', readStores });
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { event, state, triggered } = await alertedItem('100', readStores);
+      const near = event('99.99999999');
+      await new PostgresUsageSink(database.db).write([near]);
+      const batch = sink.write([near]);
+      await sleep(500);
+      // read (99.99999999, below), but by a reading whose as_of is before the event was handed
+      expect(await Promise.race([batch.then(() => 'done'), sleep(0).then(() => 'pending')])).toBe('pending');
+      await setWatermark(topic, new Date());
+      await batch;
+      expect(await state()).toMatchObject({ status: 'OK', value: '99.99999999' });
+      expect(await triggered()).toBe(0);
+    } finally {
+      await guardrails.stop();
+      await readStores.close();
     }
   });
 });
