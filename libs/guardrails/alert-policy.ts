@@ -7,11 +7,11 @@ import { RecentUsage } from './recent-usage.js';
 
 export interface AlertPolicyOptions {
   /**
-   * The alerts this policy evaluates: every metric (default), only `usage_quantity` (the sinks'
-   * `alerts` group, which does not wait for the pg-sink's watermark), or all the others (the
-   * `guardrails` group beside it).
+   * The alerts this policy evaluates: every metric (default, embedded), or all but
+   * `usage_quantity` (the sinks' `guardrails` group: the `alerts` group has those,
+   * quantity-alerts.ts).
    */
-  metrics?: 'all' | 'quantity' | 'others';
+  metrics?: 'all' | 'others';
   /**
    * The longest an event may take from its `recordedAt` to its 201 (the log's acknowledgement
    * timeout and linger, and a margin): an event a reading with `as_of` A does not count was
@@ -66,8 +66,7 @@ export function alertPolicy(db: Database, options: AlertPolicyOptions = {}): Gua
   let sweeper: NodeJS.Timeout | undefined;
   let lastStores: UsageReadStores | undefined;
 
-  const watched = (alert: AlertState) =>
-    metrics === 'all' || (metrics === 'quantity') === (alert.metric === 'usage_quantity');
+  const watched = (alert: AlertState) => metrics === 'all' || alert.metric !== 'usage_quantity';
 
   /** 'suspect': read until final; 'refresh': read once; 'skip'. */
   const decide = (

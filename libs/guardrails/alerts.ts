@@ -347,7 +347,11 @@ export async function alertStatesOf(
 ): Promise<AlertState[]> {
   if (subscriptions.length === 0 && alertIds.length === 0) return [];
   const rows = await alertsIn(db, { subscriptions, alertIds });
-  return rows.map((row) => ({
+  return rows.map(stateOf);
+}
+
+function stateOf(row: AlertRow): AlertState {
+  return {
     id: row.id,
     orgId: row.org_id,
     subscriptionId: row.subscription_id,
@@ -357,7 +361,15 @@ export async function alertStatesOf(
     status: row.status,
     value: row.value === null ? null : parseScaled(row.value, SCALE, 'half-even'),
     evaluatedAsOfMs: row.evaluated_as_of?.getTime() ?? null,
-  }));
+  };
+}
+
+/** Every `usage_quantity` alert (what the `alerts` group holds in memory, quantity-alerts.ts). */
+export async function quantityAlertStates(db: Queryable): Promise<AlertState[]> {
+  const { rows } = await db.query<AlertRow>(
+    `SELECT ${COLUMNS} FROM alerts a WHERE a.metric = 'usage_quantity' ORDER BY a.id`,
+  );
+  return rows.map(stateOf);
 }
 
 async function alertsIn(db: Queryable, scope: EvaluationScope): Promise<AlertRow[]> {

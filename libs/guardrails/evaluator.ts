@@ -58,11 +58,6 @@ export class UsageGuardrails {
       db: Database;
       log: Logger;
       policies: readonly GuardrailPolicy[];
-      /**
-       * false: the policies run on each batch at once, without waiting for the read-back to count
-       * it (the `alerts` group, whose policy reads until its readings count what it was handed).
-       */
-      waitForCounted?: boolean;
     },
   ) {}
 
@@ -76,9 +71,9 @@ export class UsageGuardrails {
    * The sink the usage log feeds. `settle: 'evaluated'` resolves a write once the policies ran
    * over it (a Kafka consumer then commits); `'queued'` at once (the in-process log).
    */
-  sink(settle: 'evaluated' | 'queued', name = 'guardrails'): UsageSink {
+  sink(settle: 'evaluated' | 'queued'): UsageSink {
     return {
-      name,
+      name: 'guardrails',
       write: (events) => this.hand(events, settle),
       writeVoids: (voids) =>
         this.hand(
@@ -143,11 +138,7 @@ export class UsageGuardrails {
   private async evaluate(batch: Pending): Promise<void> {
     const stores = this.stores!;
     const deadline = Date.now() + COUNTED_WAIT_MS;
-    while (
-      this.deps.waitForCounted !== false &&
-      (await stores.asOf()).getTime() < batch.newestRecordedMs &&
-      Date.now() < deadline
-    ) {
+    while ((await stores.asOf()).getTime() < batch.newestRecordedMs && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, COUNTED_POLL_MS));
     }
     // a void whose transaction has not committed yet would be read as still counting; one that

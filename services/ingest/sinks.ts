@@ -15,7 +15,13 @@ import {
   stopOnSignals,
 } from '../../libs/config/index.js';
 import { openDatabase } from '../../libs/db/index.js';
-import { alertPolicy, draftPolicy, topUpPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
+import {
+  alertPolicy,
+  draftPolicy,
+  QuantityAlerts,
+  topUpPolicy,
+  UsageGuardrails,
+} from '../../libs/guardrails/index.js';
 import { createKafka } from '../../libs/kafka/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { databaseCheck, startOpsServer } from '../../libs/observability/index.js';
@@ -30,7 +36,7 @@ import {
  * The `alerts` group flushes this often: a crossing waits for it, then for the pg-sink to write
  * the event (its own SINK_FLUSH_MS), not for the watermark.
  */
-const ALERTS_FLUSH_MS = 50;
+const ALERTS_FLUSH_MS = 100;
 
 const config = loadConfigOrExit(sinkSettings);
 const log = createLogger({ level: config.LOG_LEVEL, service: 'sinks' });
@@ -51,19 +57,12 @@ const { opened, sinks, ops, guardrails, alerts, alertsRunner, readStores, eventL
         draftPolicy(opened.db),
       ],
     });
-    const alerts = new UsageGuardrails({
+    const alerts = new QuantityAlerts({
       db: opened.db,
       log: log.child({ component: 'alerts' }),
-      policies: [
-        alertPolicy(opened.db, {
-          metrics: 'quantity',
-          settleMs,
-          // values of quantity alerts refreshed at most every 10 s: a read per alert, not per event
-          refreshMs: 10_000,
-          log: log.child({ component: 'alerts' }),
-        }),
-      ],
-      waitForCounted: false,
+      settleMs,
+      // values of quantity alerts refreshed at most every 30 s: a read per alert, not per event
+      refreshMs: 30_000,
     });
     const { eventLog } = await openUsageEventLog(config, opened.db, log);
     const readStores = openUsageReadStores(config, opened.db, eventLog, log);
@@ -85,7 +84,7 @@ const { opened, sinks, ops, guardrails, alerts, alertsRunner, readStores, eventL
         ),
         topic: config.KAFKA_USAGE_TOPIC,
         groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}alerts`,
-        sink: alerts.sink('evaluated', 'alerts'),
+        sink: alerts.sink(),
         batchSize: config.SINK_BATCH_SIZE,
         flushMs: Math.min(config.SINK_FLUSH_MS, ALERTS_FLUSH_MS),
         log,

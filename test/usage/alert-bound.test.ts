@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { alertPolicy, createAlert, UsageGuardrails } from '../../libs/guardrails/index.js';
+import { alertPolicy, createAlert, QuantityAlerts, UsageGuardrails } from '../../libs/guardrails/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import {
   InProcessUsageEventLog,
@@ -14,6 +14,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { runLogger } from '../helpers/run-log.js';
 import { uniqueName } from '../helpers/services.js';
+import { eventually } from './support.js';
 
 /*
  * The alert policy reads a usage_quantity alert only when its bound (last reading plus what the
@@ -80,30 +81,39 @@ async function setWatermark(topic: string, coveredUntil: Date) {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A guardrails evaluator with only the alert policy, as one sinks process runs it. */
-function evaluator(options: { group?: 'embedded' | 'alerts'; readStores?: UsageReadStores } = {}) {
+/** A guardrails evaluator with only the alert policy, as the embedded mode runs it. */
+function evaluator() {
   const guardrails = new UsageGuardrails({
     db: database.db,
     log: runLogger('alert-bound'),
-    policies: [
-      alertPolicy(database.db, {
-        settleMs: SETTLE_MS,
-        metrics: options.group === 'alerts' ? 'quantity' : 'all',
-      }),
-    ],
-    waitForCounted: options.group !== 'alerts',
+    policies: [alertPolicy(database.db, { settleMs: SETTLE_MS })],
   });
-  guardrails.attach(options.readStores ?? stores);
+  guardrails.attach(stores);
   const sink = guardrails.sink('evaluated');
   return {
     guardrails,
-    sink,
     /** Counted (Postgres), then handed to the evaluator, which resolves once it ran over them. */
     async hand(events: UsageEventRecord[]) {
       await new PostgresUsageSink(database.db).write(events);
       await sink.write(events);
     },
   };
+}
+
+/**
+ * The sinks' `alerts` group (quantity-alerts.ts), its runner replaced by direct writes. It loads
+ * every armed alert of the database and reads the OK ones at its first load: the earlier tests'
+ * alerts are removed first, so that only the alert under test is read.
+ */
+async function quantityAlerts(readStores: UsageReadStores, keep?: string): Promise<QuantityAlerts> {
+  await database.db.query('DELETE FROM alerts WHERE id IS DISTINCT FROM $1', [keep ?? null]);
+  const alerts = new QuantityAlerts({
+    db: database.db,
+    log: runLogger('alert-bound'),
+    settleMs: SETTLE_MS,
+  });
+  alerts.attach(readStores);
+  return alerts;
 }
 
 async function alertedItem(threshold: string, readStores = stores) {
@@ -233,10 +243,11 @@ describe('usage_quantity alerts read only near their threshold', () => {
     const readStores = distributedStores(topic);
     // the watermark lags a minute: the alerts group must not wait for it
     await setWatermark(topic, new Date(Date.now() - 60_000));
-    const { guardrails, sink } = evaluator({ group: 'alerts', readStores });
+    // armed before the group starts: its reading (as_of a minute ago) is older than the process
+    const { alert, event, state, triggered } = await alertedItem('100', readStores);
+    const alerts = await quantityAlerts(readStores, alert.id);
+    const sink = alerts.sink();
     try {
-      await sleep(SETTLE_MS + 50);
-      const { event, state, triggered } = await alertedItem('100', readStores);
       const crossing = event('100');
       const started = Date.now();
       const batch = sink.write([crossing]);
@@ -249,7 +260,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
       expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
       expect(await triggered()).toBe(1);
     } finally {
-      await guardrails.stop();
+      await alerts.stop();
       await readStores.close();
     }
   });
@@ -258,10 +269,11 @@ describe('usage_quantity alerts read only near their threshold', () => {
     const topic = uniqueName('alerts_topic');
     const readStores = distributedStores(topic);
     await setWatermark(topic, new Date(Date.now() - 60_000));
-    const { guardrails, sink } = evaluator({ group: 'alerts', readStores });
+    // armed before the group starts: its reading (as_of a minute ago) is older than the process
+    const { alert, event, state, triggered } = await alertedItem('100', readStores);
+    const alerts = await quantityAlerts(readStores, alert.id);
+    const sink = alerts.sink();
     try {
-      await sleep(SETTLE_MS + 50);
-      const { event, state, triggered } = await alertedItem('100', readStores);
       const near = event('99.99999999');
       await new PostgresUsageSink(database.db).write([near]);
       const batch = sink.write([near]);
@@ -273,8 +285,26 @@ describe('usage_quantity alerts read only near their threshold', () => {
       expect(await state()).toMatchObject({ status: 'OK', value: '99.99999999' });
       expect(await triggered()).toBe(0);
     } finally {
-      await guardrails.stop();
+      await alerts.stop();
       await readStores.close();
+    }
+  });
+
+  it('alerts group: an alert armed after its crossing was read is found by the next reload, and fires', async () => {
+    const alerts = await quantityAlerts(stores);
+    const sink = alerts.sink();
+    try {
+      await sleep(SETTLE_MS + 50);
+      await sink.write([]); // the armed alerts are loaded: none of the item below yet
+      const { event, state, triggered } = await alertedItem('100');
+      const crossing = event('100');
+      await new PostgresUsageSink(database.db).write([crossing]);
+      // read before the reload: the item has no alert in memory, the batch is done at once
+      await sink.write([crossing]);
+      await eventually(async () => expect((await state()).status).toBe('TRIGGERED'), 10_000);
+      expect(await triggered()).toBe(1);
+    } finally {
+      await alerts.stop();
     }
   });
 });
