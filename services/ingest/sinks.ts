@@ -67,7 +67,6 @@ const { opened, sinks, ops, guardrails, alerts, alertsRunner, readStores, eventL
     const { eventLog } = await openUsageEventLog(config, opened.db, log);
     const readStores = openUsageReadStores(config, opened.db, eventLog, log);
     guardrails.attach(readStores);
-    alerts.attach(readStores);
     const sinks = await startUsageSinks({
       config,
       db: opened.db,
@@ -89,6 +88,8 @@ const { opened, sinks, ops, guardrails, alerts, alertsRunner, readStores, eventL
         flushMs: Math.min(config.SINK_FLUSH_MS, ALERTS_FLUSH_MS),
         log,
       });
+      // only when its group runs: attached, it reloads (and reads) the armed alerts on its own
+      alerts.attach(readStores);
       // in the background, as the guardrails group: the stores' groups are what "running" means
       alertsRunner
         .start()
