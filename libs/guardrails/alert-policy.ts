@@ -143,6 +143,8 @@ export function alertPolicy(db: Database, options: AlertPolicyOptions = {}): Gua
         await alertStatesOf(
           db,
           touched.map((t) => ({ orgId: t.orgId, subscriptionId: t.subscriptionId })),
+          [],
+          metrics === 'others' ? 'usage_quantity' : null,
         )
       ).filter(watched);
       const read: string[] = [];

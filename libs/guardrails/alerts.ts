@@ -344,9 +344,10 @@ export async function alertStatesOf(
   db: Queryable,
   subscriptions: readonly { orgId: number; subscriptionId: number }[],
   alertIds: readonly string[] = [],
+  exceptMetric: AlertMetric | null = null,
 ): Promise<AlertState[]> {
   if (subscriptions.length === 0 && alertIds.length === 0) return [];
-  const rows = await alertsIn(db, { subscriptions, alertIds });
+  const rows = await alertsIn(db, { subscriptions, alertIds }, exceptMetric);
   return rows.map(stateOf);
 }
 
@@ -372,17 +373,23 @@ export async function quantityAlertStates(db: Queryable): Promise<AlertState[]> 
   return rows.map(stateOf);
 }
 
-async function alertsIn(db: Queryable, scope: EvaluationScope): Promise<AlertRow[]> {
+async function alertsIn(
+  db: Queryable,
+  scope: EvaluationScope,
+  /** Leave out this metric's alerts (the guardrails group leaves `usage_quantity` to its own). */
+  exceptMetric: AlertMetric | null = null,
+): Promise<AlertRow[]> {
   const subscriptions = scope.subscriptions ?? [];
   const customers = scope.customers ?? [];
   const { rows } = await db.query<AlertRow>(
     `SELECT ${COLUMNS} FROM alerts a
-      WHERE a.id = ANY($1::uuid[])
+      WHERE (a.id = ANY($1::uuid[])
          OR (a.org_id, a.subscription_id) IN (SELECT * FROM unnest($2::bigint[], $3::bigint[]))
          OR (a.org_id, a.customer_id) IN (SELECT * FROM unnest($4::bigint[], $5::bigint[]))
          OR (a.metric = 'credit_balance' AND (a.org_id, a.customer_id) IN (
                SELECT s.org_id, s.customer_id FROM subscriptions s
-                JOIN unnest($2::bigint[], $3::bigint[]) AS k(org_id, id) ON s.org_id = k.org_id AND s.id = k.id))
+                JOIN unnest($2::bigint[], $3::bigint[]) AS k(org_id, id) ON s.org_id = k.org_id AND s.id = k.id)))
+        AND ($6::text IS NULL OR a.metric <> $6::text)
       ORDER BY a.id`,
     [
       scope.alertIds ?? [],
@@ -390,6 +397,7 @@ async function alertsIn(db: Queryable, scope: EvaluationScope): Promise<AlertRow
       subscriptions.map((s) => s.subscriptionId),
       customers.map((c) => c.orgId),
       customers.map((c) => c.customerId),
+      exceptMetric,
     ],
   );
   return rows;
