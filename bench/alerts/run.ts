@@ -135,6 +135,12 @@ interface LatencyResult {
   latencyMs: { p50: number; p99: number; max: number } | null;
   /** CPU µs per accepted event (load and crossings) over the run, per process. */
   cpuMicros: { ingest: number; sinks: number; dispatcher: number };
+  /**
+   * Per consumer group, over the load (sampled every 500 ms from the sinks' /metrics): the age of
+   * its oldest event read and not written (seconds) and the messages it has not committed, p50
+   * and max.
+   */
+  sinkLag: Record<string, { p50: number; max: number }>;
 }
 
 const report: { throughput: ThroughputRun[]; latency?: LatencyResult } = { throughput: [] };
@@ -192,9 +198,11 @@ async function main(): Promise<void> {
     if (!caught) throw new Error(`the sinks (${groups.join(', ')}) did not catch up`);
   };
   let sinks: ChildProcess | undefined;
+  let sinksPort = 0;
   const startSinks = async (evaluator: boolean) => {
     if (sinks) await stopProcess(sinks);
     const port = await freePort();
+    sinksPort = port;
     sinks = await startLoggedProcess('services/ingest/sinks.ts', {
       env: { ...env, SINKS_PORT: String(port), SINKS_GUARDRAILS: String(evaluator) },
       port,
@@ -216,7 +224,12 @@ async function main(): Promise<void> {
     }
     if (settings.parts.includes('latency')) {
       const running = await startSinks(true);
-      report.latency = await latency(ingestPort, setup, receiver, { ingest, sinks: running, dispatcher });
+      report.latency = await latency(ingestPort, setup, receiver, {
+        ingest,
+        sinks: running,
+        dispatcher,
+        sinksPort,
+      });
     }
   } finally {
     await admin.disconnect();
@@ -273,7 +286,7 @@ async function latency(
   ingestPort: number,
   setup: Setup,
   receiver: Receiver,
-  processes: { ingest: ChildProcess; sinks: ChildProcess; dispatcher: ChildProcess },
+  processes: { ingest: ChildProcess; sinks: ChildProcess; dispatcher: ChildProcess; sinksPort: number },
 ): Promise<LatencyResult> {
   const busy = await waitForQuietMachine(0.1, settings.quietSeconds * 1000);
   log(
@@ -287,6 +300,7 @@ async function latency(
     dispatcher: await cpuSeconds(processes.dispatcher.pid),
   });
   const cpuBefore = await cpuOf();
+  const lagSampler = sampleSinkLag(processes.sinksPort);
   const requests = loadRequests(ingestPort, setup, 'lat');
   const loadDone = pacedLoad({
     port: ingestPort,
@@ -314,6 +328,7 @@ async function latency(
     else log(`crossing of ${alert.id}: ${response.status}`);
   });
   const [load] = await Promise.all([loadDone, Promise.all(crossings)]);
+  const sinkLag = lagSampler.stop();
   const deadline = Date.now() + settings.timeoutSeconds * 1000;
   while (receiver.firstArrival.size < answeredAt.size && Date.now() < deadline) await sleep(100);
   // a second delivery of one crossing would come within moments of the first
@@ -342,6 +357,45 @@ async function latency(
     firedEarly,
     latencyMs: lags.length ? percentiles(lags) : null,
     cpuMicros: { ingest: perEvent('ingest'), sinks: perEvent('sinks'), dispatcher: perEvent('dispatcher') },
+    sinkLag,
+  };
+}
+
+/** Samples billing_sink_lag_seconds and _messages per sink every 500 ms until stopped. */
+function sampleSinkLag(port: number): { stop(): Record<string, { p50: number; max: number }> } {
+  const samples = new Map<string, number[]>();
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        const lags = /^billing_sink_lag_(seconds|messages)\{sink="([^"]+)"\} ([0-9.e+-]+)$/gm;
+        for (const match of text.matchAll(lags)) {
+          const key = `${match[2]} (${match[1]})`;
+          const list = samples.get(key) ?? [];
+          list.push(Number(match[3]));
+          samples.set(key, list);
+        }
+      } catch {
+        // a sample missed under load is only a sample
+      }
+      await sleep(500);
+    }
+  })();
+  return {
+    stop() {
+      stopped = true;
+      void loop;
+      const out: Record<string, { p50: number; max: number }> = {};
+      for (const [sink, values] of samples) {
+        const sorted = [...values].sort((a, b) => a - b);
+        out[sink] = {
+          p50: round2(sorted[Math.floor(sorted.length / 2)] ?? 0),
+          max: round2(sorted[sorted.length - 1] ?? 0),
+        };
+      }
+      return out;
+    },
   };
 }
 
@@ -580,6 +634,13 @@ function printResults(): void {
           l.cpuMicros.dispatcher,
         ],
       ],
+    );
+    console.log(
+      '\nconsumer groups over the load: oldest event read and not written (s), uncommitted messages',
+    );
+    printTable(
+      ['group (lag)', 'p50', 'max'],
+      Object.entries(l.sinkLag).map(([sink, lag]) => [sink, lag.p50, lag.max]),
     );
   }
 }
