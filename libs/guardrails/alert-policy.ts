@@ -39,9 +39,10 @@ const FINAL_WAIT_MS = 10_000;
 /**
  * Usage counted moves usage and credit metrics: the alerts of the touched subscriptions are
  * evaluated. A `usage_quantity` alert is read (through the read-back, exact) only when it may have
- * crossed (docs/decisions.md, "Quantity alerts are read only near their threshold"): its last
- * reading plus every quantity this process read on the log for its item since that reading's
- * `as_of` (less settleMs) bounds its quantity now from above. An OK alert whose bound is below its
+ * crossed (docs/decisions.md, "Quantity alerts are read only near their threshold, in a group that
+ * does not wait"; the sinks run the same bound in quantity-alerts.ts): its last reading plus every
+ * quantity this process read on the log for its item since that reading's `as_of` (less settleMs)
+ * bounds its quantity now from above. An OK alert whose bound is below its
  * threshold cannot have crossed: it is read only to refresh its `value` (refreshMs). One whose
  * bound reaches it, whose item was voided, or whose bound cannot be drawn (no reading, a reading
  * older than this process or than what it keeps) is a suspect: read until it fires or a reading

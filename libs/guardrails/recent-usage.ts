@@ -15,7 +15,8 @@ interface ItemUsage {
 /**
  * The positive quantity each item received on the usage log, per second of `recordedAt`, as this
  * process read it: what has moved an item's quantity since an exact reading, bounded from above
- * (docs/decisions.md, "Quantity alerts are read only near their threshold"). It over-counts on
+ * (docs/decisions.md, "Quantity alerts are read only near their threshold, in a group that does
+ * not wait"). It over-counts on
  * purpose (a redelivered event counts again, a void does not subtract, the whole second holding
  * the start counts) and never under-counts what this process read: so `reading + since(...)`
  * below a threshold proves the item has not reached it, and the exact read can be skipped.
