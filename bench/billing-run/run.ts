@@ -27,12 +27,15 @@
  * Settings (env): BENCH_SUBSCRIPTIONS, BENCH_METERED_SHARE (0.5), BENCH_EVENTS_PER_ITEM (20),
  * BENCH_CUSTOMERS (5,000), BENCH_BATCH_SIZE (the run's default), BENCH_CONCURRENT_RUNS (1),
  * BENCH_USAGE_STORE (clickhouse | postgres; default clickhouse), BENCH_TIMEOUT_SECONDS (300),
+ * BENCH_RUN_PGOPTIONS (PGOPTIONS of the billing run processes only, for a statement profile),
  * DATABASE_URL (an admin URL of the Postgres to use; a database bench_billing_run_<pid> is
  * created in it and dropped after), CLICKHOUSE_URL (default http://127.0.0.1:8123; a database of
  * the same name is created and dropped).
  */
 
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
 import { createProduct } from '../../libs/catalog/index.js';
 import { openClickHouse } from '../../libs/clickhouse/index.js';
 import { Database, migrate } from '../../libs/db/index.js';
@@ -45,6 +48,7 @@ import {
   type UsageSink,
 } from '../../libs/usage/index.js';
 import {
+  cpuSeconds,
   createDatabase,
   dropDatabase,
   intEnv,
@@ -105,6 +109,8 @@ interface RunResult {
   /** Wall time of the process(es), start to exit. */
   wallSeconds: number;
   invoicesPerSecond: number;
+  /** CPU seconds of the billing run process(es) and of their Postgres backends. */
+  cpu: { run: number; postgres: number };
 }
 
 async function main(): Promise<void> {
@@ -130,6 +136,9 @@ async function main(): Promise<void> {
     CLICKHOUSE_URL: settings.usageStore === 'clickhouse' ? settings.clickhouseUrl : '',
     CLICKHOUSE_DATABASE: databaseName,
     LOG_LEVEL: 'warn',
+    // e.g. "-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=0": a
+    // statement profile of the runs alone, not of the loading
+    ...(process.env.BENCH_RUN_PGOPTIONS ? { PGOPTIONS: process.env.BENCH_RUN_PGOPTIONS } : {}),
   };
   const args = [
     'billing',
@@ -488,8 +497,11 @@ async function loadUsage(items: { orgId: number; id: number }[], periodStart: Da
 
 async function scenario(name: string, processes: number, args: string[], env: Record<string, string>) {
   log(`${name}: ${processes} billing run process(es)`);
+  const cpu = cpuSampler(new URL(env.DATABASE_URL!).pathname.slice(1));
   const started = process.hrtime.bigint();
-  const outputs = await Promise.all(Array.from({ length: processes }, () => consoleRun(args, env)));
+  const outputs = await Promise.all(
+    Array.from({ length: processes }, () => consoleRun(args, env, (child) => cpu.watch(child))),
+  );
   const wallSeconds = Number(process.hrtime.bigint() - started) / 1e9;
   const invoices = outputs.reduce((sum, o) => sum + o.invoices_created, 0);
   const runSeconds = Math.max(...outputs.map((o) => o.duration_ms)) / 1000;
@@ -500,16 +512,71 @@ async function scenario(name: string, processes: number, args: string[], env: Re
     runSeconds,
     wallSeconds,
     invoicesPerSecond: runSeconds > 0 ? invoices / runSeconds : 0,
+    cpu: await cpu.stop(),
   };
   return result;
+}
+
+/**
+ * CPU seconds of the billing run processes and of the Postgres client backends of `database`, sampled every
+ * 100 ms while they run: a process that exits takes its time with it, so each one's last sample
+ * counts (at most 100 ms of each is missed). On a busy machine this is the figure that compares
+ * two builds; the run's seconds also measure everyone else's load.
+ */
+function cpuSampler(database: string) {
+  const children: ChildProcess[] = [];
+  const last = new Map<string, { postgres: boolean; seconds: number }>();
+  const ours = new Map<string, boolean>();
+  const sample = async () => {
+    for (const child of children) {
+      const seconds = await cpuSeconds(child.pid);
+      if (seconds > 0) last.set(`run ${child.pid}`, { postgres: false, seconds });
+    }
+    for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+      if (!/^\d+$/.test(pid) || ours.get(pid) === false) continue;
+      if (!ours.has(pid)) {
+        const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+        if (!stat.includes('(postgres)')) {
+          ours.set(pid, false);
+          continue;
+        }
+        const title = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replaceAll('\0', ' ');
+        // a backend just forked still bears the postmaster's command line: judged once it names its database
+        if (!title.startsWith('postgres: ')) continue;
+        // its client backends; not autovacuum, which comes when it comes (after the run, or during it)
+        ours.set(pid, title.split(' ').includes(database) && !title.includes('autovacuum'));
+        if (!ours.get(pid)) continue;
+      }
+      const seconds = await cpuSeconds(Number(pid));
+      if (seconds > 0) last.set(`pg ${pid}`, { postgres: true, seconds });
+    }
+  };
+  let running = sample();
+  const timer = setInterval(() => {
+    running = running.then(sample);
+  }, 100);
+  return {
+    watch(child: ChildProcess) {
+      children.push(child);
+    },
+    async stop() {
+      clearInterval(timer);
+      await running;
+      const sum = (postgres: boolean) =>
+        [...last.values()].filter((p) => p.postgres === postgres).reduce((total, p) => total + p.seconds, 0);
+      return { run: sum(false), postgres: sum(true) };
+    },
+  };
 }
 
 function consoleRun(
   args: string[],
   env: Record<string, string>,
+  started: (child: ChildProcess) => void,
 ): Promise<{ invoices_created: number; duration_ms: number; failures: unknown[] }> {
   return new Promise((resolve, reject) => {
     const child = spawnEntry('bin/console.ts', { args, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    started(child);
     let stdout = '';
     child.stdout!.on('data', (d) => (stdout += d));
     child.stderr!.on('data', (d) => process.stderr.write(`  | ${d}`));
@@ -537,8 +604,21 @@ async function report(
   const withLate = results.find((r) => r.scenario.includes('late usage'));
   const withLines = results.find((r) => r.scenario.includes('proration lines'));
   const withGrants = results.find((r) => r.scenario.includes('grants'));
+  const cpuTotal = (r: RunResult) => r.cpu.run + r.cpu.postgres;
+  const perInvoice = (seconds: number, r: RunResult) =>
+    r.invoices > 0 ? ((seconds * 1e6) / r.invoices).toFixed(0) : '-';
   printTable(
-    ['scenario', 'processes', 'invoices', 'run s', 'wall s', 'invoices/s', 'x rerun (wall)'],
+    [
+      'scenario',
+      'processes',
+      'invoices',
+      'run s',
+      'wall s',
+      'invoices/s',
+      'x rerun (wall)',
+      'CPU s: run, Postgres',
+      'CPU µs/invoice: run, Postgres',
+    ],
     results.map((r) => [
       r.scenario,
       r.processes,
@@ -547,6 +627,8 @@ async function report(
       r.wallSeconds.toFixed(2),
       r.invoicesPerSecond.toFixed(0),
       (r.wallSeconds / rerun.wallSeconds).toFixed(2),
+      `${r.cpu.run.toFixed(2)}, ${r.cpu.postgres.toFixed(2)}`,
+      `${perInvoice(r.cpu.run, r)}, ${perInvoice(r.cpu.postgres, r)}`,
     ]),
   );
   const checks = [
@@ -580,7 +662,9 @@ async function report(
       ? [
           {
             check: `with ${settings.grantCustomers} customers holding 3 grants each: run <= ${BAR_GRANTS_RATIO}x the run without`,
-            value: `${(withGrants.runSeconds / run.runSeconds).toFixed(2)}x (${withGrants.runSeconds.toFixed(2)} s / ${run.runSeconds.toFixed(2)} s)`,
+            value:
+              `${(withGrants.runSeconds / run.runSeconds).toFixed(2)}x (${withGrants.runSeconds.toFixed(2)} s / ${run.runSeconds.toFixed(2)} s; ` +
+              `CPU run + Postgres ${(cpuTotal(withGrants) / cpuTotal(run)).toFixed(2)}x)`,
             pass:
               withGrants.runSeconds / run.runSeconds <= BAR_GRANTS_RATIO &&
               withGrants.invoices === run.invoices,

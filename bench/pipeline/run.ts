@@ -823,6 +823,9 @@ async function runEmbedded(): Promise<void> {
       BILLING_INTERVAL_SECONDS: '86400',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
+    nodeArgs: process.env.BENCH_PROFILE_DIR
+      ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
+      : [],
   });
   try {
     const keyLine = await waitForLine(child, (line) => line.includes('API key:'));

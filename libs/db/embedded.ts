@@ -1,10 +1,13 @@
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import type { Queryable } from './database.js';
 import { servePglite } from './pglite-socket-adapter.js';
 
 export interface EmbeddedPostgres {
   url: string;
+  /** The same database for this process, without the socket (pglite-socket-adapter.ts, directQueryable). */
+  direct: Queryable;
   stop(): Promise<void>;
 }
 
@@ -30,6 +33,7 @@ export async function startEmbeddedPostgres(options: {
     const server = await servePglite(db, { host: options.host, port: options.port, maxConnections: 64 });
     return {
       url: `postgres://postgres@${options.host}:${options.port}/postgres`,
+      direct: server.direct,
       async stop() {
         await server.stop();
         await db.close();

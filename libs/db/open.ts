@@ -2,13 +2,15 @@ import net from 'node:net';
 import path from 'node:path';
 import { type CommonConfig, withTimeout } from '../config/index.js';
 import type { Logger } from '../log/index.js';
-import { Database } from './database.js';
+import { Database, type Queryable } from './database.js';
 import { embeddedServerOf, startEmbeddedPostgres } from './embedded.js';
 
 export interface OpenedDatabase {
   db: Database;
   /** 'postgres' when DATABASE_URL is set; otherwise whether this process serves PGlite or joined one. */
   mode: 'postgres' | 'embedded-server' | 'embedded-client';
+  /** 'embedded-server': the database this process serves, reached without the socket. */
+  direct?: Queryable;
   close(): Promise<void>;
 }
 
@@ -84,6 +86,7 @@ export async function openDatabase(
   return {
     db,
     mode: 'embedded-server',
+    direct: server.direct,
     async close() {
       await db.close();
       await server.stop();

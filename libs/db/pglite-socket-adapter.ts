@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'node:net';
-import type { PGlite } from '@electric-sql/pglite';
+import { type PGlite, types } from '@electric-sql/pglite';
 import { PGLiteSocketHandler, type PGLiteSocketHandlerOptions } from '@electric-sql/pglite-socket';
+import type { QueryResult, QueryResultRow } from 'pg';
+import type { Queryable } from './database.js';
 
 /**
  * The one place that works around pglite-socket (pinned at exactly 0.2.17 in package.json).
@@ -21,7 +23,7 @@ import { PGLiteSocketHandler, type PGLiteSocketHandlerOptions } from '@electric-
 export async function servePglite(
   db: PGlite,
   options: { host: string; port: number; maxConnections: number },
-): Promise<{ stop(): Promise<void> }> {
+): Promise<{ stop(): Promise<void>; direct: Queryable }> {
   await db.waitReady;
   const turns = new ConnectionTurns(db);
   const handlers = new Set<PGLiteSocketHandler>();
@@ -51,6 +53,7 @@ export async function servePglite(
     });
   });
   return {
+    direct: directQueryable(db, turns),
     async stop() {
       await Promise.all([...handlers].map((handler) => handler.detach(true)));
       handlers.clear();
@@ -66,6 +69,46 @@ interface QueuedMessage {
   resolve: (bytes: number) => void;
   reject: (error: unknown) => void;
 }
+
+/** A statement of this process, run on the backend itself in the connections' queue (`ConnectionTurns.run`). */
+interface QueuedStatement {
+  connection: typeof IN_PROCESS;
+  run: () => Promise<void>;
+}
+
+/** The queue's name for this process's own statements: no socket connection has it. */
+const IN_PROCESS = -1;
+
+/**
+ * The embedded database for the process that serves it, without the loopback socket: each query is
+ * one statement of its own (autocommit), run in the connections' queue when no connection holds
+ * the backend (inside a transaction, or between Parse and Sync), so it never joins or splits
+ * another connection's work. The same commit as over the socket, without `pg`'s and the socket's
+ * work both ways (the in-process usage log writes through it: docs/decisions.md). Rows are typed as
+ * `Database` types them: int8 as numbers, DATE and NUMERIC as text.
+ */
+function directQueryable(db: PGlite, turns: ConnectionTurns): Queryable {
+  return {
+    query<R extends QueryResultRow>(text: string, values?: unknown[]): Promise<QueryResult<R>> {
+      return turns.run(async () => {
+        const result = await db.query<R>(text, values, { parsers: PARSERS });
+        return {
+          rows: result.rows,
+          rowCount: result.affectedRows ?? result.rows.length,
+          command: '',
+          oid: 0,
+          fields: [],
+        };
+      });
+    },
+  };
+}
+
+const PARSERS = {
+  [types.INT8]: (value: string) => Number(value),
+  [types.DATE]: (value: string) => value,
+  [types.NUMERIC]: (value: string) => value,
+};
 
 /** Extended-query messages before the Sync that ends them: Parse, Bind, Describe, Execute, Close, Flush. */
 const EXTENDED_QUERY = new Set(['P', 'B', 'D', 'E', 'C', 'H'].map((type) => type.charCodeAt(0)));
@@ -83,7 +126,7 @@ const SYNC = 'S'.charCodeAt(0);
  * A message that fails is answered with its error and the queue goes on (pglite-socket's stalled).
  */
 export class ConnectionTurns {
-  private queue: QueuedMessage[] = [];
+  private queue: (QueuedMessage | QueuedStatement)[] = [];
   private processing = false;
   /** The connection whose messages ran last, and whether it is between Parse and Sync. */
   private lastConnection: number | undefined;
@@ -98,6 +141,17 @@ export class ConnectionTurns {
     });
   }
 
+  /**
+   * Runs `statement` (one autocommit statement of this process, through PGlite's own API) when no
+   * connection holds the backend, in queue order with the connections' messages.
+   */
+  run<T>(statement: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ connection: IN_PROCESS, run: () => statement().then(resolve, reject) });
+      void this.process();
+    });
+  }
+
   getQueueLength(): number {
     return this.queue.length;
   }
@@ -105,7 +159,7 @@ export class ConnectionTurns {
   /** The connection closed: its queued messages will never run. */
   clearQueueForHandler(connection: number): void {
     this.queue = this.queue.filter((queued) => {
-      if (queued.connection !== connection) return true;
+      if (queued.connection !== connection || 'run' in queued) return true;
       queued.reject(new Error('Handler disconnected'));
       return false;
     });
@@ -130,7 +184,7 @@ export class ConnectionTurns {
     return this.midExtendedQuery || this.db.isInTransaction() ? this.lastConnection : undefined;
   }
 
-  private next(): QueuedMessage | undefined {
+  private next(): QueuedMessage | QueuedStatement | undefined {
     const holder = this.holder();
     if (holder === undefined) return this.queue.shift();
     const at = this.queue.findIndex((queued) => queued.connection === holder);
@@ -142,6 +196,14 @@ export class ConnectionTurns {
     this.processing = true;
     try {
       for (let queued = this.next(); queued; queued = this.next()) {
+        if ('run' in queued) {
+          // whole in itself: it ends in a Sync, outside any transaction, whether it fails or not;
+          // no connection that closes meanwhile is taken for the backend's holder
+          this.lastConnection = IN_PROCESS;
+          this.midExtendedQuery = false;
+          await queued.run();
+          continue;
+        }
         let bytes = 0;
         try {
           await this.db.runExclusive(() =>
@@ -153,7 +215,7 @@ export class ConnectionTurns {
             }),
           );
         } catch (error) {
-          queued.reject(error);
+          (queued as QueuedMessage).reject(error);
           continue;
         }
         const type = queued.message[0]!;

@@ -1,3 +1,4 @@
+import { Batcher } from '../batching/index.js';
 import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
 import { formatScaled, parseScaled } from '../money/index.js';
@@ -8,14 +9,39 @@ import { type CounterPeriod, periodAt, type UsageCounter } from '../usage/index.
  * May this customer use this product now (docs/decisions.md, "Where the entitlement counter lives
  * and why"): a read model comparing an item's `usage_limit` (the item set's) with what usage
  * counted in its running period (the counter ingest keeps, read your writes). One Postgres query
- * for the customer's items and one counter read (one Redis round trip) per check.
+ * for the customer's items and one counter read (one Redis round trip) per check, sent together:
+ * the counters read are those of the items the previous check of the same customer (and product)
+ * found, in their periods at this check's instant; the query's answer decides, and when its items
+ * or periods differ (a change, a new subscription, a first check) the right counters are read
+ * after it. So a check waits for one round trip, not two, and is never answered from a stale
+ * guess (docs/decisions.md, "The entitlement check's round trips").
  */
 
 const SCALE = 8;
 /** The statuses whose items may be used; a canceled subscription's items stay listed without access. */
 const WITH_ACCESS = new Set(['active', 'trialing']);
+/** Guesses kept per counter (per process and store); past this many, the oldest goes. */
+const MAX_GUESSES = 100_000;
+
+/**
+ * Per (organization, customer, product or every product): the rows the last check read, from which
+ * the next check derives which counters to read while its own query runs. Only a guess: the query's
+ * rows decide every answer.
+ */
+const guessesByCounter = new WeakMap<UsageCounter, Map<string, ItemRow[]>>();
+
+function guessesOf(counter: UsageCounter): Map<string, ItemRow[]> {
+  let guesses = guessesByCounter.get(counter);
+  if (!guesses) {
+    guesses = new Map();
+    guessesByCounter.set(counter, guesses);
+  }
+  return guesses;
+}
 
 interface ItemRow {
+  /** The position of the check in its batch (1-based). */
+  n?: number;
   customer_id: number;
   subscription_item_id: number | null;
   product_id: number | null;
@@ -78,28 +104,27 @@ async function entitlementsOf(
 ): Promise<Entitlement[]> {
   const id = parseIntegerId(customerId);
   if (id === undefined) throw ApiError.notFound(`Customer ${customerId}`);
-  // the customer and its items in one statement: no row at all is a customer this org does not have
-  const { rows } = await db.query<ItemRow>(
-    `SELECT c.id AS customer_id, si.id AS subscription_item_id, si.product_id, si.usage_type,
-            si.usage_limit::text AS usage_limit, s.status, s.start_date, s.billing_period, s.billing_anchor_day,
-            s.current_period_start, s.current_period_end
-       FROM customers c
-       LEFT JOIN subscriptions s ON s.org_id = c.org_id AND s.customer_id = c.id
-       LEFT JOIN subscription_items si ON si.org_id = s.org_id AND si.subscription_id = s.id
-                                      AND si.removed_at IS NULL AND ($3::bigint IS NULL OR si.product_id = $3)
-      WHERE c.org_id = $1 AND c.id = $2
-      ORDER BY si.id`,
-    [orgId, id, productId ?? null],
-  );
-  if (!rows.length) throw ApiError.notFound(`Customer ${customerId}`);
+  const nowMs = now.getTime();
+  const guesses = guessesOf(counter);
+  const guessKey = `${orgId}:${id}:${productId ?? '*'}`;
+  const guessed = guesses.get(guessKey);
+  const guessedPeriods = guessed ? meteredPeriods(orgId, guessed, nowMs) : undefined;
+  // the guessed counters read while the query runs; a failure is the query's to report first
+  const early = guessedPeriods?.length ? counter.used(guessedPeriods) : undefined;
+  early?.catch(() => {});
+  const rows = await readerOf(db).submit({ orgId, customerId: id, productId: productId ?? null });
+  if (!rows.length) {
+    guesses.delete(guessKey);
+    throw ApiError.notFound(`Customer ${customerId}`);
+  }
   const items = rows.filter((row) => row.subscription_item_id !== null);
-  const periods = items.map((row) => periodOf(row, now.getTime()));
-  const metered = items.flatMap((row, i) =>
-    row.usage_type === 'metered'
-      ? [{ orgId, subscriptionItemId: row.subscription_item_id!, ...periods[i]! }]
-      : [],
-  );
-  const usedOfMetered = await counter.used(metered satisfies CounterPeriod[]);
+  remember(guesses, guessKey, items);
+  const periods = items.map((row) => periodOf(row, nowMs));
+  const metered = meteredPeriods(orgId, items, nowMs);
+  const usedOfMetered =
+    early && guessedPeriods && samePeriods(guessedPeriods, metered)
+      ? await early
+      : await counter.used(metered);
   // the next period's counters, built ahead in the background: no rebuild wait when it begins
   counter.prepare(
     items.flatMap((row, i) =>
@@ -110,7 +135,7 @@ async function entitlementsOf(
   );
   const used = new Map(metered.map((period, i) => [period.subscriptionItemId, usedOfMetered[i]!]));
   return items.map((row, i) => {
-    const usedNow = used.get(row.subscription_item_id!) ?? 0n;
+    const usedNow = used.get(Number(row.subscription_item_id)) ?? 0n;
     const limit = row.usage_limit === null ? null : parseScaled(row.usage_limit, SCALE, 'half-even');
     return {
       product_id: Number(row.product_id),
@@ -122,6 +147,81 @@ async function entitlementsOf(
       period_end: new Date(periods[i]!.endMs).toISOString(),
     };
   });
+}
+
+interface ItemsQuery {
+  orgId: number;
+  customerId: number;
+  productId: number | null;
+}
+
+const readers = new WeakMap<Queryable, Batcher<ItemsQuery, ItemRow[]>>();
+
+/**
+ * The items of every check of one turn of the event loop in ONE query (as libs/customers reads
+ * customers): under load the round trip, and its system calls on both sides, is shared.
+ */
+function readerOf(db: Queryable): Batcher<ItemsQuery, ItemRow[]> {
+  let reader = readers.get(db);
+  if (!reader) {
+    reader = new Batcher((queries) => readItems(db, queries), { lingerMs: 0, maxWeight: 500 });
+    readers.set(db, reader);
+  }
+  return reader;
+}
+
+/**
+ * Per query, the customer and its items (of the product, if one is asked): no row at all is a
+ * customer the organization does not have. Each query's own organization: a batch mixes them.
+ */
+async function readItems(db: Queryable, queries: ItemsQuery[]): Promise<ItemRow[][]> {
+  const { rows } = await db.query<ItemRow>(
+    `SELECT k.n, c.id AS customer_id, si.id AS subscription_item_id, si.product_id, si.usage_type,
+            si.usage_limit::text AS usage_limit, s.status, s.start_date, s.billing_period, s.billing_anchor_day,
+            s.current_period_start, s.current_period_end
+       FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS k (org_id, customer_id, product_id, n)
+       JOIN customers c ON c.org_id = k.org_id AND c.id = k.customer_id
+       LEFT JOIN subscriptions s ON s.org_id = c.org_id AND s.customer_id = c.id
+       LEFT JOIN subscription_items si ON si.org_id = s.org_id AND si.subscription_id = s.id
+                                      AND si.removed_at IS NULL AND (k.product_id IS NULL OR si.product_id = k.product_id)
+      ORDER BY k.n, si.id`,
+    [queries.map((q) => q.orgId), queries.map((q) => q.customerId), queries.map((q) => q.productId)],
+  );
+  const found: ItemRow[][] = queries.map(() => []);
+  for (const row of rows) found[Number(row.n) - 1]!.push(row);
+  return found;
+}
+
+/** The counters the metered ones of `items` count in at `nowMs`, in the items' order. */
+function meteredPeriods(orgId: number, items: readonly ItemRow[], nowMs: number): CounterPeriod[] {
+  const periods: CounterPeriod[] = [];
+  for (const row of items) {
+    if (row.usage_type !== 'metered') continue;
+    periods.push({ orgId, subscriptionItemId: Number(row.subscription_item_id), ...periodOf(row, nowMs) });
+  }
+  return periods;
+}
+
+function samePeriods(a: readonly CounterPeriod[], b: readonly CounterPeriod[]): boolean {
+  return (
+    a.length === b.length &&
+    a.every(
+      (period, i) =>
+        period.subscriptionItemId === b[i]!.subscriptionItemId &&
+        period.startMs === b[i]!.startMs &&
+        period.endMs === b[i]!.endMs,
+    )
+  );
+}
+
+function remember(guesses: Map<string, ItemRow[]>, key: string, items: ItemRow[]): void {
+  guesses.delete(key);
+  if (guesses.size >= MAX_GUESSES) {
+    // Map iterates in insertion order: the first entry is the least recently checked
+    const oldest = guesses.keys().next().value;
+    if (oldest !== undefined) guesses.delete(oldest);
+  }
+  guesses.set(key, items);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { ApiKeyAuthenticator } from '../auth/index.js';
 import { type CommonConfig, reaching } from '../config/index.js';
-import { type Database, openDatabase } from '../db/index.js';
+import { type Database, openDatabase, type Queryable } from '../db/index.js';
 import type { DependencyGuard } from '../dependency-guard/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import {
@@ -20,6 +20,11 @@ export interface Platform {
   log: Logger;
   db: Database;
   dbMode: 'postgres' | 'embedded-server' | 'embedded-client';
+  /**
+   * The embedded database this process serves, reached without its loopback socket: one
+   * autocommit statement per query (the in-process usage log's writes). Absent otherwise.
+   */
+  directDb?: Queryable;
   /** Absent in the embedded mode. */
   redis: Redis | undefined;
   /** Bounds and fails fast every call of a Redis store; absent with `redis`. */
@@ -62,6 +67,7 @@ export async function openPlatform(
     log,
     db: opened.db,
     dbMode: opened.mode,
+    ...(opened.direct ? { directDb: opened.direct } : {}),
     redis,
     redisGuard: guard,
     rateLimitStore,

@@ -138,6 +138,8 @@ export function openUsageCounter(
 
 /** How long an item's usage type is cached; unknown items for less, so a new item is found soon. */
 const ITEM_CACHE = { ttlMs: 60_000, negativeTtlMs: 2000, maxEntries: 100_000 };
+/** How often ingest reads which items' lifetimes ended (a removal is refused within about this). */
+const ITEM_CHANGES_POLL_MS = 500;
 
 /**
  * Builds the ingest core on this process's ports (docs/architecture.md, "Two modes"): Redis or in-process maps for
@@ -153,9 +155,17 @@ export async function openUsageIngest(
     ? new RedisUsageDedupStore(platform.redis, config.REDIS_KEY_PREFIX, platform.redisGuard)
     : new MemoryUsageDedupStore(platform.rateLimitStore);
 
-  const { eventLog, clickhouse } = await openUsageEventLog(config, db, log, options.listeners);
+  // The in-process log writes the embedded database this process serves without its socket:
+  // the same commit before the 201, less work per write (docs/decisions.md).
+  const { eventLog, clickhouse } = await openUsageEventLog(
+    config,
+    platform.directDb ?? db,
+    log,
+    options.listeners,
+  );
 
   const items = new SubscriptionItemCache(db, ITEM_CACHE);
+  items.watchChanges(ITEM_CHANGES_POLL_MS);
   const readStores = openUsageReadStores(config, db, eventLog, log);
   const counter = openUsageCounter(config, db, store, readStores, items);
   const ingest = new UsageIngest({
@@ -177,6 +187,7 @@ export async function openUsageIngest(
       ...(clickhouse && config.CLICKHOUSE_URL ? [clickhouseCheck(config.CLICKHOUSE_URL)] : []),
     ],
     async close() {
+      await items.stopWatching();
       await ingest.drain();
       await readStores.close();
       await eventLog.close();
@@ -220,12 +231,19 @@ export async function openUsageEventLog(
     await reaching('CLICKHOUSE_URL', migrateClickHouse(clickhouse));
     sinks.push(new ClickHouseUsageSink(clickhouse));
   }
-  sinks.push(...listeners);
   const eventLog = new InProcessUsageEventLog(new PostgresUsageSink(db), sinks, {
     lingerMs: config.KAFKA_LINGER_MS,
+    listeners,
+    listenerIntervalMs: LISTENER_INTERVAL_MS,
   });
   return { eventLog, clickhouse };
 }
+
+/**
+ * The in-process log hands its listeners what was written at most this often: the distributed
+ * mode's listener group reads a batch per SINK_FLUSH_MS (200 ms by default) too.
+ */
+const LISTENER_INTERVAL_MS = 200;
 
 /** How often each sink records its committed watermark (the floor of `lag_seconds`). */
 const WATERMARK_INTERVAL_MS = 250;

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  createCreditGrant,
   getSubscriptionUsage,
   previewUpcomingInvoice,
   rerateDirtyDrafts,
@@ -13,7 +14,7 @@ import {
 } from '../../libs/billing/index.js';
 import { Database, migrate, type Queryable, startEmbeddedPostgres } from '../../libs/db/index.js';
 import { createOrganization, setOrganizationSettings } from '../../libs/organizations/index.js';
-import { changeSubscription } from '../../libs/subscriptions/index.js';
+import { cancelSubscription, changeSubscription } from '../../libs/subscriptions/index.js';
 import {
   PostgresUsageAggregator,
   PostgresUsageSink,
@@ -195,6 +196,124 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     ]);
     const again = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
     expect(again.period_start).toBe(MAR.toISOString());
+  });
+
+  it('bills late usage of an ended subscription once, on an invoice of its own dated the run', async () => {
+    const { orgId, subscription, metered } = await setup();
+    await recordUsage(db, orgId, metered, '80', '2026-01-10T00:00:00Z');
+    await db.transaction((tx) =>
+      cancelSubscription(tx, {
+        subscriptionId: subscription.id,
+        atPeriodEnd: true,
+        now: new Date('2026-01-20T00:00:00Z'),
+      }),
+    );
+    const last = await runBilling(db, { usage, orgId, now: FEB });
+    expect(last).toMatchObject({ invoices_created: 1, canceled: 1 });
+    // nothing late yet: the run that ended it compared the period and billed nothing more
+    expect((await runBilling(db, { usage, orgId, now: FEB })).invoice_ids).toEqual([]);
+
+    await recordUsage(db, orgId, metered, '40', '2026-01-31T23:59:59.999Z');
+    // a draft run bills no late usage of an ended subscription (a draft of late lines alone could
+    // not be re-rated); the posting run after it does
+    expect((await runBilling(db, { usage, orgId, now: MAR, post: false })).invoice_ids).toEqual([]);
+    const late = await runBilling(db, { usage, orgId, now: MAR });
+    expect(late.invoice_ids).toHaveLength(1);
+    const invoice = await invoiceOf(db, late.invoice_ids[0]!);
+    // price(120) - price(80) = 30.00, GST 5 %: no seats billed again
+    expect(invoice).toMatchObject({
+      status: 'POSTED',
+      subtotal: '30.00000000',
+      tax_amount: '1.50000000',
+      total: '31.50000000',
+    });
+    expect(invoice.lines.map((line) => [line.description, line.line_total_pre_tax])).toEqual([
+      ['API calls: late usage, Jan 1-31', '30.00000000'],
+    ]);
+    const { rows } = await db.query<{ invoice_date: string; due_date: string }>(
+      'SELECT invoice_date::text AS invoice_date, due_date::text AS due_date FROM invoices WHERE id = $1',
+      [late.invoice_ids[0]],
+    );
+    expect(rows[0]!.invoice_date).toBe('2026-03-01');
+    expect(
+      (await outbox(db, orgId, 'invoice.posted')).map((event) => (event.data as { id: string }).id),
+    ).toContain(late.invoice_ids[0]);
+
+    // once: a rerun and a later run bill nothing; a void of billed usage bills nothing negative
+    expect((await runBilling(db, { usage, orgId, now: MAR })).invoice_ids).toEqual([]);
+    await recordUsage(db, orgId, metered, '10', '2026-01-05T00:00:00Z');
+    const again = await runBilling(db, { usage, orgId, now: APR });
+    expect((await invoiceOf(db, again.invoice_ids[0]!)).lines).toMatchObject([
+      {
+        description: 'API calls: late usage, Jan 1-31',
+        quantity: '10.0000',
+        line_total_pre_tax: '5.00000000',
+      },
+    ]);
+    expect((await runBilling(db, { usage, orgId, now: APR })).invoice_ids).toEqual([]);
+    const { rows: dirty } = await db.query<{ dirty: boolean }>(
+      'SELECT dirty FROM usage_billed_periods WHERE subscription_item_id = $1',
+      [metered],
+    );
+    expect(dirty).toEqual([{ dirty: false }]);
+    await expectPayableInvoices(db, orgId);
+  });
+
+  it('bills late usage of a subscription canceled now, up to its end and not after', async () => {
+    const { orgId, subscription, metered } = await setup();
+    await recordUsage(db, orgId, metered, '5', '2026-01-05T00:00:00Z');
+    const canceled = await db.transaction((tx) =>
+      cancelSubscription(tx, { subscriptionId: subscription.id, now: new Date('2026-01-15T00:00:00Z') }),
+    );
+    expect(canceled.final_invoice_id).toBeDefined();
+    await recordUsage(db, orgId, metered, '3', '2026-01-14T23:59:59.999Z'); // late, within its life
+    const run = await runBilling(db, { usage, orgId, now: new Date('2026-01-16T00:00:00Z') });
+    expect(run.invoice_ids).toHaveLength(1);
+    expect((await invoiceOf(db, run.invoice_ids[0]!)).lines).toMatchObject([
+      {
+        description: expect.stringContaining('API calls: late usage'),
+        quantity: '3.0000',
+        line_total_pre_tax: '3.00000000',
+      },
+    ]);
+    expect((await runBilling(db, { usage, orgId, now: FEB })).invoice_ids).toEqual([]);
+  });
+
+  it("pays an ended subscription's late usage with usage-only credit, one invoice a day", async () => {
+    const { orgId, customerId, subscription, metered } = await setup();
+    await recordUsage(db, orgId, metered, '10', '2026-01-10T00:00:00Z');
+    await db.transaction((tx) =>
+      cancelSubscription(tx, {
+        subscriptionId: subscription.id,
+        atPeriodEnd: true,
+        now: new Date('2026-01-20T00:00:00Z'),
+      }),
+    );
+    await runBilling(db, { usage, orgId, now: FEB });
+    // only metered lines may spend it: the late lines of an ended subscription are metered lines
+    await db.transaction((tx) =>
+      createCreditGrant(tx, {
+        customerId,
+        input: { amount: '100.00', category: 'promotional', applies_to: 'usage' },
+      }),
+    );
+    await recordUsage(db, orgId, metered, '20', '2026-01-11T00:00:00Z');
+    const first = await runBilling(db, { usage, orgId, now: new Date('2026-02-10T08:00:00Z') });
+    const { rows } = await db.query<{ status: string; amount_paid: string; total: string }>(
+      'SELECT status, amount_paid::text AS amount_paid, total::text AS total FROM invoices WHERE id = $1',
+      [first.invoice_ids[0]],
+    );
+    expect(rows[0]).toEqual({ status: 'PAID', amount_paid: '21.00000000', total: '21.00000000' });
+
+    // more late usage the same day waits for the next day's run (one such invoice a day), then bills once
+    await recordUsage(db, orgId, metered, '5', '2026-01-12T00:00:00Z');
+    expect(
+      (await runBilling(db, { usage, orgId, now: new Date('2026-02-10T20:00:00Z') })).invoice_ids,
+    ).toEqual([]);
+    const next = await runBilling(db, { usage, orgId, now: new Date('2026-02-11T00:00:00Z') });
+    expect((await invoiceOf(db, next.invoice_ids[0]!)).lines).toMatchObject([
+      { quantity: '5.0000', line_total_pre_tax: '5.00000000' },
+    ]);
   });
 
   it('bills late usage from what the customer kept paying for once a correction voided part of a posted period', async () => {

@@ -10,6 +10,7 @@ import {
   usageSource,
   withdrawInvoice,
 } from '../../libs/billing/index.js';
+import { getCustomer } from '../../libs/customers/index.js';
 import { ApiError } from '../../libs/errors/index.js';
 import { getInvoice, listInvoiceTransactions } from '../../libs/invoices/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
@@ -330,6 +331,21 @@ describe('payments', () => {
       status: 'PARTIALLY_PAID',
       amount_paid: '60.00000000',
     });
+  });
+
+  it("counts in credit_balance a grant committed while the reader's transaction was open", async () => {
+    // a repeat of a reference waits for the first call's commit, then reads the balance in a
+    // transaction that began before the grant's effective instant: it must still count it
+    const customer = await customerIn(database.db, orgId, { state_province: 'AB' });
+    const reader = await database.db.transaction(async (tx) => {
+      await tx.query('SELECT 1');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await database.db.transaction((other) =>
+        addCustomerCredit(other, { customerId: customer, amount: '12' }),
+      );
+      return getCustomer(tx, orgId, customer);
+    });
+    expect(reader.credit_balance).toBe('12.00000000');
   });
 
   it('adds a customer credit once per reference: a repeat adds nothing, another amount is 409', async () => {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { getEntitlement } from '../../libs/entitlements/index.js';
 import { portalUsageSource } from '../../libs/portal/index.js';
 import type { Entitlement } from '../../libs/schemas/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
@@ -343,6 +344,109 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     // and each agrees with what Postgres holds
     expect(await stored(testApi, s.item, first.start, first.end)).toBe('8.00000000');
     expect(await stored(testApi, s.item, first.end, new Date(now.period_end))).toBe('3.00000000');
+  });
+
+  it('right after a change the check answers it: a lower limit, an item replaced, whatever the last check read', async () => {
+    const testApi = await start(mode);
+    const s = await customer(testApi, { limit: '10' });
+    await post(testApi, s, 4);
+    // this check leaves its items behind: the next one reads their counters while it queries
+    expect(await check(testApi, s)).toMatchObject({ subscription_item_id: s.item, used: '4.00000000' });
+    const change = (items: object[]) =>
+      testApi.request({
+        method: 'POST',
+        path: `/subscriptions/${s.subscriptionId}/changes`,
+        key: s.org.apiKey,
+        payload: { items },
+      });
+    const lowered = await change([{ id: s.seatItem }, { id: s.item, usage_limit: '4' }]);
+    expect(lowered.statusCode, lowered.body).toBe(200);
+    expect(await check(testApi, s)).toMatchObject({
+      subscription_item_id: s.item,
+      usage_limit: '4.00000000',
+      used: '4.00000000',
+      has_access: false,
+    });
+    // the metered item replaced by another of the same product: one counter in each, same count
+    const replaced = await change([{ id: s.seatItem }, { product_id: s.apiCalls, usage_limit: '10' }]);
+    expect(replaced.statusCode, replaced.body).toBe(200);
+    const replacement = (
+      replaced.json().data.subscription.items as { id: number; product_id: number }[]
+    ).find((item) => item.product_id === s.apiCalls)!.id;
+    expect(replacement).not.toBe(s.item);
+    expect(await check(testApi, s)).toMatchObject({
+      subscription_item_id: replacement,
+      used: '0.00000000',
+      has_access: true,
+    });
+    await post(testApi, { ...s, item: replacement }, 2);
+    expect(await check(testApi, s)).toMatchObject({ subscription_item_id: replacement, used: '2.00000000' });
+  });
+
+  it('checks one instant apart across a period boundary read each its own period', async () => {
+    const testApi = await start(mode);
+    // started 40 days ago: the stored period ended at `boundary`, in the past
+    const s = await customer(testApi, { daysAgo: 40, limit: '100' });
+    const { rows } = await testApi.platform.db.query<{ current_period_end: Date }>(
+      'SELECT current_period_end FROM subscriptions WHERE id = $1',
+      [s.subscriptionId],
+    );
+    const boundary = rows[0]!.current_period_end.getTime();
+    const at = (ms: number) =>
+      getEntitlement(
+        testApi.platform.db,
+        testApi.usage.counter,
+        s.org.orgId,
+        s.customerId,
+        s.apiCalls,
+        new Date(ms),
+      );
+    // both counters built first, so the events below are counted by ingest, not rebuilt from Postgres
+    expect((await at(boundary - 1)).used).toBe('0.00000000');
+    expect((await at(boundary)).used).toBe('0.00000000');
+    await post(testApi, s, 7, { at: new Date(boundary - 1) });
+    await post(testApi, s, 3, { at: new Date(boundary) });
+    // each check follows one at the other instant: what the last one read is no answer
+    for (const [ms, used, end] of [
+      [boundary - 1, '7.00000000', boundary],
+      [boundary, '3.00000000', undefined],
+      [boundary - 1, '7.00000000', boundary],
+      [boundary, '3.00000000', undefined],
+    ] as const) {
+      const entitlement = await at(ms);
+      expect(entitlement.used, `at ${new Date(ms).toISOString()}`).toBe(used);
+      if (end) expect(Date.parse(entitlement.period_end)).toBe(end);
+      else expect(Date.parse(entitlement.period_end)).toBeGreaterThan(boundary);
+    }
+  });
+
+  it('checks of several organizations in one turn each get their own answer', async () => {
+    const testApi = await start(mode);
+    const a = await customer(testApi, { limit: '10' });
+    const b = await customer(testApi, { limit: '20' });
+    await post(testApi, a, 1);
+    await post(testApi, b, 2);
+    const { db } = testApi.platform;
+    const { counter } = testApi.usage;
+    for (let round = 0; round < 2; round++) {
+      // submitted together: one query and one counter read for all three
+      const [ofA, ofB, crossed] = await Promise.all([
+        getEntitlement(db, counter, a.org.orgId, a.customerId, a.apiCalls),
+        getEntitlement(db, counter, b.org.orgId, b.customerId, b.apiCalls),
+        getEntitlement(db, counter, a.org.orgId, b.customerId, b.apiCalls).catch((error: unknown) => error),
+      ]);
+      expect(ofA).toMatchObject({
+        subscription_item_id: a.item,
+        used: '1.00000000',
+        usage_limit: '10.00000000',
+      });
+      expect(ofB).toMatchObject({
+        subscription_item_id: b.item,
+        used: '2.00000000',
+        usage_limit: '20.00000000',
+      });
+      expect(crossed).toMatchObject({ code: 'NOT_FOUND' });
+    }
   });
 
   it('a lost counter is rebuilt exactly from the stored usage, also while events keep coming', async () => {

@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InProcessUsageEventLog, PostgresUsageSink, type UsageEventRecord } from '../../libs/usage/index.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  InProcessUsageEventLog,
+  PostgresUsageSink,
+  type UsageEventRecord,
+  type UsageSink,
+} from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 /**
@@ -73,5 +78,76 @@ describe('the in-process usage log', () => {
     );
     expect(rows[0]!.n).toBe(4);
     await log.close();
+  }, 30_000);
+});
+
+/** A listener (a policy on counted usage) that records what it is handed, in order. */
+function recordingListener(options: { hang?: boolean } = {}): { listener: UsageSink; heard: string[][] } {
+  const heard: string[][] = [];
+  const listener: UsageSink = {
+    name: 'recording',
+    write(events) {
+      heard.push(events.map((e) => `event ${e.idempotencyKey}`));
+      return options.hang ? new Promise(() => {}) : Promise.resolve();
+    },
+    writeVoids(voids) {
+      heard.push(voids.map((v) => `void ${v.event.idempotencyKey}`));
+      return Promise.resolve();
+    },
+  };
+  return { listener, heard };
+}
+
+describe('the in-process log and its listeners', () => {
+  it('answers an append without waiting for a listener', async () => {
+    const { listener, heard } = recordingListener({ hang: true });
+    const log = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], {
+      lingerMs: 0,
+      listeners: [listener],
+      listenerIntervalMs: 0,
+    });
+    const key = `hang-${randomUUID()}`;
+    const [stored] = await log.append([event(key)]);
+    expect(stored!.idempotencyKey).toBe(key);
+    // handed all the same, soon after
+    await vi.waitFor(() => expect(heard).toEqual([[`event ${key}`]]));
+  }, 30_000);
+
+  it('hands a lone write at once, then at most one batch per interval, the rest at close', async () => {
+    const { listener, heard } = recordingListener();
+    const log = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], {
+      lingerMs: 0,
+      listeners: [listener],
+      listenerIntervalMs: 60_000,
+    });
+    const [a, b, c] = [`a-${randomUUID()}`, `b-${randomUUID()}`, `c-${randomUUID()}`];
+    await log.append([event(a)]);
+    // the first write after a quiet interval is not held for it
+    await vi.waitFor(() => expect(heard).toEqual([[`event ${a}`]]), { timeout: 10_000 });
+    // two more writes within the interval: not handed one by one
+    await log.append([event(b)]);
+    await log.append([event(c)]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(heard).toEqual([[`event ${a}`]]);
+    // closing hands what was written, as one batch, in order
+    await log.close();
+    expect(heard).toEqual([[`event ${a}`], [`event ${b}`, `event ${c}`]]);
+  }, 30_000);
+
+  it('hands an event before its void, and the voids after the events written before them', async () => {
+    const { listener, heard } = recordingListener();
+    const log = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], {
+      lingerMs: 0,
+      listeners: [listener],
+      listenerIntervalMs: 60_000,
+    });
+    const [first, second, third] = [`v1-${randomUUID()}`, `v2-${randomUUID()}`, `v3-${randomUUID()}`];
+    await log.append([event(first)]);
+    await vi.waitFor(() => expect(heard).toHaveLength(1), { timeout: 10_000 });
+    const [stored] = await log.append([event(second)]);
+    await log.appendVoids([{ event: stored!, voidedAtMs: Date.now() }]);
+    await log.append([event(third)]);
+    await log.close();
+    expect(heard).toEqual([[`event ${first}`], [`event ${second}`], [`void ${second}`], [`event ${third}`]]);
   }, 30_000);
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { changeSubscription } from '../../libs/subscriptions/index.js';
+import { cancelSubscription, changeSubscription } from '../../libs/subscriptions/index.js';
 import { basicCatalog, customerIn, productIn, subscribe } from '../billing/fixtures.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { freshKey, MODES, startUsageStack, type UsageFrontEnd, type UsageStack } from './support.js';
@@ -63,6 +63,72 @@ describe.each(MODES)('usage outside its item lifetime, %s', (mode) => {
     });
   }, 60_000);
   afterAll(() => stack?.close());
+
+  it('refuses usage after a removal or an end the front ends had cached, within a second, not the TTL', async () => {
+    const db = stack.api.platform.db;
+    const { seats, apiCalls } = await basicCatalog(db, org.orgId);
+    const customerId = await customerIn(db, org.orgId);
+    const subscription = await subscribe(
+      db,
+      org.orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: seats }, { product_id: apiCalls }],
+        start_date: start,
+      },
+      start,
+    );
+    const seatItem = subscription.items.find((item) => item.usage_type === 'licensed')!.id;
+    const metered = subscription.items.find((item) => item.usage_type === 'metered')!.id;
+    const ending = await subscribe(
+      db,
+      org.orgId,
+      { customer_id: customerId, items: [{ product_id: apiCalls }], start_date: start },
+      start,
+    );
+    const endingItem = ending.items[0]!.id;
+    const sendEach = (item: number, at: Date) =>
+      Promise.all(
+        stack.frontEnds.map(async (frontEnd) => ({
+          name: frontEnd.name,
+          status: (
+            await frontEnd.post('/usage/events', {
+              key: org.apiKey,
+              idempotencyKey: freshKey('cached'),
+              body: { subscription_item_id: item, quantity: 1, timestamp: at.toISOString() },
+            })
+          ).status,
+        })),
+      );
+    const statuses = (results: { name: string; status: number }[]) => results.map((result) => result.status);
+    const soon = () => new Date(Date.now() + 60_000); // dated after the end below, still accepted ahead
+    // every front end has both items cached now
+    expect(statuses(await sendEach(metered, new Date()))).toEqual(stack.frontEnds.map(() => 201));
+    expect(statuses(await sendEach(endingItem, new Date()))).toEqual(stack.frontEnds.map(() => 201));
+
+    const removedAt = new Date();
+    await changeSubscription(db, {
+      subscriptionId: subscription.id,
+      orgId: org.orgId,
+      change: { items: [{ id: seatItem }] },
+      now: removedAt,
+    });
+    await db.transaction((tx) => cancelSubscription(tx, { subscriptionId: ending.id, orgId: org.orgId }));
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    for (const item of [metered, endingItem]) {
+      const refused = await sendEach(item, soon());
+      expect(refused, `item ${item}`).toEqual(stack.frontEnds.map(({ name }) => ({ name, status: 422 })));
+    }
+    // before the end still counts: late usage is usage
+    const { rows } = await db.query<{ removed_at: Date }>(
+      'SELECT removed_at FROM subscription_items WHERE id = $1',
+      [metered],
+    );
+    expect(rows[0]!.removed_at.getTime()).toBeLessThanOrEqual(removedAt.getTime());
+    expect(statuses(await sendEach(metered, new Date(rows[0]!.removed_at.getTime() - 1)))).toEqual(
+      stack.frontEnds.map(() => 201),
+    );
+  });
 
   describe.each(['uws', 'api'] as const)('through %s', (name) => {
     const frontEnd = (): UsageFrontEnd => stack.frontEnds.find((f) => f.name === name)!;

@@ -266,33 +266,67 @@ export const CREDIT_GRANT_NOTE = 'Prepaid credits applied';
  * Writes what a burn-down used: one CREDIT_MEMO per use on the invoice it paid (naming the grant),
  * a `use` ledger entry each, and the grants' remainders; a grant used up is DEPLETED
  * (credit_grant.depleted). The grants are held by the caller and `uses` are in burn-down order.
+ *
+ * One statement for a whole billing run batch, its rows as parallel arrays (unnest keeps their
+ * order, so the ledger's ids follow the burn-down order). Each grant is updated once, from its
+ * total use, found through its primary key (a join on a derived table would scan every grant per
+ * batch), and only where its remaining is still what the burn-down was planned from: a plan made
+ * from stale grants (a writer that did not hold the customer) updates fewer grants than it used,
+ * and the statement fails instead of spending a cent twice.
  */
 export async function recordGrantUses(tx: Queryable, uses: readonly RecordedUse[]): Promise<DomainEvent[]> {
   if (uses.length === 0) return [];
-  const records = JSON.stringify(uses.map((use, n) => ({ ...use, n })));
-  const { rows } = await tx.query<GrantRow>(
-    `WITH x AS (
-       SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(n integer, org_id bigint, invoice_id uuid,
-              credit_grant_id uuid, amount numeric, remaining_after numeric)
-     ), memo AS (
+  const spent = new Map<string, { used: bigint; before: bigint }>();
+  for (const use of uses) {
+    const amount = parseMoney(use.amount);
+    const grant = spent.get(use.credit_grant_id);
+    // the first use of a grant in burn-down order saw its remaining whole
+    if (grant) grant.used += amount;
+    else spent.set(use.credit_grant_id, { used: amount, before: parseMoney(use.remaining_after) + amount });
+  }
+  const grants = [...spent.entries()];
+  const { rows } = await tx.query<GrantRow & { spent: number }>(
+    `WITH memo AS (
        INSERT INTO invoice_transactions (org_id, invoice_id, type, amount, method, status, note, credit_grant_id)
-       SELECT org_id, invoice_id, 'CREDIT_MEMO', amount, 'EXTERNAL', 'COMPLETED', $2, credit_grant_id
-         FROM x ORDER BY n
+       SELECT org_id, invoice_id, 'CREDIT_MEMO', amount, 'EXTERNAL', 'COMPLETED', $6, credit_grant_id
+         FROM unnest($1::bigint[], $2::uuid[], $3::uuid[], $4::numeric[]) AS x(org_id, invoice_id, credit_grant_id, amount)
      ), ledger AS (
        INSERT INTO credit_grant_ledger (org_id, credit_grant_id, type, amount, invoice_id, remaining_after)
-       SELECT org_id, credit_grant_id, 'use', amount, invoice_id, remaining_after FROM x ORDER BY n
+       SELECT org_id, credit_grant_id, 'use', amount, invoice_id, remaining_after
+         FROM unnest($1::bigint[], $2::uuid[], $3::uuid[], $4::numeric[], $5::numeric[])
+              AS x(org_id, invoice_id, credit_grant_id, amount, remaining_after)
      ), spent AS (
        UPDATE credit_grants g
           SET remaining = g.remaining - s.amount, used = g.used + s.amount,
               status = CASE WHEN g.remaining - s.amount = 0 THEN 'DEPLETED' ELSE g.status END, updated_at = now()
-         FROM (SELECT credit_grant_id, sum(amount) AS amount FROM x GROUP BY credit_grant_id) s
-        WHERE g.id = s.credit_grant_id
+         FROM unnest($7::uuid[], $8::numeric[], $9::numeric[]) AS s(id, amount, before)
+        WHERE g.id = ANY($7::uuid[]) AND g.id = s.id AND g.status = 'ACTIVE' AND g.remaining = s.before
        RETURNING g.*
      )
-     SELECT ${GRANT_COLUMNS} FROM spent g WHERE g.status = 'DEPLETED' ORDER BY g.id`,
-    [records, CREDIT_GRANT_NOTE],
+     SELECT n.spent, ${GRANT_COLUMNS}
+       FROM (SELECT count(*)::int AS spent FROM spent) n
+       LEFT JOIN spent g ON g.status = 'DEPLETED'
+      ORDER BY g.id`,
+    [
+      uses.map((use) => use.org_id),
+      uses.map((use) => use.invoice_id),
+      uses.map((use) => use.credit_grant_id),
+      uses.map((use) => use.amount),
+      uses.map((use) => use.remaining_after),
+      CREDIT_GRANT_NOTE,
+      grants.map(([id]) => id),
+      grants.map(([, grant]) => formatMoney(grant.used)),
+      grants.map(([, grant]) => formatMoney(grant.before)),
+    ],
   );
-  return rows.map((row) => grantEvent('credit_grant.depleted', row));
+  if (rows[0]!.spent !== grants.length) {
+    // transient (503): the caller's transaction rolls back and a retry plans from the grants as they are
+    throw ApiError.serviceUnavailable(
+      `Credit grants changed under a posting: ${grants.length - rows[0]!.spent} of ${grants.length} ` +
+        'were not as its burn-down read them; try again.',
+    );
+  }
+  return rows.filter((row) => row.id !== null).map((row) => grantEvent('credit_grant.depleted', row));
 }
 
 /**

@@ -33,9 +33,15 @@ import {
   usageWindow,
 } from '../invoices/index.js';
 import { applyItemSet, changesNothing, loadBillableItems, type ResolvedEntry } from '../item-set/index.js';
-import { insertBilledPeriods, type NewBilledPeriod, recordLateBillings } from './billed-periods.js';
+import {
+  insertBilledPeriods,
+  type NewBilledPeriod,
+  POSTED_STATUSES,
+  recordLateBillings,
+} from './billed-periods.js';
 import {
   claimDueSubscriptions,
+  claimEndedWithLateUsage,
   type DueSubscription,
   markProrationLinesInvoiced,
   type ParkedSubscription,
@@ -246,6 +252,12 @@ export async function runBilling(
     }
   }
 
+  if (post) {
+    const ended = await billEndedLateUsage(db, batch, batchSize);
+    addToSummary(summary, ended);
+    addPostedFor(postedFor, ended);
+  }
+
   const dunning = await inTransaction(db, (tx) =>
     applyDunning(tx, utcDate(now), { orgId: options.orgId, subscriptionIds: options.subscriptionIds }),
   );
@@ -406,6 +418,90 @@ async function billBatch(
   return result;
 }
 
+/**
+ * Late usage of ended subscriptions (docs/decisions.md "Late usage of an ended subscription"): a
+ * canceled or expired subscription has no next invoice to carry its late lines, so each run
+ * compares its posted periods with what is counted and, where usage grew, posts an invoice of the
+ * late lines alone, dated the run's instant. Batches of claimed subscriptions, each in its own
+ * transaction, as the due ones; a batch that fails is retried one by one, and what still fails is
+ * left for the next run (its periods stay dirty: nothing is lost). Posting runs only: a draft of
+ * late lines alone would have no period of its own to be re-rated against.
+ */
+async function billEndedLateUsage(
+  db: Database | Queryable,
+  context: BatchContext,
+  limit: number,
+): Promise<BatchResult> {
+  const total: BatchResult = { ...emptyBatchResult(), postedFor: [] };
+  const exclude = [...context.exclude];
+  const billOnce = async (tx: Queryable, subscriptionIds: readonly number[] | undefined, size: number) => {
+    const claimed = await claimEndedWithLateUsage(
+      tx,
+      { orgId: context.orgId, subscriptionIds, exclude, day: utcDate(context.now) },
+      POSTED_STATUSES,
+      size,
+    );
+    if (claimed.length === 0) return { claimed, invoices: [] as NewInvoice[] };
+    const at = context.now;
+    const { invoices, events } = await createInvoices(
+      tx,
+      context,
+      claimed.map((subscription) => ({
+        subscription,
+        step: { kind: 'invoice' as const, periodStart: at, periodEnd: at, firstPeriod: false },
+        lateUsageOnly: { at },
+      })),
+    );
+    await emitDomainEvents(tx, [...invoices.flatMap(postingEvents), ...events]);
+    return { claimed, invoices };
+  };
+  const add = (invoices: NewInvoice[]) => {
+    total.invoice_ids.push(...invoices.map((invoice) => invoice.id));
+    total.postedFor.push(
+      ...invoices
+        .filter((invoice) => invoice.posted)
+        .map((invoice) => ({ orgId: invoice.org_id, customerId: invoice.customer_id })),
+    );
+  };
+  for (;;) {
+    let claimedIds: number[] = [];
+    try {
+      const result = await inTransaction(db, async (tx) => {
+        const once = await billOnce(tx, context.subscriptionIds, limit);
+        claimedIds = once.claimed.map((subscription) => subscription.id);
+        return once;
+      });
+      if (result.claimed.length === 0) break;
+      // compared (made clean) or invoiced: either way not claimed again by this run
+      exclude.push(...claimedIds);
+      add(result.invoices);
+    } catch (error) {
+      if (!isDatabase(db) || claimedIds.length === 0) throw error;
+      exclude.push(...claimedIds);
+      for (const id of claimedIds) {
+        try {
+          add((await db.transaction((tx) => billOnce(tx, [id], 1))).invoices);
+        } catch {
+          // left dirty: the next run compares it again
+        }
+      }
+    }
+  }
+  return total;
+}
+
+function emptyBatchResult(): Omit<BatchResult, 'postedFor'> {
+  return {
+    claimed: 0,
+    invoice_ids: [],
+    subscriptions_started: 0,
+    trials_ended: 0,
+    renewed: 0,
+    canceled: 0,
+    expired: 0,
+  };
+}
+
 /** invoice.posted for a posted invoice, and invoice.paid when its credit paid it whole. */
 function postingEvents(invoice: NewInvoice): DomainEvent[] {
   if (!invoice.posted) {
@@ -477,12 +573,18 @@ export async function invoiceUntilEnd(
 async function createInvoices(
   tx: Queryable,
   context: BatchContext,
-  toInvoice: InvoiceTarget[],
+  targets: InvoiceTarget[],
 ): Promise<{ invoices: NewInvoice[]; events: DomainEvent[] }> {
   const inputs = await loadInvoiceInputs(
     tx,
     { usage: context.usage(tx), lockCustomers: context.post, lockBilled: true },
-    toInvoice,
+    targets,
+  );
+  // an ended subscription's late usage that did not grow is compared (made clean) and not invoiced
+  const toInvoice = targets.filter(
+    (target) =>
+      !target.lateUsageOnly ||
+      (inputs.lateLines.get(usageKey(target.subscription, target.step)) ?? []).length > 0,
   );
   const numbering = await reserveNumbering(tx, toInvoice);
   const invoices = toInvoice.map((target) => composeInvoice(target, inputs, numbering, context));
@@ -529,6 +631,7 @@ async function createInvoices(
 /** What `target`'s invoice bills of each metered item's period (usage_billed_periods). */
 function billedPeriodsOf(target: InvoiceTarget, inputs: InvoiceInputs, invoiceId: string): NewBilledPeriod[] {
   const { subscription, step } = target;
+  if (target.lateUsageOnly) return [];
   const period = { start: step.periodStart, end: step.periodEnd };
   const usage = inputs.usage.get(usageKey(subscription, step));
   return (inputs.items.get(subscription.id) ?? []).flatMap((item) => {
@@ -555,11 +658,13 @@ function billedPeriodsOf(target: InvoiceTarget, inputs: InvoiceInputs, invoiceId
 
 /** An invoice being posted as the credits' burn-down sees it. */
 function postingOf(invoice: NewInvoice, inputs: InvoiceInputs): PostingInvoice {
-  const metered = new Set(
-    (inputs.items.get(invoice.subscription_id!) ?? [])
+  // late-usage lines bill metered items too, including items removed (or a subscription ended) since
+  const metered = new Set([
+    ...(inputs.items.get(invoice.subscription_id!) ?? [])
       .filter((item) => item.usage_type === 'metered')
       .map((item) => item.subscription_item_id),
-  );
+    ...[...inputs.lateLines.values()].flat().map((line) => line.subscription_item_id),
+  ]);
   const usage = invoice.lines
     .filter((line) => line.subscription_item_id !== null && metered.has(line.subscription_item_id))
     .reduce((sum, line) => sum + parseMoney(line.line_total_pre_tax) + parseMoney(line.tax_amount), 0n);
@@ -603,7 +708,9 @@ function composeInvoice(
   numbering: Map<number, OrgNumbering>,
   context: BatchContext,
 ): NewInvoice {
-  const { subscription, step, end } = target;
+  const { subscription, step, lateUsageOnly } = target;
+  // a late-usage-only invoice is billed until the run's instant, like a cancel's final invoice
+  const end = target.end ?? lateUsageOnly;
   const org = numbering.get(subscription.org_id)!;
   const draft = composePeriodInvoice(periodInvoiceInput(target, inputs));
   // a grace period keeps a period's invoice a DRAFT until it ends (docs/decisions.md "Grace drafts");
@@ -616,7 +723,10 @@ function composeInvoice(
     customer_id: subscription.customer_id,
     subscription_id: subscription.id,
     invoice_date: draft.invoice_date,
-    ...invoicePeriodDates(step.periodStart, end?.at ?? step.periodEnd),
+    // late usage alone is dated the run's day: one such invoice per subscription and day
+    ...(lateUsageOnly
+      ? { period_start: draft.invoice_date, period_end: draft.invoice_date }
+      : invoicePeriodDates(step.periodStart, end?.at ?? step.periodEnd)),
     due_date: addDays(draft.invoice_date, org.paymentTermsDays),
     status: 'DRAFT',
     subtotal: draft.subtotal,

@@ -19,6 +19,9 @@ export interface DueSubscription extends SubscriptionSchedule {
  * Claims up to `limit` due subscriptions for this transaction. SKIP LOCKED lets concurrent runs
  * share the work without waiting on each other; the lock is held until the batch commits, and the
  * row's next_billing_date moves past `now` in that commit, so no two runs bill one period.
+ * A customer's subscriptions due together are claimed together (customer_id before id): their
+ * invoices burn down the customer's grants in one plan, each grant written once per batch, and the
+ * customer is held once.
  */
 export async function claimDueSubscriptions(
   tx: Queryable,
@@ -41,7 +44,7 @@ export async function claimDueSubscriptions(
         AND ($3::bigint IS NULL OR org_id = $3)
         AND ($4::bigint[] IS NULL OR id = ANY($4::bigint[]))
         AND NOT (id = ANY($5::bigint[]))
-      ORDER BY next_billing_date, id
+      ORDER BY next_billing_date, customer_id, id
       LIMIT $6
       FOR NO KEY UPDATE SKIP LOCKED`,
     [
@@ -51,6 +54,56 @@ export async function claimDueSubscriptions(
       filter.subscriptionIds ?? null,
       filter.exclude,
       limit,
+    ],
+  );
+  return rows;
+}
+
+/**
+ * Claims up to `limit` ended subscriptions (canceled, expired) with an invoiced period whose
+ * counted usage may differ from what it billed: no next invoice of theirs will compare it, so the
+ * run does (docs/decisions.md "Late usage of an ended subscription"). Same locks as
+ * claimDueSubscriptions; `postedStatuses`: the invoice statuses whose periods late usage follows.
+ */
+export async function claimEndedWithLateUsage(
+  tx: Queryable,
+  filter: {
+    orgId?: number | undefined;
+    subscriptionIds?: readonly number[] | undefined;
+    exclude: number[];
+    /** The run's day: a subscription with an invoice of its own dated that day waits for the next. */
+    day: string;
+  },
+  postedStatuses: readonly string[],
+  limit: number,
+): Promise<DueSubscription[]> {
+  const { rows } = await tx.query<DueSubscription>(
+    `SELECT id, org_id, customer_id, status, currency, start_date, trial_end_date, billing_period, billing_anchor_day,
+            current_period_start, current_period_end, next_billing_date, term_type, initial_term_months, auto_renew,
+            subscription_end_date, cancel_at_period_end, ended_at
+       FROM subscriptions s
+      WHERE NOT (status = ANY($1::text[])) AND billing_parked_at IS NULL
+        AND EXISTS (
+              SELECT 1 FROM usage_billed_periods b JOIN invoices i ON i.org_id = b.org_id AND i.id = b.invoice_id
+               WHERE b.org_id = s.org_id AND b.subscription_id = s.id AND b.dirty AND i.status = ANY($2::text[]))
+        AND NOT EXISTS (
+              SELECT 1 FROM invoices d
+               WHERE d.subscription_id = s.id AND d.period_start = $7::date
+                 AND (d.status <> 'WITHDRAWN' OR d.posted_at IS NOT NULL))
+        AND ($3::bigint IS NULL OR org_id = $3)
+        AND ($4::bigint[] IS NULL OR id = ANY($4::bigint[]))
+        AND NOT (id = ANY($5::bigint[]))
+      ORDER BY id
+      LIMIT $6
+      FOR NO KEY UPDATE SKIP LOCKED`,
+    [
+      BILLABLE_STATUSES,
+      postedStatuses,
+      filter.orgId ?? null,
+      filter.subscriptionIds ?? null,
+      filter.exclude,
+      limit,
+      filter.day,
     ],
   );
   return rows;

@@ -24,6 +24,11 @@ export interface InvoiceTarget {
   step: InvoiceStep;
   /** The subscription stops within the step's period (an immediate cancel): billed until then. */
   end?: SubscriptionEnd;
+  /**
+   * An ended subscription's invoice of late usage alone, dated `at` (the run's instant): no item is
+   * billed for the step's period, only the late-usage lines of its posted periods.
+   */
+  lateUsageOnly?: { at: Date };
 }
 
 /** Where a subscription canceled now stops being billed, and how its licensed items are credited. */
@@ -69,7 +74,12 @@ export async function loadInvoiceInputs(
 ): Promise<InvoiceInputs> {
   const orgIds = unique(toInvoice.map(({ subscription }) => subscription.org_id));
   const subscriptionIds = unique(toInvoice.map(({ subscription }) => subscription.id));
-  const items = await itemsFor(tx, orgIds, toInvoice);
+  const items = await itemsFor(
+    tx,
+    orgIds,
+    toInvoice.filter((target) => !target.lateUsageOnly),
+  );
+  for (const target of toInvoice) if (target.lateUsageOnly) items.set(target.subscription.id, []);
   const endLines = new Map<string, ProrationLine[]>();
   for (const { subscription, step, end } of toInvoice) {
     if (!end) continue;
@@ -208,7 +218,7 @@ export function periodInvoiceInput(target: InvoiceTarget, inputs: InvoiceInputs)
       ...(inputs.lateLines.get(key) ?? []),
     ],
     customer,
-    endsAt: end?.at,
+    endsAt: end?.at ?? target.lateUsageOnly?.at,
   };
 }
 

@@ -197,6 +197,7 @@ export class RedisUsageDedupStore implements UsageDedupStore {
   private readonly redis: WithUsageScripts;
   private readonly reservations: Batcher<Reservation, ReservationResult>;
   private readonly releases: Batcher<readonly DedupEntry[], undefined>;
+  private readonly counterReads: Batcher<readonly string[], CounterState[]>;
   private readonly placeholderBucket: string;
 
   /** `guard`: Redis' outage guard (the platform's), which bounds and fails fast every call. */
@@ -230,6 +231,12 @@ export class RedisUsageDedupStore implements UsageDedupStore {
       maxWeight,
       weight: (entries) => entries.length,
     });
+    // the entitlement checks of one turn read their counters in one script call
+    this.counterReads = new Batcher((batch) => this.readCountersMany(batch), {
+      lingerMs: 0,
+      maxWeight: 1000,
+      weight: (keys) => keys.length,
+    });
   }
 
   reserve(reservation: Reservation): Promise<ReservationResult> {
@@ -250,13 +257,24 @@ export class RedisUsageDedupStore implements UsageDedupStore {
 
   async readCounters(keys: readonly string[]): Promise<CounterState[]> {
     if (!keys.length) return [];
+    return this.counterReads.submit(keys);
+  }
+
+  private async readCountersMany(batch: (readonly string[])[]): Promise<CounterState[][]> {
+    const keys = batch.length === 1 ? batch[0]! : batch.flat();
     const rows = await this.call(() => this.redis.billingCounterRead(keys.length, ...keys));
-    return rows.map(([base, whole, fraction, lease]) => ({
+    const states = rows.map(([base, whole, fraction, lease]) => ({
       base: base ?? null,
       whole: BigInt(whole ?? 0),
       fraction: BigInt(fraction ?? 0),
       lease: lease ?? null,
     }));
+    let at = 0;
+    return batch.map((keysOfOne) => {
+      const start = at;
+      at += keysOfOne.length;
+      return states.slice(start, at);
+    });
   }
 
   async adjustCounter(change: CounterChange): Promise<void> {
@@ -296,7 +314,7 @@ export class RedisUsageDedupStore implements UsageDedupStore {
   }
 
   async flush(): Promise<void> {
-    await Promise.all([this.reservations.flush(), this.releases.flush()]);
+    await Promise.all([this.reservations.flush(), this.releases.flush(), this.counterReads.flush()]);
   }
 
   /** One script call. Every caller passes the same ttl (the configured one). */

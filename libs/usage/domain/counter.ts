@@ -9,6 +9,8 @@ import { type ItemSchedule, periodAt } from './periods.js';
 /** Quantities are exact to 8 fractional digits (USAGE_QUANTITY_SCALE). */
 const SCALE = 8;
 const ONE = 10n ** BigInt(SCALE);
+/** A whole quantity's text exactly as HINCRBY takes it: no sign, no leading zero, at most 15 digits. */
+const PLAIN_WHOLE = /^(?:0|[1-9][0-9]{0,14})$/;
 /** How long a rebuild's lease holds before another reader may take it over (its holder died). */
 const LEASE_MS = 30_000;
 /** How long a reader waits for another's rebuild before answering 503. */
@@ -61,6 +63,14 @@ export class UsageCounter {
   private readonly rebuilding = new Map<string, Promise<bigint>>();
   /** Counters this process had built ahead (prepare), so each is asked for once. */
   private readonly prepared = new Set<string>();
+  /**
+   * Per item schedule (ingest's item cache holds one object per item): the period last counted
+   * in and its key, so the events of a running period cost no calendar work nor key building.
+   */
+  private readonly lastPeriod = new WeakMap<
+    ItemSchedule,
+    { orgId: number; subscriptionItemId: number; startMs: number; endMs: number; key: string }
+  >();
 
   constructor(private readonly options: UsageCounterOptions) {
     this.now = options.now ?? Date.now;
@@ -86,12 +96,28 @@ export class UsageCounter {
     schedule: ItemSchedule,
   ): CounterChange | undefined {
     if (!this.options.enabled) return undefined;
-    const { startMs } = periodAt(schedule, event.occurredAtMs);
-    return {
-      key: this.keyOf(event.orgId, event.subscriptionItemId, startMs),
-      ...parts(parseScaled(event.quantity, SCALE, 'half-even')),
-      field: `e:${event.idempotencyKey}`,
-    };
+    const key = this.periodKey(event.orgId, event.subscriptionItemId, schedule, event.occurredAtMs);
+    const field = `e:${event.idempotencyKey}`;
+    // a whole quantity (the usual) is its own whole part: no BigInt on the hot path
+    if (PLAIN_WHOLE.test(event.quantity)) return { key, whole: event.quantity, fraction: '0', field };
+    return { key, ...parts(parseScaled(event.quantity, SCALE, 'half-even')), field };
+  }
+
+  /** The key of the counter of the item's period holding `atMs` (periodAt's, remembered per schedule). */
+  private periodKey(orgId: number, subscriptionItemId: number, schedule: ItemSchedule, atMs: number): string {
+    const last = this.lastPeriod.get(schedule);
+    if (
+      last &&
+      last.orgId === orgId &&
+      last.subscriptionItemId === subscriptionItemId &&
+      atMs >= last.startMs &&
+      atMs < last.endMs
+    )
+      return last.key;
+    const { startMs, endMs } = periodAt(schedule, atMs);
+    const key = this.keyOf(orgId, subscriptionItemId, startMs);
+    this.lastPeriod.set(schedule, { orgId, subscriptionItemId, startMs, endMs, key });
+    return key;
   }
 
   /**

@@ -13,7 +13,7 @@ export interface ItemLifetime {
   usageType: UsageType | undefined;
   /** Epoch ms; usage dated before it is refused. */
   startedAtMs?: number | undefined;
-  /** Epoch ms; usage dated at or after it is refused. */
+  /** Epoch ms; usage dated at or after it is refused (a change removed it, or its subscription ended). */
   removedAtMs?: number | undefined;
   /** Its subscription's periods (the entitlement counters'); undefined for no such item. */
   schedule?: ItemSchedule | undefined;
@@ -23,6 +23,18 @@ export interface ItemLifetime {
 export interface KnownItem extends ItemLifetime {
   usageType: UsageType;
   schedule: ItemSchedule;
+}
+
+/** How far back each poll of usage_item_changes reads before its last one (the longest commit delay it covers). */
+const CHANGE_MARGIN_MS = 30_000;
+
+interface ChangeWatcher {
+  timer: NodeJS.Timeout;
+  /** The database's clock at the last poll. */
+  readSince: Date | undefined;
+  /** Change rows already applied (id -> changed_at ms), kept while the margin may read them again. */
+  seen: Map<number, number>;
+  polling?: Promise<void> | undefined;
 }
 
 interface CacheEntry extends ItemLifetime {
@@ -37,11 +49,15 @@ interface CacheEntry extends ItemLifetime {
  * refused"), and entries expire anyway (bounded memory). Unknown items are cached briefly so a
  * sender with a wrong id does not become a query per event; concurrent misses of one item share one
  * lookup, and the misses of one turn of the event loop (a batch of 1000 new ids) one query.
+ * `watchChanges` drops items whose lifetime ended (usage_item_changes) within a poll instead.
  */
 export class SubscriptionItemCache {
   private readonly cache = new Map<string, CacheEntry>();
   private readonly inFlight = new Map<string, Promise<ItemLifetime>>();
   private readonly lookups: Batcher<{ orgId: number; id: number }, ItemLifetime>;
+  /** Bumped by every forget: a lookup begun before one may have read the row as it was. */
+  private forgets = 0;
+  private watcher: ChangeWatcher | undefined;
 
   constructor(
     private readonly db: Queryable,
@@ -83,6 +99,7 @@ export class SubscriptionItemCache {
     const now = (this.options.now ?? Date.now)();
     const cached = this.cache.get(key);
     if (cached && cached.expiresAt > now) return cached;
+    const forgets = this.forgets;
     let pending = this.inFlight.get(key);
     if (!pending) {
       pending = this.lookups
@@ -91,8 +108,72 @@ export class SubscriptionItemCache {
       this.inFlight.set(key, pending);
     }
     const lifetime = await pending;
-    this.remember(key, lifetime, now);
+    if (forgets === this.forgets) this.remember(key, lifetime, now);
     return lifetime;
+  }
+
+  /** Drops these items: the next event of each reads its lifetime again. */
+  forget(items: readonly { orgId: number; id: number }[]): void {
+    if (items.length === 0) return;
+    this.forgets++;
+    for (const item of items) {
+      const key = `${item.orgId}:${item.id}`;
+      this.cache.delete(key);
+      // a lookup in flight may have read the row before the change committed
+      this.inFlight.delete(key);
+    }
+  }
+
+  /**
+   * Polls usage_item_changes every `intervalMs` and forgets the items whose lifetime ended. Reads
+   * back `CHANGE_MARGIN_MS` before its last read: a transaction that wrote its row earlier may
+   * commit later (forgetting twice is harmless). A failed poll is retried at the next interval.
+   */
+  watchChanges(intervalMs: number): void {
+    if (this.watcher) return;
+    const watcher: ChangeWatcher = {
+      readSince: undefined,
+      seen: new Map(),
+      timer: setInterval(() => {
+        watcher.polling ??= this.pollChanges(watcher)
+          .catch(() => {})
+          .finally(() => (watcher.polling = undefined));
+      }, intervalMs),
+    };
+    watcher.timer.unref();
+    this.watcher = watcher;
+  }
+
+  /** Stops watching; waits for a poll in flight. */
+  async stopWatching(): Promise<void> {
+    const watcher = this.watcher;
+    if (!watcher) return;
+    this.watcher = undefined;
+    clearInterval(watcher.timer);
+    await watcher.polling;
+  }
+
+  private async pollChanges(watcher: ChangeWatcher): Promise<void> {
+    const { rows } = await this.db.query<{
+      id: number | null;
+      org_id: number;
+      subscription_item_id: number;
+      changed_at: Date;
+      read_at: Date;
+    }>(
+      `SELECT c.id, c.org_id, c.subscription_item_id, c.changed_at, r.read_at
+         FROM (SELECT clock_timestamp() AS read_at) r
+         LEFT JOIN usage_item_changes c ON c.changed_at > coalesce($1::timestamptz, r.read_at) - make_interval(secs => $2)`,
+      [watcher.readSince ?? null, CHANGE_MARGIN_MS / 1000],
+    );
+    // each change once: the margin reads the same rows again for a while
+    const fresh = rows.filter((row) => row.id !== null && !watcher.seen.has(Number(row.id)));
+    for (const row of fresh) watcher.seen.set(Number(row.id), row.changed_at.getTime());
+    this.forget(fresh.map((row) => ({ orgId: Number(row.org_id), id: Number(row.subscription_item_id) })));
+    const readAt = rows[0]!.read_at;
+    watcher.readSince = readAt;
+    for (const [id, changedAtMs] of watcher.seen)
+      if (changedAtMs <= readAt.getTime() - 2 * CHANGE_MARGIN_MS) watcher.seen.delete(id);
   }
 
   private async lookupMany(items: { orgId: number; id: number }[]): Promise<ItemLifetime[]> {
@@ -108,7 +189,8 @@ export class SubscriptionItemCache {
       current_period_start: Date;
       current_period_end: Date;
     }>(
-      `SELECT si.org_id, si.id, si.usage_type, coalesce(si.started_at, s.start_date) AS started_at, si.removed_at,
+      `SELECT si.org_id, si.id, si.usage_type, coalesce(si.started_at, s.start_date) AS started_at,
+              least(si.removed_at, s.ended_at) AS removed_at,
               s.start_date, s.billing_period, s.billing_anchor_day, s.current_period_start, s.current_period_end
          FROM subscription_items si JOIN subscriptions s ON s.org_id = si.org_id AND s.id = si.subscription_id
         WHERE (si.org_id, si.id) IN (SELECT * FROM unnest($1::bigint[], $2::bigint[]))`,
