@@ -5,6 +5,9 @@
  * ClickHouse; a webhook receiver in this process. BENCH_ALERTS subscriptions (default 1,000), one
  * metered item each, each with a `usage_quantity` alert armed at CROSSING.
  *
+ * The evaluator is two groups: `guardrails` (top-ups, drafts, amount and credit alerts, after the
+ * pg-sink's watermark) and `alerts` (the usage_quantity alerts, near their threshold only).
+ *
  * Parts (BENCH_PARTS, comma list, default both, in this order):
  *
  *   throughput  ingest closed loop (BENCH_CONNECTIONS connections, BENCH_THROUGHPUT_SECONDS) on the
@@ -130,6 +133,14 @@ interface LatencyResult {
   /** Alerts whose event arrived before their crossing was answered (a crossing counted too early). */
   firedEarly: number;
   latencyMs: { p50: number; p99: number; max: number } | null;
+  /** CPU µs per accepted event (load and crossings) over the run, per process. */
+  cpuMicros: { ingest: number; sinks: number; dispatcher: number };
+  /**
+   * Per consumer group, over the load (sampled every 500 ms from the sinks' /metrics): the age of
+   * its oldest event read and not written (seconds) and the messages it has not committed, p50
+   * and max.
+   */
+  sinkLag: Record<string, { p50: number; max: number }>;
 }
 
 const report: { throughput: ThroughputRun[]; latency?: LatencyResult } = { throughput: [] };
@@ -163,7 +174,7 @@ async function main(): Promise<void> {
     port: ingestPort,
     logName: runId,
   });
-  await startLoggedProcess('services/dispatcher/main.ts', {
+  const dispatcher = await startLoggedProcess('services/dispatcher/main.ts', {
     env: { ...env, DISPATCHER_PORT: String(dispatcherPort) },
     port: dispatcherPort,
     logName: runId,
@@ -175,7 +186,7 @@ async function main(): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   const caughtUp = async (evaluator: boolean) => {
-    const groups = ['pg-sink', 'ch-sink', ...(evaluator ? ['guardrails'] : [])];
+    const groups = ['pg-sink', 'ch-sink', ...(evaluator ? ['guardrails', 'alerts'] : [])];
     const caught = await consumerGroupsCaughtUp({
       admin,
       topic,
@@ -187,9 +198,11 @@ async function main(): Promise<void> {
     if (!caught) throw new Error(`the sinks (${groups.join(', ')}) did not catch up`);
   };
   let sinks: ChildProcess | undefined;
+  let sinksPort = 0;
   const startSinks = async (evaluator: boolean) => {
     if (sinks) await stopProcess(sinks);
     const port = await freePort();
+    sinksPort = port;
     sinks = await startLoggedProcess('services/ingest/sinks.ts', {
       env: { ...env, SINKS_PORT: String(port), SINKS_GUARDRAILS: String(evaluator) },
       port,
@@ -210,8 +223,13 @@ async function main(): Promise<void> {
       }
     }
     if (settings.parts.includes('latency')) {
-      await startSinks(true);
-      report.latency = await latency(ingestPort, setup, receiver);
+      const running = await startSinks(true);
+      report.latency = await latency(ingestPort, setup, receiver, {
+        ingest,
+        sinks: running,
+        dispatcher,
+        sinksPort,
+      });
     }
   } finally {
     await admin.disconnect();
@@ -264,13 +282,25 @@ async function throughput(run: {
   return outcome;
 }
 
-async function latency(ingestPort: number, setup: Setup, receiver: Receiver): Promise<LatencyResult> {
+async function latency(
+  ingestPort: number,
+  setup: Setup,
+  receiver: Receiver,
+  processes: { ingest: ChildProcess; sinks: ChildProcess; dispatcher: ChildProcess; sinksPort: number },
+): Promise<LatencyResult> {
   const busy = await waitForQuietMachine(0.1, settings.quietSeconds * 1000);
   log(
     `latency: ${settings.rate} events/s for ${settings.durationSeconds} s and ${setup.alerts.length} ` +
       `crossings, on a machine ${Math.round(busy * 100)}% busy`,
   );
   receiver.reset();
+  const cpuOf = async () => ({
+    ingest: await cpuSeconds(processes.ingest.pid),
+    sinks: await cpuSeconds(processes.sinks.pid),
+    dispatcher: await cpuSeconds(processes.dispatcher.pid),
+  });
+  const cpuBefore = await cpuOf();
+  const lagSampler = sampleSinkLag(processes.sinksPort);
   const requests = loadRequests(ingestPort, setup, 'lat');
   const loadDone = pacedLoad({
     port: ingestPort,
@@ -298,6 +328,7 @@ async function latency(ingestPort: number, setup: Setup, receiver: Receiver): Pr
     else log(`crossing of ${alert.id}: ${response.status}`);
   });
   const [load] = await Promise.all([loadDone, Promise.all(crossings)]);
+  const sinkLag = lagSampler.stop();
   const deadline = Date.now() + settings.timeoutSeconds * 1000;
   while (receiver.firstArrival.size < answeredAt.size && Date.now() < deadline) await sleep(100);
   // a second delivery of one crossing would come within moments of the first
@@ -311,6 +342,9 @@ async function latency(ingestPort: number, setup: Setup, receiver: Receiver): Pr
     lags.push(arrived - answered);
   }
   const ok = load.statuses[201] ?? 0;
+  const cpuAfter = await cpuOf();
+  const perEvent = (key: keyof typeof cpuAfter) =>
+    round2(((cpuAfter[key] - cpuBefore[key]) * 1e6) / Math.max(1, ok + answeredAt.size));
   return {
     rate: settings.rate,
     seconds: settings.durationSeconds,
@@ -322,6 +356,46 @@ async function latency(ingestPort: number, setup: Setup, receiver: Receiver): Pr
     firedTwice: [...receiver.eventIds.values()].filter((ids) => ids.size > 1).length,
     firedEarly,
     latencyMs: lags.length ? percentiles(lags) : null,
+    cpuMicros: { ingest: perEvent('ingest'), sinks: perEvent('sinks'), dispatcher: perEvent('dispatcher') },
+    sinkLag,
+  };
+}
+
+/** Samples billing_sink_lag_seconds and _messages per sink every 500 ms until stopped. */
+function sampleSinkLag(port: number): { stop(): Record<string, { p50: number; max: number }> } {
+  const samples = new Map<string, number[]>();
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        const lags = /^billing_sink_lag_(seconds|messages)\{sink="([^"]+)"\} ([0-9.e+-]+)$/gm;
+        for (const match of text.matchAll(lags)) {
+          const key = `${match[2]} (${match[1]})`;
+          const list = samples.get(key) ?? [];
+          list.push(Number(match[3]));
+          samples.set(key, list);
+        }
+      } catch {
+        // a sample missed under load is only a sample
+      }
+      await sleep(500);
+    }
+  })();
+  return {
+    stop() {
+      stopped = true;
+      void loop;
+      const out: Record<string, { p50: number; max: number }> = {};
+      for (const [sink, values] of samples) {
+        const sorted = [...values].sort((a, b) => a - b);
+        out[sink] = {
+          p50: round2(sorted[Math.floor(sorted.length / 2)] ?? 0),
+          max: round2(sorted[sorted.length - 1] ?? 0),
+        };
+      }
+      return out;
+    },
   };
 }
 
@@ -539,6 +613,9 @@ function printResults(): void {
         'p50 ms',
         'p99 ms',
         'max ms',
+        'ingest µs/event',
+        'sinks µs/event',
+        'dispatcher µs/event',
       ],
       [
         [
@@ -552,8 +629,18 @@ function printResults(): void {
           l.latencyMs?.p50 ?? '-',
           l.latencyMs?.p99 ?? '-',
           l.latencyMs?.max ?? '-',
+          l.cpuMicros.ingest,
+          l.cpuMicros.sinks,
+          l.cpuMicros.dispatcher,
         ],
       ],
+    );
+    console.log(
+      '\nconsumer groups over the load: oldest event read and not written (s), uncommitted messages',
+    );
+    printTable(
+      ['group (lag)', 'p50', 'max'],
+      Object.entries(l.sinkLag).map(([sink, lag]) => [sink, lag.p50, lag.max]),
     );
   }
 }

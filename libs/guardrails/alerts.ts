@@ -28,7 +28,7 @@ import type { UsageReadStores } from '../usage/index.js';
 const SCALE = 8;
 const COLUMNS = `a.id, a.org_id, a.customer_id, a.subscription_id, a.subscription_item_id, a.metric,
   a.threshold::text AS threshold, a.name, a.status, a.value::text AS value, a.triggered_at, a.period_start,
-  a.created_at`;
+  a.created_at, a.evaluated_as_of`;
 
 interface AlertRow {
   id: string;
@@ -44,6 +44,8 @@ interface AlertRow {
   triggered_at: Date | null;
   period_start: Date | null;
   created_at: Date;
+  /** The `as_of` of the reading the row holds (null before the first). */
+  evaluated_as_of: Date | null;
 }
 
 const decimal = (text: string) => formatScaled(parseScaled(text, SCALE), SCALE);
@@ -263,7 +265,13 @@ export async function evaluateAlerts(
     const effective: AlertStatus = samePeriod ? alert.status : 'OK';
     const target: AlertStatus = reading.crossed ? 'TRIGGERED' : 'OK';
     if (effective !== target) moves.push({ alert, reading, status: target });
-    else if (!samePeriod || alert.value === null || decimal(alert.value) !== decimal(reading.value))
+    else if (
+      !samePeriod ||
+      alert.value === null ||
+      decimal(alert.value) !== decimal(reading.value) ||
+      // a fresher as_of is written too: the quantity bound (alert-policy.ts) starts from it
+      (alert.evaluated_as_of?.getTime() ?? 0) < reading.asOf.getTime()
+    )
       unmoved.push({ alert, reading, status: target });
   }
   await writeReadings(db, unmoved);
@@ -317,17 +325,71 @@ function creditReading(
   };
 }
 
-async function alertsIn(db: Queryable, scope: EvaluationScope): Promise<AlertRow[]> {
+/** What the alert policy needs to decide whether an alert must be read (alert-policy.ts). */
+export interface AlertState {
+  id: string;
+  orgId: number;
+  subscriptionId: number;
+  subscriptionItemId: number | null;
+  metric: AlertMetric;
+  /** Scaled by 1e8, as quantities are. */
+  threshold: bigint;
+  status: AlertStatus;
+  value: bigint | null;
+  evaluatedAsOfMs: number | null;
+}
+
+/** The alerts of these subscriptions, the credit alerts of their customers, and these alerts (one query). */
+export async function alertStatesOf(
+  db: Queryable,
+  subscriptions: readonly { orgId: number; subscriptionId: number }[],
+  alertIds: readonly string[] = [],
+  exceptMetric: AlertMetric | null = null,
+): Promise<AlertState[]> {
+  if (subscriptions.length === 0 && alertIds.length === 0) return [];
+  const rows = await alertsIn(db, { subscriptions, alertIds }, exceptMetric);
+  return rows.map(stateOf);
+}
+
+function stateOf(row: AlertRow): AlertState {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    subscriptionId: row.subscription_id,
+    subscriptionItemId: row.subscription_item_id,
+    metric: row.metric,
+    threshold: parseScaled(row.threshold, SCALE, 'half-even'),
+    status: row.status,
+    value: row.value === null ? null : parseScaled(row.value, SCALE, 'half-even'),
+    evaluatedAsOfMs: row.evaluated_as_of?.getTime() ?? null,
+  };
+}
+
+/** Every `usage_quantity` alert (what the `alerts` group holds in memory, quantity-alerts.ts). */
+export async function quantityAlertStates(db: Queryable): Promise<AlertState[]> {
+  const { rows } = await db.query<AlertRow>(
+    `SELECT ${COLUMNS} FROM alerts a WHERE a.metric = 'usage_quantity' ORDER BY a.id`,
+  );
+  return rows.map(stateOf);
+}
+
+async function alertsIn(
+  db: Queryable,
+  scope: EvaluationScope,
+  /** Leave out this metric's alerts (the guardrails group leaves `usage_quantity` to its own). */
+  exceptMetric: AlertMetric | null = null,
+): Promise<AlertRow[]> {
   const subscriptions = scope.subscriptions ?? [];
   const customers = scope.customers ?? [];
   const { rows } = await db.query<AlertRow>(
     `SELECT ${COLUMNS} FROM alerts a
-      WHERE a.id = ANY($1::uuid[])
+      WHERE (a.id = ANY($1::uuid[])
          OR (a.org_id, a.subscription_id) IN (SELECT * FROM unnest($2::bigint[], $3::bigint[]))
          OR (a.org_id, a.customer_id) IN (SELECT * FROM unnest($4::bigint[], $5::bigint[]))
          OR (a.metric = 'credit_balance' AND (a.org_id, a.customer_id) IN (
                SELECT s.org_id, s.customer_id FROM subscriptions s
-                JOIN unnest($2::bigint[], $3::bigint[]) AS k(org_id, id) ON s.org_id = k.org_id AND s.id = k.id))
+                JOIN unnest($2::bigint[], $3::bigint[]) AS k(org_id, id) ON s.org_id = k.org_id AND s.id = k.id)))
+        AND ($6::text IS NULL OR a.metric <> $6::text)
       ORDER BY a.id`,
     [
       scope.alertIds ?? [],
@@ -335,6 +397,7 @@ async function alertsIn(db: Queryable, scope: EvaluationScope): Promise<AlertRow
       subscriptions.map((s) => s.subscriptionId),
       customers.map((c) => c.orgId),
       customers.map((c) => c.customerId),
+      exceptMetric,
     ],
   );
   return rows;

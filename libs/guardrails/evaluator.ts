@@ -20,10 +20,17 @@ export interface TouchedSubscription {
   orgId: number;
   customerId: number;
   subscriptionId: number;
+  /** A void of this batch touched one of its items: its usage may have gone down. */
+  voided?: boolean;
 }
 
 export interface GuardrailPolicy {
   readonly name: string;
+  /**
+   * The events as they are handed, before any wait: a policy may note what moved (the alerts keep
+   * a bound of each item's quantity to skip reads that cannot cross a threshold).
+   */
+  observe?(events: readonly UsageEventRecord[]): void;
   evaluate(touched: readonly TouchedSubscription[], stores: UsageReadStores): Promise<void>;
 }
 
@@ -32,7 +39,8 @@ const COUNTED_WAIT_MS = 5000;
 const COUNTED_POLL_MS = 50;
 
 interface Pending {
-  items: Map<number, Set<number>>;
+  /** Per organization, its touched items: true when a void touched the item. */
+  items: Map<number, Map<number, boolean>>;
   newestRecordedMs: number;
   /** Voided events: the log carries a void before the transaction that voids its row commits. */
   voids: { orgId: number; id: string }[];
@@ -45,7 +53,13 @@ export class UsageGuardrails {
   private stores: UsageReadStores | undefined;
   private stopped = false;
 
-  constructor(private readonly deps: { db: Database; log: Logger; policies: readonly GuardrailPolicy[] }) {}
+  constructor(
+    private readonly deps: {
+      db: Database;
+      log: Logger;
+      policies: readonly GuardrailPolicy[];
+    },
+  ) {}
 
   /** The read-back's stores, once the process has them (they come with its usage pipeline). */
   attach(stores: UsageReadStores): void {
@@ -84,10 +98,11 @@ export class UsageGuardrails {
     if (events.length === 0 || this.stopped) return Promise.resolve();
     this.pending ??= { items: new Map(), newestRecordedMs: 0, voids: [], settled: [] };
     const pending = this.pending;
+    if (!voided) for (const policy of this.deps.policies) policy.observe?.(events);
     for (const event of events) {
       if (voided) pending.voids.push({ orgId: event.orgId, id: event.id });
-      const items = pending.items.get(event.orgId) ?? new Set<number>();
-      items.add(event.subscriptionItemId);
+      const items = pending.items.get(event.orgId) ?? new Map<number, boolean>();
+      items.set(event.subscriptionItemId, voided || (items.get(event.subscriptionItemId) ?? false));
       pending.items.set(event.orgId, items);
       if (event.recordedAtMs > pending.newestRecordedMs) pending.newestRecordedMs = event.recordedAtMs;
     }
@@ -148,30 +163,35 @@ export class UsageGuardrails {
     return !rows[0]!.pending;
   }
 
-  private async subscriptionsOf(items: Map<number, Set<number>>): Promise<TouchedSubscription[]> {
+  private async subscriptionsOf(items: Map<number, Map<number, boolean>>): Promise<TouchedSubscription[]> {
     const orgIds: number[] = [];
     const itemIds: number[] = [];
+    const voided: boolean[] = [];
     for (const [orgId, ids] of items) {
-      for (const id of ids) {
+      for (const [id, wasVoided] of ids) {
         orgIds.push(orgId);
         itemIds.push(id);
+        voided.push(wasVoided);
       }
     }
     const { rows } = await this.deps.db.query<{
       org_id: number;
       customer_id: number;
       subscription_id: number;
+      voided: boolean;
     }>(
-      `SELECT DISTINCT s.org_id, s.customer_id, s.id AS subscription_id
-         FROM unnest($1::bigint[], $2::bigint[]) AS k(org_id, item_id)
+      `SELECT s.org_id, s.customer_id, s.id AS subscription_id, bool_or(k.voided) AS voided
+         FROM unnest($1::bigint[], $2::bigint[], $3::boolean[]) AS k(org_id, item_id, voided)
          JOIN subscription_items si ON si.org_id = k.org_id AND si.id = k.item_id
-         JOIN subscriptions s ON s.org_id = si.org_id AND s.id = si.subscription_id`,
-      [orgIds, itemIds],
+         JOIN subscriptions s ON s.org_id = si.org_id AND s.id = si.subscription_id
+        GROUP BY s.org_id, s.customer_id, s.id`,
+      [orgIds, itemIds, voided],
     );
     return rows.map((row) => ({
       orgId: row.org_id,
       customerId: row.customer_id,
       subscriptionId: row.subscription_id,
+      ...(row.voided ? { voided: true } : {}),
     }));
   }
 }

@@ -12,4 +12,5 @@ export {
 export { draftPolicy } from './draft-policy.js';
 export { type GuardrailPolicy, type TouchedSubscription, UsageGuardrails } from './evaluator.js';
 export { afterCreditsMoved } from './moves.js';
+export { QuantityAlerts, type QuantityAlertsOptions } from './quantity-alerts.js';
 export { topUpPolicy } from './top-up-policy.js';

@@ -1,0 +1,264 @@
+import type { Database } from '../db/index.js';
+import type { Logger } from '../log/index.js';
+import type { UsageEventRecord, UsageReadStores, UsageSink, UsageVoidRecord } from '../usage/index.js';
+import { type AlertState, alertStatesOf, evaluateAlerts, quantityAlertStates } from './alerts.js';
+import { RecentUsage } from './recent-usage.js';
+
+export interface QuantityAlertsOptions {
+  db: Database;
+  log: Logger;
+  /**
+   * The longest an event may take from its `recordedAt` to its 201 (the log's acknowledgement
+   * timeout and linger, and a margin): an event a reading with `as_of` A does not count was
+   * recorded after A - settleMs.
+   */
+  settleMs: number;
+  /** An alert skipped this long is read (its `value`, and events a partition move hid). */
+  refreshMs?: number;
+  /** How often the armed alerts are loaded again (new, deleted, moved by another process). */
+  reloadMs?: number;
+}
+
+/**
+ * How long the quantities read on the log are kept (a bound reaching further back reads instead):
+ * longer than the watermark lags on a saturated machine, or every bound is undrawable.
+ */
+const KEEP_MS = 180_000;
+/** A suspect is read again this often until a reading counts what was handed... */
+const RETRY_MS = 100;
+/** ...for at most this long (then the next usage of the item, or the refresh, reads it again). */
+const FINAL_WAIT_MS = 10_000;
+/** How long a batch of voids waits for the transactions that void its rows to commit. */
+const VOID_WAIT_MS = 5000;
+
+/**
+ * The `usage_quantity` alerts of the distributed mode, as a consumer group of their own (`alerts`,
+ * docs/decisions.md "Quantity alerts are read only near their threshold, in a group that does
+ * not wait"). The armed alerts are held in memory by item (loaded again every reloadMs), so an
+ * event of an item without an alert costs a map lookup, and one of an item with an alert the bound:
+ * its last reading plus the positive quantities this process read on the log for the item since
+ * that reading's `as_of` less settleMs. An OK alert whose bound is below its threshold cannot have
+ * crossed and is not read. A suspect (the bound reaches the threshold, a void of its item, or no
+ * bound can be drawn: no reading, one older than this process or than what it keeps) is read at
+ * once through the read-back, without waiting for the watermark, and again every RETRY_MS until it
+ * fired or a reading's `as_of` passed the moment its events were handed: only then does the write
+ * resolve (and the runner commit the batch's offsets). Postgres only ever holds logged events, so a
+ * reading at the threshold is a real crossing, and the move is conditional (alerts.ts): once.
+ */
+export class QuantityAlerts {
+  private readonly recent = new RecentUsage();
+  /** Events recorded before this (less settleMs) may have been read by a process before this one. */
+  private readonly startedAtMs = Date.now();
+  private readonly refreshMs: number;
+  private readonly reloadMs: number;
+  /** `${orgId}:${itemId}` -> its armed alerts, as last loaded or read. */
+  private byItem = new Map<string, AlertState[]>();
+  private byId = new Map<string, AlertState>();
+  private loadedAtMs = 0;
+  /** Alerts skipped since their last read, and since when. */
+  private readonly skippedSince = new Map<string, number>();
+  private stores: UsageReadStores | undefined;
+  /** All work, one piece at a time: batches, voids and the idle reload. */
+  private chain: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: QuantityAlertsOptions) {
+    this.refreshMs = options.refreshMs ?? 30_000;
+    this.reloadMs = options.reloadMs ?? 2000;
+  }
+
+  attach(stores: UsageReadStores): void {
+    this.stores = stores;
+    // while no batch comes, alerts moved elsewhere (created, reset, resolved) are still looked at
+    this.timer = setInterval(() => {
+      if (!this.stopped && Date.now() - this.loadedAtMs >= this.reloadMs)
+        this.enqueue(() => this.evaluate([], [], 0)).catch(() => {});
+    }, this.reloadMs);
+    this.timer.unref();
+  }
+
+  sink(): UsageSink {
+    return {
+      name: 'alerts',
+      write: (events) => {
+        this.recent.add(events);
+        const handed = Date.now();
+        return this.enqueue(() => this.evaluate(events, [], handed));
+      },
+      writeVoids: (voids) => this.enqueue(() => this.onVoids(voids)),
+    };
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.chain;
+  }
+
+  private enqueue(work: () => Promise<void>): Promise<void> {
+    const run = this.chain.then(work);
+    // a failed batch fails its write (the runner retries it); the chain goes on
+    this.chain = run.catch((error) => this.options.log.error({ err: error }, 'quantity alerts failed'));
+    return run;
+  }
+
+  private async onVoids(voids: readonly UsageVoidRecord[]): Promise<void> {
+    if (!voids.length) return;
+    const deadline = Date.now() + VOID_WAIT_MS;
+    // a void is on the log before its transaction commits; one rolled back never shows
+    while (!(await this.voidsCommitted(voids)) && Date.now() < deadline) await sleep(50);
+    await this.evaluate(
+      [],
+      voids.map((v) => v.event),
+      Date.now(),
+    );
+  }
+
+  /**
+   * Decides, reads and settles the alerts of the items of `events` and `voided`, and of the alerts
+   * a reload found changed or skipped too long.
+   */
+  private async evaluate(
+    events: readonly UsageEventRecord[],
+    voided: readonly UsageEventRecord[],
+    handed: number,
+  ): Promise<void> {
+    const stores = this.stores;
+    if (!stores) throw new Error('quantity alerts: no read stores attached');
+    const atMs = Date.now();
+    const decisions = new Map<string, 'suspect' | 'refresh'>();
+    if (atMs - this.loadedAtMs >= this.reloadMs) {
+      for (const [id, decision] of await this.reload(atMs)) decisions.set(id, decision);
+    }
+    const seen = new Set<string>();
+    for (const event of events) {
+      const key = `${event.orgId}:${event.subscriptionItemId}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      for (const alert of this.byItem.get(key) ?? []) {
+        const decision = this.decide(alert, atMs);
+        if (decision === 'skip') {
+          if (!this.skippedSince.has(alert.id)) this.skippedSince.set(alert.id, atMs);
+        } else if (decisions.get(alert.id) !== 'suspect') decisions.set(alert.id, decision);
+      }
+    }
+    for (const event of voided) {
+      for (const alert of this.byItem.get(`${event.orgId}:${event.subscriptionItemId}`) ?? [])
+        decisions.set(alert.id, 'suspect');
+    }
+    this.recent.prune(atMs - KEEP_MS);
+    if (!decisions.size) return;
+    const read = [...decisions.keys()];
+    for (const id of read) this.skippedSince.delete(id);
+    await evaluateAlerts(this.options.db, stores, { alertIds: read });
+    const suspects = read.filter((id) => decisions.get(id) === 'suspect');
+    // every event this process read was handed by atMs: a reading at or after it counts them all
+    await this.settle(suspects, Math.max(handed, atMs), stores);
+    this.remember(await alertStatesOf(this.options.db, [], read));
+  }
+
+  /**
+   * 'suspect': read until final; 'skip'. (Staleness is the reload's: an alert skipped refreshMs
+   * is read then; not the reading's `as_of`, which lags with the watermark.)
+   */
+  private decide(alert: AlertState, _atMs: number): 'suspect' | 'skip' {
+    if (alert.subscriptionItemId === null) return 'skip';
+    if (alert.value === null || alert.evaluatedAsOfMs === null) return 'suspect';
+    const from = alert.evaluatedAsOfMs - this.options.settleMs;
+    const since =
+      from < this.startedAtMs ? undefined : this.recent.since(alert.orgId, alert.subscriptionItemId, from);
+    if (since === undefined) return 'suspect';
+    // TRIGGERED in its period: only a void or a new period moves it back (a reload sees either)
+    if (alert.status === 'TRIGGERED') return 'skip';
+    // +1: the reading's text rounded to 1e-8
+    return alert.value + since + 1n >= alert.threshold ? 'suspect' : 'skip';
+  }
+
+  /**
+   * Loads the armed alerts again. Returns what must be looked at: alerts new or changed since the
+   * last load (every OK one at the first), decided now (a crossing may have come while they were
+   * not here, or not as they are), and alerts skipped longer than refreshMs (read: events another process read, on a
+   * partition that moved, are not in this process's bound).
+   */
+  private async reload(atMs: number): Promise<Map<string, 'suspect' | 'refresh'>> {
+    const alerts = await quantityAlertStates(this.options.db);
+    const look = new Map<string, 'suspect' | 'refresh'>();
+    const first = this.loadedAtMs === 0;
+    for (const alert of alerts) {
+      const before = this.byId.get(alert.id);
+      const changed =
+        !before ||
+        before.status !== alert.status ||
+        before.value !== alert.value ||
+        before.evaluatedAsOfMs !== alert.evaluatedAsOfMs;
+      // at the first load, every OK alert: a batch read before this process started may have
+      // committed the crossing of an alert armed after that process last loaded
+      if (first ? alert.status === 'OK' : changed) {
+        const decision = this.decide(alert, atMs);
+        if (decision !== 'skip') look.set(alert.id, decision);
+      }
+      const skipped = this.skippedSince.get(alert.id);
+      if (skipped !== undefined && skipped <= atMs - this.refreshMs && !look.has(alert.id))
+        look.set(alert.id, 'refresh');
+    }
+    this.byId = new Map();
+    this.byItem = new Map();
+    this.remember(alerts);
+    for (const id of this.skippedSince.keys()) if (!this.byId.has(id)) this.skippedSince.delete(id);
+    this.loadedAtMs = atMs;
+    return look;
+  }
+
+  private remember(alerts: readonly AlertState[]): void {
+    for (const alert of alerts) {
+      if (alert.metric !== 'usage_quantity' || alert.subscriptionItemId === null) continue;
+      const key = `${alert.orgId}:${alert.subscriptionItemId}`;
+      const known = this.byId.get(alert.id);
+      this.byId.set(alert.id, alert);
+      const list = this.byItem.get(key) ?? [];
+      this.byItem.set(key, known ? list.map((a) => (a.id === alert.id ? alert : a)) : [...list, alert]);
+    }
+  }
+
+  /**
+   * Reads the suspects again until each fired or was read by a reading that counts everything
+   * handed before `handed` (as_of at or after it), at most FINAL_WAIT_MS.
+   */
+  private async settle(suspects: readonly string[], handed: number, stores: UsageReadStores) {
+    const deadline = Date.now() + FINAL_WAIT_MS;
+    let open = [...suspects];
+    while (open.length) {
+      const states = await alertStatesOf(this.options.db, [], open);
+      open = states
+        .filter((s) => s.status !== 'TRIGGERED' && (s.evaluatedAsOfMs ?? 0) < handed)
+        .map((s) => s.id);
+      if (!open.length) return;
+      if (Date.now() >= deadline) {
+        this.options.log.warn(
+          { alerts: open.length },
+          'quantity alerts: no reading counted the usage handed in time; read again at the next usage or refresh',
+        );
+        for (const id of open) this.skippedSince.set(id, 0);
+        return;
+      }
+      await sleep(RETRY_MS);
+      await evaluateAlerts(this.options.db, stores, { alertIds: open });
+    }
+  }
+
+  private async voidsCommitted(voids: readonly UsageVoidRecord[]): Promise<boolean> {
+    const { rows } = await this.options.db.query<{ pending: boolean }>(
+      `SELECT EXISTS (
+         SELECT 1 FROM unnest($1::bigint[], $2::uuid[]) AS k(org_id, id)
+          WHERE NOT EXISTS (SELECT 1 FROM usage_events e
+                             WHERE e.org_id = k.org_id AND e.id = k.id AND e.voided_at IS NOT NULL)) AS pending`,
+      [voids.map((v) => v.event.orgId), voids.map((v) => v.event.id)],
+    );
+    return !rows[0]!.pending;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

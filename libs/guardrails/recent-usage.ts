@@ -1,0 +1,78 @@
+import { parseScaled } from '../money/index.js';
+import type { UsageEventRecord } from '../usage/index.js';
+
+/** Quantities are exact to 8 fractional digits, as the usage log carries them. */
+const SCALE = 8;
+const BUCKET_MS = 1000;
+
+interface ItemUsage {
+  /** bucket (recordedAt / BUCKET_MS) -> positive quantity (1e-8 units). */
+  buckets: Map<number, bigint>;
+  /** The newest bucket forgotten: a bound starting at or before it cannot be drawn. */
+  prunedThrough: number;
+}
+
+/**
+ * The positive quantity each item received on the usage log, per second of `recordedAt`, as this
+ * process read it: what has moved an item's quantity since an exact reading, bounded from above
+ * (docs/decisions.md, "Quantity alerts are read only near their threshold, in a group that does
+ * not wait"). It over-counts on
+ * purpose (a redelivered event counts again, a void does not subtract, the whole second holding
+ * the start counts) and never under-counts what this process read: so `reading + since(...)`
+ * below a threshold proves the item has not reached it, and the exact read can be skipped.
+ */
+export class RecentUsage {
+  /** `${orgId}:${itemId}` -> what it received. */
+  private readonly items = new Map<string, ItemUsage>();
+
+  add(events: readonly UsageEventRecord[]): void {
+    for (const event of events) {
+      const quantity = parseScaled(event.quantity, SCALE, 'half-even');
+      if (quantity <= 0n) continue;
+      const key = itemKey(event.orgId, event.subscriptionItemId);
+      let item = this.items.get(key);
+      if (!item) {
+        item = { buckets: new Map(), prunedThrough: Number.NEGATIVE_INFINITY };
+        this.items.set(key, item);
+      }
+      const bucket = Math.floor(event.recordedAtMs / BUCKET_MS);
+      // an event older than what was forgotten still counts where a bound would look for it
+      const at = Math.max(bucket, item.prunedThrough + 1);
+      item.buckets.set(at, (item.buckets.get(at) ?? 0n) + quantity);
+    }
+  }
+
+  /**
+   * What the item received from events recorded at or after `sinceMs` (and a little before), or
+   * undefined when events from then on may have been forgotten (prune).
+   */
+  since(orgId: number, itemId: number, sinceMs: number): bigint | undefined {
+    const item = this.items.get(itemKey(orgId, itemId));
+    if (!item) return 0n;
+    const first = Math.floor(sinceMs / BUCKET_MS);
+    if (first <= item.prunedThrough) return undefined;
+    let total = 0n;
+    for (const [bucket, quantity] of item.buckets) if (bucket >= first) total += quantity;
+    return total;
+  }
+
+  /**
+   * Forgets the quantities of events recorded before `beforeMs`, remembering only that it did
+   * (one number per item), so a bound reaching back that far answers undefined.
+   */
+  prune(beforeMs: number): void {
+    const first = Math.floor(beforeMs / BUCKET_MS);
+    for (const item of this.items.values()) {
+      for (const bucket of item.buckets.keys()) {
+        if (bucket < first) {
+          item.buckets.delete(bucket);
+          if (bucket > item.prunedThrough) item.prunedThrough = bucket;
+        }
+      }
+    }
+  }
+}
+
+function itemKey(orgId: number, itemId: number): string {
+  return `${orgId}:${itemId}`;
+}

@@ -1,0 +1,310 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { alertPolicy, createAlert, QuantityAlerts, UsageGuardrails } from '../../libs/guardrails/index.js';
+import { createLogger } from '../../libs/log/index.js';
+import {
+  InProcessUsageEventLog,
+  openUsageReadStores,
+  PostgresUsageSink,
+  type UsageEventRecord,
+  type UsageReadStores,
+} from '../../libs/usage/index.js';
+import { basicCatalog, customerIn, outbox, subscribe } from '../billing/fixtures.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { runLogger } from '../helpers/run-log.js';
+import { uniqueName } from '../helpers/services.js';
+import { eventually } from './support.js';
+
+/*
+ * The alert policy reads a usage_quantity alert only when its bound (last reading plus what the
+ * process read on the log since that reading's as_of, less the settle time) reaches the threshold
+ * (libs/guardrails/alert-policy.ts). Driven here as the sinks process drives it: each batch goes
+ * to Postgres first (the pg-sink), then to the guardrails' sink; the read-back is the embedded one.
+ */
+
+let database: TestDatabase;
+let stores: UsageReadStores;
+let org: TestOrg;
+const SETTLE_MS = 2500;
+
+beforeAll(async () => {
+  database = await createTestDatabase('alert_bound');
+  stores = openUsageReadStores(
+    {
+      CLICKHOUSE_URL: undefined,
+      CLICKHOUSE_DATABASE: 'billing',
+      KAFKA_BROKERS: undefined,
+      KAFKA_CLIENT_ID: 'test',
+      KAFKA_USAGE_TOPIC: 'unused',
+      KAFKA_CONSUMER_GROUP_PREFIX: '',
+    },
+    database.db,
+    new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 }),
+    createLogger({ level: 'silent', service: 'test' }),
+  );
+  org = await createTestOrg(database.db);
+});
+afterAll(async () => {
+  await stores?.close();
+  await database?.drop();
+});
+
+/**
+ * The read-back of the distributed mode, whose as_of is the pg-sink's watermark row in Postgres:
+ * set here as the pg-sink's recorder would (a topic of this test's own).
+ */
+function distributedStores(topic: string): UsageReadStores {
+  return openUsageReadStores(
+    {
+      CLICKHOUSE_URL: undefined,
+      CLICKHOUSE_DATABASE: 'billing',
+      KAFKA_BROKERS: ['127.0.0.1:1'],
+      KAFKA_CLIENT_ID: 'test',
+      KAFKA_USAGE_TOPIC: topic,
+      KAFKA_CONSUMER_GROUP_PREFIX: '',
+    },
+    database.db,
+    new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 }),
+    createLogger({ level: 'silent', service: 'test' }),
+  );
+}
+
+async function setWatermark(topic: string, coveredUntil: Date) {
+  await database.db.query(
+    `INSERT INTO usage_sink_watermarks (sink, topic, log_partition, committed_offset, covered_until)
+     VALUES ('pg-sink', $1, 0, 0, $2)
+     ON CONFLICT (sink, topic, log_partition) DO UPDATE SET covered_until = excluded.covered_until`,
+    [topic, coveredUntil],
+  );
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A guardrails evaluator with only the alert policy, as the embedded mode runs it. */
+function evaluator() {
+  const guardrails = new UsageGuardrails({
+    db: database.db,
+    log: runLogger('alert-bound'),
+    policies: [alertPolicy(database.db, { settleMs: SETTLE_MS })],
+  });
+  guardrails.attach(stores);
+  const sink = guardrails.sink('evaluated');
+  return {
+    guardrails,
+    /** Counted (Postgres), then handed to the evaluator, which resolves once it ran over them. */
+    async hand(events: UsageEventRecord[]) {
+      await new PostgresUsageSink(database.db).write(events);
+      await sink.write(events);
+    },
+  };
+}
+
+/**
+ * The sinks' `alerts` group (quantity-alerts.ts), its runner replaced by direct writes. It loads
+ * every armed alert of the database and reads the OK ones at its first load: the earlier tests'
+ * alerts are removed first, so that only the alert under test is read.
+ */
+async function quantityAlerts(readStores: UsageReadStores, keep?: string): Promise<QuantityAlerts> {
+  await database.db.query('DELETE FROM alerts WHERE id IS DISTINCT FROM $1', [keep ?? null]);
+  const alerts = new QuantityAlerts({
+    db: database.db,
+    log: runLogger('alert-bound'),
+    settleMs: SETTLE_MS,
+  });
+  alerts.attach(readStores);
+  return alerts;
+}
+
+async function alertedItem(threshold: string, readStores = stores) {
+  const db = database.db;
+  const { apiCalls } = await basicCatalog(db, org.orgId);
+  const customerId = await customerIn(db, org.orgId, { state_province: 'AB' });
+  const now = new Date();
+  const subscription = await subscribe(
+    db,
+    org.orgId,
+    {
+      customer_id: customerId,
+      items: [{ product_id: apiCalls }],
+      start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+    },
+    now,
+  );
+  const item = subscription.items[0]!.id;
+  const alert = await createAlert(db, readStores, org.orgId, {
+    subscription_id: subscription.id,
+    metric: 'usage_quantity',
+    subscription_item_id: item,
+    threshold,
+  });
+  const event = (quantity: string, recordedAtMs = Date.now()): UsageEventRecord => ({
+    id: randomUUID(),
+    orgId: org.orgId,
+    subscriptionItemId: item,
+    idempotencyKey: uniqueName('event'),
+    quantity,
+    occurredAtMs: Date.now(),
+    recordedAtMs,
+  });
+  const state = async () => {
+    const { rows } = await db.query<{ status: string; value: string }>(
+      'SELECT status, value::text FROM alerts WHERE id = $1',
+      [alert.id],
+    );
+    return rows[0]!;
+  };
+  const triggered = async () =>
+    (await outbox(db, org.orgId, 'alert.triggered')).filter((e) => e.data.id === alert.id).length;
+  return { alert, event, state, triggered };
+}
+
+describe('usage_quantity alerts read only near their threshold', () => {
+  it('skips the read while the bound is below the threshold, and reads and fires at the threshold itself', async () => {
+    const { guardrails, hand } = evaluator();
+    try {
+      // the reading the bound rests on must postdate this process's start by the settle time
+      await sleep(SETTLE_MS + 50);
+      const { event, state, triggered } = await alertedItem('100');
+      await hand([event('59.99999999')]);
+      // skipped: the row still holds the reading made at creation
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      await hand([event('40.00000001')]); // exactly 100: the threshold reached
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+      await hand([event('1')]); // TRIGGERED in its period: nothing more to read or emit
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await guardrails.stop();
+    }
+  });
+
+  it('counts an event recorded before the reading but not counted by it (the settle window)', async () => {
+    const { guardrails, hand } = evaluator();
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { event, state, triggered } = await alertedItem('100');
+      const readAt = Date.now();
+      // recorded before the reading's as_of, answered (and counted) after it: the bound must hold it
+      await hand([event('60', readAt - 2000)]);
+      expect((await state()).status).toBe('OK');
+      await hand([event('40')]);
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await guardrails.stop();
+    }
+  });
+
+  it('a new evaluator process reads what a reading from before its start cannot bound', async () => {
+    const first = evaluator();
+    await sleep(SETTLE_MS + 50);
+    const { event, state, triggered } = await alertedItem('100');
+    try {
+      await first.hand([event('60')]); // read and committed by the first process, skipped
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+    } finally {
+      await first.guardrails.stop();
+    }
+    // the next process never sees the 60: its own bound would be 40, but the reading predates it
+    const second = evaluator();
+    try {
+      await second.hand([event('40')]);
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await second.guardrails.stop();
+    }
+  });
+
+  it('a void reads the alert at once, and resolves it once', async () => {
+    const { guardrails, hand } = evaluator();
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { alert, event, state } = await alertedItem('100');
+      const crossing = event('100');
+      await hand([crossing]);
+      expect((await state()).status).toBe('TRIGGERED');
+      // as the pg-sink voids it (the daily totals lose it), then the guardrails read the void
+      const voids = [{ event: crossing, voidedAtMs: Date.now() }];
+      await new PostgresUsageSink(database.db).writeVoids(voids);
+      await guardrails.sink('evaluated').writeVoids(voids);
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      const resolved = await outbox(database.db, org.orgId, 'alert.resolved');
+      expect(resolved.filter((e) => e.data.id === alert.id)).toHaveLength(1);
+    } finally {
+      await guardrails.stop();
+    }
+  });
+
+  it('alerts group: a crossing handed before the pg-sink wrote it is read again until it fires, in its batch', async () => {
+    const topic = uniqueName('alerts_topic');
+    const readStores = distributedStores(topic);
+    // the watermark lags a minute: the alerts group must not wait for it
+    await setWatermark(topic, new Date(Date.now() - 60_000));
+    // armed before the group starts: its reading (as_of a minute ago) is older than the process
+    const { alert, event, state, triggered } = await alertedItem('100', readStores);
+    const alerts = await quantityAlerts(readStores, alert.id);
+    const sink = alerts.sink();
+    try {
+      const crossing = event('100');
+      const started = Date.now();
+      const batch = sink.write([crossing]);
+      await sleep(400);
+      // not done: its crossing is not found yet (committing its offsets now would lose it)
+      expect(await Promise.race([batch.then(() => 'done'), sleep(0).then(() => 'pending')])).toBe('pending');
+      await new PostgresUsageSink(database.db).write([crossing]); // the pg-sink writes it, late
+      await batch;
+      expect(Date.now() - started).toBeLessThan(5000); // well before the watermark would have passed
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await alerts.stop();
+      await readStores.close();
+    }
+  });
+
+  it('alerts group: a suspect that does not cross holds its batch until a reading counts it', async () => {
+    const topic = uniqueName('alerts_topic');
+    const readStores = distributedStores(topic);
+    await setWatermark(topic, new Date(Date.now() - 60_000));
+    // armed before the group starts: its reading (as_of a minute ago) is older than the process
+    const { alert, event, state, triggered } = await alertedItem('100', readStores);
+    const alerts = await quantityAlerts(readStores, alert.id);
+    const sink = alerts.sink();
+    try {
+      const near = event('99.99999999');
+      await new PostgresUsageSink(database.db).write([near]);
+      const batch = sink.write([near]);
+      await sleep(500);
+      // read (99.99999999, below), but by a reading whose as_of is before the event was handed
+      expect(await Promise.race([batch.then(() => 'done'), sleep(0).then(() => 'pending')])).toBe('pending');
+      await setWatermark(topic, new Date());
+      await batch;
+      expect(await state()).toMatchObject({ status: 'OK', value: '99.99999999' });
+      expect(await triggered()).toBe(0);
+    } finally {
+      await alerts.stop();
+      await readStores.close();
+    }
+  });
+
+  it('alerts group: an alert armed after its crossing was read is found by the next reload, and fires', async () => {
+    const alerts = await quantityAlerts(stores);
+    const sink = alerts.sink();
+    try {
+      await sleep(SETTLE_MS + 50);
+      await sink.write([]); // the armed alerts are loaded: none of the item below yet
+      const { event, state, triggered } = await alertedItem('100');
+      const crossing = event('100');
+      await new PostgresUsageSink(database.db).write([crossing]);
+      // read before the reload: the item has no alert in memory, the batch is done at once
+      await sink.write([crossing]);
+      await eventually(async () => expect((await state()).status).toBe('TRIGGERED'), 10_000);
+      expect(await triggered()).toBe(1);
+    } finally {
+      await alerts.stop();
+    }
+  });
+});
