@@ -4,6 +4,7 @@ import { type ClickHouse, openClickHouse } from '../../libs/clickhouse/index.js'
 import { createKafka, type Message } from '../../libs/kafka/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { sinkLagMessages, sinkLagSeconds } from '../../libs/observability/index.js';
+import { VERSION_CEILING_MS, VOID_VERSION } from '../../libs/usage/aggregation/clickhouse-schema.js';
 import {
   ClickHouseUsageAggregator,
   ClickHouseUsageSink,
@@ -146,6 +147,54 @@ describe('usage sinks', () => {
         WHERE org_id = ${ORG} AND subscription_item_id = 12`,
     );
     expect(stored).toEqual({ id: first.id, quantity: '5.00000000' });
+  });
+
+  it('writes every column of an event and of a void to ClickHouse exactly', async () => {
+    // quantities past 2^64 once scaled (ClickHouse 18.16 prints Decimal128 of 30 whole digits wrongly)
+    const org = 2 ** 40 + 3;
+    const events = [
+      usageEvent('k', '0.00000001', { orgId: org, subscriptionItemId: 2 ** 33 + 1 }),
+      usageEvent('clé-数量-🚀', '99999999999999999999.99999999', {
+        orgId: org,
+        subscriptionItemId: 5,
+        occurredAtMs: Date.UTC(2099, 11, 31, 23, 59, 59, 999),
+      }),
+      usageEvent('x'.repeat(255), '184467440737.09551616', {
+        orgId: org,
+        subscriptionItemId: 6,
+        occurredAtMs: 0,
+      }),
+    ];
+    await clickhouseSink.write(events);
+    await clickhouseSink.writeVoids([{ event: events[2]!, voidedAtMs: Date.UTC(2026, 10, 2, 3, 4, 5, 600) }]);
+    const rows = await clickhouse.rows(
+      `SELECT subscription_item_id, idempotency_key, toString(id) AS id, toString(quantity) AS quantity,
+              toUnixTimestamp(occurred_at) AS occurred_s, occurred_ms, toUnixTimestamp(recorded_at) AS recorded_s,
+              recorded_ms, version, voided, toUnixTimestamp(voided_at) AS voided_s
+         FROM ${clickhouse.database}.usage_events WHERE org_id = ${org} ORDER BY subscription_item_id, version`,
+    );
+    const row = (e: UsageEventRecord, version: number, voided = 0, voidedS = 0) => ({
+      subscription_item_id: String(e.subscriptionItemId),
+      idempotency_key: e.idempotencyKey,
+      id: e.id,
+      quantity: e.quantity.includes('.')
+        ? e.quantity.padEnd(e.quantity.indexOf('.') + 9, '0')
+        : `${e.quantity}.00000000`,
+      occurred_s: Math.floor(e.occurredAtMs / 1000),
+      occurred_ms: e.occurredAtMs % 1000,
+      recorded_s: Math.floor(e.recordedAtMs / 1000),
+      recorded_ms: e.recordedAtMs % 1000,
+      version: String(version),
+      voided,
+      voided_s: voidedS,
+    });
+    const eventVersion = (e: UsageEventRecord) => VERSION_CEILING_MS - e.recordedAtMs;
+    expect(rows).toEqual([
+      row(events[1]!, eventVersion(events[1]!)),
+      row(events[2]!, eventVersion(events[2]!)),
+      row(events[2]!, VOID_VERSION, 1, Date.UTC(2026, 10, 2, 3, 4, 5) / 1000),
+      row(events[0]!, eventVersion(events[0]!)),
+    ]);
   });
 
   it('keeps the earliest recorded event of an identity whatever order the stores meet them in', async () => {
