@@ -59,10 +59,13 @@ const LOG_FORMAT = 'usage/1';
  */
 export const LOG_VERSION = 2;
 /**
- * A message of the compact format stays under this size, well under Kafka's default limit on a
- * record batch (`message.max.bytes`, 1 MB): a larger window is cut into several messages.
+ * A message of the compact format stays under this size (Kafka's default limit on a record batch,
+ * `message.max.bytes`, is 1 MB): a larger window is cut into several messages, dealt to several
+ * partitions. A window of single events (hundreds of events at most) stays whole; a window of
+ * batches is spread: cut at 512 KB, batch windows sat on one or two partitions and the batch load
+ * accepted half the events/s at the same CPU per event (bench/RESULTS.md).
  */
-export const MAX_LOG_MESSAGE_BYTES = 512 * 1024;
+export const MAX_LOG_MESSAGE_BYTES = 64 * 1024;
 const DECIMAL = /^\d+(\.\d{1,8})?$/;
 const INTEGER = /^\d{1,15}$/;
 /** The largest organization or item id a message carries: 15 decimal digits, as the text format. */
