@@ -134,7 +134,7 @@ export const VOID_CATCH_UP_MS = 5000;
  * copy of it. The event is in Postgres before its void is accepted, and the void's ClickHouse
  * version outranks the event's, so each store ends voided whatever order its sink meets the event
  * (a redelivery, or an earlier recorded event of the identity) and the void in: Postgres never
- * replaces a voided event (migration 020).
+ * replaces a voided event (migration 022).
  *
  * Transaction: the event row FOR UPDATE and its subscription FOR SHARE, which a billing run's
  * claim (FOR NO KEY UPDATE SKIP LOCKED) skips, so a period is never invoiced between the 409

@@ -4,7 +4,7 @@ import type { UsageSink } from './sink.js';
 
 /**
  * The insert, and in the same statement the daily totals of what it inserted: a redelivered event
- * is not inserted, so it adds nothing (usage_record_events, migrations 016 and 020). An event
+ * is not inserted, so it adds nothing (usage_record_events, migrations 016 and 022). An event
  * recorded earlier than the stored one of its identity replaces it (unless that one is voided).
  * Answers the ids stored by the call.
  */
