@@ -4,6 +4,7 @@ import { type ClickHouse, openClickHouse } from '../../libs/clickhouse/index.js'
 import { createKafka, type Message } from '../../libs/kafka/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { sinkLagMessages, sinkLagSeconds } from '../../libs/observability/index.js';
+import { VERSION_CEILING_MS, VOID_VERSION } from '../../libs/usage/aggregation/clickhouse-schema.js';
 import {
   ClickHouseUsageAggregator,
   ClickHouseUsageSink,
@@ -146,6 +147,145 @@ describe('usage sinks', () => {
         WHERE org_id = ${ORG} AND subscription_item_id = 12`,
     );
     expect(stored).toEqual({ id: first.id, quantity: '5.00000000' });
+  });
+
+  it('writes every column of an event and of a void to ClickHouse exactly', async () => {
+    // quantities past 2^64 once scaled (ClickHouse 18.16 prints Decimal128 of 30 whole digits wrongly)
+    const org = 2 ** 40 + 3;
+    const events = [
+      usageEvent('k', '0.00000001', { orgId: org, subscriptionItemId: 2 ** 33 + 1 }),
+      usageEvent('clé-数量-🚀', '99999999999999999999.99999999', {
+        orgId: org,
+        subscriptionItemId: 5,
+        occurredAtMs: Date.UTC(2099, 11, 31, 23, 59, 59, 999),
+      }),
+      usageEvent('x'.repeat(255), '184467440737.09551616', {
+        orgId: org,
+        subscriptionItemId: 6,
+        occurredAtMs: 0,
+      }),
+    ];
+    await clickhouseSink.write(events);
+    await clickhouseSink.writeVoids([{ event: events[2]!, voidedAtMs: Date.UTC(2026, 10, 2, 3, 4, 5, 600) }]);
+    const rows = await clickhouse.rows(
+      `SELECT subscription_item_id, idempotency_key, toString(id) AS id, toString(quantity) AS quantity,
+              toUnixTimestamp(occurred_at) AS occurred_s, occurred_ms, toUnixTimestamp(recorded_at) AS recorded_s,
+              recorded_ms, version, voided, toUnixTimestamp(voided_at) AS voided_s
+         FROM ${clickhouse.database}.usage_events WHERE org_id = ${org} ORDER BY subscription_item_id, version`,
+    );
+    const row = (e: UsageEventRecord, version: number, voided = 0, voidedS = 0) => ({
+      subscription_item_id: String(e.subscriptionItemId),
+      idempotency_key: e.idempotencyKey,
+      id: e.id,
+      quantity: e.quantity.includes('.')
+        ? e.quantity.padEnd(e.quantity.indexOf('.') + 9, '0')
+        : `${e.quantity}.00000000`,
+      occurred_s: Math.floor(e.occurredAtMs / 1000),
+      occurred_ms: e.occurredAtMs % 1000,
+      recorded_s: Math.floor(e.recordedAtMs / 1000),
+      recorded_ms: e.recordedAtMs % 1000,
+      version: String(version),
+      voided,
+      voided_s: voidedS,
+    });
+    const eventVersion = (e: UsageEventRecord) => VERSION_CEILING_MS - e.recordedAtMs;
+    expect(rows).toEqual([
+      row(events[1]!, eventVersion(events[1]!)),
+      row(events[2]!, eventVersion(events[2]!)),
+      row(events[2]!, VOID_VERSION, 1, Date.UTC(2026, 10, 2, 3, 4, 5) / 1000),
+      row(events[0]!, eventVersion(events[0]!)),
+    ]);
+  });
+
+  it('keeps the earliest recorded event of an identity whatever order the stores meet them in', async () => {
+    // The log no longer keeps an item's events in order: a lost acknowledgement's event (first) may
+    // reach a sink after the client's retry (retry), a day later in its timestamp and quantity.
+    const item = 20;
+    const DAY = 86_400_000;
+    const first = usageEvent('late-first', '5', { subscriptionItemId: item });
+    const retry = usageEvent('late-first', '7', {
+      subscriptionItemId: item,
+      occurredAtMs: first.occurredAtMs + DAY,
+      recordedAtMs: first.recordedAtMs + 2000,
+    });
+    // the billed periods of both days, already compared (not dirty): a replacement must mark both
+    for (const at of [first.occurredAtMs, retry.occurredAtMs]) {
+      const start = new Date(Math.floor(at / DAY) * DAY);
+      await database.db.query(
+        `INSERT INTO usage_billed_periods (org_id, subscription_id, subscription_item_id, period_start, period_end,
+           window_start, window_end, invoice_id, period_quantity, included_units, unit_price, dirty)
+         VALUES ($1, 1, $2, $3, $3::timestamptz + interval '1 day', $3, $3::timestamptz + interval '1 day',
+           gen_random_uuid(), 0, 0, 0, false)`,
+        [ORG, item, start],
+      );
+    }
+    for (const event of [retry, first, retry, first]) {
+      await postgresSink.write([event]);
+      await clickhouseSink.write([event]);
+    }
+    const { rows } = await database.db.query(
+      `SELECT id, quantity::text AS quantity FROM usage_events WHERE subscription_item_id = ${item}`,
+    );
+    expect(rows).toEqual([{ id: first.id, quantity: '5.00000000' }]);
+    const [stored] = await clickhouse.rows<{ id: string; quantity: string }>(
+      `SELECT toString(id) AS id, toString(quantity) AS quantity FROM ${clickhouse.database}.usage_events FINAL
+        WHERE org_id = ${ORG} AND subscription_item_id = ${item}`,
+    );
+    expect(stored).toEqual({ id: first.id, quantity: '5.00000000' });
+    // the daily totals moved from the retry's day to the first's, once through the redeliveries
+    const { rows: days } = await database.db.query(
+      `SELECT day::text AS day, quantity::text AS quantity FROM usage_daily_totals
+        WHERE org_id = ${ORG} AND subscription_item_id = ${item} ORDER BY day`,
+    );
+    expect(days).toEqual([
+      { day: '2026-10-15', quantity: '5.00000000' },
+      { day: '2026-10-16', quantity: '0.00000000' },
+    ]);
+    const { rows: periods } = await database.db.query(
+      `SELECT dirty FROM usage_billed_periods WHERE org_id = ${ORG} AND subscription_item_id = ${item}`,
+    );
+    expect(periods).toEqual([{ dirty: true }, { dirty: true }]);
+
+    // both in one batch, the later recorded first: the earlier one is stored, and said to be
+    const both = [
+      usageEvent('late-batch', '7', { subscriptionItemId: item, recordedAtMs: first.recordedAtMs + 2000 }),
+      usageEvent('late-batch', '5', { subscriptionItemId: item }),
+    ];
+    const { stored: held, inserted } = await postgresSink.writeReturningStored(both);
+    expect(inserted.map((e) => e.id)).toEqual([both[1]!.id]);
+    expect(held.map((e) => e.id)).toEqual([both[1]!.id, both[1]!.id]);
+    const { rows: batch } = await database.db.query(
+      `SELECT id FROM usage_events WHERE idempotency_key = 'late-batch'`,
+    );
+    expect(batch).toEqual([{ id: both[1]!.id }]);
+  });
+
+  it('keeps a voided event of an identity voided when an earlier recorded one arrives after it', async () => {
+    const item = 21;
+    const first = usageEvent('voided-later', '5', { subscriptionItemId: item });
+    const retry = usageEvent('voided-later', '7', {
+      subscriptionItemId: item,
+      recordedAtMs: first.recordedAtMs + 2000,
+    });
+    const voids = [{ event: retry, voidedAtMs: retry.recordedAtMs + 1000 }];
+    await postgresSink.write([retry]);
+    await clickhouseSink.write([retry]);
+    await postgresSink.writeVoids(voids);
+    await clickhouseSink.writeVoids(voids);
+    await postgresSink.write([first]);
+    await clickhouseSink.write([first]);
+    const { rows } = await database.db.query(
+      `SELECT id, voided_at IS NOT NULL AS voided FROM usage_events WHERE subscription_item_id = ${item}`,
+    );
+    expect(rows).toEqual([{ id: retry.id, voided: true }]);
+    const { rows: days } = await database.db.query(
+      `SELECT quantity::text AS quantity FROM usage_daily_totals WHERE subscription_item_id = ${item}`,
+    );
+    expect(days).toEqual([{ quantity: '0.00000000' }]);
+    const window = [new Date(Date.UTC(2026, 9, 1)), new Date(Date.UTC(2026, 10, 1))] as const;
+    expect(await clickhouseTotals.totals(ORG, [item], ...window)).toEqual(
+      await postgresTotals.totals(ORG, [item], ...window),
+    );
   });
 
   it('tells the in-process log which event Postgres holds for an identity', async () => {

@@ -1,10 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
   decodeDedupRecord,
+  decodeLogEntries,
   decodeLogMessage,
   dedupRecordIn,
   encodeDedupRecord,
   encodeLogMessages,
+  encodeVoidMessages,
+  LOG_VERSION,
+  MAX_LOG_MESSAGE_BYTES,
   toPublicUsageEvent,
   type UsageEventRecord,
 } from './event.js';
@@ -20,7 +24,7 @@ const record: UsageEventRecord = {
 };
 
 describe('usage event encodings', () => {
-  it('routes each event by organization and item, one message per partition, events in order', () => {
+  it('puts a whole window in one unkeyed message, events in order, behind the version byte', () => {
     const second = {
       ...record,
       id: '6c1f5b4d-5a1f-4d2b-8e8f-1d9b3c2e4f5a',
@@ -28,57 +32,98 @@ describe('usage event encodings', () => {
       quantity: '7',
     };
     const otherItem = { ...record, id: '7d2a6c5e-6b2a-4e3c-9f9a-2eac4d3f5a6b', subscriptionItemId: 42 };
-    const partitionOf = (key: string) => (key === '3:41' ? 1 : 0);
-    const messages = encodeLogMessages([record, otherItem, second], partitionOf);
-    expect(messages.map((m) => [m.partition, m.key])).toEqual([
-      [1, undefined],
-      [0, undefined],
-    ]);
-    expect(decodeLogMessage(Buffer.from(messages[0]!.value))).toEqual([record, second]);
-    expect(decodeLogMessage(messages[1]!.value)).toEqual([otherItem]);
-    // Partition count not known yet: keyed by organization and item, which lands on the same partitions.
-    const keyed = encodeLogMessages([record, otherItem, second]);
-    expect(keyed.map((m) => m.key)).toEqual(['3:41', '3:42']);
-    expect(decodeLogMessage(keyed[0]!.value)).toEqual([record, second]);
+    const messages = encodeLogMessages([record, otherItem, second]);
+    expect(messages).toHaveLength(1);
+    expect(Object.keys(messages[0]!)).toEqual(['value']);
+    expect(messages[0]!.value[0]).toBe(LOG_VERSION);
+    expect(decodeLogMessage(messages[0]!.value)).toEqual([record, otherItem, second]);
+    expect(decodeLogEntries(Buffer.from(messages[0]!.value))).toEqual({
+      events: [record, otherItem, second],
+      voids: [],
+    });
+    expect(encodeLogMessages([])).toEqual([]);
   });
 
-  it('writes each event as one tab-separated line, numbers in decimal, keys in UTF-8', () => {
-    const times = [
-      0,
-      7,
-      10,
-      999_999_999,
-      1_000_000_000,
-      1_000_000_007,
-      Date.UTC(2099, 11, 31, 23, 59, 59, 999),
-    ];
-    const keys = ['k', 'clé-été', '数量-🚀', 'x'.repeat(255)];
+  it('carries every field exactly: large ids, the years ingest takes, keys of any length in UTF-8', () => {
+    const times = [0, 7, 127, 128, 999_999_999, Date.UTC(2099, 11, 31, 23, 59, 59, 999), 2 ** 48 - 1];
+    const keys = ['k', 'clé-été', '数量-🚀', 'x'.repeat(42), 'x'.repeat(43), 'é'.repeat(64), 'x'.repeat(255)];
+    const ids = [0, 1, 127, 128, 16_383, 16_384, 2 ** 31, 2 ** 32 + 5, 999_999_999_999_999];
     const events = times.flatMap((occurredAtMs, i) =>
       keys.map((idempotencyKey, j) => ({
         ...record,
-        subscriptionItemId: 2 ** 31 + i,
-        orgId: j * 1_000_000_001,
+        subscriptionItemId: ids[(i + j) % ids.length]!,
+        orgId: ids[(i * 3 + j) % ids.length]!,
         idempotencyKey,
+        quantity: ['0', '1', '0.00000001', '12345678901234567890123456789.12345678'][j % 4]!,
         occurredAtMs,
-        recordedAtMs: 10 ** 15 - 1 - i,
+        recordedAtMs: times[times.length - 1 - i]!,
       })),
     );
-    const [message] = encodeLogMessages(events, () => 5);
-    const lines = events.map(
-      (e) =>
-        `${e.id}\t${e.orgId}\t${e.subscriptionItemId}\t${e.quantity}\t${e.occurredAtMs}\t${e.recordedAtMs}\t${e.idempotencyKey}`,
-    );
-    expect(message!.value.toString()).toBe(['usage/1', ...lines].join('\n'));
-    expect(decodeLogMessage(message!.value)).toEqual(events);
+    const messages = encodeLogMessages(events);
+    expect(messages).toHaveLength(1);
+    expect(decodeLogMessage(messages[0]!.value)).toEqual(events);
   });
 
-  it('refuses a message that is not a usage message', () => {
-    const text = encodeLogMessages([record])[0]!.value.toString();
+  it('cuts a window past the size limit into messages under it, each with its version byte', () => {
+    const events = Array.from({ length: 6000 }, (_, i) => ({
+      ...record,
+      subscriptionItemId: i,
+      idempotencyKey: `${i}-${'k'.repeat(200)}`,
+    }));
+    const messages = encodeLogMessages(events);
+    expect(messages.length).toBeGreaterThan(1);
+    for (const [i, { value }] of messages.entries()) {
+      expect(value.length).toBeLessThanOrEqual(MAX_LOG_MESSAGE_BYTES);
+      if (i < messages.length - 1) expect(value.length).toBeGreaterThan(MAX_LOG_MESSAGE_BYTES - 1000);
+      expect(value[0]).toBe(LOG_VERSION);
+    }
+    expect(messages.flatMap((m) => decodeLogMessage(m.value))).toEqual(events);
+  });
+
+  it('refuses a compact message cut short anywhere, or with another version or a malformed field', () => {
+    const [message] = encodeLogMessages([record, { ...record, idempotencyKey: 'é'.repeat(50) }]);
+    const value = message!.value;
+    const firstEnds = encodeLogMessages([record])[0]!.value.length;
+    const decodable: number[] = [];
+    for (let end = 1; end < value.length; end++) {
+      try {
+        const decoded = decodeLogMessage(value.subarray(0, end));
+        expect(decoded).toEqual(end === 1 ? [] : [record]);
+        decodable.push(end);
+      } catch {}
+    }
+    // only where one event ends (or none began) does a prefix read as whole events
+    expect(decodable).toEqual([1, firstEnds]);
+    expect(() => decodeLogMessage(Buffer.concat([Buffer.from([3]), value.subarray(1)]))).toThrow();
+    const badQuantity = Buffer.from(value);
+    badQuantity.write('1e3', value.indexOf('0.12345678') + 0, 'latin1');
+    expect(() => decodeLogMessage(badQuantity)).toThrow();
+    const badId = Buffer.from(value);
+    badId.write('z', 1, 'latin1');
+    expect(() => decodeLogMessage(badId)).toThrow();
+    expect(() => decodeLogMessage(null)).toThrow();
+  });
+
+  it('still reads the text format (usage/1) of messages written before the compact one', () => {
+    const line = (e: UsageEventRecord) =>
+      `${e.id}\t${e.orgId}\t${e.subscriptionItemId}\t${e.quantity}\t${e.occurredAtMs}\t${e.recordedAtMs}\t${e.idempotencyKey}`;
+    const other = { ...record, idempotencyKey: 'clé' };
+    const text = ['usage/1', line(record), line(other)].join('\n');
+    expect(decodeLogMessage(Buffer.from(text))).toEqual([record, other]);
     expect(() => decodeLogMessage(text.replace('usage/1', 'usage/9'))).toThrow();
     expect(() => decodeLogMessage(text.replace('0.12345678', '1e3'))).toThrow();
     expect(() => decodeLogMessage(text.replace('\t3\t', '\tx\t'))).toThrow();
     expect(() => decodeLogMessage(`${text}\nnot an event`)).toThrow();
-    expect(() => decodeLogMessage(null)).toThrow();
+  });
+
+  it("reads voids through the same decoder, on their item's key", () => {
+    const [message] = encodeVoidMessages([{ event: record, voidedAtMs: 1234 }]);
+    expect(message!.key).toBe('3:41');
+    expect(decodeLogEntries(message!.value)).toEqual({
+      events: [],
+      voids: [{ event: record, voidedAtMs: 1234 }],
+    });
+    expect(() => decodeLogMessage(message!.value)).toThrow();
   });
 
   it('keeps the event in the dedup record, its identity in the key', () => {

@@ -1,4 +1,3 @@
-import { writeDecimal } from '../../bytes/index.js';
 import { isUuid, type UsageEvent } from '../../schemas/index.js';
 
 /**
@@ -44,92 +43,181 @@ function isoString(ms: number): string {
   return lastIso;
 }
 
-/** Message key on the log: one item's events share a partition, so they stay in order. */
+/**
+ * Message key of a void on the log: the void of an event goes where its organization and item
+ * route (events themselves carry no key; see encodeLogMessages).
+ */
 export function logMessageKey(orgId: number, subscriptionItemId: number): string {
   return `${orgId}:${subscriptionItemId}`;
 }
 
-/** First line of every usage message: the format, so a later one can be told apart. */
+/** First line of a message in the text format (usage/1): still read, no longer written. */
 const LOG_FORMAT = 'usage/1';
+/**
+ * First byte of a message in the compact format: its version. A text message starts with `u`
+ * (0x75), so the two are told apart by that byte; a later format takes another value.
+ */
+export const LOG_VERSION = 2;
+/**
+ * A message of the compact format stays under this size (Kafka's default limit on a record batch,
+ * `message.max.bytes`, is 1 MB): a larger window is cut into several messages, dealt to several
+ * partitions. A window of single events (hundreds of events at most) stays whole; a window of
+ * batches is spread: cut at 512 KB, batch windows sat on one or two partitions and the batch load
+ * accepted half the events/s at the same CPU per event (bench/RESULTS.md).
+ */
+export const MAX_LOG_MESSAGE_BYTES = 64 * 1024;
 const DECIMAL = /^\d+(\.\d{1,8})?$/;
 const INTEGER = /^\d{1,15}$/;
+/** The largest organization or item id a message carries: 15 decimal digits, as the text format. */
+const MAX_ID = 999_999_999_999_999;
+const UUID_BYTES = 36;
+const TIME_BYTES = 6;
 
 /**
- * The log messages of a window of events. Each event is routed by its key, organization and item
- * (`partitionOf`: where Kafka's default partitioner sends that key), so one item's events share a
- * partition and stay in order. Events of one partition share ONE message, one event per line
- * (id, organization, item, quantity, occurred_at and recorded_at in ms, idempotency key, tab
- * separated): kafkajs spends most of its time per message, so this is what keeps producing cheap
- * whatever the number of items. Without `partitionOf` (partition count unknown yet) messages are
- * keyed by organization and item instead, which lands them on the same partitions. The idempotency
- * key goes last and needs no escaping: ingest refuses keys with control characters.
+ * The log messages of a window of events: ONE message for the whole window (several only past
+ * MAX_LOG_MESSAGE_BYTES), without a key, so Kafka's default partitioner deals the messages round
+ * the partitions. The broker keeps each produce call's records for one partition as one message
+ * set, and the Kafka test broker walks a partition's sets for every fetch and answers one set per
+ * partition per fetch: a window spread over every partition cost it (and the sinks fetching it) a
+ * set per partition; kept whole it costs one. So an item's events are no longer on one partition,
+ * nor in order: both stores keep the earliest recorded event of an identity, whatever order they
+ * meet them in (docs/decisions.md, "One Kafka message per ingest flush").
  *
- * The window is written straight into one buffer, each message a slice of it. Lines built as
- * strings and appended to their message were chains of pieces that V8 had to walk and copy
- * (flatten) before Kafka could count a message's bytes: that cost the ingest service more than a
- * tenth of its CPU in a batch load.
+ * The compact format (LOG_VERSION), one event after another with nothing between them:
+ *   id                  36 bytes, the UUID's text
+ *   organization, item  unsigned LEB128 varints
+ *   quantity            1 byte of length, then its decimal text
+ *   occurred, recorded  ms since the epoch, 6 bytes each, little-endian
+ *   idempotency key     a varint of its UTF-8 length, then its bytes
+ * The window is written straight into one buffer, each message a slice of it: lines built as
+ * strings were chains of pieces V8 walked and copied before Kafka could count a message's bytes.
  */
-export function encodeLogMessages(
-  events: readonly UsageEventRecord[],
-  partitionOf?: (key: string) => number,
-): { key?: string; partition?: number; value: Buffer }[] {
-  const byTarget = new Map<string | number, UsageEventRecord[]>();
+export function encodeLogMessages(events: readonly UsageEventRecord[]): { value: Buffer }[] {
   let size = 0;
-  for (const event of events) {
-    const key = logMessageKey(event.orgId, event.subscriptionItemId);
-    const target = partitionOf ? partitionOf(key) : key;
-    const group = byTarget.get(target);
-    if (group) group.push(event);
-    else {
-      byTarget.set(target, [event]);
-      size += LOG_FORMAT.length;
-    }
-    size += maxLineBytes(event);
-  }
-  const out = Buffer.allocUnsafe(size);
+  for (const event of events) size += maxEventBytes(event);
+  // one version byte per message; a message holds at least half its limit before a cut
+  const out = Buffer.allocUnsafe(size + 2 + Math.ceil(size / (MAX_LOG_MESSAGE_BYTES / 2)));
+  const messages: { value: Buffer }[] = [];
+  let start = 0;
   let at = 0;
-  return Array.from(byTarget, ([target, group]) => {
-    const start = at;
-    at += out.write(LOG_FORMAT, at, 'latin1');
-    for (const event of group) at = writeLogLine(out, at, event);
-    const value = out.subarray(start, at);
-    return typeof target === 'number' ? { partition: target, value } : { key: target, value };
-  });
+  for (const event of events) {
+    if (at > start && at - start + maxEventBytes(event) > MAX_LOG_MESSAGE_BYTES) {
+      messages.push({ value: out.subarray(start, at) });
+      start = at;
+    }
+    if (at === start) out[at++] = LOG_VERSION;
+    at = writeEvent(out, at, event);
+  }
+  if (at > start) messages.push({ value: out.subarray(start, at) });
+  return messages;
 }
 
-const NEWLINE = 0x0a;
-const TAB = 0x09;
-/** The longest text of a number: String(-Number.MAX_VALUE) has 24 characters. */
-const MAX_NUMBER_CHARS = 24;
-
-/** Room for one line: every text at 3 bytes a UTF-16 unit (UTF-8's most), 7 separators. */
-function maxLineBytes(event: UsageEventRecord): number {
+/** Room for one event: text at UTF-8's most (3 bytes a UTF-16 unit), varints at 8 bytes. */
+function maxEventBytes(event: UsageEventRecord): number {
   return (
-    7 + 4 * MAX_NUMBER_CHARS + 3 * (event.id.length + event.quantity.length + event.idempotencyKey.length)
+    UUID_BYTES + 8 + 8 + 1 + event.quantity.length + 2 * TIME_BYTES + 8 + 3 * event.idempotencyKey.length
   );
 }
 
-function writeLogLine(out: Buffer, at: number, event: UsageEventRecord): number {
-  out[at++] = NEWLINE;
-  at += out.write(event.id, at, 'utf8');
-  out[at++] = TAB;
-  at = writeDecimal(out, at, event.orgId);
-  out[at++] = TAB;
-  at = writeDecimal(out, at, event.subscriptionItemId);
-  out[at++] = TAB;
-  at += out.write(event.quantity, at, 'utf8');
-  out[at++] = TAB;
-  at = writeDecimal(out, at, event.occurredAtMs);
-  out[at++] = TAB;
-  at = writeDecimal(out, at, event.recordedAtMs);
-  out[at++] = TAB;
-  return at + out.write(event.idempotencyKey, at, 'utf8');
+function writeEvent(out: Buffer, at: number, event: UsageEventRecord): number {
+  if (event.id.length !== UUID_BYTES) throw new Error('a usage event id is a UUID');
+  at += out.write(event.id, at, 'latin1');
+  at = writeVarint(out, at, event.orgId);
+  at = writeVarint(out, at, event.subscriptionItemId);
+  out[at] = event.quantity.length;
+  at += 1 + out.write(event.quantity, at + 1, 'latin1');
+  at = out.writeUIntLE(event.occurredAtMs, at, TIME_BYTES);
+  at = out.writeUIntLE(event.recordedAtMs, at, TIME_BYTES);
+  // the key's length goes first, in as many bytes as its longest UTF-8 form needs
+  const lengthBytes = varintLength(3 * event.idempotencyKey.length);
+  const keyBytes = out.write(event.idempotencyKey, at + lengthBytes, 'utf8');
+  writePaddedVarint(out, at, keyBytes, lengthBytes);
+  return at + lengthBytes + keyBytes;
 }
 
-/** The events of one message. Throws on anything else: the sinks log it and skip it. */
+/** Unsigned LEB128 of a non-negative safe integer (ids pass 2^31: no bitwise operators). */
+function writeVarint(out: Buffer, at: number, value: number): number {
+  while (value >= 0x80) {
+    out[at++] = (value % 0x80) | 0x80;
+    value = Math.floor(value / 0x80);
+  }
+  out[at++] = value;
+  return at;
+}
+
+function varintLength(value: number): number {
+  let length = 1;
+  for (; value >= 0x80; length++) value = Math.floor(value / 0x80);
+  return length;
+}
+
+/** A varint in exactly `length` bytes (continuation bits over zero groups): the same value. */
+function writePaddedVarint(out: Buffer, at: number, value: number, length: number): void {
+  for (let i = 0; i < length - 1; i++) {
+    out[at + i] = (value % 0x80) | 0x80;
+    value = Math.floor(value / 0x80);
+  }
+  out[at + length - 1] = value;
+}
+
+/** The events of a message in the compact format. Throws on a short or malformed message. */
+function decodeCompactEvents(value: Buffer): UsageEventRecord[] {
+  const events: UsageEventRecord[] = [];
+  const end = value.length;
+  let at = 1;
+  const varint = (): number => {
+    let result = 0;
+    for (let scale = 1; scale <= 2 ** 49; scale *= 0x80) {
+      if (at >= end) break;
+      const byte = value[at++]!;
+      result += (byte & 0x7f) * scale;
+      if (byte < 0x80) return result;
+    }
+    throw new Error('malformed usage message: a number runs past its end');
+  };
+  while (at < end) {
+    if (at + UUID_BYTES > end) throw new Error('malformed usage message: truncated');
+    const id = value.toString('latin1', at, at + UUID_BYTES);
+    at += UUID_BYTES;
+    const orgId = varint();
+    const subscriptionItemId = varint();
+    const quantityEnd = at + 1 + (value[at] ?? 0);
+    if (quantityEnd + 2 * TIME_BYTES > end) throw new Error('malformed usage message: truncated');
+    const quantity = value.toString('latin1', at + 1, quantityEnd);
+    const occurredAtMs = value.readUIntLE(quantityEnd, TIME_BYTES);
+    const recordedAtMs = value.readUIntLE(quantityEnd + TIME_BYTES, TIME_BYTES);
+    at = quantityEnd + 2 * TIME_BYTES;
+    const keyLength = varint();
+    if (at + keyLength > end) throw new Error('malformed usage message: truncated');
+    const idempotencyKey = value.toString('utf8', at, at + keyLength);
+    at += keyLength;
+    if (
+      !isUuid(id) ||
+      orgId > MAX_ID ||
+      subscriptionItemId > MAX_ID ||
+      !DECIMAL.test(quantity) ||
+      !idempotencyKey
+    ) {
+      throw new Error(`malformed usage event ending at byte ${at}`);
+    }
+    events.push({ id, orgId, subscriptionItemId, idempotencyKey, quantity, occurredAtMs, recordedAtMs });
+  }
+  return events;
+}
+
+/**
+ * The events of one message, in either format (compact by its version byte, or the text format).
+ * Throws on anything else, a void message included: the sinks log it and skip it.
+ */
 export function decodeLogMessage(value: Buffer | string | null): UsageEventRecord[] {
-  if (value === null) throw new Error('usage message without a value');
-  const lines = value.toString().split('\n');
+  const { events, voids } = decodeLogEntries(value);
+  if (voids.length) throw new Error('a usage void message, not events');
+  return events;
+}
+
+/** The events of a message in the text format (usage/1). */
+function decodeTextEvents(text: string): UsageEventRecord[] {
+  const lines = text.split('\n');
   if (lines[0] !== LOG_FORMAT) throw new Error('not a usage message');
   const events: UsageEventRecord[] = [];
   for (let i = 1; i < lines.length; i++) {
@@ -269,14 +357,23 @@ export function encodeVoidMessages(
   });
 }
 
-/** What one log message holds: events or voids. Throws on anything else. */
+/**
+ * What one log message holds: events or voids. The one decoder of the usage log: every consumer
+ * (the sinks, and the listeners they run) reads messages through it, whichever format wrote them.
+ * Throws on anything else.
+ */
 export function decodeLogEntries(value: Buffer | string | null): {
   events: UsageEventRecord[];
   voids: UsageVoidRecord[];
 } {
-  if (value?.toString().startsWith(`${VOID_FORMAT}\n`)) {
+  if (value === null) throw new Error('usage message without a value');
+  if (typeof value !== 'string' && value[0] === LOG_VERSION) {
+    return { events: decodeCompactEvents(value), voids: [] };
+  }
+  const text = value.toString();
+  if (text.startsWith(`${VOID_FORMAT}\n`)) {
     const voids: UsageVoidRecord[] = [];
-    const lines = value.toString().split('\n');
+    const lines = text.split('\n');
     for (let i = 1; i < lines.length; i++) {
       const [id, org, item, quantity, occurred, recorded, voided, idempotencyKey] = lines[i]!.split('\t', 8);
       const event = eventOfFields(id, org, item, quantity, occurred, recorded, idempotencyKey);
@@ -286,5 +383,5 @@ export function decodeLogEntries(value: Buffer | string | null): {
     }
     return { events: [], voids };
   }
-  return { events: decodeLogMessage(value), voids: [] };
+  return { events: decodeTextEvents(text), voids: [] };
 }

@@ -131,8 +131,10 @@ export const VOID_CATCH_UP_MS = 5000;
  * not found waits until the pg-sink holds every event accepted before the void began, then looks
  * again, so the void is applied to the event rather than lost. It needs the event itself: its
  * subscription decides tenancy and the 409, and ClickHouse replaces the event's row with a voided
- * copy of it. On the log the void follows its event (same partition), so each sink writes the
- * event before its void, and the void's ClickHouse version outranks the event's in any order.
+ * copy of it. The event is in Postgres before its void is accepted, and the void's ClickHouse
+ * version outranks the event's, so each store ends voided whatever order its sink meets the event
+ * (a redelivery, or an earlier recorded event of the identity) and the void in: Postgres never
+ * replaces a voided event (migration 022).
  *
  * Transaction: the event row FOR UPDATE and its subscription FOR SHARE, which a billing run's
  * claim (FOR NO KEY UPDATE SKIP LOCKED) skips, so a period is never invoiced between the 409

@@ -18,9 +18,11 @@ import {
 import type { UsageEventLog } from './log.js';
 
 /**
- * Kafka topic `usage.events`: message key = organization and item (one item's events stay in one
- * partition, in order), acks from every in-sync replica, concurrent requests gathered into one
- * produce call per linger window, and one message per partition within it (see encodeLogMessages).
+ * Kafka topic `usage.events`: acks from every in-sync replica, concurrent requests gathered into one
+ * produce call per linger window, and that window's events in one unkeyed message, on whichever
+ * partition Kafka's default partitioner deals it to (see encodeLogMessages; the stores keep the
+ * earliest recorded event of an identity whatever the order). Voids are keyed by organization and
+ * item.
  * A request waits at most `ackTimeoutMs` for the acknowledgement: past it (or on a lost
  * connection) the broker is down, and appends fail at once until it answers a metadata request.
  * A produce call given up on may still be written later; its events' keys were released, so a
@@ -46,11 +48,7 @@ export class KafkaUsageEventLog implements UsageEventLog {
     });
     this.producer = new LingeringProducer(kafka, this.admin, {
       ...options,
-      toMessages: (events, partitions) =>
-        encodeLogMessages(
-          events,
-          partitions ? (key) => partitionOfKey(options.topic, key, partitions) : undefined,
-        ),
+      toMessages: (events) => encodeLogMessages(events),
     });
     this.voidProducer = new LingeringProducer(kafka, this.admin, {
       topic: options.topic,

@@ -20,8 +20,8 @@ export interface UsageEventLog {
   /**
    * Resolves once the voids are durable on the log, for every store it feeds except the Postgres
    * `usage_events` the caller voids in its own transaction (the pg-sink applies them again,
-   * idempotently). Each travels after its event (same partition), so a sink never sees a void
-   * before the event it voids.
+   * idempotently). A void is appended only for an event already in Postgres; the stores end
+   * voided whatever order a sink meets the event and its void in (docs/decisions.md).
    */
   appendVoids(voids: readonly UsageVoidRecord[]): Promise<void>;
   checks(): DependencyCheck[];

@@ -1,4 +1,4 @@
-import { type ClickHouse, tabSeparatedRow } from '../../clickhouse/index.js';
+import { type ClickHouse, RowBinaryWriter } from '../../clickhouse/index.js';
 import {
   CLICKHOUSE_USAGE_TABLE,
   VERSION_CEILING_MS,
@@ -26,9 +26,10 @@ const VOID_COLUMNS = [...COLUMNS, 'voided', 'voided_at'] as const;
 export const CLICKHOUSE_SINK_NAME = 'ch-sink';
 
 /**
- * ClickHouse `usage_events`. Rows go as TabSeparated text, which ClickHouse 18.16 parses into
- * Decimal exactly. A redelivered event lands as a second row with the same identity, which
- * ReplacingMergeTree and FINAL reduce to one.
+ * ClickHouse `usage_events`. Rows go in RowBinary (the quantity as a scaled 128-bit integer, so it
+ * stays exact): ClickHouse parses no text, and the sink builds no string per row. A redelivered
+ * event lands as a second row with the same identity, which ReplacingMergeTree and FINAL reduce
+ * to one.
  */
 export class ClickHouseUsageSink implements UsageSink {
   readonly name = CLICKHOUSE_SINK_NAME;
@@ -40,44 +41,35 @@ export class ClickHouseUsageSink implements UsageSink {
 
   async write(events: readonly UsageEventRecord[]): Promise<void> {
     if (!events.length) return;
-    let lines = '';
-    for (const event of events) {
-      lines += tabSeparatedRow([
-        event.orgId,
-        event.subscriptionItemId,
-        event.idempotencyKey,
-        event.id,
-        event.quantity,
-        Math.floor(event.occurredAtMs / 1000),
-        event.occurredAtMs % 1000,
-        Math.floor(event.recordedAtMs / 1000),
-        event.recordedAtMs % 1000,
-        VERSION_CEILING_MS - event.recordedAtMs,
-      ]);
-    }
-    await this.clickhouse.insertTabSeparated(this.table, COLUMNS, lines);
+    const rows = new RowBinaryWriter(events.length * 128);
+    for (const event of events) writeEventRow(rows, event, VERSION_CEILING_MS - event.recordedAtMs);
+    await this.clickhouse.insertRowBinary(this.table, COLUMNS, rows.bytes());
   }
 
   /** The voided copy of each event's row, at VOID_VERSION: it replaces the event's row for good. */
   async writeVoids(voids: readonly UsageVoidRecord[]): Promise<void> {
     if (!voids.length) return;
-    let lines = '';
+    const rows = new RowBinaryWriter(voids.length * 128);
     for (const { event, voidedAtMs } of voids) {
-      lines += tabSeparatedRow([
-        event.orgId,
-        event.subscriptionItemId,
-        event.idempotencyKey,
-        event.id,
-        event.quantity,
-        Math.floor(event.occurredAtMs / 1000),
-        event.occurredAtMs % 1000,
-        Math.floor(event.recordedAtMs / 1000),
-        event.recordedAtMs % 1000,
-        VOID_VERSION,
-        1,
-        Math.floor(voidedAtMs / 1000),
-      ]);
+      writeEventRow(rows, event, VOID_VERSION)
+        .uint8(1)
+        .uint32(Math.floor(voidedAtMs / 1000));
     }
-    await this.clickhouse.insertTabSeparated(this.table, VOID_COLUMNS, lines);
+    await this.clickhouse.insertRowBinary(this.table, VOID_COLUMNS, rows.bytes());
   }
+}
+
+/** The columns of COLUMNS, in their order. */
+function writeEventRow(rows: RowBinaryWriter, event: UsageEventRecord, version: number): RowBinaryWriter {
+  return rows
+    .uint64(event.orgId)
+    .uint64(event.subscriptionItemId)
+    .string(event.idempotencyKey)
+    .uuid(event.id)
+    .decimal128(event.quantity, 8)
+    .uint32(Math.floor(event.occurredAtMs / 1000))
+    .uint16(event.occurredAtMs % 1000)
+    .uint32(Math.floor(event.recordedAtMs / 1000))
+    .uint16(event.recordedAtMs % 1000)
+    .uint64(version);
 }

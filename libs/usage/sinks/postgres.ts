@@ -4,7 +4,9 @@ import type { UsageSink } from './sink.js';
 
 /**
  * The insert, and in the same statement the daily totals of what it inserted: a redelivered event
- * is not inserted, so it adds nothing (usage_record_events, migration 016). Answers the ids inserted.
+ * is not inserted, so it adds nothing (usage_record_events, migrations 016 and 022). An event
+ * recorded earlier than the stored one of its identity replaces it (unless that one is voided).
+ * Answers the ids stored by the call.
  */
 const INSERT = `SELECT id FROM usage_record_events(
   $1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::numeric[], $6::timestamptz[], $7::timestamptz[]) AS id`;
@@ -14,8 +16,9 @@ export const POSTGRES_SINK_NAME = 'pg-sink';
 
 /**
  * `usage_events` in Postgres, the source of truth billing reads. The unique key on
- * (org_id, subscription_item_id, idempotency_key) absorbs redeliveries: the first event of an
- * identity stays, later ones are dropped.
+ * (org_id, subscription_item_id, idempotency_key) absorbs redeliveries; of two events of one
+ * identity (a retry after a lost acknowledgement) the earliest recorded stays, as in ClickHouse,
+ * whichever arrives first: the log does not keep an item's events in order.
  */
 export class PostgresUsageSink implements UsageSink {
   readonly name = POSTGRES_SINK_NAME;
