@@ -15,7 +15,7 @@ import { createTestOrg } from '../helpers/fixtures.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 import { eventually, serviceProcesses } from './support.js';
 
-const RUNNING = /sinks running \(pg-sink, guardrails, alerts\); ops on port (\d+)/
+const RUNNING = /sinks running \(pg-sink, guardrails, alerts\); ops on port (\d+)/;
 
 /**
  * Alerts in the distributed mode: the guardrails consumer group runs in the sinks process, which is
