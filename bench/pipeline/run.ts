@@ -839,7 +839,10 @@ async function runEmbedded(): Promise<void> {
     try {
       await setRateLimitOverride(db, Number(orgId), 2_000_000_000);
       const { rows } = await db.query<{ id: number }>(
-        `SELECT id FROM subscription_items WHERE org_id = $1 AND usage_type = 'metered' ORDER BY id`,
+        // items that take usage now: not removed, their subscription not ended (else 422)
+        `SELECT si.id FROM subscription_items si JOIN subscriptions s ON s.org_id = si.org_id AND s.id = si.subscription_id
+          WHERE si.org_id = $1 AND si.usage_type = 'metered' AND si.removed_at IS NULL AND s.ended_at IS NULL
+          ORDER BY si.id`,
         [Number(orgId)],
       );
       itemIds = rows.map((row) => row.id);
