@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createCreditNote,
   getCreditNote,
+  issueCreditNote,
   recordPayment,
   runBilling,
   usageSource,
@@ -113,6 +114,44 @@ describe('credit notes on embedded PGlite', { timeout: 180_000 }, () => {
     const refused = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
     expect(refused.reason).toBeInstanceOf(ApiError);
     expect((refused.reason as ApiError).details?.map((d) => d.field)).toEqual(['lines.0.amount']);
+  });
+
+  it("the routes' grouped path: concurrent notes over two invoices, gapless, never past a line", async () => {
+    // issueCreditNote on a Database gathers concurrent requests into groups (one statement each)
+    const first = await januaryInvoice(3); // seats 30.00
+    const second = await januaryInvoice(2); // seats 20.00
+    const issue = (invoice: InvoiceRecord, amount: string) =>
+      issueCreditNote(db, {
+        orgId,
+        invoiceId: invoice.id,
+        input: { reason: 'other', lines: [{ invoice_item_id: invoice.items[0]!.id, amount }] },
+      });
+    const { rows: before } = await db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM credit_notes WHERE org_id = $1',
+      [orgId],
+    );
+    const results = await Promise.allSettled([
+      ...Array.from({ length: 8 }, () => issue(first.invoice, '5.00')), // 6 fit in 30.00
+      ...Array.from({ length: 5 }, () => issue(second.invoice, '5.00')), // 4 fit in 20.00
+    ]);
+    const issued = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    expect(issued.filter((note) => note.invoice_id === first.invoice.id)).toHaveLength(6);
+    expect(issued.filter((note) => note.invoice_id === second.invoice.id)).toHaveLength(4);
+    const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as ApiError] : []));
+    expect(refused.map((error) => error.details?.[0]?.field)).toEqual([
+      'lines.0.amount',
+      'lines.0.amount',
+      'lines.0.amount',
+    ]);
+    // numbers continue the organization's sequence with no gap and no repeat (refusals take none)
+    const start = before[0]!.n;
+    expect(issued.map((note) => note.number).sort()).toEqual(
+      Array.from({ length: 10 }, (_, i) => `CN-${String(start + i + 1).padStart(6, '0')}`),
+    );
+    for (const { invoice } of [first, second]) {
+      const after = await getInvoice(db, orgId, invoice.id);
+      expect(after.balance).toBe('0.00000000');
+    }
   });
 
   it('voids an invoiced event with a correcting note (graduated tiers)', async () => {
