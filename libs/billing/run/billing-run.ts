@@ -342,16 +342,7 @@ async function billBatch(
     limit,
   );
   onClaimed(claimed.map((s) => s.id));
-  const result: BatchResult = {
-    claimed: claimed.length,
-    invoice_ids: [],
-    subscriptions_started: 0,
-    trials_ended: 0,
-    renewed: 0,
-    canceled: 0,
-    expired: 0,
-    postedFor: [],
-  };
+  const result: BatchResult = { ...emptyBatchResult(), claimed: claimed.length, postedFor: [] };
   if (claimed.length === 0) return result;
 
   const plans = claimed.map((subscription) => ({ subscription, ...planBilling(subscription, context.now) }));

@@ -15,6 +15,11 @@ export interface DueSubscription extends SubscriptionSchedule {
   currency: string;
 }
 
+/** The columns of a DueSubscription, as every query here reads them. */
+const DUE_SUBSCRIPTION_COLUMNS = `id, org_id, customer_id, status, currency, start_date, trial_end_date, billing_period,
+  billing_anchor_day, current_period_start, current_period_end, next_billing_date, term_type, initial_term_months,
+  auto_renew, subscription_end_date, cancel_at_period_end, ended_at`;
+
 /**
  * Claims up to `limit` due subscriptions for this transaction. SKIP LOCKED lets concurrent runs
  * share the work without waiting on each other; the lock is held until the batch commits, and the
@@ -34,9 +39,7 @@ export async function claimDueSubscriptions(
   limit: number,
 ): Promise<DueSubscription[]> {
   const { rows } = await tx.query<DueSubscription>(
-    `SELECT id, org_id, customer_id, status, currency, start_date, trial_end_date, billing_period, billing_anchor_day,
-            current_period_start, current_period_end, next_billing_date, term_type, initial_term_months, auto_renew,
-            subscription_end_date, cancel_at_period_end, ended_at
+    `SELECT ${DUE_SUBSCRIPTION_COLUMNS}
        FROM subscriptions s
       WHERE status = ANY($1::text[]) AND billing_parked_at IS NULL
         AND (next_billing_date <= $2 OR EXISTS (
@@ -78,9 +81,7 @@ export async function claimEndedWithLateUsage(
   limit: number,
 ): Promise<DueSubscription[]> {
   const { rows } = await tx.query<DueSubscription>(
-    `SELECT id, org_id, customer_id, status, currency, start_date, trial_end_date, billing_period, billing_anchor_day,
-            current_period_start, current_period_end, next_billing_date, term_type, initial_term_months, auto_renew,
-            subscription_end_date, cancel_at_period_end, ended_at
+    `SELECT ${DUE_SUBSCRIPTION_COLUMNS}
        FROM subscriptions s
       WHERE NOT (status = ANY($1::text[])) AND billing_parked_at IS NULL
         AND EXISTS (
@@ -124,9 +125,7 @@ export async function loadSubscriptionSchedules(
   keys: readonly { orgId: number; subscriptionId: number }[],
 ): Promise<DueSubscription[]> {
   const { rows } = await db.query<DueSubscription>(
-    `SELECT id, org_id, customer_id, status, currency, start_date, trial_end_date, billing_period, billing_anchor_day,
-            current_period_start, current_period_end, next_billing_date, term_type, initial_term_months, auto_renew,
-            subscription_end_date, cancel_at_period_end, ended_at
+    `SELECT ${DUE_SUBSCRIPTION_COLUMNS}
        FROM subscriptions
       WHERE (org_id, id) IN (SELECT * FROM unnest($1::bigint[], $2::bigint[]))`,
     [keys.map((key) => key.orgId), keys.map((key) => key.subscriptionId)],
