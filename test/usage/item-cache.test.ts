@@ -46,4 +46,37 @@ describe('subscription item cache', () => {
     expect(await cache.usageType(orgId, unknown[0]!)).toBeUndefined();
     expect(queries).toBe(1);
   });
+
+  it('deletes the change rows older than an hour as it polls, and keeps the recent ones', async () => {
+    const { rows } = await database.db.query<{ id: string }>(
+      `INSERT INTO usage_item_changes (org_id, subscription_item_id, changed_at)
+       VALUES ($1, 1, clock_timestamp() - interval '2 hours'),
+              ($1, 2, clock_timestamp() - interval '61 minutes'),
+              ($1, 3, clock_timestamp() - interval '59 minutes'),
+              ($1, 4, clock_timestamp())
+       RETURNING id`,
+      [orgId],
+    );
+    const cache = new SubscriptionItemCache(database.db, {
+      ttlMs: 60_000,
+      negativeTtlMs: 2000,
+      maxEntries: 100,
+    });
+    cache.watchChanges(20);
+    try {
+      const left = async () =>
+        (
+          await database.db.query<{ subscription_item_id: string }>(
+            'SELECT subscription_item_id FROM usage_item_changes WHERE id = ANY($1::bigint[]) ORDER BY 1',
+            [rows.map((row) => row.id)],
+          )
+        ).rows.map((row) => Number(row.subscription_item_id));
+      const deadline = Date.now() + 5000;
+      while ((await left()).length === 4 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      expect(await left()).toEqual([3, 4]);
+    } finally {
+      await cache.stopWatching();
+    }
+  });
 });

@@ -27,6 +27,14 @@ export interface KnownItem extends ItemLifetime {
 
 /** How far back each poll of usage_item_changes reads before its last one (the longest commit delay it covers). */
 const CHANGE_MARGIN_MS = 30_000;
+/**
+ * Change rows older than this are deleted by the pollers (any of them: deleting twice is harmless).
+ * It must outlast every cache entry read before the change (ttlMs) and the margin, so that a poller
+ * that fell behind still finds every change that could concern an entry it holds.
+ */
+const CHANGES_KEPT_MS = 3_600_000;
+/** How often a poller deletes the old change rows. */
+const PRUNE_EVERY_MS = 60_000;
 
 interface ChangeWatcher {
   timer: NodeJS.Timeout;
@@ -35,6 +43,8 @@ interface ChangeWatcher {
   /** Change rows already applied (id -> changed_at ms), kept while the margin may read them again. */
   seen: Map<number, number>;
   polling?: Promise<void> | undefined;
+  /** When this poller last deleted old change rows (0: not yet). */
+  prunedAtMs: number;
 }
 
 interface CacheEntry extends ItemLifetime {
@@ -134,6 +144,7 @@ export class SubscriptionItemCache {
     const watcher: ChangeWatcher = {
       readSince: undefined,
       seen: new Map(),
+      prunedAtMs: 0,
       timer: setInterval(() => {
         watcher.polling ??= this.pollChanges(watcher)
           .catch(() => {})
@@ -174,6 +185,15 @@ export class SubscriptionItemCache {
     watcher.readSince = readAt;
     for (const [id, changedAtMs] of watcher.seen)
       if (changedAtMs <= readAt.getTime() - 2 * CHANGE_MARGIN_MS) watcher.seen.delete(id);
+    const nowMs = (this.options.now ?? Date.now)();
+    if (nowMs - watcher.prunedAtMs >= PRUNE_EVERY_MS) {
+      watcher.prunedAtMs = nowMs;
+      const keptMs = Math.max(CHANGES_KEPT_MS, this.options.ttlMs + 2 * CHANGE_MARGIN_MS);
+      await this.db.query(
+        'DELETE FROM usage_item_changes WHERE changed_at < clock_timestamp() - make_interval(secs => $1)',
+        [keptMs / 1000],
+      );
+    }
   }
 
   private async lookupMany(items: { orgId: number; id: number }[]): Promise<ItemLifetime[]> {
