@@ -259,6 +259,42 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     await expectPayableInvoices(db, orgId);
   });
 
+  it('reports an ended subscription whose late usage failed to bill, and bills it on the next run', async () => {
+    const { orgId, subscription, metered } = await setup();
+    await recordUsage(db, orgId, metered, '80', '2026-01-10T00:00:00Z');
+    await db.transaction((tx) =>
+      cancelSubscription(tx, {
+        subscriptionId: subscription.id,
+        atPeriodEnd: true,
+        now: new Date('2026-01-20T00:00:00Z'),
+      }),
+    );
+    await runBilling(db, { usage, orgId, now: FEB });
+    await recordUsage(db, orgId, metered, '40', '2026-01-31T12:00:00Z');
+    await db.query(`CREATE FUNCTION fail_ended_late_test() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'simulated crash'; END $$`);
+    await db.query(
+      `CREATE TRIGGER fail_ended_late_test BEFORE INSERT ON usage_late_billings
+         FOR EACH ROW EXECUTE FUNCTION fail_ended_late_test()`,
+    );
+    let failed: Awaited<ReturnType<typeof runBilling>>;
+    try {
+      failed = await runBilling(db, { usage, orgId, now: MAR });
+    } finally {
+      await db.query('DROP TRIGGER fail_ended_late_test ON usage_late_billings');
+      await db.query('DROP FUNCTION fail_ended_late_test()');
+    }
+    expect(failed.invoice_ids).toEqual([]);
+    expect(failed.failures).toEqual([
+      { subscription_id: subscription.id, error: expect.stringMatching(/simulated crash/) },
+    ]);
+    const retried = await runBilling(db, { usage, orgId, now: MAR });
+    expect(retried.failures).toEqual([]);
+    expect(retried.invoice_ids).toHaveLength(1);
+    // price(120) - price(80), as when nothing failed
+    expect((await invoiceOf(db, retried.invoice_ids[0]!)).subtotal).toBe('30.00000000');
+  });
+
   it('bills late usage of a subscription canceled now, up to its end and not after', async () => {
     const { orgId, subscription, metered } = await setup();
     await recordUsage(db, orgId, metered, '5', '2026-01-05T00:00:00Z');

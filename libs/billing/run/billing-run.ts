@@ -256,6 +256,12 @@ export async function runBilling(
     const ended = await billEndedLateUsage(db, batch, batchSize);
     addToSummary(summary, ended);
     addPostedFor(postedFor, ended);
+    for (const failure of ended.failures) {
+      summary.failures.push(failure);
+      options.progress?.(
+        `billing run: late usage of ended subscription ${failure.subscription_id} could not be billed: ${failure.error}`,
+      );
+    }
   }
 
   const dunning = await inTransaction(db, (tx) =>
@@ -415,23 +421,35 @@ async function billBatch(
  * compares its posted periods with what is counted and, where usage grew, posts an invoice of the
  * late lines alone, dated the run's instant. Batches of claimed subscriptions, each in its own
  * transaction, as the due ones; a batch that fails is retried one by one, and what still fails is
- * left for the next run (its periods stay dirty: nothing is lost). Posting runs only: a draft of
+ * reported among the run's failures and left for the next run (its periods stay dirty: nothing is
+ * lost). Posting runs only: a draft of
  * late lines alone would have no period of its own to be re-rated against.
  */
 async function billEndedLateUsage(
   db: Database | Queryable,
   context: BatchContext,
   limit: number,
-): Promise<BatchResult> {
-  const total: BatchResult = { ...emptyBatchResult(), postedFor: [] };
+): Promise<BatchResult & Pick<BillingRunSummary, 'failures'>> {
+  const total: BatchResult & Pick<BillingRunSummary, 'failures'> = {
+    ...emptyBatchResult(),
+    postedFor: [],
+    failures: [],
+  };
   const exclude = [...context.exclude];
-  const billOnce = async (tx: Queryable, subscriptionIds: readonly number[] | undefined, size: number) => {
+  const billOnce = async (
+    tx: Queryable,
+    subscriptionIds: readonly number[] | undefined,
+    size: number,
+    onClaimed: (ids: number[]) => void = () => {},
+  ) => {
     const claimed = await claimEndedWithLateUsage(
       tx,
       { orgId: context.orgId, subscriptionIds, exclude, day: utcDate(context.now) },
       POSTED_STATUSES,
       size,
     );
+    // known before anything else can fail: a failed batch is retried one by one
+    onClaimed(claimed.map((subscription) => subscription.id));
     if (claimed.length === 0) return { claimed, invoices: [] as NewInvoice[] };
     const at = context.now;
     const { invoices, events } = await createInvoices(
@@ -457,24 +475,24 @@ async function billEndedLateUsage(
   for (;;) {
     let claimedIds: number[] = [];
     try {
-      const result = await inTransaction(db, async (tx) => {
-        const once = await billOnce(tx, context.subscriptionIds, limit);
-        claimedIds = once.claimed.map((subscription) => subscription.id);
-        return once;
-      });
+      const result = await inTransaction(db, (tx) =>
+        billOnce(tx, context.subscriptionIds, limit, (ids) => (claimedIds = ids)),
+      );
       if (result.claimed.length === 0) break;
       // compared (made clean) or invoiced: either way not claimed again by this run
       exclude.push(...claimedIds);
       add(result.invoices);
     } catch (error) {
       if (!isDatabase(db) || claimedIds.length === 0) throw error;
-      exclude.push(...claimedIds);
       for (const id of claimedIds) {
         try {
           add((await db.transaction((tx) => billOnce(tx, [id], 1))).invoices);
-        } catch {
+        } catch (single) {
           // left dirty: the next run compares it again
+          total.failures.push({ subscription_id: id, error: (single as Error).message });
         }
+        // excluded only once retried alone: the retry claims it by id, past the exclusions
+        exclude.push(id);
       }
     }
   }
