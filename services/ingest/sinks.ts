@@ -37,6 +37,11 @@ import {
  * the event (its own SINK_FLUSH_MS), not for the watermark.
  */
 const ALERTS_FLUSH_MS = 100;
+/**
+ * The `guardrails` group loads the items its policies watch (top-ups, drafts, amount and credit
+ * alerts) this often: one that becomes watched is evaluated within it.
+ */
+const GUARDRAILS_RELOAD_MS = 2000;
 
 const config = loadConfigOrExit(sinkSettings);
 const log = createLogger({ level: config.LOG_LEVEL, service: 'sinks' });
@@ -56,6 +61,8 @@ const { opened, sinks, ops, guardrails, alerts, alertsRunner, readStores, eventL
         alertPolicy(opened.db, { metrics: 'others' }),
         draftPolicy(opened.db),
       ],
+      // the items some policy watches, loaded this often: the usage of the others is skipped
+      reloadMs: GUARDRAILS_RELOAD_MS,
     });
     const alerts = new QuantityAlerts({
       db: opened.db,
