@@ -1,12 +1,13 @@
 /**
  * `npm run bench:alerts`: spend alerts on the distributed pipeline (issue 35). The ingest service
- * (uWS), the sinks (pg-sink, ch-sink and the `guardrails` group that evaluates alerts), the api,
+ * (uWS), the sinks (pg-sink, ch-sink and the `alerts` group that evaluates alerts), the api,
  * the webhook dispatcher, a Kafka test broker and a redis-server of this run, Postgres and
  * ClickHouse; a webhook receiver in this process. BENCH_ALERTS subscriptions (default 1,000), one
  * metered item each, each with a `usage_quantity` alert armed at CROSSING.
  *
- * The evaluator is two groups: `guardrails` (top-ups, drafts, amount and credit alerts, after the
- * pg-sink's watermark) and `alerts` (the usage_quantity alerts, near their threshold only).
+ * The evaluator is one group, `alerts`: the usage_quantity alerts, near their threshold only, and
+ * beside them the other policies (top-ups, drafts, amount and credit alerts, after the pg-sink's
+ * watermark) on the items they watch (none here).
  *
  * Parts (BENCH_PARTS, comma list, default both, in this order):
  *
@@ -202,7 +203,7 @@ async function main(): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   const caughtUp = async (evaluator: boolean) => {
-    const groups = ['pg-sink', 'ch-sink', ...(evaluator ? ['guardrails', 'alerts'] : [])];
+    const groups = ['pg-sink', 'ch-sink', ...(evaluator ? ['alerts'] : [])];
     const caught = await consumerGroupsCaughtUp({
       admin,
       topic,

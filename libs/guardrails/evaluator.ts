@@ -7,10 +7,13 @@ import { type InterestingItem, PolicyInterest } from './interest.js';
  * Policies that act on usage as it is counted (docs/decisions.md, "Guardrails read the usage log"):
  * automatic credit top-ups today, spend alerts next. They stand above usage and billing
  * (libs/README.md): usage never calls them; they read the usage log like the sinks do, through a
- * sink of their own. In the distributed mode that sink is a consumer group of its own in the sinks
- * process (it scales and restarts like the sinks, and its offsets are committed only once the
- * policies ran over what it read); in the embedded mode it rides the in-process log and runs the
- * policies beside the request, never delaying its 201.
+ * sink of their own. In the distributed mode the sinks process hands them the `alerts` group's
+ * batches, queued: they skip what no policy watches (`reloadMs`) and sweep every watched item
+ * (`sweepMs`) for what a process that died took with it (docs/decisions.md, "The guardrails skip
+ * what no policy watches, and ride the `alerts` group"); as a consumer group of their own
+ * (`sink('evaluated')`) its offsets are committed only once the policies ran over what it read. In
+ * the embedded mode it rides the in-process log and runs the policies beside the request, never
+ * delaying its 201.
  *
  * A policy sees usage only once it is counted: the evaluator waits for the read-back's `as_of` to
  * pass the newest event it was handed, so the totals the policies read include it.
@@ -65,6 +68,8 @@ export class UsageGuardrails {
   private readonly interest: PolicyInterest | undefined;
   private reloading: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** When every watched item was last evaluated (0: never, so the first load does). */
+  private sweptAtMs = 0;
 
   constructor(
     private readonly deps: {
@@ -73,10 +78,17 @@ export class UsageGuardrails {
       policies: readonly GuardrailPolicy[];
       /**
        * Load the items the policies watch this often, and skip the usage of the others
-       * (docs/decisions.md, "The guardrails group skips what no policy watches"). An item that
+       * (docs/decisions.md, "The guardrails skip what no policy watches"). An item that
        * becomes watched is evaluated at the next load. Unset: every item is evaluated.
        */
       reloadMs?: number;
+      /**
+       * Evaluate every watched item this often (at a load), besides at the first load. For a sink
+       * whose batches are done before the policies ran over them (`sink('queued')` on a consumer
+       * group): what a process that died took with it, on partitions a live process took over,
+       * is evaluated at the latest then.
+       */
+      sweepMs?: number;
     },
   ) {
     const queries = deps.policies.map((policy) => policy.watches);
@@ -105,10 +117,14 @@ export class UsageGuardrails {
     this.reloading = this.interest
       .reload()
       .then((added) => {
-        if (!added.length || this.stopped) return;
+        const now = Date.now();
+        const sweep = this.deps.sweepMs !== undefined && now - this.sweptAtMs >= this.deps.sweepMs;
+        if (sweep) this.sweptAtMs = now;
+        const look = sweep ? this.interest!.all() : added;
+        if (!look.length || this.stopped) return;
         const pending = this.pendingBatch();
-        for (const item of added) touch(pending, item.orgId, item, true);
-        pending.newestRecordedMs = Math.max(pending.newestRecordedMs, Date.now());
+        for (const item of look) touch(pending, item.orgId, item, true);
+        pending.newestRecordedMs = Math.max(pending.newestRecordedMs, now);
         this.kick();
       })
       .catch((error) => this.deps.log.error({ err: error }, 'guardrails: loading the watched items failed'))

@@ -6,16 +6,18 @@ export interface InterestingItem {
   customerId: number;
 }
 
+export type WatchedItem = InterestingItem & { orgId: number; itemId: number };
+
 /**
  * The subscription items the policies may act on, held in memory and loaded again every reload
- * (docs/decisions.md, "The guardrails group skips what no policy watches"). Each policy names the
+ * (docs/decisions.md, "The guardrails skip what no policy watches"). Each policy names the
  * subscriptions it watches as a query of `(org_id, subscription_id)` rows; an item is interesting
  * when its subscription is in one of them. An item's subscription and that subscription's customer
  * never change, so a loaded item also answers which subscription its usage touches.
  */
 export class PolicyInterest {
-  /** `${orgId}:${itemId}` -> its subscription; undefined until the first load. */
-  private items: Map<string, InterestingItem & { orgId: number; itemId: number }> | undefined;
+  /** orgId -> itemId -> its subscription (numbers: no key built per event); undefined until the first load. */
+  private items: Map<number, Map<number, WatchedItem>> | undefined;
 
   constructor(
     private readonly db: Queryable,
@@ -29,14 +31,21 @@ export class PolicyInterest {
 
   /** The item's subscription if some policy watches it; undefined if none does (or before the first load). */
   get(orgId: number, itemId: number): InterestingItem | undefined {
-    return this.items?.get(`${orgId}:${itemId}`);
+    return this.items?.get(orgId)?.get(itemId);
+  }
+
+  /** Every watched item, as last loaded. */
+  all(): WatchedItem[] {
+    const all: WatchedItem[] = [];
+    for (const items of this.items?.values() ?? []) all.push(...items.values());
+    return all;
   }
 
   /**
    * Loads the watched items again. Returns the items watched now and not at the last load (every
    * one at the first): usage they received while skipped was never evaluated.
    */
-  async reload(): Promise<(InterestingItem & { orgId: number; itemId: number })[]> {
+  async reload(): Promise<WatchedItem[]> {
     const { rows } = await this.db.query<{
       org_id: string | number;
       item_id: string | number;
@@ -49,8 +58,8 @@ export class PolicyInterest {
         WHERE (s.org_id, s.id) IN (${this.queries.map((query) => `(${query})`).join(' UNION ')})`,
     );
     const before = this.items;
-    const items = new Map<string, InterestingItem & { orgId: number; itemId: number }>();
-    const added: (InterestingItem & { orgId: number; itemId: number })[] = [];
+    const items = new Map<number, Map<number, WatchedItem>>();
+    const added: WatchedItem[] = [];
     for (const row of rows) {
       const item = {
         orgId: Number(row.org_id),
@@ -58,9 +67,13 @@ export class PolicyInterest {
         subscriptionId: Number(row.subscription_id),
         customerId: Number(row.customer_id),
       };
-      const key = `${item.orgId}:${item.itemId}`;
-      items.set(key, item);
-      if (!before?.has(key)) added.push(item);
+      let org = items.get(item.orgId);
+      if (!org) {
+        org = new Map();
+        items.set(item.orgId, org);
+      }
+      org.set(item.itemId, item);
+      if (!before?.get(item.orgId)?.has(item.itemId)) added.push(item);
     }
     this.items = items;
     return added;

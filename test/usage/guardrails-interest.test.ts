@@ -24,7 +24,7 @@ import { uniqueName } from '../helpers/services.js';
 import { eventually } from './support.js';
 
 /*
- * The sinks' `guardrails` group skips the usage of items no policy watches (libs/guardrails/
+ * The sinks' guardrails skip the usage of items no policy watches (libs/guardrails/
  * interest.ts): no wait for the read-back, no read. The watched items are loaded again every
  * reloadMs, and an item that became watched is evaluated at that load, usage or not. Driven as
  * the sinks process drives it: each batch to Postgres first (the pg-sink), then to the group.
@@ -71,14 +71,15 @@ async function setWatermark(topic: string, coveredUntil: Date) {
   );
 }
 
-/** The sinks' group: every policy but usage_quantity alerts, skipping what none of them watches. */
-function evaluator(stores: UsageReadStores) {
+/** The sinks' policies: all but usage_quantity alerts, skipping what none of them watches. */
+function evaluator(stores: UsageReadStores, sweepMs?: number) {
   const db = database.db;
   const guardrails = new UsageGuardrails({
     db,
     log: runLogger('guardrails-interest'),
     policies: [topUpPolicy(db), alertPolicy(db, { metrics: 'others' }), draftPolicy(db)],
     reloadMs: RELOAD_MS,
+    ...(sweepMs ? { sweepMs } : {}),
   });
   guardrails.attach(stores);
   const sink = guardrails.sink('evaluated');
@@ -129,7 +130,7 @@ async function topUpGrants(customerId: number): Promise<number> {
   return rows[0]!.n;
 }
 
-describe('the guardrails group skips what no policy watches', () => {
+describe('the guardrails skip what no policy watches', () => {
   it('an unwatched item neither waits for the read-back nor is read; a watched one waits', async () => {
     const topic = uniqueName('usage');
     const stores = readStores(topic);
@@ -219,6 +220,30 @@ describe('the guardrails group skips what no policy watches', () => {
       await hand([event('1')]);
       await sleep(2 * RELOAD_MS);
       expect(await fired()).toBe(1);
+    } finally {
+      await guardrails.stop();
+      await stores.close();
+    }
+  });
+
+  it('sweeps every watched item: usage another process was handed and never ran is evaluated', async () => {
+    const stores = readStores();
+    const { guardrails } = evaluator(stores, 4 * RELOAD_MS);
+    try {
+      const { subscriptionId, event } = await meteredItem();
+      const alert = await createAlert(database.db, stores, org.orgId, {
+        subscription_id: subscriptionId,
+        metric: 'usage_amount',
+        threshold: '3',
+      });
+      // watched, and evaluated once by the load that found it, with nothing counted
+      await sleep(3 * RELOAD_MS);
+      // counted, and handed to a process that died before its policies ran: never to this one
+      await new PostgresUsageSink(database.db).write([event('5')]);
+      const fired = async () =>
+        (await outbox(database.db, org.orgId, 'alert.triggered')).filter((e) => e.data.id === alert.id)
+          .length;
+      await eventually(async () => expect(await fired()).toBe(1), 8 * RELOAD_MS + 2000);
     } finally {
       await guardrails.stop();
       await stores.close();

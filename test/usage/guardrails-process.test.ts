@@ -15,7 +15,7 @@ import { createTestOrg } from '../helpers/fixtures.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 import { eventually, serviceProcesses } from './support.js';
 
-const RUNNING = /sinks running \(pg-sink, guardrails, alerts\); ops on port (\d+)/;
+const RUNNING = /sinks running \(pg-sink, alerts\); ops on port (\d+)/;
 
 /**
  * Alerts in the distributed mode: the guardrails consumer group runs in the sinks process, which is
@@ -141,7 +141,7 @@ describe('guardrails in the sinks process', () => {
     }
   });
 
-  it('the guardrails group: an amount alert fires once when killed right after the crossing was counted', {
+  it('the other policies: an amount alert fires once when killed right after the crossing was counted', {
     timeout: 120_000,
   }, async () => {
     const { env, produce, counted, state, triggered, close } = await setUp('usage_amount');
