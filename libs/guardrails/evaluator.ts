@@ -49,7 +49,7 @@ const COUNTED_WAIT_MS = 5000;
 const COUNTED_POLL_MS = 50;
 
 interface Pending {
-  /** Per organization, its touched items whose subscription is to be read: true when a void touched the item. */
+  /** Per organization, its touched items whose subscription is read: true when a void touched it. */
   items: Map<number, Map<number, boolean>>;
   /** Touched items of known subscriptions (watched ones): `${orgId}:${subscriptionId}` -> it. */
   known: Map<string, TouchedSubscription>;
@@ -140,7 +140,8 @@ export class UsageGuardrails {
 
   /**
    * The sink the usage log feeds. `settle: 'evaluated'` resolves a write once the policies ran
-   * over it (a Kafka consumer then commits); `'queued'` at once (the in-process log).
+   * over it (a Kafka consumer then commits); `'queued'` at once (the in-process log, the sinks'
+   * `alerts` group: with `sweepMs`).
    */
   sink(settle: 'evaluated' | 'queued'): UsageSink {
     return {
