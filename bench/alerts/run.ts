@@ -1,12 +1,13 @@
 /**
  * `npm run bench:alerts`: spend alerts on the distributed pipeline (issue 35). The ingest service
- * (uWS), the sinks (pg-sink, ch-sink and the `guardrails` group that evaluates alerts), the api,
+ * (uWS), the sinks (pg-sink, ch-sink and the `alerts` group that evaluates alerts), the api,
  * the webhook dispatcher, a Kafka test broker and a redis-server of this run, Postgres and
  * ClickHouse; a webhook receiver in this process. BENCH_ALERTS subscriptions (default 1,000), one
  * metered item each, each with a `usage_quantity` alert armed at CROSSING.
  *
- * The evaluator is two groups: `guardrails` (top-ups, drafts, amount and credit alerts, after the
- * pg-sink's watermark) and `alerts` (the usage_quantity alerts, near their threshold only).
+ * The evaluator is one group, `alerts`: the usage_quantity alerts, near their threshold only, and
+ * beside them the other policies (top-ups, drafts, amount and credit alerts, after the pg-sink's
+ * watermark) on the items they watch (none here).
  *
  * Parts (BENCH_PARTS, comma list, default both, in this order):
  *
@@ -36,6 +37,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApiKey } from '../../libs/auth/index.js';
 import { createProduct } from '../../libs/catalog/index.js';
@@ -118,6 +120,15 @@ interface ThroughputRun {
   /** CPU µs per accepted event of the sinks process (the evaluator runs in it) and of ingest. */
   sinksCpuMicros: number;
   ingestCpuMicros: number;
+  /**
+   * CPU µs per accepted event, from the load's start until every group caught up: the Postgres
+   * backends of this run's database, this run's redis-server and Kafka test broker.
+   */
+  postgresCpuMicros: number;
+  redisCpuMicros: number;
+  brokerCpuMicros: number;
+  /** The 1-minute load average when the load ended. */
+  loadAverage: number;
 }
 
 interface LatencyResult {
@@ -181,12 +192,18 @@ async function main(): Promise<void> {
   });
   const { orgId, apiKey } = await setupDone;
   const setup: Setup = { orgId, apiKey, alerts: await armAlerts(apiPort, apiKey, orgId, databaseUrl) };
+  const monitor = new Database(databaseUrl, { poolSize: 1 });
+  const cpuOthers = async () => ({
+    postgres: await postgresCpu(monitor),
+    redis: await cpuSeconds(redis.pid),
+    broker: await cpuSeconds(broker.pid),
+  });
   log(`${setup.alerts.length} alerts armed`);
   const kafka = createKafka({ brokers: [broker.bootstrap], clientId: 'bench-alerts' });
   const admin = kafka.admin();
   await admin.connect();
   const caughtUp = async (evaluator: boolean) => {
-    const groups = ['pg-sink', 'ch-sink', ...(evaluator ? ['guardrails', 'alerts'] : [])];
+    const groups = ['pg-sink', 'ch-sink', ...(evaluator ? ['alerts'] : [])];
     const caught = await consumerGroupsCaughtUp({
       admin,
       topic,
@@ -217,7 +234,16 @@ async function main(): Promise<void> {
         for (const evaluator of [false, true]) {
           const running = await startSinks(evaluator);
           report.throughput.push(
-            await throughput({ round, evaluator, ingestPort, ingest, sinks: running, setup, caughtUp }),
+            await throughput({
+              round,
+              evaluator,
+              ingestPort,
+              ingest,
+              sinks: running,
+              setup,
+              caughtUp,
+              cpuOthers,
+            }),
           );
         }
       }
@@ -232,6 +258,9 @@ async function main(): Promise<void> {
       });
     }
   } finally {
+    // stopped, not killed: with BENCH_PROFILE_DIR it writes its profile (the evaluator's, last)
+    if (sinks) await stopProcess(sinks);
+    await monitor.close();
     await admin.disconnect();
     receiver.server.close();
   }
@@ -251,12 +280,14 @@ async function throughput(run: {
   sinks: ChildProcess;
   setup: Setup;
   caughtUp: (evaluator: boolean) => Promise<void>;
+  cpuOthers: () => Promise<{ postgres: Map<number, number>; redis: number; broker: number }>;
 }): Promise<ThroughputRun> {
   const { round, evaluator, ingestPort, ingest, sinks, setup } = run;
   const busy = await waitForQuietMachine(0.1, settings.quietSeconds * 1000);
   const name = `round ${round}, evaluator ${evaluator ? 'on' : 'off'}`;
   log(`${name}: ${settings.throughputSeconds} s closed loop on a machine ${Math.round(busy * 100)}% busy`);
   const before = { sinks: await cpuSeconds(sinks.pid), ingest: await cpuSeconds(ingest.pid) };
+  const othersBefore = await run.cpuOthers();
   const counted = await ingestCounters(ingestPort);
   const result = await autocannon({
     url: `http://127.0.0.1:${ingestPort}`,
@@ -274,11 +305,27 @@ async function throughput(run: {
     failed: result.non2xx + result.errors + result.timeouts,
     sinksCpuMicros: 0,
     ingestCpuMicros: micros((await cpuSeconds(ingest.pid)) - before.ingest),
+    postgresCpuMicros: 0,
+    redisCpuMicros: 0,
+    brokerCpuMicros: 0,
+    loadAverage: round2(loadavg()[0]!),
   };
   // the sinks' CPU counts what they spent on this load: all of it read and evaluated
   await run.caughtUp(evaluator);
   outcome.sinksCpuMicros = micros((await cpuSeconds(sinks.pid)) - before.sinks);
-  log(`${name}: ${outcome.eventsPerSecond} events/s, sinks ${outcome.sinksCpuMicros} µs/event`);
+  const othersAfter = await run.cpuOthers();
+  let postgres = 0;
+  // a backend that ended meanwhile is lost; one that started counts from its start
+  for (const [pid, seconds] of othersAfter.postgres)
+    postgres += seconds - (othersBefore.postgres.get(pid) ?? 0);
+  outcome.postgresCpuMicros = micros(postgres);
+  outcome.redisCpuMicros = micros(othersAfter.redis - othersBefore.redis);
+  outcome.brokerCpuMicros = micros(othersAfter.broker - othersBefore.broker);
+  log(
+    `${name}: ${outcome.eventsPerSecond} events/s, µs/event: sinks ${outcome.sinksCpuMicros}, ` +
+      `postgres ${outcome.postgresCpuMicros}, redis ${outcome.redisCpuMicros}, broker ${outcome.brokerCpuMicros}; ` +
+      `load average ${outcome.loadAverage}`,
+  );
   return outcome;
 }
 
@@ -582,11 +629,36 @@ async function startReceiver(): Promise<Receiver> {
 
 // --- output -------------------------------------------------------------------------------------
 
+/**
+ * CPU seconds of each Postgres backend connected to this run's database (the services' pools,
+ * which keep their connections), by pid: /proc of the same machine.
+ */
+async function postgresCpu(db: Database): Promise<Map<number, number>> {
+  const { rows } = await db.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+  );
+  const cpu = new Map<number, number>();
+  for (const { pid } of rows) cpu.set(Number(pid), await cpuSeconds(Number(pid)));
+  return cpu;
+}
+
 function printResults(): void {
   if (report.throughput.length) {
     console.log('\ningest closed loop on the alerted items, sinks with and without the evaluator');
     printTable(
-      ['round', 'evaluator', 'events/s', 'p99 ms', 'failed', 'ingest µs/event', 'sinks µs/event'],
+      [
+        'round',
+        'evaluator',
+        'events/s',
+        'p99 ms',
+        'failed',
+        'ingest µs/event',
+        'sinks µs/event',
+        'postgres µs/event',
+        'redis µs/event',
+        'broker µs/event',
+        'load avg',
+      ],
       report.throughput.map((r) => [
         r.round,
         r.evaluator ? 'on' : 'off',
@@ -595,6 +667,10 @@ function printResults(): void {
         r.failed,
         r.ingestCpuMicros,
         r.sinksCpuMicros,
+        r.postgresCpuMicros,
+        r.redisCpuMicros,
+        r.brokerCpuMicros,
+        r.loadAverage,
       ]),
     );
   }

@@ -129,6 +129,14 @@ export function alertPolicy(db: Database, options: AlertPolicyOptions = {}): Gua
 
   return {
     name: 'alerts',
+    // the subscriptions with an alert of these metrics, and every subscription of a customer with
+    // a credit alert (alertStatesOf reads those with any subscription of the customer)
+    watches: `SELECT org_id, subscription_id FROM alerts
+               WHERE ${metrics === 'others' ? "metric <> 'usage_quantity'" : 'true'}
+              UNION
+              SELECT s.org_id, s.id FROM alerts a
+                JOIN subscriptions s ON s.org_id = a.org_id AND s.customer_id = a.customer_id
+               WHERE a.metric = 'credit_balance'`,
     observe(events) {
       if (metrics === 'others') return;
       recent.add(events);

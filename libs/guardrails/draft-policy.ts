@@ -11,6 +11,8 @@ import type { GuardrailPolicy } from './evaluator.js';
 export function draftPolicy(db: Database): GuardrailPolicy {
   return {
     name: 'drafts',
+    // the subscriptions with a draft: only a draft's billed periods are re-rated
+    watches: `SELECT org_id, subscription_id FROM invoices WHERE status = 'DRAFT' AND subscription_id IS NOT NULL`,
     async evaluate(touched) {
       const byOrg = new Map<number, number[]>();
       for (const t of touched) byOrg.set(t.orgId, [...(byOrg.get(t.orgId) ?? []), t.subscriptionId]);

@@ -51,8 +51,8 @@ export class QuantityAlerts {
   private readonly startedAtMs = Date.now();
   private readonly refreshMs: number;
   private readonly reloadMs: number;
-  /** `${orgId}:${itemId}` -> its armed alerts, as last loaded or read. */
-  private byItem = new Map<string, AlertState[]>();
+  /** orgId -> itemId -> its armed alerts, as last loaded or read (numbers: no key built per event). */
+  private byItem = new Map<number, Map<number, AlertState[]>>();
   private byId = new Map<string, AlertState>();
   private loadedAtMs = 0;
   /** Alerts skipped since their last read, and since when. */
@@ -131,12 +131,13 @@ export class QuantityAlerts {
     if (atMs - this.loadedAtMs >= this.reloadMs) {
       for (const [id, decision] of await this.reload(atMs)) decisions.set(id, decision);
     }
-    const seen = new Set<string>();
+    // each alerted item once per batch
+    const seen = new Set<AlertState[]>();
     for (const event of events) {
-      const key = `${event.orgId}:${event.subscriptionItemId}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      for (const alert of this.byItem.get(key) ?? []) {
+      const alerts = this.byItem.get(event.orgId)?.get(event.subscriptionItemId);
+      if (!alerts || seen.has(alerts)) continue;
+      seen.add(alerts);
+      for (const alert of alerts) {
         const decision = this.decide(alert, atMs);
         if (decision === 'skip') {
           if (!this.skippedSince.has(alert.id)) this.skippedSince.set(alert.id, atMs);
@@ -144,7 +145,7 @@ export class QuantityAlerts {
       }
     }
     for (const event of voided) {
-      for (const alert of this.byItem.get(`${event.orgId}:${event.subscriptionItemId}`) ?? [])
+      for (const alert of this.byItem.get(event.orgId)?.get(event.subscriptionItemId) ?? [])
         decisions.set(alert.id, 'suspect');
     }
     this.recent.prune(atMs - KEEP_MS);
@@ -213,11 +214,18 @@ export class QuantityAlerts {
   private remember(alerts: readonly AlertState[]): void {
     for (const alert of alerts) {
       if (alert.metric !== 'usage_quantity' || alert.subscriptionItemId === null) continue;
-      const key = `${alert.orgId}:${alert.subscriptionItemId}`;
       const known = this.byId.get(alert.id);
       this.byId.set(alert.id, alert);
-      const list = this.byItem.get(key) ?? [];
-      this.byItem.set(key, known ? list.map((a) => (a.id === alert.id ? alert : a)) : [...list, alert]);
+      let items = this.byItem.get(alert.orgId);
+      if (!items) {
+        items = new Map();
+        this.byItem.set(alert.orgId, items);
+      }
+      const list = items.get(alert.subscriptionItemId) ?? [];
+      items.set(
+        alert.subscriptionItemId,
+        known ? list.map((a) => (a.id === alert.id ? alert : a)) : [...list, alert],
+      );
     }
   }
 

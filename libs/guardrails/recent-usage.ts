@@ -22,18 +22,30 @@ interface ItemUsage {
  * below a threshold proves the item has not reached it, and the exact read can be skipped.
  */
 export class RecentUsage {
-  /** `${orgId}:${itemId}` -> what it received. */
-  private readonly items = new Map<string, ItemUsage>();
+  /** orgId -> itemId -> what it received. */
+  private readonly items = new Map<number, Map<number, ItemUsage>>();
+  /** The bucket the last prune forgot everything before. */
+  private prunedBefore = Number.NEGATIVE_INFINITY;
 
   add(events: readonly UsageEventRecord[]): void {
+    // a batch repeats few quantities: each text parsed once
+    const parsed = new Map<string, bigint>();
     for (const event of events) {
-      const quantity = parseScaled(event.quantity, SCALE, 'half-even');
+      let quantity = parsed.get(event.quantity);
+      if (quantity === undefined) {
+        quantity = parseScaled(event.quantity, SCALE, 'half-even');
+        parsed.set(event.quantity, quantity);
+      }
       if (quantity <= 0n) continue;
-      const key = itemKey(event.orgId, event.subscriptionItemId);
-      let item = this.items.get(key);
+      let org = this.items.get(event.orgId);
+      if (!org) {
+        org = new Map();
+        this.items.set(event.orgId, org);
+      }
+      let item = org.get(event.subscriptionItemId);
       if (!item) {
         item = { buckets: new Map(), prunedThrough: Number.NEGATIVE_INFINITY };
-        this.items.set(key, item);
+        org.set(event.subscriptionItemId, item);
       }
       const bucket = Math.floor(event.recordedAtMs / BUCKET_MS);
       // an event older than what was forgotten still counts where a bound would look for it
@@ -47,7 +59,7 @@ export class RecentUsage {
    * undefined when events from then on may have been forgotten (prune).
    */
   since(orgId: number, itemId: number, sinceMs: number): bigint | undefined {
-    const item = this.items.get(itemKey(orgId, itemId));
+    const item = this.items.get(orgId)?.get(itemId);
     if (!item) return 0n;
     const first = Math.floor(sinceMs / BUCKET_MS);
     if (first <= item.prunedThrough) return undefined;
@@ -62,17 +74,18 @@ export class RecentUsage {
    */
   prune(beforeMs: number): void {
     const first = Math.floor(beforeMs / BUCKET_MS);
-    for (const item of this.items.values()) {
-      for (const bucket of item.buckets.keys()) {
-        if (bucket < first) {
-          item.buckets.delete(bucket);
-          if (bucket > item.prunedThrough) item.prunedThrough = bucket;
+    // once per bucket: what a repeat would forget was added since, and keeping it over-counts only
+    if (first <= this.prunedBefore) return;
+    this.prunedBefore = first;
+    for (const org of this.items.values()) {
+      for (const item of org.values()) {
+        for (const bucket of item.buckets.keys()) {
+          if (bucket < first) {
+            item.buckets.delete(bucket);
+            if (bucket > item.prunedThrough) item.prunedThrough = bucket;
+          }
         }
       }
     }
   }
-}
-
-function itemKey(orgId: number, itemId: number): string {
-  return `${orgId}:${itemId}`;
 }

@@ -15,7 +15,7 @@ import { createTestOrg } from '../helpers/fixtures.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 import { eventually, serviceProcesses } from './support.js';
 
-const RUNNING = /sinks running \(pg-sink, guardrails, alerts\); ops on port (\d+)/;
+const RUNNING = /sinks running \(pg-sink, alerts\); ops on port (\d+)/;
 
 /**
  * Alerts in the distributed mode: the guardrails consumer group runs in the sinks process, which is
@@ -26,7 +26,8 @@ const RUNNING = /sinks running \(pg-sink, guardrails, alerts\); ops on port (\d+
 describe('guardrails in the sinks process', () => {
   const processes = serviceProcesses('guardrails_process');
 
-  async function setUp() {
+  /** usage_quantity: the `alerts` group's; usage_amount: the `guardrails` group's (after the watermark). */
+  async function setUp(metric: 'usage_quantity' | 'usage_amount' = 'usage_quantity') {
     const topic = uniqueName('usage_guardrails');
     const env = processes.env({
       SINKS_PORT: '0',
@@ -66,12 +67,14 @@ describe('guardrails in the sinks process', () => {
       new InProcessUsageEventLog(new PostgresUsageSink(db), [], { lingerMs: 0 }),
       createLogger({ level: 'silent', service: 'test' }),
     );
-    const alert = await createAlert(db, stores, org.orgId, {
-      subscription_id: subscription.id,
-      metric: 'usage_quantity',
-      subscription_item_id: item,
-      threshold: '100',
-    });
+    const alert = await createAlert(
+      db,
+      stores,
+      org.orgId,
+      metric === 'usage_quantity'
+        ? { subscription_id: subscription.id, metric, subscription_item_id: item, threshold: '100' }
+        : { subscription_id: subscription.id, metric, threshold: '100' },
+    );
     await stores.close();
     const producer = createKafka({
       brokers: testServices().kafkaBrokers,
@@ -131,6 +134,29 @@ describe('guardrails in the sinks process', () => {
         40_000,
       );
       expect(await counted()).toBe(120); // 100, then 10 after each of the two kills: each once
+      expect(await triggered()).toBe(1);
+      await last.stop();
+    } finally {
+      await close();
+    }
+  });
+
+  it('the other policies: an amount alert fires once when killed right after the crossing was counted', {
+    timeout: 120_000,
+  }, async () => {
+    const { env, produce, counted, state, triggered, close } = await setUp('usage_amount');
+    try {
+      await produce([60, 40]); // 100.00 at 1.00 a call: the threshold
+      const sinks = await processes.start('services/ingest/sinks.ts', env, RUNNING);
+      await eventually(async () => expect(await counted()).toBe(100), 30_000);
+      // the group may or may not have evaluated (and committed) yet; a new process loads the
+      // watched items and evaluates them all first
+      await sinks.kill();
+      const last = await processes.start('services/ingest/sinks.ts', env, RUNNING);
+      await eventually(async () => expect((await state()).status).toBe('TRIGGERED'), 40_000);
+      await produce([10]);
+      await eventually(async () => expect(await counted()).toBe(110), 30_000);
+      await new Promise((resolve) => setTimeout(resolve, 3000));
       expect(await triggered()).toBe(1);
       await last.stop();
     } finally {

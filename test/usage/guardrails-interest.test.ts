@@ -1,0 +1,252 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setCreditTopUp } from '../../libs/billing/index.js';
+import {
+  alertPolicy,
+  createAlert,
+  draftPolicy,
+  topUpPolicy,
+  UsageGuardrails,
+} from '../../libs/guardrails/index.js';
+import { createLogger } from '../../libs/log/index.js';
+import {
+  InProcessUsageEventLog,
+  openUsageReadStores,
+  PostgresUsageSink,
+  type UsageEventRecord,
+  type UsageReadStores,
+} from '../../libs/usage/index.js';
+import { basicCatalog, customerIn, outbox, subscribe } from '../billing/fixtures.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { runLogger } from '../helpers/run-log.js';
+import { uniqueName } from '../helpers/services.js';
+import { eventually } from './support.js';
+
+/*
+ * The sinks' guardrails skip the usage of items no policy watches (libs/guardrails/
+ * interest.ts): no wait for the read-back, no read. The watched items are loaded again every
+ * reloadMs, and an item that became watched is evaluated at that load, usage or not. Driven as
+ * the sinks process drives it: each batch to Postgres first (the pg-sink), then to the group.
+ */
+
+let database: TestDatabase;
+let org: TestOrg;
+const RELOAD_MS = 300;
+
+beforeAll(async () => {
+  database = await createTestDatabase('guardrails_interest');
+  org = await createTestOrg(database.db);
+});
+afterAll(async () => {
+  await database?.drop();
+});
+
+const silent = createLogger({ level: 'silent', service: 'test' });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The read-back: embedded (as_of now), or distributed (as_of the pg-sink's watermark row). */
+function readStores(topic?: string): UsageReadStores {
+  return openUsageReadStores(
+    {
+      CLICKHOUSE_URL: undefined,
+      CLICKHOUSE_DATABASE: 'billing',
+      KAFKA_BROKERS: topic ? ['127.0.0.1:1'] : undefined,
+      KAFKA_CLIENT_ID: 'test',
+      KAFKA_USAGE_TOPIC: topic ?? 'unused',
+      KAFKA_CONSUMER_GROUP_PREFIX: '',
+    },
+    database.db,
+    new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 }),
+    silent,
+  );
+}
+
+async function setWatermark(topic: string, coveredUntil: Date) {
+  await database.db.query(
+    `INSERT INTO usage_sink_watermarks (sink, topic, log_partition, committed_offset, covered_until)
+     VALUES ('pg-sink', $1, 0, 0, $2)
+     ON CONFLICT (sink, topic, log_partition) DO UPDATE SET covered_until = excluded.covered_until`,
+    [topic, coveredUntil],
+  );
+}
+
+/** The sinks' policies: all but usage_quantity alerts, skipping what none of them watches. */
+function evaluator(stores: UsageReadStores, sweepMs?: number) {
+  const db = database.db;
+  const guardrails = new UsageGuardrails({
+    db,
+    log: runLogger('guardrails-interest'),
+    policies: [topUpPolicy(db), alertPolicy(db, { metrics: 'others' }), draftPolicy(db)],
+    reloadMs: RELOAD_MS,
+    ...(sweepMs ? { sweepMs } : {}),
+  });
+  guardrails.attach(stores);
+  const sink = guardrails.sink('evaluated');
+  return {
+    guardrails,
+    /** Counted (Postgres), then handed to the group, which resolves once it ran over them. */
+    async hand(events: UsageEventRecord[]) {
+      await new PostgresUsageSink(db).write(events);
+      await sink.write(events);
+    },
+  };
+}
+
+/** A customer with one metered item at 1.00 a call, in a running month. */
+async function meteredItem() {
+  const db = database.db;
+  const { apiCalls } = await basicCatalog(db, org.orgId);
+  const customerId = await customerIn(db, org.orgId, { state_province: 'AB' });
+  const now = new Date();
+  const subscription = await subscribe(
+    db,
+    org.orgId,
+    {
+      customer_id: customerId,
+      items: [{ product_id: apiCalls }],
+      start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+    },
+    now,
+  );
+  const item = subscription.items[0]!.id;
+  const event = (quantity: string): UsageEventRecord => ({
+    id: randomUUID(),
+    orgId: org.orgId,
+    subscriptionItemId: item,
+    idempotencyKey: uniqueName('event'),
+    quantity,
+    occurredAtMs: Date.now(),
+    recordedAtMs: Date.now(),
+  });
+  return { customerId, subscriptionId: subscription.id, item, event };
+}
+
+async function topUpGrants(customerId: number): Promise<number> {
+  const { rows } = await database.db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM credit_grants WHERE org_id = $1 AND customer_id = $2 AND source = 'top_up'`,
+    [org.orgId, customerId],
+  );
+  return rows[0]!.n;
+}
+
+describe('the guardrails skip what no policy watches', () => {
+  it('an unwatched item neither waits for the read-back nor is read; a watched one waits', async () => {
+    const topic = uniqueName('usage');
+    const stores = readStores(topic);
+    // the pg-sink's watermark far behind: a batch that waits for it waits
+    await setWatermark(topic, new Date(Date.now() - 3_600_000));
+    const { guardrails, hand } = evaluator(stores);
+    try {
+      const unwatched = await meteredItem();
+      const watched = await meteredItem();
+      await createAlert(database.db, stores, org.orgId, {
+        subscription_id: watched.subscriptionId,
+        metric: 'usage_amount',
+        threshold: '1000',
+      });
+      await sleep(2 * RELOAD_MS);
+      const started = Date.now();
+      await hand([unwatched.event('5')]);
+      // the wait for the watermark is 5 s at most
+      expect(Date.now() - started).toBeLessThan(1000);
+
+      let done = false;
+      const waiting = hand([watched.event('5')]).then(() => {
+        done = true;
+      });
+      await sleep(1000);
+      expect(done).toBe(false);
+      await setWatermark(topic, new Date(Date.now() + 1000));
+      await waiting;
+      const { rows } = await database.db.query<{ value: string }>(
+        'SELECT value::text FROM alerts WHERE org_id = $1 AND subscription_id = $2',
+        [org.orgId, watched.subscriptionId],
+      );
+      expect(rows[0]!.value).toBe('5.00000000');
+    } finally {
+      await guardrails.stop();
+      await stores.close();
+    }
+  });
+
+  it('a customer whose top-up is configured after its usage was skipped is topped up at the next load', async () => {
+    const stores = readStores();
+    const { guardrails, hand } = evaluator(stores);
+    try {
+      const { customerId, event } = await meteredItem();
+      await sleep(2 * RELOAD_MS);
+      // nothing watches it yet: 5 calls, projected -5.25, skipped
+      await hand([event('5')]);
+      await sleep(2 * RELOAD_MS);
+      expect(await topUpGrants(customerId)).toBe(0);
+      // configured without a check (the library call): only the evaluator can make the top-up,
+      // and no usage comes after: the load that finds the customer watched evaluates it
+      await setCreditTopUp(database.db, org.orgId, customerId, {
+        enabled: true,
+        threshold: '10',
+        target: '100',
+      });
+      await eventually(async () => expect(await topUpGrants(customerId)).toBe(1), 4 * RELOAD_MS + 2000);
+      // watched now: more usage is evaluated as it comes, and one top-up waiting is enough
+      await hand([event('3')]);
+      await sleep(2 * RELOAD_MS);
+      expect(await topUpGrants(customerId)).toBe(1);
+    } finally {
+      await guardrails.stop();
+      await stores.close();
+    }
+  });
+
+  it('an amount alert armed on an unwatched subscription fires once on a crossing handed before the load', async () => {
+    const stores = readStores();
+    const { guardrails, hand } = evaluator(stores);
+    try {
+      const { subscriptionId, event } = await meteredItem();
+      await sleep(2 * RELOAD_MS);
+      const alert = await createAlert(database.db, stores, org.orgId, {
+        subscription_id: subscriptionId,
+        metric: 'usage_amount',
+        threshold: '3',
+      });
+      expect(alert.status).toBe('OK');
+      // handed at once, most likely before a load watches the subscription: then skipped, and
+      // read by the load that finds it
+      await hand([event('5')]);
+      const fired = async () =>
+        (await outbox(database.db, org.orgId, 'alert.triggered')).filter((e) => e.data.id === alert.id)
+          .length;
+      await eventually(async () => expect(await fired()).toBe(1), 4 * RELOAD_MS + 2000);
+      await hand([event('1')]);
+      await sleep(2 * RELOAD_MS);
+      expect(await fired()).toBe(1);
+    } finally {
+      await guardrails.stop();
+      await stores.close();
+    }
+  });
+
+  it('sweeps every watched item: usage another process was handed and never ran is evaluated', async () => {
+    const stores = readStores();
+    const { guardrails } = evaluator(stores, 4 * RELOAD_MS);
+    try {
+      const { subscriptionId, event } = await meteredItem();
+      const alert = await createAlert(database.db, stores, org.orgId, {
+        subscription_id: subscriptionId,
+        metric: 'usage_amount',
+        threshold: '3',
+      });
+      // watched, and evaluated once by the load that found it, with nothing counted
+      await sleep(3 * RELOAD_MS);
+      // counted, and handed to a process that died before its policies ran: never to this one
+      await new PostgresUsageSink(database.db).write([event('5')]);
+      const fired = async () =>
+        (await outbox(database.db, org.orgId, 'alert.triggered')).filter((e) => e.data.id === alert.id)
+          .length;
+      await eventually(async () => expect(await fired()).toBe(1), 8 * RELOAD_MS + 2000);
+    } finally {
+      await guardrails.stop();
+      await stores.close();
+    }
+  });
+});
