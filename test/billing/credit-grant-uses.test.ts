@@ -4,6 +4,7 @@ import {
   lockCreditCustomer,
   recordGrantUses,
 } from '../../libs/billing/credits/grants.js';
+import { planCreditsOnPosting } from '../../libs/billing/credits/posting.js';
 import { createCreditGrant, runBilling, type UsageForTransaction } from '../../libs/billing/index.js';
 import type { Queryable } from '../../libs/db/index.js';
 import { ApiError } from '../../libs/errors/index.js';
@@ -229,6 +230,43 @@ describe('recording grant uses', () => {
     expect(rows[0]).toEqual({ paid: '31.50000000', statuses: ['PAID', 'PAID', 'PAID'] });
     expect((await outbox(database.db, orgId, 'credit_grant.depleted')).map((e) => e.data.id)).toEqual([
       first.id,
+    ]);
+  });
+
+  it("plans each customer's invoices of a batch from that customer's grants, in the order given", async () => {
+    const { orgId, customerId: first } = await customerWithSubscriptions(0);
+    const second = await customerIn(database.db, orgId, { state_province: 'AB' });
+    const firstGrant = await grant(first, '15.00');
+    const secondGrant = await grant(second, '5.00');
+    // the two customers' invoices interleaved, as a batch of several customers passes them
+    const invoice = (id: string, customerId: number) => ({
+      id,
+      org_id: orgId,
+      customer_id: customerId,
+      currency: 'CAD',
+      balance: '10.00000000',
+      usage_amount: '0.00000000',
+      prepaid_credits: false,
+    });
+    const planned = await database.db.transaction(async (tx) => {
+      await lockCreditCustomer(tx, first, orgId);
+      await lockCreditCustomer(tx, second, orgId);
+      return planCreditsOnPosting(
+        tx,
+        [invoice('a1', first), invoice('b1', second), invoice('a2', first), invoice('b2', second)],
+        new Date(),
+      );
+    });
+    const use = (grantId: string, amount: string, after: string) => ({
+      credit_grant_id: grantId,
+      amount,
+      remaining_after: after,
+    });
+    expect(planned.uses).toEqual([
+      [use(firstGrant.id, '10.00000000', '5.00000000')],
+      [use(secondGrant.id, '5.00000000', '0.00000000')],
+      [use(firstGrant.id, '5.00000000', '0.00000000')],
+      [],
     ]);
   });
 

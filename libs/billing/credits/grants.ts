@@ -179,27 +179,37 @@ export async function lockGrant(
   return rows[0]!;
 }
 
+/** What posting reads of a held grant: what the burn-down and the expiry before it need. */
+export interface HeldGrant extends BurnableGrant {
+  org_id: number;
+  customer_id: number;
+}
+
 /**
  * The ACTIVE grants of customers being posted for, in id order. The caller holds the customers'
  * rows, which every writer of grants takes first (see above): that alone keeps these grants as
  * read until the transaction ends, so they are not locked one by one (a row lock writes each).
+ * Only the burn-down's columns: a billing run batch reads every grant of its customers.
  */
 export async function activeGrantsOfHeld(
   tx: Queryable,
   customers: readonly { org_id: number; id: number }[],
-): Promise<Map<number, GrantRow[]>> {
-  const byCustomer = new Map<number, GrantRow[]>();
+): Promise<Map<number, HeldGrant[]>> {
+  const byCustomer = new Map<number, HeldGrant[]>();
   if (customers.length === 0) return byCustomer;
-  const { rows } = await tx.query<GrantRow>(
-    `SELECT ${GRANT_COLUMNS} FROM credit_grants g
+  const { rows } = await tx.query<HeldGrant>(
+    `SELECT g.id, g.org_id, g.customer_id, g.status, g.currency, g.remaining::text, g.priority, g.applies_to,
+            g.effective_at, g.expires_at, g.created_at
+       FROM credit_grants g
       WHERE g.org_id = ANY($1::bigint[]) AND g.customer_id = ANY($2::bigint[]) AND g.status = 'ACTIVE'
       ORDER BY g.id`,
     [[...new Set(customers.map((c) => c.org_id))], customers.map((c) => c.id)],
   );
   for (const row of rows) {
-    const list = byCustomer.get(row.customer_id) ?? [];
-    list.push(row);
-    byCustomer.set(row.customer_id, list);
+    row.currency = row.currency.trim();
+    const list = byCustomer.get(row.customer_id);
+    if (list) list.push(row);
+    else byCustomer.set(row.customer_id, [row]);
   }
   return byCustomer;
 }
@@ -223,11 +233,11 @@ export async function readActiveGrants(
  * `expiry` ledger entry for what was left, credit_grant.expired. The grants are held by the caller.
  * Returns the events, and the grants still ACTIVE.
  */
-export async function expireDue(
+export async function expireDue<Grant extends Pick<GrantRow, 'id' | 'status' | 'expires_at'>>(
   tx: Queryable,
-  grants: readonly GrantRow[],
+  grants: readonly Grant[],
   at: Date,
-): Promise<{ events: DomainEvent[]; active: GrantRow[] }> {
+): Promise<{ events: DomainEvent[]; active: Grant[] }> {
   const due = grants.filter(
     (grant) => grant.status === 'ACTIVE' && grant.expires_at !== null && grant.expires_at <= at,
   );
