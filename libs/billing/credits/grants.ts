@@ -318,15 +318,15 @@ export async function recordGrantUses(tx: Queryable, uses: readonly RecordedUse[
        LEFT JOIN spent g ON g.status = 'DEPLETED'
       ORDER BY g.id`,
     [
-      uses.map((use) => use.org_id),
-      uses.map((use) => use.invoice_id),
-      uses.map((use) => use.credit_grant_id),
-      uses.map((use) => use.amount),
-      uses.map((use) => use.remaining_after),
+      arrayLiteral(uses.map((use) => use.org_id)),
+      arrayLiteral(uses.map((use) => use.invoice_id)),
+      arrayLiteral(uses.map((use) => use.credit_grant_id)),
+      arrayLiteral(uses.map((use) => use.amount)),
+      arrayLiteral(uses.map((use) => use.remaining_after)),
       CREDIT_GRANT_NOTE,
-      grants.map(([id]) => id),
-      grants.map(([, grant]) => formatMoney(grant.used)),
-      grants.map(([, grant]) => formatMoney(grant.before)),
+      arrayLiteral(grants.map(([id]) => id)),
+      arrayLiteral(grants.map(([, grant]) => formatMoney(grant.used))),
+      arrayLiteral(grants.map(([, grant]) => formatMoney(grant.before))),
     ],
   );
   if (rows[0]!.spent !== grants.length) {
@@ -337,6 +337,14 @@ export async function recordGrantUses(tx: Queryable, uses: readonly RecordedUse[
     );
   }
   return rows.filter((row) => row.id !== null).map((row) => grantEvent('credit_grant.depleted', row));
+}
+
+/**
+ * A Postgres array literal of values that need no quoting (ids, uuids, decimal strings): what the
+ * driver would send for the array, without escaping each element (a batch passes thousands).
+ */
+function arrayLiteral(values: readonly (string | number)[]): string {
+  return `{${values.join(',')}}`;
 }
 
 /**

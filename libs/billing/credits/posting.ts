@@ -64,9 +64,18 @@ export async function recordCreditsOnPosting(
   invoices: readonly { id: string; org_id: number }[],
   planned: CreditsOnPosting,
 ): Promise<DomainEvent[]> {
-  const uses: RecordedUse[] = invoices.flatMap((invoice, index) =>
-    (planned.uses[index] ?? []).map((use) => ({ ...use, org_id: invoice.org_id, invoice_id: invoice.id })),
-  );
+  const uses: RecordedUse[] = [];
+  invoices.forEach((invoice, index) => {
+    for (const use of planned.uses[index] ?? []) {
+      uses.push({
+        credit_grant_id: use.credit_grant_id,
+        amount: use.amount,
+        remaining_after: use.remaining_after,
+        org_id: invoice.org_id,
+        invoice_id: invoice.id,
+      });
+    }
+  });
   return recordGrantUses(tx, uses);
 }
 
