@@ -189,7 +189,9 @@ export interface HeldGrant extends BurnableGrant {
  * The ACTIVE grants of customers being posted for, in id order. The caller holds the customers'
  * rows, which every writer of grants takes first (see above): that alone keeps these grants as
  * read until the transaction ends, so they are not locked one by one (a row lock writes each).
- * Only the burn-down's columns: a billing run batch reads every grant of its customers.
+ * Only the burn-down's columns, as one JSON array: a billing run batch reads every grant of its
+ * customers, and parsing them row by row, timestamps by pattern, cost the run more than the query.
+ * Instants are kept to the millisecond, as the driver keeps them for readActiveGrants.
  */
 export async function activeGrantsOfHeld(
   tx: Queryable,
@@ -197,19 +199,56 @@ export async function activeGrantsOfHeld(
 ): Promise<Map<number, HeldGrant[]>> {
   const byCustomer = new Map<number, HeldGrant[]>();
   if (customers.length === 0) return byCustomer;
-  const { rows } = await tx.query<HeldGrant>(
-    `SELECT g.id, g.org_id, g.customer_id, g.status, g.currency, g.remaining::text, g.priority, g.applies_to,
-            g.effective_at, g.expires_at, g.created_at
+  const { rows } = await tx.query<{ grants: string }>(
+    `SELECT coalesce(json_agg(json_build_array(g.id, g.org_id, g.customer_id, g.status, g.currency,
+              g.remaining::text, g.priority, g.applies_to, g.effective_at, g.expires_at, g.created_at)
+              ORDER BY g.id), '[]')::text AS grants
        FROM credit_grants g
-      WHERE g.org_id = ANY($1::bigint[]) AND g.customer_id = ANY($2::bigint[]) AND g.status = 'ACTIVE'
-      ORDER BY g.id`,
+      WHERE g.org_id = ANY($1::bigint[]) AND g.customer_id = ANY($2::bigint[]) AND g.status = 'ACTIVE'`,
     [[...new Set(customers.map((c) => c.org_id))], customers.map((c) => c.id)],
   );
-  for (const row of rows) {
-    row.currency = row.currency.trim();
-    const list = byCustomer.get(row.customer_id);
-    if (list) list.push(row);
-    else byCustomer.set(row.customer_id, [row]);
+  type Fields = [
+    string,
+    number,
+    number,
+    HeldGrant['status'],
+    string,
+    string,
+    number,
+    HeldGrant['applies_to'],
+    string,
+    string | null,
+    string,
+  ];
+  for (const [
+    id,
+    orgId,
+    customerId,
+    status,
+    currency,
+    remaining,
+    priority,
+    appliesTo,
+    effectiveAt,
+    expiresAt,
+    createdAt,
+  ] of JSON.parse(rows[0]!.grants) as Fields[]) {
+    const grant: HeldGrant = {
+      id,
+      org_id: orgId,
+      customer_id: customerId,
+      status,
+      currency: currency.trim(),
+      remaining,
+      priority,
+      applies_to: appliesTo,
+      effective_at: new Date(effectiveAt),
+      expires_at: expiresAt === null ? null : new Date(expiresAt),
+      created_at: new Date(createdAt),
+    };
+    const list = byCustomer.get(customerId);
+    if (list) list.push(grant);
+    else byCustomer.set(customerId, [grant]);
   }
   return byCustomer;
 }
