@@ -28,6 +28,7 @@
  * BENCH_CUSTOMERS (5,000), BENCH_BATCH_SIZE (the run's default), BENCH_CONCURRENT_RUNS (1),
  * BENCH_USAGE_STORE (clickhouse | postgres; default clickhouse), BENCH_TIMEOUT_SECONDS (300),
  * BENCH_RUN_PGOPTIONS (PGOPTIONS of the billing run processes only, for a statement profile),
+ * BENCH_RUN_NODE_ARGS (node flags of the billing run processes only, e.g. --cpu-prof),
  * DATABASE_URL (an admin URL of the Postgres to use; a database bench_billing_run_<pid> is
  * created in it and dropped after), CLICKHOUSE_URL (default http://127.0.0.1:8123; a database of
  * the same name is created and dropped).
@@ -72,6 +73,8 @@ const settings = {
   prorationSubscriptions: intEnv('BENCH_PRORATION_SUBSCRIPTIONS', 2000, 0),
   grantCustomers: intEnv('BENCH_GRANT_CUSTOMERS', 5000, 0),
   lateSubscriptions: intEnv('BENCH_LATE_SUBSCRIPTIONS', 1000, 0),
+  // e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof": a CPU profile of each billing run process
+  runNodeArgs: (process.env.BENCH_RUN_NODE_ARGS ?? '').split(' ').filter(Boolean),
 };
 const BAR_SECONDS = 60;
 const BAR_PRORATION_RATIO = 1.2;
@@ -520,13 +523,18 @@ async function scenario(name: string, processes: number, args: string[], env: Re
 /**
  * CPU seconds of the billing run processes and of the Postgres client backends of `database`, sampled every
  * 100 ms while they run: a process that exits takes its time with it, so each one's last sample
- * counts (at most 100 ms of each is missed). On a busy machine this is the figure that compares
- * two builds; the run's seconds also measure everyone else's load.
+ * counts (at most 100 ms of each is missed). Backends already there when the scenario starts (the
+ * bench's own pool, which loaded the data) count only what they spend from then on: their loading
+ * is not the run's. On a busy machine this is the figure that compares two builds; the run's
+ * seconds also measure everyone else's load.
  */
 function cpuSampler(database: string) {
   const children: ChildProcess[] = [];
   const last = new Map<string, { postgres: boolean; seconds: number }>();
   const ours = new Map<string, boolean>();
+  // what each backend of the database had spent at the first sample
+  const before = new Map<string, number>();
+  let first = true;
   const sample = async () => {
     for (const child of children) {
       const seconds = await cpuSeconds(child.pid);
@@ -548,8 +556,11 @@ function cpuSampler(database: string) {
         if (!ours.get(pid)) continue;
       }
       const seconds = await cpuSeconds(Number(pid));
-      if (seconds > 0) last.set(`pg ${pid}`, { postgres: true, seconds });
+      if (first) before.set(pid, seconds);
+      const spent = seconds - (before.get(pid) ?? 0);
+      if (spent > 0) last.set(`pg ${pid}`, { postgres: true, seconds: spent });
     }
+    first = false;
   };
   let running = sample();
   const timer = setInterval(() => {
@@ -575,7 +586,12 @@ function consoleRun(
   started: (child: ChildProcess) => void,
 ): Promise<{ invoices_created: number; duration_ms: number; failures: unknown[] }> {
   return new Promise((resolve, reject) => {
-    const child = spawnEntry('bin/console.ts', { args, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnEntry('bin/console.ts', {
+      args,
+      env,
+      nodeArgs: settings.runNodeArgs,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     started(child);
     let stdout = '';
     child.stdout!.on('data', (d) => (stdout += d));

@@ -2,8 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   activeGrantsOfHeld,
   lockCreditCustomer,
+  readActiveGrants,
   recordGrantUses,
+  toBurnableGrant,
 } from '../../libs/billing/credits/grants.js';
+import { planCreditsOnPosting } from '../../libs/billing/credits/posting.js';
 import { createCreditGrant, runBilling, type UsageForTransaction } from '../../libs/billing/index.js';
 import type { Queryable } from '../../libs/db/index.js';
 import { ApiError } from '../../libs/errors/index.js';
@@ -229,6 +232,82 @@ describe('recording grant uses', () => {
     expect(rows[0]).toEqual({ paid: '31.50000000', statuses: ['PAID', 'PAID', 'PAID'] });
     expect((await outbox(database.db, orgId, 'credit_grant.depleted')).map((e) => e.data.id)).toEqual([
       first.id,
+    ]);
+  });
+
+  it('reads held grants for posting as the preview reads them', async () => {
+    const { orgId, customerId } = await customerWithSubscriptions(0);
+    await grant(customerId, '5.00', { priority: 10, expires_at: '2027-03-01T12:34:56.789Z' });
+    await grant(customerId, '20.00', { priority: 20, applies_to: 'usage' });
+    await grant(customerId, '1000.00', { effective_at: '2026-01-15T08:00:00.5Z' });
+    const held = await database.db.transaction(async (tx) => {
+      await lockCreditCustomer(tx, customerId, orgId);
+      return (await activeGrantsOfHeld(tx, [{ org_id: orgId, id: customerId }])).get(customerId)!;
+    });
+    const rows = await readActiveGrants(database.db, orgId, customerId);
+    const preview = rows.map((row) => ({
+      ...toBurnableGrant(row),
+      org_id: row.org_id,
+      customer_id: row.customer_id,
+    }));
+    expect(preview).toHaveLength(3);
+    // the same grants, field for field, instants included: posting burns down what the preview shows
+    expect(held).toEqual(
+      preview.map((grant) => ({
+        id: grant.id,
+        org_id: grant.org_id,
+        customer_id: grant.customer_id,
+        status: grant.status,
+        currency: grant.currency,
+        remaining: grant.remaining,
+        priority: grant.priority,
+        applies_to: grant.applies_to,
+        effective_at: grant.effective_at,
+        expires_at: grant.expires_at,
+        created_at: grant.created_at,
+      })),
+    );
+    expect(held.map((grant) => grant.expires_at?.toISOString() ?? null).sort()).toEqual([
+      '2027-03-01T12:34:56.789Z',
+      null,
+      null,
+    ]);
+  });
+
+  it("plans each customer's invoices of a batch from that customer's grants, in the order given", async () => {
+    const { orgId, customerId: first } = await customerWithSubscriptions(0);
+    const second = await customerIn(database.db, orgId, { state_province: 'AB' });
+    const firstGrant = await grant(first, '15.00');
+    const secondGrant = await grant(second, '5.00');
+    // the two customers' invoices interleaved, as a batch of several customers passes them
+    const invoice = (id: string, customerId: number) => ({
+      id,
+      org_id: orgId,
+      customer_id: customerId,
+      currency: 'CAD',
+      balance: '10.00000000',
+      usage_amount: '0.00000000',
+      prepaid_credits: false,
+    });
+    const planned = await database.db.transaction(async (tx) => {
+      await lockCreditCustomer(tx, first, orgId);
+      await lockCreditCustomer(tx, second, orgId);
+      return planCreditsOnPosting(
+        tx,
+        [invoice('a1', first), invoice('b1', second), invoice('a2', first), invoice('b2', second)],
+        new Date(),
+      );
+    });
+    const use = (grantId: string, amount: string, after: string) => ({
+      credit_grant_id: grantId,
+      amount,
+      remaining_after: after,
+    });
+    expect(planned.uses).toEqual([
+      [use(firstGrant.id, '10.00000000', '5.00000000')],
+      [use(secondGrant.id, '5.00000000', '0.00000000')],
+      [use(firstGrant.id, '5.00000000', '0.00000000')],
+      [],
     ]);
   });
 

@@ -179,27 +179,76 @@ export async function lockGrant(
   return rows[0]!;
 }
 
+/** What posting reads of a held grant: what the burn-down and the expiry before it need. */
+export interface HeldGrant extends BurnableGrant {
+  org_id: number;
+  customer_id: number;
+}
+
 /**
  * The ACTIVE grants of customers being posted for, in id order. The caller holds the customers'
  * rows, which every writer of grants takes first (see above): that alone keeps these grants as
  * read until the transaction ends, so they are not locked one by one (a row lock writes each).
+ * Only the burn-down's columns, as one JSON array: a billing run batch reads every grant of its
+ * customers, and parsing them row by row, timestamps by pattern, cost the run more than the query.
+ * Instants are kept to the millisecond, as the driver keeps them for readActiveGrants.
  */
 export async function activeGrantsOfHeld(
   tx: Queryable,
   customers: readonly { org_id: number; id: number }[],
-): Promise<Map<number, GrantRow[]>> {
-  const byCustomer = new Map<number, GrantRow[]>();
+): Promise<Map<number, HeldGrant[]>> {
+  const byCustomer = new Map<number, HeldGrant[]>();
   if (customers.length === 0) return byCustomer;
-  const { rows } = await tx.query<GrantRow>(
-    `SELECT ${GRANT_COLUMNS} FROM credit_grants g
-      WHERE g.org_id = ANY($1::bigint[]) AND g.customer_id = ANY($2::bigint[]) AND g.status = 'ACTIVE'
-      ORDER BY g.id`,
+  const { rows } = await tx.query<{ grants: string }>(
+    `SELECT coalesce(json_agg(json_build_array(g.id, g.org_id, g.customer_id, g.status, g.currency,
+              g.remaining::text, g.priority, g.applies_to, g.effective_at, g.expires_at, g.created_at)
+              ORDER BY g.id), '[]')::text AS grants
+       FROM credit_grants g
+      WHERE g.org_id = ANY($1::bigint[]) AND g.customer_id = ANY($2::bigint[]) AND g.status = 'ACTIVE'`,
     [[...new Set(customers.map((c) => c.org_id))], customers.map((c) => c.id)],
   );
-  for (const row of rows) {
-    const list = byCustomer.get(row.customer_id) ?? [];
-    list.push(row);
-    byCustomer.set(row.customer_id, list);
+  type Fields = [
+    string,
+    number,
+    number,
+    HeldGrant['status'],
+    string,
+    string,
+    number,
+    HeldGrant['applies_to'],
+    string,
+    string | null,
+    string,
+  ];
+  for (const [
+    id,
+    orgId,
+    customerId,
+    status,
+    currency,
+    remaining,
+    priority,
+    appliesTo,
+    effectiveAt,
+    expiresAt,
+    createdAt,
+  ] of JSON.parse(rows[0]!.grants) as Fields[]) {
+    const grant: HeldGrant = {
+      id,
+      org_id: orgId,
+      customer_id: customerId,
+      status,
+      currency: currency.trim(),
+      remaining,
+      priority,
+      applies_to: appliesTo,
+      effective_at: new Date(effectiveAt),
+      expires_at: expiresAt === null ? null : new Date(expiresAt),
+      created_at: new Date(createdAt),
+    };
+    const list = byCustomer.get(customerId);
+    if (list) list.push(grant);
+    else byCustomer.set(customerId, [grant]);
   }
   return byCustomer;
 }
@@ -223,11 +272,11 @@ export async function readActiveGrants(
  * `expiry` ledger entry for what was left, credit_grant.expired. The grants are held by the caller.
  * Returns the events, and the grants still ACTIVE.
  */
-export async function expireDue(
+export async function expireDue<Grant extends Pick<GrantRow, 'id' | 'status' | 'expires_at'>>(
   tx: Queryable,
-  grants: readonly GrantRow[],
+  grants: readonly Grant[],
   at: Date,
-): Promise<{ events: DomainEvent[]; active: GrantRow[] }> {
+): Promise<{ events: DomainEvent[]; active: Grant[] }> {
   const due = grants.filter(
     (grant) => grant.status === 'ACTIVE' && grant.expires_at !== null && grant.expires_at <= at,
   );
@@ -308,15 +357,15 @@ export async function recordGrantUses(tx: Queryable, uses: readonly RecordedUse[
        LEFT JOIN spent g ON g.status = 'DEPLETED'
       ORDER BY g.id`,
     [
-      uses.map((use) => use.org_id),
-      uses.map((use) => use.invoice_id),
-      uses.map((use) => use.credit_grant_id),
-      uses.map((use) => use.amount),
-      uses.map((use) => use.remaining_after),
+      arrayLiteral(uses.map((use) => use.org_id)),
+      arrayLiteral(uses.map((use) => use.invoice_id)),
+      arrayLiteral(uses.map((use) => use.credit_grant_id)),
+      arrayLiteral(uses.map((use) => use.amount)),
+      arrayLiteral(uses.map((use) => use.remaining_after)),
       CREDIT_GRANT_NOTE,
-      grants.map(([id]) => id),
-      grants.map(([, grant]) => formatMoney(grant.used)),
-      grants.map(([, grant]) => formatMoney(grant.before)),
+      arrayLiteral(grants.map(([id]) => id)),
+      arrayLiteral(grants.map(([, grant]) => formatMoney(grant.used))),
+      arrayLiteral(grants.map(([, grant]) => formatMoney(grant.before))),
     ],
   );
   if (rows[0]!.spent !== grants.length) {
@@ -327,6 +376,14 @@ export async function recordGrantUses(tx: Queryable, uses: readonly RecordedUse[
     );
   }
   return rows.filter((row) => row.id !== null).map((row) => grantEvent('credit_grant.depleted', row));
+}
+
+/**
+ * A Postgres array literal of values that need no quoting (ids, uuids, decimal strings): what the
+ * driver would send for the array, without escaping each element (a batch passes thousands).
+ */
+function arrayLiteral(values: readonly (string | number)[]): string {
+  return `{${values.join(',')}}`;
 }
 
 /**

@@ -2,13 +2,7 @@ import type { Queryable } from '../../db/index.js';
 import type { DomainEvent } from '../../events/index.js';
 import { formatMoney, parseMoney } from '../../money/index.js';
 import { type BurnableInvoice, type GrantUse, planBurnDowns } from './burn-down.js';
-import {
-  activeGrantsOfHeld,
-  expireDue,
-  type RecordedUse,
-  recordGrantUses,
-  toBurnableGrant,
-} from './grants.js';
+import { activeGrantsOfHeld, expireDue, type RecordedUse, recordGrantUses } from './grants.js';
 
 /**
  * Credits at posting (billing run, `invoice post`, a cancel's final invoice): the customers'
@@ -43,13 +37,20 @@ export async function planCreditsOnPosting(
     tx,
     unique(payable.map((invoice) => ({ org_id: invoice.org_id, id: invoice.customer_id }))),
   );
+  // each customer's invoices, in the order given
+  const payableOf = new Map<number, PostingInvoice[]>();
+  for (const invoice of payable) {
+    const theirs = payableOf.get(invoice.customer_id);
+    if (theirs) theirs.push(invoice);
+    else payableOf.set(invoice.customer_id, [invoice]);
+  }
   const events: DomainEvent[] = [];
   const uses = new Map<string, GrantUse[]>();
   for (const [customerId, grants] of held) {
     const { events: lapsed, active } = await expireDue(tx, grants, at);
     events.push(...lapsed);
-    const theirs = payable.filter((invoice) => invoice.customer_id === customerId);
-    const planned = planBurnDowns(theirs, active.map(toBurnableGrant), at);
+    const theirs = payableOf.get(customerId) ?? [];
+    const planned = planBurnDowns(theirs, active, at);
     theirs.forEach((invoice, index) => {
       uses.set(invoice.id, planned[index]!);
     });
@@ -63,9 +64,18 @@ export async function recordCreditsOnPosting(
   invoices: readonly { id: string; org_id: number }[],
   planned: CreditsOnPosting,
 ): Promise<DomainEvent[]> {
-  const uses: RecordedUse[] = invoices.flatMap((invoice, index) =>
-    (planned.uses[index] ?? []).map((use) => ({ ...use, org_id: invoice.org_id, invoice_id: invoice.id })),
-  );
+  const uses: RecordedUse[] = [];
+  invoices.forEach((invoice, index) => {
+    for (const use of planned.uses[index] ?? []) {
+      uses.push({
+        credit_grant_id: use.credit_grant_id,
+        amount: use.amount,
+        remaining_after: use.remaining_after,
+        org_id: invoice.org_id,
+        invoice_id: invoice.id,
+      });
+    }
+  });
   return recordGrantUses(tx, uses);
 }
 
