@@ -210,47 +210,36 @@ export async function runBilling(
     for (const customer of grace.customers)
       postedFor.set(`${customer.orgId}|${customer.customerId}`, customer);
   }
-  for (;;) {
-    let claimed: number[] = [];
-    try {
-      const result = await inTransaction(db, (tx) =>
-        billBatch(tx, batch, batchSize, (ids) => (claimed = ids)),
-      );
-      if (result.claimed === 0) break;
-      addToSummary(summary, result);
-      addPostedFor(postedFor, result);
-    } catch (error) {
-      // One bad subscription must not stop everyone's billing: retry the batch one by one and set
-      // aside what still fails. Inside a caller's transaction there is nothing to retry with.
-      if (!isDatabase(db) || claimed.length === 0) throw error;
-      for (const id of claimed) {
-        try {
-          const result = await db.transaction((tx) =>
-            billBatch(tx, { ...batch, subscriptionIds: [id] }, 1, () => {}),
-          );
-          addToSummary(summary, result);
-          addPostedFor(postedFor, result);
-        } catch (single) {
-          batch.exclude.push(id);
-          const permanent = retryCannotFix(single);
-          if (permanent !== undefined) {
-            const reason = permanent;
-            // Retrying cannot help: set it aside for good, so later runs bill everyone else.
-            await db.transaction((tx) => parkSubscription(tx, id, reason));
-            options.progress?.(`billing run: subscription ${id} parked: ${reason}`);
-          } else {
-            const reason = (single as Error).message;
-            summary.failures.push({ subscription_id: id, error: reason });
-            options.progress?.(`billing run: subscription ${id} could not be billed: ${reason}`);
-          }
+  await billInBatches(
+    db,
+    (tx, only, onClaimed) =>
+      only === undefined
+        ? billBatch(tx, batch, batchSize, onClaimed)
+        : billBatch(tx, { ...batch, subscriptionIds: [only] }, 1, onClaimed),
+    {
+      committed(result) {
+        addToSummary(summary, result);
+        addPostedFor(postedFor, result);
+        if (Date.now() - reportedAt >= 1000) {
+          reportedAt = Date.now();
+          report();
         }
-      }
-    }
-    if (Date.now() - reportedAt >= 1000) {
-      reportedAt = Date.now();
-      report();
-    }
-  }
+      },
+      async failed(id, error, database) {
+        batch.exclude.push(id);
+        const permanent = retryCannotFix(error);
+        if (permanent !== undefined) {
+          // Retrying cannot help: set it aside for good, so later runs bill everyone else.
+          await database.transaction((tx) => parkSubscription(tx, id, permanent));
+          options.progress?.(`billing run: subscription ${id} parked: ${permanent}`);
+        } else {
+          const reason = (error as Error).message;
+          summary.failures.push({ subscription_id: id, error: reason });
+          options.progress?.(`billing run: subscription ${id} could not be billed: ${reason}`);
+        }
+      },
+    },
+  );
 
   if (post) {
     const ended = await billEndedLateUsage(db, batch, batchSize);
@@ -440,7 +429,7 @@ async function billEndedLateUsage(
     tx: Queryable,
     subscriptionIds: readonly number[] | undefined,
     size: number,
-    onClaimed: (ids: number[]) => void = () => {},
+    onClaimed: (ids: number[]) => void,
   ) => {
     const claimed = await claimEndedWithLateUsage(
       tx,
@@ -448,7 +437,6 @@ async function billEndedLateUsage(
       POSTED_STATUSES,
       size,
     );
-    // known before anything else can fail: a failed batch is retried one by one
     onClaimed(claimed.map((subscription) => subscription.id));
     if (claimed.length === 0) return { claimed, invoices: [] as NewInvoice[] };
     const at = context.now;
@@ -472,31 +460,61 @@ async function billEndedLateUsage(
         .map((invoice) => ({ orgId: invoice.org_id, customerId: invoice.customer_id })),
     );
   };
-  for (;;) {
-    let claimedIds: number[] = [];
-    try {
-      const result = await inTransaction(db, (tx) =>
-        billOnce(tx, context.subscriptionIds, limit, (ids) => (claimedIds = ids)),
-      );
-      if (result.claimed.length === 0) break;
-      // compared (made clean) or invoiced: either way not claimed again by this run
-      exclude.push(...claimedIds);
-      add(result.invoices);
-    } catch (error) {
-      if (!isDatabase(db) || claimedIds.length === 0) throw error;
-      for (const id of claimedIds) {
-        try {
-          add((await db.transaction((tx) => billOnce(tx, [id], 1))).invoices);
-        } catch (single) {
-          // left dirty: the next run compares it again
-          total.failures.push({ subscription_id: id, error: (single as Error).message });
-        }
-        // excluded only once retried alone: the retry claims it by id, past the exclusions
+  await billInBatches(
+    db,
+    (tx, only, onClaimed) =>
+      only === undefined
+        ? billOnce(tx, context.subscriptionIds, limit, onClaimed)
+        : billOnce(tx, [only], 1, onClaimed),
+    {
+      committed(result, ids) {
+        // compared (made clean) or invoiced: either way not claimed again by this run
+        exclude.push(...ids);
+        add(result.invoices);
+      },
+      async failed(id, error) {
+        // left dirty: the next run compares it again
+        total.failures.push({ subscription_id: id, error: (error as Error).message });
         exclude.push(id);
+      },
+    },
+  );
+  return total;
+}
+
+/**
+ * Claims and bills batches until a claim finds nothing, each batch in its own transaction. One bad
+ * subscription must not stop everyone's billing: a batch that fails is retried one subscription at
+ * a time (`only`), and each that still fails goes to `failed`. `bill` reports what it claimed
+ * before anything else can fail. Inside a caller's transaction there is nothing to retry with: the
+ * error is thrown.
+ */
+async function billInBatches<T>(
+  db: Database | Queryable,
+  bill: (tx: Queryable, only: number | undefined, onClaimed: (ids: number[]) => void) => Promise<T>,
+  outcome: {
+    committed(result: T, ids: readonly number[]): void;
+    /** `database`: retries happen only on a Database, never inside a caller's transaction. */
+    failed(id: number, error: unknown, database: Database): Promise<void>;
+  },
+): Promise<void> {
+  for (;;) {
+    let claimed: number[] = [];
+    try {
+      const result = await inTransaction(db, (tx) => bill(tx, undefined, (ids) => (claimed = ids)));
+      if (claimed.length === 0) return;
+      outcome.committed(result, claimed);
+    } catch (error) {
+      if (!isDatabase(db) || claimed.length === 0) throw error;
+      for (const id of claimed) {
+        try {
+          outcome.committed(await db.transaction((tx) => bill(tx, id, () => {})), [id]);
+        } catch (single) {
+          await outcome.failed(id, single, db);
+        }
       }
     }
   }
-  return total;
 }
 
 function emptyBatchResult(): Omit<BatchResult, 'postedFor'> {
