@@ -1,9 +1,8 @@
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
-import type { QueryResult, QueryResultRow } from 'pg';
+import { PGlite } from '@electric-sql/pglite';
 import type { Queryable } from './database.js';
-import type { ErrorFields, FromWorker, PgliteWorkerData, ToWorker } from './pglite-worker.js';
+import { servePglite } from './pglite-socket-adapter.js';
 
 export interface EmbeddedPostgres {
   url: string;
@@ -16,8 +15,7 @@ export interface EmbeddedPostgres {
  * Serves a PGlite database (files under dataDir) on a loopback port, so every process (the
  * services and the console) talks to it with `pg` exactly as to Postgres. All connections share
  * PGlite's one backend, given to one connection at a time for as long as that connection needs it
- * whole (pglite-socket-adapter.ts). PGlite and that server run on a worker thread of their own
- * (pglite-worker.ts): the WASM backend then executes while this thread serves requests.
+ * whole (pglite-socket-adapter.ts).
  */
 export async function startEmbeddedPostgres(options: {
   dataDir: string;
@@ -31,105 +29,21 @@ export async function startEmbeddedPostgres(options: {
   chmodSync(directory, 0o700);
   const releaseLock = lockDataDirectory(`${directory}.lock`, options.port);
   try {
-    const worker = await startWorker({
-      directory,
-      host: options.host,
-      port: options.port,
-      maxConnections: 64,
-    });
+    const db = await PGlite.create({ dataDir: directory });
+    const server = await servePglite(db, { host: options.host, port: options.port, maxConnections: 64 });
     return {
       url: `postgres://postgres@${options.host}:${options.port}/postgres`,
-      direct: worker.direct,
+      direct: server.direct,
       async stop() {
-        try {
-          await worker.stop();
-        } finally {
-          releaseLock();
-        }
+        await server.stop();
+        await db.close();
+        releaseLock();
       },
     };
   } catch (error) {
     releaseLock();
     throw error;
   }
-}
-
-/**
- * Starts pglite-worker.ts and waits until it serves. Run from TypeScript sources (npm start, vitest),
- * the thread registers tsx itself first: a worker runs neither `--import tsx` nor vitest's transform.
- */
-async function startWorker(data: PgliteWorkerData): Promise<{ direct: Queryable; stop(): Promise<void> }> {
-  const source = import.meta.url.endsWith('.ts');
-  const entry = new URL(source ? './pglite-worker.ts' : './pglite-worker.js', import.meta.url);
-  const worker = source
-    ? new Worker(
-        `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); });`,
-        { eval: true, workerData: data },
-      )
-    : new Worker(entry, { workerData: data });
-  const pending = new Map<number, { resolve(result: QueryResult): void; reject(error: unknown): void }>();
-  let nextId = 0;
-  let gone: Error | undefined;
-  let onStopped: ((message: Extract<FromWorker, { type: 'stopped' }>) => void) | undefined;
-  const ready = new Promise<void>((resolve, reject) => {
-    const fail = (error: Error) => {
-      gone ??= error;
-      for (const query of pending.values()) query.reject(gone);
-      pending.clear();
-      reject(gone);
-    };
-    worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`the embedded database's thread ended (exit code ${code})`)));
-    worker.on('message', (message: FromWorker) => {
-      if (message.type === 'ready') resolve();
-      else if (message.type === 'failed') fail(errorOf(message.error));
-      else if (message.type === 'stopped') onStopped?.(message);
-      else {
-        const query = pending.get(message.id);
-        if (!query) return;
-        pending.delete(message.id);
-        if (message.type === 'result') {
-          query.resolve({ rows: message.rows, rowCount: message.rowCount, command: '', oid: 0, fields: [] });
-        } else query.reject(errorOf(message.error));
-      }
-    });
-  });
-  try {
-    await ready;
-  } catch (error) {
-    await worker.terminate();
-    throw error;
-  }
-  const send = (message: ToWorker) => worker.postMessage(message);
-  return {
-    direct: {
-      query<R extends QueryResultRow>(text: string, values?: unknown[]): Promise<QueryResult<R>> {
-        if (gone) return Promise.reject(gone);
-        return new Promise<QueryResult<R>>((resolve, reject) => {
-          const id = nextId++;
-          pending.set(id, { resolve: resolve as (result: QueryResult) => void, reject });
-          send({ type: 'query', id, text, values });
-        });
-      },
-    },
-    async stop() {
-      if (gone) return;
-      const stopped = new Promise<Extract<FromWorker, { type: 'stopped' }>>((resolve) => {
-        onStopped = resolve;
-      });
-      const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-      send({ type: 'stop' });
-      const { error } = await stopped;
-      await exited;
-      if (error) throw errorOf(error);
-    },
-  };
-}
-
-/** An error of the worker's, as the caller would have caught it there (code, detail, ...). */
-function errorOf(fields: ErrorFields): Error {
-  const { message, ...rest } = fields;
-  return Object.assign(new Error(message), rest);
 }
 
 /** Two PGlite instances on one directory would corrupt it: the lock file holds the owner's pid. */

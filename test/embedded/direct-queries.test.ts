@@ -58,7 +58,7 @@ describe('embedded PGlite, reached without its socket', () => {
 
   it('a failed statement fails alone, and the queue goes on', async () => {
     await expect(server.direct.query('INSERT INTO direct_probe VALUES (2)')).rejects.toThrow(/duplicate key/);
-    // the database's thread hands its errors over whole: callers tell them apart by code
+    // callers tell errors apart by code
     await expect(server.direct.query('INSERT INTO direct_probe VALUES (2)')).rejects.toMatchObject({
       code: '23505',
       constraint: 'direct_probe_pkey',
@@ -130,19 +130,5 @@ describe('embedded PGlite, reached without its socket', () => {
       'SELECT idempotency_key FROM usage_events WHERE org_id = 8 ORDER BY idempotency_key',
     );
     expect(rows.map((row) => row.idempotency_key)).toEqual([...keys].sort((a, b) => (a < b ? -1 : 1)));
-  });
-
-  it("runs statements off this thread: a long one does not hold this thread's timers", async () => {
-    const started = performance.now();
-    const long = server.direct.query('SELECT count(*) AS n FROM generate_series(1, 3000000)');
-    const timerLag = await new Promise<number>((resolve) => {
-      const due = performance.now() + 10;
-      setTimeout(() => resolve(performance.now() - due), 10);
-    });
-    expect((await long).rows).toEqual([{ n: 3_000_000 }]);
-    const took = performance.now() - started;
-    // the statement took far longer than the timer was late: the two ran side by side
-    expect(took).toBeGreaterThan(200);
-    expect(timerLag).toBeLessThan(took / 4);
   });
 });
