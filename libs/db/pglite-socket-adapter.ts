@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:net';
-import { type PGlite, types } from '@electric-sql/pglite';
+import { type PGlite, parse, protocol, type Results, types } from '@electric-sql/pglite';
 import { PGLiteSocketHandler, type PGLiteSocketHandlerOptions } from '@electric-sql/pglite-socket';
 import type { QueryResult, QueryResultRow } from 'pg';
 import type { Queryable } from './database.js';
@@ -86,12 +86,19 @@ const IN_PROCESS = -1;
  * another connection's work. The same commit as over the socket, without `pg`'s and the socket's
  * work both ways (the in-process usage log writes through it: docs/decisions.md). Rows are typed as
  * `Database` types them: int8 as numbers, DATE and NUMERIC as text.
+ *
+ * Each statement text is prepared once under a name of its own (`PreparedStatements`) and then
+ * sent as one protocol message run (Bind, Describe, Execute, Sync) through PGlite's public
+ * `execProtocolStream` (its `execProtocol` hands the replies to whichever socket connection ran
+ * last): PGlite's `query` parses and plans it again and enters the backend six times per
+ * call (docs/decisions.md, "The embedded log's statements are prepared once").
  */
 function directQueryable(db: PGlite, turns: ConnectionTurns): Queryable {
+  const statements = new PreparedStatements(db);
   return {
-    query<R extends QueryResultRow>(text: string, values?: unknown[]): Promise<QueryResult<R>> {
+    query<R extends QueryResultRow>(text: string, values: unknown[] = []): Promise<QueryResult<R>> {
       return turns.run(async () => {
-        const result = await db.query<R>(text, values, { parsers: PARSERS });
+        const result = await statements.run<R>(text, values);
         return {
           rows: result.rows,
           rowCount: result.affectedRows ?? result.rows.length,
@@ -103,6 +110,95 @@ function directQueryable(db: PGlite, turns: ConnectionTurns): Queryable {
     },
   };
 }
+
+/**
+ * Named prepared statements of this process on PGlite's one session, which every socket connection
+ * shares: the names carry a prefix no client of ours uses. A statement another connection dropped
+ * (`DEALLOCATE ALL`, `DISCARD ALL`) or whose plan a migration invalidated fails at Bind, before
+ * anything ran; it is prepared again and the call repeated once. Distinct texts beyond
+ * `maxStatements` run unprepared, so a caller that builds texts cannot fill the session.
+ */
+export class PreparedStatements {
+  private readonly prepared = new Map<string, { name: string; paramTypes: number[] }>();
+  private count = 0;
+
+  constructor(
+    private readonly db: PGlite,
+    private readonly maxStatements = 64,
+  ) {}
+
+  async run<R>(text: string, values: unknown[]): Promise<Results<R>> {
+    if (!this.prepared.has(text) && this.prepared.size >= this.maxStatements) {
+      return this.db.query<R>(text, values, { parsers: PARSERS });
+    }
+    try {
+      return await this.execute<R>(text, values);
+    } catch (error) {
+      const gone = this.prepared.get(text);
+      if (!gone || !isGoneStatement(error)) throw error;
+      await this.prepare(text, gone.name);
+      return this.execute<R>(text, values);
+    }
+  }
+
+  private async execute<R>(text: string, values: unknown[]): Promise<Results<R>> {
+    const statement = this.prepared.get(text) ?? (await this.prepare(text, `billing_direct_${++this.count}`));
+    const serializers = this.db.serializers;
+    const serialized = values.map((value, i) => {
+      if (value === null || value === undefined) return null;
+      const serialize = serializers[statement.paramTypes[i]!];
+      return serialize ? serialize(value) : String(value);
+    });
+    const messages = await this.db.runExclusive(() =>
+      this.db.execProtocolStream(
+        concat([
+          serialize.bind({ statement: statement.name, values: serialized }),
+          serialize.describe({ type: 'P' }),
+          serialize.execute({}),
+          serialize.sync(),
+        ]),
+      ),
+    );
+    return parse.parseResults(messages, this.db.parsers, { parsers: PARSERS })[0] as Results<R>;
+  }
+
+  /** Prepares `text` under `name`, in place of whatever had that name. */
+  private async prepare(text: string, name: string): Promise<{ name: string; paramTypes: number[] }> {
+    const messages = await this.db.runExclusive(() =>
+      this.db.execProtocolStream(
+        concat([
+          serialize.close({ type: 'S', name }),
+          serialize.parse({ name, text }),
+          serialize.describe({ type: 'S', name }),
+          serialize.sync(),
+        ]),
+      ),
+    );
+    const statement = { name, paramTypes: parse.parseDescribeStatementResults(messages) };
+    this.prepared.set(text, statement);
+    return statement;
+  }
+}
+
+/** SQLSTATE 26000 (no such prepared statement) and 0A000 (a cached plan's result type changed). */
+function isGoneStatement(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '26000' || code === '0A000';
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  let length = 0;
+  for (const part of parts) length += part.length;
+  const bytes = new Uint8Array(length);
+  let at = 0;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.length;
+  }
+  return bytes;
+}
+
+const { serialize } = protocol;
 
 const PARSERS = {
   [types.INT8]: (value: string) => Number(value),

@@ -58,6 +58,11 @@ describe('embedded PGlite, reached without its socket', () => {
 
   it('a failed statement fails alone, and the queue goes on', async () => {
     await expect(server.direct.query('INSERT INTO direct_probe VALUES (2)')).rejects.toThrow(/duplicate key/);
+    // callers tell errors apart by code
+    await expect(server.direct.query('INSERT INTO direct_probe VALUES (2)')).rejects.toMatchObject({
+      code: '23505',
+      constraint: 'direct_probe_pkey',
+    });
     expect((await server.direct.query('SELECT count(*) AS n FROM direct_probe')).rows).toEqual([{ n: 1 }]);
     expect((await db.query('SELECT count(*) AS n FROM direct_probe')).rows).toEqual([{ n: 1 }]);
   });
@@ -85,5 +90,45 @@ describe('embedded PGlite, reached without its socket', () => {
     const sql = `SELECT org_id, quantity, occurred_at, (occurred_at AT TIME ZONE 'UTC')::date AS day
                    FROM usage_events WHERE id = $1`;
     expect((await server.direct.query(sql, [event.id])).rows).toEqual((await db.query(sql, [event.id])).rows);
+  });
+
+  it('prepares each statement text once, and prepares it again when another connection dropped it', async () => {
+    const text = 'SELECT id FROM direct_probe WHERE id >= $1 ORDER BY id';
+    expect((await server.direct.query(text, [0])).rows).toEqual([{ id: 2 }]);
+    expect((await server.direct.query(text, [3])).rows).toEqual([]);
+    // the one session every connection shares holds it under a name of ours, prepared once
+    const named = `SELECT count(*) AS n FROM pg_prepared_statements WHERE statement = $1 AND name LIKE 'billing_direct_%'`;
+    expect((await db.query(named, [text])).rows).toEqual([{ n: 1 }]);
+    await db.query('DEALLOCATE ALL');
+    expect((await server.direct.query(text, [0])).rows).toEqual([{ id: 2 }]);
+    expect((await db.query(named, [text])).rows).toEqual([{ n: 1 }]);
+  });
+
+  it('a migration that changes what a prepared statement returns does not break it', async () => {
+    const text = 'SELECT * FROM direct_probe ORDER BY id';
+    expect((await server.direct.query(text)).rows).toEqual([{ id: 2 }]);
+    await db.query(`ALTER TABLE direct_probe ADD COLUMN note text NOT NULL DEFAULT 'x'`);
+    expect((await server.direct.query(text)).rows).toEqual([{ id: 2, note: 'x' }]);
+    await db.query('ALTER TABLE direct_probe DROP COLUMN note');
+  });
+
+  it('keeps idempotency keys byte for byte through the array parameters', async () => {
+    const now = Date.now();
+    const keys = ['a"b', 'c\\d', 'e,f', '{g}', 'NULL', ' h ', 'ü-\u0001'];
+    const events: UsageEventRecord[] = keys.map((idempotencyKey) => ({
+      id: randomUUID(),
+      orgId: 8,
+      subscriptionItemId: 11,
+      idempotencyKey,
+      quantity: '1',
+      occurredAtMs: now,
+      recordedAtMs: now,
+    }));
+    const sink = new PostgresUsageSink(server.direct);
+    expect((await sink.writeReturningStored(events)).inserted).toEqual(events);
+    const { rows } = await db.query<{ idempotency_key: string }>(
+      'SELECT idempotency_key FROM usage_events WHERE org_id = 8 ORDER BY idempotency_key',
+    );
+    expect(rows.map((row) => row.idempotency_key)).toEqual([...keys].sort((a, b) => (a < b ? -1 : 1)));
   });
 });
