@@ -389,10 +389,11 @@ export class UsageIngest {
       throw unavailable('The idempotency store is unavailable.', cause);
     }
     const decision = planned && this.options.rateLimiter.decide(planned, reservation);
-    const headers = decision ? rateLimitHeaders(decision) : {};
+    // for the failures only: a success's caller writes them once
+    const headers = () => (decision ? rateLimitHeaders(decision) : {});
     if (!reservation.allowed) {
       for (const candidate of candidates) this.inFlight.delete(candidate.id);
-      throw withHeaders(rateLimitedError(decision!), headers);
+      throw withHeaders(rateLimitedError(decision!), headers());
     }
 
     const fresh: number[] = [];
@@ -413,7 +414,7 @@ export class UsageIngest {
           resolved[i] = { record: stored[i]!, deduplicated: stored[i]!.id !== candidates[i]!.id };
         }
       } catch (error) {
-        throw withHeaders(asApiError(error), headers);
+        throw withHeaders(asApiError(error), headers());
       }
       return { decision, resolved };
     }
@@ -441,7 +442,7 @@ export class UsageIngest {
     }
     const results = await Promise.allSettled(work);
     const failure = results.find((result) => result.status === 'rejected');
-    if (failure) throw withHeaders(asApiError(failure.reason), headers);
+    if (failure) throw withHeaders(asApiError(failure.reason), headers());
     return { decision, resolved };
   }
 
