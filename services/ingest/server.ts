@@ -337,9 +337,15 @@ function observe(
   const status = exchange.aborted ? 499 : exchange.status;
   const verb = method === 'post' ? 'POST' : method.toUpperCase();
   let byRoute = counters.get(verb);
-  if (!byRoute) counters.set(verb, (byRoute = new Map()));
+  if (!byRoute) {
+    byRoute = new Map();
+    counters.set(verb, byRoute);
+  }
   let byStatus = byRoute.get(route);
-  if (!byStatus) byRoute.set(route, (byStatus = new Map()));
+  if (!byStatus) {
+    byStatus = new Map();
+    byRoute.set(route, byStatus);
+  }
   let instruments = byStatus.get(status);
   if (!instruments) {
     const labels = { service: 'ingest', method: verb, route, status: String(status) };
