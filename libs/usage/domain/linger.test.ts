@@ -92,4 +92,30 @@ describe('ThinTurnLinger', () => {
     await Promise.all(requests);
     expect(gone).toHaveLength(8);
   });
+
+  it('does not split a turn: a request in the turn a group went joins it, the next turn holds again', async () => {
+    const linger = new ThinTurnLinger({ maxMs: 1000, thinEvents: 16 });
+    for (let i = 0; i < 3; i++) linger.enter();
+    const { gone, go } = recorder();
+    const group = [go(linger, 'a'), go(linger, 'b'), go(linger, 'c')];
+    // the group went (3 of 3): a fourth client's request in this same turn goes straight on
+    linger.enter();
+    expect(linger.hold(1)).toBeUndefined();
+    await Promise.all(group);
+    expect(gone).toEqual(['a', 'b', 'c']);
+    await new Promise((resolve) => setImmediate(resolve));
+    const next = linger.hold(1);
+    expect(next).toBeDefined();
+    for (let i = 0; i < 3; i++) linger.hold(1);
+    await next;
+  });
+
+  it('holds nothing while a busy turn has many requests on their way already', () => {
+    const linger = new ThinTurnLinger({ maxMs: 1000, thinEvents: 16 });
+    for (let i = 0; i < 17; i++) linger.enter();
+    // 16 others are further on: this turn is not thin, holding would only split it
+    expect(linger.hold(1)).toBeUndefined();
+    linger.leave();
+    expect(linger.hold(1)).toBeDefined();
+  });
 });

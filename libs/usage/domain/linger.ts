@@ -22,9 +22,11 @@ export const DEFAULT_LINGER: LingerOptions = { maxMs: 1, thinEvents: 16 };
  * The rule: a request is held only while the group it joins is thin (fewer than `thinEvents`
  * events) and smaller than the concurrency seen (`peak`: the most requests that were recording at
  * once); the group goes as soon as it reaches either, or after `maxMs`. A lone client (peak 1) is
- * never held. A group that had to wait out `maxMs` lowers `peak` to the requests that came, so a
- * client that went away costs one bounded wait, not one per request. Holding changes only when a
- * request reaches the store, never what it is answered.
+ * never held, nor a request while `thinEvents` others are already on their way to the store or the
+ * log (a busy turn: holding would only split it), nor one in the turn a group went (it joins that
+ * group's store call). A group that had to wait out `maxMs` lowers `peak` to the requests that came,
+ * so a client that went away costs one bounded wait, not one per request. Holding changes only
+ * when a request reaches the store, never what it is answered.
  */
 export class ThinTurnLinger {
   private held: (() => void)[] = [];
@@ -32,6 +34,8 @@ export class ThinTurnLinger {
   private active = 0;
   private peak = 1;
   private timer: NodeJS.Timeout | undefined;
+  /** Set from a group's release to the end of that turn. */
+  private releasedThisTurn = false;
 
   constructor(private readonly options: LingerOptions) {}
 
@@ -51,7 +55,16 @@ export class ThinTurnLinger {
    */
   hold(events: number): Promise<void> | undefined {
     const { thinEvents, maxMs } = this.options;
-    if (this.held.length === 0 && (this.peak <= 1 || events >= thinEvents)) return undefined;
+    if (
+      this.held.length === 0 &&
+      (this.peak <= 1 ||
+        events >= thinEvents ||
+        this.releasedThisTurn ||
+        // this one is counted in `active`: the others are further on
+        this.active - 1 >= thinEvents)
+    ) {
+      return undefined;
+    }
     return new Promise<void>((resolve) => {
       this.held.push(resolve);
       this.heldEvents += events;
@@ -75,8 +88,16 @@ export class ThinTurnLinger {
     const group = this.held;
     this.held = [];
     this.heldEvents = 0;
+    if (!this.releasedThisTurn) {
+      this.releasedThisTurn = true;
+      setImmediate(this.endTurn);
+    }
     for (const resolve of group) resolve();
   }
+
+  private readonly endTurn = () => {
+    this.releasedThisTurn = false;
+  };
 
   /** For tests and metrics: the concurrency the linger aims at. */
   get target(): number {
