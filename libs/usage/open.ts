@@ -18,6 +18,7 @@ import type { UsageDedupStore } from './dedup-store/store.js';
 import { UsageCounter } from './domain/counter.js';
 import { UsageIngest } from './domain/ingest.js';
 import { SubscriptionItemCache } from './domain/items.js';
+import { DEFAULT_LINGER } from './domain/linger.js';
 import { InProcessUsageEventLog } from './event-log/in-process.js';
 import { KafkaUsageEventLog } from './event-log/kafka.js';
 import type { UsageEventLog } from './event-log/log.js';
@@ -177,6 +178,8 @@ export async function openUsageIngest(
     keyPrefix: config.REDIS_KEY_PREFIX,
     idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_DAYS * 86_400,
     logger: log,
+    // a round trip to Redis and one to Kafka per turn: what thin turns pay alone
+    linger: platform.redis && config.KAFKA_BROKERS ? DEFAULT_LINGER : undefined,
   });
   return {
     ingest,

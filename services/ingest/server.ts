@@ -321,7 +321,8 @@ function sendError(exchange: Exchange, requestId: string, error: unknown, log: L
 
 type Child = { inc(): void };
 type HistogramChild = { observe(value: number): void };
-const counters = new Map<string, [Child, HistogramChild]>();
+/** The instruments of each method, route and status, built once: labels cost a hash per call. */
+const counters = new Map<string, Map<string, Map<number, [Child, HistogramChild]>>>();
 
 /** Request metrics by route pattern and status; a client that left is recorded as 499. */
 function observe(
@@ -334,13 +335,22 @@ function observe(
   log: Logger,
 ): void {
   const status = exchange.aborted ? 499 : exchange.status;
-  const verb = method.toUpperCase();
-  const key = `${verb} ${route} ${status}`;
-  let instruments = counters.get(key);
+  const verb = method === 'post' ? 'POST' : method.toUpperCase();
+  let byRoute = counters.get(verb);
+  if (!byRoute) {
+    byRoute = new Map();
+    counters.set(verb, byRoute);
+  }
+  let byStatus = byRoute.get(route);
+  if (!byStatus) {
+    byStatus = new Map();
+    byRoute.set(route, byStatus);
+  }
+  let instruments = byStatus.get(status);
   if (!instruments) {
     const labels = { service: 'ingest', method: verb, route, status: String(status) };
     instruments = [httpRequests.labels(labels), httpRequestDuration.labels(labels)];
-    counters.set(key, instruments);
+    byStatus.set(status, instruments);
   }
   const seconds = (performance.now() - started) / 1000;
   instruments[0].inc();

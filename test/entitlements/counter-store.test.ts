@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryRateLimitStore } from '../../libs/rate-limit/index.js';
 import { connectRedis, type Redis } from '../../libs/redis/index.js';
-import { MemoryUsageDedupStore, RedisUsageDedupStore, type UsageDedupStore } from '../../libs/usage/index.js';
+import {
+  type DedupEntry,
+  MemoryUsageDedupStore,
+  RedisUsageDedupStore,
+  type UsageDedupStore,
+} from '../../libs/usage/index.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 
 /*
@@ -37,7 +42,7 @@ describe.each([
     pending: `P|${key}`,
     counter: { key: counter, whole, fraction, field: `e:${key}` },
   });
-  const reserve = (...entries: ReturnType<typeof entry>[]) =>
+  const reserve = (...entries: DedupEntry[]) =>
     store.reserve({ bucket: undefined, entries, ttlSeconds: TTL });
   const state = async (counter: string) => (await store.readCounters([counter]))[0]!;
 
@@ -102,6 +107,37 @@ describe.each([
     expect(await store.beginRebuild(counter, 'x', Date.now() + 10_000, Date.now())).toBe('ready');
   });
 
+  it('one call with several counters, uncounted entries and repeats counts each event in its own counter', async () => {
+    const [first, second] = [fresh(), fresh()];
+    for (const counter of [first, second]) {
+      expect(await store.beginRebuild(counter, 't', Date.now() + 10_000, Date.now())).toBe('started');
+    }
+    // `second` is being rebuilt through the call: its events are journaled, `first`'s are not
+    expect(await store.finishRebuild(first, 't', '0')).toBe('done');
+    const uncounted = { key: `${first}:id:uncounted`, pending: 'P|uncounted' };
+    const results = await Promise.all([
+      reserve(entry(first, 'a', '1', '0'), uncounted, entry(second, 'b', '2', '0')),
+      reserve(entry(second, 'c', '3', '10'), entry(first, 'd', '4', '0'), entry(first, 'a', '1', '0')),
+    ]);
+    expect(results.map((r) => r.existing.map((found) => found !== null))).toEqual([
+      [false, false, false],
+      [false, false, true],
+    ]);
+    expect(await state(first)).toMatchObject({ whole: 5n, fraction: 0n, lease: null });
+    expect(await state(second)).toMatchObject({ base: null, whole: 5n, fraction: 10n });
+    expect([...(await store.readJournal(second)).entries]).toEqual([
+      ['e:b', '2:0'],
+      ['e:c', '3:10'],
+    ]);
+    expect((await store.readJournal(first)).entries.size).toBe(0);
+    expect(await store.finishRebuild(second, 't', '1')).toBe('done');
+    expect(await state(second)).toMatchObject({ base: '1', whole: 5n, fraction: 10n, lease: null });
+    // built: no longer journaled
+    await reserve(entry(second, 'e', '1', '0'));
+    expect(await state(second)).toMatchObject({ whole: 6n });
+    expect((await store.readJournal(second)).entries.size).toBe(0);
+  });
+
   it('an abandoned rebuild lets the next reader start at once; only its holder can abandon it', async () => {
     const counter = fresh();
     expect(await store.beginRebuild(counter, 'failed', Date.now() + 10_000, Date.now())).toBe('started');
@@ -109,6 +145,10 @@ describe.each([
     await store.abandonRebuild(counter, 'someone-else');
     expect(await store.beginRebuild(counter, 'next', Date.now() + 10_000, Date.now())).toBe('building');
     await store.abandonRebuild(counter, 'failed');
+    expect((await store.readJournal(counter)).entries.size).toBe(0);
+    // no lease left: the delta reads as it is and later events are not journaled
+    expect(await state(counter)).toMatchObject({ base: null, whole: 1n, lease: null });
+    await reserve(entry(counter, 'after', '1', '0'));
     expect((await store.readJournal(counter)).entries.size).toBe(0);
     expect(await store.beginRebuild(counter, 'next', Date.now() + 10_000, Date.now())).toBe('started');
     expect(await store.finishRebuild(counter, 'failed', '9.00000000')).toBe('lost');

@@ -16,17 +16,31 @@ import type {
 export const COUNTER_TTL_MS = 400 * 86_400_000;
 
 /**
+ * While a rebuild holds a counter's lease, its delta `w` carries this offset (2^62): beginRebuild
+ * sets it, finishRebuild and abandonRebuild take it off, and readers take it off what they read.
+ * So the counting of an event learns from HINCRBY's own answer whether to journal it (`w` above
+ * LEASED_ABOVE), without asking the hash for its lease on every event. The delta of a period is
+ * then bounded by 2^62 whole units either way (HINCRBY's range is 2^63): far beyond any usage.
+ */
+export const LEASE_OFFSET = 2n ** 62n;
+const LEASED_ABOVE = 2n ** 61n;
+
+/**
  * The counter functions every script shares (store.ts, UsageCounterStore). A counter is a hash:
- * b (base, decimal text, once rebuilt), w and f (the delta: whole units and 1e-8ths), s (the
- * rebuild's lease) and jn (changes journaled since the rebuild's cut, in the hash `<key>:j`).
+ * b (base, decimal text, once rebuilt), w and f (the delta: whole units and 1e-8ths; w plus
+ * LEASE_OFFSET while a rebuild holds the lease), s (the rebuild's lease) and jn (changes journaled
+ * since the rebuild's cut, in the hash `<key>:j`).
  */
 const COUNTER_LUA = `
+local LEASED_ABOVE = ${LEASED_ABOVE}
 local function count_in(key, whole, fraction, field)
-  -- the hot path: one HINCRBY and one HEXISTS for a whole quantity; the expiry set when the key
-  -- is made (a period is at most a year: the counter outlives it)
-  if redis.call('HINCRBY', key, 'w', whole) == tonumber(whole) then redis.call('PEXPIRE', key, ${COUNTER_TTL_MS}) end
+  -- the hot path: one HINCRBY for a whole quantity, whose answer also tells a rebuild's lease
+  -- (LEASE_OFFSET); the expiry set when the key is made (a period is at most a year: the counter
+  -- outlives it)
+  local w = redis.call('HINCRBY', key, 'w', whole)
+  if w == tonumber(whole) then redis.call('PEXPIRE', key, ${COUNTER_TTL_MS}) end
   if fraction ~= '0' then redis.call('HINCRBY', key, 'f', fraction) end
-  if redis.call('HEXISTS', key, 's') == 1 then
+  if w > LEASED_ABOVE then
     local journal = key .. ':j'
     redis.call('HSET', journal, field, whole .. ':' .. fraction)
     redis.call('HINCRBY', key, 'jn', 1)
@@ -43,26 +57,34 @@ local function uncount(key, whole, fraction, field)
     redis.call('HINCRBY', key, 'jn', 1)
   end
 end
+-- takes the lease's offset off the delta, if it is there
+local function unlease(key)
+  if tonumber(redis.call('HGET', key, 'w') or '0') > LEASED_ABOVE then
+    redis.call('HINCRBY', key, 'w', '-${LEASE_OFFSET}')
+  end
+end
 `;
 /**
  * The reservations of many requests in ONE script call (one Redis round trip per turn of the event
  * loop, whatever the number of requests), grouped by bucket so each bucket is counted once
  * (RATE_LIMIT_LUA's consume_requests, the rule every route counts with).
- *   ARGV[1] record ttl, then per group: limit ('-1': not counted), bucket ttl, requests, then per
- *   request its entry count and one pending record per entry. KEYS: per group its bucket, then one
- *   identity per entry of its requests.
+ *   ARGV[1] record ttl, ARGV[2] the number of counters n, then the n counter keys (each once per
+ *   call), then per group: limit ('-1': not counted), bucket ttl, requests, then per request its
+ *   entry count and per entry its pending record and its counter's number ('0': not counted),
+ *   followed for a counted one by its whole, fraction and journal field. KEYS: per group its
+ *   bucket, then one identity per entry of its requests.
  * Each entry of an allowed request is a SET NX GET; an entry found free (a new event) with a
- * counter (ARGV after its record: counter key or '', whole, fraction, journal field) is counted in
- * it in the same step (docs/decisions.md, "Where the entitlement counter lives and why"). Returns, per group: count before, requests
- * allowed, then per entry the record found (nil when it was free and is now reserved, or when its
- * request was refused).
+ * counter is counted in it in the same step (docs/decisions.md, "Where the entitlement counter
+ * lives and why"). Returns, per group: count before, requests allowed, then per entry the record
+ * found (nil when it was free and is now reserved, or when its request was refused).
  */
 export const RESERVE_LUA = `
 ${RATE_LIMIT_LUA}
 ${COUNTER_LUA}
-local k, a = 1, 2
-local out = {}
 local ttl = ARGV[1]
+local counters = tonumber(ARGV[2])
+local k, a = 1, 3 + counters
+local out = {}
 while a <= #ARGV do
   local limit, requests = tonumber(ARGV[a]), tonumber(ARGV[a + 2])
   local count, allowed = 0, requests
@@ -76,13 +98,16 @@ while a <= #ARGV do
     a = a + 1
     for _ = 1, n do
       local existing = false
+      local counter = ARGV[a + 1]
       if r <= allowed then
         existing = redis.call('SET', KEYS[k], ARGV[a], 'NX', 'GET', 'EX', ttl)
-        if not existing and ARGV[a + 1] ~= '' then count_in(ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]) end
+        if not existing and counter ~= '0' then
+          count_in(ARGV[2 + tonumber(counter)], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+        end
       end
       out[#out + 1] = existing
       k = k + 1
-      a = a + 5
+      if counter == '0' then a = a + 2 else a = a + 5 end
     end
   end
 end
@@ -131,7 +156,7 @@ count_in(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
 return 1
 `;
 
-/** KEYS[1] counter; ARGV token, deadline ms, now ms. The rebuild's cut: delta 0, journal on. */
+/** KEYS[1] counter; ARGV token, deadline ms, now ms. The rebuild's cut: delta 0 (leased), journal on. */
 const BEGIN_REBUILD_LUA = `
 if redis.call('HEXISTS', KEYS[1], 'b') == 1 then return 'ready' end
 local lease = redis.call('HGET', KEYS[1], 's')
@@ -139,7 +164,7 @@ if lease then
   local deadline = tonumber(string.match(lease, '|(%d+)$'))
   if deadline and deadline > tonumber(ARGV[3]) then return 'building' end
 end
-redis.call('HSET', KEYS[1], 's', ARGV[1] .. '|' .. ARGV[2], 'w', 0, 'f', 0, 'jn', 0)
+redis.call('HSET', KEYS[1], 's', ARGV[1] .. '|' .. ARGV[2], 'w', '${LEASE_OFFSET}', 'f', 0, 'jn', 0)
 redis.call('DEL', KEYS[1] .. ':j')
 redis.call('PEXPIRE', KEYS[1], ${COUNTER_TTL_MS})
 return 'started'
@@ -152,8 +177,10 @@ return { redis.call('HGET', KEYS[1], 'jn') or '0', redis.call('HGETALL', KEYS[1]
 
 /** KEYS[1] counter; ARGV token. */
 const ABANDON_REBUILD_LUA = `
+${COUNTER_LUA}
 local lease = redis.call('HGET', KEYS[1], 's')
 if not lease or string.sub(lease, 1, #ARGV[1] + 1) ~= ARGV[1] .. '|' then return 0 end
+unlease(KEYS[1])
 redis.call('HDEL', KEYS[1], 's', 'jn')
 redis.call('DEL', KEYS[1] .. ':j')
 return 1
@@ -161,8 +188,10 @@ return 1
 
 /** KEYS[1] counter; ARGV token, base. */
 const FINISH_REBUILD_LUA = `
+${COUNTER_LUA}
 local lease = redis.call('HGET', KEYS[1], 's')
 if not lease or string.sub(lease, 1, #ARGV[1] + 1) ~= ARGV[1] .. '|' then return 'lost' end
+unlease(KEYS[1])
 redis.call('HSET', KEYS[1], 'b', ARGV[2])
 redis.call('HDEL', KEYS[1], 's', 'jn')
 redis.call('DEL', KEYS[1] .. ':j')
@@ -265,7 +294,7 @@ export class RedisUsageDedupStore implements UsageDedupStore {
     const rows = await this.call(() => this.redis.billingCounterRead(keys.length, ...keys));
     const states = rows.map(([base, whole, fraction, lease]) => ({
       base: base ?? null,
-      whole: BigInt(whole ?? 0),
+      whole: withoutLease(BigInt(whole ?? 0)),
       fraction: BigInt(fraction ?? 0),
       lease: lease ?? null,
     }));
@@ -321,7 +350,10 @@ export class RedisUsageDedupStore implements UsageDedupStore {
   private async run(batch: Reservation[]): Promise<ReservationResult[]> {
     const groups = groupByBucket(batch.map((reservation) => reservation.bucket));
     const keys: string[] = [];
-    const args: ScriptArgument[] = [batch[0]!.ttlSeconds];
+    // the counter keys, each once, then the rest (see RESERVE_LUA)
+    const counterKeys: string[] = [];
+    const counterNumbers = new Map<string, number>();
+    const args: ScriptArgument[] = [];
     for (const { bucket, members } of groups) {
       keys.push(bucket?.key ?? this.placeholderBucket);
       args.push(bucket ? bucket.limit : -1, bucket ? bucket.ttlSeconds : 0, members.length);
@@ -331,16 +363,28 @@ export class RedisUsageDedupStore implements UsageDedupStore {
         for (const entry of entries) {
           keys.push(entry.key);
           const counter = entry.counter;
-          if (counter) args.push(entry.pending, counter.key, counter.whole, counter.fraction, counter.field);
-          else args.push(entry.pending, '', '', '', '');
+          if (!counter) {
+            args.push(entry.pending, 0);
+            continue;
+          }
+          let number = counterNumbers.get(counter.key);
+          if (number === undefined) {
+            number = counterKeys.push(counter.key);
+            counterNumbers.set(counter.key, number);
+          }
+          args.push(entry.pending, number, counter.whole, counter.fraction, counter.field);
         }
       }
     }
-    const reply = (await this.call(() => RESERVE.call(this.redis, keys.length, [...keys, ...args]))) as (
-      | number
-      | string
-      | null
-    )[];
+    const reply = (await this.call(() =>
+      RESERVE.call(this.redis, keys.length, [
+        ...keys,
+        batch[0]!.ttlSeconds,
+        counterKeys.length,
+        ...counterKeys,
+        ...args,
+      ]),
+    )) as (number | string | null)[];
     const results: ReservationResult[] = new Array(batch.length);
     let at = 0;
     for (const { bucket, members } of groups) {
@@ -379,6 +423,11 @@ export class RedisUsageDedupStore implements UsageDedupStore {
     if (keys.length) await this.call(() => this.redis.billingUsageRelease(keys.length, ...keys, ...args));
     return batch.map(() => undefined);
   }
+}
+
+/** A delta as read: without the lease's offset (LEASE_OFFSET) a rebuild under way adds to it. */
+export function withoutLease(whole: bigint): bigint {
+  return whole > LEASED_ABOVE ? whole - LEASE_OFFSET : whole;
 }
 
 /** The text of -n for an integer's text. */

@@ -23,6 +23,7 @@ import {
 } from './event.js';
 import { newEventId } from './event-id.js';
 import type { ItemLifetime, SubscriptionItemCache } from './items.js';
+import { type LingerOptions, ThinTurnLinger } from './linger.js';
 import {
   identityOf,
   parseBatchedUsageEvent,
@@ -64,6 +65,11 @@ export interface UsageIngestOptions {
   keyPrefix: string;
   idempotencyTtlSeconds: number;
   logger: Logger;
+  /**
+   * Holds the reservations of thin turns back for a moment so requests a little apart share a
+   * store round trip and a produce call (ThinTurnLinger). Unset: each turn goes on its own.
+   */
+  linger?: LingerOptions | undefined;
   now?: () => number;
 }
 
@@ -107,9 +113,11 @@ export class UsageIngest {
    * made only when a duplicate in this process comes to wait (null until then).
    */
   private readonly inFlight = new Map<string, Deferred<UsageEventRecord> | null>();
+  private readonly linger: ThinTurnLinger | undefined;
 
   constructor(private readonly options: UsageIngestOptions) {
     this.now = options.now ?? Date.now;
+    this.linger = options.linger ? new ThinTurnLinger(options.linger) : undefined;
   }
 
   /**
@@ -322,12 +330,18 @@ export class UsageIngest {
     auth: AuthContext,
     candidates: UsageEventRecord[],
   ): Promise<{ decision: RateLimitDecision; resolved: Resolved[] }> {
+    const { linger } = this;
+    linger?.enter();
     try {
+      const held = linger?.hold(candidates.length);
+      if (held) await held;
       const { decision, resolved } = await this.record(auth, candidates, { countRequest: true });
       return { decision: decision!, resolved };
     } catch (error) {
       rejected(error instanceof ApiError ? error.code : 'INTERNAL_SERVER_ERROR').inc(candidates.length);
       throw error;
+    } finally {
+      linger?.leave();
     }
   }
 
@@ -375,10 +389,11 @@ export class UsageIngest {
       throw unavailable('The idempotency store is unavailable.', cause);
     }
     const decision = planned && this.options.rateLimiter.decide(planned, reservation);
-    const headers = decision ? rateLimitHeaders(decision) : {};
+    // for the failures only: a success's caller writes them once
+    const headers = () => (decision ? rateLimitHeaders(decision) : {});
     if (!reservation.allowed) {
       for (const candidate of candidates) this.inFlight.delete(candidate.id);
-      throw withHeaders(rateLimitedError(decision!), headers);
+      throw withHeaders(rateLimitedError(decision!), headers());
     }
 
     const fresh: number[] = [];
@@ -399,7 +414,7 @@ export class UsageIngest {
           resolved[i] = { record: stored[i]!, deduplicated: stored[i]!.id !== candidates[i]!.id };
         }
       } catch (error) {
-        throw withHeaders(asApiError(error), headers);
+        throw withHeaders(asApiError(error), headers());
       }
       return { decision, resolved };
     }
@@ -427,7 +442,7 @@ export class UsageIngest {
     }
     const results = await Promise.allSettled(work);
     const failure = results.find((result) => result.status === 'rejected');
-    if (failure) throw withHeaders(asApiError(failure.reason), headers);
+    if (failure) throw withHeaders(asApiError(failure.reason), headers());
     return { decision, resolved };
   }
 

@@ -69,7 +69,8 @@ export class KafkaUsageEventLog implements UsageEventLog {
 
   async append(events: readonly UsageEventRecord[]): Promise<UsageEventRecord[]> {
     await this.guard.run(() => this.producer.send(events));
-    return [...events];
+    // Kafka cannot tell an earlier event of the same identity: the stored ones are these
+    return events as UsageEventRecord[];
   }
 
   async appendVoids(voids: readonly UsageVoidRecord[]): Promise<void> {
