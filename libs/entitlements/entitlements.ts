@@ -3,7 +3,7 @@ import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
 import { formatScaled, parseScaled } from '../money/index.js';
 import { type BillingPeriod, type Entitlement, parseIntegerId } from '../schemas/index.js';
-import { type CounterPeriod, periodAt, type UsageCounter } from '../usage/index.js';
+import { type CountedBucket, type CounterPeriod, periodAt, type UsageCounter } from '../usage/index.js';
 
 /**
  * May this customer use this product now (docs/decisions.md, "Where the entitlement counter lives
@@ -55,15 +55,32 @@ interface ItemRow {
   current_period_end: Date | null;
 }
 
+/**
+ * The request a check answers, counted against its organization's hourly bucket in the same store
+ * call as the counter read (docs/decisions.md, "The entitlement check's round trips"), as the api
+ * counts every request before its handler (libs/rate-limit's PlannedCount).
+ */
+export interface RequestCount {
+  bucket: CountedBucket;
+  /** Takes the store's count (this request included when allowed); throws to refuse the check. */
+  decide(counted: { count: number; allowed: boolean }): void;
+}
+
+export interface CheckOptions {
+  now?: Date;
+  /** Counted in the counter read's call; `decide` runs before the check answers or fails. */
+  count?: RequestCount | undefined;
+}
+
 /** GET /customers/{id}/entitlements: every current item of the customer's subscriptions, by item id. */
 export async function listEntitlements(
   db: Queryable,
   counter: UsageCounter,
   orgId: number,
   customerId: number | string,
-  now: Date = new Date(),
+  options: CheckOptions = {},
 ): Promise<Entitlement[]> {
-  return entitlementsOf(db, counter, orgId, customerId, undefined, now);
+  return entitlementsOf(db, counter, orgId, customerId, undefined, options);
 }
 
 /**
@@ -77,11 +94,14 @@ export async function getEntitlement(
   orgId: number,
   customerId: number | string,
   productId: number | string,
-  now: Date = new Date(),
+  options: CheckOptions = {},
 ): Promise<Entitlement> {
   const product = parseIntegerId(productId);
-  if (product === undefined) throw ApiError.notFound(`Entitlement to product ${productId}`);
-  const found = await entitlementsOf(db, counter, orgId, customerId, product, now);
+  if (product === undefined) {
+    await countOnly(counter, options.count);
+    throw ApiError.notFound(`Entitlement to product ${productId}`);
+  }
+  const found = await entitlementsOf(db, counter, orgId, customerId, product, options);
   if (!found.length) throw ApiError.notFound(`Entitlement to product ${productId}`);
   return found.reduce((best, candidate) =>
     candidate.has_access !== best.has_access
@@ -100,31 +120,53 @@ async function entitlementsOf(
   orgId: number,
   customerId: number | string,
   productId: number | undefined,
-  now: Date,
+  { now = new Date(), count }: CheckOptions,
 ): Promise<Entitlement[]> {
   const id = parseIntegerId(customerId);
-  if (id === undefined) throw ApiError.notFound(`Customer ${customerId}`);
+  if (id === undefined) {
+    await countOnly(counter, count);
+    throw ApiError.notFound(`Customer ${customerId}`);
+  }
   const nowMs = now.getTime();
   const guesses = guessesOf(counter);
   const guessKey = `${orgId}:${id}:${productId ?? '*'}`;
   const guessed = guesses.get(guessKey);
-  const guessedPeriods = guessed ? meteredPeriods(orgId, guessed, nowMs) : undefined;
-  // the guessed counters read while the query runs; a failure is the query's to report first
-  const early = guessedPeriods?.length ? counter.used(guessedPeriods) : undefined;
-  early?.catch(() => {});
-  const rows = await readerOf(db).submit({ orgId, customerId: id, productId: productId ?? null });
+  const guessedPeriods = guessed ? meteredPeriods(orgId, guessed, nowMs) : [];
+  // The guessed counters read while the query runs, with the request counted in the same call. The
+  // count is decided as soon as the store answers, whatever the query does: a refusal wins over
+  // any other answer, and a 404 is counted like any request. Otherwise a failure of the read is the
+  // query's to report first.
+  let counted: Promise<() => Promise<bigint[]>> | undefined;
+  let early: Promise<bigint[]> | undefined;
+  if (count) {
+    counted = counter.usedCounting(guessedPeriods, count.bucket).then((read) => {
+      count.decide(read);
+      return read.used;
+    });
+    counted.catch(() => {});
+  } else if (guessedPeriods.length) {
+    early = counter.used(guessedPeriods);
+    early.catch(() => {});
+  }
+  let rows: ItemRow[];
+  try {
+    rows = await readerOf(db).submit({ orgId, customerId: id, productId: productId ?? null });
+  } catch (error) {
+    await counted;
+    throw error;
+  }
   if (!rows.length) {
     guesses.delete(guessKey);
+    await counted;
     throw ApiError.notFound(`Customer ${customerId}`);
   }
   const items = rows.filter((row) => row.subscription_item_id !== null);
   remember(guesses, guessKey, items);
   const periods = items.map((row) => periodOf(row, nowMs));
   const metered = meteredPeriods(orgId, items, nowMs);
+  const usedOfGuess = counted ? await counted : early ? () => early : undefined;
   const usedOfMetered =
-    early && guessedPeriods && samePeriods(guessedPeriods, metered)
-      ? await early
-      : await counter.used(metered);
+    usedOfGuess && samePeriods(guessedPeriods, metered) ? await usedOfGuess() : await counter.used(metered);
   // the next period's counters, built ahead in the background: no rebuild wait when it begins
   counter.prepare(
     items.flatMap((row, i) =>
@@ -147,6 +189,11 @@ async function entitlementsOf(
       period_end: new Date(periods[i]!.endMs).toISOString(),
     };
   });
+}
+
+/** A check answered before reading anything: its request is counted all the same. */
+async function countOnly(counter: UsageCounter, count: RequestCount | undefined): Promise<void> {
+  if (count) count.decide(await counter.usedCounting([], count.bucket));
 }
 
 interface ItemsQuery {
