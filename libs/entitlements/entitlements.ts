@@ -24,13 +24,19 @@ const WITH_ACCESS = new Set(['active', 'trialing']);
 const MAX_GUESSES = 100_000;
 
 /**
- * Per (organization, customer, product or every product): the rows the last check read, from which
- * the next check derives which counters to read while its own query runs. Only a guess: the query's
- * rows decide every answer.
+ * Per (organization, customer, product or every product): the rows the last check read and their
+ * metered periods, from which the next check derives which counters to read while its own query
+ * runs. Only a guess: the query's rows decide every answer.
  */
-const guessesByCounter = new WeakMap<UsageCounter, Map<string, ItemRow[]>>();
+const guessesByCounter = new WeakMap<UsageCounter, Map<string, Guess>>();
 
-function guessesOf(counter: UsageCounter): Map<string, ItemRow[]> {
+/** What the last check of a customer (and product) read: its items and their metered periods then. */
+interface Guess {
+  items: ItemRow[];
+  metered: CounterPeriod[];
+}
+
+function guessesOf(counter: UsageCounter): Map<string, Guess> {
   let guesses = guessesByCounter.get(counter);
   if (!guesses) {
     guesses = new Map();
@@ -131,7 +137,12 @@ async function entitlementsOf(
   const guesses = guessesOf(counter);
   const guessKey = `${orgId}:${id}:${productId ?? '*'}`;
   const guessed = guesses.get(guessKey);
-  const guessedPeriods = guessed ? meteredPeriods(orgId, guessed, nowMs) : [];
+  // the last check's periods while they still hold this instant (as a rule), else those of its items now
+  const guessedPeriods = !guessed
+    ? []
+    : guessed.metered.every((period) => period.startMs <= nowMs && nowMs < period.endMs)
+      ? guessed.metered
+      : meteredPeriods(orgId, guessed.items, periodsAt(guessed.items, nowMs));
   // The guessed counters read while the query runs, with the request counted in the same call. The
   // count is decided as soon as the store answers, whatever the query does: a refusal wins over
   // any other answer, and a 404 is counted like any request. Otherwise a failure of the read is the
@@ -161,23 +172,35 @@ async function entitlementsOf(
     throw ApiError.notFound(`Customer ${customerId}`);
   }
   const items = rows.filter((row) => row.subscription_item_id !== null);
-  remember(guesses, guessKey, items);
-  const periods = items.map((row) => periodOf(row, nowMs));
-  const metered = meteredPeriods(orgId, items, nowMs);
+  const periods = periodsAt(items, nowMs);
+  const metered = meteredPeriods(orgId, items, periods);
+  remember(guesses, guessKey, { items, metered });
   const usedOfGuess = counted ? await counted : early ? () => early : undefined;
+  const guessedRight = guessed !== undefined && samePeriods(guessedPeriods, metered);
   const usedOfMetered =
-    usedOfGuess && samePeriods(guessedPeriods, metered) ? await usedOfGuess() : await counter.used(metered);
-  // the next period's counters, built ahead in the background: no rebuild wait when it begins
-  counter.prepare(
-    items.flatMap((row, i) =>
-      row.usage_type === 'metered' && WITH_ACCESS.has(row.status!)
-        ? [{ orgId, subscriptionItemId: row.subscription_item_id!, ...periodOf(row, periods[i]!.endMs) }]
-        : [],
-    ),
-  );
-  const used = new Map(metered.map((period, i) => [period.subscriptionItemId, usedOfMetered[i]!]));
+    usedOfGuess && (guessedRight || !metered.length) ? await usedOfGuess() : await counter.used(metered);
+  // The next period's counters, built ahead in the background: no rebuild wait when it begins.
+  // Asked once per process and counter (UsageCounter.prepare); a check that found what the last
+  // one found asked already.
+  if (!guessedRight) {
+    counter.prepare(
+      items.flatMap((row, i) =>
+        row.usage_type === 'metered' && WITH_ACCESS.has(row.status!)
+          ? [
+              {
+                orgId,
+                subscriptionItemId: Number(row.subscription_item_id),
+                ...periodOf(row, periods[i]!.endMs),
+              },
+            ]
+          : [],
+      ),
+    );
+  }
+  let nth = 0;
   return items.map((row, i) => {
-    const usedNow = used.get(Number(row.subscription_item_id)) ?? 0n;
+    // metered lists the metered items in the items' order
+    const usedNow = row.usage_type === 'metered' ? usedOfMetered[nth++]! : 0n;
     const limit = row.usage_limit === null ? null : parseScaled(row.usage_limit, SCALE, 'half-even');
     return {
       product_id: Number(row.product_id),
@@ -239,14 +262,24 @@ async function readItems(db: Queryable, queries: ItemsQuery[]): Promise<ItemRow[
   return found;
 }
 
-/** The counters the metered ones of `items` count in at `nowMs`, in the items' order. */
-function meteredPeriods(orgId: number, items: readonly ItemRow[], nowMs: number): CounterPeriod[] {
-  const periods: CounterPeriod[] = [];
-  for (const row of items) {
-    if (row.usage_type !== 'metered') continue;
-    periods.push({ orgId, subscriptionItemId: Number(row.subscription_item_id), ...periodOf(row, nowMs) });
-  }
-  return periods;
+/** Each item's period at `nowMs` (periodOf), in the items' order. */
+function periodsAt(items: readonly ItemRow[], nowMs: number): { startMs: number; endMs: number }[] {
+  return items.map((row) => periodOf(row, nowMs));
+}
+
+/** The counters the metered ones of `items` count in, given each item's period, in the items' order. */
+function meteredPeriods(
+  orgId: number,
+  items: readonly ItemRow[],
+  periods: readonly { startMs: number; endMs: number }[],
+): CounterPeriod[] {
+  const metered: CounterPeriod[] = [];
+  items.forEach((row, i) => {
+    if (row.usage_type !== 'metered') return;
+    const { startMs, endMs } = periods[i]!;
+    metered.push({ orgId, subscriptionItemId: Number(row.subscription_item_id), startMs, endMs });
+  });
+  return metered;
 }
 
 function samePeriods(a: readonly CounterPeriod[], b: readonly CounterPeriod[]): boolean {
@@ -261,14 +294,14 @@ function samePeriods(a: readonly CounterPeriod[], b: readonly CounterPeriod[]): 
   );
 }
 
-function remember(guesses: Map<string, ItemRow[]>, key: string, items: ItemRow[]): void {
+function remember(guesses: Map<string, Guess>, key: string, guess: Guess): void {
   guesses.delete(key);
   if (guesses.size >= MAX_GUESSES) {
     // Map iterates in insertion order: the first entry is the least recently checked
     const oldest = guesses.keys().next().value;
     if (oldest !== undefined) guesses.delete(oldest);
   }
-  guesses.set(key, items);
+  guesses.set(key, guess);
 }
 
 /**
