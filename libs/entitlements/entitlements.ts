@@ -177,8 +177,11 @@ async function entitlementsOf(
   remember(guesses, guessKey, { items, metered });
   const usedOfGuess = counted ? await counted : early ? () => early : undefined;
   const guessedRight = guessed !== undefined && samePeriods(guessedPeriods, metered);
-  const usedOfMetered =
-    usedOfGuess && (guessedRight || !metered.length) ? await usedOfGuess() : await counter.used(metered);
+  const usedOfMetered = !metered.length
+    ? []
+    : usedOfGuess && guessedRight
+      ? await usedOfGuess()
+      : await counter.used(metered);
   // The next period's counters, built ahead in the background: no rebuild wait when it begins.
   // Asked once per process and counter (UsageCounter.prepare); a check that found what the last
   // one found asked already.

@@ -59,11 +59,11 @@ export function registerAuthentication(app: ApiInstance): void {
     if (!decision.allowed) throw rateLimitedError(decision);
   });
 
-  // A route whose handler counts its request still counts one answered before the handler ran (a
-  // 400 of its parameters) or by a handler that did not count it: here, before the answer leaves.
+  // A route whose handler counts its request still counts one answered before the handler ran, or
+  // by a handler that failed before its count (a 503 of a missing store): here, before the answer
+  // leaves, and a refusal replaces the answer with the 429.
   const countUncounted: onSendHookHandler = async (request, reply, payload) => {
-    const planned = request.rateLimitPlanned;
-    if (!planned || request.rateLimit) return payload;
+    if (!request.rateLimitPlanned || request.rateLimit) return payload;
     request.rateLimitPlanned = undefined;
     let decision: RateLimitDecision;
     try {
