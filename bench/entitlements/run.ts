@@ -23,7 +23,8 @@
  * machine is shared: the report says how busy it was before each run (it does not wait for quiet).
  * Report: bench/results/entitlements-<time>.json. Settings (env): BENCH_SCENARIOS (comma list),
  * DATABASE_URL (admin URL; a database bench_entitlements_<pid> is created and dropped),
- * BENCH_PROFILE_DIR (each server writes a V8 CPU profile there when it stops, --cpu-prof).
+ * BENCH_PROFILE_DIR (each server writes a V8 CPU profile there when it stops, --cpu-prof),
+ * BENCH_API_NODE_FLAGS (more Node flags for the api, after its own: `--trace-gc`, a semi-space size).
  */
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -260,9 +261,13 @@ async function prepare(databaseUrl: string): Promise<Setup> {
 async function startService(entry: string, env: Record<string, string | undefined>, portVar: string) {
   const port = await freePort();
   const profileDir = process.env.BENCH_PROFILE_DIR;
+  const apiFlags = entry === 'services/api/main.ts' ? (process.env.BENCH_API_NODE_FLAGS ?? '') : '';
   const child = spawnEntry(entry, {
     env: { ...env, [portVar]: String(port) },
-    nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : [],
+    nodeArgs: [
+      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []),
+      ...apiFlags.split(' ').filter(Boolean),
+    ],
   });
   await waitUntilReady(`http://127.0.0.1:${port}/readyz`, child);
   return { port, child };

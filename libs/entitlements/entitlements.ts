@@ -3,7 +3,7 @@ import type { Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
 import { formatScaled, parseScaled } from '../money/index.js';
 import { type BillingPeriod, type Entitlement, parseIntegerId } from '../schemas/index.js';
-import { type CounterPeriod, periodAt, type UsageCounter } from '../usage/index.js';
+import { type CountedBucket, type CounterPeriod, periodAt, type UsageCounter } from '../usage/index.js';
 
 /**
  * May this customer use this product now (docs/decisions.md, "Where the entitlement counter lives
@@ -24,13 +24,19 @@ const WITH_ACCESS = new Set(['active', 'trialing']);
 const MAX_GUESSES = 100_000;
 
 /**
- * Per (organization, customer, product or every product): the rows the last check read, from which
- * the next check derives which counters to read while its own query runs. Only a guess: the query's
- * rows decide every answer.
+ * Per (organization, customer, product or every product): the rows the last check read and their
+ * metered periods, from which the next check derives which counters to read while its own query
+ * runs. Only a guess: the query's rows decide every answer.
  */
-const guessesByCounter = new WeakMap<UsageCounter, Map<string, ItemRow[]>>();
+const guessesByCounter = new WeakMap<UsageCounter, Map<string, Guess>>();
 
-function guessesOf(counter: UsageCounter): Map<string, ItemRow[]> {
+/** What the last check of a customer (and product) read: its items and their metered periods then. */
+interface Guess {
+  items: ItemRow[];
+  metered: CounterPeriod[];
+}
+
+function guessesOf(counter: UsageCounter): Map<string, Guess> {
   let guesses = guessesByCounter.get(counter);
   if (!guesses) {
     guesses = new Map();
@@ -55,15 +61,32 @@ interface ItemRow {
   current_period_end: Date | null;
 }
 
+/**
+ * The request a check answers, counted against its organization's hourly bucket in the same store
+ * call as the counter read (docs/decisions.md, "The entitlement check's round trips"), as the api
+ * counts every request before its handler (libs/rate-limit's PlannedCount).
+ */
+export interface RequestCount {
+  bucket: CountedBucket;
+  /** Takes the store's count (this request included when allowed); throws to refuse the check. */
+  decide(counted: { count: number; allowed: boolean }): void;
+}
+
+export interface CheckOptions {
+  now?: Date;
+  /** Counted in the counter read's call; `decide` runs before the check answers or fails. */
+  count?: RequestCount | undefined;
+}
+
 /** GET /customers/{id}/entitlements: every current item of the customer's subscriptions, by item id. */
 export async function listEntitlements(
   db: Queryable,
   counter: UsageCounter,
   orgId: number,
   customerId: number | string,
-  now: Date = new Date(),
+  options: CheckOptions = {},
 ): Promise<Entitlement[]> {
-  return entitlementsOf(db, counter, orgId, customerId, undefined, now);
+  return entitlementsOf(db, counter, orgId, customerId, undefined, options);
 }
 
 /**
@@ -77,11 +100,14 @@ export async function getEntitlement(
   orgId: number,
   customerId: number | string,
   productId: number | string,
-  now: Date = new Date(),
+  options: CheckOptions = {},
 ): Promise<Entitlement> {
   const product = parseIntegerId(productId);
-  if (product === undefined) throw ApiError.notFound(`Entitlement to product ${productId}`);
-  const found = await entitlementsOf(db, counter, orgId, customerId, product, now);
+  if (product === undefined) {
+    await countOnly(counter, options.count);
+    throw ApiError.notFound(`Entitlement to product ${productId}`);
+  }
+  const found = await entitlementsOf(db, counter, orgId, customerId, product, options);
   if (!found.length) throw ApiError.notFound(`Entitlement to product ${productId}`);
   return found.reduce((best, candidate) =>
     candidate.has_access !== best.has_access
@@ -100,42 +126,84 @@ async function entitlementsOf(
   orgId: number,
   customerId: number | string,
   productId: number | undefined,
-  now: Date,
+  { now = new Date(), count }: CheckOptions,
 ): Promise<Entitlement[]> {
   const id = parseIntegerId(customerId);
-  if (id === undefined) throw ApiError.notFound(`Customer ${customerId}`);
+  if (id === undefined) {
+    await countOnly(counter, count);
+    throw ApiError.notFound(`Customer ${customerId}`);
+  }
   const nowMs = now.getTime();
   const guesses = guessesOf(counter);
   const guessKey = `${orgId}:${id}:${productId ?? '*'}`;
   const guessed = guesses.get(guessKey);
-  const guessedPeriods = guessed ? meteredPeriods(orgId, guessed, nowMs) : undefined;
-  // the guessed counters read while the query runs; a failure is the query's to report first
-  const early = guessedPeriods?.length ? counter.used(guessedPeriods) : undefined;
-  early?.catch(() => {});
-  const rows = await readerOf(db).submit({ orgId, customerId: id, productId: productId ?? null });
+  // the last check's periods while they still hold this instant (as a rule), else those of its items now
+  const guessedPeriods = !guessed
+    ? []
+    : guessed.metered.every((period) => period.startMs <= nowMs && nowMs < period.endMs)
+      ? guessed.metered
+      : meteredPeriods(orgId, guessed.items, periodsAt(guessed.items, nowMs));
+  // The guessed counters read while the query runs, with the request counted in the same call. The
+  // count is decided as soon as the store answers, whatever the query does: a refusal wins over
+  // any other answer, and a 404 is counted like any request. Otherwise a failure of the read is the
+  // query's to report first.
+  let counted: Promise<() => Promise<bigint[]>> | undefined;
+  let early: Promise<bigint[]> | undefined;
+  if (count) {
+    counted = counter.usedCounting(guessedPeriods, count.bucket).then((read) => {
+      count.decide(read);
+      return read.used;
+    });
+    counted.catch(() => {});
+  } else if (guessedPeriods.length) {
+    early = counter.used(guessedPeriods);
+    early.catch(() => {});
+  }
+  let rows: ItemRow[];
+  try {
+    rows = await readerOf(db).submit({ orgId, customerId: id, productId: productId ?? null });
+  } catch (error) {
+    await counted;
+    throw error;
+  }
   if (!rows.length) {
     guesses.delete(guessKey);
+    await counted;
     throw ApiError.notFound(`Customer ${customerId}`);
   }
   const items = rows.filter((row) => row.subscription_item_id !== null);
-  remember(guesses, guessKey, items);
-  const periods = items.map((row) => periodOf(row, nowMs));
-  const metered = meteredPeriods(orgId, items, nowMs);
-  const usedOfMetered =
-    early && guessedPeriods && samePeriods(guessedPeriods, metered)
-      ? await early
+  const periods = periodsAt(items, nowMs);
+  const metered = meteredPeriods(orgId, items, periods);
+  remember(guesses, guessKey, { items, metered });
+  const usedOfGuess = counted ? await counted : early ? () => early : undefined;
+  const guessedRight = guessed !== undefined && samePeriods(guessedPeriods, metered);
+  const usedOfMetered = !metered.length
+    ? []
+    : usedOfGuess && guessedRight
+      ? await usedOfGuess()
       : await counter.used(metered);
-  // the next period's counters, built ahead in the background: no rebuild wait when it begins
-  counter.prepare(
-    items.flatMap((row, i) =>
-      row.usage_type === 'metered' && WITH_ACCESS.has(row.status!)
-        ? [{ orgId, subscriptionItemId: row.subscription_item_id!, ...periodOf(row, periods[i]!.endMs) }]
-        : [],
-    ),
-  );
-  const used = new Map(metered.map((period, i) => [period.subscriptionItemId, usedOfMetered[i]!]));
+  // The next period's counters, built ahead in the background: no rebuild wait when it begins.
+  // Asked once per process and counter (UsageCounter.prepare); a check that found what the last
+  // one found asked already.
+  if (!guessedRight) {
+    counter.prepare(
+      items.flatMap((row, i) =>
+        row.usage_type === 'metered' && WITH_ACCESS.has(row.status!)
+          ? [
+              {
+                orgId,
+                subscriptionItemId: Number(row.subscription_item_id),
+                ...periodOf(row, periods[i]!.endMs),
+              },
+            ]
+          : [],
+      ),
+    );
+  }
+  let nth = 0;
   return items.map((row, i) => {
-    const usedNow = used.get(Number(row.subscription_item_id)) ?? 0n;
+    // metered lists the metered items in the items' order
+    const usedNow = row.usage_type === 'metered' ? usedOfMetered[nth++]! : 0n;
     const limit = row.usage_limit === null ? null : parseScaled(row.usage_limit, SCALE, 'half-even');
     return {
       product_id: Number(row.product_id),
@@ -147,6 +215,11 @@ async function entitlementsOf(
       period_end: new Date(periods[i]!.endMs).toISOString(),
     };
   });
+}
+
+/** A check answered before reading anything: its request is counted all the same. */
+async function countOnly(counter: UsageCounter, count: RequestCount | undefined): Promise<void> {
+  if (count) count.decide(await counter.usedCounting([], count.bucket));
 }
 
 interface ItemsQuery {
@@ -192,14 +265,24 @@ async function readItems(db: Queryable, queries: ItemsQuery[]): Promise<ItemRow[
   return found;
 }
 
-/** The counters the metered ones of `items` count in at `nowMs`, in the items' order. */
-function meteredPeriods(orgId: number, items: readonly ItemRow[], nowMs: number): CounterPeriod[] {
-  const periods: CounterPeriod[] = [];
-  for (const row of items) {
-    if (row.usage_type !== 'metered') continue;
-    periods.push({ orgId, subscriptionItemId: Number(row.subscription_item_id), ...periodOf(row, nowMs) });
-  }
-  return periods;
+/** Each item's period at `nowMs` (periodOf), in the items' order. */
+function periodsAt(items: readonly ItemRow[], nowMs: number): { startMs: number; endMs: number }[] {
+  return items.map((row) => periodOf(row, nowMs));
+}
+
+/** The counters the metered ones of `items` count in, given each item's period, in the items' order. */
+function meteredPeriods(
+  orgId: number,
+  items: readonly ItemRow[],
+  periods: readonly { startMs: number; endMs: number }[],
+): CounterPeriod[] {
+  const metered: CounterPeriod[] = [];
+  items.forEach((row, i) => {
+    if (row.usage_type !== 'metered') return;
+    const { startMs, endMs } = periods[i]!;
+    metered.push({ orgId, subscriptionItemId: Number(row.subscription_item_id), startMs, endMs });
+  });
+  return metered;
 }
 
 function samePeriods(a: readonly CounterPeriod[], b: readonly CounterPeriod[]): boolean {
@@ -214,14 +297,14 @@ function samePeriods(a: readonly CounterPeriod[], b: readonly CounterPeriod[]): 
   );
 }
 
-function remember(guesses: Map<string, ItemRow[]>, key: string, items: ItemRow[]): void {
+function remember(guesses: Map<string, Guess>, key: string, guess: Guess): void {
   guesses.delete(key);
   if (guesses.size >= MAX_GUESSES) {
     // Map iterates in insertion order: the first entry is the least recently checked
     const oldest = guesses.keys().next().value;
     if (oldest !== undefined) guesses.delete(oldest);
   }
-  guesses.set(key, items);
+  guesses.set(key, guess);
 }
 
 /**

@@ -48,10 +48,8 @@ export class RateLimiter {
 
   async consume(subject: RateLimitSubject): Promise<RateLimitDecision> {
     const planned = this.plan(subject);
-    const known = this.exhausted.get(subject.orgId);
-    if (known && known.hour === planned.window.hour && known.limit === planned.bucket.limit) {
-      return decisionOf(planned, { count: planned.bucket.limit, allowed: false });
-    }
+    const refused = this.refusedFromMemory(planned);
+    if (refused) return refused;
     const { key, limit, ttlSeconds } = planned.bucket;
     return this.decide(planned, await this.store.consume(key, limit, ttlSeconds));
   }
@@ -69,6 +67,18 @@ export class RateLimiter {
       },
       window,
     };
+  }
+
+  /**
+   * The refusal of a planned count whose organization this process already found over its limit in
+   * the same window (no store call needed), or undefined: the count must go to the store.
+   */
+  refusedFromMemory(planned: PlannedCount): RateLimitDecision | undefined {
+    const known = this.exhausted.get(planned.orgId);
+    if (known && known.hour === planned.window.hour && known.limit === planned.bucket.limit) {
+      return decisionOf(planned, { count: planned.bucket.limit, allowed: false });
+    }
+    return undefined;
   }
 
   /** The decision for a planned count the store made (`count` requests so far, this one included). */

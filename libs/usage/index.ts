@@ -27,7 +27,7 @@ export {
 } from './aggregation/read-stores.js';
 export { MemoryUsageDedupStore } from './dedup-store/memory.js';
 export { RedisUsageDedupStore } from './dedup-store/redis.js';
-export type { DedupEntry, UsageDedupStore } from './dedup-store/store.js';
+export type { CountedBucket, DedupEntry, UsageDedupStore } from './dedup-store/store.js';
 export { type CounterPeriod, UsageCounter } from './domain/counter.js';
 export {
   decodeLogMessage,

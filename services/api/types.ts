@@ -10,7 +10,7 @@ import type { AuthContext } from '../../libs/auth/index.js';
 import type { DependencyCheck } from '../../libs/observability/index.js';
 import type { Platform } from '../../libs/platform/index.js';
 import type { PortalUsageSource } from '../../libs/portal/index.js';
-import type { RateLimitDecision } from '../../libs/rate-limit/index.js';
+import type { PlannedCount, RateLimitDecision } from '../../libs/rate-limit/index.js';
 import type { UsageIngest, UsageReadStores } from '../../libs/usage/index.js';
 
 /** Everything a route may use, built once per process (see app.ts). */
@@ -51,6 +51,11 @@ export type AuthMode = 'required' | 'optional' | 'if-valid' | 'none';
 declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: AuthMode;
+    /**
+     * `handler`: the route counts its request against the hourly limit in a store call of its own
+     * (plugins/authentication.ts, countInHandler) instead of the authentication hook's.
+     */
+    countedBy?: 'hook' | 'handler';
   }
   interface FastifyInstance {
     deps: ApiDeps;
@@ -60,6 +65,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     auth: AuthContext | undefined;
     rateLimit: RateLimitDecision | undefined;
+    /** The count the handler is to make (countedBy 'handler'), until it is made. */
+    rateLimitPlanned: PlannedCount | undefined;
   }
 }
 

@@ -393,14 +393,9 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     );
     const boundary = rows[0]!.current_period_end.getTime();
     const at = (ms: number) =>
-      getEntitlement(
-        testApi.platform.db,
-        testApi.usage.counter,
-        s.org.orgId,
-        s.customerId,
-        s.apiCalls,
-        new Date(ms),
-      );
+      getEntitlement(testApi.platform.db, testApi.usage.counter, s.org.orgId, s.customerId, s.apiCalls, {
+        now: new Date(ms),
+      });
     // both counters built first, so the events below are counted by ingest, not rebuilt from Postgres
     expect((await at(boundary - 1)).used).toBe('0.00000000');
     expect((await at(boundary)).used).toBe('0.00000000');

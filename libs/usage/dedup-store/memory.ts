@@ -1,5 +1,7 @@
 import type { RateLimitStore } from '../../rate-limit/index.js';
 import type {
+  CountedBucket,
+  CountedRead,
   CounterChange,
   CounterJournal,
   CounterState,
@@ -88,6 +90,11 @@ export class MemoryUsageDedupStore implements UsageDedupStore {
         ? { base: counter.base, whole: counter.whole, fraction: counter.fraction, lease: counter.lease }
         : { base: null, whole: 0n, fraction: 0n, lease: null };
     });
+  }
+
+  async readCountersCounting(keys: readonly string[], bucket: CountedBucket): Promise<CountedRead> {
+    const { count, allowed } = await this.rateLimitStore.consume(bucket.key, bucket.limit, bucket.ttlSeconds);
+    return { count, allowed, states: await this.readCounters(keys) };
   }
 
   async adjustCounter(change: CounterChange): Promise<void> {

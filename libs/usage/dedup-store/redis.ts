@@ -3,6 +3,8 @@ import type { DependencyGuard } from '../../dependency-guard/index.js';
 import { groupByBucket, nthDecision, RATE_LIMIT_LUA } from '../../rate-limit/index.js';
 import { BulkScript, type Redis, type ScriptArgument } from '../../redis/index.js';
 import type {
+  CountedBucket,
+  CountedRead,
   CounterChange,
   CounterJournal,
   CounterState,
@@ -11,6 +13,12 @@ import type {
   ReservationResult,
   UsageDedupStore,
 } from './store.js';
+
+/** One check's counter read, and the request it counts (none: a plain read). */
+interface CounterRead {
+  keys: readonly string[];
+  bucket: CountedBucket | undefined;
+}
 
 /** How long an item's period counter lives from its first change (a missing one is rebuilt). */
 export const COUNTER_TTL_MS = 400 * 86_400_000;
@@ -140,11 +148,25 @@ end
 return #KEYS
 `;
 
-/** KEYS: counters. Per counter: b, w, f, s. */
+/**
+ * The entitlement checks' reads of one turn, with the requests they count (store.ts,
+ * readCountersCounting): KEYS the groups' buckets, then the counters; ARGV[1] the number of groups,
+ * then per group its limit, bucket ttl and number of requests (RATE_LIMIT_LUA's consume_requests,
+ * as every route counts). Returns first per group the count before and how many were allowed, then
+ * per counter b, w, f, s.
+ */
 const READ_COUNTERS_LUA = `
-local out = {}
-for i = 1, #KEYS do
-  out[i] = redis.call('HMGET', KEYS[i], 'b', 'w', 'f', 's')
+${RATE_LIMIT_LUA}
+local groups = tonumber(ARGV[1])
+local counted = {}
+for g = 1, groups do
+  local count, allowed = consume_requests(KEYS[g], tonumber(ARGV[3 * g - 1]), ARGV[3 * g], tonumber(ARGV[3 * g + 1]))
+  counted[#counted + 1] = count
+  counted[#counted + 1] = allowed
+end
+local out = { counted }
+for i = groups + 1, #KEYS do
+  out[#out + 1] = redis.call('HMGET', KEYS[i], 'b', 'w', 'f', 's')
 end
 return out
 `;
@@ -202,7 +224,10 @@ const RESERVE = new BulkScript(RESERVE_LUA);
 
 type WithUsageScripts = Redis & {
   billingUsageRelease(numberOfKeys: number, ...args: ScriptArgument[]): Promise<number>;
-  billingCounterRead(numberOfKeys: number, ...keys: string[]): Promise<(string | null)[][]>;
+  billingCounterRead(
+    numberOfKeys: number,
+    ...args: ScriptArgument[]
+  ): Promise<[number[], ...(string | null)[][]]>;
   billingCounterAdjust(numberOfKeys: number, ...args: string[]): Promise<number>;
   billingCounterBegin(numberOfKeys: number, ...args: string[]): Promise<string>;
   billingCounterJournal(numberOfKeys: number, key: string): Promise<[string, string[]]>;
@@ -226,7 +251,7 @@ export class RedisUsageDedupStore implements UsageDedupStore {
   private readonly redis: WithUsageScripts;
   private readonly reservations: Batcher<Reservation, ReservationResult>;
   private readonly releases: Batcher<readonly DedupEntry[], undefined>;
-  private readonly counterReads: Batcher<readonly string[], CounterState[]>;
+  private readonly counterReads: Batcher<CounterRead, CountedRead>;
   private readonly placeholderBucket: string;
 
   /** `guard`: Redis' outage guard (the platform's), which bounds and fails fast every call. */
@@ -264,7 +289,7 @@ export class RedisUsageDedupStore implements UsageDedupStore {
     this.counterReads = new Batcher((batch) => this.readCountersMany(batch), {
       lingerMs: 0,
       maxWeight: 1000,
-      weight: (keys) => keys.length,
+      weight: (read) => read.keys.length + 1,
     });
   }
 
@@ -286,24 +311,45 @@ export class RedisUsageDedupStore implements UsageDedupStore {
 
   async readCounters(keys: readonly string[]): Promise<CounterState[]> {
     if (!keys.length) return [];
-    return this.counterReads.submit(keys);
+    return (await this.counterReads.submit({ keys, bucket: undefined })).states;
   }
 
-  private async readCountersMany(batch: (readonly string[])[]): Promise<CounterState[][]> {
-    const keys = batch.length === 1 ? batch[0]! : batch.flat();
-    const rows = await this.call(() => this.redis.billingCounterRead(keys.length, ...keys));
-    const states = rows.map(([base, whole, fraction, lease]) => ({
-      base: base ?? null,
-      whole: withoutLease(BigInt(whole ?? 0)),
-      fraction: BigInt(fraction ?? 0),
-      lease: lease ?? null,
-    }));
+  readCountersCounting(keys: readonly string[], bucket: CountedBucket): Promise<CountedRead> {
+    return this.counterReads.submit({ keys, bucket });
+  }
+
+  /** One script call for the turn's reads and the requests they count, grouped by bucket. */
+  private async readCountersMany(batch: CounterRead[]): Promise<CountedRead[]> {
+    const groups = groupByBucket(batch.map((read) => read.bucket)).filter((group) => group.bucket);
+    const args: ScriptArgument[] = groups.map((group) => group.bucket!.key);
+    for (const read of batch) for (const key of read.keys) args.push(key);
+    args.push(groups.length);
+    for (const { bucket, members } of groups) args.push(bucket!.limit, bucket!.ttlSeconds, members.length);
+    const keyCount = args.length - 1 - 3 * groups.length;
+    const [counted, ...rows] = await this.call(() => this.redis.billingCounterRead(keyCount, ...args));
+    const results: CountedRead[] = new Array(batch.length);
     let at = 0;
-    return batch.map((keysOfOne) => {
-      const start = at;
-      at += keysOfOne.length;
-      return states.slice(start, at);
+    for (let i = 0; i < batch.length; i++) {
+      const states: CounterState[] = [];
+      for (const [base, whole, fraction, lease] of rows.slice(at, at + batch[i]!.keys.length)) {
+        states.push({
+          base: base ?? null,
+          whole: withoutLease(BigInt(whole ?? 0)),
+          fraction: BigInt(fraction ?? 0),
+          lease: lease ?? null,
+        });
+      }
+      at += batch[i]!.keys.length;
+      results[i] = { count: 0, allowed: true, states };
+    }
+    groups.forEach(({ members }, g) => {
+      members.forEach((position, nth) => {
+        const { count, allowed } = nthDecision(counted[2 * g]!, counted[2 * g + 1]!, nth);
+        results[position]!.count = count;
+        results[position]!.allowed = allowed;
+      });
     });
+    return results;
   }
 
   async adjustCounter(change: CounterChange): Promise<void> {

@@ -28,6 +28,20 @@ export interface CounterState {
   lease: string | null;
 }
 
+/** An organization's hourly bucket a request counts against (libs/rate-limit's PlannedCount bucket). */
+export interface CountedBucket {
+  key: string;
+  limit: number;
+  ttlSeconds: number;
+}
+
+/** The request's count (this one included, when allowed) and the counters read with it. */
+export interface CountedRead {
+  count: number;
+  allowed: boolean;
+  states: CounterState[];
+}
+
 /** The changes counted since a rebuild's cut, and how many there were (a later change moves it). */
 export interface CounterJournal {
   count: string;
@@ -45,6 +59,13 @@ export interface CounterJournal {
  */
 export interface UsageCounterStore {
   readCounters(keys: readonly string[]): Promise<CounterState[]>;
+  /**
+   * readCounters that also counts one request against `bucket` (an organization's hourly bucket, the
+   * rule every route counts with) in the same atomic step: the entitlement check's one round trip
+   * (docs/decisions.md, "The entitlement check's round trips"). A refused request is not counted;
+   * its counters are read all the same.
+   */
+  readCountersCounting(keys: readonly string[], bucket: CountedBucket): Promise<CountedRead>;
   adjustCounter(change: CounterChange): Promise<void>;
   /** 'ready': it has a base; 'building': another rebuild holds a live lease; 'started': ours. */
   beginRebuild(

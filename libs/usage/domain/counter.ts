@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../../db/index.js';
 import { ApiError } from '../../errors/index.js';
 import { formatScaled, parseScaled } from '../../money/index.js';
-import type { CounterChange, CounterJournal, UsageCounterStore } from '../dedup-store/store.js';
+import type {
+  CountedBucket,
+  CounterChange,
+  CounterJournal,
+  CounterState,
+  UsageCounterStore,
+} from '../dedup-store/store.js';
 import type { SubscriptionItemCache } from './items.js';
 import { type ItemSchedule, periodAt } from './periods.js';
 
@@ -151,12 +157,35 @@ export class UsageCounter {
    */
   async used(periods: readonly CounterPeriod[]): Promise<bigint[]> {
     if (!periods.length) return [];
-    if (!this.options.enabled) {
-      await this.caughtUp();
-      return Promise.all(periods.map((period) => this.sumTotal(this.options.db, period)));
-    }
+    if (!this.options.enabled) return this.summed(periods);
     const keys = periods.map((p) => this.keyOf(p.orgId, p.subscriptionItemId, p.startMs));
-    const states = await this.options.store.readCounters(keys);
+    return this.usedOf(keys, periods, await this.options.store.readCounters(keys));
+  }
+
+  /**
+   * `used`, with one request counted against `bucket` in the same store call (the store's
+   * readCountersCounting): resolves once the store answered, with the count and, when the request
+   * was allowed, a function giving what each item used (a missing counter is rebuilt then).
+   */
+  async usedCounting(
+    periods: readonly CounterPeriod[],
+    bucket: CountedBucket,
+  ): Promise<{ count: number; allowed: boolean; used(): Promise<bigint[]> }> {
+    const keys = this.options.enabled
+      ? periods.map((p) => this.keyOf(p.orgId, p.subscriptionItemId, p.startMs))
+      : [];
+    const { count, allowed, states } = await this.options.store.readCountersCounting(keys, bucket);
+    const used = this.options.enabled
+      ? () => this.usedOf(keys, periods, states)
+      : () => (periods.length ? this.summed(periods) : Promise.resolve([]));
+    return { count, allowed, used };
+  }
+
+  private usedOf(
+    keys: readonly string[],
+    periods: readonly CounterPeriod[],
+    states: readonly CounterState[],
+  ): Promise<bigint[]> {
     return Promise.all(
       states.map((state, i) =>
         state.base !== null
@@ -164,6 +193,12 @@ export class UsageCounter {
           : this.rebuildOnce(keys[i]!, periods[i]!),
       ),
     );
+  }
+
+  /** USAGE_COUNTER=false: Postgres' sums once the pg-sink caught up. */
+  private async summed(periods: readonly CounterPeriod[]): Promise<bigint[]> {
+    await this.caughtUp();
+    return Promise.all(periods.map((period) => this.sumTotal(this.options.db, period)));
   }
 
   /**

@@ -1,8 +1,10 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import type { AuthContext } from '../../../libs/auth/index.js';
-import { ApiError } from '../../../libs/errors/index.js';
+import { ApiError, toErrorBody } from '../../../libs/errors/index.js';
 import {
+  type PlannedCount,
   type RateLimitDecision,
+  type RateLimiter,
   rateLimitedError,
   rateLimitHeaders,
 } from '../../../libs/rate-limit/index.js';
@@ -18,6 +20,7 @@ export function registerAuthentication(app: ApiInstance): void {
   const { authenticator, rateLimiter } = app.deps.platform;
   app.decorateRequest('auth', undefined);
   app.decorateRequest('rateLimit', undefined);
+  app.decorateRequest('rateLimitPlanned', undefined);
 
   const authenticate = (header: string | undefined): Promise<AuthContext> =>
     authenticator
@@ -38,11 +41,80 @@ export function registerAuthentication(app: ApiInstance): void {
     } else {
       request.auth = await authenticate(header);
     }
+    if (request.routeOptions.config.countedBy === 'handler') {
+      // counted by the handler in its own store call (countInHandler), unless already refused here
+      const planned = rateLimiter.plan(request.auth);
+      const refused = rateLimiter.refusedFromMemory(planned);
+      if (!refused) {
+        request.rateLimitPlanned = planned;
+        return;
+      }
+      request.rateLimit = refused;
+      reply.headers(rateLimitHeaders(refused));
+      throw rateLimitedError(refused);
+    }
     const decision = await consume(request.auth);
     request.rateLimit = decision;
     reply.headers(rateLimitHeaders(decision));
     if (!decision.allowed) throw rateLimitedError(decision);
   });
+
+  // A route whose handler counts its request still counts one answered before the handler ran, or
+  // by a handler that failed before its count (a 503 of a missing store): here, before the answer
+  // leaves, and a refusal replaces the answer with the 429.
+  const countUncounted: onSendHookHandler = async (request, reply, payload) => {
+    if (!request.rateLimitPlanned || request.rateLimit) return payload;
+    request.rateLimitPlanned = undefined;
+    let decision: RateLimitDecision;
+    try {
+      decision = await consume(request.auth!);
+    } catch (error) {
+      return replaceWithError(request, reply, error as ApiError);
+    }
+    request.rateLimit = decision;
+    reply.headers(rateLimitHeaders(decision));
+    return decision.allowed ? payload : replaceWithError(request, reply, rateLimitedError(decision));
+  };
+  app.addHook('onRoute', (route) => {
+    if (route.config?.countedBy !== 'handler') return;
+    const own = route.onSend ? [route.onSend].flat() : [];
+    route.onSend = [...own, countUncounted];
+  });
+}
+
+/**
+ * For a route with `countedBy: 'handler'`: the request's count, to make in the handler's own store
+ * call (libs/entitlements' RequestCount). `decide` sets the rate-limit headers and throws the 429
+ * of a refused request, as the hook does for every other route. Undefined when not to count (the
+ * route is not counted by its handler, or the request was counted already).
+ */
+export function countInHandler(
+  request: FastifyRequest,
+  reply: FastifyReply,
+):
+  | { bucket: PlannedCount['bucket']; decide(counted: { count: number; allowed: boolean }): void }
+  | undefined {
+  const planned = request.rateLimitPlanned;
+  if (!planned) return undefined;
+  const limiter: RateLimiter = request.server.deps.platform.rateLimiter;
+  return {
+    bucket: planned.bucket,
+    decide(counted) {
+      if (request.rateLimit) return;
+      request.rateLimitPlanned = undefined;
+      const decision = limiter.decide(planned, counted);
+      request.rateLimit = decision;
+      reply.headers(rateLimitHeaders(decision));
+      if (!decision.allowed) throw rateLimitedError(decision);
+    },
+  };
+}
+
+/** The answer about to leave, replaced by the error's (as the error handler would have sent it). */
+function replaceWithError(request: FastifyRequest, reply: FastifyReply, error: ApiError): string {
+  const { status, body } = toErrorBody(error, request.id);
+  reply.code(status).headers(error.headers).type('application/json; charset=utf-8');
+  return JSON.stringify(body);
 }
 
 /**

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { getEntitlement, listEntitlements } from '../../../libs/entitlements/index.js';
 import { ApiError } from '../../../libs/errors/index.js';
 import { Entitlement, integerPathId, single } from '../../../libs/schemas/index.js';
+import { countInHandler } from '../plugins/authentication.js';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
 import { orgIdOf } from '../types.js';
 
@@ -29,6 +30,7 @@ export const entitlementRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/customers/:customer_id/entitlements',
     {
+      config: { countedBy: 'handler' },
       schema: {
         operationId: 'listEntitlements',
         tags,
@@ -41,14 +43,18 @@ export const entitlementRoutes: FastifyPluginAsyncZod = async (app) => {
         },
       },
     },
-    async (request) => ({
-      data: await listEntitlements(db, counterOf(), orgIdOf(request), request.params.customer_id),
+    async (request, reply) => ({
+      data: await listEntitlements(db, counterOf(), orgIdOf(request), request.params.customer_id, {
+        count: countInHandler(request, reply),
+      }),
     }),
   );
 
   app.get(
     '/customers/:customer_id/entitlements/:product_id',
     {
+      // counted in the counter read's store call: one round trip for the whole check
+      config: { countedBy: 'handler' },
       schema: {
         operationId: 'getEntitlement',
         tags,
@@ -58,13 +64,14 @@ export const entitlementRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: single(Entitlement), ...errorResponses(...AUTHENTICATED_ERRORS, 404, 503) },
       },
     },
-    async (request) => ({
+    async (request, reply) => ({
       data: await getEntitlement(
         db,
         counterOf(),
         orgIdOf(request),
         request.params.customer_id,
         request.params.product_id,
+        { count: countInHandler(request, reply) },
       ),
     }),
   );
