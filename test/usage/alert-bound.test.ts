@@ -9,12 +9,12 @@ import {
   type UsageEventRecord,
   type UsageReadStores,
 } from '../../libs/usage/index.js';
-import { basicCatalog, customerIn, outbox, subscribe } from '../billing/fixtures.js';
+import { outbox } from '../billing/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { runLogger } from '../helpers/run-log.js';
 import { uniqueName } from '../helpers/services.js';
-import { eventually } from './support.js';
+import { eventually, meteredSubscriptionThisMonth } from './support.js';
 
 /*
  * The alert policy reads a usage_quantity alert only when its bound (last reading plus what the
@@ -118,19 +118,7 @@ async function quantityAlerts(readStores: UsageReadStores, keep?: string): Promi
 
 async function alertedItem(threshold: string, readStores = stores) {
   const db = database.db;
-  const { apiCalls } = await basicCatalog(db, org.orgId);
-  const customerId = await customerIn(db, org.orgId, { state_province: 'AB' });
-  const now = new Date();
-  const subscription = await subscribe(
-    db,
-    org.orgId,
-    {
-      customer_id: customerId,
-      items: [{ product_id: apiCalls }],
-      start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
-    },
-    now,
-  );
+  const { subscription } = await meteredSubscriptionThisMonth(db, org.orgId);
   const item = subscription.items[0]!.id;
   const alert = await createAlert(db, readStores, org.orgId, {
     subscription_id: subscription.id,

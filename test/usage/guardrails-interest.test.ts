@@ -16,12 +16,12 @@ import {
   type UsageEventRecord,
   type UsageReadStores,
 } from '../../libs/usage/index.js';
-import { basicCatalog, customerIn, outbox, subscribe } from '../billing/fixtures.js';
+import { outbox } from '../billing/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { runLogger } from '../helpers/run-log.js';
 import { uniqueName } from '../helpers/services.js';
-import { eventually } from './support.js';
+import { eventually, meteredSubscriptionThisMonth } from './support.js';
 
 /*
  * The sinks' guardrails skip the usage of items no policy watches (libs/guardrails/
@@ -96,19 +96,7 @@ function evaluator(stores: UsageReadStores, sweepMs?: number) {
 /** A customer with one metered item at 1.00 a call, in a running month. */
 async function meteredItem() {
   const db = database.db;
-  const { apiCalls } = await basicCatalog(db, org.orgId);
-  const customerId = await customerIn(db, org.orgId, { state_province: 'AB' });
-  const now = new Date();
-  const subscription = await subscribe(
-    db,
-    org.orgId,
-    {
-      customer_id: customerId,
-      items: [{ product_id: apiCalls }],
-      start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
-    },
-    now,
-  );
+  const { customerId, subscription } = await meteredSubscriptionThisMonth(db, org.orgId);
   const item = subscription.items[0]!.id;
   const event = (quantity: string): UsageEventRecord => ({
     id: randomUUID(),

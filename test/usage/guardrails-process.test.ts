@@ -10,10 +10,10 @@ import {
   PostgresUsageSink,
   type UsageEventRecord,
 } from '../../libs/usage/index.js';
-import { basicCatalog, customerIn, outbox, subscribe } from '../billing/fixtures.js';
+import { outbox } from '../billing/fixtures.js';
 import { createTestOrg } from '../helpers/fixtures.js';
 import { testServices, uniqueName } from '../helpers/services.js';
-import { eventually, serviceProcesses } from './support.js';
+import { eventually, meteredSubscriptionThisMonth, serviceProcesses } from './support.js';
 
 const RUNNING = /sinks running \(pg-sink, alerts\); ops on port (\d+)/;
 
@@ -39,19 +39,7 @@ describe('guardrails in the sinks process', () => {
     });
     const db = processes.database.db;
     const org = await createTestOrg(db);
-    const { apiCalls } = await basicCatalog(db, org.orgId);
-    const customerId = await customerIn(db, org.orgId, { state_province: 'AB' });
-    const now = new Date();
-    const subscription = await subscribe(
-      db,
-      org.orgId,
-      {
-        customer_id: customerId,
-        items: [{ product_id: apiCalls }],
-        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
-      },
-      now,
-    );
+    const { subscription } = await meteredSubscriptionThisMonth(db, org.orgId);
     const item = subscription.items[0]!.id;
     // made through the embedded read stores: nothing is counted yet, the alert starts OK
     const stores = openUsageReadStores(

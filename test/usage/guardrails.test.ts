@@ -3,12 +3,11 @@ import { getSubscriptionUsage, setCreditTopUp } from '../../libs/billing/index.j
 import { topUpPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
 import type { CreditGrant } from '../../libs/schemas/index.js';
 import { startUsageSinks, type UsageSinks } from '../../libs/usage/index.js';
-import { basicCatalog, customerIn, subscribe } from '../billing/fixtures.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg } from '../helpers/fixtures.js';
 import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
-import { eventually } from './support.js';
+import { eventually, meteredSubscriptionThisMonth } from './support.js';
 
 /*
  * Policies on counted usage (libs/guardrails): an automatic top-up fires as usage is counted, in
@@ -32,19 +31,7 @@ afterEach(async () => {
 async function customerWithTopUp(testApi: TestApi) {
   const db = testApi.platform.db;
   const org = await createTestOrg(db);
-  const { apiCalls } = await basicCatalog(db, org.orgId);
-  const customerId = await customerIn(db, org.orgId, { state_province: 'AB' });
-  const now = new Date();
-  const subscription = await subscribe(
-    db,
-    org.orgId,
-    {
-      customer_id: customerId,
-      items: [{ product_id: apiCalls }],
-      start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
-    },
-    now,
-  );
+  const { customerId, subscription } = await meteredSubscriptionThisMonth(db, org.orgId);
   await setCreditTopUp(db, org.orgId, customerId, { enabled: true, threshold: '10', target: '100' });
   return { org, customerId, item: subscription.items[0]!.id };
 }

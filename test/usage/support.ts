@@ -5,6 +5,7 @@ import { BASE_PATH } from '../../libs/schemas/index.js';
 import { startUsageSinks, type UsagePipeline, type UsageSinks } from '../../libs/usage/index.js';
 import { type IngestServer, startIngestServer } from '../../services/ingest/server.js';
 import { ingestReadinessChecks, ingestTransport } from '../../services/ingest/start.js';
+import { basicCatalog, customerIn, subscribe } from '../billing/fixtures.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { insertCustomer, insertProduct, insertSubscription } from '../helpers/billing-fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
@@ -357,4 +358,25 @@ export function serviceProcesses(databaseLabel: string): ServiceProcesses {
       };
     },
   };
+}
+
+/**
+ * A new customer of the organization with one metered item (API calls, 1.00 a call) on a
+ * subscription running since the first of this month (UTC): usage dated now falls in its period.
+ */
+export async function meteredSubscriptionThisMonth(db: Queryable, orgId: number) {
+  const { apiCalls } = await basicCatalog(db, orgId);
+  const customerId = await customerIn(db, orgId, { state_province: 'AB' });
+  const now = new Date();
+  const subscription = await subscribe(
+    db,
+    orgId,
+    {
+      customer_id: customerId,
+      items: [{ product_id: apiCalls }],
+      start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+    },
+    now,
+  );
+  return { customerId, subscription, item: subscription.items[0]!.id };
 }
