@@ -267,11 +267,18 @@ describe('guardrails in the sinks process', () => {
         processes.start('services/ingest/sinks.ts', env, RUNNING),
         processes.start('services/ingest/sinks.ts', env, RUNNING),
       ]);
-      for (let n = 0; n < 12; n++) await produce([10]);
-      await eventually(
-        async () => expect(await state()).toEqual({ status: 'TRIGGERED', value: '120.00000000' }),
-        40_000,
-      );
+      // both in the group, past their first load (which reads every OK alert, as_of near their
+      // start: no bound can rest on it); the next usage is read, as_of past the settle time
+      await new Promise((resolve) => setTimeout(resolve, 4000));
+      await produce([10]);
+      await eventually(async () => expect((await state()).value).toBe('10.00000000'), 10_000);
+      // both reloaded that reading: from here each is handed about half of the item's usage, and
+      // the reading plus either half stays below the threshold
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      for (let n = 0; n < 11; n++) await produce([10]);
+      // well before the 30 s refresh: a member holding some partitions draws no bound, it reads
+      await eventually(async () => expect((await state()).status).toBe('TRIGGERED'), 10_000);
+      await new Promise((resolve) => setTimeout(resolve, 2000)); // both members done reading
       expect(await triggered()).toBe(1);
       await Promise.all([one.stop(), two.stop()]);
     } finally {
