@@ -125,7 +125,7 @@ export class QuantityAlerts {
    * Decides and reads the alerts of the items of `events` and `voided`, and of the alerts
    * a reload found changed or skipped too long.
    */
-  private async evaluate(
+  private async evaluateOnce(
     events: readonly UsageEventRecord[],
     voided: readonly UsageEventRecord[],
   ): Promise<void> {
@@ -162,8 +162,25 @@ export class QuantityAlerts {
       await evaluateAlerts(this.options.db, stores, { alertIds: read });
       this.remember(await alertStatesOf(this.options.db, [], read));
     } catch (error) {
-      // the batch commits all the same (usage is counted whatever the alerts do): read at the next reload
       for (const id of read) this.skippedSince.set(id, 0);
+      throw error;
+    }
+  }
+
+  /**
+   * A batch whose evaluation failed is committed all the same (usage stays counted whatever the
+   * alerts do): the alerts of its items are read at the next reload instead (refreshed at once).
+   */
+  private async evaluate(
+    events: readonly UsageEventRecord[],
+    voided: readonly UsageEventRecord[],
+  ): Promise<void> {
+    try {
+      await this.evaluateOnce(events, voided);
+    } catch (error) {
+      for (const event of [...events, ...voided])
+        for (const alert of this.byItem.get(event.orgId)?.get(event.subscriptionItemId) ?? [])
+          this.skippedSince.set(alert.id, 0);
       throw error;
     }
   }
