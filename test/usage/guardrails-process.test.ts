@@ -286,7 +286,7 @@ describe('guardrails in the sinks process', () => {
     }
   });
 
-  it('SINKS_GUARDRAILS=false counts usage and evaluates nothing; the group resumes in the next process', {
+  it('SINKS_GUARDRAILS=false counts usage and evaluates nothing; a process that evaluates reads it at its start', {
     timeout: 90_000,
   }, async () => {
     const { env, produce, counted, state, triggered, close } = await setUp();
