@@ -36,7 +36,7 @@ export function registerOperations(app: ApiInstance): void {
     });
   }
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const labels = {
       service: 'api',
       method: request.method,
@@ -45,5 +45,6 @@ export function registerOperations(app: ApiInstance): void {
     };
     httpRequests.inc(labels);
     httpRequestDuration.observe(labels, reply.elapsedTime / 1000);
+    done();
   });
 }
