@@ -106,7 +106,13 @@ const requireFromHere = createRequire(import.meta.url);
 /** The part of autocannon's API the benchmarks use (the package ships no types). */
 export const autocannon = requireFromHere('autocannon') as (
   options: AutocannonOptions,
-) => Promise<AutocannonResult>;
+) => Promise<AutocannonResult> & {
+  /** Each response as it arrives: its status and latency (ms, from when its request was written). */
+  on(
+    event: 'response',
+    listener: (client: unknown, statusCode: number, bytes: number, latencyMs: number) => void,
+  ): unknown;
+};
 
 /**
  * The bytes of one HTTP/1.1 request as autocannon would build them (keep-alive, Content-Length),
@@ -664,6 +670,44 @@ export function percentiles(values: readonly number[]): { p50: number; p99: numb
   const sorted = [...values].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
   return { p50: at(0.5), p99: at(0.99), max: sorted[sorted.length - 1]! };
+}
+
+/** One second of a load: requests answered in it (by when they were due or sent) and their latencies. */
+export interface SecondOfLoad {
+  second: number;
+  requests: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+}
+
+/**
+ * Latencies by the second of the run they fall in, to tell a tail spread evenly over a run from
+ * one made by a few bad seconds (periodic work elsewhere on the box, a GC).
+ */
+export class LatencyTimeline {
+  private readonly seconds: number[][] = [];
+
+  /** A request sent (or due) `atMs` after the run began, answered after `latencyMs`. */
+  add(atMs: number, latencyMs: number): void {
+    const second = Math.max(0, Math.floor(atMs / 1000));
+    for (let s = this.seconds.length; s <= second; s++) this.seconds.push([]);
+    this.seconds[second]!.push(latencyMs);
+  }
+
+  summary(): SecondOfLoad[] {
+    const round = (value: number) => Math.round(value * 100) / 100;
+    return this.seconds.map((latencies, second) => {
+      if (!latencies.length) return { second, requests: 0, p50Ms: 0, p99Ms: 0, maxMs: 0 };
+      const { p50, p99, max } = percentiles(latencies);
+      return { second, requests: latencies.length, p50Ms: round(p50), p99Ms: round(p99), maxMs: round(max) };
+    });
+  }
+}
+
+/** "p99 ms by second: 2.1 2.3 14.5 ...; max: ..." of a timeline, for the log. */
+export function timelineLine(timeline: readonly SecondOfLoad[]): string {
+  return `p99 ms by second: ${timeline.map((s) => s.p99Ms.toFixed(1)).join(' ')}; max: ${timeline.map((s) => s.maxMs.toFixed(0)).join(' ')}`;
 }
 
 export function printTable(header: string[], rows: (string | number)[][]): void {

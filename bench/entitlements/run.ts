@@ -21,6 +21,9 @@
  *
  * Each load runs BENCH_DURATION_SECONDS (default 10) after BENCH_WARMUP_SECONDS (default 2). The
  * machine is shared: the report says how busy it was before each run (it does not wait for quiet).
+ * Each load also logs, and reports as `timeline`, its p50/p99/max per second of the run (by when a
+ * request was due or sent): a tail made by a few bad seconds (a GC, periodic work elsewhere on the
+ * box) shows as spikes, one spread over the run as a flat line.
  * Report: bench/results/entitlements-<time>.json. Settings (env): BENCH_SCENARIOS (comma list),
  * DATABASE_URL (admin URL; a database bench_entitlements_<pid> is created and dropped),
  * BENCH_PROFILE_DIR (each server writes a V8 CPU profile there when it stops, --cpu-prof),
@@ -44,18 +47,21 @@ import {
   freshKeyRequest,
   intEnv,
   KEY_SLOT,
+  LatencyTimeline,
   logger,
   postgresCpuSeconds,
   printBars,
   printTable,
   randomRequest,
   requestBytes,
+  type SecondOfLoad,
   scenariosEnv,
   spawnEntry,
   startKafkaTestBrokerProcess,
   startRedisServer,
   stopChildren,
   stopProcess,
+  timelineLine,
   waitForQuietMachine,
   waitUntilReady,
   writeReport,
@@ -114,6 +120,8 @@ interface Load {
    * commands a script runs; a call batched for several requests is shared among them.
    */
   redisCallsPerRequest: number;
+  /** p50, p99 and max of each second of the run: a few bad seconds or a tail spread over all of them. */
+  timeline: SecondOfLoad[];
 }
 
 interface Setup {
@@ -401,7 +409,15 @@ async function load(
   );
   const { paced, ...autocannonOptions } = options;
   const run = async (seconds: number) => {
-    if (!paced) return autocannon({ ...autocannonOptions, duration: seconds });
+    if (!paced) {
+      const timeline = new LatencyTimeline();
+      const running = autocannon({ ...autocannonOptions, duration: seconds });
+      const started = performance.now();
+      running.on('response', (_client, _status, _bytes, latencyMs) =>
+        timeline.add(performance.now() - latencyMs - started, latencyMs),
+      );
+      return { ...(await running), timeline: timeline.summary() };
+    }
     const result = await pacedLoad({
       port: Number(new URL(options.url).port),
       rate: settings.checkRate,
@@ -418,6 +434,7 @@ async function load(
       non2xx: result.answered - ok,
       errors: result.unsent,
       timeouts: 0,
+      timeline: result.timeline,
     };
   };
   if (settings.warmupSeconds) await run(settings.warmupSeconds);
@@ -434,6 +451,7 @@ async function load(
   const before = await snapshot();
   const result = await run(settings.durationSeconds);
   const after = await snapshot();
+  log(`${scenario} (${variant}): ${timelineLine(result.timeline)}`);
   const perRequest = (i: number, scale: number) =>
     ((after[i]! - before[i]!) * scale) / Math.max(1, result['2xx']);
   const micros = (i: number) => Math.round(perRequest(i, 1e6));
@@ -455,6 +473,7 @@ async function load(
     loaderCpuMicrosPerRequest: micros(3),
     // less the INFO call that reads the count
     redisCallsPerRequest: Math.round(((after[4]! - before[4]! - 1) / Math.max(1, result['2xx'])) * 100) / 100,
+    timeline: result.timeline,
   };
 }
 

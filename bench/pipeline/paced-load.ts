@@ -10,6 +10,7 @@
  * Bench only.
  */
 import { connect, type Socket } from 'node:net';
+import { LatencyTimeline, type SecondOfLoad } from '../support.js';
 
 export interface PacedLoadResult {
   /** Requests answered, by status code (0: the connection failed). */
@@ -20,6 +21,8 @@ export interface PacedLoadResult {
   /** Seconds from the first due request to the last answer. */
   seconds: number;
   latencyMs: { p50: number; p90: number; p99: number; max: number };
+  /** Per second of the run, by when each request was due. */
+  timeline: SecondOfLoad[];
 }
 
 interface Connection {
@@ -48,6 +51,8 @@ export async function pacedLoad(options: {
   const total = Math.max(1, Math.round(rate * seconds));
   const statuses: Record<number, number> = {};
   const latencies: number[] = [];
+  const timeline = new LatencyTimeline();
+  let started = 0;
   let answered = 0;
   let lastAnswerAt = 0;
   const idle: Connection[] = [];
@@ -57,6 +62,7 @@ export async function pacedLoad(options: {
   const finish = (connection: Connection, status: number) => {
     const now = performance.now();
     latencies.push(now - connection.dueAt);
+    timeline.add(connection.dueAt - started, now - connection.dueAt);
     statuses[status] = (statuses[status] ?? 0) + 1;
     answered++;
     lastAnswerAt = now;
@@ -86,7 +92,7 @@ export async function pacedLoad(options: {
     idle.push(connection);
   }
 
-  const started = performance.now();
+  started = performance.now();
   let sent = 0;
   let unsent = 0;
   await new Promise<void>((resolve) => {
@@ -127,6 +133,7 @@ export async function pacedLoad(options: {
     unsent,
     seconds: round(((lastAnswerAt || performance.now()) - started) / 1000),
     latencyMs: { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1) },
+    timeline: timeline.summary(),
   };
 }
 

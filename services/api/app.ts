@@ -68,8 +68,9 @@ export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
   registerInFlightTracking(app);
   registerBodyParsing(app);
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-ID', request.id);
+    done();
   });
   registerErrorHandling(app);
   registerAuthentication(app);

@@ -93,6 +93,30 @@ describe('api service operations routes', () => {
       .toBe(200);
   });
 
+  it('counts each route pattern and status apart (the children found once per combination)', async () => {
+    const route = '/api/public/v1/customers/:customer_id';
+    const read = async () => {
+      const text = (await api.app.inject({ url: '/metrics' })).body;
+      const value = (metric: string, status: number) => {
+        const line = text
+          .split('\n')
+          .find((l) =>
+            l.startsWith(`${metric}{service="api",method="GET",route="${route}",status="${status}"}`),
+          );
+        return line ? Number(line.split(' ').pop()) : 0;
+      };
+      return [404, 401].flatMap((status) => [
+        value('billing_http_requests_total', status),
+        value('billing_http_request_duration_seconds_count', status),
+      ]);
+    };
+    const before = await read();
+    for (let i = 0; i < 3; i++) await api.request({ path: '/customers/987654', key: org.apiKey });
+    for (let i = 0; i < 2; i++) await api.request({ path: '/customers/987654' });
+    const after = await read();
+    expect(after.map((value, i) => value - before[i]!)).toEqual([3, 3, 2, 2]);
+  });
+
   it('exposes request metrics by route pattern and status in Prometheus format', async () => {
     await api.request({ path: '/customers/123456', key: org.apiKey });
     await api.request({ path: '/meta' });

@@ -5,7 +5,7 @@ import type { ApiInstance } from '../types.js';
  * latency. Headers and bodies are never logged, so keys and secrets cannot leak through here.
  */
 export function registerAccessLog(app: ApiInstance): void {
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
       // request.log already carries reqId
       {
@@ -17,5 +17,6 @@ export function registerAccessLog(app: ApiInstance): void {
       },
       'request',
     );
+    done();
   });
 }

@@ -62,18 +62,18 @@ export function registerAuthentication(app: ApiInstance): void {
   // A route whose handler counts its request still counts one answered before the handler ran, or
   // by a handler that failed before its count (a 503 of a missing store): here, before the answer
   // leaves, and a refusal replaces the answer with the 429.
-  const countUncounted: onSendHookHandler = async (request, reply, payload) => {
-    if (!request.rateLimitPlanned || request.rateLimit) return payload;
+  // A callback hook: a request its handler counted (every check but a failed one) passes at once.
+  const countUncounted: onSendHookHandler = (request, reply, payload, done) => {
+    if (!request.rateLimitPlanned || request.rateLimit) return done(null, payload);
     request.rateLimitPlanned = undefined;
-    let decision: RateLimitDecision;
-    try {
-      decision = await consume(request.auth!);
-    } catch (error) {
-      return replaceWithError(request, reply, error as ApiError);
-    }
-    request.rateLimit = decision;
-    reply.headers(rateLimitHeaders(decision));
-    return decision.allowed ? payload : replaceWithError(request, reply, rateLimitedError(decision));
+    consume(request.auth!).then(
+      (decision) => {
+        request.rateLimit = decision;
+        reply.headers(rateLimitHeaders(decision));
+        done(null, decision.allowed ? payload : replaceWithError(request, reply, rateLimitedError(decision)));
+      },
+      (error: unknown) => done(null, replaceWithError(request, reply, error as ApiError)),
+    );
   };
   app.addHook('onRoute', (route) => {
     if (route.config?.countedBy !== 'handler') return;

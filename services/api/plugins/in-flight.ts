@@ -25,14 +25,20 @@ export function registerInFlightTracking(app: ApiInstance): void {
   // Once closing, a request that still arrives on an open connection is answered 503 like every
   // other error (Retry-After, X-Request-ID, the error body) instead of Fastify's bare 503.
   app.addHook('preClose', async () => requests.startDraining());
-  app.addHook('onRequest', async (request: Tracked, reply) => {
+  // callback hooks, not async ones: they run on every request and never wait
+  app.addHook('onRequest', (request: Tracked, reply, done) => {
     request[finished] = false;
     requests.begin();
-    if (requests.draining) {
-      reply.header('connection', 'close');
-      throw ApiError.shuttingDown();
-    }
+    if (!requests.draining) return done();
+    reply.header('connection', 'close');
+    done(ApiError.shuttingDown());
   });
-  app.addHook('onSend', async (request: Tracked) => finish(request));
-  app.addHook('onResponse', async (request: Tracked) => finish(request));
+  app.addHook('onSend', (request: Tracked, _reply, payload, done) => {
+    finish(request);
+    done(null, payload);
+  });
+  app.addHook('onResponse', (request: Tracked, _reply, done) => {
+    finish(request);
+    done();
+  });
 }

@@ -36,14 +36,48 @@ export function registerOperations(app: ApiInstance): void {
     });
   }
 
-  app.addHook('onResponse', async (request, reply) => {
-    const labels = {
-      service: 'api',
-      method: request.method,
-      route: request.routeOptions.url ?? 'unmatched',
-      status: String(reply.statusCode),
-    };
-    httpRequests.inc(labels);
-    httpRequestDuration.observe(labels, reply.elapsedTime / 1000);
+  const metrics = requestMetrics();
+  app.addHook('onResponse', (request, reply, done) => {
+    const { requests, duration } = metrics(
+      request.method,
+      request.routeOptions.url ?? 'unmatched',
+      reply.statusCode,
+    );
+    requests.inc();
+    duration.observe(reply.elapsedTime / 1000);
+    done();
   });
+}
+
+type RequestMetrics = {
+  requests: ReturnType<typeof httpRequests.labels>;
+  duration: ReturnType<typeof httpRequestDuration.labels>;
+};
+
+/**
+ * The request counter's and histogram's children of each method, route pattern and status, looked
+ * up once (libs/observability/hot-metrics.ts: keep the child where it runs per request), by nested
+ * maps so that finding one builds no key. Bounded: route patterns, not paths.
+ */
+function requestMetrics(): (method: string, route: string, status: number) => RequestMetrics {
+  const byRoute = new Map<string, Map<string, Map<number, RequestMetrics>>>();
+  return (method, route, status) => {
+    let byMethod = byRoute.get(route);
+    if (!byMethod) {
+      byMethod = new Map();
+      byRoute.set(route, byMethod);
+    }
+    let byStatus = byMethod.get(method);
+    if (!byStatus) {
+      byStatus = new Map();
+      byMethod.set(method, byStatus);
+    }
+    let found = byStatus.get(status);
+    if (!found) {
+      const labels = { service: 'api', method, route, status: String(status) };
+      found = { requests: httpRequests.labels(labels), duration: httpRequestDuration.labels(labels) };
+      byStatus.set(status, found);
+    }
+    return found;
+  };
 }
