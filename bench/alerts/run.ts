@@ -1,13 +1,13 @@
 /**
  * `npm run bench:alerts`: spend alerts on the distributed pipeline (issue 35). The ingest service
- * (uWS), the sinks (pg-sink, which hands what it wrote to the alerts, and ch-sink), the api,
+ * (uWS), the sinks (pg-sink, ch-sink and the `alerts` group that evaluates alerts), the api,
  * the webhook dispatcher, a Kafka test broker and a redis-server of this run, Postgres and
  * ClickHouse; a webhook receiver in this process. BENCH_ALERTS subscriptions (default 1,000), one
  * metered item each, each with a `usage_quantity` alert armed at CROSSING.
  *
- * The evaluator rides the pg-sink (no consumer group of its own): the usage_quantity alerts, near
- * their threshold only, and beside them the other policies (top-ups, drafts, amount and credit
- * alerts, after the pg-sink's watermark) on the items they watch (none here).
+ * The evaluator is one group, `alerts`: the usage_quantity alerts, near their threshold only, and
+ * beside them the other policies (top-ups, drafts, amount and credit alerts, after the pg-sink's
+ * watermark) on the items they watch (none here).
  *
  * Parts (BENCH_PARTS, comma list, default both, in this order):
  *
@@ -202,9 +202,8 @@ async function main(): Promise<void> {
   const kafka = createKafka({ brokers: [broker.bootstrap], clientId: 'bench-alerts' });
   const admin = kafka.admin();
   await admin.connect();
-  const caughtUp = async () => {
-    // the evaluator is done with what the pg-sink committed (it commits after the evaluation)
-    const groups = ['pg-sink', 'ch-sink'];
+  const caughtUp = async (evaluator: boolean) => {
+    const groups = ['pg-sink', 'ch-sink', ...(evaluator ? ['alerts'] : [])];
     const caught = await consumerGroupsCaughtUp({
       admin,
       topic,
@@ -226,7 +225,7 @@ async function main(): Promise<void> {
       port,
       logName: runId,
     });
-    await caughtUp();
+    await caughtUp(evaluator);
     return sinks;
   };
   try {
@@ -280,7 +279,7 @@ async function throughput(run: {
   ingest: ChildProcess;
   sinks: ChildProcess;
   setup: Setup;
-  caughtUp: () => Promise<void>;
+  caughtUp: (evaluator: boolean) => Promise<void>;
   cpuOthers: () => Promise<{ postgres: Map<number, number>; redis: number; broker: number }>;
 }): Promise<ThroughputRun> {
   const { round, evaluator, ingestPort, ingest, sinks, setup } = run;
@@ -312,7 +311,7 @@ async function throughput(run: {
     loadAverage: round2(loadavg()[0]!),
   };
   // the sinks' CPU counts what they spent on this load: all of it read and evaluated
-  await run.caughtUp();
+  await run.caughtUp(evaluator);
   outcome.sinksCpuMicros = micros((await cpuSeconds(sinks.pid)) - before.sinks);
   const othersAfter = await run.cpuOthers();
   let postgres = 0;

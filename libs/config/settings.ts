@@ -149,9 +149,8 @@ const sinkOnly = z.object({
   SINK_BATCH_SIZE: positiveInt(5000),
   SINK_FLUSH_MS: timerMs(200),
   /**
-   * Whether this sinks process's pg-sink also hands what it wrote to the alerts and the other
-   * policies on counted usage (automatic top-ups, drafts). false: only the stores; a process that
-   * evaluates reads every OK quantity alert and every watched item when it starts.
+   * Whether this sinks process also runs the guardrails group (alerts, automatic top-ups). false:
+   * only the stores' groups; the policies wait, their group's offsets kept, until a process runs it.
    */
   SINKS_GUARDRAILS: flag().default(true),
 });

@@ -8,7 +8,7 @@ import { RecentUsage } from './recent-usage.js';
 export interface AlertPolicyOptions {
   /**
    * The alerts this policy evaluates: every metric (default, embedded), or all but
-   * `usage_quantity` (the sinks process: QuantityAlerts has those,
+   * `usage_quantity` (the sinks' `guardrails` group: the `alerts` group has those,
    * quantity-alerts.ts).
    */
   metrics?: 'all' | 'others';

@@ -365,7 +365,7 @@ function stateOf(row: AlertRow): AlertState {
   };
 }
 
-/** Every `usage_quantity` alert (what QuantityAlerts holds in memory, quantity-alerts.ts). */
+/** Every `usage_quantity` alert (what the `alerts` group holds in memory, quantity-alerts.ts). */
 export async function quantityAlertStates(db: Queryable): Promise<AlertState[]> {
   const { rows } = await db.query<AlertRow>(
     `SELECT ${COLUMNS} FROM alerts a WHERE a.metric = 'usage_quantity' ORDER BY a.id`,
@@ -376,7 +376,7 @@ export async function quantityAlertStates(db: Queryable): Promise<AlertState[]> 
 async function alertsIn(
   db: Queryable,
   scope: EvaluationScope,
-  /** Leave out this metric's alerts (the sinks' guardrails leave `usage_quantity` to QuantityAlerts). */
+  /** Leave out this metric's alerts (the guardrails group leaves `usage_quantity` to its own). */
   exceptMetric: AlertMetric | null = null,
 ): Promise<AlertRow[]> {
   const subscriptions = scope.subscriptions ?? [];

@@ -7,11 +7,11 @@ import { type InterestingItem, PolicyInterest } from './interest.js';
  * Policies that act on usage as it is counted (docs/decisions.md, "Guardrails read the usage log"):
  * automatic credit top-ups today, spend alerts next. They stand above usage and billing
  * (libs/README.md): usage never calls them; they read the usage log like the sinks do, through a
- * sink of their own. In the distributed mode the pg-sink hands them each batch it wrote, queued:
- * they skip what no policy watches (`reloadMs`) and sweep every watched item (`sweepMs`) for what
- * a process that died took with it (docs/decisions.md, "The guardrails skip what no policy
- * watches", "Alerts ride the pg-sink"); `sink('evaluated')` resolves a write only once the
- * policies ran over it (never for the pg-sink: they wait for its watermark, its commit). In
+ * sink of their own. In the distributed mode the sinks process hands them the `alerts` group's
+ * batches, queued: they skip what no policy watches (`reloadMs`) and sweep every watched item
+ * (`sweepMs`) for what a process that died took with it (docs/decisions.md, "The guardrails skip
+ * what no policy watches, and ride the `alerts` group"); as a consumer group of their own
+ * (`sink('evaluated')`) its offsets are committed only once the policies ran over what it read. In
  * the embedded mode it rides the in-process log and runs the policies beside the request, never
  * delaying its 201.
  *
@@ -84,8 +84,8 @@ export class UsageGuardrails {
       reloadMs?: number;
       /**
        * Evaluate every watched item this often (at a load), besides at the first load. For a sink
-       * whose batches are done before the policies ran over them (`sink('queued')` on the
-       * pg-sink): what a process that died took with it, on partitions a live process took over,
+       * whose batches are done before the policies ran over them (`sink('queued')` on a consumer
+       * group): what a process that died took with it, on partitions a live process took over,
        * is evaluated at the latest then.
        */
       sweepMs?: number;
@@ -140,8 +140,8 @@ export class UsageGuardrails {
 
   /**
    * The sink the usage log feeds. `settle: 'evaluated'` resolves a write once the policies ran
-   * over it; `'queued'` at once (the in-process log; the pg-sink, whose commit the evaluation's
-   * wait for the watermark would hold: with `sweepMs`).
+   * over it (a Kafka consumer then commits); `'queued'` at once (the in-process log, the sinks'
+   * `alerts` group: with `sweepMs`).
    */
   sink(settle: 'evaluated' | 'queued'): UsageSink {
     return {

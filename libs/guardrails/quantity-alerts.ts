@@ -1,6 +1,6 @@
 import type { Database } from '../db/index.js';
 import type { Logger } from '../log/index.js';
-import type { UsageEventRecord, UsageListener, UsageReadStores, UsageVoidRecord } from '../usage/index.js';
+import type { UsageEventRecord, UsageReadStores, UsageSink, UsageVoidRecord } from '../usage/index.js';
 import { type AlertState, alertStatesOf, evaluateAlerts, quantityAlertStates } from './alerts.js';
 import { RecentUsage } from './recent-usage.js';
 
@@ -24,35 +24,31 @@ export interface QuantityAlertsOptions {
  * longer than the watermark lags on a saturated machine, or every bound is undrawable.
  */
 const KEEP_MS = 180_000;
+/** A suspect is read again this often until a reading counts what was handed... */
+const RETRY_MS = 100;
+/** ...for at most this long (then the next usage of the item, or the refresh, reads it again). */
+const FINAL_WAIT_MS = 10_000;
 /** How long a batch of voids waits for the transactions that void its rows to commit. */
 const VOID_WAIT_MS = 5000;
 
 /**
- * The `usage_quantity` alerts of the distributed mode, a listener of the pg-sink (docs/decisions.md
- * "Quantity alerts are read only near their threshold" and "Alerts ride the pg-sink"): handed each
- * batch once Postgres holds it, and its offsets commit once the write resolved. The armed alerts
- * are held in memory by item (loaded again every reloadMs), so an event of an item without an
- * alert costs a map lookup, and one of an item with an alert the bound: its last reading plus the
- * positive quantities this process was handed for the item since that reading's `as_of` less
- * settleMs. An OK alert whose bound is below its threshold cannot have crossed and is not read. A
- * suspect (the bound reaches the threshold, a void of its item, or no bound can be drawn: no
- * reading, one older than this process, than its holding every partition of the log (a member of
- * a group of several holds some: another is handed the rest of an item's usage) or than what it
- * keeps) is read once through the read-back,
- * without waiting for the watermark: the batch is in Postgres already, so the reading counts it,
- * and of two processes reading one item the later reading (the larger `as_of`) counts both
- * batches. Postgres only ever holds logged events, so a reading at the threshold is a real
- * crossing, and the move is conditional (alerts.ts): once, whatever a redelivery reads again.
+ * The `usage_quantity` alerts of the distributed mode, as a consumer group of their own (`alerts`,
+ * docs/decisions.md "Quantity alerts are read only near their threshold, in a group that does
+ * not wait"). The armed alerts are held in memory by item (loaded again every reloadMs), so an
+ * event of an item without an alert costs a map lookup, and one of an item with an alert the bound:
+ * its last reading plus the positive quantities this process read on the log for the item since
+ * that reading's `as_of` less settleMs. An OK alert whose bound is below its threshold cannot have
+ * crossed and is not read. A suspect (the bound reaches the threshold, a void of its item, or no
+ * bound can be drawn: no reading, one older than this process or than what it keeps) is read at
+ * once through the read-back, without waiting for the watermark, and again every RETRY_MS until it
+ * fired or a reading's `as_of` passed the moment its events were handed: only then does the write
+ * resolve (and the runner commit the batch's offsets). Postgres only ever holds logged events, so a
+ * reading at the threshold is a real crossing, and the move is conditional (alerts.ts): once.
  */
 export class QuantityAlerts {
   private readonly recent = new RecentUsage();
-  /**
-   * Since when this process was handed every event of the log (its start, or its group's last
-   * rebalance that gave it every partition; undefined while it holds only some): events recorded
-   * before it (less settleMs) may have been handed to another process, whose quantities no bound
-   * of this one holds.
-   */
-  private wholeLogSinceMs: number | undefined = Date.now();
+  /** Events recorded before this (less settleMs) may have been read by a process before this one. */
+  private readonly startedAtMs = Date.now();
   private readonly refreshMs: number;
   private readonly reloadMs: number;
   /** orgId -> itemId -> its armed alerts, as last loaded or read (numbers: no key built per event). */
@@ -77,21 +73,18 @@ export class QuantityAlerts {
     // while no batch comes, alerts moved elsewhere (created, reset, resolved) are still looked at
     this.timer = setInterval(() => {
       if (!this.stopped && Date.now() - this.loadedAtMs >= this.reloadMs)
-        this.enqueue(() => this.evaluate([], [])).catch(() => {});
+        this.enqueue(() => this.evaluate([], [], 0)).catch(() => {});
     }, this.reloadMs);
     this.timer.unref();
   }
 
-  sink(): UsageListener {
+  sink(): UsageSink {
     return {
       name: 'alerts',
-      // a member of several reads the alerts of every item it is handed (no bound: below)
-      assigned: (wholeLog) => {
-        this.wholeLogSinceMs = wholeLog ? Date.now() : undefined;
-      },
       write: (events) => {
         this.recent.add(events);
-        return this.enqueue(() => this.evaluate(events, []));
+        const handed = Date.now();
+        return this.enqueue(() => this.evaluate(events, [], handed));
       },
       writeVoids: (voids) => this.enqueue(() => this.onVoids(voids)),
     };
@@ -105,7 +98,7 @@ export class QuantityAlerts {
 
   private enqueue(work: () => Promise<void>): Promise<void> {
     const run = this.chain.then(work);
-    // a failed batch fails its write (logged; its alerts are read at the next reload); the chain goes on
+    // a failed batch fails its write (the runner retries it); the chain goes on
     this.chain = run.catch((error) => this.options.log.error({ err: error }, 'quantity alerts failed'));
     return run;
   }
@@ -118,16 +111,18 @@ export class QuantityAlerts {
     await this.evaluate(
       [],
       voids.map((v) => v.event),
+      Date.now(),
     );
   }
 
   /**
-   * Decides and reads the alerts of the items of `events` and `voided`, and of the alerts
+   * Decides, reads and settles the alerts of the items of `events` and `voided`, and of the alerts
    * a reload found changed or skipped too long.
    */
-  private async evaluateOnce(
+  private async evaluate(
     events: readonly UsageEventRecord[],
     voided: readonly UsageEventRecord[],
+    handed: number,
   ): Promise<void> {
     const stores = this.stores;
     if (!stores) throw new Error('quantity alerts: no read stores attached');
@@ -157,32 +152,11 @@ export class QuantityAlerts {
     if (!decisions.size) return;
     const read = [...decisions.keys()];
     for (const id of read) this.skippedSince.delete(id);
-    try {
-      // the handed events are in Postgres (the pg-sink wrote them first): one reading counts them
-      await evaluateAlerts(this.options.db, stores, { alertIds: read });
-      this.remember(await alertStatesOf(this.options.db, [], read));
-    } catch (error) {
-      for (const id of read) this.skippedSince.set(id, 0);
-      throw error;
-    }
-  }
-
-  /**
-   * A batch whose evaluation failed is committed all the same (usage stays counted whatever the
-   * alerts do): the alerts of its items are read at the next reload instead (refreshed at once).
-   */
-  private async evaluate(
-    events: readonly UsageEventRecord[],
-    voided: readonly UsageEventRecord[],
-  ): Promise<void> {
-    try {
-      await this.evaluateOnce(events, voided);
-    } catch (error) {
-      for (const event of [...events, ...voided])
-        for (const alert of this.byItem.get(event.orgId)?.get(event.subscriptionItemId) ?? [])
-          this.skippedSince.set(alert.id, 0);
-      throw error;
-    }
+    await evaluateAlerts(this.options.db, stores, { alertIds: read });
+    const suspects = read.filter((id) => decisions.get(id) === 'suspect');
+    // every event this process read was handed by atMs: a reading at or after it counts them all
+    await this.settle(suspects, Math.max(handed, atMs), stores);
+    this.remember(await alertStatesOf(this.options.db, [], read));
   }
 
   /**
@@ -193,11 +167,8 @@ export class QuantityAlerts {
     if (alert.subscriptionItemId === null) return 'skip';
     if (alert.value === null || alert.evaluatedAsOfMs === null) return 'suspect';
     const from = alert.evaluatedAsOfMs - this.options.settleMs;
-    const whole = this.wholeLogSinceMs;
     const since =
-      whole === undefined || from < whole
-        ? undefined
-        : this.recent.since(alert.orgId, alert.subscriptionItemId, from);
+      from < this.startedAtMs ? undefined : this.recent.since(alert.orgId, alert.subscriptionItemId, from);
     if (since === undefined) return 'suspect';
     // TRIGGERED in its period: only a void or a new period moves it back (a reload sees either)
     if (alert.status === 'TRIGGERED') return 'skip';
@@ -255,6 +226,32 @@ export class QuantityAlerts {
         alert.subscriptionItemId,
         known ? list.map((a) => (a.id === alert.id ? alert : a)) : [...list, alert],
       );
+    }
+  }
+
+  /**
+   * Reads the suspects again until each fired or was read by a reading that counts everything
+   * handed before `handed` (as_of at or after it), at most FINAL_WAIT_MS.
+   */
+  private async settle(suspects: readonly string[], handed: number, stores: UsageReadStores) {
+    const deadline = Date.now() + FINAL_WAIT_MS;
+    let open = [...suspects];
+    while (open.length) {
+      const states = await alertStatesOf(this.options.db, [], open);
+      open = states
+        .filter((s) => s.status !== 'TRIGGERED' && (s.evaluatedAsOfMs ?? 0) < handed)
+        .map((s) => s.id);
+      if (!open.length) return;
+      if (Date.now() >= deadline) {
+        this.options.log.warn(
+          { alerts: open.length },
+          'quantity alerts: no reading counted the usage handed in time; read again at the next usage or refresh',
+        );
+        for (const id of open) this.skippedSince.set(id, 0);
+        return;
+      }
+      await sleep(RETRY_MS);
+      await evaluateAlerts(this.options.db, stores, { alertIds: open });
     }
   }
 

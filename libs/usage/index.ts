@@ -70,7 +70,7 @@ export { type PartitionLag, SinkBehindError } from './sinks/catch-up.js';
 export { ClickHouseUsageSink } from './sinks/clickhouse.js';
 export { type KafkaSinkOptions, KafkaSinkRunner } from './sinks/kafka-consumer.js';
 export { PostgresUsageSink } from './sinks/postgres.js';
-export type { UsageListener, UsageSink } from './sinks/sink.js';
+export type { UsageSink } from './sinks/sink.js';
 export { SinkWatermarkRecorder, sinkWatermark } from './sinks/watermark.js';
 export { parseUsageBody } from './wire/body.js';
 export { batchResponseBody, eventResponseBody } from './wire/responses.js';

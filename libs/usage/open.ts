@@ -26,7 +26,7 @@ import { waitForSinkCatchUp } from './sinks/catch-up.js';
 import { CLICKHOUSE_SINK_NAME, ClickHouseUsageSink } from './sinks/clickhouse.js';
 import { KafkaSinkRunner } from './sinks/kafka-consumer.js';
 import { POSTGRES_SINK_NAME, PostgresUsageSink } from './sinks/postgres.js';
-import type { UsageListener, UsageSink } from './sinks/sink.js';
+import type { UsageSink } from './sinks/sink.js';
 import { SinkWatermarkRecorder } from './sinks/watermark.js';
 
 export interface OpenedUsageAggregator {
@@ -210,7 +210,7 @@ export async function openUsageEventLog(
   config: CommonConfig,
   db: Queryable,
   log: Logger,
-  /** Further readers of the in-process log (policies on counted usage); Kafka's ride the pg-sink. */
+  /** Further readers of the in-process log (policies on counted usage); Kafka has its own groups. */
   listeners: readonly UsageSink[] = [],
 ): Promise<{ eventLog: UsageEventLog; clickhouse: ClickHouse | undefined }> {
   if (config.KAFKA_BROKERS) {
@@ -244,7 +244,7 @@ export async function openUsageEventLog(
 
 /**
  * The in-process log hands its listeners what was written at most this often: the distributed
- * mode's pg-sink hands them a batch per SINK_FLUSH_MS (200 ms by default) too.
+ * mode's listener group reads a batch per SINK_FLUSH_MS (200 ms by default) too.
  */
 const LISTENER_INTERVAL_MS = 200;
 
@@ -261,10 +261,7 @@ export interface UsageSinks {
 /**
  * The sinks of the distributed mode, each its own consumer group on the usage topic: `pg-sink`
  * into Postgres and, when CLICKHOUSE_URL is set, `ch-sink` into ClickHouse (its table is created
- * if missing). `listeners` ride the pg-sink: handed each batch it wrote to Postgres (which the
- * read-back reads), before its offsets commit, as the in-process log hands its own; a group of
- * their own would fetch and decode the whole log again (docs/decisions.md, "Alerts ride the
- * pg-sink").
+ * if missing).
  */
 export async function startUsageSinks(options: {
   config: Pick<
@@ -279,11 +276,8 @@ export async function startUsageSinks(options: {
   > & { SINK_BATCH_SIZE: number; SINK_FLUSH_MS: number };
   db: Queryable;
   log: Logger;
-  /**
-   * Readers of what the pg-sink wrote (the alerts and the policies on counted usage): each batch's
-   * commit waits for them (KafkaSinkOptions.listeners), so one must not wait for the watermark.
-   */
-  listeners?: readonly UsageListener[];
+  /** Further consumers of the log, each in a consumer group of its own name (policies on counted usage). */
+  listeners?: readonly UsageSink[];
 }): Promise<UsageSinks> {
   const { config, db, log } = options;
   if (!config.KAFKA_BROKERS) {
@@ -295,29 +289,30 @@ export async function startUsageSinks(options: {
     'patient',
   );
   await ensureTopic(kafka, config.KAFKA_USAGE_TOPIC, config.KAFKA_TOPIC_PARTITIONS, log);
-  const postgres = new PostgresUsageSink(db);
-  const sinks: UsageSink[] = [postgres];
+  const sinks: UsageSink[] = [new PostgresUsageSink(db)];
   let clickhouse: ClickHouse | undefined;
   if (config.CLICKHOUSE_URL) {
     clickhouse = openClickHouse({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE });
     await reaching('CLICKHOUSE_URL', migrateClickHouse(clickhouse));
     sinks.push(new ClickHouseUsageSink(clickhouse));
   }
-  const runners = sinks.map(
-    (sink) =>
-      new KafkaSinkRunner({
-        kafka,
-        topic: config.KAFKA_USAGE_TOPIC,
-        groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}${sink.name}`,
-        sink,
-        batchSize: config.SINK_BATCH_SIZE,
-        flushMs: config.SINK_FLUSH_MS,
-        log,
-        ...(sink === postgres && options.listeners?.length ? { listeners: options.listeners } : {}),
-      }),
-  );
+  const runnerOf = (sink: UsageSink) =>
+    new KafkaSinkRunner({
+      kafka,
+      topic: config.KAFKA_USAGE_TOPIC,
+      groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}${sink.name}`,
+      sink,
+      batchSize: config.SINK_BATCH_SIZE,
+      flushMs: config.SINK_FLUSH_MS,
+      log,
+    });
+  const storeRunners = sinks.map(runnerOf);
+  // listeners wait for the stores (the read-back's as_of): they start once the stores' groups and
+  // watermarks run, and record no watermark of their own
+  const listenerRunners = (options.listeners ?? []).map(runnerOf);
+  const runners = [...storeRunners, ...listenerRunners];
   const admin = kafka.admin();
-  const watermarks = runners.map(
+  const watermarks = storeRunners.map(
     (runner) =>
       new SinkWatermarkRecorder({
         admin,
@@ -330,8 +325,14 @@ export async function startUsageSinks(options: {
       }),
   );
   try {
-    await Promise.all([admin.connect(), ...runners.map((runner) => runner.start())]);
+    await Promise.all([admin.connect(), ...storeRunners.map((runner) => runner.start())]);
     for (const recorder of watermarks) recorder.start();
+    // in the background: the stores' groups are what "running" means; /readyz waits for these too
+    for (const runner of listenerRunners) {
+      runner
+        .start()
+        .catch((error: unknown) => log.error({ err: error, sink: runner.name }, 'listener failed to start'));
+    }
   } catch (error) {
     await Promise.allSettled([...runners.map((runner) => runner.stop()), admin.disconnect()]);
     await clickhouse?.close();
@@ -342,7 +343,8 @@ export async function startUsageSinks(options: {
     checks: () => [
       kafkaCheck(admin),
       ...(config.CLICKHOUSE_URL ? [clickhouseCheck(config.CLICKHOUSE_URL)] : []),
-      ...runners.map((runner) => runner.check()),
+      // the stores make the process ready; a listener catching up (or rejoining) does not hold it back
+      ...storeRunners.map((runner) => runner.check()),
     ],
     async stop() {
       await Promise.all(watermarks.map((recorder) => recorder.stop()));

@@ -26,7 +26,7 @@ import {
 } from './support.js';
 
 const API_LISTENING = /listening at http:\/\/127\.0\.0\.1:(\d+)/;
-const SINKS_RUNNING = /sinks running \(pg-sink, ch-sink\); alerts on pg-sink;/;
+const SINKS_RUNNING = /sinks running \(pg-sink, ch-sink, alerts\)/;
 
 /**
  * The client's UsageReporter against the distributed service, every part its own process as

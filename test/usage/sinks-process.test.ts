@@ -8,7 +8,7 @@ import { testServices, uniqueName } from '../helpers/services.js';
 import { eventually, serviceProcesses } from './support.js';
 
 const EVENTS = 20_000;
-const RUNNING = /sinks running \(pg-sink, ch-sink\); alerts on pg-sink; ops on port (\d+)/;
+const RUNNING = /sinks running \(pg-sink, ch-sink, alerts\); ops on port (\d+)/;
 
 /**
  * The sinks as the real process `npm run start:sinks` starts, killed without warning while it

@@ -415,68 +415,6 @@ describe('usage sinks', () => {
     expect(row).toEqual({ rows: '500', total: expectedTotal });
   });
 
-  it('hands each batch to its listeners once written, then commits, whatever a listener does', async () => {
-    const topic = uniqueName('usage_sinks');
-    const events = Array.from({ length: 300 }, (_, i) =>
-      usageEvent(`heard-${i}`, '1', { subscriptionItemId: 30 }),
-    );
-    await produce(topic, encodeLogMessages(events.slice(0, 150)), encodeLogMessages(events.slice(150)));
-    const heard: string[] = [];
-    const unwritten: string[] = [];
-    const assigned: boolean[] = [];
-    const log = runLogger('sinks');
-    const runner = new KafkaSinkRunner({
-      kafka: createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }, log, 'patient'),
-      topic,
-      groupId: `${topic}-pg-sink`,
-      sink: postgresSink,
-      batchSize: 100,
-      flushMs: 50,
-      log,
-      listeners: [
-        {
-          name: 'reads the store',
-          assigned: (wholeLog) => assigned.push(wholeLog),
-          async write(batch) {
-            const { rows } = await database.db.query<{ id: string }>(
-              'SELECT id FROM usage_events WHERE id = ANY($1::uuid[])',
-              [batch.map((event) => event.id)],
-            );
-            const stored = new Set(rows.map((row) => row.id));
-            for (const event of batch) (stored.has(event.id) ? heard : unwritten).push(event.id);
-          },
-          async writeVoids() {},
-        },
-        {
-          name: 'fails',
-          async write() {
-            throw new Error('this listener always fails');
-          },
-          async writeVoids() {},
-        },
-      ],
-    });
-    await runner.start();
-    const admin = createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }).admin();
-    await admin.connect();
-    try {
-      const high = (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
-      await eventually(async () => {
-        const [committed] = await admin.fetchOffsets({ groupId: `${topic}-pg-sink`, topics: [topic] });
-        expect(committed!.partitions.reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0)).toBe(high);
-      });
-    } finally {
-      await admin.disconnect();
-      await runner.stop();
-    }
-    // every event, each once it was in Postgres (a redelivery may hand one again)
-    expect(new Set(heard)).toEqual(new Set(events.map((event) => event.id)));
-    expect(unwritten).toEqual([]);
-    // told it holds only part of the log until the group gave it every partition (alone here)
-    expect(assigned[0]).toBe(false);
-    expect(assigned.at(-1)).toBe(true);
-  });
-
   it('reports its lag while its writes fail, and none once it caught up, logging the outage once', async () => {
     const topic = uniqueName('usage_sink_lag');
     const events = Array.from({ length: 3 }, (_, i) =>

@@ -18,7 +18,7 @@ import type { UsageEventLog } from './log.js';
  *
  * Listeners (policies on counted usage, e.g. the guardrails) are not stores: an append never waits
  * for them, and they are handed what was written at most once per `listenerIntervalMs`, in the
- * order written (events and voids alike), as the distributed mode's pg-sink hands them a batch
+ * order written (events and voids alike), as the distributed mode's listener group reads a batch
  * per SINK_FLUSH_MS. Handed each write, their evaluation queries took the one embedded backend
  * once per request at a few connections, and the requests' own writes waited behind them
  * (docs/decisions.md, "The embedded log hands listeners a batch per interval").

@@ -1,4 +1,4 @@
-import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from '../../log/index.js';
 import {
   type DependencyCheck,
@@ -8,7 +8,7 @@ import {
   sinkWriteDuration,
 } from '../../observability/index.js';
 import { decodeLogEntries, type UsageEventRecord, type UsageVoidRecord } from '../domain/event.js';
-import type { UsageListener, UsageSink } from './sink.js';
+import type { UsageSink } from './sink.js';
 
 export interface KafkaSinkOptions {
   kafka: Kafka;
@@ -20,23 +20,13 @@ export interface KafkaSinkOptions {
   /** ...or when the oldest buffered event has waited this long. */
   flushMs: number;
   log: Logger;
-  /**
-   * Readers that are no store (the alerts and the other policies on counted usage): handed each
-   * batch once the sink wrote it, events then voids, and the batch's offsets are committed once
-   * every one of them resolved, so a crash before that hands the batch again (docs/decisions.md,
-   * "Alerts ride the pg-sink"). A listener's rejection is logged and does not hold the batch: it
-   * is no store, and usage stays counted whatever it does; one that must not hold the commit
-   * queues its work and resolves at once.
-   */
-  listeners?: readonly UsageListener[];
 }
 
 /**
  * One sink as a Kafka consumer group (OpenMeter's sink worker): messages are buffered across
  * fetches and partitions, flushed on count or timer, written, and only then are their offsets
  * committed. A crash between write and commit replays the batch, which the idempotent sink absorbs;
- * a crash before the write loses nothing, since nothing was committed. Listeners are handed each
- * written batch before its commit (the in-process log's listeners' twin: no group of their own).
+ * a crash before the write loses nothing, since nothing was committed.
  */
 export class KafkaSinkRunner {
   private readonly consumer: Consumer;
@@ -58,9 +48,6 @@ export class KafkaSinkRunner {
   /** False from a crash kafkajs does not restart itself until this runner has restarted it. */
   private consuming = false;
   private restarting: Promise<void> | undefined;
-  /** Counts the group's rebalances, so an answer about an older assignment is dropped. */
-  private generation = 0;
-  private admin: Admin | undefined;
 
   constructor(private readonly options: KafkaSinkOptions) {
     this.consumer = options.kafka.consumer({
@@ -87,38 +74,6 @@ export class KafkaSinkRunner {
         this.restarting = undefined;
       });
     });
-    if (options.listeners?.some((listener) => listener.assigned)) {
-      this.consumer.on(this.consumer.events.REBALANCING, () => this.assign(false));
-      this.consumer.on(this.consumer.events.GROUP_JOIN, ({ payload }) => {
-        const generation = this.assign(false);
-        void this.holdsWholeLog(payload.memberAssignment[options.topic] ?? []).then((whole) => {
-          if (whole && generation === this.generation) this.assign(true);
-        });
-      });
-    }
-  }
-
-  /** Tells the listeners whether this member reads every partition; a new generation either way. */
-  private assign(wholeLog: boolean): number {
-    this.generation++;
-    for (const listener of this.options.listeners ?? []) listener.assigned?.(wholeLog);
-    return this.generation;
-  }
-
-  /** Whether `partitions` are all of the topic's (false when that cannot be told now). */
-  private async holdsWholeLog(partitions: readonly number[]): Promise<boolean> {
-    try {
-      if (!this.admin) {
-        this.admin = this.options.kafka.admin();
-        await this.admin.connect();
-      }
-      const { topics } = await this.admin.fetchTopicMetadata({ topics: [this.options.topic] });
-      const all = topics[0]?.partitions.map((p) => p.partitionId) ?? [];
-      return all.length > 0 && all.every((partition) => partitions.includes(partition));
-    } catch (error) {
-      this.options.log.warn({ err: error, sink: this.name }, "could not read the topic's partitions");
-      return false;
-    }
   }
 
   get name(): string {
@@ -126,7 +81,6 @@ export class KafkaSinkRunner {
   }
 
   async start(): Promise<void> {
-    if (this.options.listeners?.length) this.assign(false);
     await this.consume();
     this.loop = this.flushLoop();
   }
@@ -193,7 +147,6 @@ export class KafkaSinkRunner {
     await this.restarting;
     await this.flush();
     await this.consumer.disconnect();
-    await this.admin?.disconnect().catch(() => {});
   }
 
   private async onBatch({ batch, resolveOffset, heartbeat, isStale }: EachBatchPayload): Promise<void> {
@@ -315,8 +268,6 @@ export class KafkaSinkRunner {
     }
     sinkEventsWritten.inc({ sink }, events.length);
     this.oldestWritingMs = Number.POSITIVE_INFINITY;
-    // the events are in the store now: a listener reading it counts them
-    if (events.length || voids.length) await this.hear(events, voids);
 
     if (offsets.size) {
       try {
@@ -331,24 +282,6 @@ export class KafkaSinkRunner {
       }
     }
     this.reportLag();
-  }
-
-  /** Hands a written batch to every listener at once; waits for all of them, whatever each does. */
-  private async hear(events: readonly UsageEventRecord[], voids: readonly UsageVoidRecord[]): Promise<void> {
-    const listeners = this.options.listeners ?? [];
-    const results = await Promise.allSettled(
-      listeners.map(async (listener) => {
-        if (events.length) await listener.write(events);
-        if (voids.length) await listener.writeVoids(voids);
-      }),
-    );
-    results.forEach((result, at) => {
-      if (result.status === 'rejected')
-        this.options.log.error(
-          { err: result.reason, sink: this.name, listener: listeners[at]!.name },
-          'usage sink listener failed; the batch is committed (the listener reads it again itself)',
-        );
-    });
   }
 }
 

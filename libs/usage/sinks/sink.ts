@@ -14,13 +14,3 @@ export interface UsageSink {
    */
   writeVoids(voids: readonly UsageVoidRecord[]): Promise<void>;
 }
-
-/** A reader handed what a sink wrote (the in-process log's listeners, the pg-sink's). */
-export interface UsageListener extends UsageSink {
-  /**
-   * Told by a consumer group's member whether it reads every partition of the log (false from
-   * its start and while it rebalances): a reader that bounds an item's usage by what it was handed
-   * can do so only while it is handed all of it. Never told (the in-process log): the whole log.
-   */
-  assigned?(wholeLog: boolean): void;
-}
