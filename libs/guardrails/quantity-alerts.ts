@@ -39,8 +39,8 @@ const VOID_WAIT_MS = 5000;
  * its last reading plus the positive quantities this process read on the log for the item since
  * that reading's `as_of` less settleMs. An OK alert whose bound is below its threshold cannot have
  * crossed and is not read. A suspect (the bound reaches the threshold, a void of its item, or no
- * bound can be drawn: no reading, one older than this process or than what it keeps) is read at
- * once through the read-back, without waiting for the watermark, and again every RETRY_MS until it
+ * bound can be drawn: no reading, one older than this process reading the whole log, which a
+ * member of a group of several never does, or than what it keeps) is read at once through the read-back, without waiting for the watermark, and again every RETRY_MS until it
  * fired or a reading's `as_of` passed the moment its events were handed: only then does the write
  * resolve (and the runner commit the batch's offsets). Postgres only ever holds logged events, so a
  * reading at the threshold is a real crossing, and the move is conditional (alerts.ts): once.
@@ -48,7 +48,13 @@ const VOID_WAIT_MS = 5000;
 export class QuantityAlerts {
   private readonly recent = new RecentUsage();
   /** Events recorded before this (less settleMs) may have been read by a process before this one. */
-  private readonly startedAtMs = Date.now();
+  /**
+   * Since when this process has read every event of the log (its start, or the assignment that
+   * gave its group member every partition; undefined while it reads only some): a bound rests only
+   * on a reading whose `as_of` less settleMs is past it. Events before it may have been read by
+   * another process, and with several members the unkeyed log spreads an item's usage over them.
+   */
+  private wholeLogSinceMs: number | undefined = Date.now();
   private readonly refreshMs: number;
   private readonly reloadMs: number;
   /** orgId -> itemId -> its armed alerts, as last loaded or read (numbers: no key built per event). */
@@ -81,6 +87,9 @@ export class QuantityAlerts {
   sink(): UsageSink {
     return {
       name: 'alerts',
+      assigned: (wholeLog) => {
+        this.wholeLogSinceMs = wholeLog ? Date.now() : undefined;
+      },
       write: (events) => {
         this.recent.add(events);
         const handed = Date.now();
@@ -168,7 +177,9 @@ export class QuantityAlerts {
     if (alert.value === null || alert.evaluatedAsOfMs === null) return 'suspect';
     const from = alert.evaluatedAsOfMs - this.options.settleMs;
     const since =
-      from < this.startedAtMs ? undefined : this.recent.since(alert.orgId, alert.subscriptionItemId, from);
+      this.wholeLogSinceMs === undefined || from < this.wholeLogSinceMs
+        ? undefined
+        : this.recent.since(alert.orgId, alert.subscriptionItemId, from);
     if (since === undefined) return 'suspect';
     // TRIGGERED in its period: only a void or a new period moves it back (a reload sees either)
     if (alert.status === 'TRIGGERED') return 'skip';

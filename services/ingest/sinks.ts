@@ -143,6 +143,10 @@ stopOnSignals({
 function evaluatorSink(quantityAlerts: UsageSink, policies: UsageSink): UsageSink {
   return {
     name: quantityAlerts.name,
+    assigned(wholeLog) {
+      quantityAlerts.assigned?.(wholeLog);
+      policies.assigned?.(wholeLog);
+    },
     async write(events) {
       await policies.write(events);
       await quantityAlerts.write(events);

@@ -359,6 +359,45 @@ describe('usage sinks', () => {
     }
   });
 
+  it('tells its sink whether this member reads the whole log: alone yes, beside a second member no', {
+    timeout: 60_000,
+  }, async () => {
+    const topic = uniqueName('usage_assigned');
+    const groupId = `${topic}-listener`;
+    await produce(topic, encodeLogMessages([usageEvent('a-1', '1')]));
+    const told = (): { calls: boolean[]; sink: UsageSink } => {
+      const calls: boolean[] = [];
+      return {
+        calls,
+        sink: {
+          name: 'listener',
+          write: async () => {},
+          writeVoids: async () => {},
+          assigned: (whole) => calls.push(whole),
+        },
+      };
+    };
+    const first = told();
+    const one = sinkRunner(topic, groupId, first.sink);
+    const second = told();
+    const two = sinkRunner(topic, groupId, second.sink);
+    try {
+      await one.start();
+      expect(first.calls[0]).toBe(false); // nothing is assumed before the group assigns
+      await eventually(async () => expect(first.calls.at(-1)).toBe(true), 20_000);
+      await two.start();
+      await eventually(async () => {
+        expect(first.calls.at(-1)).toBe(false);
+        expect(second.calls.at(-1)).toBe(false);
+      }, 30_000);
+      await two.stop();
+      await eventually(async () => expect(first.calls.at(-1)).toBe(true), 30_000);
+    } finally {
+      await two.stop();
+      await one.stop();
+    }
+  });
+
   it('writes each message of a topic once even when the topic carries it twice, then commits', async () => {
     const topic = uniqueName('usage_sinks');
     const events = Array.from({ length: 500 }, (_, i) =>

@@ -1,4 +1,4 @@
-import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from '../../log/index.js';
 import {
   type DependencyCheck,
@@ -48,6 +48,9 @@ export class KafkaSinkRunner {
   /** False from a crash kafkajs does not restart itself until this runner has restarted it. */
   private consuming = false;
   private restarting: Promise<void> | undefined;
+  /** Counts the group's assignments, so an answer about an older one is dropped. */
+  private generation = 0;
+  private admin: Admin | undefined;
 
   constructor(private readonly options: KafkaSinkOptions) {
     this.consumer = options.kafka.consumer({
@@ -74,6 +77,38 @@ export class KafkaSinkRunner {
         this.restarting = undefined;
       });
     });
+    if (options.sink.assigned) {
+      this.consumer.on(this.consumer.events.REBALANCING, () => this.assign(false));
+      this.consumer.on(this.consumer.events.GROUP_JOIN, ({ payload }) => {
+        const generation = this.assign(false);
+        void this.holdsWholeLog(payload.memberAssignment[options.topic] ?? []).then((whole) => {
+          if (whole && generation === this.generation) this.assign(true);
+        });
+      });
+    }
+  }
+
+  /** Tells the sink whether this member reads every partition; a new generation either way. */
+  private assign(wholeLog: boolean): number {
+    this.generation++;
+    this.options.sink.assigned?.(wholeLog);
+    return this.generation;
+  }
+
+  /** Whether `partitions` are all of the topic's (false when that cannot be told now). */
+  private async holdsWholeLog(partitions: readonly number[]): Promise<boolean> {
+    try {
+      if (!this.admin) {
+        this.admin = this.options.kafka.admin();
+        await this.admin.connect();
+      }
+      const { topics } = await this.admin.fetchTopicMetadata({ topics: [this.options.topic] });
+      const all = topics[0]?.partitions.map((p) => p.partitionId) ?? [];
+      return all.length > 0 && all.every((partition) => partitions.includes(partition));
+    } catch (error) {
+      this.options.log.warn({ err: error, sink: this.name }, "could not read the topic's partitions");
+      return false;
+    }
   }
 
   get name(): string {
@@ -81,6 +116,7 @@ export class KafkaSinkRunner {
   }
 
   async start(): Promise<void> {
+    this.assign(false);
     await this.consume();
     this.loop = this.flushLoop();
   }
@@ -147,6 +183,7 @@ export class KafkaSinkRunner {
     await this.restarting;
     await this.flush();
     await this.consumer.disconnect();
+    await this.admin?.disconnect().catch(() => {});
   }
 
   private async onBatch({ batch, resolveOffset, heartbeat, isStale }: EachBatchPayload): Promise<void> {

@@ -13,4 +13,11 @@ export interface UsageSink {
    * redelivery of its event, leaves the event voided.
    */
   writeVoids(voids: readonly UsageVoidRecord[]): Promise<void>;
+  /**
+   * Told, when the sink's consumer group assigns partitions, whether this member now reads every
+   * partition of the log (`false` first, at each rebalance, and while that cannot be told). A
+   * listener that bounds an item's usage by what it read (the quantity alerts) draws no bound
+   * while it reads only part of the log: the log is unkeyed, so another member reads the rest.
+   */
+  assigned?(wholeLog: boolean): void;
 }
