@@ -27,6 +27,41 @@ export const httpRequestDuration = new HotHistogram({
   registers: [registry],
 });
 
+export interface RequestInstruments {
+  requests: ReturnType<typeof httpRequests.labels>;
+  duration: ReturnType<typeof httpRequestDuration.labels>;
+}
+
+/**
+ * A service's request counter and histogram children by method, route pattern and status, made
+ * once each (labels cost a hash per call: keep the child where it runs per request), by nested
+ * maps so that finding one builds no key. Bounded: route patterns, not paths.
+ */
+export function requestInstruments(
+  service: string,
+): (method: string, route: string, status: number) => RequestInstruments {
+  const byRoute = new Map<string, Map<string, Map<number, RequestInstruments>>>();
+  return (method, route, status) => {
+    let byMethod = byRoute.get(route);
+    if (!byMethod) {
+      byMethod = new Map();
+      byRoute.set(route, byMethod);
+    }
+    let byStatus = byMethod.get(method);
+    if (!byStatus) {
+      byStatus = new Map();
+      byMethod.set(method, byStatus);
+    }
+    let found = byStatus.get(status);
+    if (!found) {
+      const labels = { service, method, route, status: String(status) };
+      found = { requests: httpRequests.labels(labels), duration: httpRequestDuration.labels(labels) };
+      byStatus.set(status, found);
+    }
+    return found;
+  };
+}
+
 export const rateLimitRejections = new Counter({
   name: 'billing_rate_limit_rejections_total',
   help: 'Requests refused with 429, by the organization plan.',

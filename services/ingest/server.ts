@@ -4,10 +4,9 @@ import type { Logger } from '../../libs/log/index.js';
 import {
   answerOpsRequest,
   type DependencyCheck,
-  httpRequestDuration,
-  httpRequests,
   ingestNativeServer,
   OPS_PATHS,
+  requestInstruments,
 } from '../../libs/observability/index.js';
 import { BASE_PATH, requestIdFrom } from '../../libs/schemas/index.js';
 import { InFlightRequests } from '../../libs/shutdown/index.js';
@@ -319,10 +318,8 @@ function sendError(exchange: Exchange, requestId: string, error: unknown, log: L
   exchange.send(status, apiError?.headers ?? {}, JSON.stringify(body));
 }
 
-type Child = { inc(): void };
-type HistogramChild = { observe(value: number): void };
-/** The instruments of each method, route and status, built once: labels cost a hash per call. */
-const counters = new Map<string, Map<string, Map<number, [Child, HistogramChild]>>>();
+/** The instruments of each method, route and status, made once. */
+const instruments = requestInstruments('ingest');
 
 /** Request metrics by route pattern and status; a client that left is recorded as 499. */
 function observe(
@@ -336,25 +333,10 @@ function observe(
 ): void {
   const status = exchange.aborted ? 499 : exchange.status;
   const verb = method === 'post' ? 'POST' : method.toUpperCase();
-  let byRoute = counters.get(verb);
-  if (!byRoute) {
-    byRoute = new Map();
-    counters.set(verb, byRoute);
-  }
-  let byStatus = byRoute.get(route);
-  if (!byStatus) {
-    byStatus = new Map();
-    byRoute.set(route, byStatus);
-  }
-  let instruments = byStatus.get(status);
-  if (!instruments) {
-    const labels = { service: 'ingest', method: verb, route, status: String(status) };
-    instruments = [httpRequests.labels(labels), httpRequestDuration.labels(labels)];
-    byStatus.set(status, instruments);
-  }
+  const { requests, duration } = instruments(verb, route, status);
   const seconds = (performance.now() - started) / 1000;
-  instruments[0].inc();
-  instruments[1].observe(seconds);
+  requests.inc();
+  duration.observe(seconds);
   // 20,000 lines a second would cost more than the requests: successes are logged at debug. A 503
   // is a dependency outage (logged once by its guard) or a drain, not a failure of this request.
   const level = status >= 500 && status !== 503 ? 'error' : status >= 300 ? 'info' : 'debug';

@@ -2,10 +2,9 @@ import {
   answerOpsRequest,
   type DependencyCheck,
   databaseCheck,
-  httpRequestDuration,
-  httpRequests,
   OPS_PATHS,
   redisCheck,
+  requestInstruments,
 } from '../../../libs/observability/index.js';
 import type { ApiInstance } from '../types.js';
 
@@ -36,7 +35,7 @@ export function registerOperations(app: ApiInstance): void {
     });
   }
 
-  const metrics = requestMetrics();
+  const metrics = requestInstruments('api');
   app.addHook('onResponse', (request, reply, done) => {
     const { requests, duration } = metrics(
       request.method,
@@ -47,37 +46,4 @@ export function registerOperations(app: ApiInstance): void {
     duration.observe(reply.elapsedTime / 1000);
     done();
   });
-}
-
-type RequestMetrics = {
-  requests: ReturnType<typeof httpRequests.labels>;
-  duration: ReturnType<typeof httpRequestDuration.labels>;
-};
-
-/**
- * The request counter's and histogram's children of each method, route pattern and status, looked
- * up once (libs/observability/hot-metrics.ts: keep the child where it runs per request), by nested
- * maps so that finding one builds no key. Bounded: route patterns, not paths.
- */
-function requestMetrics(): (method: string, route: string, status: number) => RequestMetrics {
-  const byRoute = new Map<string, Map<string, Map<number, RequestMetrics>>>();
-  return (method, route, status) => {
-    let byMethod = byRoute.get(route);
-    if (!byMethod) {
-      byMethod = new Map();
-      byRoute.set(route, byMethod);
-    }
-    let byStatus = byMethod.get(method);
-    if (!byStatus) {
-      byStatus = new Map();
-      byMethod.set(method, byStatus);
-    }
-    let found = byStatus.get(status);
-    if (!found) {
-      const labels = { service: 'api', method, route, status: String(status) };
-      found = { requests: httpRequests.labels(labels), duration: httpRequestDuration.labels(labels) };
-      byStatus.set(status, found);
-    }
-    return found;
-  };
 }
