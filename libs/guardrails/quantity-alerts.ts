@@ -40,14 +40,14 @@ const VOID_WAIT_MS = 5000;
  * that reading's `as_of` less settleMs. An OK alert whose bound is below its threshold cannot have
  * crossed and is not read. A suspect (the bound reaches the threshold, a void of its item, or no
  * bound can be drawn: no reading, one older than this process reading the whole log, which a
- * member of a group of several never does, or than what it keeps) is read at once through the read-back, without waiting for the watermark, and again every RETRY_MS until it
- * fired or a reading's `as_of` passed the moment its events were handed: only then does the write
- * resolve (and the runner commit the batch's offsets). Postgres only ever holds logged events, so a
+ * member of a group of several never does, or than what it keeps) is read at once through the
+ * read-back, without waiting for the watermark, and again every RETRY_MS until it fired or a
+ * reading's `as_of` passed the moment its events were handed: only then does the write resolve
+ * (and the runner commit the batch's offsets). Postgres only ever holds logged events, so a
  * reading at the threshold is a real crossing, and the move is conditional (alerts.ts): once.
  */
 export class QuantityAlerts {
   private readonly recent = new RecentUsage();
-  /** Events recorded before this (less settleMs) may have been read by a process before this one. */
   /**
    * Since when this process has read every event of the log (its start, or the assignment that
    * gave its group member every partition; undefined while it reads only some): a bound rests only
