@@ -105,12 +105,17 @@ function evaluator() {
  * every armed alert of the database and reads the OK ones at its first load: the earlier tests'
  * alerts are removed first, so that only the alert under test is read.
  */
-async function quantityAlerts(readStores: UsageReadStores, keep?: string): Promise<QuantityAlerts> {
+async function quantityAlerts(
+  readStores: UsageReadStores,
+  keep?: string,
+  reloadMs?: number,
+): Promise<QuantityAlerts> {
   await database.db.query('DELETE FROM alerts WHERE id IS DISTINCT FROM $1', [keep ?? null]);
   const alerts = new QuantityAlerts({
     db: database.db,
     log: runLogger('alert-bound'),
     settleMs: SETTLE_MS,
+    reloadMs,
   });
   alerts.attach(readStores);
   return alerts;
@@ -275,6 +280,32 @@ describe('usage_quantity alerts read only near their threshold', () => {
     } finally {
       await alerts.stop();
       await readStores.close();
+    }
+  });
+
+  it('alerts group: a member told it no longer reads the whole log draws no bound, and fires on its next batch', async () => {
+    // no reload but the first (a reload reads alerts changed since the last one, whatever the bound)
+    const alerts = await quantityAlerts(stores, undefined, 600_000);
+    const sink = alerts.sink();
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { event, state, triggered } = await alertedItem('100');
+      await sink.write([]); // the first load: its reading at creation bounds it, so it is not read
+      const pgSink = new PostgresUsageSink(database.db);
+      const mine = event('60');
+      await pgSink.write([mine]);
+      await sink.write([mine]); // bound 60: skipped, the row keeps the reading made at creation
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      // a second member joined: it takes some partitions, and reads this item's usage there
+      sink.assigned?.(false);
+      await pgSink.write([event('30')]);
+      const next = event('10');
+      await pgSink.write([next]);
+      await sink.write([next]); // this member's bound would be 70: without the whole log, no bound
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await alerts.stop();
     }
   });
 
