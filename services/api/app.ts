@@ -1,6 +1,7 @@
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ApiConfig } from '../../libs/config/index.js';
+import { type Logger, lazyChildLogger } from '../../libs/log/index.js';
 import type { DependencyCheck } from '../../libs/observability/index.js';
 import { PORTAL_PATH, portalUsageSource } from '../../libs/portal/index.js';
 import { BASE_PATH, requestIdFrom } from '../../libs/schemas/index.js';
@@ -49,6 +50,9 @@ export function apiDepsFrom(
 export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
   const app = Fastify({
     loggerInstance: deps.platform.log as FastifyBaseLogger,
+    // a request's logger is made when it first logs (most never do below `info`)
+    childLoggerFactory: (logger, bindings, options) =>
+      lazyChildLogger(logger as Logger, bindings, options) as FastifyBaseLogger,
     // one access line per response instead (plugins/access-log.ts)
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: deps.bodyLimit,

@@ -1,11 +1,15 @@
+import { readFile } from 'node:fs/promises';
 import { STATUS_CODES } from 'node:http';
 import { createConnection, createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BASE_PATH } from '../../libs/schemas/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { type BillingScenario, insertBillingScenario } from '../helpers/billing-fixtures.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { startOwnRedisServer } from '../helpers/redis-server.js';
+import { testServices } from '../helpers/services.js';
+import { eventually } from '../usage/support.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -142,6 +146,31 @@ describe('errors and headers across the REST routes (docs/architecture.md, "Rule
       expect(response.statusCode, path).toBe(401);
       expect(response.headers['www-authenticate'], path).toBe('Bearer');
     }
+  });
+
+  it('logs one access line per response: its request id, the route pattern and status, never the query', async () => {
+    const response = await api.request({ path: '/customers/999999999?limit=7', key: org.apiKey });
+    expect(response.statusCode).toBe(404);
+    const requestId = response.headers['x-request-id'];
+    // onResponse logs once the reply went out; the run's log is written synchronously
+    const lines = await eventually(async () => {
+      const found = (await readFile(testServices().runLogFile, 'utf8'))
+        .split('\n')
+        .filter((line) => line.includes(String(requestId)))
+        .map((line) => JSON.parse(line));
+      expect(found.length).toBeGreaterThan(0);
+      return found;
+    });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      reqId: requestId,
+      msg: 'request',
+      orgId: org.orgId,
+      method: 'GET',
+      route: `${BASE_PATH}/customers/:customer_id`,
+      status: 404,
+    });
+    expect(JSON.stringify(lines[0])).not.toContain('limit=7');
   });
 
   it('answers an unknown route with 404 NOT_FOUND and a request id', async () => {
