@@ -83,6 +83,40 @@ describe('noteTax', () => {
     expect(last.lines.map((l) => l.amount)).toEqual(['0.01000000', '0.05000000']);
   });
 
+  it('the note crediting exactly the rest of the subtotal takes what is left, even above its rate', () => {
+    // docs/decisions.md, "Credit notes": the notes of a fully credited invoice give back exactly its
+    // tax. HST 13 % on 0.20 is 0.026 -> 0.03; two notes of 0.10 take 0.013 -> 0.01, then the rest, 0.02
+    const on = taxRuleFor({ country: 'CA', stateProvince: 'ON' }, '2026-02-01');
+    const small = { subtotal: '0.20', tax_amount: '0.03', currency: 'CAD', taxType: 'HST' as const };
+    const hst = invoiceTaxComponents(small, on);
+    expect(hst).toEqual([{ name: 'HST', jurisdiction: 'ON', rate: '0.13', amount: '0.03000000' }]);
+    const first = noteTax({
+      components: hst,
+      invoiceSubtotal: parseMoney('0.20'),
+      currency: 'CAD',
+      subtotal: parseMoney('0.10'),
+      creditedBefore: none,
+    });
+    expect(formatMoney(first.amount)).toBe('0.01000000');
+    const rest = noteTax({
+      components: hst,
+      invoiceSubtotal: parseMoney('0.20'),
+      currency: 'CAD',
+      subtotal: parseMoney('0.10'),
+      creditedBefore: { subtotal: parseMoney('0.10'), tax: new Map([['HST', first.amount]]) },
+    });
+    expect(formatMoney(rest.amount)).toBe('0.02000000');
+    // one note of the whole subtotal takes the whole tax
+    const whole = noteTax({
+      components: hst,
+      invoiceSubtotal: parseMoney('0.20'),
+      currency: 'CAD',
+      subtotal: parseMoney('0.20'),
+      creditedBefore: none,
+    });
+    expect(formatMoney(whole.amount)).toBe('0.03000000');
+  });
+
   it('without a rate, a component is shared in proportion to the subtotal', () => {
     const split = [{ name: 'HST', jurisdiction: null, rate: null, amount: '13.00' }];
     const tax = noteTax({
