@@ -483,4 +483,35 @@ describe('balance and top-up', () => {
     ]);
     expect((await get(`/customers/${customerId}/credit-top-up`)).json().data.enabled).toBe(true);
   });
+
+  it('tops up only below the threshold: projected at it exactly is no top-up', async () => {
+    // docs/decisions.md, "Credits": a top-up is made when `projected` falls below `threshold`
+    const { customerId, metered } = await customerWithPlan();
+    await bill(orgA.orgId, new Date().toISOString());
+    await recordUsage(db(), orgA.orgId, metered.id, '60', new Date().toISOString());
+    // upcoming 73.50 (as above), available 83.50: projected 10.00
+    await grant(customerId, { amount: '83.50', category: 'promotional' });
+    expect((await get(`/customers/${customerId}/credit-balance`)).json().data.projected).toBe('10.00000000');
+    const setTopUp = async (threshold: string) => {
+      const put = await api.request({
+        method: 'PUT',
+        path: `/customers/${customerId}/credit-top-up`,
+        key: orgA.apiKey,
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ enabled: true, threshold, target: '100.00' }),
+      });
+      expect(put.statusCode, put.body).toBe(200);
+    };
+    const topUps = async () =>
+      ((await get(`/customers/${customerId}/credit-grants`)).json().data as CreditGrant[])
+        .filter((g) => g.category === 'paid')
+        .map((g) => g.amount);
+    await setTopUp('10.00');
+    await checkTopUps(db(), api.usage.readStores, [{ orgId: orgA.orgId, customerId }]);
+    expect(await topUps()).toEqual([]);
+    // a cent above projected: 100.00 - 10.00
+    await setTopUp('10.01');
+    await checkTopUps(db(), api.usage.readStores, [{ orgId: orgA.orgId, customerId }]);
+    expect(await topUps()).toEqual(['90.00000000']);
+  });
 });
