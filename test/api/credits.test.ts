@@ -454,6 +454,29 @@ describe('balance and top-up', () => {
     expect(Date.parse(balance.as_of)).toBeLessThanOrEqual(Date.now());
   });
 
+  it('available counts the effective grants only; next_expiry is the soonest expiry', async () => {
+    // docs/decisions.md, "Credits": the balance is the remainders of ACTIVE grants that are effective
+    // and not expired, at the same instant posting would judge them
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    await grant(customerId, { amount: '4.00', category: 'promotional', expires_at: '2099-01-01T00:00:00Z' });
+    await grant(customerId, { amount: '10.00', category: 'promotional', expires_at: '2098-01-01T00:00:00Z' });
+    await grant(customerId, { amount: '1.50', category: 'promotional', expires_at: '2098-01-01T00:00:00Z' });
+    // not effective yet: no part of the balance, nor of its next expiry
+    await grant(customerId, {
+      amount: '3.00',
+      category: 'promotional',
+      effective_at: '2097-01-01T00:00:00Z',
+      expires_at: '2097-06-01T00:00:00Z',
+    });
+    const balance = (await get(`/customers/${customerId}/credit-balance`)).json().data;
+    expect(balance).toMatchObject({
+      available: '15.50000000',
+      pending: '0.00000000',
+      projected: '15.50000000',
+      next_expiry: { amount: '11.50000000', expires_at: '2098-01-01T00:00:00.000Z' },
+    });
+  });
+
   it('falls below the threshold: exactly one paid grant of target - projected, even with checks racing', async () => {
     const { customerId, metered } = await customerWithPlan();
     await bill(orgA.orgId, new Date().toISOString());
