@@ -23,6 +23,15 @@ describe('invoiceTaxComponents', () => {
     ]);
     expect(invoiceTaxComponents({ ...invoice, tax_amount: '0' }, qc)).toEqual([]);
   });
+
+  it('splits the stored tax when the same rule gives another tax (an invoice before payable amounts)', () => {
+    // the rule gives 16.14 on 107.76; the invoice stored 16.13: GST recomputed, QST the rest, so the
+    // components add up to what the invoice charged (docs/decisions.md, "Credit notes")
+    expect(invoiceTaxComponents({ ...invoice, tax_amount: '16.13' }, qc)).toEqual([
+      { name: 'GST', jurisdiction: 'CA', rate: null, amount: '5.39000000' },
+      { name: 'QST', jurisdiction: null, rate: null, amount: '10.74000000' },
+    ]);
+  });
 });
 
 describe('noteTax', () => {
