@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   checkTopUps,
+  postInvoice,
   recordPayment,
   runBilling,
   type UsageForTransaction,
@@ -322,6 +323,38 @@ describe('burn-down on posting', () => {
     });
     expect(await memos(invoice.id)).toEqual([[usageOnly.id, '21.00000000']]);
     expect((await ledgerOf(usageOnly.id)).remaining).toBe('479.00000000');
+  });
+
+  it('a usage grant caps the same on a draft posted later and in the upcoming invoice', async () => {
+    // docs/decisions.md, "Credits": `usage` grants pay at most the metered lines plus their tax, on
+    // every posting (`invoice post` too), and the upcoming invoice shows what posting would use
+    const { customerId, subscription, metered } = await customerWithPlan();
+    await recordUsage(db(), orgA.orgId, metered.id, '20', '2026-01-10T00:00:00Z'); // 20.00 + GST 1.00
+    await grant(customerId, { amount: '500', category: 'promotional', applies_to: 'usage' });
+    const run = await runBilling(db(), {
+      usage,
+      orgId: orgA.orgId,
+      subscriptionIds: [subscription.id],
+      post: false,
+      now: new Date('2026-02-01T00:00:00Z'),
+    });
+    expect(run.invoice_ids).toHaveLength(1);
+    await db().transaction((tx) => postInvoice(tx, { invoiceId: run.invoice_ids[0]! }));
+    // seats 10.00 + usage 20.00, GST 1.50: 31.50, of which the usage grant pays 21.00
+    expect(await invoiceOf(subscription.id)).toMatchObject({
+      total: '31.50000000',
+      amount_paid: '21.00000000',
+      status: 'PARTIALLY_PAID',
+    });
+    // the running period: seats 10.00 + 30 calls 30.00, GST 2.00: 42.00; the grant would pay 31.50
+    await bill(orgA.orgId, new Date().toISOString());
+    await recordUsage(db(), orgA.orgId, metered.id, '30', new Date().toISOString());
+    const upcoming = (await get(`/subscriptions/${subscription.id}/upcoming-invoice`)).json().data;
+    expect(upcoming).toMatchObject({
+      total: '42.00000000',
+      credits_applied: '31.50000000',
+      amount_due: '10.50000000',
+    });
   });
 
   it('a grant is never used from its expiry instant on; the posting expires it first', async () => {
