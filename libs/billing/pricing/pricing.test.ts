@@ -151,6 +151,9 @@ describe('included units', () => {
     expect(billableUsage('999.5', '1000')).toBe('0.00000000');
     expect(billableUsage('1000', '1000')).toBe('0.00000000');
     expect(billableUsage('0.12345678', '0')).toBe('0.12345678');
+    // at the usage scale, 8 digits: included units are not first rounded to the 4 the invoice shows
+    expect(billableUsage('1.00015', '0.00015')).toBe('1.00000000');
+    expect(billableUsage('0.00015', '0.00014999')).toBe('0.00000001');
   });
 
   it('combines with tiers: 1,250 used, 1,000 included, graduated -> 250 billable = 175', () => {
