@@ -295,6 +295,14 @@ describe('included units prorated like the time they cover', () => {
       proratedIncludedUnits('1000', { start: april.start, end: utc('2026-04-11T00:00:00Z') }, april),
     ).toBe('333.33333333');
     expect(proratedIncludedUnits('1000', april, april)).toBe('1000.00000000');
+    // on since before the period, removed after 10 d of it: the part in the period only
+    expect(
+      proratedIncludedUnits(
+        '1000',
+        { start: utc('2026-03-01T00:00:00Z'), end: utc('2026-04-11T00:00:00Z') },
+        april,
+      ),
+    ).toBe('333.33333333');
     expect(
       proratedIncludedUnits(
         '1000',
