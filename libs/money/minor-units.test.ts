@@ -26,6 +26,35 @@ describe('payable amounts in the minor unit', () => {
     expect(knownMinorUnitDigits('XYZ')).toBeUndefined();
   });
 
+  it('gives every billable currency its ISO 4217 exponent', () => {
+    // docs/decisions.md, "Payable amounts": amounts are rounded to the currency's minor unit (ISO 4217)
+    const iso4217: Record<string, number> = {
+      AUD: 2,
+      BHD: 3,
+      CAD: 2,
+      CHF: 2,
+      CLP: 0,
+      EUR: 2,
+      GBP: 2,
+      ISK: 0,
+      JOD: 3,
+      JPY: 0,
+      KRW: 0,
+      KWD: 3,
+      MXN: 2,
+      OMR: 3,
+      TND: 3,
+      USD: 2,
+    };
+    expect([...BILLABLE_CURRENCIES]).toEqual(Object.keys(iso4217));
+    for (const [code, digits] of Object.entries(iso4217)) expect(minorUnitDigits(code), code).toBe(digits);
+    // the exponent is what rounding and the minor-unit check use
+    expect(round('1.0005', 'BHD')).toBe('1.00100000');
+    expect(round('1234.5', 'KRW')).toBe('1235.00000000');
+    expect(isInMinorUnits(parseMoney('0.125'), 'OMR')).toBe(true);
+    expect(isInMinorUnits(parseMoney('0.5'), 'CLP')).toBe(false);
+  });
+
   it('lists the billable currencies; a door takes exactly those codes', () => {
     expect(BILLABLE_CURRENCIES).toEqual(expect.arrayContaining(['CAD', 'USD', 'JPY', 'KWD']));
     expect([...BILLABLE_CURRENCIES]).toEqual([...BILLABLE_CURRENCIES].sort());

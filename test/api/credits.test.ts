@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   checkTopUps,
+  postInvoice,
   recordPayment,
   runBilling,
   type UsageForTransaction,
@@ -324,6 +325,38 @@ describe('burn-down on posting', () => {
     expect((await ledgerOf(usageOnly.id)).remaining).toBe('479.00000000');
   });
 
+  it('a usage grant caps the same on a draft posted later and in the upcoming invoice', async () => {
+    // docs/decisions.md, "Credits": `usage` grants pay at most the metered lines plus their tax, on
+    // every posting (`invoice post` too), and the upcoming invoice shows what posting would use
+    const { customerId, subscription, metered } = await customerWithPlan();
+    await recordUsage(db(), orgA.orgId, metered.id, '20', '2026-01-10T00:00:00Z'); // 20.00 + GST 1.00
+    await grant(customerId, { amount: '500', category: 'promotional', applies_to: 'usage' });
+    const run = await runBilling(db(), {
+      usage,
+      orgId: orgA.orgId,
+      subscriptionIds: [subscription.id],
+      post: false,
+      now: new Date('2026-02-01T00:00:00Z'),
+    });
+    expect(run.invoice_ids).toHaveLength(1);
+    await db().transaction((tx) => postInvoice(tx, { invoiceId: run.invoice_ids[0]! }));
+    // seats 10.00 + usage 20.00, GST 1.50: 31.50, of which the usage grant pays 21.00
+    expect(await invoiceOf(subscription.id)).toMatchObject({
+      total: '31.50000000',
+      amount_paid: '21.00000000',
+      status: 'PARTIALLY_PAID',
+    });
+    // the running period: seats 10.00 + 30 calls 30.00, GST 2.00: 42.00; the grant would pay 31.50
+    await bill(orgA.orgId, new Date().toISOString());
+    await recordUsage(db(), orgA.orgId, metered.id, '30', new Date().toISOString());
+    const upcoming = (await get(`/subscriptions/${subscription.id}/upcoming-invoice`)).json().data;
+    expect(upcoming).toMatchObject({
+      total: '42.00000000',
+      credits_applied: '31.50000000',
+      amount_due: '10.50000000',
+    });
+  });
+
   it('a grant is never used from its expiry instant on; the posting expires it first', async () => {
     const { customerId, subscription } = await customerWithPlan();
     const expiring = await grant(customerId, {
@@ -454,6 +487,29 @@ describe('balance and top-up', () => {
     expect(Date.parse(balance.as_of)).toBeLessThanOrEqual(Date.now());
   });
 
+  it('available counts the effective grants only; next_expiry is the soonest expiry', async () => {
+    // docs/decisions.md, "Credits": the balance is the remainders of ACTIVE grants that are effective
+    // and not expired, at the same instant posting would judge them
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    await grant(customerId, { amount: '4.00', category: 'promotional', expires_at: '2099-01-01T00:00:00Z' });
+    await grant(customerId, { amount: '10.00', category: 'promotional', expires_at: '2098-01-01T00:00:00Z' });
+    await grant(customerId, { amount: '1.50', category: 'promotional', expires_at: '2098-01-01T00:00:00Z' });
+    // not effective yet: no part of the balance, nor of its next expiry
+    await grant(customerId, {
+      amount: '3.00',
+      category: 'promotional',
+      effective_at: '2097-01-01T00:00:00Z',
+      expires_at: '2097-06-01T00:00:00Z',
+    });
+    const balance = (await get(`/customers/${customerId}/credit-balance`)).json().data;
+    expect(balance).toMatchObject({
+      available: '15.50000000',
+      pending: '0.00000000',
+      projected: '15.50000000',
+      next_expiry: { amount: '11.50000000', expires_at: '2098-01-01T00:00:00.000Z' },
+    });
+  });
+
   it('falls below the threshold: exactly one paid grant of target - projected, even with checks racing', async () => {
     const { customerId, metered } = await customerWithPlan();
     await bill(orgA.orgId, new Date().toISOString());
@@ -482,5 +538,36 @@ describe('balance and top-up', () => {
       ['paid', 'PENDING', '173.50000000', 'Automatic top-up'],
     ]);
     expect((await get(`/customers/${customerId}/credit-top-up`)).json().data.enabled).toBe(true);
+  });
+
+  it('tops up only below the threshold: projected at it exactly is no top-up', async () => {
+    // docs/decisions.md, "Credits": a top-up is made when `projected` falls below `threshold`
+    const { customerId, metered } = await customerWithPlan();
+    await bill(orgA.orgId, new Date().toISOString());
+    await recordUsage(db(), orgA.orgId, metered.id, '60', new Date().toISOString());
+    // upcoming 73.50 (as above), available 83.50: projected 10.00
+    await grant(customerId, { amount: '83.50', category: 'promotional' });
+    expect((await get(`/customers/${customerId}/credit-balance`)).json().data.projected).toBe('10.00000000');
+    const setTopUp = async (threshold: string) => {
+      const put = await api.request({
+        method: 'PUT',
+        path: `/customers/${customerId}/credit-top-up`,
+        key: orgA.apiKey,
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ enabled: true, threshold, target: '100.00' }),
+      });
+      expect(put.statusCode, put.body).toBe(200);
+    };
+    const topUps = async () =>
+      ((await get(`/customers/${customerId}/credit-grants`)).json().data as CreditGrant[])
+        .filter((g) => g.category === 'paid')
+        .map((g) => g.amount);
+    await setTopUp('10.00');
+    await checkTopUps(db(), api.usage.readStores, [{ orgId: orgA.orgId, customerId }]);
+    expect(await topUps()).toEqual([]);
+    // a cent above projected: 100.00 - 10.00
+    await setTopUp('10.01');
+    await checkTopUps(db(), api.usage.readStores, [{ orgId: orgA.orgId, customerId }]);
+    expect(await topUps()).toEqual(['90.00000000']);
   });
 });

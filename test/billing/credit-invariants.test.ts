@@ -207,6 +207,29 @@ describe('credit invariants', () => {
     expect(await brokenInvariants(database.db)).toEqual([]);
   });
 
+  it('the expiry sweep lapses a grant at its expires_at instant, not a millisecond before', async () => {
+    // docs/decisions.md, "Credits": usable to `expires_at` exclusive; at expiry its remainder lapses.
+    // An instant before every other grant of this file's, so the sweep touches this one only.
+    const { customerId } = await customerWithSubscriptions(1);
+    const expiring = await grant(customerId, '12.34', {
+      effective_at: '2025-01-01T00:00:00Z',
+      expires_at: '2025-06-01T00:00:00.250Z',
+    });
+    const statusOf = async () =>
+      (
+        await database.db.query<{ status: string; expired: string; remaining: string }>(
+          'SELECT status, expired::text, remaining::text FROM credit_grants WHERE id = $1',
+          [expiring.id],
+        )
+      ).rows[0];
+    expect(await expireCreditGrants(database.db, new Date('2025-06-01T00:00:00.249Z'))).toEqual([]);
+    expect(await statusOf()).toEqual({ status: 'ACTIVE', expired: '0.00000000', remaining: '12.34000000' });
+    const touched = await expireCreditGrants(database.db, new Date('2025-06-01T00:00:00.250Z'));
+    expect(touched.map((customer) => customer.customerId)).toEqual([customerId]);
+    expect(await statusOf()).toEqual({ status: 'EXPIRED', expired: '12.34000000', remaining: '0.00000000' });
+    expect(await brokenInvariants(database.db)).toEqual([]);
+  });
+
   it('a billing run killed mid-way and run again uses no grant twice and loses none', async () => {
     const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(60);
     const big = await grant(customerId, '300.00');

@@ -301,6 +301,43 @@ describe('issuing a credit note', () => {
     expect(grant.amount).toBe('18.51000000');
   });
 
+  it('a PARTIALLY_REFUNDED invoice with a balance left takes the note as a credit memo', async () => {
+    // docs/decisions.md, "Credit notes": up to the balance a credit memo, the rest a grant; a refund
+    // never cancels what is still owed
+    const inv = await invoiceFor({ prices: ['10.00'] }); // 34.49
+    await db().transaction((tx) => recordPayment(tx, { invoiceId: inv.id, amount: '5.00' }));
+    await db().transaction((tx) => createRefund(tx, { invoiceId: inv.id, amount: '2.00' }));
+    expect(await invoice(inv.id)).toMatchObject({ status: 'PARTIALLY_REFUNDED', balance: '29.49000000' });
+    const made = await note(inv, [[0, '1.00']]); // 1.00 + 0.05 + 0.10 (0.09975) = 1.15
+    expect(made).toMatchObject({
+      total: '1.15000000',
+      applied_to_invoice: '1.15000000',
+      credited_to_customer: '0.00000000',
+    });
+    expect((await invoice(inv.id)).balance).toBe('28.34000000');
+  });
+
+  it("what a note gives back beyond the balance is a grant in the invoice's currency", async () => {
+    // 3 x 1,234 = 3,702 + GST 185 + QST 369 = 4,256 JPY, paid; a note of 1,001 gives back 1,151 JPY
+    const inv = await invoiceFor({ currency: 'JPY', prices: ['1234'] });
+    await db().transaction((tx) => recordPayment(tx, { invoiceId: inv.id, amount: inv.total }));
+    const made = await note(inv, [[0, '1001']]);
+    expect(made).toMatchObject({ currency: 'JPY', credited_to_customer: '1151.00000000' });
+    const grant = (await get(`/credit-grants/${made.credit_grant_id}`)).json().data;
+    expect(grant).toMatchObject({ currency: 'JPY', amount: '1151.00000000', status: 'ACTIVE' });
+  });
+
+  it('a Prepaid credits invoice is refused: its grant is voided instead', async () => {
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'QC' });
+    const sold = await post(`/customers/${customerId}/credit-grants`, { amount: '50.00', category: 'paid' });
+    expect(sold.statusCode, sold.body).toBe(201);
+    const prepaid = await invoice(sold.json().data.invoice_id);
+    const response = await creditRequest(prepaid, [[0, '10.00']]);
+    expect(response.statusCode, response.body).toBe(409);
+    expect(response.json().detail).toContain('sells prepaid credits');
+    expect((await get(`/invoices/${prepaid.id}/credit-notes`)).json().data).toEqual([]);
+  });
+
   it('a PARTIALLY_REFUNDED invoice can be credited; DRAFT, WITHDRAWN and REFUNDED ones are 409', async () => {
     const refunded = await invoiceFor({ prices: ['10.00'] });
     await db().transaction((tx) => recordPayment(tx, { invoiceId: refunded.id, amount: refunded.total }));

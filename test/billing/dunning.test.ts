@@ -4,6 +4,7 @@ import {
   runBilling,
   type UsageForTransaction,
   usageSource,
+  withdrawInvoice,
 } from '../../libs/billing/index.js';
 import { getInvoice } from '../../libs/invoices/index.js';
 import { getSubscription } from '../../libs/subscriptions/index.js';
@@ -75,6 +76,31 @@ describe('dunning at the boundary day', () => {
     expect(await statusOf(orgId, subscriptionId)).toBe('active');
     const rerun = await runBilling(database.db, { usage, orgId, now: at('2026-03-31T23:59:59Z') });
     expect(rerun.marked_past_due).toBe(0);
+    expect(await statusOf(orgId, subscriptionId)).toBe('active');
+  });
+  it('withdrawing the overdue invoice restores the subscription', async () => {
+    const { orgId, subscriptionId, invoiceId } = await billedSubscription();
+    await runBilling(database.db, { usage, orgId, now: at('2026-03-04T00:00:00Z') });
+    expect(await statusOf(orgId, subscriptionId)).toBe('past_due');
+    await database.db.transaction((tx) =>
+      withdrawInvoice(tx, { invoiceId, now: at('2026-03-04T12:00:00Z') }),
+    );
+    expect(await statusOf(orgId, subscriptionId)).toBe('active');
+  });
+
+  it('a billing run brings back a past_due subscription with nothing overdue left', async () => {
+    // docs/decisions.md, "Dunning is derived from invoices": each run moves subscriptions both ways
+    const { orgId, subscriptionId, invoiceId } = await billedSubscription();
+    await runBilling(database.db, { usage, orgId, now: at('2026-03-04T00:00:00Z') });
+    expect(await statusOf(orgId, subscriptionId)).toBe('past_due');
+    // settled by hand: payments, credit memos and withdrawals restore at once, so the run's own
+    // way back is seen only on a state set outside them
+    await database.db.query(
+      `UPDATE invoices SET status = 'PAID', amount_paid = total WHERE org_id = $1 AND id = $2`,
+      [orgId, invoiceId],
+    );
+    const run = await runBilling(database.db, { usage, orgId, now: at('2026-03-04T01:00:00Z') });
+    expect(run.back_to_active).toBe(1);
     expect(await statusOf(orgId, subscriptionId)).toBe('active');
   });
 });

@@ -177,6 +177,23 @@ describe('voiding an invoiced event with a correcting credit note', () => {
     expect(event.status).toBe('ACTIVE');
   });
 
+  it("an event at the running period's first instant is not the invoiced period's: a 409", async () => {
+    // docs/decisions.md, "Periods, prices and tax": a period is [start, end); Feb 1 00:00 is February's
+    const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
+    const FEB = Date.parse('2026-02-01T00:00:00Z');
+    const last = await usage(item, 2, FEB - 1);
+    const first = await usage(item, 3, FEB);
+    await billJanuary(subscription.id);
+    const refused = await voidIt(first, { correction: 'credit_note' });
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect(refused.json().detail).toContain('belongs to a period not invoiced yet');
+    expect((await api.request({ path: `/usage/events/${first}`, key: org.apiKey })).json().data.status).toBe(
+      'ACTIVE',
+    );
+    // January's last millisecond is January's: corrected on its invoice
+    expect((await corrected(last)).credit_note_id).not.toBeNull();
+  });
+
   it('a correction of a period not invoiced yet is a 409; a bad correction is a 422', async () => {
     const { item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
     const open = await usage(item, 3, Date.now() - HOUR);

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { isPayable, settleOnPosting, statusAfterRefund, statusForAmountPaid } from './settlement.js';
+import { ApiError } from '../../errors/index.js';
+import { parseMoney } from '../../money/index.js';
+import {
+  assertPayableAmount,
+  isPayable,
+  settleOnPosting,
+  statusAfterRefund,
+  statusForAmountPaid,
+} from './settlement.js';
 
 describe('invoice settlement', () => {
   it('derives the collectible status from the amount paid', () => {
@@ -40,5 +48,37 @@ describe('invoice settlement', () => {
   it('is REFUNDED once nothing refundable is left', () => {
     expect(statusAfterRefund(0n)).toBe('REFUNDED');
     expect(statusAfterRefund(1n)).toBe('PARTIALLY_REFUNDED');
+  });
+  it("takes money in whole minor units of the invoice's currency, or the exact balance", () => {
+    // docs/decisions.md, "Payable amounts": payments, credits and refunds are checked as typed
+    const refusal = (amount: string, currency: string, exact?: string) => {
+      try {
+        assertPayableAmount(
+          'amount',
+          parseMoney(amount),
+          currency,
+          exact === undefined ? undefined : parseMoney(exact),
+        );
+        return undefined;
+      } catch (error) {
+        expect(error).toBeInstanceOf(ApiError);
+        return (error as ApiError).details?.[0];
+      }
+    };
+    expect(refusal('10.01', 'CAD')).toBeUndefined();
+    expect(refusal('10.005', 'CAD')).toEqual({
+      field: 'amount',
+      message: 'Must be in whole CAD minor units (at most 2 decimals).',
+      code: 'invalid_format',
+    });
+    expect(refusal('1200', 'JPY')).toBeUndefined();
+    expect(refusal('1200.5', 'JPY')?.message).toBe('Must be in whole JPY minor units (no decimals).');
+    expect(refusal('1.001', 'KWD')).toBeUndefined();
+    expect(refusal('1.0005', 'KWD')?.message).toBe('Must be in whole KWD minor units (at most 3 decimals).');
+    // an invoice issued before the rule may owe below a cent: its exact balance is taken, nothing else
+    expect(refusal('10.005', 'CAD', '10.005')).toBeUndefined();
+    expect(refusal('10.004', 'CAD', '10.005')?.field).toBe('amount');
+    // a currency without a known minor unit (stored before currencies were checked) takes it as typed
+    expect(refusal('10.005', 'XYZ')).toBeUndefined();
   });
 });

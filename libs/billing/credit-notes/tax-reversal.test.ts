@@ -23,6 +23,15 @@ describe('invoiceTaxComponents', () => {
     ]);
     expect(invoiceTaxComponents({ ...invoice, tax_amount: '0' }, qc)).toEqual([]);
   });
+
+  it('splits the stored tax when the same rule gives another tax (an invoice before payable amounts)', () => {
+    // the rule gives 16.14 on 107.76; the invoice stored 16.13: GST recomputed, QST the rest, so the
+    // components add up to what the invoice charged (docs/decisions.md, "Credit notes")
+    expect(invoiceTaxComponents({ ...invoice, tax_amount: '16.13' }, qc)).toEqual([
+      { name: 'GST', jurisdiction: 'CA', rate: null, amount: '5.39000000' },
+      { name: 'QST', jurisdiction: null, rate: null, amount: '10.74000000' },
+    ]);
+  });
 });
 
 describe('noteTax', () => {
@@ -81,6 +90,40 @@ describe('noteTax', () => {
       creditedBefore: before,
     });
     expect(last.lines.map((l) => l.amount)).toEqual(['0.01000000', '0.05000000']);
+  });
+
+  it('the note crediting exactly the rest of the subtotal takes what is left, even above its rate', () => {
+    // docs/decisions.md, "Credit notes": the notes of a fully credited invoice give back exactly its
+    // tax. HST 13 % on 0.20 is 0.026 -> 0.03; two notes of 0.10 take 0.013 -> 0.01, then the rest, 0.02
+    const on = taxRuleFor({ country: 'CA', stateProvince: 'ON' }, '2026-02-01');
+    const small = { subtotal: '0.20', tax_amount: '0.03', currency: 'CAD', taxType: 'HST' as const };
+    const hst = invoiceTaxComponents(small, on);
+    expect(hst).toEqual([{ name: 'HST', jurisdiction: 'ON', rate: '0.13', amount: '0.03000000' }]);
+    const first = noteTax({
+      components: hst,
+      invoiceSubtotal: parseMoney('0.20'),
+      currency: 'CAD',
+      subtotal: parseMoney('0.10'),
+      creditedBefore: none,
+    });
+    expect(formatMoney(first.amount)).toBe('0.01000000');
+    const rest = noteTax({
+      components: hst,
+      invoiceSubtotal: parseMoney('0.20'),
+      currency: 'CAD',
+      subtotal: parseMoney('0.10'),
+      creditedBefore: { subtotal: parseMoney('0.10'), tax: new Map([['HST', first.amount]]) },
+    });
+    expect(formatMoney(rest.amount)).toBe('0.02000000');
+    // one note of the whole subtotal takes the whole tax
+    const whole = noteTax({
+      components: hst,
+      invoiceSubtotal: parseMoney('0.20'),
+      currency: 'CAD',
+      subtotal: parseMoney('0.20'),
+      creditedBefore: none,
+    });
+    expect(formatMoney(whole.amount)).toBe('0.03000000');
   });
 
   it('without a rate, a component is shared in proportion to the subtotal', () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { formatMoney, parseMoney } from '../../money/index.js';
 import type { BillableItem } from '../pricing/index.js';
 import { taxRuleFor } from '../tax/tax.js';
-import { buildInvoiceLines, trimDecimal } from './invoice-lines.js';
+import { buildInvoiceLines, shareOut, trimDecimal } from './invoice-lines.js';
 
 const linearPricing = {
   pricing_model: 'per_unit',
@@ -226,6 +226,18 @@ describe('invoice lines', () => {
         taxRule: ontario,
       }),
     ).toThrow(/Events: the unit price 9000000000000\.00000000 CAD exceeds the largest amount stored/);
+  });
+
+  it('shares the tax by largest remainder; a tie goes to the earlier line', () => {
+    // docs/decisions.md, "Payable amounts": a line's tax_amount is its share of the tax (largest
+    // remainder), so the lines add up to the invoice's tax
+    const share = (tax: string, amounts: string[], currency: string) =>
+      shareOut(parseMoney(tax), amounts.map(parseMoney), currency).map(formatMoney);
+    expect(share('0.01', ['5', '5'], 'CAD')).toEqual(['0.01000000', '0.00000000']);
+    expect(share('0.02', ['5', '5', '5'], 'CAD')).toEqual(['0.01000000', '0.01000000', '0.00000000']);
+    // remainders decide before order: 1 yen over 1 : 3 goes to the larger line
+    expect(share('1', ['1', '3'], 'JPY')).toEqual(['0.00000000', '1.00000000']);
+    expect(share('0.001', ['2', '2'], 'KWD')).toEqual(['0.00100000', '0.00000000']);
   });
 
   it('trims decimals for people', () => {

@@ -59,6 +59,20 @@ describe('late usage lines', () => {
     });
   });
 
+  it('bill in the minor unit: the price of all counted less the price of what was billed, each rounded', () => {
+    // docs/decisions.md, "Payable amounts": line amounts are whole minor units. At 0.003 a call,
+    // 10 calls billed 0.03 and 11 counted cost 0.033 -> 0.03: nothing more, not 0.003
+    const cheap: BillableItem = {
+      ...item,
+      pricing: { pricing_model: 'per_unit', pricing_scheme: 'linear', pricing_mode: null, tiers: [] },
+    };
+    const at = (unit_price: string, quantity: string) => ({ ...billed(quantity), unit_price });
+    expect(lateUsageLine(cheap, at('0.003', '10'), '11', 'CAD')?.amount).toBe('0.00000000');
+    // 12 cost 0.036 -> 0.04: 0.01 more; in JPY at 0.4 yen, 10 billed 4 and 12 cost 4.8 -> 5: 1 yen
+    expect(lateUsageLine(cheap, at('0.003', '10'), '12', 'CAD')?.amount).toBe('0.01000000');
+    expect(lateUsageLine(cheap, at('0.4', '10'), '12', 'JPY')?.amount).toBe('1.00000000');
+  });
+
   it('make no line when nothing more is counted than was billed (a void of a billed period)', () => {
     expect(lateUsageLine(item, billed('80', '10'), '90', 'CAD')).toBeUndefined();
     expect(lateUsageLine(item, billed('80'), '70', 'CAD')).toBeUndefined();

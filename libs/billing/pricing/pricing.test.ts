@@ -129,6 +129,16 @@ describe('rounding', () => {
     expect(priceQuantity(linear('per_unit', '0.00000001'), '3.5').amount).toBe('0.00000004');
   });
 
+  it('rounds a tiered line total half-even at 8 digits too', () => {
+    // docs/decisions.md, "Pricing rounds once, at the end": 0.0001 x 0.00005 = 0.000000005, a half
+    // of 1e-8, goes to the even 0; 0.0003 x 0.00005 = 0.000000015 to 2e-8
+    const cheap = [tier(null, '0.00005')];
+    for (const mode of ['volume', 'graduated'] as const) {
+      expect(priceQuantity(tiered(mode, cheap), '0.0001').amount, mode).toBe('0.00000000');
+      expect(priceQuantity(tiered(mode, cheap), '0.0003').amount, mode).toBe('0.00000002');
+    }
+  });
+
   it('shows the effective unit price of a tiered line rounded half-even', () => {
     // 100 x 1 + 200 x 0.5 = 200 over 300 units = 0.666666666... -> 0.66666667
     expect(priceQuantity(tiered('graduated', twoTiers), '300').unit_price).toBe('0.66666667');
@@ -141,6 +151,9 @@ describe('included units', () => {
     expect(billableUsage('999.5', '1000')).toBe('0.00000000');
     expect(billableUsage('1000', '1000')).toBe('0.00000000');
     expect(billableUsage('0.12345678', '0')).toBe('0.12345678');
+    // at the usage scale, 8 digits: included units are not first rounded to the 4 the invoice shows
+    expect(billableUsage('1.00015', '0.00015')).toBe('1.00000000');
+    expect(billableUsage('0.00015', '0.00014999')).toBe('0.00000001');
   });
 
   it('combines with tiers: 1,250 used, 1,000 included, graduated -> 250 billable = 175', () => {

@@ -170,6 +170,24 @@ describe('proration to the second', () => {
     ).toEqual(['-1180.32000000', '1770.48000000']);
   });
 
+  it('counts whole seconds of [at, period end): a second is worth a cent at a price of one per second', () => {
+    // February 2026 has 28 d = 2,419,200 s; at 24,192.00 a period, each second is 0.01.
+    // At Feb 8 00:00:00.999 the change is timed to Feb 8 00:00:00 (docs/decisions.md, "Subscription
+    // changes": whole seconds of [period start, period end)): 21 d = 1,814,400 s left, 18,144.00,
+    // neither the change's second counted twice (18,144.01) nor rounded up to the next (18,143.99).
+    const february: [string, string] = ['2026-02-01T00:00:00Z', '2026-03-01T00:00:00Z'];
+    expect(amounts(undefined, seat(1, '24192'), february, '2026-02-08T00:00:00.999Z')).toEqual([
+      '18144.00000000',
+    ]);
+    expect(amounts(seat(1, '24192'), undefined, february, '2026-02-08T00:00:00.999Z')).toEqual([
+      '-18144.00000000',
+    ]);
+    // one second before the end: one second left, 0.01
+    expect(amounts(undefined, seat(1, '24192'), february, '2026-02-28T23:59:59.500Z')).toEqual([
+      '0.01000000',
+    ]);
+  });
+
   it('gives no line for an unchanged item, a metered item, a removed one-time item, or at the period end', () => {
     const period: [string, string] = ['2026-04-01T00:00:00Z', '2026-05-01T00:00:00Z'];
     expect(amounts(seat(2, '10'), seat(2, '10'), period, '2026-04-10T00:00:00Z')).toEqual([]);
@@ -277,6 +295,14 @@ describe('included units prorated like the time they cover', () => {
       proratedIncludedUnits('1000', { start: april.start, end: utc('2026-04-11T00:00:00Z') }, april),
     ).toBe('333.33333333');
     expect(proratedIncludedUnits('1000', april, april)).toBe('1000.00000000');
+    // on since before the period, removed after 10 d of it: the part in the period only
+    expect(
+      proratedIncludedUnits(
+        '1000',
+        { start: utc('2026-03-01T00:00:00Z'), end: utc('2026-04-11T00:00:00Z') },
+        april,
+      ),
+    ).toBe('333.33333333');
     expect(
       proratedIncludedUnits(
         '1000',

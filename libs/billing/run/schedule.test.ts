@@ -156,6 +156,26 @@ describe('planning a billing run for one subscription', () => {
     expect(plan.next.subscription_end_date?.toISOString()).toBe('2027-07-01T00:00:00.000Z');
   });
 
+  it('a renewed term keeps the anchor day through short months', () => {
+    // docs/decisions.md, "Periods keep the anchor day": a term of one month from Jan 31 ends Feb 28,
+    // renews until Mar 31 (not Mar 28), then Apr 30, then May 31
+    const monthly = subscription({
+      term_type: 'termed',
+      initial_term_months: 1,
+      subscription_end_date: d('2026-02-28T00:00:00Z'),
+    });
+    const plan = planBilling(monthly, d('2026-05-01T00:00:00Z'));
+    expect(plan.steps.map(describeStep)).toEqual([
+      'invoice 2026-01-31..2026-02-28 first',
+      'renewed until 2026-03-31',
+      'invoice 2026-02-28..2026-03-31',
+      'renewed until 2026-04-30',
+      'invoice 2026-03-31..2026-04-30',
+      'renewed until 2026-05-31',
+    ]);
+    expect(plan.next.subscription_end_date?.toISOString()).toBe('2026-05-31T00:00:00.000Z');
+  });
+
   it('a past-due termed subscription cannot expire (docs/architecture.md, "Rules of the contract"), so its term end cancels it', () => {
     const plan = planBilling(termed(false, 'past_due'), d('2026-07-01T00:00:00Z'));
     expect(plan.steps.map(describeStep).at(-1)).toBe('past_due->canceled (term_ended)');

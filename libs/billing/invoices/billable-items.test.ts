@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import type { BillableItem } from '../pricing/index.js';
+import { itemForPeriod, usageWindow } from './billable-items.js';
+
+/*
+ * What an item bills in a period [start, end) (docs/decisions.md, "Subscription changes"): an item
+ * removed mid-period is billed for that period, never after; one added is billed from its start;
+ * a licensed item is charged at the terms the period began with (its base).
+ */
+
+const april = { start: new Date('2026-04-01T00:00:00Z'), end: new Date('2026-05-01T00:00:00Z') };
+const ms = (date: Date, delta: number) => new Date(date.getTime() + delta);
+
+function seat(overrides: Partial<BillableItem> = {}): BillableItem {
+  return {
+    subscription_item_id: 7,
+    product_id: 3,
+    product_name: 'Seat',
+    unit_label: 'seat',
+    currency: 'CAD',
+    pricing_type: 'recurring',
+    usage_type: 'licensed',
+    quantity: 5,
+    unit_price: '12.50000000',
+    included_units: '0',
+    pricing: { pricing_model: 'per_unit', pricing_scheme: 'linear', pricing_mode: null, tiers: [] },
+    ...overrides,
+  };
+}
+
+describe('itemForPeriod', () => {
+  it('an item removed at the period start is not billed in it; removed a moment later, it is', () => {
+    expect(itemForPeriod(seat({ removed_at: april.start }), april)).toBeUndefined();
+    expect(itemForPeriod(seat({ removed_at: ms(april.start, -1) }), april)).toBeUndefined();
+    expect(itemForPeriod(seat({ removed_at: ms(april.start, 1) }), april)?.quantity).toBe(5);
+    expect(itemForPeriod(seat({ removed_at: april.end }), april)?.quantity).toBe(5);
+  });
+
+  it('an item started at the period end is not billed in it; started a moment before, it is', () => {
+    expect(itemForPeriod(seat({ started_at: april.end }), april)).toBeUndefined();
+    expect(itemForPeriod(seat({ started_at: ms(april.end, 1) }), april)).toBeUndefined();
+    const meter = seat({ usage_type: 'metered', pricing_type: 'usage', started_at: ms(april.end, -1) });
+    expect(itemForPeriod(meter, april)).toEqual(meter);
+    expect(itemForPeriod(seat({ started_at: april.start }), april)?.quantity).toBe(5);
+  });
+
+  it("charges the terms the period began with, only when the base is that period's", () => {
+    const base = { period_start: april.start, quantity: 2, unit_price: '10.00000000', included_units: '0' };
+    expect(itemForPeriod(seat({ base }), april)).toMatchObject({ quantity: 2, unit_price: '10.00000000' });
+    // a base of the previous period is no term of this one
+    const march = { ...base, period_start: new Date('2026-03-01T00:00:00Z') };
+    expect(itemForPeriod(seat({ base: march }), april)).toMatchObject({
+      quantity: 5,
+      unit_price: '12.50000000',
+    });
+  });
+
+  it('a licensed item added in the period (base quantity 0) is billed by its proration line only', () => {
+    const added = { period_start: april.start, quantity: 0, unit_price: '12.50000000', included_units: '0' };
+    expect(itemForPeriod(seat({ started_at: ms(april.start, 1000), base: added }), april)).toBeUndefined();
+    // a metered one is billed for its usage
+    const meter = seat({ usage_type: 'metered', pricing_type: 'usage', quantity: 0 });
+    expect(
+      itemForPeriod(
+        { ...meter, started_at: ms(april.start, 1000), base: { ...added, included_units: '50' } },
+        april,
+      ),
+    ).toMatchObject({ included_units: '50' });
+  });
+});
+
+describe('usageWindow', () => {
+  it('is the part of the period the item was on, clamped to the period', () => {
+    const start = new Date('2026-04-11T00:00:00Z');
+    const end = new Date('2026-04-21T00:00:00Z');
+    expect(usageWindow(seat({ started_at: start, removed_at: end }), april)).toEqual({ start, end });
+    expect(usageWindow(seat(), april)).toEqual(april);
+    expect(
+      usageWindow(
+        seat({ started_at: new Date('2026-03-15T00:00:00Z'), removed_at: new Date('2026-05-15T00:00:00Z') }),
+        april,
+      ),
+    ).toEqual(april);
+  });
+});

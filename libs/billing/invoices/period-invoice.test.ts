@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import type { BillableItem } from '../pricing/index.js';
+import { composePeriodInvoice, type PeriodInvoiceInput } from './period-invoice.js';
+
+/*
+ * The invoice is dated on its period's end (or on the day billing stops, for an immediate cancel)
+ * and taxed with the rules of that day (docs/decisions.md, "Billing is in arrears, in UTC"). Nova
+ * Scotia's HST went from 15 % to 14 % on 2025-04-01 (libs/billing/tax).
+ */
+
+const seat: BillableItem = {
+  subscription_item_id: 7,
+  product_id: 3,
+  product_name: 'Seat',
+  unit_label: 'seat',
+  currency: 'CAD',
+  pricing_type: 'recurring',
+  usage_type: 'licensed',
+  quantity: 1,
+  unit_price: '100.00000000',
+  included_units: '0',
+  pricing: { pricing_model: 'per_unit', pricing_scheme: 'linear', pricing_mode: null, tiers: [] },
+};
+
+function compose(period: [string, string], endsAt?: string) {
+  const input: PeriodInvoiceInput = {
+    items: [seat],
+    currency: 'CAD',
+    usage: new Map(),
+    firstPeriod: false,
+    periodStart: new Date(period[0]),
+    periodEnd: new Date(period[1]),
+    prorationLines: [],
+    customer: { country: 'CA', state_province: 'NS', tax_exempt: false },
+    endsAt: endsAt === undefined ? undefined : new Date(endsAt),
+  };
+  const invoice = composePeriodInvoice(input);
+  return { invoice_date: invoice.invoice_date, tax_amount: invoice.tax_amount };
+}
+
+describe('composePeriodInvoice', () => {
+  it("is dated on the period's end and taxed with that day's rules", () => {
+    // March 2025 ends Apr 1: 14 %, though the period began under 15 %
+    expect(compose(['2025-03-01T00:00:00Z', '2025-04-01T00:00:00Z'])).toEqual({
+      invoice_date: '2025-04-01',
+      tax_amount: '14.00000000',
+    });
+    expect(compose(['2025-02-01T00:00:00Z', '2025-03-01T00:00:00Z'])).toEqual({
+      invoice_date: '2025-03-01',
+      tax_amount: '15.00000000',
+    });
+  });
+
+  it("stopped early (a cancel now): dated on the day it stops, taxed with that day's rules", () => {
+    expect(compose(['2025-03-15T00:00:00Z', '2025-04-15T00:00:00Z'], '2025-03-20T15:30:00Z')).toEqual({
+      invoice_date: '2025-03-20',
+      tax_amount: '15.00000000',
+    });
+    expect(compose(['2025-03-15T00:00:00Z', '2025-04-15T00:00:00Z'])).toEqual({
+      invoice_date: '2025-04-15',
+      tax_amount: '14.00000000',
+    });
+  });
+});
