@@ -259,6 +259,32 @@ describe('alerts', () => {
     expect(await events(orgA.orgId, 'alert.resolved', alert.id)).toHaveLength(1);
   });
 
+  it('credit_balance at exactly its threshold has not fallen below it; a cent under fires', async () => {
+    const { customerId, subscription, metered } = await running();
+    const grant = await post(`/customers/${customerId}/credit-grants`, {
+      amount: '100.00',
+      category: 'promotional',
+    });
+    expect(grant.statusCode).toBe(201);
+    // upcoming: seats 10.00 + GST 0.50 = 10.50; projected 89.50, the threshold itself
+    // (docs/decisions.md, "Alerts fire once per crossing": projected credit falling below it)
+    const alert = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'credit_balance',
+      threshold: '89.50',
+    });
+    expect(alert).toMatchObject({ status: 'OK', value: '89.50000000', triggered_at: null });
+    expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toEqual([]);
+    await report(metered.id, 1); // + 1.00 + GST 0.05: projected 88.45
+    await eventually(async () => {
+      expect((await get(`/alerts/${alert.id}`)).json().data).toMatchObject({
+        status: 'TRIGGERED',
+        value: '88.45000000',
+      });
+    });
+    expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toHaveLength(1);
+  });
+
   it('refuses bad input field by field, and 404 for what another organization has', async () => {
     const { subscription, metered, licensed } = await running();
     expect(
