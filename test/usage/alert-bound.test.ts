@@ -326,4 +326,75 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await alerts.stop();
     }
   });
+
+  it('alerts group: a void of its item reads the alert at once, and resolves it once', async () => {
+    // no reload but the first: only the void can make the group read the alert again
+    const alerts = await quantityAlerts(stores, undefined, 600_000);
+    const sink = alerts.sink();
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { alert, event, state, triggered } = await alertedItem('100');
+      await sink.write([]); // the first load
+      const pgSink = new PostgresUsageSink(database.db);
+      const crossing = event('100');
+      await pgSink.write([crossing]);
+      await sink.write([crossing]);
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+      const voids = [{ event: crossing, voidedAtMs: Date.now() }];
+      await pgSink.writeVoids(voids);
+      await sink.writeVoids(voids);
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      const resolved = await outbox(database.db, org.orgId, 'alert.resolved');
+      expect(resolved.filter((e) => e.data.id === alert.id)).toHaveLength(1);
+    } finally {
+      await alerts.stop();
+    }
+  });
+  it('alerts group: a new member reads what a reading from before its start cannot bound', async () => {
+    const { alert, event, state, triggered } = await alertedItem('100');
+    const pgSink = new PostgresUsageSink(database.db);
+    // read and committed by a member that is gone: the row keeps the reading made at creation
+    await pgSink.write([event('60')]);
+    expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+    const alerts = await quantityAlerts(stores, alert.id, 600_000);
+    const sink = alerts.sink();
+    try {
+      // its own bound would be 40, but the reading predates it: read, and fired
+      const next = event('40');
+      await pgSink.write([next]);
+      await sink.write([next]);
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await alerts.stop();
+    }
+  });
+
+  it('alerts group: an alert skipped longer than refreshMs is read, its value brought up to date', async () => {
+    await database.db.query('DELETE FROM alerts');
+    const alerts = new QuantityAlerts({
+      db: database.db,
+      log: runLogger('alert-bound'),
+      settleMs: SETTLE_MS,
+      refreshMs: 500,
+      reloadMs: 200,
+    });
+    alerts.attach(stores);
+    const sink = alerts.sink();
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { event, state } = await alertedItem('100');
+      // loaded by a reload since (every 200 ms): its reading at creation bounds it
+      await sleep(600);
+      const skipped = event('60');
+      await new PostgresUsageSink(database.db).write([skipped]);
+      await sink.write([skipped]); // bound 60: skipped
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      await eventually(async () => expect(await state()).toMatchObject({ value: '60.00000000' }), 5000);
+      expect((await state()).status).toBe('OK');
+    } finally {
+      await alerts.stop();
+    }
+  });
 });
