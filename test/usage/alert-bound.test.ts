@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { alertPolicy, createAlert, QuantityAlerts, UsageGuardrails } from '../../libs/guardrails/index.js';
+import {
+  alertPolicy,
+  createAlert,
+  evaluateAlerts,
+  QuantityAlerts,
+  UsageGuardrails,
+} from '../../libs/guardrails/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import {
   InProcessUsageEventLog,
@@ -395,6 +401,34 @@ describe('usage_quantity alerts read only near their threshold', () => {
       expect((await state()).status).toBe('OK');
     } finally {
       await alerts.stop();
+    }
+  });
+});
+
+describe('a reading older than the one an alert holds', () => {
+  it('neither writes its value nor moves the alert; a fresher one does', async () => {
+    // docs/decisions.md, "Alerts fire once per crossing": a stale reading never undoes a fresher one
+    const topic = uniqueName('alerts_topic');
+    const stale = distributedStores(topic);
+    await setWatermark(topic, new Date(Date.now() - 60_000));
+    try {
+      // read at creation by the embedded read-back: as_of now
+      const { alert, event, state, triggered } = await alertedItem('40');
+      const pgSink = new PostgresUsageSink(database.db);
+      await pgSink.write([event('30')]);
+      // the stale read-back sees the 30, but its as_of is a minute before the reading held
+      await evaluateAlerts(database.db, stale, { alertIds: [alert.id] });
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      await pgSink.write([event('20')]); // 50: crossed, as the stale read-back sees it
+      expect(await evaluateAlerts(database.db, stale, { alertIds: [alert.id] })).toEqual([]);
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      expect(await triggered()).toBe(0);
+      // a fresh reading applies
+      await evaluateAlerts(database.db, stores, { alertIds: [alert.id] });
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '50.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await stale.close();
     }
   });
 });
