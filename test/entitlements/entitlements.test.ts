@@ -520,6 +520,38 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     expect((await check(testApi, s)).used).toBe('7.00000000');
     expect((await second.counter.used([p])).map(String)).toEqual(['700000000']);
   });
+
+  it('trialing has access; past_due none, in the period holding now; canceled shows its stored one', async () => {
+    // docs/decisions.md, "What an entitlement says"
+    const testApi = await start(mode);
+    // started 40 days ago: the stored period (never billed) ended; now is in the second one
+    const s = await customer(testApi, { daysAgo: 40, limit: '10' });
+    const { db } = testApi.platform;
+    const setStatus = (status: string) =>
+      db.query('UPDATE subscriptions SET status = $2 WHERE id = $1', [s.subscriptionId, status]);
+    await post(testApi, s, 3);
+    await setStatus('trialing');
+    const trialing = await check(testApi, s);
+    expect(trialing).toMatchObject({ used: '3.00000000', remaining: '7.00000000', has_access: true });
+    expect(Date.parse(trialing.period_end)).toBeGreaterThan(Date.now());
+    expect(await check(testApi, s, s.seats)).toMatchObject({ has_access: true });
+    // unpaid invoices: no access, but its usage still counts in the period holding now
+    await setStatus('past_due');
+    const pastDue = await check(testApi, s);
+    expect(pastDue).toMatchObject({ used: '3.00000000', remaining: '7.00000000', has_access: false });
+    expect(pastDue.period_end).toBe(trialing.period_end);
+    expect(await check(testApi, s, s.seats)).toMatchObject({ has_access: false });
+    // canceled (as a cancel at the period end leaves it): the stored period, ended, no access
+    await setStatus('canceled');
+    const { rows } = await db.query<{ current_period_end: Date }>(
+      'SELECT current_period_end FROM subscriptions WHERE id = $1',
+      [s.subscriptionId],
+    );
+    const canceled = await check(testApi, s);
+    expect(canceled.has_access).toBe(false);
+    expect(Date.parse(canceled.period_end)).toBe(rows[0]!.current_period_end.getTime());
+    expect(canceled.period_end).not.toBe(trialing.period_end);
+  });
 });
 
 describe('an event the log refused', () => {
