@@ -552,6 +552,32 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     expect(Date.parse(canceled.period_end)).toBe(rows[0]!.current_period_end.getTime());
     expect(canceled.period_end).not.toBe(trialing.period_end);
   });
+
+  it('of two items of one product, the check answers one with access first, then the newest', async () => {
+    const testApi = await start(mode);
+    const s = await customer(testApi, { limit: '10' });
+    const now = new Date();
+    const other = await subscribe(
+      testApi.platform.db,
+      s.org.orgId,
+      {
+        customer_id: s.customerId,
+        items: [{ product_id: s.apiCalls, usage_limit: '1' }],
+        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())),
+      },
+      now,
+    );
+    const newest = other.items[0]!.id;
+    expect(newest).toBeGreaterThan(s.item);
+    // both with access: the newest
+    expect(await check(testApi, s)).toMatchObject({ subscription_item_id: newest, has_access: true });
+    // the newest at its limit: the older one, which still has access
+    await post(testApi, { ...s, item: newest }, 1);
+    expect(await check(testApi, s)).toMatchObject({ subscription_item_id: s.item, has_access: true });
+    // neither with access: the newest again
+    await post(testApi, s, 10);
+    expect(await check(testApi, s)).toMatchObject({ subscription_item_id: newest, has_access: false });
+  });
 });
 
 describe('an event the log refused', () => {
