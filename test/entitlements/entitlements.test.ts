@@ -578,6 +578,31 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     await post(testApi, s, 10);
     expect(await check(testApi, s)).toMatchObject({ subscription_item_id: newest, has_access: false });
   });
+
+  it('an item removed by a change is no longer listed', async () => {
+    const testApi = await start(mode);
+    const s = await customer(testApi, { limit: '10' });
+    const changed = await testApi.request({
+      method: 'POST',
+      path: `/subscriptions/${s.subscriptionId}/changes`,
+      key: s.org.apiKey,
+      payload: { items: [{ id: s.seatItem }] },
+    });
+    expect(changed.statusCode, changed.body).toBe(200);
+    const listed = await testApi.request({
+      method: 'GET',
+      path: `/customers/${s.customerId}/entitlements`,
+      key: s.org.apiKey,
+    });
+    expect(listed.statusCode, listed.body).toBe(200);
+    expect(listed.json().data.map((e: Entitlement) => e.subscription_item_id)).toEqual([s.seatItem]);
+    const response = await testApi.request({
+      method: 'GET',
+      path: `/customers/${s.customerId}/entitlements/${s.apiCalls}`,
+      key: s.org.apiKey,
+    });
+    expect(response.statusCode, response.body).toBe(404);
+  });
 });
 
 describe('an event the log refused', () => {
