@@ -603,6 +603,49 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     });
     expect(response.statusCode, response.body).toBe(404);
   });
+
+  it('a void of a late event subtracts it in its own period, not the running one', async () => {
+    const testApi = await start(mode);
+    // started 40 days ago: the stored period ended at `boundary`, in the past
+    const s = await customer(testApi, { daysAgo: 40, limit: '100' });
+    const { rows } = await testApi.platform.db.query<{
+      current_period_start: Date;
+      current_period_end: Date;
+    }>('SELECT current_period_start, current_period_end FROM subscriptions WHERE id = $1', [
+      s.subscriptionId,
+    ]);
+    const first = {
+      start: rows[0]!.current_period_start.getTime(),
+      end: rows[0]!.current_period_end.getTime(),
+    };
+    const at = (ms: number) =>
+      getEntitlement(testApi.platform.db, testApi.usage.counter, s.org.orgId, s.customerId, s.apiCalls, {
+        now: new Date(ms),
+      });
+    // both counters built first, so the events below are counted (and voided) by the counters
+    expect((await at(first.end - 1)).used).toBe('0.00000000');
+    const running = await at(Date.now());
+    expect(running.used).toBe('0.00000000');
+    const late = await post(testApi, s, 7, { at: new Date(first.end - 1) });
+    await post(testApi, s, 3);
+    const voided = await testApi.request({
+      method: 'POST',
+      path: `/usage/events/${late.data.id}/void`,
+      key: s.org.apiKey,
+    });
+    expect(voided.statusCode, voided.body).toBe(200);
+    const periods = [
+      { orgId: s.org.orgId, subscriptionItemId: s.item, startMs: first.start, endMs: first.end },
+      {
+        orgId: s.org.orgId,
+        subscriptionItemId: s.item,
+        startMs: first.end,
+        endMs: Date.parse(running.period_end),
+      },
+    ];
+    expect((await testApi.usage.counter.used(periods)).map(String)).toEqual(['0', '300000000']);
+    expect((await check(testApi, s)).used).toBe('3.00000000');
+  });
 });
 
 describe('an event the log refused', () => {
