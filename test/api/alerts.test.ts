@@ -285,6 +285,43 @@ describe('alerts', () => {
     expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toHaveLength(1);
   });
 
+  it('credit_balance watches the customer: usage on its other subscription fires it', async () => {
+    const { customerId, subscription } = await running();
+    const { apiCalls } = await basicCatalog(db(), orgA.orgId);
+    const now = new Date();
+    const other = await subscribe(
+      db(),
+      orgA.orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: apiCalls }],
+        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+      },
+      now,
+    );
+    const grant = await post(`/customers/${customerId}/credit-grants`, {
+      amount: '100.00',
+      category: 'promotional',
+    });
+    expect(grant.statusCode).toBe(201);
+    // on the first subscription; upcoming: its seats 10.00 + GST 0.50; projected 89.50
+    const alert = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'credit_balance',
+      threshold: '20',
+    });
+    expect(alert).toMatchObject({ status: 'OK', value: '89.50000000' });
+    // usage of the other subscription: + 80.00 + GST 4.00, projected 5.50
+    await report(other.items[0]!.id, 80);
+    await eventually(async () => {
+      expect((await get(`/alerts/${alert.id}`)).json().data).toMatchObject({
+        status: 'TRIGGERED',
+        value: '5.50000000',
+      });
+    });
+    expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toHaveLength(1);
+  });
+
   it('refuses bad input field by field, and 404 for what another organization has', async () => {
     const { subscription, metered, licensed } = await running();
     expect(
