@@ -5,6 +5,7 @@ import {
   createAlert,
   evaluateAlerts,
   QuantityAlerts,
+  type TouchedSubscription,
   UsageGuardrails,
 } from '../../libs/guardrails/index.js';
 import { createLogger } from '../../libs/log/index.js';
@@ -401,6 +402,54 @@ describe('usage_quantity alerts read only near their threshold', () => {
       expect((await state()).status).toBe('OK');
     } finally {
       await alerts.stop();
+    }
+  });
+});
+
+describe('a batch with a void and a later event of one item', () => {
+  it('still marks its subscription voided: its usage may have gone down', async () => {
+    const { customerId, subscription, item } = await meteredSubscriptionThisMonth(database.db, org.orgId);
+    const seen: TouchedSubscription[][] = [];
+    const guardrails = new UsageGuardrails({
+      db: database.db,
+      log: runLogger('alert-bound'),
+      policies: [
+        {
+          name: 'recorder',
+          async evaluate(touched) {
+            seen.push(touched.map((t) => ({ ...t })));
+          },
+        },
+      ],
+    });
+    const record = (quantity: string): UsageEventRecord => ({
+      id: randomUUID(),
+      orgId: org.orgId,
+      subscriptionItemId: item,
+      idempotencyKey: uniqueName('event'),
+      quantity,
+      occurredAtMs: Date.now(),
+      recordedAtMs: Date.now(),
+    });
+    const pgSink = new PostgresUsageSink(database.db);
+    const voided = record('5');
+    await pgSink.write([voided]);
+    const voids = [{ event: voided, voidedAtMs: Date.now() }];
+    await pgSink.writeVoids(voids);
+    const sink = guardrails.sink('queued');
+    try {
+      // handed before the read-back is attached: both go in one batch, the void first
+      await sink.writeVoids(voids);
+      const after = record('1');
+      await pgSink.write([after]);
+      await sink.write([after]);
+      guardrails.attach(stores);
+      await eventually(async () => expect(seen).toHaveLength(1), 10_000);
+      expect(seen[0]).toEqual([
+        { orgId: org.orgId, customerId, subscriptionId: subscription.id, voided: true },
+      ]);
+    } finally {
+      await guardrails.stop();
     }
   });
 });
