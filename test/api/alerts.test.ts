@@ -322,6 +322,44 @@ describe('alerts', () => {
     expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toHaveLength(1);
   });
 
+  it('usage_quantity reads its own item, not another metered item of the subscription', async () => {
+    const { apiCalls: first } = await basicCatalog(db(), orgA.orgId);
+    const { apiCalls: second } = await basicCatalog(db(), orgA.orgId);
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const now = new Date();
+    const subscription = await subscribe(
+      db(),
+      orgA.orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: first }, { product_id: second }],
+        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+      },
+      now,
+    );
+    const [used, unused] = subscription.items;
+    await report(used!.id, 20);
+    await eventually(async () => {
+      const usageNow = (await get(`/subscriptions/${subscription.id}/usage`)).json().data;
+      expect(usageNow.total_amount).toBe('20.00000000');
+    });
+    // evaluated at creation, each on its own item's quantity
+    const quiet = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'usage_quantity',
+      subscription_item_id: unused!.id,
+      threshold: '10',
+    });
+    expect(quiet).toMatchObject({ status: 'OK', value: '0.00000000' });
+    const crossed = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'usage_quantity',
+      subscription_item_id: used!.id,
+      threshold: '10',
+    });
+    expect(crossed).toMatchObject({ status: 'TRIGGERED', value: '20.00000000' });
+  });
+
   it('refuses bad input field by field, and 404 for what another organization has', async () => {
     const { subscription, metered, licensed } = await running();
     expect(
