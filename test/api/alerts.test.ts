@@ -414,6 +414,17 @@ describe('alerts', () => {
         }),
       ),
     ).toEqual(['threshold']);
+    // only a usage_quantity alert names an item
+    expect(
+      detailsOf(
+        await post('/alerts', {
+          subscription_id: subscription.id,
+          metric: 'usage_amount',
+          subscription_item_id: metered.id,
+          threshold: '5',
+        }),
+      ),
+    ).toEqual(['subscription_item_id']);
     expect(
       (await post('/alerts', { subscription_id: subscription.id, metric: 'credit_balance', threshold: '0' }))
         .statusCode,
