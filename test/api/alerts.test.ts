@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBilling, type UsageForTransaction } from '../../libs/billing/index.js';
 import { Database } from '../../libs/db/index.js';
-import { alertPolicy, evaluateAlerts, topUpPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
+import {
+  alertPolicy,
+  createAlert as createScopedAlert,
+  deleteAlert,
+  evaluateAlerts,
+  topUpPolicy,
+  UsageGuardrails,
+} from '../../libs/guardrails/index.js';
 import type { Alert } from '../../libs/schemas/index.js';
 import { PostgresUsageAggregator, PostgresUsageSink } from '../../libs/usage/index.js';
 import { basicCatalog, customerIn, outbox, subscribe } from '../billing/fixtures.js';
@@ -457,6 +464,38 @@ describe('alerts', () => {
         .statusCode,
     ).toBe(404);
     expect((await get(`/alerts/${theirAlert.id}`, orgB.apiKey)).statusCode).toBe(200);
+  });
+
+  it("in a customer's scope (the portal): its subscriptions, usage_amount only, its alerts only", async () => {
+    const mine = await running();
+    const theirs = await running();
+    const scope = { customerId: mine.customerId, usageAmountOnly: true };
+    const make = (subscriptionId: number, metric = 'usage_amount') =>
+      createScopedAlert(
+        db(),
+        api.usage.readStores,
+        orgA.orgId,
+        { subscription_id: subscriptionId, metric, threshold: '5' },
+        scope,
+      ).then(
+        (alert) => alert.status,
+        (error: { code?: string; details?: { field: string }[] }) =>
+          error.details?.map((d) => d.field).join() ?? error.code,
+      );
+    expect(await make(mine.subscription.id)).toBe('OK');
+    // another customer's subscription of the same organization: not found
+    expect(await make(theirs.subscription.id)).toBe('NOT_FOUND');
+    expect(await make(mine.subscription.id, 'credit_balance')).toBe('metric');
+    // deleting: only this customer's alerts
+    const theirAlert = await createAlert({
+      subscription_id: theirs.subscription.id,
+      metric: 'usage_amount',
+      threshold: '5',
+    });
+    await expect(
+      deleteAlert(db(), orgA.orgId, theirAlert.id, { customerId: mine.customerId }),
+    ).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect((await get(`/alerts/${theirAlert.id}`)).statusCode).toBe(200);
   });
 
   it('lists newest first with filters, and deletes', async () => {
