@@ -238,6 +238,29 @@ describe('usage_quantity alerts read only near their threshold', () => {
     }
   });
 
+  it('a skipped alert no batch read again is swept after refreshMs, its value brought up to date', async () => {
+    const guardrails = new UsageGuardrails({
+      db: database.db,
+      log: runLogger('alert-bound'),
+      policies: [alertPolicy(database.db, { settleMs: SETTLE_MS, refreshMs: 300 })],
+    });
+    guardrails.attach(stores);
+    const sink = guardrails.sink('evaluated');
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { event, state } = await alertedItem('100');
+      const skipped = event('60');
+      await new PostgresUsageSink(database.db).write([skipped]);
+      await sink.write([skipped]); // bound 60, a fresh reading: skipped
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      // no further usage: the sweep reads it
+      await eventually(async () => expect(await state()).toMatchObject({ value: '60.00000000' }), 5000);
+      expect((await state()).status).toBe('OK');
+    } finally {
+      await guardrails.stop();
+    }
+  });
+
   it('alerts group: a crossing handed before the pg-sink wrote it is read again until it fires, in its batch', async () => {
     const topic = uniqueName('alerts_topic');
     const readStores = distributedStores(topic);
