@@ -45,4 +45,27 @@ describe('RecentUsage, the bound of what an item received since a reading', () =
     expect(recent.since(1, 8, 10_000)).toBeUndefined();
     expect(recent.since(1, 7, 16_000)).toBe(100_000_000n);
   });
+
+  it('forgets only the seconds before the prune, and the newest of them, whatever the order read', () => {
+    const recent = new RecentUsage();
+    // read out of order: the second 12 first, then the second 10
+    recent.add([event(7, '1', 12_000), event(7, '1', 10_000), event(8, '1', 15_000)]);
+    recent.prune(15_000);
+    // the second 12 was forgotten: a bound from the second 11 or 12 cannot be drawn
+    expect(recent.since(1, 7, 11_000)).toBeUndefined();
+    expect(recent.since(1, 7, 12_999)).toBeUndefined();
+    expect(recent.since(1, 7, 13_000)).toBe(0n);
+    // the second the prune starts at is kept
+    expect(recent.since(1, 8, 15_000)).toBe(100_000_000n);
+  });
+
+  it('an event read after a prune, recorded in a forgotten second, counts in the first second kept', () => {
+    const recent = new RecentUsage();
+    recent.add([event(7, '1', 10_000)]);
+    recent.prune(12_000);
+    recent.add([event(7, '2', 5_000)]);
+    // the second 10 is forgotten: a bound from the second 11 on must still hold the late 2
+    expect(recent.since(1, 7, 11_000)).toBe(200_000_000n);
+    expect(recent.since(1, 7, 12_000)).toBe(0n);
+  });
 });

@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBilling, type UsageForTransaction } from '../../libs/billing/index.js';
 import { Database } from '../../libs/db/index.js';
-import { alertPolicy, evaluateAlerts, topUpPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
+import {
+  alertPolicy,
+  createAlert as createScopedAlert,
+  deleteAlert,
+  evaluateAlerts,
+  topUpPolicy,
+  UsageGuardrails,
+} from '../../libs/guardrails/index.js';
 import type { Alert } from '../../libs/schemas/index.js';
 import { PostgresUsageAggregator, PostgresUsageSink } from '../../libs/usage/index.js';
 import { basicCatalog, customerIn, outbox, subscribe } from '../billing/fixtures.js';
@@ -259,6 +266,107 @@ describe('alerts', () => {
     expect(await events(orgA.orgId, 'alert.resolved', alert.id)).toHaveLength(1);
   });
 
+  it('credit_balance at exactly its threshold has not fallen below it; a cent under fires', async () => {
+    const { customerId, subscription, metered } = await running();
+    const grant = await post(`/customers/${customerId}/credit-grants`, {
+      amount: '100.00',
+      category: 'promotional',
+    });
+    expect(grant.statusCode).toBe(201);
+    // upcoming: seats 10.00 + GST 0.50 = 10.50; projected 89.50, the threshold itself
+    // (docs/decisions.md, "Alerts fire once per crossing": projected credit falling below it)
+    const alert = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'credit_balance',
+      threshold: '89.50',
+    });
+    expect(alert).toMatchObject({ status: 'OK', value: '89.50000000', triggered_at: null });
+    expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toEqual([]);
+    await report(metered.id, 1); // + 1.00 + GST 0.05: projected 88.45
+    await eventually(async () => {
+      expect((await get(`/alerts/${alert.id}`)).json().data).toMatchObject({
+        status: 'TRIGGERED',
+        value: '88.45000000',
+      });
+    });
+    expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toHaveLength(1);
+  });
+
+  it('credit_balance watches the customer: usage on its other subscription fires it', async () => {
+    const { customerId, subscription } = await running();
+    const { apiCalls } = await basicCatalog(db(), orgA.orgId);
+    const now = new Date();
+    const other = await subscribe(
+      db(),
+      orgA.orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: apiCalls }],
+        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+      },
+      now,
+    );
+    const grant = await post(`/customers/${customerId}/credit-grants`, {
+      amount: '100.00',
+      category: 'promotional',
+    });
+    expect(grant.statusCode).toBe(201);
+    // on the first subscription; upcoming: its seats 10.00 + GST 0.50; projected 89.50
+    const alert = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'credit_balance',
+      threshold: '20',
+    });
+    expect(alert).toMatchObject({ status: 'OK', value: '89.50000000' });
+    // usage of the other subscription: + 80.00 + GST 4.00, projected 5.50
+    await report(other.items[0]!.id, 80);
+    await eventually(async () => {
+      expect((await get(`/alerts/${alert.id}`)).json().data).toMatchObject({
+        status: 'TRIGGERED',
+        value: '5.50000000',
+      });
+    });
+    expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toHaveLength(1);
+  });
+
+  it('usage_quantity reads its own item, not another metered item of the subscription', async () => {
+    const { apiCalls: first } = await basicCatalog(db(), orgA.orgId);
+    const { apiCalls: second } = await basicCatalog(db(), orgA.orgId);
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const now = new Date();
+    const subscription = await subscribe(
+      db(),
+      orgA.orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: first }, { product_id: second }],
+        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+      },
+      now,
+    );
+    const [used, unused] = subscription.items;
+    await report(used!.id, 20);
+    await eventually(async () => {
+      const usageNow = (await get(`/subscriptions/${subscription.id}/usage`)).json().data;
+      expect(usageNow.total_amount).toBe('20.00000000');
+    });
+    // evaluated at creation, each on its own item's quantity
+    const quiet = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'usage_quantity',
+      subscription_item_id: unused!.id,
+      threshold: '10',
+    });
+    expect(quiet).toMatchObject({ status: 'OK', value: '0.00000000' });
+    const crossed = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'usage_quantity',
+      subscription_item_id: used!.id,
+      threshold: '10',
+    });
+    expect(crossed).toMatchObject({ status: 'TRIGGERED', value: '20.00000000' });
+  });
+
   it('refuses bad input field by field, and 404 for what another organization has', async () => {
     const { subscription, metered, licensed } = await running();
     expect(
@@ -313,6 +421,17 @@ describe('alerts', () => {
         }),
       ),
     ).toEqual(['threshold']);
+    // only a usage_quantity alert names an item
+    expect(
+      detailsOf(
+        await post('/alerts', {
+          subscription_id: subscription.id,
+          metric: 'usage_amount',
+          subscription_item_id: metered.id,
+          threshold: '5',
+        }),
+      ),
+    ).toEqual(['subscription_item_id']);
     expect(
       (await post('/alerts', { subscription_id: subscription.id, metric: 'credit_balance', threshold: '0' }))
         .statusCode,
@@ -345,6 +464,38 @@ describe('alerts', () => {
         .statusCode,
     ).toBe(404);
     expect((await get(`/alerts/${theirAlert.id}`, orgB.apiKey)).statusCode).toBe(200);
+  });
+
+  it("in a customer's scope (the portal): its subscriptions, usage_amount only, its alerts only", async () => {
+    const mine = await running();
+    const theirs = await running();
+    const scope = { customerId: mine.customerId, usageAmountOnly: true };
+    const make = (subscriptionId: number, metric = 'usage_amount') =>
+      createScopedAlert(
+        db(),
+        api.usage.readStores,
+        orgA.orgId,
+        { subscription_id: subscriptionId, metric, threshold: '5' },
+        scope,
+      ).then(
+        (alert) => alert.status,
+        (error: { code?: string; details?: { field: string }[] }) =>
+          error.details?.map((d) => d.field).join() ?? error.code,
+      );
+    expect(await make(mine.subscription.id)).toBe('OK');
+    // another customer's subscription of the same organization: not found
+    expect(await make(theirs.subscription.id)).toBe('NOT_FOUND');
+    expect(await make(mine.subscription.id, 'credit_balance')).toBe('metric');
+    // deleting: only this customer's alerts
+    const theirAlert = await createAlert({
+      subscription_id: theirs.subscription.id,
+      metric: 'usage_amount',
+      threshold: '5',
+    });
+    await expect(
+      deleteAlert(db(), orgA.orgId, theirAlert.id, { customerId: mine.customerId }),
+    ).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect((await get(`/alerts/${theirAlert.id}`)).statusCode).toBe(200);
   });
 
   it('lists newest first with filters, and deletes', async () => {

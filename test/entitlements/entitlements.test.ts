@@ -520,6 +520,132 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     expect((await check(testApi, s)).used).toBe('7.00000000');
     expect((await second.counter.used([p])).map(String)).toEqual(['700000000']);
   });
+
+  it('trialing has access; past_due none, in the period holding now; canceled shows its stored one', async () => {
+    // docs/decisions.md, "What an entitlement says"
+    const testApi = await start(mode);
+    // started 40 days ago: the stored period (never billed) ended; now is in the second one
+    const s = await customer(testApi, { daysAgo: 40, limit: '10' });
+    const { db } = testApi.platform;
+    const setStatus = (status: string) =>
+      db.query('UPDATE subscriptions SET status = $2 WHERE id = $1', [s.subscriptionId, status]);
+    await post(testApi, s, 3);
+    await setStatus('trialing');
+    const trialing = await check(testApi, s);
+    expect(trialing).toMatchObject({ used: '3.00000000', remaining: '7.00000000', has_access: true });
+    expect(Date.parse(trialing.period_end)).toBeGreaterThan(Date.now());
+    expect(await check(testApi, s, s.seats)).toMatchObject({ has_access: true });
+    // unpaid invoices: no access, but its usage still counts in the period holding now
+    await setStatus('past_due');
+    const pastDue = await check(testApi, s);
+    expect(pastDue).toMatchObject({ used: '3.00000000', remaining: '7.00000000', has_access: false });
+    expect(pastDue.period_end).toBe(trialing.period_end);
+    expect(await check(testApi, s, s.seats)).toMatchObject({ has_access: false });
+    // canceled (as a cancel at the period end leaves it): the stored period, ended, no access
+    await setStatus('canceled');
+    const { rows } = await db.query<{ current_period_end: Date }>(
+      'SELECT current_period_end FROM subscriptions WHERE id = $1',
+      [s.subscriptionId],
+    );
+    const canceled = await check(testApi, s);
+    expect(canceled.has_access).toBe(false);
+    expect(Date.parse(canceled.period_end)).toBe(rows[0]!.current_period_end.getTime());
+    expect(canceled.period_end).not.toBe(trialing.period_end);
+  });
+
+  it('of two items of one product, the check answers one with access first, then the newest', async () => {
+    const testApi = await start(mode);
+    const s = await customer(testApi, { limit: '10' });
+    const now = new Date();
+    const other = await subscribe(
+      testApi.platform.db,
+      s.org.orgId,
+      {
+        customer_id: s.customerId,
+        items: [{ product_id: s.apiCalls, usage_limit: '1' }],
+        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())),
+      },
+      now,
+    );
+    const newest = other.items[0]!.id;
+    expect(newest).toBeGreaterThan(s.item);
+    // both with access: the newest
+    expect(await check(testApi, s)).toMatchObject({ subscription_item_id: newest, has_access: true });
+    // the newest at its limit: the older one, which still has access
+    await post(testApi, { ...s, item: newest }, 1);
+    expect(await check(testApi, s)).toMatchObject({ subscription_item_id: s.item, has_access: true });
+    // neither with access: the newest again
+    await post(testApi, s, 10);
+    expect(await check(testApi, s)).toMatchObject({ subscription_item_id: newest, has_access: false });
+  });
+
+  it('an item removed by a change is no longer listed', async () => {
+    const testApi = await start(mode);
+    const s = await customer(testApi, { limit: '10' });
+    const changed = await testApi.request({
+      method: 'POST',
+      path: `/subscriptions/${s.subscriptionId}/changes`,
+      key: s.org.apiKey,
+      payload: { items: [{ id: s.seatItem }] },
+    });
+    expect(changed.statusCode, changed.body).toBe(200);
+    const listed = await testApi.request({
+      method: 'GET',
+      path: `/customers/${s.customerId}/entitlements`,
+      key: s.org.apiKey,
+    });
+    expect(listed.statusCode, listed.body).toBe(200);
+    expect(listed.json().data.map((e: Entitlement) => e.subscription_item_id)).toEqual([s.seatItem]);
+    const response = await testApi.request({
+      method: 'GET',
+      path: `/customers/${s.customerId}/entitlements/${s.apiCalls}`,
+      key: s.org.apiKey,
+    });
+    expect(response.statusCode, response.body).toBe(404);
+  });
+
+  it('a void of a late event subtracts it in its own period, not the running one', async () => {
+    const testApi = await start(mode);
+    // started 40 days ago: the stored period ended at `boundary`, in the past
+    const s = await customer(testApi, { daysAgo: 40, limit: '100' });
+    const { rows } = await testApi.platform.db.query<{
+      current_period_start: Date;
+      current_period_end: Date;
+    }>('SELECT current_period_start, current_period_end FROM subscriptions WHERE id = $1', [
+      s.subscriptionId,
+    ]);
+    const first = {
+      start: rows[0]!.current_period_start.getTime(),
+      end: rows[0]!.current_period_end.getTime(),
+    };
+    const at = (ms: number) =>
+      getEntitlement(testApi.platform.db, testApi.usage.counter, s.org.orgId, s.customerId, s.apiCalls, {
+        now: new Date(ms),
+      });
+    // both counters built first, so the events below are counted (and voided) by the counters
+    expect((await at(first.end - 1)).used).toBe('0.00000000');
+    const running = await at(Date.now());
+    expect(running.used).toBe('0.00000000');
+    const late = await post(testApi, s, 7, { at: new Date(first.end - 1) });
+    await post(testApi, s, 3);
+    const voided = await testApi.request({
+      method: 'POST',
+      path: `/usage/events/${late.data.id}/void`,
+      key: s.org.apiKey,
+    });
+    expect(voided.statusCode, voided.body).toBe(200);
+    const periods = [
+      { orgId: s.org.orgId, subscriptionItemId: s.item, startMs: first.start, endMs: first.end },
+      {
+        orgId: s.org.orgId,
+        subscriptionItemId: s.item,
+        startMs: first.end,
+        endMs: Date.parse(running.period_end),
+      },
+    ];
+    expect((await testApi.usage.counter.used(periods)).map(String)).toEqual(['0', '300000000']);
+    expect((await check(testApi, s)).used).toBe('3.00000000');
+  });
 });
 
 describe('an event the log refused', () => {

@@ -62,4 +62,33 @@ describe('periodAt', () => {
       endMs: Date.parse('2026-04-24T00:00:00Z'),
     });
   });
+
+  it('once the run moved it on, the first period still begins at the start, not on the anchor day', () => {
+    // a mid-month start anchored on the 24th, two periods later: a late event of the first period
+    // counts in [start, first end), the read-back's previous period (docs/decisions.md, "Where the
+    // entitlement counter lives and why")
+    const start = Date.parse('2026-01-10T00:00:00Z');
+    const firstEnd = Date.parse('2026-01-24T00:00:00Z');
+    const schedule = {
+      startDateMs: start,
+      billingPeriod: 'monthly' as const,
+      anchorDay: 24,
+      currentPeriodStartMs: Date.parse('2026-02-24T00:00:00Z'),
+      currentPeriodEndMs: Date.parse('2026-03-24T00:00:00Z'),
+    };
+    const first = { startMs: start, endMs: firstEnd };
+    expect(periodAt(schedule, start)).toEqual(first);
+    expect(periodAt(schedule, Date.parse('2026-01-15T00:00:00Z'))).toEqual(first);
+    expect(periodAt(schedule, firstEnd - 1)).toEqual(first);
+    expect(periodAt(schedule, firstEnd)).toEqual({
+      startMs: firstEnd,
+      endMs: Date.parse('2026-02-24T00:00:00Z'),
+    });
+    // an instant before the start is not clamped: its period still holds it
+    for (const atMs of [start - 1, Date.parse('2026-01-01T00:00:00Z')]) {
+      const period = periodAt(schedule, atMs);
+      expect(period.startMs, new Date(atMs).toISOString()).toBeLessThanOrEqual(atMs);
+      expect(period.endMs, new Date(atMs).toISOString()).toBeGreaterThan(atMs);
+    }
+  });
 });

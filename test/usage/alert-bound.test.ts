@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { alertPolicy, createAlert, QuantityAlerts, UsageGuardrails } from '../../libs/guardrails/index.js';
+import {
+  alertPolicy,
+  createAlert,
+  evaluateAlerts,
+  QuantityAlerts,
+  type TouchedSubscription,
+  UsageGuardrails,
+} from '../../libs/guardrails/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import {
   InProcessUsageEventLog,
@@ -231,6 +238,29 @@ describe('usage_quantity alerts read only near their threshold', () => {
     }
   });
 
+  it('a skipped alert no batch read again is swept after refreshMs, its value brought up to date', async () => {
+    const guardrails = new UsageGuardrails({
+      db: database.db,
+      log: runLogger('alert-bound'),
+      policies: [alertPolicy(database.db, { settleMs: SETTLE_MS, refreshMs: 300 })],
+    });
+    guardrails.attach(stores);
+    const sink = guardrails.sink('evaluated');
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { event, state } = await alertedItem('100');
+      const skipped = event('60');
+      await new PostgresUsageSink(database.db).write([skipped]);
+      await sink.write([skipped]); // bound 60, a fresh reading: skipped
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      // no further usage: the sweep reads it
+      await eventually(async () => expect(await state()).toMatchObject({ value: '60.00000000' }), 5000);
+      expect((await state()).status).toBe('OK');
+    } finally {
+      await guardrails.stop();
+    }
+  });
+
   it('alerts group: a crossing handed before the pg-sink wrote it is read again until it fires, in its batch', async () => {
     const topic = uniqueName('alerts_topic');
     const readStores = distributedStores(topic);
@@ -324,6 +354,153 @@ describe('usage_quantity alerts read only near their threshold', () => {
       expect(await triggered()).toBe(1);
     } finally {
       await alerts.stop();
+    }
+  });
+
+  it('alerts group: a void of its item reads the alert at once, and resolves it once', async () => {
+    // no reload but the first: only the void can make the group read the alert again
+    const alerts = await quantityAlerts(stores, undefined, 600_000);
+    const sink = alerts.sink();
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { alert, event, state, triggered } = await alertedItem('100');
+      await sink.write([]); // the first load
+      const pgSink = new PostgresUsageSink(database.db);
+      const crossing = event('100');
+      await pgSink.write([crossing]);
+      await sink.write([crossing]);
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+      const voids = [{ event: crossing, voidedAtMs: Date.now() }];
+      await pgSink.writeVoids(voids);
+      await sink.writeVoids(voids);
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      const resolved = await outbox(database.db, org.orgId, 'alert.resolved');
+      expect(resolved.filter((e) => e.data.id === alert.id)).toHaveLength(1);
+    } finally {
+      await alerts.stop();
+    }
+  });
+  it('alerts group: a new member reads what a reading from before its start cannot bound', async () => {
+    const { alert, event, state, triggered } = await alertedItem('100');
+    const pgSink = new PostgresUsageSink(database.db);
+    // read and committed by a member that is gone: the row keeps the reading made at creation
+    await pgSink.write([event('60')]);
+    expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+    const alerts = await quantityAlerts(stores, alert.id, 600_000);
+    const sink = alerts.sink();
+    try {
+      // its own bound would be 40, but the reading predates it: read, and fired
+      const next = event('40');
+      await pgSink.write([next]);
+      await sink.write([next]);
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await alerts.stop();
+    }
+  });
+
+  it('alerts group: an alert skipped longer than refreshMs is read, its value brought up to date', async () => {
+    await database.db.query('DELETE FROM alerts');
+    const alerts = new QuantityAlerts({
+      db: database.db,
+      log: runLogger('alert-bound'),
+      settleMs: SETTLE_MS,
+      refreshMs: 500,
+      reloadMs: 200,
+    });
+    alerts.attach(stores);
+    const sink = alerts.sink();
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { event, state } = await alertedItem('100');
+      // loaded by a reload since (every 200 ms): its reading at creation bounds it
+      await sleep(600);
+      const skipped = event('60');
+      await new PostgresUsageSink(database.db).write([skipped]);
+      await sink.write([skipped]); // bound 60: skipped
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      await eventually(async () => expect(await state()).toMatchObject({ value: '60.00000000' }), 5000);
+      expect((await state()).status).toBe('OK');
+    } finally {
+      await alerts.stop();
+    }
+  });
+});
+
+describe('a batch with a void and a later event of one item', () => {
+  it('still marks its subscription voided: its usage may have gone down', async () => {
+    const { customerId, subscription, item } = await meteredSubscriptionThisMonth(database.db, org.orgId);
+    const seen: TouchedSubscription[][] = [];
+    const guardrails = new UsageGuardrails({
+      db: database.db,
+      log: runLogger('alert-bound'),
+      policies: [
+        {
+          name: 'recorder',
+          async evaluate(touched) {
+            seen.push(touched.map((t) => ({ ...t })));
+          },
+        },
+      ],
+    });
+    const record = (quantity: string): UsageEventRecord => ({
+      id: randomUUID(),
+      orgId: org.orgId,
+      subscriptionItemId: item,
+      idempotencyKey: uniqueName('event'),
+      quantity,
+      occurredAtMs: Date.now(),
+      recordedAtMs: Date.now(),
+    });
+    const pgSink = new PostgresUsageSink(database.db);
+    const voided = record('5');
+    await pgSink.write([voided]);
+    const voids = [{ event: voided, voidedAtMs: Date.now() }];
+    await pgSink.writeVoids(voids);
+    const sink = guardrails.sink('queued');
+    try {
+      // handed before the read-back is attached: both go in one batch, the void first
+      await sink.writeVoids(voids);
+      const after = record('1');
+      await pgSink.write([after]);
+      await sink.write([after]);
+      guardrails.attach(stores);
+      await eventually(async () => expect(seen).toHaveLength(1), 10_000);
+      expect(seen[0]).toEqual([
+        { orgId: org.orgId, customerId, subscriptionId: subscription.id, voided: true },
+      ]);
+    } finally {
+      await guardrails.stop();
+    }
+  });
+});
+
+describe('a reading older than the one an alert holds', () => {
+  it('neither writes its value nor moves the alert; a fresher one does', async () => {
+    // docs/decisions.md, "Alerts fire once per crossing": a stale reading never undoes a fresher one
+    const topic = uniqueName('alerts_topic');
+    const stale = distributedStores(topic);
+    await setWatermark(topic, new Date(Date.now() - 60_000));
+    try {
+      // read at creation by the embedded read-back: as_of now
+      const { alert, event, state, triggered } = await alertedItem('40');
+      const pgSink = new PostgresUsageSink(database.db);
+      await pgSink.write([event('30')]);
+      // the stale read-back sees the 30, but its as_of is a minute before the reading held
+      await evaluateAlerts(database.db, stale, { alertIds: [alert.id] });
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      await pgSink.write([event('20')]); // 50: crossed, as the stale read-back sees it
+      expect(await evaluateAlerts(database.db, stale, { alertIds: [alert.id] })).toEqual([]);
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      expect(await triggered()).toBe(0);
+      // a fresh reading applies
+      await evaluateAlerts(database.db, stores, { alertIds: [alert.id] });
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '50.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await stale.close();
     }
   });
 });
