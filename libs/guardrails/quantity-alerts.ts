@@ -209,6 +209,8 @@ export class QuantityAlerts {
       if (first ? alert.status === 'OK' : changed) {
         const decision = this.decide(alert, atMs);
         if (decision !== 'skip') look.set(alert.id, decision);
+        // skipped here as on the event path: its value is brought up to date after refreshMs
+        else if (!this.skippedSince.has(alert.id)) this.skippedSince.set(alert.id, atMs);
       }
       const skipped = this.skippedSince.get(alert.id);
       if (skipped !== undefined && skipped <= atMs - this.refreshMs && !look.has(alert.id))
