@@ -407,7 +407,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
       db: database.db,
       log: runLogger('alert-bound'),
       settleMs: SETTLE_MS,
-      refreshMs: 500,
+      refreshMs: 1500,
       reloadMs: 200,
     });
     alerts.attach(stores);
