@@ -37,7 +37,7 @@ export const SubscriptionUsageItem = z
     amount: money.meta({ description: 'What the billing run would charge for this item now, before tax.' }),
     late_quantity: decimal8.meta({
       description:
-        "For a period already invoiced and posted: the part of quantity counted after its invoice, billed (or waiting to be billed) as late usage on the subscription's next invoice; quantity - late_quantity is what the period's invoice billed. 0 for a period not posted.",
+        "For a period already invoiced and posted: the part of quantity counted after its invoice, billed (or waiting to be billed) as late usage on the subscription's next invoice; quantity - late_quantity is what the period's invoice billed, less what a correction (a credit note's void) took back of it; never negative. 0 for a period not posted.",
     }),
   })
   .meta({ id: 'SubscriptionUsageItem' });

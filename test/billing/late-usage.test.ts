@@ -353,7 +353,7 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
   });
 
   it('bills late usage from what the customer kept paying for once a correction voided part of a posted period', async () => {
-    const { orgId, metered } = await setup();
+    const { orgId, subscription, metered } = await setup();
     await recordUsage(db, orgId, metered, '50', '2026-01-10T00:00:00Z');
     await recordUsage(db, orgId, metered, '30', '2026-01-11T00:00:00Z');
     await runBilling(db, { usage, orgId, now: FEB });
@@ -377,6 +377,9 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
       },
     ]);
     await recordUsage(db, orgId, metered, '40', '2026-01-20T00:00:00Z');
+    // the read-back says the same: of the 90 counted, the invoice billed (and kept) 50
+    const previous = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
+    expect(previous.items[0]).toMatchObject({ quantity: '90.00000000', late_quantity: '40.00000000' });
     const feb = await runBilling(db, { usage, orgId, now: MAR });
     // 50 kept + 40 late: price(90) - price(50) = 40.00 (not price(120) - price(80) = 30.00)
     expect(

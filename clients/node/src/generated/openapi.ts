@@ -2892,7 +2892,7 @@ export interface components {
              */
             amount: string;
             /**
-             * @description For a period already invoiced and posted: the part of quantity counted after its invoice, billed (or waiting to be billed) as late usage on the subscription's next invoice; quantity - late_quantity is what the period's invoice billed. 0 for a period not posted.
+             * @description For a period already invoiced and posted: the part of quantity counted after its invoice, billed (or waiting to be billed) as late usage on the subscription's next invoice; quantity - late_quantity is what the period's invoice billed, less what a correction (a credit note's void) took back of it; never negative. 0 for a period not posted.
              * @example 1000.00000000
              */
             late_quantity: string;
