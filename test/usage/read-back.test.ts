@@ -204,6 +204,12 @@ describe('usage read-back, embedded mode', () => {
         .data.map((e: { quantity: number }) => e.quantity)
         .sort(),
     ).toEqual([2, 30]);
+    // [from, to): an event at exactly `from` is in, one at exactly `to` out
+    const exact = await get(
+      `/usage/events?from=${encodeURIComponent(new Date(start.getTime() + 1000).toISOString())}&to=${encodeURIComponent(new Date(today + 1000).toISOString())}`,
+    );
+    const exactIds = exact.json().data.map((e: { id: string }) => e.id);
+    expect(exactIds.sort()).toEqual([posted[0]!.id, posted[2]!.id].sort());
 
     const one = await get(`/usage/events/${posted[0]!.id}`);
     expect(one.json().data).toMatchObject({

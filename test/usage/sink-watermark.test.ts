@@ -117,4 +117,64 @@ describe('the sink watermark (as_of)', () => {
     const done = await reading();
     expect(await asOf()).toBeGreaterThanOrEqual(done.before);
   });
+
+  it('vouches for an empty partition, and for none whose offset the group never committed', async () => {
+    // a topic of its own, of three partitions: 0 and 1 get messages, 2 never does
+    const own = uniqueName('watermark-empty');
+    const ownGroup = `${own}-pg-sink`;
+    await broker.createTopic(own, 3);
+    const member = kafka.consumer({ groupId: ownGroup });
+    await member.connect();
+    try {
+      await member.subscribe({ topic: own, fromBeginning: true });
+      const joined = new Promise<void>((resolve) => member.on(member.events.GROUP_JOIN, () => resolve()));
+      await member.run({ autoCommit: false, eachMessage: async () => {} });
+      await joined;
+      const producer = kafka.producer();
+      await producer.connect();
+      await producer.send({
+        topic: own,
+        messages: [
+          { partition: 0, value: 'a' },
+          { partition: 1, value: 'b' },
+          { partition: 1, value: 'c' },
+        ],
+      });
+      await producer.disconnect();
+      const read = async () => {
+        const before = Date.now();
+        await new SinkWatermarkRecorder({
+          admin,
+          db: database.db,
+          topic: own,
+          groupId: ownGroup,
+          sink: SINK,
+          intervalMs: 1000,
+          log: runLogger(),
+        }).recordOnce();
+        return before;
+      };
+      const ownAsOf = async () => (await sinkWatermark(database.db, SINK, own))?.getTime() ?? null;
+      const commitOwn = (offsets: Record<number, number>) =>
+        member.commitOffsets(
+          Object.entries(offsets).map(([partition, offset]) => ({
+            topic: own,
+            partition: Number(partition),
+            offset: String(offset),
+          })),
+        );
+
+      // partition 1 has never been committed: its events are not written, as_of vouches for nothing
+      await commitOwn({ 0: 1 });
+      await read();
+      expect(await ownAsOf()).toBe(0);
+
+      // every partition with messages written: the empty one holds nothing to wait for
+      await commitOwn({ 0: 1, 1: 2 });
+      const before = await read();
+      expect(await ownAsOf()).toBeGreaterThanOrEqual(before);
+    } finally {
+      await member.disconnect();
+    }
+  });
 });

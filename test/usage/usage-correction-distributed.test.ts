@@ -149,4 +149,35 @@ describe('a void with a correcting credit note, distributed mode', () => {
       expect(previous.items[0].quantity).toBe('70.00000000');
     });
   });
+
+  it('answers a correction of an event it cannot find 503 while the pg-sink is behind, 404 once caught up', async () => {
+    // as a plain void: an event answered 201 may not be in Postgres yet (docs/architecture.md,
+    // "A usage event's way")
+    const unknown = crypto.randomUUID();
+    const correct = () =>
+      stack.api.request({
+        method: 'POST',
+        path: `/usage/events/${unknown}/void`,
+        key: org.apiKey,
+        payload: { correction: 'credit_note' },
+      });
+    await sinks!.stop();
+    try {
+      await post(1, new Date());
+      const behind = await correct();
+      expect(behind.statusCode, behind.body).toBe(503);
+      expect(behind.json()).toMatchObject({ error_code: 'SERVICE_UNAVAILABLE' });
+      expect(Number(behind.headers['retry-after'])).toBeGreaterThan(0);
+    } finally {
+      sinks = await startUsageSinks({
+        config: { ...stack.api.config, SINK_FLUSH_MS: 50 },
+        db: stack.api.platform.db,
+        log: runLogger('sinks'),
+      });
+    }
+    await eventually(async () => {
+      const response = await correct();
+      expect(response.statusCode, response.body).toBe(404);
+    }, 30_000);
+  }, 60_000);
 });

@@ -104,6 +104,22 @@ describe('usage event encodings', () => {
     expect(() => decodeLogMessage(null)).toThrow();
   });
 
+  it('refuses a compact event whose ids pass 15 digits, whose quantity is finer than 8 digits, or without a key', () => {
+    // The encoder writes what it is given; the decoder is the one check of what the sinks store
+    // (docs/decisions.md, "Usage quantities keep at most 8 fractional digits").
+    const decoded = (event: UsageEventRecord) => decodeLogMessage(encodeLogMessages([event])[0]!.value);
+    const largest = 999_999_999_999_999;
+    expect(decoded({ ...record, orgId: largest, subscriptionItemId: largest })).toEqual([
+      { ...record, orgId: largest, subscriptionItemId: largest },
+    ]);
+    expect(() => decoded({ ...record, orgId: largest + 1 })).toThrow('malformed');
+    expect(() => decoded({ ...record, subscriptionItemId: largest + 1 })).toThrow('malformed');
+    expect(decoded({ ...record, quantity: '0.00000001' })[0]!.quantity).toBe('0.00000001');
+    expect(() => decoded({ ...record, quantity: '0.000000001' })).toThrow('malformed');
+    expect(() => decoded({ ...record, quantity: '1.' })).toThrow('malformed');
+    expect(() => decoded({ ...record, idempotencyKey: '' })).toThrow('malformed');
+  });
+
   it('still reads the text format (usage/1) of messages written before the compact one', () => {
     const line = (e: UsageEventRecord) =>
       `${e.id}\t${e.orgId}\t${e.subscriptionItemId}\t${e.quantity}\t${e.occurredAtMs}\t${e.recordedAtMs}\t${e.idempotencyKey}`;
@@ -114,6 +130,9 @@ describe('usage event encodings', () => {
     expect(() => decodeLogMessage(text.replace('0.12345678', '1e3'))).toThrow();
     expect(() => decodeLogMessage(text.replace('\t3\t', '\tx\t'))).toThrow();
     expect(() => decodeLogMessage(`${text}\nnot an event`)).toThrow();
+    expect(() => decodeLogMessage(text.replace(record.id, 'not-a-uuid'))).toThrow();
+    expect(() => decodeLogMessage(text.replace('0.12345678', '0.123456789'))).toThrow();
+    expect(() => decodeLogMessage(text.replace('\tkey|with|bars', '\t'))).toThrow();
   });
 
   it("reads voids through the same decoder, on their item's key", () => {
@@ -124,6 +143,11 @@ describe('usage event encodings', () => {
       voids: [{ event: record, voidedAtMs: 1234 }],
     });
     expect(() => decodeLogMessage(message!.value)).toThrow();
+    // when it was voided is a whole number of ms, as every other time on the log
+    for (const voided of ['', 'soon', '12.5', '-1']) {
+      const text = message!.value.toString().replace('\t1234\t', `\t${voided}\t`);
+      expect(() => decodeLogEntries(Buffer.from(text)), JSON.stringify(voided)).toThrow('malformed');
+    }
   });
 
   it('keeps the event in the dedup record, its identity in the key', () => {
@@ -135,6 +159,12 @@ describe('usage event encodings', () => {
     expect(decodeDedupRecord(adopted, record)).toEqual({ state: 'adopted', record });
     expect(decodeDedupRecord(`C${pending.slice(1)}`, record)).toEqual({ state: 'committed', record });
     expect(() => decodeDedupRecord(`X${pending.slice(1)}`, record)).toThrow('malformed');
+    // a record cut short loses a field: never read as an event of 1970
+    const fields = pending.split('|');
+    for (let kept = 1; kept < fields.length; kept++) {
+      const cut = [...fields.slice(0, kept), ...fields.slice(kept).map(() => '')].join('|');
+      expect(() => decodeDedupRecord(cut, record), cut).toThrow('malformed');
+    }
   });
 
   it('is shown as the public usage event', () => {

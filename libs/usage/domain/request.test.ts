@@ -100,13 +100,21 @@ describe('usage event validation', () => {
       parseUsageEvent({ subscription_item_id: 7, quantity: 1 }, 'émoji-😀', NOW),
     );
     expect(inHeader.details?.[0]?.field).toBe('Idempotency-Key');
-    for (const key of ['next\u0085line', 'csi\u009b', 'del\u007f']) {
+    // every C0 control (to U+001F), DEL and every C1 control (U+0080 to U+009F): the ends included
+    for (const key of ['us\u001f', 'pad\u0080', 'next\u0085line', 'csi\u009b', 'apc\u009f', 'del\u007f']) {
       const inBodyControl = failure(() =>
         parseUsageEvent({ subscription_item_id: 7, quantity: 1, idempotency_key: key }, '', NOW),
       );
       expect(inBodyControl.details, JSON.stringify(key)).toEqual([
         { field: 'idempotency_key', message: 'Must not contain control characters.', code: 'invalid_format' },
       ]);
+    }
+    // the first characters past each range are printable
+    for (const key of ['space ok', 'tilde~ok', 'nbsp\u00a0ok']) {
+      expect(
+        parseUsageEvent({ subscription_item_id: 7, quantity: 1, idempotency_key: key }, '', NOW)
+          .idempotencyKey,
+      ).toBe(key);
     }
     expect(
       parseUsageEvent({ subscription_item_id: 7, quantity: 1, idempotency_key: 'nbsp\u00a0ok' }, '', NOW)
@@ -147,6 +155,21 @@ describe('usage event validation', () => {
       parseUsageEvent({ subscription_item_id: 7, quantity: 1, timestamp: '2200-01-01T00:00:00Z' }, 'k', NOW),
     );
     expect(tooLate.details).toEqual([expect.objectContaining({ field: 'timestamp', code: 'out_of_range' })]);
+    // [1970-01-01, 2100-01-01): the first instant is in, the horizon itself out (docs/decisions.md, Ingest)
+    const at = (timestamp: string) =>
+      parseUsageEvent({ subscription_item_id: 7, quantity: 1, timestamp }, 'k', NOW).occurredAtMs;
+    expect(at('1970-01-01T00:00:00Z')).toBe(0);
+    expect(at('1970-01-01T01:00:00+01:00')).toBe(0);
+    expect(at('2099-12-31T23:59:59.999Z')).toBe(Date.UTC(2100, 0, 1) - 1);
+    for (const timestamp of [
+      '1969-12-31T23:59:59.999Z',
+      '2100-01-01T00:00:00Z',
+      '2100-01-01T01:00:00+01:00',
+    ]) {
+      expect(failure(() => at(timestamp)).details, timestamp).toEqual([
+        expect.objectContaining({ field: 'timestamp', code: 'out_of_range' }),
+      ]);
+    }
     expect(
       failure(() =>
         parseUsageEvent({ subscription_item_id: 7, quantity: 1, timestamp: 'yesterday' }, 'k', NOW),
@@ -278,6 +301,8 @@ describe('the timestamp on the shortcut', () => {
 describe('usage batch envelope', () => {
   it('takes 1 to 1000 events of any shape (each is checked on its own)', () => {
     expect(parseUsageEventBatch({ events: [1, 'x', {}] })).toHaveLength(3);
+    expect(parseUsageEventBatch({ events: [{}] })).toHaveLength(1);
+    expect(parseUsageEventBatch({ events: new Array(1000).fill({}) })).toHaveLength(1000);
     expect(failure(() => parseUsageEventBatch({ events: [] })).details?.[0]?.field).toBe('events');
     expect(failure(() => parseUsageEventBatch({ events: new Array(1001).fill({}) })).details?.[0]?.code).toBe(
       'too_long',

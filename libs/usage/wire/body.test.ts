@@ -40,6 +40,27 @@ describe('parseUsageBody', () => {
     }
   });
 
+  it('says an empty body is empty, and refuses a compressed one with 415 before reading it', () => {
+    // docs/decisions.md, Ingest: "compressed 415, not UTF-8 400"
+    for (const text of ['', '\uFEFF']) {
+      expect(() => parse(text), JSON.stringify(text)).toThrow(ApiError.emptyJsonBody().message);
+    }
+    expect(() => parse('{"a":')).toThrow(ApiError.invalidJson().message);
+    const json = Buffer.from('{"a":1}');
+    for (const contentEncoding of ['gzip', ' GZIP ', 'br', 'deflate']) {
+      expect(() => parseUsageBody(json, { contentEncoding }), contentEncoding).toThrow(
+        expect.objectContaining({ status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' }),
+      );
+    }
+    // an encoding is refused before the bytes are even checked as UTF-8
+    expect(() => parseUsageBody(Buffer.from([0x1f, 0x8b, 0x08, 0xff]), { contentEncoding: 'gzip' })).toThrow(
+      expect.objectContaining({ status: 415 }),
+    );
+    for (const contentEncoding of [undefined, '', 'identity', 'Identity']) {
+      expect(parseUsageBody(json, { contentEncoding }), String(contentEncoding)).toEqual({ a: 1 });
+    }
+  });
+
   it('checks a deeply nested body for prototype keys without overflowing the stack', () => {
     const nested = (inner: string) => `${'['.repeat(20_000)}${inner}${']'.repeat(20_000)}`;
     expect(() => parse(`{"idempotency_key":"constructor","x":${nested('1')}}`)).not.toThrow();
