@@ -55,7 +55,8 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as
 /**
  * A request's child logger, made by pino on its first use. pino's `child()` runs every binding
  * through the redaction's wildcard paths, so making one per request costs each request an
- * allocation of its own even when nothing is logged at the level set (access lines below `warn`).
+ * allocation of its own even when nothing is logged at the level set (at `warn` and above the
+ * access line, at `info`, is not written).
  * It logs exactly what `parent.child(bindings, options)` would.
  */
 export function lazyChildLogger(
