@@ -19,6 +19,153 @@ describe('subscription item cache', () => {
   });
   afterAll(() => database.drop());
 
+  /**
+   * The file's database, its lookups counted (each query's item ids) and, while `hold()` is on,
+   * each answer kept back after Postgres gave it, as a slow connection would: the row is read
+   * then, the cache sees it later.
+   */
+  function instrumented() {
+    const lookups: number[][] = [];
+    let answered = 0;
+    let gate: Promise<void> | undefined;
+    const db: Queryable = {
+      query: (async (text: string, values?: unknown[]) => {
+        lookups.push(((values ?? [])[1] as number[]).map(Number));
+        const result = await database.db.query(text, values);
+        answered++;
+        await gate;
+        return result;
+      }) as Queryable['query'],
+    };
+    return {
+      db,
+      lookups,
+      answered: () => answered,
+      /** Keeps the answers back from now on; the function returned releases them. */
+      hold(): () => void {
+        let release!: () => void;
+        gate = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        return () => {
+          gate = undefined;
+          release();
+        };
+      },
+    };
+  }
+
+  /** The cache's clock, moved by hand: `set(ms)` is `ms` after the start. */
+  function clock() {
+    const T0 = Date.UTC(2026, 10, 1);
+    let now = T0;
+    return {
+      now: () => now,
+      set: (ms: number) => {
+        now = T0 + ms;
+      },
+    };
+  }
+
+  async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!condition()) {
+      if (Date.now() > deadline) throw new Error('timed out waiting for the lookup');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
+  const SETTINGS = { ttlMs: 60_000, negativeTtlMs: 2000 };
+
+  it('keeps a known item for the ttl and an unknown one only for the shorter negative ttl', async () => {
+    const { db, lookups } = instrumented();
+    const time = clock();
+    const cache = new SubscriptionItemCache(db, { ...SETTINGS, maxEntries: 100, now: time.now });
+    // another organization's item: no such item in this one
+    const unknown = otherOrgItems.metered;
+    expect(await cache.usageType(orgId, items.metered)).toBe('metered');
+    expect(await cache.usageType(orgId, unknown)).toBeUndefined();
+    expect(lookups).toHaveLength(2);
+
+    time.set(SETTINGS.negativeTtlMs - 1);
+    expect(cache.cached(orgId, unknown)).toBeDefined();
+    expect(await cache.usageType(orgId, unknown)).toBeUndefined();
+    expect(lookups).toHaveLength(2);
+    // an item created since is found within the negative ttl, not a whole ttl later
+    time.set(SETTINGS.negativeTtlMs);
+    expect(cache.cached(orgId, unknown)).toBeUndefined();
+    expect(await cache.usageType(orgId, unknown)).toBeUndefined();
+    expect(lookups).toHaveLength(3);
+    expect(lookups.at(-1)).toEqual([unknown]);
+
+    time.set(SETTINGS.ttlMs - 1);
+    expect(cache.cached(orgId, items.metered)?.usageType).toBe('metered');
+    expect(await cache.usageType(orgId, items.metered)).toBe('metered');
+    expect(lookups).toHaveLength(3);
+    time.set(SETTINGS.ttlMs);
+    expect(cache.cached(orgId, items.metered)).toBeUndefined();
+    expect(await cache.usageType(orgId, items.metered)).toBe('metered');
+    expect(lookups).toHaveLength(4);
+    expect(lookups.at(-1)).toEqual([items.metered]);
+  });
+
+  it('does not keep what a lookup read before the item was forgotten, nor lets a later request join it', async () => {
+    // items of their own: a change removes them below
+    const own = await createUsageItems(database.db, orgId);
+    const { db, lookups, answered, hold } = instrumented();
+    const cache = new SubscriptionItemCache(db, { ...SETTINGS, maxEntries: 100, now: clock().now });
+    const remove = async (id: number) => {
+      const { rows } = await database.db.query<{ removed_at: Date }>(
+        "UPDATE subscription_items SET removed_at = date_trunc('second', now()) WHERE id = $1 RETURNING removed_at",
+        [id],
+      );
+      return rows[0]!.removed_at.getTime();
+    };
+
+    // a lookup reads the item while it is live; before the cache has its answer, a change removes
+    // the item and it is forgotten (as the change poller does)
+    let release = hold();
+    const reading = cache.lifetime(orgId, own.metered);
+    await until(() => answered() === 1);
+    const removedAt = await remove(own.metered);
+    cache.forget([{ orgId, id: own.metered }]);
+    release();
+    expect((await reading).removedAtMs).toBeUndefined();
+    expect(cache.cached(orgId, own.metered)).toBeUndefined();
+    // the next request reads it again, removed
+    expect((await cache.lifetime(orgId, own.metered)).removedAtMs).toBe(removedAt);
+    expect(lookups).toHaveLength(2);
+    expect(cache.cached(orgId, own.metered)?.removedAtMs).toBe(removedAt);
+
+    // a request after the forget does not join the lookup still in flight: it reads anew
+    release = hold();
+    const stale = cache.lifetime(orgId, own.otherMetered);
+    await until(() => answered() === 3);
+    const otherRemovedAt = await remove(own.otherMetered);
+    cache.forget([{ orgId, id: own.otherMetered }]);
+    const fresh = cache.lifetime(orgId, own.otherMetered);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(lookups).toHaveLength(4);
+    release();
+    const [before, after] = await Promise.all([stale, fresh]);
+    expect(before.removedAtMs).toBeUndefined();
+    expect(after.removedAtMs).toBe(otherRemovedAt);
+    expect(cache.cached(orgId, own.otherMetered)?.removedAtMs).toBe(otherRemovedAt);
+  });
+
+  it('holds at most maxEntries items, letting the oldest go first', async () => {
+    const { db, lookups } = instrumented();
+    const cache = new SubscriptionItemCache(db, { ...SETTINGS, maxEntries: 2, now: clock().now });
+    for (const id of [items.metered, items.otherMetered, items.licensed]) await cache.usageType(orgId, id);
+    expect(cache.cached(orgId, items.metered)).toBeUndefined();
+    expect(cache.cached(orgId, items.otherMetered)?.usageType).toBe('metered');
+    expect(cache.cached(orgId, items.licensed)?.usageType).toBe('licensed');
+    expect(lookups).toHaveLength(3);
+    // the one let go is read again
+    expect(await cache.usageType(orgId, items.metered)).toBe('metered');
+    expect(lookups).toHaveLength(4);
+  });
+
   it('looks up the misses of one turn in one query (a batch of 1000 new ids), each in its organization', async () => {
     let queries = 0;
     const counting: Queryable = {
