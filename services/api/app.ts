@@ -50,7 +50,7 @@ export function apiDepsFrom(
 export async function buildApiApp(deps: ApiDeps): Promise<ApiInstance> {
   const app = Fastify({
     loggerInstance: deps.platform.log as FastifyBaseLogger,
-    // a request's logger is made when it first logs (most never do below `info`)
+    // a request's logger is made when it first logs (at `warn` and above most never do)
     childLoggerFactory: (logger, bindings, options) =>
       lazyChildLogger(logger as Logger, bindings, options) as FastifyBaseLogger,
     // one access line per response instead (plugins/access-log.ts)
