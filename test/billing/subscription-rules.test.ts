@@ -94,6 +94,26 @@ describe('creating subscriptions: boundaries', () => {
     ]);
   });
 
+  it('defaults: no included units on a metered item; a title of the product names cut at 255', async () => {
+    const longName = (letter: string) =>
+      productIn(database.db, orgId, {
+        name: letter.repeat(120),
+        unit_price: '1.00',
+        pricing_type: 'recurring',
+      });
+    const names = [await longName('a'), await longName('b'), await longName('c')];
+    const subscription = await create(
+      {
+        customer_id: customerId,
+        items: [...names.map((product_id) => ({ product_id })), { product_id: catalog.apiCalls }],
+      },
+      at('2026-03-10T00:00:00Z'),
+    );
+    expect(subscription.title).toBe(`${'a'.repeat(120)}, ${'b'.repeat(120)}, ${'c'.repeat(11)}`);
+    expect(subscription.title).toHaveLength(255);
+    expect(subscription.items.at(-1)).toMatchObject({ usage_type: 'metered', included_units: '0.00000000' });
+  });
+
   it('only a termed subscription has an initial term: evergreen with one is a 422 naming it', async () => {
     const refused = await failure(
       create(
