@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCreditGrant } from '../../libs/billing/index.js';
 import { createProduct, getProduct, updateProduct } from '../../libs/catalog/index.js';
 import { createCustomer, getCustomer, updateCustomer } from '../../libs/customers/index.js';
 import { CreateCustomer } from '../../libs/schemas/index.js';
@@ -116,5 +117,36 @@ describe('updateProduct', () => {
       name: 'Theirs',
       is_active: true,
     });
+  });
+});
+
+describe("a customer's credit_balance", () => {
+  it('counts only the grants effective now and not expired', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const customer = await createCustomer(
+      database.db,
+      orgId,
+      CreateCustomer.parse({ name: 'Credited', country: 'CA', state_province: 'ON' }),
+    );
+    const grant = async (amount: string, extra: Record<string, unknown> = {}) =>
+      (
+        await database.db.transaction((tx) =>
+          createCreditGrant(tx, {
+            customerId: customer.id,
+            orgId,
+            input: { amount, category: 'promotional', ...extra },
+          }),
+        )
+      ).grant;
+    await grant('10.00');
+    await grant('20.00', { effective_at: '2099-01-01T00:00:00Z' });
+    const expired = await grant('40.00', { expires_at: '2099-01-01T00:00:00Z' });
+    // expired since yesterday: credit_balance is the ACTIVE grants "effective and not expired" (docs/decisions.md, Credits)
+    await database.db.query(
+      `UPDATE credit_grants SET effective_at = now() - interval '2 days', expires_at = now() - interval '1 day'
+        WHERE id = $1`,
+      [expired.id],
+    );
+    expect((await getCustomer(database.db, orgId, customer.id)).credit_balance).toBe('10.00000000');
   });
 });
