@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCreditGrant } from '../../libs/billing/index.js';
+import { createProduct, getProduct, updateProduct } from '../../libs/catalog/index.js';
+import { createCustomer, getCustomer, updateCustomer } from '../../libs/customers/index.js';
+import { CreateCustomer } from '../../libs/schemas/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg } from '../helpers/fixtures.js';
+
+/*
+ * A customer or product is found only within its organization: an update through the console's
+ * functions with another organization's id is not found and changes nothing. A product update
+ * never changes a price (libs/catalog/product-admin.ts, UpdateProduct).
+ */
+
+let database: TestDatabase;
+
+beforeAll(async () => {
+  database = await createTestDatabase('catalog_customer_rules');
+});
+afterAll(() => database.drop());
+
+describe('updateCustomer within an organization', () => {
+  it("another organization's customer is not found, and keeps its fields", async () => {
+    const mine = await createTestOrg(database.db);
+    const theirs = await createTestOrg(database.db);
+    const customer = await createCustomer(
+      database.db,
+      theirs.orgId,
+      CreateCustomer.parse({ name: 'Theirs', country: 'CA', state_province: 'ON' }),
+    );
+    for (const change of [
+      { name: 'Taken' },
+      { state_province: 'QC' },
+      { country: 'US', state_province: 'NY' },
+    ]) {
+      await expect(
+        updateCustomer(database.db, { customerId: customer.id, orgId: mine.orgId }, change),
+        JSON.stringify(change),
+      ).rejects.toMatchObject({
+        status: 404,
+        code: 'NOT_FOUND',
+        message: `Customer ${customer.id} not found.`,
+      });
+    }
+    await expect(getCustomer(database.db, mine.orgId, customer.id)).rejects.toMatchObject({ status: 404 });
+    expect(await getCustomer(database.db, theirs.orgId, customer.id)).toMatchObject({
+      name: 'Theirs',
+      country: 'CA',
+      state_province: 'ON',
+    });
+    // within its own organization the same update applies
+    await expect(
+      updateCustomer(database.db, { customerId: customer.id, orgId: theirs.orgId }, { name: 'Renamed' }),
+    ).resolves.toMatchObject({ name: 'Renamed' });
+  });
+});
+
+describe('updateCustomer: the region is checked as it will be', () => {
+  it('a new country with the region emptied (null) is checked without the old region', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const customer = await createCustomer(
+      database.db,
+      orgId,
+      CreateCustomer.parse({ name: 'Mover', country: 'CA', state_province: 'ON' }),
+    );
+    // ON is no US state, but the update empties it: a region left out is allowed
+    await expect(
+      updateCustomer(
+        database.db,
+        { customerId: customer.id, orgId },
+        { country: 'US', state_province: null },
+      ),
+    ).resolves.toMatchObject({ country: 'US', state_province: null });
+  });
+});
+
+describe('updateProduct', () => {
+  it('never changes a price: unit_price is refused with 422 naming it, the price kept', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const product = await createProduct(database.db, orgId, {
+      name: 'Seats',
+      unit_price: '10.00',
+      pricing_type: 'recurring',
+    });
+    // as an untyped caller sends it: the type has no unit_price, the parse must refuse it
+    await expect(
+      updateProduct(database.db, { productId: product.id, orgId }, {
+        name: 'Seats v2',
+        unit_price: '1.00',
+      } as never),
+    ).rejects.toMatchObject({
+      status: 422,
+      code: 'VALIDATION_ERROR',
+      details: [expect.objectContaining({ field: 'unit_price' })],
+    });
+    expect(await getProduct(database.db, orgId, product.id)).toMatchObject({
+      name: 'Seats',
+      unit_price: '10.00000000',
+    });
+  });
+
+  it("another organization's product is not found, and keeps its fields", async () => {
+    const mine = await createTestOrg(database.db);
+    const theirs = await createTestOrg(database.db);
+    const product = await createProduct(database.db, theirs.orgId, {
+      name: 'Theirs',
+      pricing_type: 'recurring',
+    });
+    await expect(
+      updateProduct(
+        database.db,
+        { productId: product.id, orgId: mine.orgId },
+        { name: 'Taken', is_active: false },
+      ),
+    ).rejects.toMatchObject({ status: 404, message: `Product ${product.id} not found.` });
+    expect(await getProduct(database.db, theirs.orgId, product.id)).toMatchObject({
+      name: 'Theirs',
+      is_active: true,
+    });
+  });
+});
+
+describe("a customer's credit_balance", () => {
+  it('counts only the grants effective now and not expired', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const customer = await createCustomer(
+      database.db,
+      orgId,
+      CreateCustomer.parse({ name: 'Credited', country: 'CA', state_province: 'ON' }),
+    );
+    const grant = async (amount: string, extra: Record<string, unknown> = {}) =>
+      (
+        await database.db.transaction((tx) =>
+          createCreditGrant(tx, {
+            customerId: customer.id,
+            orgId,
+            input: { amount, category: 'promotional', ...extra },
+          }),
+        )
+      ).grant;
+    await grant('10.00');
+    await grant('20.00', { effective_at: '2099-01-01T00:00:00Z' });
+    const expired = await grant('40.00', { expires_at: '2099-01-01T00:00:00Z' });
+    // expired since yesterday: credit_balance is the ACTIVE grants "effective and not expired" (docs/decisions.md, Credits)
+    await database.db.query(
+      `UPDATE credit_grants SET effective_at = now() - interval '2 days', expires_at = now() - interval '1 day'
+        WHERE id = $1`,
+      [expired.id],
+    );
+    expect((await getCustomer(database.db, orgId, customer.id)).credit_balance).toBe('10.00000000');
+  });
+});
