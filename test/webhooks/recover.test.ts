@@ -194,6 +194,21 @@ describe('webhook recovery', () => {
     for (const row of rows.filter((r) => r.id !== recent.id)) expect(row.max_attempts).toBe(5);
   });
 
+  it('includes an event created at exactly `since`', async () => {
+    // openapi.json (recover, since): "every FAILED event of the endpoint created at or after this instant"
+    const org = await createTestOrg(api.platform.db);
+    const { endpoint } = await endpointDuringOutage(org);
+    await emit(api.platform.db, org.orgId, 'invoice.paid');
+    const [failed] = await failedEvents(endpoint.id, 1);
+    const { rows } = await api.platform.db.query<{ created_at: Date }>(
+      `UPDATE webhook_events SET created_at = date_trunc('milliseconds', created_at) WHERE id = $1
+       RETURNING created_at`,
+      [failed!.id],
+    );
+    const since = rows[0]!.created_at.toISOString();
+    expect((await recover(org, endpoint.id, { since })).json()).toEqual({ data: { queued: 1 } });
+  });
+
   it('answers 422 with details for a malformed, missing or future since, or another field', async () => {
     const org = await createTestOrg(api.platform.db);
     const endpoint = await createEndpoint(org, 'https://hooks.example.com/recover');
