@@ -359,4 +359,22 @@ describe('webhook delivery', () => {
     expect(event).toMatchObject({ status: 'RETRYING', last_response_code: 302 });
     expect(elsewhere.deliveries).toHaveLength(0);
   });
+
+  it('fails on 300 as on any answer outside 2xx, and succeeds on 299', async () => {
+    // docs/decisions.md: redirects are failures; only a 2xx delivers
+    for (const [status, expected] of [
+      [300, 'RETRYING'],
+      [299, 'SUCCESS'],
+    ] as const) {
+      const target = await receiver(() => ({ status }));
+      const endpoint = await createEndpoint(target.url, ['invoice.paid']);
+      await emit(api.platform.db, org.orgId, 'invoice.paid');
+      const [event] = await eventually(
+        () => storedEvents(api.platform.db, endpoint.id),
+        (rows) => (rows[0]?.attempts ?? 0) >= 1,
+      );
+      expect(event, String(status)).toMatchObject({ status: expected, last_response_code: status });
+      await api.request({ method: 'DELETE', path: `/webhook-endpoints/${endpoint.id}`, key: org.apiKey });
+    }
+  });
 });
