@@ -99,6 +99,22 @@ describe('POST /portal-sessions', () => {
     expect(second.url).not.toBe(session.url);
   });
 
+  it('expires in 3600 s by default and accepts exactly 86400 s, the longest allowed', async () => {
+    // openapi.json (CreatePortalSession.expires_in): 60 to 86400; default 3600
+    for (const [body, seconds] of [
+      [{}, 3600],
+      [{ expires_in: 86_400 }, 86_400],
+    ] as const) {
+      const session = await createSession(api, org.apiKey, {
+        customer_id: scenario.customers.ontario.id,
+        ...body,
+      });
+      expect(Date.parse(session.expires_at) - Date.parse(session.created_at), JSON.stringify(body)).toBe(
+        seconds * 1000,
+      );
+    }
+  });
+
   it('defaults to French for a customer in Quebec, English elsewhere; a locale given wins', async () => {
     const { quebec, ontario, newYork } = scenario.customers;
     expect((await createSession(api, org.apiKey, { customer_id: quebec.id })).locale).toBe('fr-CA');
