@@ -19,10 +19,26 @@ describe('API keys', () => {
     expect(looksLikeApiKey(`pk_live_${'a'.repeat(43)}`)).toBe(false);
   });
 
+  it('are recognised for both environments, test keys included', () => {
+    expect(looksLikeApiKey(generateApiKey('test').key)).toBe(true);
+    expect(looksLikeApiKey(`sk_test_${'a'.repeat(43)}`)).toBe(true);
+    expect(looksLikeApiKey(`sk_demo_${'a'.repeat(43)}`)).toBe(false);
+  });
+
+  it('are not recognised with anything before or after the exact shape', () => {
+    const key = generateApiKey('live').key;
+    expect(looksLikeApiKey(`${key}a`)).toBe(false);
+    expect(looksLikeApiKey(`x${key}`)).toBe(false);
+    expect(looksLikeApiKey(`${key}\n`)).toBe(false);
+  });
+
   it('come from a Bearer header', () => {
     expect(bearerToken('Bearer abc')).toBe('abc');
     expect(bearerToken('bearer  abc ')).toBe('abc');
     expect(bearerToken('Basic abc')).toBeUndefined();
+    // the scheme must start the header: another scheme's credentials are not a bearer token
+    expect(bearerToken('Basic bearer abc')).toBeUndefined();
+    expect(bearerToken('XBearer abc')).toBeUndefined();
     expect(bearerToken('Bearer a b')).toBeUndefined();
     expect(bearerToken(undefined)).toBeUndefined();
   });

@@ -46,6 +46,9 @@ describe('endpointUrlProblem', () => {
 
   it('refuses credentials in the URL', () => {
     expect(endpointUrlProblem('https://user:pass@example.com/', true)).toMatch(/credentials/);
+    // a password alone, or a user name alone, is a credential too
+    expect(endpointUrlProblem('https://:pass@example.com/', true)).toMatch(/credentials/);
+    expect(endpointUrlProblem('https://user@example.com/', true)).toMatch(/credentials/);
   });
 
   it('refuses literal private, loopback and link-local addresses, however they are spelled', () => {

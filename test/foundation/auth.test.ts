@@ -130,6 +130,36 @@ describe('API key authentication', () => {
     expect(response.statusCode).toBe(401);
   });
 
+  it('remembers an unknown key for at most 5 s, however long the TTL of known keys', async () => {
+    // libs/auth/authenticator.ts: unknown keys are cached too, briefly (min(TTL, 5 s))
+    let now = 2_000_000;
+    const authenticator = new ApiKeyAuthenticator(api.platform.db, {
+      ttlSeconds: 60,
+      maxEntries: 100,
+      now: () => now,
+    });
+    const fresh = generateApiKey('live');
+    const header = `Bearer ${fresh.key}`;
+    await expect(authenticator.authenticate(header)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    // the key comes to exist (made meanwhile): refused from the cache until 5 s have passed
+    await api.platform.db.query(
+      `INSERT INTO api_keys (org_id, name, environment, key_hash, prefix) VALUES ($1, '', 'live', $2, $3)`,
+      [orgA.orgId, fresh.hash, fresh.prefix],
+    );
+    now += 4999;
+    await expect(authenticator.authenticate(header)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    now += 1;
+    expect((await authenticator.authenticate(header)).orgId).toBe(orgA.orgId);
+  });
+
+  it('keeps the first revocation time when a key is revoked again', async () => {
+    const key = await createApiKey(api.platform.db, { orgId: orgA.orgId });
+    const first = await revokeApiKey(api.platform.db, key.id);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const again = await revokeApiKey(api.platform.db, key.id);
+    expect(again.revoked_at).toBe(first.revoked_at);
+  });
+
   it('keeps the cache bounded', async () => {
     const authenticator = new ApiKeyAuthenticator(api.platform.db, { ttlSeconds: 30, maxEntries: 2 });
     for (let i = 0; i < 5; i++) {

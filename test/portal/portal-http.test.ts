@@ -99,6 +99,23 @@ describe('POST /portal-sessions', () => {
     expect(second.url).not.toBe(session.url);
   });
 
+  it('expires in 3600 s by default and accepts exactly 86400 s, the longest allowed', async () => {
+    // openapi.json (CreatePortalSession.expires_in): 60 to 86400; default 3600
+    for (const [body, seconds] of [
+      [{}, 3600],
+      [{ expires_in: 86_400 }, 86_400],
+    ] as const) {
+      // created_at is in every answer (the first test lists the keys); the helper's type omits it
+      const session = (await createSession(api, org.apiKey, {
+        customer_id: scenario.customers.ontario.id,
+        ...body,
+      })) as Awaited<ReturnType<typeof createSession>> & { created_at: string };
+      expect(Date.parse(session.expires_at) - Date.parse(session.created_at), JSON.stringify(body)).toBe(
+        seconds * 1000,
+      );
+    }
+  });
+
   it('defaults to French for a customer in Quebec, English elsewhere; a locale given wins', async () => {
     const { quebec, ontario, newYork } = scenario.customers;
     expect((await createSession(api, org.apiKey, { customer_id: quebec.id })).locale).toBe('fr-CA');

@@ -214,6 +214,31 @@ describe('webhook delivery', () => {
     ]);
   });
 
+  it('ends FAILED unsent an event found due for an endpoint disabled behind its back', async () => {
+    // A fan-out that read the endpoint ACTIVE can commit its event after a concurrent PATCH ended
+    // the pending ones: the dispatcher checks the endpoint again when it claims the event
+    // (libs/webhooks/delivery.ts, "endpoint disabled or deleted meanwhile").
+    const target = await receiver(() => ({ status: 503, body: 'down' }));
+    const endpoint = await createEndpoint(target.url, ['invoice.posted']);
+    await emit(api.platform.db, org.orgId, 'invoice.posted');
+    await eventually(
+      () => storedEvents(api.platform.db, endpoint.id),
+      (rows) => rows[0]?.status === 'RETRYING',
+    );
+    await api.platform.db.query(`UPDATE webhook_endpoints SET status = 'DISABLED' WHERE id = $1`, [
+      endpoint.id,
+    ]);
+    const [ended] = await eventually(
+      () => storedEvents(api.platform.db, endpoint.id),
+      (rows) => rows[0]?.status === 'FAILED',
+    );
+    expect(ended).toMatchObject({
+      attempts: 1,
+      last_response_body: 'Not delivered: the endpoint was disabled.',
+    });
+    expect(target.deliveries).toHaveLength(1);
+  });
+
   it('records an attempt that reached the receiver while its endpoint was disabled, the event left FAILED', async () => {
     // the receiver answers after 300 ms (within the 500 ms timeout): the PATCH lands mid-attempt
     const own = await createTestOrg(api.platform.db);
@@ -358,5 +383,23 @@ describe('webhook delivery', () => {
     );
     expect(event).toMatchObject({ status: 'RETRYING', last_response_code: 302 });
     expect(elsewhere.deliveries).toHaveLength(0);
+  });
+
+  it('fails on 300 as on any answer outside 2xx, and succeeds on 299', async () => {
+    // docs/decisions.md: redirects are failures; only a 2xx delivers
+    for (const [status, expected] of [
+      [300, 'RETRYING'],
+      [299, 'SUCCESS'],
+    ] as const) {
+      const target = await receiver(() => ({ status }));
+      const endpoint = await createEndpoint(target.url, ['invoice.paid']);
+      await emit(api.platform.db, org.orgId, 'invoice.paid');
+      const [event] = await eventually(
+        () => storedEvents(api.platform.db, endpoint.id),
+        (rows) => (rows[0]?.attempts ?? 0) >= 1,
+      );
+      expect(event, String(status)).toMatchObject({ status: expected, last_response_code: status });
+      await api.request({ method: 'DELETE', path: `/webhook-endpoints/${endpoint.id}`, key: org.apiKey });
+    }
   });
 });

@@ -312,6 +312,36 @@ describe('webhook delivery history API', () => {
     }
   });
 
+  it('a retry of a RETRYING event makes the next attempt now and keeps its remaining automatic retries', async () => {
+    await dispatcher?.stop();
+    const fourth = await createTestOrg(api.platform.db);
+    const failing = await startReceiver(() => ({ status: 500, body: 'down' }));
+    dispatcher = startDispatcher(api.platform.db, { maxAttempts: 5, retryDelaysMs: [60_000] });
+    try {
+      const endpoint = await createEndpoint(fourth.apiKey, failing.url, ['invoice.*']);
+      await emit(api.platform.db, fourth.orgId, 'invoice.paid', { id: 'inv-d', object: 'invoice' });
+      const [stored] = await eventually(
+        () => storedEvents(api.platform.db, endpoint),
+        (events) => events[0]?.status === 'RETRYING',
+      );
+      const accepted = await api.request({
+        method: 'POST',
+        path: `/webhook-events/${stored!.id}/retry`,
+        key: fourth.apiKey,
+      });
+      expect(accepted.statusCode).toBe(202);
+      expect(accepted.json().data).toMatchObject({ status: 'RETRYING', attempts: 1, max_attempts: 5 });
+      const [after] = await eventually(
+        () => storedEvents(api.platform.db, endpoint),
+        (events) => (events[0]?.attempts ?? 0) >= 2,
+      );
+      expect(after).toMatchObject({ status: 'RETRYING', attempts: 2 });
+      expect(failing.deliveries).toHaveLength(2);
+    } finally {
+      await failing.close();
+    }
+  });
+
   it("never shows or retries another organization's events", async () => {
     const listed = (await list('?limit=100')).json().data.map((e: { id: string }) => e.id);
     expect(listed).not.toContain(foreignEvent);

@@ -184,14 +184,37 @@ describe('webhook recovery', () => {
     const recent = events.find((event) => event.id !== old!.id)!;
 
     expect((await recover(org, endpoint.id, { since })).json()).toEqual({ data: { queued: 1 } });
-    const { rows } = await api.platform.db.query<{ id: string; status: string; max_attempts: number }>(
-      'SELECT id, status, max_attempts FROM webhook_events WHERE endpoint_id = ANY($1::uuid[])',
+    const { rows } = await api.platform.db.query<{
+      id: string;
+      status: string;
+      max_attempts: number;
+      series_first_attempt: number;
+    }>(
+      `SELECT id, status, max_attempts, series_first_attempt FROM webhook_events
+        WHERE endpoint_id = ANY($1::uuid[])`,
       [[endpoint.id, neighbour.id]],
     );
     const state = new Map(rows.map((row) => [row.id, row]));
-    expect(state.get(old!.id)).toMatchObject({ status: 'FAILED', max_attempts: 5 });
-    expect(state.get(recent.id)!.max_attempts).toBe(10);
+    expect(state.get(old!.id)).toMatchObject({ status: 'FAILED', max_attempts: 5, series_first_attempt: 1 });
+    // the new series starts at attempt 6, so its delays start over from the first (docs/decisions.md,
+    // "Recovery re-queues FAILED events as a new series")
+    expect(state.get(recent.id)).toMatchObject({ max_attempts: 10, series_first_attempt: 6 });
     for (const row of rows.filter((r) => r.id !== recent.id)) expect(row.max_attempts).toBe(5);
+  });
+
+  it('includes an event created at exactly `since`', async () => {
+    // openapi.json (recover, since): "every FAILED event of the endpoint created at or after this instant"
+    const org = await createTestOrg(api.platform.db);
+    const { endpoint } = await endpointDuringOutage(org);
+    await emit(api.platform.db, org.orgId, 'invoice.paid');
+    const [failed] = await failedEvents(endpoint.id, 1);
+    const { rows } = await api.platform.db.query<{ created_at: Date }>(
+      `UPDATE webhook_events SET created_at = date_trunc('milliseconds', created_at) WHERE id = $1
+       RETURNING created_at`,
+      [failed!.id],
+    );
+    const since = rows[0]!.created_at.toISOString();
+    expect((await recover(org, endpoint.id, { since })).json()).toEqual({ data: { queued: 1 } });
   });
 
   it('answers 422 with details for a malformed, missing or future since, or another field', async () => {

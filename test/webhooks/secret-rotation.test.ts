@@ -1,5 +1,6 @@
 import { verify as verifyServiceSignature } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forgetExpiredSecrets } from '../../libs/webhooks/endpoints.js';
 import { signingKeyId, type WebhookDispatcher } from '../../libs/webhooks/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
@@ -183,6 +184,26 @@ describe('webhook secret rotation', () => {
     const read = (await api.request({ path: `/webhook-endpoints/${created.id}`, key: org.apiKey })).json()
       .data;
     expect(read).toMatchObject({ previous_secret_key_id: null, previous_secret_expires_at: null });
+  });
+
+  it('forgets the previous secret at exactly the instant its overlap ends, not before', async () => {
+    // docs/decisions.md: it signs while previous_secret_expires_at is ahead of the dispatcher's clock
+    const org = await createTestOrg(api.platform.db);
+    const created = await createEndpoint(org);
+    await rotated(org, created.id, { expire_previous_in: 600 });
+    const { rows } = await api.platform.db.query<{ expires_at: Date }>(
+      `UPDATE webhook_endpoints SET previous_secret_expires_at = date_trunc('milliseconds', previous_secret_expires_at)
+        WHERE id = $1 RETURNING previous_secret_expires_at AS expires_at`,
+      [created.id],
+    );
+    const expiresAt = rows[0]!.expires_at.getTime();
+    await forgetExpiredSecrets(api.platform.db, new Date(expiresAt - 1));
+    expect((await storedSecrets(created.id)).previous_secret).toBe(created.secret);
+    await forgetExpiredSecrets(api.platform.db, new Date(expiresAt));
+    expect(await storedSecrets(created.id)).toMatchObject({
+      previous_secret: null,
+      previous_secret_expires_at: null,
+    });
   });
 
   it('keeps only the latest two secrets valid after two rotations in a row', async () => {
