@@ -18,7 +18,6 @@ export {
   type NewPortalSession,
   openPortalSession,
   PORTAL_PATH,
-  PORTAL_SESSION_TTL,
   type PortalAccess,
   type PortalSessionRecord,
   revokePortalSession,

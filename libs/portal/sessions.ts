@@ -17,8 +17,6 @@ const TOKEN = /^pst_[A-Za-z0-9_-]{43}$/;
 /** Where portal pages are served, below PUBLIC_URL. */
 export const PORTAL_PATH = '/portal';
 
-export const PORTAL_SESSION_TTL = { min: 60, max: 86_400, default: 3600 } as const;
-
 function hashOf(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
@@ -36,7 +34,7 @@ export interface PortalSessionRecord {
 export interface NewPortalSession {
   customer_id: number;
   locale?: Locale | undefined;
-  /** Seconds, PORTAL_SESSION_TTL.min..max. */
+  /** Seconds, 60..86400 (the CreatePortalSession schema, libs/schemas/portal-session.ts). */
   expires_in: number;
 }
 
