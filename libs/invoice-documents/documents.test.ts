@@ -87,6 +87,14 @@ describe('amount formatting', () => {
     expect(displayDate('2026-03-01', 'fr-CA')).toBe('1 mars 2026');
     expect(displayDate('2026-03-01', 'en')).toBe('March 1, 2026');
   });
+
+  it("prints money to its currency's minor unit, and cents for a code it does not know", () => {
+    // docs/architecture.md "Money": payable amounts are whole minor units ("1,200" yen)
+    expect(displayMoney('1200.00000000', 'JPY', 'en')).toBe('1,200 JPY');
+    expect(displayMoney('1.50000000', 'BHD', 'en')).toBe('1.500 BHD');
+    expect(displayMoney('5.00000000', 'XTS', 'en')).toBe('5.00 XTS');
+    expect(displayMoney('0.00125000', 'JPY', 'en')).toBe('0.00125 JPY');
+  });
 });
 
 describe('overdue', () => {
