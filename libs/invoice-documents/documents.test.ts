@@ -4,7 +4,7 @@ import { displayAmount, displayDate, displayMoney, displayQuantity } from '../i1
 import type { InvoiceRecord as Invoice } from '../schemas/index.js';
 import { escapeHtml, renderInvoiceHtml } from './html.js';
 import { invoicePdfFilename, renderInvoicePdf, toDejaVu, toNotoSansSc, toWinAnsi } from './pdf.js';
-import { amountDueOf, isOverdue, type PrintableInvoice } from './printable-invoice.js';
+import { amountDueOf, isOverdue, type PrintableInvoice, taxLinesOf } from './printable-invoice.js';
 
 function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
   const invoice: Invoice = {
@@ -106,6 +106,43 @@ describe('overdue', () => {
     expect(isOverdue({ ...invoice, status: 'PAID', balance: '0.00000000' }, '2026-04-01')).toBe(false);
     expect(isOverdue({ ...invoice, status: 'DRAFT' }, '2026-04-01')).toBe(false);
     expect(isOverdue({ ...invoice, balance: '0.00000000' }, '2026-04-01')).toBe(false);
+  });
+});
+
+describe('taxLinesOf', () => {
+  const item = (taxType: Invoice['items'][number]['tax_type'], tax: string) => ({
+    id: 1,
+    product_id: 2,
+    description: 'Seats',
+    quantity: '1.0000',
+    unit_price: '100.00000000',
+    line_total_pre_tax: '100.00000000',
+    tax_amount: tax,
+    tax_type: taxType,
+  });
+  const lines = (items: Invoice['items']) => taxLinesOf(printable({ items }).invoice);
+
+  it('splits GST from the provincial part, named for its province, GST first', () => {
+    expect(lines([item('GST_QST', '14.98000000')])).toEqual([
+      { name: 'GST', amount: '5.00000000' },
+      { name: 'QST', amount: '9.98000000' },
+    ]);
+    expect(lines([item('GST_PST', '12.00000000')])).toEqual([
+      { name: 'GST', amount: '5.00000000' },
+      { name: 'PST', amount: '7.00000000' },
+    ]);
+  });
+
+  it("keeps every item's tax on an invoice mixing split and single taxes, in the fixed order", () => {
+    expect(lines([item('GST_QST', '14.98000000'), { ...item('HST', '13.00000000'), id: 2 }])).toEqual([
+      { name: 'GST', amount: '5.00000000' },
+      { name: 'HST', amount: '13.00000000' },
+      { name: 'QST', amount: '9.98000000' },
+    ]);
+    expect(lines([item('GST_PST', '12.00000000'), { ...item('GST', '5.00000000'), id: 2 }])).toEqual([
+      { name: 'GST', amount: '10.00000000' },
+      { name: 'PST', amount: '7.00000000' },
+    ]);
   });
 });
 
