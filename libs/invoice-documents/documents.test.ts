@@ -186,6 +186,27 @@ describe('invoice HTML', () => {
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(html).toContain('Seller &amp; Co');
   });
+
+  it('prints each total row with its own amount', () => {
+    const html = renderInvoiceHtml(
+      printable({ status: 'PARTIALLY_PAID', amount_paid: '20.00000000', balance: '37.49000000' }),
+    );
+    expect(html).toContain('Subtotal</td><td class="num">49.99 CAD</td>');
+    expect(html).toContain('Tax</td><td class="num">7.50 CAD</td>');
+    expect(html).toContain('Total</td><td class="num">57.49 CAD</td>');
+    expect(html).toContain('Paid</td><td class="num">20.00 CAD</td>');
+    expect(html).not.toContain('Refunded');
+    expect(html).toContain('Balance due</td><td class="num">37.49 CAD</td>');
+    const refunded = renderInvoiceHtml(
+      printable({
+        status: 'PAID',
+        amount_paid: '57.49000000',
+        amount_refunded: '7.49000000',
+        balance: '0.00000000',
+      }),
+    );
+    expect(refunded).toContain('Refunded</td><td class="num">7.49 CAD</td>');
+  });
 });
 
 describe('invoice PDF', () => {
