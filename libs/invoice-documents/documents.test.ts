@@ -4,6 +4,7 @@ import { displayAmount, displayDate, displayMoney, displayQuantity } from '../i1
 import type { InvoiceRecord as Invoice } from '../schemas/index.js';
 import { escapeHtml, renderInvoiceHtml } from './html.js';
 import { invoicePdfFilename, renderInvoicePdf, toDejaVu, toNotoSansSc, toWinAnsi } from './pdf.js';
+import { taxNameOf } from './printable-credit-note.js';
 import { amountDueOf, isOverdue, type PrintableInvoice, taxLinesOf } from './printable-invoice.js';
 
 function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
@@ -143,6 +144,15 @@ describe('taxLinesOf', () => {
       { name: 'GST', amount: '10.00000000' },
       { name: 'PST', amount: '7.00000000' },
     ]);
+  });
+});
+
+describe('taxNameOf', () => {
+  it("names a credit note's tax components as the invoice's tax lines do", () => {
+    expect(taxNameOf('STATE_SALES_TAX')).toBe('Sales tax');
+    expect(taxNameOf('TAX')).toBe('Tax');
+    expect(taxNameOf('GST')).toBe('GST');
+    expect(taxNameOf('QST')).toBe('QST');
   });
 });
 
