@@ -1,6 +1,12 @@
 import { inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { displayAmount, displayDate, displayMoney, displayQuantity } from '../i18n/index.js';
+import {
+  displayAmount,
+  displayDate,
+  displayMoney,
+  displayQuantity,
+  displayShortDate,
+} from '../i18n/index.js';
 import type { InvoiceRecord as Invoice } from '../schemas/index.js';
 import { escapeHtml, renderInvoiceHtml } from './html.js';
 import { invoicePdfFilename, renderInvoicePdf, toDejaVu, toNotoSansSc, toWinAnsi } from './pdf.js';
@@ -95,6 +101,12 @@ describe('amount formatting', () => {
     expect(displayMoney('1.50000000', 'BHD', 'en')).toBe('1.500 BHD');
     expect(displayMoney('5.00000000', 'XTS', 'en')).toBe('5.00 XTS');
     expect(displayMoney('0.00125000', 'JPY', 'en')).toBe('0.00125 JPY');
+  });
+
+  it('writes a code Intl refuses after the number in French too, and short dates in each language', () => {
+    expect(displayMoney('5.00000000', 'AB1', 'fr-CA').replace(/\u00a0/g, ' ')).toBe('5,00 AB1');
+    expect(displayShortDate('2026-03-01', 'en')).toBe('Mar 1');
+    expect(displayShortDate('2026-03-01T23:59:59Z', 'fr-CA')).toBe('1 mars');
   });
 });
 
