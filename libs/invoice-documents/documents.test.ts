@@ -1,10 +1,17 @@
 import { inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { displayAmount, displayDate, displayMoney, displayQuantity } from '../i18n/index.js';
+import {
+  displayAmount,
+  displayDate,
+  displayMoney,
+  displayQuantity,
+  displayShortDate,
+} from '../i18n/index.js';
 import type { InvoiceRecord as Invoice } from '../schemas/index.js';
 import { escapeHtml, renderInvoiceHtml } from './html.js';
 import { invoicePdfFilename, renderInvoicePdf, toDejaVu, toNotoSansSc, toWinAnsi } from './pdf.js';
-import { amountDueOf, isOverdue, type PrintableInvoice } from './printable-invoice.js';
+import { taxNameOf } from './printable-credit-note.js';
+import { amountDueOf, isOverdue, type PrintableInvoice, taxLinesOf } from './printable-invoice.js';
 
 function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
   const invoice: Invoice = {
@@ -87,6 +94,20 @@ describe('amount formatting', () => {
     expect(displayDate('2026-03-01', 'fr-CA')).toBe('1 mars 2026');
     expect(displayDate('2026-03-01', 'en')).toBe('March 1, 2026');
   });
+
+  it("prints money to its currency's minor unit, and cents for a code it does not know", () => {
+    // docs/architecture.md "Money": payable amounts are whole minor units ("1,200" yen)
+    expect(displayMoney('1200.00000000', 'JPY', 'en')).toBe('1,200 JPY');
+    expect(displayMoney('1.50000000', 'BHD', 'en')).toBe('1.500 BHD');
+    expect(displayMoney('5.00000000', 'XTS', 'en')).toBe('5.00 XTS');
+    expect(displayMoney('0.00125000', 'JPY', 'en')).toBe('0.00125 JPY');
+  });
+
+  it('writes a code Intl refuses after the number in French too, and short dates in each language', () => {
+    expect(displayMoney('5.00000000', 'AB1', 'fr-CA').replace(/\u00a0/g, ' ')).toBe('5,00 AB1');
+    expect(displayShortDate('2026-03-01', 'en')).toBe('Mar 1');
+    expect(displayShortDate('2026-03-01T23:59:59Z', 'fr-CA')).toBe('1 mars');
+  });
 });
 
 describe('overdue', () => {
@@ -98,6 +119,52 @@ describe('overdue', () => {
     expect(isOverdue({ ...invoice, status: 'PAID', balance: '0.00000000' }, '2026-04-01')).toBe(false);
     expect(isOverdue({ ...invoice, status: 'DRAFT' }, '2026-04-01')).toBe(false);
     expect(isOverdue({ ...invoice, balance: '0.00000000' }, '2026-04-01')).toBe(false);
+  });
+});
+
+describe('taxLinesOf', () => {
+  const item = (taxType: Invoice['items'][number]['tax_type'], tax: string) => ({
+    id: 1,
+    product_id: 2,
+    description: 'Seats',
+    quantity: '1.0000',
+    unit_price: '100.00000000',
+    line_total_pre_tax: '100.00000000',
+    tax_amount: tax,
+    tax_type: taxType,
+  });
+  const lines = (items: Invoice['items']) => taxLinesOf(printable({ items }).invoice);
+
+  it('splits GST from the provincial part, named for its province, GST first', () => {
+    expect(lines([item('GST_QST', '14.98000000')])).toEqual([
+      { name: 'GST', amount: '5.00000000' },
+      { name: 'QST', amount: '9.98000000' },
+    ]);
+    expect(lines([item('GST_PST', '12.00000000')])).toEqual([
+      { name: 'GST', amount: '5.00000000' },
+      { name: 'PST', amount: '7.00000000' },
+    ]);
+  });
+
+  it("keeps every item's tax on an invoice mixing split and single taxes, in the fixed order", () => {
+    expect(lines([item('GST_QST', '14.98000000'), { ...item('HST', '13.00000000'), id: 2 }])).toEqual([
+      { name: 'GST', amount: '5.00000000' },
+      { name: 'HST', amount: '13.00000000' },
+      { name: 'QST', amount: '9.98000000' },
+    ]);
+    expect(lines([item('GST_PST', '12.00000000'), { ...item('GST', '5.00000000'), id: 2 }])).toEqual([
+      { name: 'GST', amount: '10.00000000' },
+      { name: 'PST', amount: '7.00000000' },
+    ]);
+  });
+});
+
+describe('taxNameOf', () => {
+  it("names a credit note's tax components as the invoice's tax lines do", () => {
+    expect(taxNameOf('STATE_SALES_TAX')).toBe('Sales tax');
+    expect(taxNameOf('TAX')).toBe('Tax');
+    expect(taxNameOf('GST')).toBe('GST');
+    expect(taxNameOf('QST')).toBe('QST');
   });
 });
 
@@ -140,6 +207,27 @@ describe('invoice HTML', () => {
     expect(html).not.toContain('<i>INV</i>');
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(html).toContain('Seller &amp; Co');
+  });
+
+  it('prints each total row with its own amount', () => {
+    const html = renderInvoiceHtml(
+      printable({ status: 'PARTIALLY_PAID', amount_paid: '20.00000000', balance: '37.49000000' }),
+    );
+    expect(html).toContain('Subtotal</td><td class="num">49.99 CAD</td>');
+    expect(html).toContain('Tax</td><td class="num">7.50 CAD</td>');
+    expect(html).toContain('Total</td><td class="num">57.49 CAD</td>');
+    expect(html).toContain('Paid</td><td class="num">20.00 CAD</td>');
+    expect(html).not.toContain('Refunded');
+    expect(html).toContain('Balance due</td><td class="num">37.49 CAD</td>');
+    const refunded = renderInvoiceHtml(
+      printable({
+        status: 'PAID',
+        amount_paid: '57.49000000',
+        amount_refunded: '7.49000000',
+        balance: '0.00000000',
+      }),
+    );
+    expect(refunded).toContain('Refunded</td><td class="num">7.49 CAD</td>');
   });
 });
 

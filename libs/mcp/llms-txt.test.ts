@@ -71,4 +71,36 @@ describe('renderLlmsTxt', () => {
     );
     expect(text).not.toContain('## Webhooks');
   });
+
+  it('shows an example answer for a list (200) and a creation (201), from the schema a $ref names', () => {
+    const json = (schema: object) => ({ content: { 'application/json': { schema } } });
+    const thing = { $ref: '#/components/schemas/Thing' };
+    const withExamples = renderLlmsTxt(
+      {
+        ...document,
+        paths: {
+          '/things': {
+            get: {
+              summary: 'List things',
+              tags: ['Things'],
+              responses: { '200': json({ properties: { data: { type: 'array', items: thing } } }) },
+            },
+            post: {
+              summary: 'Create a thing',
+              tags: ['Things'],
+              responses: { '201': json({ properties: { data: thing } }) },
+            },
+          },
+        },
+        components: { schemas: { Thing: { examples: [{ id: 1 }] } } },
+      },
+      tools,
+    );
+    expect(withExamples).toContain(
+      '- [GET /things](https://api.example.com/v1/things): List things\n  Example answer: `{"data":[{"id":1}]}`\n',
+    );
+    expect(withExamples).toContain(
+      '- [POST /things](https://api.example.com/v1/things): Create a thing\n  Example answer: `{"data":{"id":1}}`\n',
+    );
+  });
 });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { displayMoney } from '../../libs/i18n/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import {
   type BillingScenario,
@@ -223,6 +224,20 @@ describe('GET /invoices/{invoice_id}/pdf', () => {
     ]) {
       expect(text.replace(/ {2,}/g, ' '), expected).toContain(expected);
     }
+  });
+
+  it('prints what was paid, and a balance due only while the invoice can be paid', async () => {
+    const lineOf = (text: string, label: string) =>
+      text
+        .split('\n')
+        .map((line) => line.replace(/\s+/g, ' ').trim())
+        .find((line) => line.startsWith(`${label} `));
+    const partial = scenario.invoices.PARTIALLY_PAID;
+    const partialText = await pdfText((await get(partial.id, 'pdf')).rawPayload);
+    expect(lineOf(partialText, 'Paid')).toBe(`Paid ${displayMoney(partial.amountPaid, 'CAD', 'en')}`);
+    // WITHDRAWN: nothing is left to pay, whatever the balance (amountDueOf)
+    const withdrawn = await pdfText((await get(scenario.invoices.WITHDRAWN.id, 'pdf')).rawPayload);
+    expect(lineOf(withdrawn, 'Balance due')).toBe('Balance due 0.00 CAD');
   });
 
   it('prints names beyond WinAnsi in DejaVu Sans, Chinese and Japanese in Noto Sans SC', async () => {

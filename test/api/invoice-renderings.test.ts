@@ -139,6 +139,19 @@ describe('invoice pages from kept renderings', () => {
       expect(JSON.parse(body).pagination.total, query).toBe(read.total);
     }
   });
+
+  it('keeps a rendering per base URL: a link is never served under another host', async () => {
+    const pages = new RenderedInvoicePages(api.platform.db, 1024 * 1024);
+    const links = async (base: string) =>
+      (await pages.list(org.orgId, {}, page, base)).items.map(
+        (json) => (JSON.parse(json.toString()) as Invoice).hosted_url,
+      );
+    const first = await links(BASE);
+    const other = await links('https://other.example');
+    expect(first.length).toBeGreaterThan(0);
+    for (const url of first) expect(url.startsWith(`${BASE}/portal/invoice/hinv_`)).toBe(true);
+    expect(other).toEqual(first.map((url) => url.replace(BASE, 'https://other.example')));
+  });
 });
 
 /** The PDF's text as pdftotext (poppler) reads it, laid out as printed. */

@@ -343,6 +343,29 @@ describe('GET /invoices/{invoice_id}/transactions', () => {
     expect((await transactions(invoice.id, '?limit=101')).statusCode).toBe(422);
   });
 
+  it('orders transactions recorded at the same instant by id, newest first, the same on every page', async () => {
+    const invoice = scenario.invoices.POSTED;
+    const createdAt = new Date('2026-06-01T00:00:00Z'); // after every other transaction of the invoice
+    const tied: string[] = [];
+    for (let n = 0; n < 3; n++) {
+      tied.push(
+        await insertTransaction(api.platform.db, orgA.orgId, invoice.id, {
+          type: 'PAYMENT',
+          status: 'FAILED',
+          method: 'CARD',
+          amount: '2',
+          reference: `tie-${n}`,
+          createdAt,
+        }),
+      );
+    }
+    // created_at DESC, id DESC (libs/list-pages/README.md): a UUID orders as its hex text does
+    const expected = [...tied].sort().reverse();
+    const first = (await transactions(invoice.id, '?limit=2')).json();
+    const second = (await transactions(invoice.id, '?limit=1&offset=2')).json();
+    expect([...first.data, ...second.data].map((t: InvoiceTransaction) => t.id)).toEqual(expected);
+  });
+
   it('answers an empty list for an invoice without transactions and 404 for a non-UUID id', async () => {
     const draft = (await transactions(scenario.invoices.DRAFT.id)).json();
     expect(draft).toEqual({ data: [], pagination: { limit: 25, offset: 0, total: 0, has_more: false } });

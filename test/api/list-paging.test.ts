@@ -51,6 +51,8 @@ describe('paging a long list', () => {
     [1199, 7], // the very last row
     [37, 1],
     [600, 25],
+    [1200, 100], // just past the end: no rows, still the list's total
+    [5000, 25], // far past the end
   ])('offset %i, limit %i is exactly that slice of the sorted list', async (offset, limit) => {
     const response = await api.request({
       path: `/customers?limit=${limit}&offset=${offset}`,

@@ -273,6 +273,9 @@ describe('the official MCP SDK client against the endpoint', () => {
     const alerts = await call('list_alerts', { customer_id: customerId });
     expect(alerts.total).toBe(1);
     expect(alerts.alerts).toEqual((await rest(`/alerts?customer_id=${customerId}`)) as unknown as unknown[]);
+    // subscription_id filters too: the alert is of this subscription, none of another's
+    expect((await call('list_alerts', { subscription_id: subscriptionId })).total).toBe(1);
+    expect((await call('list_alerts', { subscription_id: data.subscriptions.ontario })).total).toBe(0);
 
     // entitlements: what GET /customers/{id}/entitlements answers, one product's too
     const entitlements = await call('get_entitlements', { customer_id: customerId });
@@ -305,6 +308,17 @@ describe('the official MCP SDK client against the endpoint', () => {
     const byCustomer = await call('list_credit_notes', { customer_id: invoice.customer_id });
     expect(byCustomer.credit_notes).toEqual(byInvoice.credit_notes);
     expect((await call('list_credit_notes', { customer_id: data.customers.quebec })).total).toBe(0);
+    // limit caps the notes returned, not the total
+    const second = await api.request({
+      method: 'POST',
+      path: `/invoices/${invoice.id}/credit-notes`,
+      key: org.apiKey,
+      payload: { reason: 'order_change', lines: [{ invoice_item_id: invoice.items[0]!.id, amount: '1.00' }] },
+    });
+    expect(second.statusCode, second.body).toBe(201);
+    const capped = await call('list_credit_notes', { invoice_id: invoice.id, limit: 1 });
+    expect(capped.total).toBe(2);
+    expect(capped.credit_notes).toHaveLength(1);
   });
 
   it('list_products: prices, the active filter and the tiers of tiered products', async () => {

@@ -305,6 +305,9 @@ describe('MCP endpoint over plain HTTP', () => {
     expect((await rpc([], 400)).error.code).toBe(-32600);
     const big = Array.from({ length: 11 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' }));
     expect(await rpc(big, 400)).toMatchObject({ id: null, error: { code: -32600 } });
+    // the cap itself (MAX_BATCH_MESSAGES, 10) is accepted, every message answered
+    const full = Array.from({ length: 10 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' }));
+    expect(await rpc(full)).toEqual(full.map(({ id }) => ({ jsonrpc: '2.0', id, result: {} })));
   });
 
   it('refuses an unsupported MCP-Protocol-Version header and accepts a supported one', async () => {

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { customerActivity } from '../../libs/mcp/read-models/customer-activity.js';
+import { revenueSummary } from '../../libs/mcp/read-models/revenue-summary.js';
+import type { InvoiceStatus } from '../../libs/schemas/index.js';
+import {
+  insertCustomer,
+  insertInvoice,
+  insertProduct,
+  insertSubscription,
+} from '../helpers/billing-fixtures.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg } from '../helpers/fixtures.js';
+
+/**
+ * The read models behind get_customer and revenue_summary at their date boundaries: overdue is
+ * "due date before today" (an invoice due today is not yet overdue), [from, to] includes both
+ * ends, and a WITHDRAWN invoice is not counted as issued (libs/mcp/read-models/revenue-summary.ts;
+ * the invoice states are in docs/architecture.md).
+ */
+const TODAY = '2026-03-15';
+let database: TestDatabase;
+let orgId: number;
+let customerId: number;
+
+beforeAll(async () => {
+  database = await createTestDatabase('mcp-read-models');
+  const { db } = database;
+  orgId = (await createTestOrg(db)).orgId;
+  customerId = (await insertCustomer(db, orgId, { name: 'Boundary', country: 'CA', state_province: 'ON' }))
+    .id;
+  const productId = (await insertProduct(db, orgId, { unitPrice: '10' })).id;
+  const subscriptionId = (await insertSubscription(db, orgId, { customerId, items: [{ productId }] })).id;
+  let month = 0;
+  const invoice = (status: InvoiceStatus, invoiceDate: string, dueDate: string, unitPrice: string) =>
+    insertInvoice(db, orgId, {
+      customerId,
+      subscriptionId,
+      status,
+      periodStart: `2025-${String(++month).padStart(2, '0')}-01`,
+      invoiceDate,
+      dueDate,
+      currency: 'CAD',
+      items: [{ productId, unitPrice }],
+    });
+  await invoice('POSTED', '2026-02-13', TODAY, '100'); // due today: open, not overdue
+  await invoice('POSTED', '2026-02-28', '2026-03-14', '40'); // due yesterday: overdue
+  await invoice('WITHDRAWN', '2026-02-28', '2026-03-01', '7'); // never issued
+});
+afterAll(() => database?.drop());
+
+describe('MCP read models at their boundaries', () => {
+  it('get_customer: an invoice due today is open but not yet overdue', async () => {
+    const activity = await customerActivity(database.db, orgId, customerId, TODAY);
+    expect(activity.open_invoices).toEqual({
+      count: 2,
+      by_currency: [{ currency: 'CAD', count: 2, balance: '140.00000000', overdue_count: 1 }],
+    });
+  });
+
+  it('revenue_summary: overdue excludes what is due today, the range includes its last day, WITHDRAWN is not billed', async () => {
+    const summary = await revenueSummary(database.db, orgId, { asOf: TODAY });
+    expect(summary.by_currency).toEqual([
+      expect.objectContaining({
+        currency: 'CAD',
+        invoice_count: 2,
+        billed: '140.00000000',
+        outstanding: '140.00000000',
+        overdue_count: 1,
+        overdue_amount: '40.00000000',
+      }),
+    ]);
+    const lastDay = await revenueSummary(database.db, orgId, {
+      from: '2026-02-14',
+      to: '2026-02-28',
+      asOf: TODAY,
+    });
+    expect(lastDay.by_currency).toEqual([
+      expect.objectContaining({ currency: 'CAD', invoice_count: 1, billed: '40.00000000' }),
+    ]);
+    const firstDay = await revenueSummary(database.db, orgId, {
+      from: '2026-02-13',
+      to: '2026-02-13',
+      asOf: TODAY,
+    });
+    expect(firstDay.by_currency).toEqual([
+      expect.objectContaining({ currency: 'CAD', invoice_count: 1, billed: '100.00000000' }),
+    ]);
+  });
+});
