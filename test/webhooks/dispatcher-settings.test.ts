@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEndpoint } from '../../libs/webhooks/index.js';
+import { buildDispatcher } from '../../services/dispatcher/dispatcher.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { runLogger } from '../helpers/run-log.js';
+import {
+  attemptsOf,
+  emit,
+  eventually,
+  type Receiver,
+  sleep,
+  startReceiver,
+  storedEvents,
+} from './support.js';
+
+/**
+ * The dispatcher service builds its dispatcher from its settings (services/dispatcher/dispatcher.ts,
+ * used by `npm start` and the dispatcher process alike): a setting it dropped or hard-coded would
+ * pass every test of the library, which is given its settings directly. Here the attempt limit and
+ * the retry delay differ from their defaults (5 attempts; 1, 2, 4, 8 s), so a shell that ignored
+ * them would deliver five times, seconds apart.
+ */
+describe('the dispatcher service takes its settings', () => {
+  let database: TestDatabase;
+  let org: TestOrg;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    database = await createTestDatabase('dispatcher_settings');
+    org = await createTestOrg(database.db);
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await database?.drop();
+  });
+
+  it('gives up after WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_DELAYS_MS apart', async () => {
+    receiver = await startReceiver(() => ({ status: 503, body: 'down' }));
+    const endpoint = await createEndpoint(
+      database.db,
+      org.orgId,
+      { url: receiver.url, events: ['invoice.*'], description: '', status: 'ACTIVE' },
+      { allowLocalhost: true },
+    );
+    const dispatcher = buildDispatcher({
+      db: database.db,
+      log: runLogger('dispatcher'),
+      config: {
+        DISPATCHER_POLL_MS: 50,
+        DISPATCHER_CONCURRENCY: 4,
+        DISPATCHER_ENDPOINT_CONCURRENCY: 4,
+        WEBHOOK_TIMEOUT_MS: 1000,
+        WEBHOOK_MAX_ATTEMPTS: 2,
+        WEBHOOK_RETRY_DELAYS_MS: [100],
+        WEBHOOK_ALLOW_LOCALHOST: true,
+      },
+    });
+    dispatcher.start();
+    try {
+      await emit(database.db, org.orgId, 'invoice.posted');
+      const [failed] = await eventually(
+        () => storedEvents(database.db, endpoint.id),
+        (rows) => rows[0]?.status === 'FAILED',
+        10_000,
+      );
+      expect(failed).toMatchObject({ attempts: 2, last_response_code: 503 });
+      expect((await attemptsOf(database.db, failed!.id)).map((attempt) => attempt.attempt)).toEqual([1, 2]);
+      await sleep(300);
+      expect(receiver.deliveries).toHaveLength(2);
+      // the retry came after the configured delay, not the default schedule's first (a second)
+      const [first, second] = receiver.deliveries.map((delivery) => delivery.receivedAt);
+      expect(second! - first!).toBeGreaterThanOrEqual(90);
+      expect(second! - first!).toBeLessThan(1000);
+    } finally {
+      await dispatcher.stop();
+    }
+  });
+});
