@@ -114,15 +114,15 @@ function evaluator() {
  */
 async function quantityAlerts(
   readStores: UsageReadStores,
-  keep?: string,
-  reloadMs?: number,
+  options: { keep?: string; reloadMs?: number; refreshMs?: number } = {},
 ): Promise<QuantityAlerts> {
-  await database.db.query('DELETE FROM alerts WHERE id IS DISTINCT FROM $1', [keep ?? null]);
+  await database.db.query('DELETE FROM alerts WHERE id IS DISTINCT FROM $1', [options.keep ?? null]);
   const alerts = new QuantityAlerts({
     db: database.db,
     log: runLogger('alert-bound'),
     settleMs: SETTLE_MS,
-    reloadMs,
+    reloadMs: options.reloadMs,
+    refreshMs: options.refreshMs,
   });
   alerts.attach(readStores);
   return alerts;
@@ -268,7 +268,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
     await setWatermark(topic, new Date(Date.now() - 60_000));
     // armed before the group starts: its reading (as_of a minute ago) is older than the process
     const { alert, event, state, triggered } = await alertedItem('100', readStores);
-    const alerts = await quantityAlerts(readStores, alert.id);
+    const alerts = await quantityAlerts(readStores, { keep: alert.id });
     const sink = alerts.sink();
     try {
       const crossing = event('100');
@@ -294,7 +294,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
     await setWatermark(topic, new Date(Date.now() - 60_000));
     // armed before the group starts: its reading (as_of a minute ago) is older than the process
     const { alert, event, state, triggered } = await alertedItem('100', readStores);
-    const alerts = await quantityAlerts(readStores, alert.id);
+    const alerts = await quantityAlerts(readStores, { keep: alert.id });
     const sink = alerts.sink();
     try {
       const near = event('99.99999999');
@@ -315,7 +315,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
 
   it('alerts group: a member told it no longer reads the whole log draws no bound, and fires on its next batch', async () => {
     // no reload but the first (a reload reads alerts changed since the last one, whatever the bound)
-    const alerts = await quantityAlerts(stores, undefined, 600_000);
+    const alerts = await quantityAlerts(stores, { reloadMs: 600_000 });
     const sink = alerts.sink();
     try {
       await sleep(SETTLE_MS + 50);
@@ -359,7 +359,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
 
   it('alerts group: a void of its item reads the alert at once, and resolves it once', async () => {
     // no reload but the first: only the void can make the group read the alert again
-    const alerts = await quantityAlerts(stores, undefined, 600_000);
+    const alerts = await quantityAlerts(stores, { reloadMs: 600_000 });
     const sink = alerts.sink();
     try {
       await sleep(SETTLE_MS + 50);
@@ -387,7 +387,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
     // read and committed by a member that is gone: the row keeps the reading made at creation
     await pgSink.write([event('60')]);
     expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
-    const alerts = await quantityAlerts(stores, alert.id, 600_000);
+    const alerts = await quantityAlerts(stores, { keep: alert.id, reloadMs: 600_000 });
     const sink = alerts.sink();
     try {
       // its own bound would be 40, but the reading predates it: read, and fired
@@ -402,15 +402,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
   });
 
   it('alerts group: an alert skipped longer than refreshMs is read, its value brought up to date', async () => {
-    await database.db.query('DELETE FROM alerts');
-    const alerts = new QuantityAlerts({
-      db: database.db,
-      log: runLogger('alert-bound'),
-      settleMs: SETTLE_MS,
-      refreshMs: 1500,
-      reloadMs: 200,
-    });
-    alerts.attach(stores);
+    const alerts = await quantityAlerts(stores, { refreshMs: 1500, reloadMs: 200 });
     const sink = alerts.sink();
     try {
       await sleep(SETTLE_MS + 50);
@@ -428,15 +420,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
     }
   });
   it('alerts group: an alert whose usage came before its first load is read after refreshMs all the same', async () => {
-    await database.db.query('DELETE FROM alerts');
-    const alerts = new QuantityAlerts({
-      db: database.db,
-      log: runLogger('alert-bound'),
-      settleMs: SETTLE_MS,
-      refreshMs: 500,
-      reloadMs: 1000,
-    });
-    alerts.attach(stores);
+    const alerts = await quantityAlerts(stores, { refreshMs: 500, reloadMs: 1000 });
     const sink = alerts.sink();
     try {
       // the timer reloads every second: the last was under a second ago, the next is not yet due

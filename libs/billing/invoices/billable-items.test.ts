@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { seats } from '../item-set/item-set-fixtures.js';
 import type { BillableItem } from '../pricing/index.js';
 import { itemForPeriod, usageWindow } from './billable-items.js';
 
@@ -11,22 +12,9 @@ import { itemForPeriod, usageWindow } from './billable-items.js';
 const april = { start: new Date('2026-04-01T00:00:00Z'), end: new Date('2026-05-01T00:00:00Z') };
 const ms = (date: Date, delta: number) => new Date(date.getTime() + delta);
 
-function seat(overrides: Partial<BillableItem> = {}): BillableItem {
-  return {
-    subscription_item_id: 7,
-    product_id: 3,
-    product_name: 'Seat',
-    unit_label: 'seat',
-    currency: 'CAD',
-    pricing_type: 'recurring',
-    usage_type: 'licensed',
-    quantity: 5,
-    unit_price: '12.50000000',
-    included_units: '0',
-    pricing: { pricing_model: 'per_unit', pricing_scheme: 'linear', pricing_mode: null, tiers: [] },
-    ...overrides,
-  };
-}
+/** 5 seats at 12.50 (item-set-fixtures' licensed item). */
+const seat = (overrides: Partial<BillableItem> = {}): BillableItem =>
+  seats(5, { unit_price: '12.50000000', ...overrides });
 
 describe('itemForPeriod', () => {
   it('an item removed at the period start is not billed in it; removed a moment later, it is', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { BillableItem } from '../pricing/index.js';
+import { seats } from '../item-set/item-set-fixtures.js';
 import { composePeriodInvoice, type PeriodInvoiceInput } from './period-invoice.js';
 
 /*
@@ -8,19 +8,7 @@ import { composePeriodInvoice, type PeriodInvoiceInput } from './period-invoice.
  * Scotia's HST went from 15 % to 14 % on 2025-04-01 (libs/billing/tax).
  */
 
-const seat: BillableItem = {
-  subscription_item_id: 7,
-  product_id: 3,
-  product_name: 'Seat',
-  unit_label: 'seat',
-  currency: 'CAD',
-  pricing_type: 'recurring',
-  usage_type: 'licensed',
-  quantity: 1,
-  unit_price: '100.00000000',
-  included_units: '0',
-  pricing: { pricing_model: 'per_unit', pricing_scheme: 'linear', pricing_mode: null, tiers: [] },
-};
+const seat = seats(1, { unit_price: '100.00000000' });
 
 function compose(period: [string, string], endsAt?: string) {
   const input: PeriodInvoiceInput = {

@@ -2,7 +2,7 @@ import type { BillableItem } from '../pricing/index.js';
 import type { ChangeCatalog, ChangeProduct, ChangingSubscription } from './item-set.js';
 
 /**
- * Builders for the item set's unit tests (resolve-item-set.test.ts, plan-item-set.test.ts): a
+ * Builders for billing's unit tests (the item set's, billable-items, period-invoice): a
  * CAD monthly subscription whose running period is March 2026 (31 days, 2,678,400 seconds), its
  * items and the products a change may add.
  */
