@@ -5,7 +5,7 @@ import {
   type UsageForTransaction,
   usageSource,
 } from '../../libs/billing/index.js';
-import { Database } from '../../libs/db/index.js';
+import { Database, type Queryable } from '../../libs/db/index.js';
 import { getInvoice } from '../../libs/invoices/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { SubscriptionUpdatedEventData } from '../../libs/schemas/index.js';
@@ -437,6 +437,65 @@ describe('subscription changes, billed by the run', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('a change losing its write five rounds in a row gives up with a 409; one losing four applies', async () => {
+    const { orgId, customerId, seats } = await setUp();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const id = subscription.items[0]!.id;
+    /**
+     * The change's statements on this test's database, with another writer committing a change of
+     * the subscription (a new row version) right after each of the first `times` reads: each such
+     * round's write finds its version gone and writes nothing.
+     */
+    const racedBy = (times: number) => {
+      const raced = { reads: 0 };
+      const db: Queryable = {
+        async query(text, values) {
+          const result = await database.db.query(text, values);
+          if (text.includes('s.xmin::text AS version') && raced.reads++ < times) {
+            await database.db.query('UPDATE subscriptions SET updated_at = now() WHERE id = $1', [
+              subscription.id,
+            ]);
+          }
+          return result as never;
+        },
+      };
+      return { db, raced };
+    };
+    const lines = async () =>
+      (
+        await database.db.query('SELECT 1 FROM subscription_proration_lines WHERE subscription_id = $1', [
+          subscription.id,
+        ])
+      ).rowCount;
+    const always = racedBy(Number.POSITIVE_INFINITY);
+    await expect(
+      changeSubscription(always.db, {
+        subscriptionId: subscription.id,
+        orgId,
+        change: { items: [{ id, quantity: 3 }] },
+        now: at('2026-03-11T00:00:00Z'),
+      }),
+    ).rejects.toMatchObject({ status: 409, message: expect.stringContaining('kept changing') });
+    expect(always.raced.reads).toBe(5);
+    expect(await lines()).toBe(0);
+    expect((await getSubscription(database.db, orgId, subscription.id)).items[0]!.quantity).toBe(2);
+
+    const fourTimes = racedBy(4);
+    const applied = await changeSubscription(fourTimes.db, {
+      subscriptionId: subscription.id,
+      orgId,
+      change: { items: [{ id, quantity: 3 }] },
+      now: at('2026-03-11T00:00:00Z'),
+    });
+    expect(fourTimes.raced.reads).toBe(5);
+    expect(applied.subscription.items[0]!.quantity).toBe(3);
+    expect(await lines()).toBe(2);
   });
 
   it('two changes at once: one waits for the other and applies on what it left', async () => {
