@@ -162,6 +162,47 @@ describe('DependencyGuard', () => {
     await expect(healthy.run(async () => Promise.reject(other))).rejects.toBe(other);
   });
 
+  it('a second outage reports only its own refused calls', async () => {
+    probeAnswers = false;
+    const g = guard({ isOutage: (error) => (error as Error).message === 'connection refused' });
+    const outage = async (refusedCalls: number) => {
+      probeAnswers = false;
+      await g.run(async () => Promise.reject(new Error('connection refused'))).catch(() => {});
+      for (let i = 0; i < refusedCalls; i++) await g.run(async () => 0).catch(() => {});
+      probeAnswers = true;
+      await vi.advanceTimersByTimeAsync(500);
+      expect(g.available).toBe(true);
+    };
+    await outage(4);
+    await outage(2);
+    const recoveries = recorded.lines.filter((line) => line.msg === 'kafka available again');
+    expect(recoveries.map((line) => line.fields.refused)).toEqual([4, 2]);
+  });
+
+  it('an outage found twice at once is one outage: one line, one summary that stops when it ends', async () => {
+    probeAnswers = false;
+    const g = guard({
+      whenSlow: 'probe',
+      summaryIntervalMs: 5000,
+      isOutage: (error) => (error as Error).message === 'connection refused',
+    });
+    // a slow call has the probe running (it will not answer) when another call finds the outage
+    await outcomeOf(g.run(() => new Promise(() => {})));
+    await vi.advanceTimersByTimeAsync(1300);
+    await g.run(async () => Promise.reject(new Error('connection refused'))).catch(() => {});
+    expect(g.available).toBe(false);
+    await vi.advanceTimersByTimeAsync(1000); // the slow call's probe times out: down already
+    await vi.advanceTimersByTimeAsync(4000);
+    expect(recorded.lines.filter((line) => line.level === 'error')).toHaveLength(1);
+    expect(recorded.lines.filter((line) => line.msg === 'kafka still unavailable')).toHaveLength(1);
+    probeAnswers = true;
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(g.available).toBe(true);
+    const linesAtRecovery = recorded.lines.length;
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(recorded.lines).toHaveLength(linesAtRecovery);
+  });
+
   describe('when a slow call is probed', () => {
     it('keeps waiting for a slow call while the dependency answers its probe', async () => {
       const g = guard({ whenSlow: 'probe', name: 'database' });
