@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listCustomers } from '../../libs/customers/index.js';
 import { listOrganizations } from '../../libs/organizations/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
@@ -72,6 +73,33 @@ describe('paging a long list', () => {
     expect(rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(
       /Index Only Scan Backward using customers_org_list/,
     );
+  });
+
+  it('sends a page past the first 500 rows of either end as ids from an index-only scan, a nearer one not', async () => {
+    const planOf = async (offset: number) => {
+      const sent: { text: string; values: unknown[] }[] = [];
+      await listCustomers(
+        {
+          query: (text, values) => {
+            sent.push({ text, values: values ?? [] });
+            return api.platform.db.query(text, values);
+          },
+        },
+        org.orgId,
+        { limit: 100, offset },
+      );
+      const page = sent.find((query) => /\bLIMIT \$\d+ OFFSET \$\d+/.test(query.text));
+      const { rows } = await api.platform.db.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN ${page!.text}`,
+        page!.values,
+      );
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    };
+    const indexOnly = /Index Only Scan (Backward )?using customers_org_list/;
+    expect(await planOf(520)).toMatch(indexOnly); // newest first, 520 skipped
+    expect(await planOf(560)).toMatch(indexOnly); // oldest first, 540 skipped
+    expect(await planOf(480)).not.toMatch(indexOnly);
+    expect(await planOf(700)).not.toMatch(indexOnly); // oldest first, 400 skipped
   });
 });
 
