@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   apiSettings,
   ConfigError,
@@ -224,5 +224,16 @@ describe('withTimeout', () => {
     await expect(withTimeout(Promise.resolve('answer'), 1000)).resolves.toBe('answer');
     await expect(withTimeout(Promise.reject(new Error('refused')), 1000)).rejects.toThrow('refused');
     await expect(withTimeout(new Promise(() => {}), 10)).rejects.toThrow('no answer within 10 ms');
+  });
+
+  it('clears its timer once the promise settles: nothing keeps the process waiting', async () => {
+    vi.useFakeTimers();
+    try {
+      await expect(withTimeout(Promise.resolve('answer'), 60_000)).resolves.toBe('answer');
+      await expect(withTimeout(Promise.reject(new Error('refused')), 60_000)).rejects.toThrow('refused');
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
