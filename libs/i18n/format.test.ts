@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { displayAmount, displayMoney, displayQuantity } from './index.js';
 
 /** Intl's no-break spaces, as plain spaces to read. */
@@ -17,5 +17,23 @@ describe('French figures', () => {
     expect(spaced(displayMoney('1.50000000', 'KWD', 'fr-CA'))).toBe('1,500 KWD');
     expect(spaced(displayMoney('0.00125000', 'JPY', 'fr-CA'))).toBe('0,00125 ¥');
     expect(spaced(displayMoney('1.50000000', 'CAD', 'fr-CA'))).toBe('1,50 $');
+  });
+});
+
+describe('dates', () => {
+  it("writes the UTC day whatever the process's time zone", async () => {
+    const zone = process.env.TZ;
+    process.env.TZ = 'America/Vancouver'; // 2026-03-01T00:00Z is still February 28 there
+    try {
+      vi.resetModules();
+      const { displayDate, displayShortDate } = await import('./format.js');
+      expect(displayDate('2026-03-01', 'en')).toBe('March 1, 2026');
+      expect(displayDate('2026-03-01T00:00:00.000Z', 'fr-CA')).toBe('1 mars 2026');
+      expect(displayShortDate('2026-03-01', 'en')).toBe('Mar 1');
+      expect(displayShortDate('2026-03-01', 'fr-CA')).toBe('1 mars');
+    } finally {
+      if (zone === undefined) Reflect.deleteProperty(process.env, 'TZ');
+      else process.env.TZ = zone;
+    }
   });
 });
