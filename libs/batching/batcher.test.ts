@@ -1,7 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Batcher } from './batcher.js';
 
 describe('Batcher', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('gathers the items of one event-loop turn into one batch, outputs in order', async () => {
     const batches: number[][] = [];
     const batcher = new Batcher<number, number>(
@@ -86,5 +90,84 @@ describe('Batcher', () => {
     void batcher.submit(2);
     await batcher.flush();
     expect(done).toBe(2);
+  });
+
+  it('closes at once when the weight reaches maxWeight exactly, and the next batch starts from 0', async () => {
+    vi.useFakeTimers();
+    const batches: number[][] = [];
+    const batcher = new Batcher<number, number>(
+      async (items) => {
+        batches.push(items);
+        return items;
+      },
+      { lingerMs: 1000, maxWeight: 2 }, // each item weighs 1
+    );
+    const outputs = [batcher.submit(1), batcher.submit(2)];
+    expect(batches).toEqual([[1, 2]]);
+    outputs.push(batcher.submit(3));
+    await vi.advanceTimersByTimeAsync(999);
+    expect(batches).toEqual([[1, 2]]);
+    outputs.push(batcher.submit(4));
+    expect(batches).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    expect(await Promise.all(outputs)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('a batch closed by weight cancels its linger: the next batch waits a linger of its own', async () => {
+    vi.useFakeTimers();
+    const batches: number[][] = [];
+    const batcher = new Batcher<number, number>(
+      async (items) => {
+        batches.push(items);
+        return items;
+      },
+      { lingerMs: 100, maxWeight: 2 },
+    );
+    const outputs = [batcher.submit(1)];
+    await vi.advanceTimersByTimeAsync(50);
+    outputs.push(batcher.submit(2), batcher.submit(3)); // [1, 2] by weight; 3 lingers from here
+    await vi.advanceTimersByTimeAsync(60);
+    expect(batches).toEqual([[1, 2]]);
+    await vi.advanceTimersByTimeAsync(40);
+    expect(batches).toEqual([[1, 2], [3]]);
+    expect(await Promise.all(outputs)).toEqual([1, 2, 3]);
+  });
+
+  it('runs no empty batch: a flush with nothing open calls nothing', async () => {
+    const batches: number[][] = [];
+    const batcher = new Batcher<number, number>(
+      async (items) => {
+        batches.push(items);
+        return items;
+      },
+      { lingerMs: 0, maxWeight: 10 },
+    );
+    await batcher.flush();
+    expect(await batcher.submit(1)).toBe(1);
+    await batcher.flush();
+    expect(batches).toEqual([[1]]);
+  });
+
+  it('flush waits as well for a batch that starts while it waits', async () => {
+    const releases = new Map<number, () => void>();
+    const batcher = new Batcher<number, number>(
+      (items) => new Promise((resolve) => releases.set(items[0]!, () => resolve(items))),
+      { lingerMs: 10_000, maxWeight: 1 },
+    );
+    const outputs = [batcher.submit(1)];
+    let flushed = false;
+    const flushing = batcher.flush().then(() => {
+      flushed = true;
+    });
+    outputs.push(batcher.submit(2)); // a request arriving during the shutdown's flush
+    releases.get(1)!();
+    await outputs[0];
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(flushed).toBe(false);
+    releases.get(2)!();
+    await flushing;
+    expect(await Promise.all(outputs)).toEqual([1, 2]);
   });
 });

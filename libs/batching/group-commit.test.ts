@@ -33,4 +33,17 @@ describe('groupCommit', () => {
     ]);
     expect(runs).toEqual([[12, 13, 14], [12], [13], [14]]);
   });
+
+  it('runs a lone item that fails once, not again on its own', async () => {
+    const runs: number[][] = [];
+    const checked = groupCommit(
+      async (items: number[]) => {
+        runs.push(items);
+        throw new Error('refused');
+      },
+      { lingerMs: 0, maxWeight: 10 },
+    );
+    await expect(checked(13)).rejects.toThrow('refused');
+    expect(runs).toEqual([[13]]);
+  });
 });

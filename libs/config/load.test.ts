@@ -1,11 +1,15 @@
-import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it, vi } from 'vitest';
 import {
   apiSettings,
   ConfigError,
+  consoleSettings,
   dispatcherSettings,
   embeddedSettings,
+  ingestSettings,
   loadConfig,
   reaching,
+  sinkSettings,
   withTimeout,
 } from './index.js';
 
@@ -108,10 +112,128 @@ describe('configuration', () => {
   });
 });
 
+describe('boundaries and defaults of the settings', () => {
+  const problemsOf = (schema: Parameters<typeof loadConfig>[0], env: Record<string, string>) => {
+    try {
+      loadConfig(schema, env);
+      return [];
+    } catch (error) {
+      return (error as ConfigError).problems;
+    }
+  };
+
+  it("gives every default the README's configuration table states", () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const rows = [...readme.matchAll(/^\| `([A-Z_]+)` \| (`[^`|]*`|empty) \|/gm)].map(
+      ([, name, cell]) => [name!, cell === 'empty' ? '' : cell!.slice(1, -1)] as const,
+    );
+    // every process's settings, each with nothing set
+    const defaults: Record<string, unknown> = {
+      ...loadConfig(consoleSettings, {}),
+      ...loadConfig(sinkSettings, {}),
+      ...loadConfig(ingestSettings, {}),
+      ...loadConfig(dispatcherSettings, {}),
+      ...loadConfig(apiSettings, {}),
+    };
+    const checked = rows.filter(([name]) => name !== 'HEALTH_PORT'); // the image's, no process reads it
+    expect(checked.length).toBeGreaterThan(40);
+    for (const [name, documented] of checked) {
+      expect(defaults, name).toHaveProperty(name);
+      const expected = /^\d+$/.test(documented)
+        ? Number(documented)
+        : documented === 'true' || documented === 'false'
+          ? documented === 'true'
+          : /^\d+(,\d+)+$/.test(documented)
+            ? documented.split(',').map(Number)
+            : documented;
+      expect(defaults[name], name).toEqual(expected);
+    }
+  });
+
+  it('takes a port from 0 (any free one) to 65535 and refuses 65536, naming the variable', () => {
+    expect(loadConfig(apiSettings, { PORT: '0' }).PORT).toBe(0);
+    expect(loadConfig(apiSettings, { PORT: '65535' }).PORT).toBe(65535);
+    expect(problemsOf(apiSettings, { PORT: '65536' })).toEqual([expect.stringMatching(/^PORT: /)]);
+    expect(loadConfig(ingestSettings, { INGEST_PORT: '0' }).INGEST_PORT).toBe(0);
+    expect(problemsOf(sinkSettings, { SINKS_PORT: '65536' })).toEqual([
+      expect.stringMatching(/^SINKS_PORT: /),
+    ]);
+  });
+
+  it('refuses 0 for a count or a delay, where 1 is the least; a linger may be 0 up to 1000 ms', () => {
+    for (const name of [
+      'DATABASE_POOL_SIZE',
+      'BODY_LIMIT_BYTES',
+      'SHUTDOWN_TIMEOUT_MS',
+      'DATABASE_STALL_MS',
+    ]) {
+      expect(problemsOf(apiSettings, { [name]: '0' }), name).toEqual([
+        expect.stringMatching(new RegExp(`^${name}: `)),
+      ]);
+      expect(loadConfig(apiSettings, { [name]: '1' }), name).toHaveProperty(name, 1);
+    }
+    expect(loadConfig(ingestSettings, { KAFKA_LINGER_MS: '0' }).KAFKA_LINGER_MS).toBe(0);
+    expect(loadConfig(ingestSettings, { KAFKA_LINGER_MS: '1000' }).KAFKA_LINGER_MS).toBe(1000);
+    expect(problemsOf(ingestSettings, { KAFKA_LINGER_MS: '1001' })).toEqual([
+      expect.stringMatching(/^KAFKA_LINGER_MS: /),
+    ]);
+  });
+
+  it('reads true/1/yes and false/0/no as booleans and refuses any other word, naming the variable', () => {
+    for (const value of ['true', '1', 'yes']) {
+      expect(loadConfig(ingestSettings, { INGEST_TRUSTED_PROXY: value }).INGEST_TRUSTED_PROXY, value).toBe(
+        true,
+      );
+    }
+    for (const value of ['false', '0', 'no']) {
+      expect(loadConfig(ingestSettings, { USAGE_COUNTER: value }).USAGE_COUNTER, value).toBe(false);
+    }
+    for (const value of ['maybe', 'on', '2']) {
+      expect(problemsOf(sinkSettings, { SINKS_GUARDRAILS: value }), value).toEqual([
+        expect.stringMatching(/^SINKS_GUARDRAILS: /),
+      ]);
+    }
+  });
+
+  it('keeps WEBHOOK_ALLOW_LOCALHOST=false outside production, in the api and npm start as in the dispatcher', () => {
+    for (const schema of [apiSettings, dispatcherSettings, embeddedSettings]) {
+      expect(loadConfig(schema, { WEBHOOK_ALLOW_LOCALHOST: 'false' }).WEBHOOK_ALLOW_LOCALHOST).toBe(false);
+      expect(loadConfig(schema, {}).WEBHOOK_ALLOW_LOCALHOST).toBe(true);
+      expect(loadConfig(schema, { APP_ENV: 'production' }).WEBHOOK_ALLOW_LOCALHOST).toBe(false);
+    }
+  });
+
+  it('refuses a broker list without a broker and names that go into SQL or group ids with other characters', () => {
+    expect(problemsOf(ingestSettings, { KAFKA_BROKERS: ', ,' })).toEqual([
+      expect.stringMatching(/^KAFKA_BROKERS: /),
+    ]);
+    expect(problemsOf(ingestSettings, { CLICKHOUSE_DATABASE: 'billing; DROP TABLE x' })).toEqual([
+      expect.stringMatching(/^CLICKHOUSE_DATABASE: /),
+    ]);
+    expect(problemsOf(sinkSettings, { KAFKA_CONSUMER_GROUP_PREFIX: 'eu west' })).toEqual([
+      expect.stringMatching(/^KAFKA_CONSUMER_GROUP_PREFIX: /),
+    ]);
+    expect(
+      loadConfig(sinkSettings, { KAFKA_CONSUMER_GROUP_PREFIX: 'eu-west.1_' }).KAFKA_CONSUMER_GROUP_PREFIX,
+    ).toBe('eu-west.1_');
+  });
+});
+
 describe('withTimeout', () => {
   it("passes the promise's outcome on, or fails once the time is up, and leaves no timer behind", async () => {
     await expect(withTimeout(Promise.resolve('answer'), 1000)).resolves.toBe('answer');
     await expect(withTimeout(Promise.reject(new Error('refused')), 1000)).rejects.toThrow('refused');
     await expect(withTimeout(new Promise(() => {}), 10)).rejects.toThrow('no answer within 10 ms');
+  });
+
+  it('clears its timer once the promise settles: nothing keeps the process waiting', async () => {
+    vi.useFakeTimers();
+    try {
+      await expect(withTimeout(Promise.resolve('answer'), 60_000)).resolves.toBe('answer');
+      await expect(withTimeout(Promise.reject(new Error('refused')), 60_000)).rejects.toThrow('refused');
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
+  compareScaled,
   divideRoundHalfEven,
   formatMoney,
+  formatScaled,
   multiplyScaled,
   parseMoney,
   parseScaled,
@@ -41,5 +43,33 @@ describe('fixed-point money', () => {
     expect(formatMoney(multiplyScaled(parseMoney('19.99'), 8, parseScaled('3', 4), 4, 8))).toBe(
       '59.97000000',
     );
+  });
+
+  it('reads a plus sign as positive and surrounding spaces as nothing', () => {
+    expect(parseMoney('+12.5')).toBe(1_250_000_000n);
+    expect(parseMoney('-12.5')).toBe(-1_250_000_000n);
+    expect(parseScaled('+0.0001', 4)).toBe(1n);
+    expect(parseMoney(' 12.5\n')).toBe(1_250_000_000n);
+  });
+
+  it('writes a scale-0 value as a whole number, without a decimal point', () => {
+    expect(formatScaled(1234n, 0)).toBe('1234');
+    expect(formatScaled(-7n, 0)).toBe('-7');
+    expect(formatScaled(0n, 0)).toBe('0');
+  });
+
+  it('rounds half to even by a negative divisor too, the sign of the quotient from both', () => {
+    // 5 / -2 = -2.5 -> -2; 7 / -2 = -3.5 -> -4; -7 / -2 = 3.5 -> 4; 7 / -4 = -1.75 -> -2
+    expect(divideRoundHalfEven(5n, -2n)).toBe(-2n);
+    expect(divideRoundHalfEven(7n, -2n)).toBe(-4n);
+    expect(divideRoundHalfEven(-7n, -2n)).toBe(4n);
+    expect(divideRoundHalfEven(7n, -4n)).toBe(-2n);
+    expect(() => divideRoundHalfEven(1n, 0n)).toThrow(RangeError);
+  });
+
+  it('compares two values, equal ones as 0', () => {
+    expect(compareScaled(1n, 2n)).toBe(-1);
+    expect(compareScaled(2n, 1n)).toBe(1);
+    expect(compareScaled(-5n, -5n)).toBe(0);
   });
 });

@@ -24,6 +24,9 @@ describe('payable amounts in the minor unit', () => {
     expect(() => minorUnitDigits('CLF')).toThrow(UnknownCurrencyError);
     expect(knownMinorUnitDigits('kwd')).toBe(3);
     expect(knownMinorUnitDigits('XYZ')).toBeUndefined();
+    // a code read back from an older row, with a stray space, still has its minor unit
+    expect(minorUnitDigits(' jpy ')).toBe(0);
+    expect(knownMinorUnitDigits('BHD ')).toBe(3);
   });
 
   it('gives every billable currency its ISO 4217 exponent', () => {
@@ -87,6 +90,9 @@ describe('payable amounts in the minor unit', () => {
     // 0.0149 x 1/1 rounds to 0.01, while rounding 0.0149 first to 0.015 would give 0.02
     expect(round('0.0149', 'CAD')).toBe('0.01000000');
     expect(() => roundToMinorUnit(1n, 'CAD', { numerator: 1n, denominator: 0n })).toThrow(RangeError);
+    expect(() => roundToMinorUnit(1n, 'CAD', { numerator: 1n, denominator: -2n })).toThrow(
+      /positive denominator/,
+    );
   });
 
   it('tells amounts with digits below the minor unit', () => {

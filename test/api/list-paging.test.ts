@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listCustomers } from '../../libs/customers/index.js';
+import type { Queryable } from '../../libs/db/index.js';
 import { listOrganizations } from '../../libs/organizations/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
@@ -39,6 +41,16 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
+/** The test database, noting each statement sent through it. */
+function recording(sent: { text: string; values: unknown[] }[]): Queryable {
+  return {
+    query: (text, values) => {
+      sent.push({ text, values: values ?? [] });
+      return api.platform.db.query(text, values);
+    },
+  };
+}
+
 describe('paging a long list', () => {
   it.each([
     [0, 100], // first page, straight from the index
@@ -72,6 +84,38 @@ describe('paging a long list', () => {
     expect(rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(
       /Index Only Scan Backward using customers_org_list/,
     );
+  });
+
+  it('sends a page past the first 500 rows of either end as ids from an index-only scan, a nearer one not', async () => {
+    const planOf = async (offset: number) => {
+      const sent: { text: string; values: unknown[] }[] = [];
+      await listCustomers(recording(sent), org.orgId, { limit: 100, offset });
+      const page = sent.find((query) => /\bLIMIT \$\d+ OFFSET \$\d+/.test(query.text));
+      const { rows } = await api.platform.db.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN ${page!.text}`,
+        page!.values,
+      );
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    };
+    const indexOnly = /Index Only Scan (Backward )?using customers_org_list/;
+    expect(await planOf(520)).toMatch(indexOnly); // newest first, 520 skipped
+    expect(await planOf(560)).toMatch(indexOnly); // oldest first, 540 skipped
+    expect(await planOf(480)).not.toMatch(indexOnly);
+    expect(await planOf(700)).not.toMatch(indexOnly); // oldest first, 400 skipped
+  });
+
+  it('reads no total for a first page that is not full: its rows are the total', async () => {
+    const few = await createTestOrg(api.platform.db);
+    await api.platform.db.query(
+      "INSERT INTO customers (org_id, name) SELECT $1, 'Few ' || g FROM generate_series(1, 3) g",
+      [few.orgId],
+    );
+    const sent: { text: string; values: unknown[] }[] = [];
+    expect((await listCustomers(recording(sent), few.orgId, { limit: 25, offset: 0 })).total).toBe(3);
+    expect(sent).toHaveLength(1);
+    sent.length = 0;
+    expect((await listCustomers(recording(sent), org.orgId, { limit: 25, offset: 0 })).total).toBe(TOTAL);
+    expect(sent).toHaveLength(2); // a full page: the total is read
   });
 });
 

@@ -29,6 +29,7 @@ describe('updateCustomer within an organization', () => {
       CreateCustomer.parse({ name: 'Theirs', country: 'CA', state_province: 'ON' }),
     );
     for (const change of [
+      {}, // no field: read back as it is, still only within the organization
       { name: 'Taken' },
       { state_province: 'QC' },
       { country: 'US', state_province: 'NY' },

@@ -273,6 +273,22 @@ describe('the portal page', () => {
     );
   });
 
+  it("writes a page for an unknown link in the browser's first language, French or English; ?locale= wins", async () => {
+    const unknown = `http://localhost/portal/pst_${'B'.repeat(43)}`;
+    const langOf = async (acceptLanguage: string, url = unknown) => {
+      const response = await open(api, url, acceptLanguage ? { 'accept-language': acceptLanguage } : {});
+      expect(response.statusCode).toBe(404);
+      return /<html lang="([^"]+)"/.exec(response.body)?.[1];
+    };
+    expect(await langOf('fr-CA,fr;q=0.9,en;q=0.8')).toBe('fr-CA');
+    expect(await langOf(' FR')).toBe('fr-CA');
+    expect(await langOf('en-US,en;q=0.9,fr-CA;q=0.8')).toBe('en');
+    expect(await langOf('frr-DE,de;q=0.8')).toBe('en'); // North Frisian, not French
+    expect(await langOf('')).toBe('en');
+    expect(await langOf('fr-CA', `${unknown}?locale=en`)).toBe('en');
+    expect(await langOf('en', `${unknown}?locale=fr-CA`)).toBe('fr-CA');
+  });
+
   it('opens nothing once any one character of the token is changed', async () => {
     const session = await createSession(api, org.apiKey, { customer_id: scenario.customers.quebec.id });
     const token = session.url.split('/').pop()!;
