@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultLocaleOf } from './locale.js';
+import { defaultLocaleOf, localeFromAcceptLanguage } from './locale.js';
 
 describe('defaultLocaleOf', () => {
   it('reads French in Quebec however the country and province are written, English elsewhere', () => {
@@ -10,5 +10,35 @@ describe('defaultLocaleOf', () => {
     expect(defaultLocaleOf({ country: 'CA', state_province: null })).toBe('en');
     expect(defaultLocaleOf({ country: 'CA', state_province: '  ' })).toBe('en');
     expect(defaultLocaleOf({ country: 'US', state_province: 'QC' })).toBe('en');
+  });
+});
+
+describe('localeFromAcceptLanguage', () => {
+  it('picks the heavier of French and English, the first on a tie, English when neither is named', () => {
+    const cases: [string | undefined, string][] = [
+      ['fr-CA,fr;q=0.9,en;q=0.8', 'fr-CA'],
+      [' FR', 'fr-CA'],
+      ['en-US,en;q=0.9,fr-CA;q=0.8', 'en'],
+      // neither first: the one the browser weighs higher of the two
+      ['de-DE,fr;q=0.9,en;q=0.8', 'fr-CA'],
+      ['de-DE,en;q=0.7,fr;q=0.8', 'fr-CA'],
+      ['de-DE,fr;q=0.7,en;q=0.8', 'en'],
+      ['de,fr;q=0.5', 'fr-CA'],
+      // a weight written later wins over order; equal weights keep the first
+      ['fr;q=0.4,en;q=0.5', 'en'],
+      ['en;q=0.5,fr;q=0.5', 'en'],
+      ['fr;q=0.5,en;q=0.5', 'fr-CA'],
+      // q=0 refuses a language
+      ['fr;q=0,de', 'en'],
+      ['fr;q=0.000', 'en'],
+      ['fr;q=0.001', 'fr-CA'],
+      ['frr-DE,de;q=0.8', 'en'], // North Frisian, not French
+      ['FR-ca ; Q=0.9', 'fr-CA'],
+      ['*', 'en'],
+      ['', 'en'],
+      [undefined, 'en'],
+    ];
+    for (const [header, locale] of cases)
+      expect(localeFromAcceptLanguage(header), String(header)).toBe(locale);
   });
 });

@@ -273,7 +273,7 @@ describe('the portal page', () => {
     );
   });
 
-  it("writes a page for an unknown link in the browser's first language, French or English; ?locale= wins", async () => {
+  it("writes a page for an unknown link in the browser's preferred of French and English; ?locale= wins", async () => {
     const unknown = `http://localhost/portal/pst_${'B'.repeat(43)}`;
     const langOf = async (acceptLanguage: string, url = unknown) => {
       const response = await open(api, url, acceptLanguage ? { 'accept-language': acceptLanguage } : {});
@@ -284,6 +284,8 @@ describe('the portal page', () => {
     expect(await langOf(' FR')).toBe('fr-CA');
     expect(await langOf('en-US,en;q=0.9,fr-CA;q=0.8')).toBe('en');
     expect(await langOf('frr-DE,de;q=0.8')).toBe('en'); // North Frisian, not French
+    // neither first: French, which the browser weighs above English
+    expect(await langOf('de-DE,fr;q=0.9,en;q=0.8')).toBe('fr-CA');
     expect(await langOf('')).toBe('en');
     expect(await langOf('fr-CA', `${unknown}?locale=en`)).toBe('en');
     expect(await langOf('en', `${unknown}?locale=fr-CA`)).toBe('fr-CA');

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ApiError } from '../../../libs/errors/index.js';
-import { isLocale, type Locale } from '../../../libs/i18n/index.js';
+import { isLocale, type Locale, localeFromAcceptLanguage } from '../../../libs/i18n/index.js';
 import {
   creditNotePdfFilename,
   INVOICE_STYLE_SOURCE,
@@ -64,10 +64,9 @@ function localeOf(request: FastifyRequest, fallback: Locale): Locale {
   return isLocale(asked) ? asked : fallback;
 }
 
-/** Before we know whose page it is: ?locale=, else the browser's first choice of French or English. */
+/** Before we know whose page it is: ?locale=, else the browser's preference of French or English. */
 function visitorLocale(request: FastifyRequest): Locale {
-  const accepted = request.headers['accept-language'] ?? '';
-  return localeOf(request, /^\s*fr\b/i.test(accepted) ? 'fr-CA' : 'en');
+  return localeOf(request, localeFromAcceptLanguage(request.headers['accept-language']));
 }
 
 function sendPage(reply: FastifyReply, status: number, body: string): FastifyReply {
