@@ -22,6 +22,8 @@ describe('periodAt', () => {
     ['monthly on the 15th at 13:30', '2025-03-15T13:30:00Z', 'monthly', 15],
     ['quarterly on the 30th', '2024-11-30T00:00:00Z', 'quarterly', 30],
     ['annually on Feb 29', '2024-02-29T00:00:00Z', 'annually', 29],
+    // a subscription started "now": its boundaries keep the start's milliseconds
+    ['monthly on the 31st at 09:15:42.250', '2024-01-31T09:15:42.250Z', 'monthly', 31],
   ] as const) {
     it(`${label}: each boundary starts its period, the instant before ends the previous`, () => {
       const bounds = billingPeriods(new Date(first), period, anchor, 30);
