@@ -69,4 +69,29 @@ describe('the memory dedup store over time', () => {
     await store.release([{ key: KEY, pending: OURS }]);
     expect(await store.get(KEY)).toBe(THEIRS);
   });
+
+  it('frees the identity at the very instant its ttl ends, as Redis expires a key', async () => {
+    const { store, advance } = clockedStore();
+    await reserve(store, OURS, 90);
+    advance(89_999);
+    expect(await store.get(KEY)).toBe(OURS);
+    advance(1);
+    expect(await store.get(KEY)).toBeNull();
+    await reserve(store, OURS, 90);
+    advance(90_000);
+    expect((await reserve(store, THEIRS)).existing).toEqual([null]);
+  });
+
+  it("lets another reader take a rebuild over at the very instant the holder's lease lapses", async () => {
+    const { store } = clockedStore();
+    const counter = 'usage:counter:1:2:0';
+    const deadline = Date.UTC(2026, 10, 1, 0, 0, 30);
+    expect(await store.beginRebuild(counter, 'first', deadline, deadline - 30_000)).toBe('started');
+    expect(await store.beginRebuild(counter, 'second', deadline + 30_000, deadline - 1)).toBe('building');
+    expect(await store.beginRebuild(counter, 'second', deadline + 30_000, deadline)).toBe('started');
+    // the first holder can no longer set its base: the counter is the second's now
+    expect(await store.finishRebuild(counter, 'first', '5')).toBe('lost');
+    expect(await store.finishRebuild(counter, 'second', '7')).toBe('done');
+    expect((await store.readCounters([counter]))[0]).toMatchObject({ base: '7', lease: null });
+  });
 });
