@@ -163,4 +163,13 @@ describe.each([
     expect(await store.finishRebuild(counter, 'alive', '2.00000000')).toBe('done');
     expect((await state(counter)).base).toBe('2.00000000');
   });
+
+  it("a lease holds until the instant before its deadline and lapses at it (nowMs is the reader's)", async () => {
+    const counter = fresh();
+    const deadline = Date.now() + 30_000;
+    expect(await store.beginRebuild(counter, 'first', deadline, deadline - 30_000)).toBe('started');
+    expect(await store.beginRebuild(counter, 'second', deadline + 30_000, deadline - 1)).toBe('building');
+    expect(await store.beginRebuild(counter, 'second', deadline + 30_000, deadline)).toBe('started');
+    expect(await store.finishRebuild(counter, 'first', '1.00000000')).toBe('lost');
+  });
 });
