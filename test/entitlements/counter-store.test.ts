@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryRateLimitStore } from '../../libs/rate-limit/index.js';
 import { connectRedis, type Redis } from '../../libs/redis/index.js';
+import { COUNTER_TTL_MS } from '../../libs/usage/dedup-store/redis.js';
 import {
   type DedupEntry,
   MemoryUsageDedupStore,
@@ -171,5 +172,40 @@ describe.each([
     expect(await store.beginRebuild(counter, 'second', deadline + 30_000, deadline - 1)).toBe('building');
     expect(await store.beginRebuild(counter, 'second', deadline + 30_000, deadline)).toBe('started');
     expect(await store.finishRebuild(counter, 'first', '1.00000000')).toBe('lost');
+  });
+});
+
+describe('RedisUsageDedupStore: keys that expire', () => {
+  it('a counter and its rebuild journal expire after COUNTER_TTL_MS from their first change', async () => {
+    const store = new RedisUsageDedupStore(redis, prefix);
+    const counter = `${prefix}expiring-counter`;
+    const entry = (key: string) => ({
+      key: `${counter}:id:${key}`,
+      pending: `P|${key}`,
+      counter: { key: counter, whole: '1', fraction: '0', field: `e:${key}` },
+    });
+    const ttlOf = async (key: string) => {
+      const ms = await redis.pttl(key);
+      // set, and to the counter's lifetime (give or take the test's own milliseconds)
+      expect(ms, key).toBeGreaterThan(COUNTER_TTL_MS - 60_000);
+      expect(ms, key).toBeLessThanOrEqual(COUNTER_TTL_MS);
+    };
+    await store.reserve({ bucket: undefined, entries: [entry('first')], ttlSeconds: 60 });
+    await ttlOf(counter);
+    await redis.del(counter);
+    expect(await store.beginRebuild(counter, 'token', Date.now() + 30_000, Date.now())).toBe('started');
+    await ttlOf(counter);
+    await store.reserve({ bucket: undefined, entries: [entry('during')], ttlSeconds: 60 });
+    await ttlOf(`${counter}:j`);
+  });
+
+  it("only the lease's own token finishes or abandons it, not one it begins with", async () => {
+    const store = new RedisUsageDedupStore(redis, prefix);
+    const counter = `${prefix}token-prefix`;
+    expect(await store.beginRebuild(counter, 'token-1', Date.now() + 30_000, Date.now())).toBe('started');
+    expect(await store.finishRebuild(counter, 'token', '1.00000000')).toBe('lost');
+    await store.abandonRebuild(counter, 'token');
+    expect((await store.readCounters([counter]))[0]!.lease).toMatch(/^token-1\|/);
+    expect(await store.finishRebuild(counter, 'token-1', '1.00000000')).toBe('done');
   });
 });
