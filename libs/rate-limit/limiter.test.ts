@@ -67,4 +67,19 @@ describe('RateLimiter', () => {
       secondsToReset: 3599,
     });
   });
+
+  it('a limit lowered below what the hour already counted refuses with 0 remaining, never a negative', async () => {
+    const store = countingStore(() => AT);
+    const limiter = new RateLimiter(store, { now: () => AT });
+    const generous = { ...subject, rateLimitOverride: 5 };
+    for (let i = 0; i < 5; i++) expect((await limiter.consume(generous)).allowed).toBe(true);
+    // the override is lowered to 2 within the hour: five requests counted already
+    const lowered = await limiter.consume(subject);
+    expect(lowered).toMatchObject({ allowed: false, limit: 2, remaining: 0 });
+    // and raised again: the store decides anew, not the memory of the lower limit
+    expect(await limiter.consume({ ...subject, rateLimitOverride: 6 })).toMatchObject({
+      allowed: true,
+      remaining: 0,
+    });
+  });
 });
