@@ -176,6 +176,31 @@ describe('billing console, end to end', () => {
     expect((await run('alert', 'delete', '--id', alert.id, '--org', String(org))).code).not.toBe(0);
   });
 
+  it('alert list keeps to --subscription, --customer, --status and the page asked for', async () => {
+    const own = String((await ok('org', 'create', '--name', 'Alert Filters Co')).id);
+    const plan = await ok(...productArgs(own, 'Plan', '10', 'recurring'));
+    const alerted = [];
+    for (const name of ['First', 'Second']) {
+      const customer = await ok('customer', 'create', '--org', own, '--name', name, '--state-province', 'ON');
+      const items = JSON.stringify([{ product_id: plan.id }]);
+      const subscription = await ok(...subscriptionArgs(Number(own), customer.id, items));
+      const alert = await ok(
+        ...['alert', 'create', '--subscription', String(subscription.id), '--metric', 'usage_amount'],
+        ...['--threshold', '1000'],
+      );
+      alerted.push({ customer: String(customer.id), subscription: String(subscription.id), alert });
+    }
+    const [first, second] = alerted as [(typeof alerted)[0], (typeof alerted)[0]];
+    const list = async (...flags: string[]) =>
+      (await ok('alert', 'list', '--org', own, ...flags)).data.map((a: { id: string }) => a.id);
+    expect(await list()).toEqual([second.alert.id, first.alert.id]);
+    expect(await list('--subscription', first.subscription)).toEqual([first.alert.id]);
+    expect(await list('--customer', second.customer)).toEqual([second.alert.id]);
+    expect(await list('--customer', second.customer, '--subscription', first.subscription)).toEqual([]);
+    expect(await list('--status', 'TRIGGERED')).toEqual([]);
+    expect(await list('--status', 'OK', '--limit', '1', '--offset', '1')).toEqual([first.alert.id]);
+  });
+
   it('product, customer, subscription with a trial, billing, payment, cancellation', async () => {
     const earlierEvents = (await outbox(database.db, org)).length; // the tests before share the org
     const seats = await createProduct('Seats', '25', 'recurring', '--sku', 'SEAT', '--unit-label', 'seat');
@@ -509,6 +534,42 @@ describe('billing console, end to end', () => {
     );
   });
 
+  it('cancel: --without-invoicing and --proration go with a cancel now only; --proration none bills it all', async () => {
+    const product = await createProduct('Prorated plan', '100', 'recurring');
+    const customer = await createCustomer('Options', '--state-province', 'AB');
+    const subscription = await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-05-01');
+    const id = String(subscription.id);
+    const cancel = (...flags: string[]) =>
+      run('subscription', 'cancel', '--id', id, '--now', '2026-05-10', ...flags);
+    const cases: [string[], string][] = [
+      [
+        ['--at-period-end', '--without-invoicing'],
+        '--without-invoicing: A subscription canceled without invoicing ends now',
+      ],
+      [['--at-period-end', '--proration', 'none'], '--proration: Only a cancel now has a final invoice'],
+    ];
+    for (const [flags, message] of cases) {
+      const refused = await cancel(...flags);
+      expect(refused.code, flags.join(' ')).toBe(1);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toContain(message);
+    }
+    const { rows: untouched } = await database.db.query(
+      'SELECT status, cancel_at_period_end FROM subscriptions WHERE id = $1',
+      [subscription.id],
+    );
+    expect(untouched).toEqual([{ status: 'active', cancel_at_period_end: false }]);
+
+    // without proration the licensed item is billed for the whole period: 100 + 5 % GST (AB)
+    const canceled = await cancel('--proration', 'none');
+    expect(canceled.code, canceled.stderr).toBe(0);
+    expect(canceled.json()).toMatchObject({ status: 'canceled' });
+    const { rows } = await database.db.query('SELECT total FROM invoices WHERE id = $1', [
+      canceled.json().final_invoice_id,
+    ]);
+    expect(rows).toEqual([{ total: '105.00000000' }]);
+  });
+
   it('credit added to a customer is consumed by the next posted invoice', async () => {
     const product = await createProduct('Support', '40', 'recurring');
     const customer = await createCustomer('Prepaid', '--state-province', 'AB');
@@ -576,6 +637,11 @@ describe('billing console, end to end', () => {
         /--now: Must not be in the future/,
       ],
       [['subscription', 'cancel', '--id', '1', '--now', '2999-01-01'], /--now: Must not be in the future/],
+      // a clock a few minutes ahead is still now; ten minutes is not
+      [
+        ['billing', 'run', '--org', '999999', '--now', new Date(Date.now() + 10 * 60_000).toISOString()],
+        /--now: Must not be in the future/,
+      ],
       [paymentArgs('abc', '1'), /--invoice/],
       [paymentArgs('00000000-0000-4000-8000-000000000000', '1', '--method', 'CASH'), /--method/],
     ];
@@ -584,6 +650,10 @@ describe('billing console, end to end', () => {
       expect(result.code, argv.join(' ')).toBe(2);
       expect(result.stderr).toMatch(message);
     }
+    const aheadOfClock = new Date(Date.now() + 60_000).toISOString();
+    const skewed = await run('billing', 'run', '--org', '999999', '--now', aheadOfClock);
+    expect(skewed.code, skewed.stderr).toBe(1);
+    expect(skewed.stderr).toMatch(/Organization 999999 not found/);
   });
 
   it('exits 2 for values the domain refuses on their own, 1 for values refused against stored records', async () => {
