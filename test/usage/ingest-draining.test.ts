@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { freshKey, useUsageStack } from './support.js';
+import { freshKey, startIngestFor, usageRows, useUsageStack } from './support.js';
 
 describe('ingest service while draining', () => {
   const usage = useUsageStack('in-process');
@@ -27,5 +27,48 @@ describe('ingest service while draining', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 201 /);
     expect(answer).toMatch(/\r\nconnection: close\r\n/i);
     socket.destroy();
+  });
+
+  it('answers a request arriving on an open connection once the drain began 503 with Retry-After, and closes it', async () => {
+    const { stack, org, items } = usage;
+    const ingest = await startIngestFor(stack.api, stack.api.usage);
+    const socket = net.connect(ingest.port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+    });
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const body = JSON.stringify({ subscription_item_id: items.metered, quantity: 1 });
+    const request = (key: string) =>
+      `POST /api/public/v1/usage/events HTTP/1.1\r\nHost: ingest\r\nAuthorization: Bearer ${org.apiKey}\r\n` +
+      `Idempotency-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    try {
+      socket.write(request(freshKey('before')));
+      await expect.poll(() => received, { timeout: 5000 }).toMatch(/\r\n\r\n\{.*\}$/s);
+      expect(received).toMatch(/^HTTP\/1\.1 201 /);
+      expect(received).not.toMatch(/\r\nconnection: close\r\n/i);
+      received = '';
+      // nothing in flight: the drain is over at once, and the connection kept alive is still open
+      await ingest.close();
+      const key = freshKey('after');
+      socket.write(request(key));
+      await expect.poll(() => received, { timeout: 5000 }).toMatch(/\r\n\r\n\{.*\}$/s);
+      const [head = '', payload = ''] = received.split('\r\n\r\n', 2);
+      expect(head).toMatch(/^HTTP\/1\.1 503 /);
+      expect(head).toMatch(/\r\nretry-after: 1\r\n/i);
+      expect(head).toMatch(/\r\nconnection: close\r\n/i);
+      expect(JSON.parse(payload)).toMatchObject({
+        error_code: 'SERVICE_UNAVAILABLE',
+        detail: 'The service is shutting down; retry.',
+        request_id: /^[0-9a-f-]{36}$/.exec(head.match(/x-request-id: (\S+)/i)?.[1] ?? '')?.[0],
+      });
+      await closed;
+      expect(
+        (await usageRows(stack.api.platform.db, org.orgId)).map((row) => row.idempotency_key),
+      ).not.toContain(key);
+    } finally {
+      socket.destroy();
+      await ingest.close();
+    }
   });
 });
