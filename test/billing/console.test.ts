@@ -596,6 +596,8 @@ describe('billing console, end to end', () => {
         /Invoice 00000000-0000-4000-8000-000000000000 not found/,
       ],
       [paymentArgs('00000000-0000-4000-8000-000000000000', '1'), /NOT_FOUND/],
+      [['credit', 'list', '--customer', '999999'], /NOT_FOUND.*Customer 999999 not found/],
+      [['entitlement', 'list', '--customer', '999999'], /NOT_FOUND.*Customer 999999 not found/],
     ];
     for (const [argv, message] of cases) {
       const result = await run(...argv);
