@@ -1,14 +1,25 @@
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
+import type { IngestServer } from '../../services/ingest/server.js';
 import { freshKey, startIngestFor, usageRows, useUsageStack } from './support.js';
 
 describe('ingest service while draining', () => {
   const usage = useUsageStack('in-process');
 
   it('answers the requests in flight, each closing its connection so no next request is sent on it', async () => {
-    const { stack, org, items } = usage;
-    const socket = net.connect(stack.ingest.port, '127.0.0.1');
+    const { stack } = usage;
+    await answersInFlight(stack.ingest);
+  });
+
+  it("answers the requests in flight on Node's HTTP server too, closing their connections", async () => {
+    const { stack } = usage;
+    await answersInFlight(await startIngestFor(stack.api, stack.api.usage, { transport: 'node-http' }));
+  });
+
+  async function answersInFlight(ingest: IngestServer) {
+    const { org, items } = usage;
+    const socket = net.connect(ingest.port, '127.0.0.1');
     const received: string[] = [];
     socket.on('data', (chunk: Buffer) => received.push(chunk.toString('latin1')));
     const body = JSON.stringify({ subscription_item_id: items.metered, quantity: 1 });
@@ -18,7 +29,7 @@ describe('ingest service while draining', () => {
         `Idempotency-Key: ${freshKey('drain')}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
     );
     await sleep(200);
-    const drained = stack.ingest.close();
+    const drained = ingest.close();
     await sleep(50);
     socket.write(body);
     await drained;
@@ -27,7 +38,7 @@ describe('ingest service while draining', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 201 /);
     expect(answer).toMatch(/\r\nconnection: close\r\n/i);
     socket.destroy();
-  });
+  }
 
   it('answers a request arriving on an open connection once the drain began 503 with Retry-After, and closes it', async () => {
     const { stack, org, items } = usage;
