@@ -454,15 +454,17 @@ describe.each(MODES)('usage events, %s', (mode) => {
       expect(response.headers['x-request-id']).toMatch(UUID);
     });
 
-    it('answers on the path with a trailing slash too', async () => {
-      const key = freshKey();
-      const response = await frontEnd().post('/usage/events/', {
-        key: org.apiKey,
-        idempotencyKey: key,
-        body: { subscription_item_id: items.metered, quantity: 1 },
-      });
-      expect(response.status).toBe(201);
-      expect(response.body.data.idempotency_key).toBe(key);
+    it('answers on the path with a trailing slash or a query string too', async () => {
+      for (const path of ['/usage/events/', '/usage/events?via=query'] as const) {
+        const key = freshKey();
+        const response = await frontEnd().post(path, {
+          key: org.apiKey,
+          idempotencyKey: key,
+          body: { subscription_item_id: items.metered, quantity: 1 },
+        });
+        expect(response.status, path).toBe(201);
+        expect(response.body.data.idempotency_key).toBe(key);
+      }
     });
 
     it('refuses a header key that is not ASCII rather than store it as the server decoded it', async () => {

@@ -44,7 +44,7 @@ export interface UsageFrontEnd {
   /** uWebSockets.js, Node's HTTP server (both the ingest service) or the api service. */
   name: 'uws' | 'node' | 'api';
   post(
-    path: '/usage/events' | '/usage/events/' | '/usage/events/batch',
+    path: '/usage/events' | '/usage/events/' | '/usage/events?via=query' | '/usage/events/batch',
     request: UsageRequest,
   ): Promise<UsageResponse>;
 }
