@@ -201,6 +201,32 @@ describe('billing console, end to end', () => {
     expect(await list('--status', 'OK', '--limit', '1', '--offset', '1')).toEqual([first.alert.id]);
   });
 
+  it("credit grant and void move the customer's credit_balance alerts at once", async () => {
+    const own = String((await ok('org', 'create', '--name', 'Credit Alerts Co')).id);
+    const plan = await ok(...productArgs(own, 'Plan', '10', 'recurring'));
+    const customer = await ok('customer', 'create', '--org', own, '--name', 'Low', '--state-province', 'ON');
+    const items = JSON.stringify([{ product_id: plan.id }]);
+    const subscription = await ok(...subscriptionArgs(Number(own), customer.id, items));
+    const alert = await ok(
+      ...['alert', 'create', '--subscription', String(subscription.id), '--metric', 'credit_balance'],
+      ...['--threshold', '10'],
+    );
+    const status = async () => {
+      const [listed] = (await ok('alert', 'list', '--org', own)).data;
+      expect(listed.id).toBe(alert.id);
+      return { status: listed.status, value: listed.value };
+    };
+    // projected: the credit left once the running period's invoice (10 + 13 % HST) is paid from it
+    expect(await status()).toEqual({ status: 'TRIGGERED', value: '-11.30000000' });
+    const grant = await ok(
+      ...['credit', 'grant', '--customer', String(customer.id), '--amount', '25'],
+      ...['--category', 'promotional'],
+    );
+    expect(await status()).toEqual({ status: 'OK', value: '13.70000000' });
+    await ok('credit', 'void', '--id', grant.id);
+    expect(await status()).toEqual({ status: 'TRIGGERED', value: '-11.30000000' });
+  });
+
   it('product, customer, subscription with a trial, billing, payment, cancellation', async () => {
     const earlierEvents = (await outbox(database.db, org)).length; // the tests before share the org
     const seats = await createProduct('Seats', '25', 'recurring', '--sku', 'SEAT', '--unit-label', 'seat');
