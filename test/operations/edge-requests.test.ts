@@ -119,6 +119,21 @@ describe('requests at the edge, on every listener', () => {
       expect(answer.ms).toBeLessThan(2000);
     });
 
+    it('answers 415 to a chunked body without a Content-Type, even an empty one, as Fastify decides', async () => {
+      const chunked = (chunks: string) =>
+        Buffer.from(
+          `POST ${BASE_PATH}/usage/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n` +
+            `${bearer()}\r\nIdempotency-Key: ${freshKey()}\r\nTransfer-Encoding: chunked\r\n\r\n${chunks}`,
+        );
+      // nginx buffers a chunked body and forwards it with its length: an empty one is then no body
+      const bodies = listener === 'nginx' ? ['2\r\n{}\r\n0\r\n\r\n'] : ['0\r\n\r\n', '2\r\n{}\r\n0\r\n\r\n'];
+      for (const chunks of bodies) {
+        const answer = await send(listeners[listener], chunked(chunks));
+        expect(answer.status, JSON.stringify(chunks)).toBe(415);
+        expect(JSON.parse(answer.body)).toMatchObject({ error_code: 'UNSUPPORTED_MEDIA_TYPE' });
+      }
+    });
+
     it('answers an unknown route 404 and a wrong method 405 with Allow, even with a wrong key', async () => {
       for (const authorization of [bearer(), 'Authorization: Bearer sk_live_wrong']) {
         const request = (line: string) =>
