@@ -17,6 +17,41 @@ describe('ingest service while draining', () => {
     await answersInFlight(await startIngestFor(stack.api, stack.api.usage, { transport: 'node-http' }));
   });
 
+  it.each(['uws', 'node-http'] as const)(
+    'counts every answered request out: after a 201, 400, 401, 404, 405 and 413 the drain ends at once (%s)',
+    async (transport) => {
+      const { stack, org, items } = usage;
+      const ingest = await startIngestFor(stack.api, stack.api.usage, { transport });
+      const url = (path: string) => `http://127.0.0.1:${ingest.port}/api/public/v1${path}`;
+      const post = (body: string, headers: Record<string, string> = {}) =>
+        fetch(url('/usage/events'), {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${org.apiKey}`,
+            'content-type': 'application/json',
+            'idempotency-key': freshKey('counted'),
+            ...headers,
+          },
+          body,
+        }).then((response) => response.status);
+      const event = JSON.stringify({ subscription_item_id: items.metered, quantity: 1 });
+      const statuses = [
+        await post(event),
+        await post('{"quantity":'),
+        await post(event, { authorization: 'Bearer sk_live_wrong' }),
+        await fetch(url('/usage/nope')).then((response) => response.status),
+        await fetch(url('/usage/events'), { method: 'DELETE' }).then((response) => response.status),
+        await post(' '.repeat(stack.api.config.INGEST_BODY_LIMIT_BYTES + 1)),
+      ];
+      expect(statuses).toEqual([201, 400, 401, 404, 405, 413]);
+      const drained = await Promise.race([
+        ingest.close().then(() => 'drained'),
+        sleep(2000).then(() => 'still waiting'),
+      ]);
+      expect(drained).toBe('drained');
+    },
+  );
+
   async function answersInFlight(ingest: IngestServer) {
     const { org, items } = usage;
     const socket = net.connect(ingest.port, '127.0.0.1');
@@ -29,8 +64,12 @@ describe('ingest service while draining', () => {
         `Idempotency-Key: ${freshKey('drain')}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
     );
     await sleep(200);
-    const drained = ingest.close();
+    let closed = false;
+    const drained = ingest.close().then(() => {
+      closed = true;
+    });
     await sleep(50);
+    expect(closed, 'the drain waits for the request in flight').toBe(false);
     socket.write(body);
     await drained;
     await expect.poll(() => received.join(''), { timeout: 5000 }).toMatch(/\r\n\r\n\{/);
