@@ -596,6 +596,52 @@ describe('billing console, end to end', () => {
     expect(rows).toEqual([{ total: '105.00000000' }]);
   });
 
+  it('a repeated --reference records nothing new: refund create, credit grant', async () => {
+    const product = await createProduct('Refunded plan', '10', 'recurring');
+    const customer = await createCustomer('Refunded', '--state-province', 'AB');
+    await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-03-01');
+    await ok('billing', 'run', '--now', '2026-04-01', '--org', String(org));
+    const { rows } = await database.db.query('SELECT id FROM invoices WHERE customer_id = $1', [customer.id]);
+    expect(rows).toHaveLength(1);
+    const invoice = rows[0]!.id as string;
+    await ok(...paymentArgs(invoice, '10.50', '--reference', 'ch_refunded'));
+    const refunds = [];
+    for (let i = 0; i < 2; i++) {
+      refunds.push(
+        await ok('refund', 'create', '--invoice', invoice, '--amount', '4', '--reference', 're_1'),
+      );
+    }
+    expect(refunds[1].id).toBe(refunds[0].id);
+    expect(refunds[1].invoice).toMatchObject({ amount_refunded: '4.00000000' });
+
+    const grant = ['credit', 'grant', '--customer', String(customer.id), '--amount', '5'];
+    const grants = [];
+    for (let i = 0; i < 2; i++) {
+      grants.push(await ok(...grant, '--category', 'promotional', '--reference', 'promo-1'));
+    }
+    expect(grants[1].id).toBe(grants[0].id);
+    const listed = await ok('credit', 'list', '--customer', String(customer.id));
+    expect(listed.data.map((g: { id: string }) => g.id)).toEqual([grants[0].id]);
+  });
+
+  it('subscription update previews the change asked for: --effective period_end, --proration none', async () => {
+    const product = await createProduct('Changed plan', '30', 'recurring');
+    const customer = await createCustomer('Changing', '--state-province', 'AB');
+    const subscription = await subscribe(customer.id, [{ product_id: product.id, quantity: 1 }]);
+    const preview = async (...flags: string[]) =>
+      ok(
+        ...['subscription', 'update', '--id', String(subscription.id), '--preview'],
+        ...['--items', JSON.stringify([{ id: subscription.items[0].id, quantity: 3 }]), ...flags],
+      );
+    const now = await preview();
+    expect(now.proration_lines).toHaveLength(2);
+    expect(now.effective_at).not.toBe(subscription.current_period_end);
+    const atEnd = await preview('--effective', 'period_end');
+    expect(atEnd.effective_at).toBe(subscription.current_period_end);
+    expect(atEnd.proration_lines).toEqual([]);
+    expect((await preview('--proration', 'none')).proration_lines).toEqual([]);
+  });
+
   it('credit added to a customer is consumed by the next posted invoice', async () => {
     const product = await createProduct('Support', '40', 'recurring');
     const customer = await createCustomer('Prepaid', '--state-province', 'AB');
