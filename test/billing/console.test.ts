@@ -640,6 +640,10 @@ describe('billing console, end to end', () => {
     expect(atEnd.effective_at).toBe(subscription.current_period_end);
     expect(atEnd.proration_lines).toEqual([]);
     expect((await preview('--proration', 'none')).proration_lines).toEqual([]);
+    // a preview changes nothing
+    const shown = await ok('subscription', 'show', '--id', String(subscription.id));
+    expect(shown.items.map((item: { quantity: number }) => item.quantity)).toEqual([1]);
+    expect(shown.pending_change).toBeNull();
   });
 
   it('credit added to a customer is consumed by the next posted invoice', async () => {
