@@ -646,6 +646,84 @@ describe('billing console, end to end', () => {
     expect(shown.pending_change).toBeNull();
   });
 
+  it("with another organization's --org, every command that changes a record finds nothing (exit 1)", async () => {
+    const own = String((await ok('org', 'create', '--name', 'Scoped Co')).id);
+    const other = String((await ok('org', 'create', '--name', 'Other Co')).id);
+    const product = await ok(...productArgs(own, 'Scoped plan', '10', 'recurring'));
+    const customer = await ok(
+      'customer',
+      'create',
+      '--org',
+      own,
+      '--name',
+      'Scoped',
+      '--state-province',
+      'AB',
+    );
+    const items = JSON.stringify([{ product_id: product.id }]);
+    const subscription = await ok(
+      ...subscriptionArgs(Number(own), customer.id, items, '--start', '2026-03-01'),
+    );
+    await ok(...subscriptionArgs(Number(own), customer.id, items, '--start', '2026-03-01'));
+    const [posted, draft] = (await ok('billing', 'run', '--now', '2026-04-01', '--org', own, '--draft'))
+      .invoice_ids as [string, string];
+    await ok('invoice', 'post', '--id', posted);
+    await ok(...paymentArgs(posted, '5'));
+    const grant = await ok(
+      ...['credit', 'grant', '--customer', String(customer.id), '--amount', '5', '--category', 'promotional'],
+    );
+    const { rows: lines } = await database.db.query('SELECT id FROM invoice_items WHERE invoice_id = $1', [
+      posted,
+    ]);
+    const state = async () => ({
+      credit: (await ok('customer', 'show', '--id', String(customer.id))).credit_balance,
+      ...(
+        await database.db.query(
+          `SELECT (SELECT json_agg(json_build_object('status', status, 'paid', amount_paid, 'refunded', amount_refunded,
+                          'total', total) ORDER BY id) FROM invoices WHERE id = ANY($1::uuid[])) AS invoices,
+                  (SELECT status FROM subscriptions WHERE id = $2) AS subscription,
+                  (SELECT status FROM credit_grants WHERE id = $3) AS grant,
+                  (SELECT count(*)::int FROM credit_grants WHERE customer_id = $4) AS grants,
+                  (SELECT count(*)::int FROM credit_notes WHERE invoice_id = $5) AS notes`,
+          [[posted, draft], subscription.id, grant.id, customer.id, posted],
+        )
+      ).rows[0],
+    });
+    const before = await state();
+    const id = String(subscription.id);
+    const cases: string[][] = [
+      ['subscription', 'cancel', '--id', id, '--now', '2026-04-10'],
+      ['subscription', 'cancel', '--id', id, '--now', '2026-04-10', '--without-invoicing'],
+      [
+        'subscription',
+        'update',
+        '--id',
+        id,
+        '--items',
+        JSON.stringify([{ id: subscription.items[0].id, quantity: 2 }]),
+      ],
+      ['subscription', 'unpark', '--id', id],
+      ['invoice', 'post', '--id', draft],
+      ['invoice', 'withdraw', '--id', draft],
+      paymentArgs(posted, '1'),
+      ['credit-memo', 'create', '--invoice', posted, '--amount', '1'],
+      ['refund', 'create', '--invoice', posted, '--amount', '1'],
+      [
+        ...['credit-note', 'create', '--invoice', posted, '--reason', 'other'],
+        ...['--lines', JSON.stringify([{ invoice_item_id: lines[0]!.id, amount: '1.00' }])],
+      ],
+      ['credit', 'grant', '--customer', String(customer.id), '--amount', '5', '--category', 'promotional'],
+      ['credit', 'void', '--id', grant.id],
+      ['customer', 'add-credit', '--id', String(customer.id), '--amount', '5'],
+    ];
+    for (const argv of cases) {
+      const refused = await run(...argv, '--org', other);
+      expect(refused.code, argv.join(' ')).toBe(1);
+      expect(refused.stderr, argv.join(' ')).toMatch(/^error \(NOT_FOUND\)/);
+    }
+    expect(await state()).toEqual(before);
+  });
+
   it('credit added to a customer is consumed by the next posted invoice', async () => {
     const product = await createProduct('Support', '40', 'recurring');
     const customer = await createCustomer('Prepaid', '--state-province', 'AB');
