@@ -798,6 +798,17 @@ describe('billing console, end to end', () => {
         ['billing', 'run', '--org', '999999', '--now', new Date(Date.now() + 10 * 60_000).toISOString()],
         /--now: Must not be in the future/,
       ],
+      [subscriptionArgs(org, '1', '[{"product_id":1}]', '--trial-days', '731'), /--trial-days: /],
+      [
+        subscriptionArgs(org, '1', '[{"product_id":1}]', '--initial-term-months', '121'),
+        /--initial-term-months: /,
+      ],
+      [
+        subscriptionArgs(org, '1', '[{"product_id":1}]', '--initial-term-months', '0'),
+        /--initial-term-months: /,
+      ],
+      [['billing', 'run', '--org', '999999', '--batch-size', '5001'], /--batch-size: /],
+      [['billing', 'run', '--org', '999999', '--batch-size', '0'], /--batch-size: /],
       [paymentArgs('abc', '1'), /--invoice/],
       [paymentArgs('00000000-0000-4000-8000-000000000000', '1', '--method', 'CASH'), /--method/],
     ];
@@ -805,6 +816,25 @@ describe('billing console, end to end', () => {
       const result = await run(...argv);
       expect(result.code, argv.join(' ')).toBe(2);
       expect(result.stderr).toMatch(message);
+    }
+    // the bounds themselves are taken: the command then looks for the records
+    for (const argv of [
+      subscriptionArgs(org, '999999', '[{"product_id":1}]', '--trial-days', '730'),
+      subscriptionArgs(
+        org,
+        '999999',
+        '[{"product_id":1}]',
+        '--term-type',
+        'termed',
+        '--initial-term-months',
+        '120',
+      ),
+      ['billing', 'run', '--org', '999999', '--batch-size', '5000'],
+      ['billing', 'run', '--org', '999999', '--batch-size', '1'],
+    ]) {
+      const taken = await run(...argv);
+      expect(taken.code, argv.join(' ')).toBe(1);
+      expect(taken.stderr, argv.join(' ')).toMatch(/NOT_FOUND/);
     }
     const aheadOfClock = new Date(Date.now() + 60_000).toISOString();
     const skewed = await run('billing', 'run', '--org', '999999', '--now', aheadOfClock);
