@@ -19,6 +19,14 @@ describe('console argv', () => {
     ]);
   });
 
+  it('takes a value beginning with a single dash as the value', () => {
+    expect(parseArgv(['--amount', '-5', '--note', '- see ticket', '--draft']).flags).toEqual({
+      amount: '-5',
+      note: '- see ticket',
+      draft: true,
+    });
+  });
+
   it('keeps JSON values whole', () => {
     expect(parseArgv(['--items', '[{"product_id": 1}]']).flags.items).toBe('[{"product_id": 1}]');
   });

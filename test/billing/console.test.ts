@@ -176,6 +176,57 @@ describe('billing console, end to end', () => {
     expect((await run('alert', 'delete', '--id', alert.id, '--org', String(org))).code).not.toBe(0);
   });
 
+  it('alert list keeps to --subscription, --customer, --status and the page asked for', async () => {
+    const own = String((await ok('org', 'create', '--name', 'Alert Filters Co')).id);
+    const plan = await ok(...productArgs(own, 'Plan', '10', 'recurring'));
+    const alerted = [];
+    for (const name of ['First', 'Second']) {
+      const customer = await ok('customer', 'create', '--org', own, '--name', name, '--state-province', 'ON');
+      const items = JSON.stringify([{ product_id: plan.id }]);
+      const subscription = await ok(...subscriptionArgs(Number(own), customer.id, items));
+      const alert = await ok(
+        ...['alert', 'create', '--subscription', String(subscription.id), '--metric', 'usage_amount'],
+        ...['--threshold', '1000'],
+      );
+      alerted.push({ customer: String(customer.id), subscription: String(subscription.id), alert });
+    }
+    const [first, second] = alerted as [(typeof alerted)[0], (typeof alerted)[0]];
+    const list = async (...flags: string[]) =>
+      (await ok('alert', 'list', '--org', own, ...flags)).data.map((a: { id: string }) => a.id);
+    expect(await list()).toEqual([second.alert.id, first.alert.id]);
+    expect(await list('--subscription', first.subscription)).toEqual([first.alert.id]);
+    expect(await list('--customer', second.customer)).toEqual([second.alert.id]);
+    expect(await list('--customer', second.customer, '--subscription', first.subscription)).toEqual([]);
+    expect(await list('--status', 'TRIGGERED')).toEqual([]);
+    expect(await list('--status', 'OK', '--limit', '1', '--offset', '1')).toEqual([first.alert.id]);
+  });
+
+  it("credit grant and void move the customer's credit_balance alerts at once", async () => {
+    const own = String((await ok('org', 'create', '--name', 'Credit Alerts Co')).id);
+    const plan = await ok(...productArgs(own, 'Plan', '10', 'recurring'));
+    const customer = await ok('customer', 'create', '--org', own, '--name', 'Low', '--state-province', 'ON');
+    const items = JSON.stringify([{ product_id: plan.id }]);
+    const subscription = await ok(...subscriptionArgs(Number(own), customer.id, items));
+    const alert = await ok(
+      ...['alert', 'create', '--subscription', String(subscription.id), '--metric', 'credit_balance'],
+      ...['--threshold', '10'],
+    );
+    const status = async () => {
+      const [listed] = (await ok('alert', 'list', '--org', own)).data;
+      expect(listed.id).toBe(alert.id);
+      return { status: listed.status, value: listed.value };
+    };
+    // projected: the credit left once the running period's invoice (10 + 13 % HST) is paid from it
+    expect(await status()).toEqual({ status: 'TRIGGERED', value: '-11.30000000' });
+    const grant = await ok(
+      ...['credit', 'grant', '--customer', String(customer.id), '--amount', '25'],
+      ...['--category', 'promotional'],
+    );
+    expect(await status()).toEqual({ status: 'OK', value: '13.70000000' });
+    await ok('credit', 'void', '--id', grant.id);
+    expect(await status()).toEqual({ status: 'TRIGGERED', value: '-11.30000000' });
+  });
+
   it('product, customer, subscription with a trial, billing, payment, cancellation', async () => {
     const earlierEvents = (await outbox(database.db, org)).length; // the tests before share the org
     const seats = await createProduct('Seats', '25', 'recurring', '--sku', 'SEAT', '--unit-label', 'seat');
@@ -509,6 +560,170 @@ describe('billing console, end to end', () => {
     );
   });
 
+  it('cancel: --without-invoicing and --proration go with a cancel now only; --proration none bills it all', async () => {
+    const product = await createProduct('Prorated plan', '100', 'recurring');
+    const customer = await createCustomer('Options', '--state-province', 'AB');
+    const subscription = await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-05-01');
+    const id = String(subscription.id);
+    const cancel = (...flags: string[]) =>
+      run('subscription', 'cancel', '--id', id, '--now', '2026-05-10', ...flags);
+    const cases: [string[], string][] = [
+      [
+        ['--at-period-end', '--without-invoicing'],
+        '--without-invoicing: A subscription canceled without invoicing ends now',
+      ],
+      [['--at-period-end', '--proration', 'none'], '--proration: Only a cancel now has a final invoice'],
+    ];
+    for (const [flags, message] of cases) {
+      const refused = await cancel(...flags);
+      expect(refused.code, flags.join(' ')).toBe(1);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toContain(message);
+    }
+    const { rows: untouched } = await database.db.query(
+      'SELECT status, cancel_at_period_end FROM subscriptions WHERE id = $1',
+      [subscription.id],
+    );
+    expect(untouched).toEqual([{ status: 'active', cancel_at_period_end: false }]);
+
+    // without proration the licensed item is billed for the whole period: 100 + 5 % GST (AB)
+    const canceled = await cancel('--proration', 'none');
+    expect(canceled.code, canceled.stderr).toBe(0);
+    expect(canceled.json()).toMatchObject({ status: 'canceled' });
+    const { rows } = await database.db.query('SELECT total FROM invoices WHERE id = $1', [
+      canceled.json().final_invoice_id,
+    ]);
+    expect(rows).toEqual([{ total: '105.00000000' }]);
+  });
+
+  it('a repeated --reference records nothing new: refund create, credit grant', async () => {
+    const product = await createProduct('Refunded plan', '10', 'recurring');
+    const customer = await createCustomer('Refunded', '--state-province', 'AB');
+    await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-03-01');
+    await ok('billing', 'run', '--now', '2026-04-01', '--org', String(org));
+    const { rows } = await database.db.query('SELECT id FROM invoices WHERE customer_id = $1', [customer.id]);
+    expect(rows).toHaveLength(1);
+    const invoice = rows[0]!.id as string;
+    await ok(...paymentArgs(invoice, '10.50', '--reference', 'ch_refunded'));
+    const refunds = [];
+    for (let i = 0; i < 2; i++) {
+      refunds.push(
+        await ok('refund', 'create', '--invoice', invoice, '--amount', '4', '--reference', 're_1'),
+      );
+    }
+    expect(refunds[1].id).toBe(refunds[0].id);
+    expect(refunds[1].invoice).toMatchObject({ amount_refunded: '4.00000000' });
+
+    const grant = ['credit', 'grant', '--customer', String(customer.id), '--amount', '5'];
+    const grants = [];
+    for (let i = 0; i < 2; i++) {
+      grants.push(await ok(...grant, '--category', 'promotional', '--reference', 'promo-1'));
+    }
+    expect(grants[1].id).toBe(grants[0].id);
+    const listed = await ok('credit', 'list', '--customer', String(customer.id));
+    expect(listed.data.map((g: { id: string }) => g.id)).toEqual([grants[0].id]);
+  });
+
+  it('subscription update previews the change asked for: --effective period_end, --proration none', async () => {
+    const product = await createProduct('Changed plan', '30', 'recurring');
+    const customer = await createCustomer('Changing', '--state-province', 'AB');
+    const subscription = await subscribe(customer.id, [{ product_id: product.id, quantity: 1 }]);
+    const preview = async (...flags: string[]) =>
+      ok(
+        ...['subscription', 'update', '--id', String(subscription.id), '--preview'],
+        ...['--items', JSON.stringify([{ id: subscription.items[0].id, quantity: 3 }]), ...flags],
+      );
+    const now = await preview();
+    expect(now.proration_lines).toHaveLength(2);
+    expect(now.effective_at).not.toBe(subscription.current_period_end);
+    const atEnd = await preview('--effective', 'period_end');
+    expect(atEnd.effective_at).toBe(subscription.current_period_end);
+    expect(atEnd.proration_lines).toEqual([]);
+    expect((await preview('--proration', 'none')).proration_lines).toEqual([]);
+    // a preview changes nothing
+    const shown = await ok('subscription', 'show', '--id', String(subscription.id));
+    expect(shown.items.map((item: { quantity: number }) => item.quantity)).toEqual([1]);
+    expect(shown.pending_change).toBeNull();
+  });
+
+  it("with another organization's --org, every command that changes a record finds nothing (exit 1)", async () => {
+    const own = String((await ok('org', 'create', '--name', 'Scoped Co')).id);
+    const other = String((await ok('org', 'create', '--name', 'Other Co')).id);
+    const product = await ok(...productArgs(own, 'Scoped plan', '10', 'recurring'));
+    const customer = await ok(
+      'customer',
+      'create',
+      '--org',
+      own,
+      '--name',
+      'Scoped',
+      '--state-province',
+      'AB',
+    );
+    const items = JSON.stringify([{ product_id: product.id }]);
+    const subscription = await ok(
+      ...subscriptionArgs(Number(own), customer.id, items, '--start', '2026-03-01'),
+    );
+    await ok(...subscriptionArgs(Number(own), customer.id, items, '--start', '2026-03-01'));
+    const [posted, draft] = (await ok('billing', 'run', '--now', '2026-04-01', '--org', own, '--draft'))
+      .invoice_ids as [string, string];
+    await ok('invoice', 'post', '--id', posted);
+    await ok(...paymentArgs(posted, '5'));
+    const grant = await ok(
+      ...['credit', 'grant', '--customer', String(customer.id), '--amount', '5', '--category', 'promotional'],
+    );
+    const { rows: lines } = await database.db.query('SELECT id FROM invoice_items WHERE invoice_id = $1', [
+      posted,
+    ]);
+    const state = async () => ({
+      credit: (await ok('customer', 'show', '--id', String(customer.id))).credit_balance,
+      ...(
+        await database.db.query(
+          `SELECT (SELECT json_agg(json_build_object('status', status, 'paid', amount_paid, 'refunded', amount_refunded,
+                          'total', total) ORDER BY id) FROM invoices WHERE id = ANY($1::uuid[])) AS invoices,
+                  (SELECT status FROM subscriptions WHERE id = $2) AS subscription,
+                  (SELECT status FROM credit_grants WHERE id = $3) AS grant,
+                  (SELECT count(*)::int FROM credit_grants WHERE customer_id = $4) AS grants,
+                  (SELECT count(*)::int FROM credit_notes WHERE invoice_id = $5) AS notes`,
+          [[posted, draft], subscription.id, grant.id, customer.id, posted],
+        )
+      ).rows[0],
+    });
+    const before = await state();
+    const id = String(subscription.id);
+    const cases: string[][] = [
+      ['subscription', 'cancel', '--id', id, '--now', '2026-04-10'],
+      ['subscription', 'cancel', '--id', id, '--now', '2026-04-10', '--without-invoicing'],
+      [
+        'subscription',
+        'update',
+        '--id',
+        id,
+        '--items',
+        JSON.stringify([{ id: subscription.items[0].id, quantity: 2 }]),
+      ],
+      ['subscription', 'unpark', '--id', id],
+      ['invoice', 'post', '--id', draft],
+      ['invoice', 'withdraw', '--id', draft],
+      paymentArgs(posted, '1'),
+      ['credit-memo', 'create', '--invoice', posted, '--amount', '1'],
+      ['refund', 'create', '--invoice', posted, '--amount', '1'],
+      [
+        ...['credit-note', 'create', '--invoice', posted, '--reason', 'other'],
+        ...['--lines', JSON.stringify([{ invoice_item_id: lines[0]!.id, amount: '1.00' }])],
+      ],
+      ['credit', 'grant', '--customer', String(customer.id), '--amount', '5', '--category', 'promotional'],
+      ['credit', 'void', '--id', grant.id],
+      ['customer', 'add-credit', '--id', String(customer.id), '--amount', '5'],
+    ];
+    for (const argv of cases) {
+      const refused = await run(...argv, '--org', other);
+      expect(refused.code, argv.join(' ')).toBe(1);
+      expect(refused.stderr, argv.join(' ')).toMatch(/^error \(NOT_FOUND\)/);
+    }
+    expect(await state()).toEqual(before);
+  });
+
   it('credit added to a customer is consumed by the next posted invoice', async () => {
     const product = await createProduct('Support', '40', 'recurring');
     const customer = await createCustomer('Prepaid', '--state-province', 'AB');
@@ -535,6 +750,8 @@ describe('billing console, end to end', () => {
         /Invoice 00000000-0000-4000-8000-000000000000 not found/,
       ],
       [paymentArgs('00000000-0000-4000-8000-000000000000', '1'), /NOT_FOUND/],
+      [['credit', 'list', '--customer', '999999'], /NOT_FOUND.*Customer 999999 not found/],
+      [['entitlement', 'list', '--customer', '999999'], /NOT_FOUND.*Customer 999999 not found/],
     ];
     for (const [argv, message] of cases) {
       const result = await run(...argv);
@@ -576,6 +793,22 @@ describe('billing console, end to end', () => {
         /--now: Must not be in the future/,
       ],
       [['subscription', 'cancel', '--id', '1', '--now', '2999-01-01'], /--now: Must not be in the future/],
+      // a clock a few minutes ahead is still now; ten minutes is not
+      [
+        ['billing', 'run', '--org', '999999', '--now', new Date(Date.now() + 10 * 60_000).toISOString()],
+        /--now: Must not be in the future/,
+      ],
+      [subscriptionArgs(org, '1', '[{"product_id":1}]', '--trial-days', '731'), /--trial-days: /],
+      [
+        subscriptionArgs(org, '1', '[{"product_id":1}]', '--initial-term-months', '121'),
+        /--initial-term-months: /,
+      ],
+      [
+        subscriptionArgs(org, '1', '[{"product_id":1}]', '--initial-term-months', '0'),
+        /--initial-term-months: /,
+      ],
+      [['billing', 'run', '--org', '999999', '--batch-size', '5001'], /--batch-size: /],
+      [['billing', 'run', '--org', '999999', '--batch-size', '0'], /--batch-size: /],
       [paymentArgs('abc', '1'), /--invoice/],
       [paymentArgs('00000000-0000-4000-8000-000000000000', '1', '--method', 'CASH'), /--method/],
     ];
@@ -584,6 +817,29 @@ describe('billing console, end to end', () => {
       expect(result.code, argv.join(' ')).toBe(2);
       expect(result.stderr).toMatch(message);
     }
+    // the bounds themselves are taken: the command then looks for the records
+    for (const argv of [
+      subscriptionArgs(org, '999999', '[{"product_id":1}]', '--trial-days', '730'),
+      subscriptionArgs(
+        org,
+        '999999',
+        '[{"product_id":1}]',
+        '--term-type',
+        'termed',
+        '--initial-term-months',
+        '120',
+      ),
+      ['billing', 'run', '--org', '999999', '--batch-size', '5000'],
+      ['billing', 'run', '--org', '999999', '--batch-size', '1'],
+    ]) {
+      const taken = await run(...argv);
+      expect(taken.code, argv.join(' ')).toBe(1);
+      expect(taken.stderr, argv.join(' ')).toMatch(/NOT_FOUND/);
+    }
+    const aheadOfClock = new Date(Date.now() + 60_000).toISOString();
+    const skewed = await run('billing', 'run', '--org', '999999', '--now', aheadOfClock);
+    expect(skewed.code, skewed.stderr).toBe(1);
+    expect(skewed.stderr).toMatch(/Organization 999999 not found/);
   });
 
   it('exits 2 for values the domain refuses on their own, 1 for values refused against stored records', async () => {

@@ -119,6 +119,36 @@ describe('requests at the edge, on every listener', () => {
       expect(answer.ms).toBeLessThan(2000);
     });
 
+    it('answers 415 to a chunked body without a Content-Type, even an empty one, as Fastify decides', async () => {
+      const chunked = (chunks: string) =>
+        Buffer.from(
+          `POST ${BASE_PATH}/usage/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n` +
+            `${bearer()}\r\nIdempotency-Key: ${freshKey()}\r\nTransfer-Encoding: chunked\r\n\r\n${chunks}`,
+        );
+      // nginx buffers a chunked body and forwards it with its length: an empty one is then no body
+      const bodies = listener === 'nginx' ? ['2\r\n{}\r\n0\r\n\r\n'] : ['0\r\n\r\n', '2\r\n{}\r\n0\r\n\r\n'];
+      for (const chunks of bodies) {
+        const answer = await send(listeners[listener], chunked(chunks));
+        expect(answer.status, JSON.stringify(chunks)).toBe(415);
+        expect(JSON.parse(answer.body)).toMatchObject({ error_code: 'UNSUPPORTED_MEDIA_TYPE' });
+      }
+    });
+
+    it('answers an unknown route 404 and a wrong method 405 with Allow, even with a wrong key', async () => {
+      for (const authorization of [bearer(), 'Authorization: Bearer sk_live_wrong']) {
+        const request = (line: string) =>
+          Buffer.from(`${line} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${authorization}\r\n\r\n`);
+        const unknown = await send(listeners[listener], request(`GET ${BASE_PATH}/usage/nope`));
+        expect(unknown.status, authorization).toBe(404);
+        expect(JSON.parse(unknown.body)).toMatchObject({ error_code: 'NOT_FOUND' });
+        const wrongMethod = await send(listeners[listener], request(`DELETE ${BASE_PATH}/usage/events`));
+        expect(wrongMethod.status, authorization).toBe(405);
+        // the api also lists usage events; the ingest service takes POST only
+        expect(wrongMethod.headers.allow).toBe(listener === 'ingest' ? 'POST' : 'GET, HEAD, POST');
+        expect(JSON.parse(wrongMethod.body)).toMatchObject({ error_code: 'METHOD_NOT_ALLOWED' });
+      }
+    });
+
     it.each([
       ['a control character in a header value', 'X-Note: a\x01b'],
       ['a space in a header name', 'X Note: b'],

@@ -454,15 +454,17 @@ describe.each(MODES)('usage events, %s', (mode) => {
       expect(response.headers['x-request-id']).toMatch(UUID);
     });
 
-    it('answers on the path with a trailing slash too', async () => {
-      const key = freshKey();
-      const response = await frontEnd().post('/usage/events/', {
-        key: org.apiKey,
-        idempotencyKey: key,
-        body: { subscription_item_id: items.metered, quantity: 1 },
-      });
-      expect(response.status).toBe(201);
-      expect(response.body.data.idempotency_key).toBe(key);
+    it('answers on the path with a trailing slash or a query string too', async () => {
+      for (const path of ['/usage/events/', '/usage/events?via=query'] as const) {
+        const key = freshKey();
+        const response = await frontEnd().post(path, {
+          key: org.apiKey,
+          idempotencyKey: key,
+          body: { subscription_item_id: items.metered, quantity: 1 },
+        });
+        expect(response.status, path).toBe(201);
+        expect(response.body.data.idempotency_key).toBe(key);
+      }
     });
 
     it('refuses a header key that is not ASCII rather than store it as the server decoded it', async () => {
@@ -506,6 +508,35 @@ describe.each(MODES)('usage events, %s', (mode) => {
       });
       expect(huge.status).toBe(413);
       expect(huge.body.error_code).toBe('PAYLOAD_TOO_LARGE');
+    });
+
+    it('reads a body of exactly the limit and answers 413 from one byte over it', async () => {
+      const event = `{"subscription_item_id":${items.metered},"quantity":1}`;
+      const padded = (bytes: number) => event + ' '.repeat(bytes - event.length);
+      const fits = await post({ idempotencyKey: freshKey(), rawBody: padded(BODY_LIMIT) });
+      expect(fits.status).toBe(201);
+      expect(fits.body.data.quantity).toBe(1);
+      const over = await post({ idempotencyKey: freshKey(), rawBody: padded(BODY_LIMIT + 1) });
+      expect(over.status).toBe(413);
+      expect(over.body.error_code).toBe('PAYLOAD_TOO_LARGE');
+      expect(over.headers['x-ratelimit-remaining']).toMatch(/^\d+$/);
+    });
+
+    it('answers 415 for a body without a Content-Type, whatever its size, as Fastify decides', async () => {
+      const event = `{"subscription_item_id":${items.metered},"quantity":1}`;
+      for (const rawBody of [Buffer.from(event), Buffer.from(event + ' '.repeat(BODY_LIMIT))]) {
+        const key = freshKey();
+        const response = await post({ idempotencyKey: key, rawBody, contentType: null });
+        expect(response.status, `${rawBody.length} bytes`).toBe(415);
+        expect(response.body.error_code).toBe('UNSUPPORTED_MEDIA_TYPE');
+        expect(await storedWithKey(key)).toEqual([]);
+      }
+      const typed = await post({
+        idempotencyKey: freshKey(),
+        rawBody: event,
+        contentType: 'Application/JSON',
+      });
+      expect(typed.status).toBe(201);
     });
 
     it('counts every authenticated request, invalid ones too, and answers 429 with Retry-After over the limit', async () => {

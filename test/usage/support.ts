@@ -32,7 +32,8 @@ export interface UsageRequest {
   body?: unknown;
   /** Sent as is instead of `body` (bytes for a body that is not UTF-8). */
   rawBody?: string | Buffer;
-  contentType?: string;
+  /** application/json unless given; null sends none (give a Buffer body: fetch types a string). */
+  contentType?: string | null;
   headers?: Record<string, string>;
   /** A header sent on several lines, each value its own line (fetch would join them into one). */
   repeatedHeader?: { name: string; values: string[] };
@@ -43,7 +44,7 @@ export interface UsageFrontEnd {
   /** uWebSockets.js, Node's HTTP server (both the ingest service) or the api service. */
   name: 'uws' | 'node' | 'api';
   post(
-    path: '/usage/events' | '/usage/events/' | '/usage/events/batch',
+    path: '/usage/events' | '/usage/events/' | '/usage/events?via=query' | '/usage/events/batch',
     request: UsageRequest,
   ): Promise<UsageResponse>;
 }
@@ -236,7 +237,7 @@ async function rawPost(port: number, path: string, request: UsageRequest): Promi
 
 function requestHeaders(request: UsageRequest): Record<string, string> {
   return {
-    ...(request.body !== undefined || request.rawBody !== undefined
+    ...((request.body !== undefined || request.rawBody !== undefined) && request.contentType !== null
       ? { 'content-type': request.contentType ?? 'application/json' }
       : {}),
     ...(request.key ? { authorization: `Bearer ${request.key}` } : {}),
