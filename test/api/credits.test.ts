@@ -7,6 +7,8 @@ import {
   type UsageForTransaction,
   withdrawInvoice,
 } from '../../libs/billing/index.js';
+import { CREDIT_BALANCE_SQL } from '../../libs/customers/customers.js';
+import { getCustomer } from '../../libs/customers/index.js';
 import type { CreditGrant, CreditGrantWithLedger } from '../../libs/schemas/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { basicCatalog, customerIn, outbox, recordUsage, subscribe } from '../billing/fixtures.js';
@@ -393,6 +395,18 @@ describe('burn-down on posting', () => {
     expect((await invoiceOf(subscription.id)).amount_paid).toBe('5.00000000');
   });
 
+  it('a grant pays from its effective instant: at the posting instant yes, one millisecond after no', async () => {
+    for (const [effective, paid] of [
+      ['2026-02-15T00:00:00.000Z', '5.00000000'],
+      ['2026-02-15T00:00:00.001Z', '0.00000000'],
+    ] as const) {
+      const { customerId, subscription } = await customerWithPlan();
+      await grant(customerId, { amount: '5.00', category: 'promotional', effective_at: effective });
+      await bill(orgA.orgId, '2026-02-01T00:00:00Z', new Date('2026-02-15T00:00:00.000Z'));
+      expect((await invoiceOf(subscription.id)).amount_paid, effective).toBe(paid);
+    }
+  });
+
   it('a grant not yet effective is not used', async () => {
     const { customerId, subscription } = await customerWithPlan();
     await grant(customerId, {
@@ -507,6 +521,36 @@ describe('balance and top-up', () => {
       pending: '0.00000000',
       projected: '15.50000000',
       next_expiry: { amount: '11.50000000', expires_at: '2098-01-01T00:00:00.000Z' },
+    });
+  });
+
+  it("a customer's credit_balance counts a grant from its effective instant, not from its expiry instant", async () => {
+    // libs/customers: "now" is the statement's instant. The statements of one simple-protocol
+    // message share statement_timestamp(), so the grant is moved to that very instant, then read.
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const made = await grant(customerId, { amount: '7.00', category: 'promotional' });
+    const balanceWith = async (effective: string, expires: string) => {
+      const results = (await db().query(
+        `UPDATE credit_grants SET effective_at = statement_timestamp() + interval '${effective}',
+                expires_at = statement_timestamp() + interval '${expires}' WHERE id = '${made.id}';
+         SELECT ${CREDIT_BALANCE_SQL}::text AS balance FROM customers c WHERE c.id = ${customerId}`,
+      )) as unknown as { rows: { balance: string }[] }[];
+      return results[1]!.rows[0]!.balance;
+    };
+    expect(await balanceWith('0', '1 day')).toBe('7.00000000');
+    expect(await balanceWith('1 microsecond', '1 day')).toBe('0.00000000');
+    expect(await balanceWith('-1 day', '0')).toBe('0.00000000');
+    expect(await balanceWith('-1 day', '1 microsecond')).toBe('7.00000000');
+  });
+
+  it('credit_balance counts a grant made effective after the reading transaction began', async () => {
+    // a grant committed while a transaction runs is effective to its next read (statement_timestamp,
+    // not the transaction's now())
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    await db().transaction(async (tx) => {
+      expect((await getCustomer(tx, orgA.orgId, customerId)).credit_balance).toBe('0.00000000');
+      await grant(customerId, { amount: '3.00', category: 'promotional' });
+      expect((await getCustomer(tx, orgA.orgId, customerId)).credit_balance).toBe('3.00000000');
     });
   });
 
