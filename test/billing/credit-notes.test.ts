@@ -238,23 +238,27 @@ describe('issuing a credit note', () => {
     expect(untaxed.lines[0]!.tax_amount).toBe('0.00000000');
   });
 
-  it('a note settling an overdue invoice brings its past-due subscription back to active', async () => {
-    const inv = await invoiceFor({ prices: ['10.00'] });
-    const { rows } = await db().query<{ subscription_id: number }>(
-      `UPDATE invoices SET due_date = '2026-02-02' WHERE id = $1 RETURNING subscription_id`,
-      [inv.id],
-    );
-    await db().query(`UPDATE subscriptions SET status = 'past_due' WHERE id = $1`, [
-      rows[0]!.subscription_id,
-    ]);
-    await note(inv, [[0, '30.00']]); // the whole invoice: 30.00 + 1.50 + 2.99
-    expect((await invoice(inv.id)).status).toBe('PAID');
-    const { rows: after } = await db().query<{ status: string }>(
-      'SELECT status FROM subscriptions WHERE id = $1',
-      [rows[0]!.subscription_id],
-    );
-    expect(after[0]!.status).toBe('active');
-  });
+  it.each(['past_due', 'unpaid'])(
+    'a note settling an overdue invoice brings its %s subscription back to active',
+    async (status) => {
+      const inv = await invoiceFor({ prices: ['10.00'] });
+      const { rows } = await db().query<{ subscription_id: number }>(
+        `UPDATE invoices SET due_date = '2026-02-02' WHERE id = $1 RETURNING subscription_id`,
+        [inv.id],
+      );
+      await db().query(`UPDATE subscriptions SET status = $2 WHERE id = $1`, [
+        rows[0]!.subscription_id,
+        status,
+      ]);
+      await note(inv, [[0, '30.00']]); // the whole invoice: 30.00 + 1.50 + 2.99
+      expect((await invoice(inv.id)).status).toBe('PAID');
+      const { rows: after } = await db().query<{ status: string }>(
+        'SELECT status FROM subscriptions WHERE id = $1',
+        [rows[0]!.subscription_id],
+      );
+      expect(after[0]!.status).toBe('active');
+    },
+  );
 
   it('a PAID invoice: the whole note becomes a promotional grant named after it', async () => {
     const inv = await invoiceFor({ prices: ['10.00'] });
@@ -479,6 +483,18 @@ describe('races', () => {
     // a refused note takes no number
     expect((await creditRequest(invoices[0]!, [[0, '1000.00']], 'other', org)).statusCode).toBe(422);
     expect((await note(invoices[0]!, [[0, '1.00']], 'other', org)).number).toBe('CN-000021');
+  });
+});
+
+describe('numbers past CN-999999', () => {
+  it('run on with seven digits, never cut to six', async () => {
+    const org = await createTestOrg(db());
+    const inv = await invoiceFor({ org, prices: ['100.00'] });
+    await note(inv, [[0, '1.00']], 'duplicate', org);
+    await db().query('UPDATE credit_note_counters SET last_number = 999998 WHERE org_id = $1', [org.orgId]);
+    const numbers = [];
+    for (let i = 0; i < 3; i++) numbers.push((await note(inv, [[0, '1.00']], 'duplicate', org)).number);
+    expect(numbers).toEqual(['CN-999999', 'CN-1000000', 'CN-1000001']);
   });
 });
 
