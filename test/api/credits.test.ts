@@ -179,6 +179,34 @@ describe('credit grants', () => {
     expect(list.data).toHaveLength(1);
   });
 
+  it('a reference is per customer: the same one on another customer makes that customer its own grant', async () => {
+    const first = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const second = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const body = { amount: '20', category: 'promotional', reference: 'per-customer' };
+    const mine = await post(`/customers/${first}/credit-grants`, body);
+    const theirs = await post(`/customers/${second}/credit-grants`, body);
+    expect([mine.statusCode, theirs.statusCode]).toEqual([201, 201]);
+    expect(theirs.json().data.customer_id).toBe(second);
+    expect(theirs.json().data.id).not.toBe(mine.json().data.id);
+    expect((await get(`/customers/${second}`)).json().data.credit_balance).toBe('20.00000000');
+  });
+
+  it("lists a customer's grants newest first, filtered by status", async () => {
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const promo = await grant(customerId, { amount: '5', category: 'promotional' });
+    const paid = await grant(customerId, { amount: '7', category: 'paid' });
+    const list = async (query: string) => {
+      const response = await get(`/customers/${customerId}/credit-grants${query}`);
+      expect(response.statusCode, response.body).toBe(200);
+      const body = response.json();
+      return [body.data.map((g: CreditGrant) => g.id), body.pagination.total];
+    };
+    expect(await list('')).toEqual([[paid.id, promo.id], 2]);
+    expect(await list('?status=PENDING')).toEqual([[paid.id], 1]);
+    expect(await list('?status=ACTIVE')).toEqual([[promo.id], 1]);
+    expect(await list('?status=VOIDED')).toEqual([[], 0]);
+  });
+
   it('refuses bad input field by field', async () => {
     const { customerId } = await customerWithPlan();
     const path = `/customers/${customerId}/credit-grants`;
