@@ -280,6 +280,11 @@ describe('issuing a credit note', () => {
       remaining: '11.50000000',
       status: 'ACTIVE',
       currency: 'CAD',
+      // a grant as any other promotional one: the default priority, for all lines, never expiring
+      priority: 50,
+      applies_to: 'all',
+      expires_at: null,
+      invoice_id: null,
     });
     expect(await creditBalance(db(), customerOf(inv))).toBe(
       formatMoney(parseMoney(before) + parseMoney('11.5')),
