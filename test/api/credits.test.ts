@@ -45,6 +45,14 @@ function post(path: string, body: unknown, key = orgA.apiKey) {
   });
 }
 const get = (path: string, key = orgA.apiKey) => api.request({ method: 'GET', path, key });
+const put = (path: string, body: unknown) =>
+  api.request({
+    method: 'PUT',
+    path,
+    key: orgA.apiKey,
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
 
 async function grant(
   customerId: number,
@@ -411,6 +419,36 @@ describe('burn-down on posting', () => {
     );
   });
 
+  it("posting a draft by hand at a grant's expiry instant lapses the grant first, with its event", async () => {
+    const { customerId, subscription } = await customerWithPlan();
+    const run = await runBilling(db(), {
+      usage,
+      orgId: orgA.orgId,
+      subscriptionIds: [subscription.id],
+      post: false,
+      now: new Date('2026-02-01T00:00:00Z'),
+    });
+    const expiring = await grant(customerId, {
+      amount: '5.00',
+      category: 'promotional',
+      expires_at: '2099-01-01T00:00:00Z',
+    });
+    await db().transaction((tx) =>
+      postInvoice(tx, { invoiceId: run.invoice_ids[0]!, at: new Date('2099-01-01T00:00:00Z') }),
+    );
+    expect(await invoiceOf(subscription.id)).toMatchObject({ status: 'POSTED', amount_paid: '0.00000000' });
+    expect(await ledgerOf(expiring.id)).toMatchObject({
+      status: 'EXPIRED',
+      ledger: [
+        expect.objectContaining({ type: 'grant' }),
+        expect.objectContaining({ type: 'expiry', amount: '5.00000000', remaining_after: '0.00000000' }),
+      ],
+    });
+    expect((await outbox(db(), orgA.orgId, 'credit_grant.expired')).map((e) => e.data.id)).toContain(
+      expiring.id,
+    );
+  });
+
   it('one millisecond before its expiry a grant still pays', async () => {
     const { customerId, subscription } = await customerWithPlan();
     await grant(customerId, {
@@ -580,6 +618,66 @@ describe('balance and top-up', () => {
       await grant(customerId, { amount: '3.00', category: 'promotional' });
       expect((await getCustomer(tx, orgA.orgId, customerId)).credit_balance).toBe('3.00000000');
     });
+  });
+
+  it("pending counts the upcoming invoices in the credits' currency only", async () => {
+    // docs/decisions.md, "Credits": credit is in the organization's default currency (CAD here)
+    const { seats } = await basicCatalog(db(), orgA.orgId, 'USD');
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const subscription = await subscribe(db(), orgA.orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }],
+      start_date: new Date('2026-01-01T00:00:00Z'),
+    });
+    await bill(orgA.orgId, new Date().toISOString());
+    const upcoming = (await get(`/subscriptions/${subscription.id}/upcoming-invoice`)).json().data;
+    expect(upcoming).toMatchObject({ currency: 'USD', total: '10.50000000' });
+    expect((await get(`/customers/${customerId}/credit-balance`)).json().data).toMatchObject({
+      currency: 'CAD',
+      pending: '0.00000000',
+      projected: '0.00000000',
+    });
+  });
+
+  it('a top-up is off until set; a threshold of 0 is allowed, in whole minor units only', async () => {
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const path = `/customers/${customerId}/credit-top-up`;
+    expect((await get(path)).json().data).toEqual({
+      object: 'credit_top_up',
+      customer_id: customerId,
+      enabled: false,
+      threshold: '0.00000000',
+      target: '0.00000000',
+      updated_at: null,
+    });
+    expect(detailsOf(await put(path, { enabled: true, threshold: '10.001', target: '50' }))).toEqual([
+      'threshold',
+    ]);
+    const zero = await put(path, { enabled: true, threshold: '0', target: '50' });
+    expect(zero.statusCode, zero.body).toBe(200);
+    expect(zero.json().data).toMatchObject({ enabled: true, threshold: '0.00000000', target: '50.00000000' });
+  });
+
+  it('a disabled top-up makes no grant; a PENDING grant bought by hand does not hold one back', async () => {
+    // no subscription: projected 0.00, below a threshold of 10.00
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const path = `/customers/${customerId}/credit-top-up`;
+    const grants = async () =>
+      ((await get(`/customers/${customerId}/credit-grants`)).json().data as CreditGrant[]).map((g) => [
+        g.name,
+        g.status,
+        g.amount,
+      ]);
+    expect((await put(path, { enabled: false, threshold: '10', target: '100' })).statusCode).toBe(200);
+    await checkTopUps(db(), api.usage.readStores, [{ orgId: orgA.orgId, customerId }]);
+    expect(await grants()).toEqual([]);
+    await grant(customerId, { amount: '5', category: 'paid', name: 'Bought' });
+    // enabling checks at once
+    expect((await put(path, { enabled: true, threshold: '10', target: '100' })).statusCode).toBe(200);
+    expect(await grants()).toEqual([
+      ['Automatic top-up', 'PENDING', '100.00000000'],
+      ['Bought', 'PENDING', '5.00000000'],
+    ]);
   });
 
   it('falls below the threshold: exactly one paid grant of target - projected, even with checks racing', async () => {
