@@ -433,9 +433,17 @@ describe('burn-down on posting', () => {
       category: 'promotional',
       expires_at: '2099-01-01T00:00:00Z',
     });
+    // another customer's grant due at the same instant is not this posting's to lapse
+    const neighbour = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const theirs = await grant(neighbour, {
+      amount: '5.00',
+      category: 'promotional',
+      expires_at: '2099-01-01T00:00:00Z',
+    });
     await db().transaction((tx) =>
       postInvoice(tx, { invoiceId: run.invoice_ids[0]!, at: new Date('2099-01-01T00:00:00Z') }),
     );
+    expect((await ledgerOf(theirs.id)).status).toBe('ACTIVE');
     expect(await invoiceOf(subscription.id)).toMatchObject({ status: 'POSTED', amount_paid: '0.00000000' });
     expect(await ledgerOf(expiring.id)).toMatchObject({
       status: 'EXPIRED',
@@ -517,6 +525,19 @@ describe('void', () => {
     const voidPending = await post(`/credit-grants/${pending.id}/void`, {});
     expect(voidPending.json().data).toMatchObject({ status: 'VOIDED', remaining: '0.00000000' });
     expect((await get(`/invoices/${pending.invoice_id}`)).json().data.status).toBe('WITHDRAWN');
+  });
+
+  it('voiding a paid grant once its invoice is paid voids what is left; the invoice stays PAID', async () => {
+    const { customerId } = await customerWithPlan();
+    const paid = await grant(customerId, { amount: '30', category: 'paid' });
+    await db().transaction((tx) =>
+      recordPayment(tx, { invoiceId: paid.invoice_id!, amount: '30', method: 'CARD' }),
+    );
+    expect((await ledgerOf(paid.id)).status).toBe('ACTIVE');
+    const voided = await post(`/credit-grants/${paid.id}/void`, {});
+    expect(voided.statusCode, voided.body).toBe(200);
+    expect(voided.json().data).toMatchObject({ status: 'VOIDED', remaining: '0.00000000' });
+    expect((await get(`/invoices/${paid.invoice_id}`)).json().data.status).toBe('PAID');
   });
 
   it('a void of a DEPLETED or EXPIRED grant is 200 and changes nothing', async () => {
