@@ -154,5 +154,14 @@ describe('noteTax', () => {
       creditedBefore: none,
     });
     expect(formatMoney(tax.amount)).toBe('4.00000000'); // 4.29 -> 4 yen
+    // three decimals: 0.100 x 0.335 / 1.000 = 0.0335 -> 0.034 dinar (a half, up)
+    const dinar = noteTax({
+      components: [{ name: 'TAX', jurisdiction: null, rate: null, amount: '0.100' }],
+      invoiceSubtotal: parseMoney('1.000'),
+      currency: 'KWD',
+      subtotal: parseMoney('0.335'),
+      creditedBefore: none,
+    });
+    expect(formatMoney(dinar.amount)).toBe('0.03400000');
   });
 });
