@@ -334,6 +334,18 @@ describe('issuing a credit note', () => {
     expect(made).toMatchObject({ currency: 'JPY', credited_to_customer: '1151.00000000' });
     const grant = (await get(`/credit-grants/${made.credit_grant_id}`)).json().data;
     expect(grant).toMatchObject({ currency: 'JPY', amount: '1151.00000000', status: 'ACTIVE' });
+    // the customer's credit balance is in the organization's currency (CAD): yen are not added to it
+    const customerId = customerOf(inv);
+    const promo = await post(`/customers/${customerId}/credit-grants`, {
+      amount: '2.00',
+      category: 'promotional',
+    });
+    expect(promo.statusCode, promo.body).toBe(201);
+    expect(await creditBalance(db(), customerId)).toBe('2.00000000');
+    expect((await get(`/customers/${customerId}/credit-balance`)).json().data).toMatchObject({
+      currency: 'CAD',
+      available: '2.00000000',
+    });
   });
 
   it('a Prepaid credits invoice is refused: its grant is voided instead', async () => {
