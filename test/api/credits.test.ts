@@ -194,6 +194,7 @@ describe('credit grants', () => {
     const mine = await post(`/customers/${first}/credit-grants`, body);
     const theirs = await post(`/customers/${second}/credit-grants`, body);
     expect([mine.statusCode, theirs.statusCode]).toEqual([201, 201]);
+    expect(mine.json().data.name).toBe('Promotional credits'); // the default name
     expect(theirs.json().data.customer_id).toBe(second);
     expect(theirs.json().data.id).not.toBe(mine.json().data.id);
     expect((await get(`/customers/${second}`)).json().data.credit_balance).toBe('20.00000000');
@@ -698,6 +699,30 @@ describe('balance and top-up', () => {
     expect(await grants()).toEqual([
       ['Automatic top-up', 'PENDING', '100.00000000'],
       ['Bought', 'PENDING', '5.00000000'],
+    ]);
+  });
+
+  it('a top-up paid, then voided, is no longer waiting: the void tops up again', async () => {
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const topUps = async () =>
+      ((await get(`/customers/${customerId}/credit-grants`)).json().data as CreditGrant[]).map((g) => [
+        g.status,
+        g.amount,
+      ]);
+    // no subscription: projected 0.00, below 10.00
+    expect(
+      (await put(`/customers/${customerId}/credit-top-up`, { enabled: true, threshold: '10', target: '100' }))
+        .statusCode,
+    ).toBe(200);
+    const [first] = (await get(`/customers/${customerId}/credit-grants`)).json().data as CreditGrant[];
+    await db().transaction((tx) =>
+      recordPayment(tx, { invoiceId: first!.invoice_id!, amount: '100', method: 'CARD' }),
+    );
+    expect(await topUps()).toEqual([['ACTIVE', '100.00000000']]);
+    expect((await post(`/credit-grants/${first!.id}/void`, {})).statusCode).toBe(200);
+    expect(await topUps()).toEqual([
+      ['PENDING', '100.00000000'],
+      ['VOIDED', '100.00000000'],
     ]);
   });
 
