@@ -15,14 +15,16 @@ import {
 
 /**
  * `credit_balance` is what the customer's credit grants can pay now: the remainders of its ACTIVE
- * grants that are effective and not expired (libs/billing/credits keeps them). "Now" is the
- * statement's instant, not the transaction's start: a grant made effective "now" by another
- * transaction that committed while this one ran (a repeat of the same reference waits for it) is
- * effective to this read.
+ * grants that are effective and not expired (libs/billing/credits keeps them), in the organization's
+ * currency as `available` of GET /customers/{id}/credit-balance is (a credit note's grant in another
+ * currency is not added to it). "Now" is the statement's instant, not the transaction's start: a
+ * grant made effective "now" by another transaction that committed while this one ran (a repeat of
+ * the same reference waits for it) is effective to this read.
  */
 export const CREDIT_BALANCE_SQL = `(SELECT coalesce(sum(g.remaining), 0) FROM credit_grants g
    WHERE g.org_id = c.org_id AND g.customer_id = c.id AND g.status = 'ACTIVE' AND g.effective_at <= statement_timestamp()
-     AND (g.expires_at IS NULL OR g.expires_at > statement_timestamp()))::numeric(20, 8)`;
+     AND (g.expires_at IS NULL OR g.expires_at > statement_timestamp())
+     AND g.currency = (SELECT o.default_currency FROM organizations o WHERE o.id = c.org_id))::numeric(20, 8)`;
 
 const COLUMNS = `c.id, c.name, c.contact_name, c.email, c.phone, c.address_line1, c.address_line2, c.city,
   c.state_province, c.postal_code, c.country, c.tax_exempt, c.tax_id, ${CREDIT_BALANCE_SQL} AS credit_balance,

@@ -7,6 +7,8 @@ import {
   type UsageForTransaction,
   withdrawInvoice,
 } from '../../libs/billing/index.js';
+import { CREDIT_BALANCE_SQL } from '../../libs/customers/customers.js';
+import { getCustomer } from '../../libs/customers/index.js';
 import type { CreditGrant, CreditGrantWithLedger } from '../../libs/schemas/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { basicCatalog, customerIn, outbox, recordUsage, subscribe } from '../billing/fixtures.js';
@@ -43,6 +45,14 @@ function post(path: string, body: unknown, key = orgA.apiKey) {
   });
 }
 const get = (path: string, key = orgA.apiKey) => api.request({ method: 'GET', path, key });
+const put = (path: string, body: unknown) =>
+  api.request({
+    method: 'PUT',
+    path,
+    key: orgA.apiKey,
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
 
 async function grant(
   customerId: number,
@@ -175,6 +185,35 @@ describe('credit grants', () => {
     expect(conflict.json().error_code).toBe('CONFLICT');
     const list = (await get(`/customers/${customerId}/credit-grants`)).json();
     expect(list.data).toHaveLength(1);
+  });
+
+  it('a reference is per customer: the same one on another customer makes that customer its own grant', async () => {
+    const first = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const second = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const body = { amount: '20', category: 'promotional', reference: 'per-customer' };
+    const mine = await post(`/customers/${first}/credit-grants`, body);
+    const theirs = await post(`/customers/${second}/credit-grants`, body);
+    expect([mine.statusCode, theirs.statusCode]).toEqual([201, 201]);
+    expect(mine.json().data.name).toBe('Promotional credits'); // the default name
+    expect(theirs.json().data.customer_id).toBe(second);
+    expect(theirs.json().data.id).not.toBe(mine.json().data.id);
+    expect((await get(`/customers/${second}`)).json().data.credit_balance).toBe('20.00000000');
+  });
+
+  it("lists a customer's grants newest first, filtered by status", async () => {
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const promo = await grant(customerId, { amount: '5', category: 'promotional' });
+    const paid = await grant(customerId, { amount: '7', category: 'paid' });
+    const list = async (query: string) => {
+      const response = await get(`/customers/${customerId}/credit-grants${query}`);
+      expect(response.statusCode, response.body).toBe(200);
+      const body = response.json();
+      return [body.data.map((g: CreditGrant) => g.id), body.pagination.total];
+    };
+    expect(await list('')).toEqual([[paid.id, promo.id], 2]);
+    expect(await list('?status=PENDING')).toEqual([[paid.id], 1]);
+    expect(await list('?status=ACTIVE')).toEqual([[promo.id], 1]);
+    expect(await list('?status=VOIDED')).toEqual([[], 0]);
   });
 
   it('refuses bad input field by field', async () => {
@@ -381,6 +420,44 @@ describe('burn-down on posting', () => {
     );
   });
 
+  it("posting a draft by hand at a grant's expiry instant lapses the grant first, with its event", async () => {
+    const { customerId, subscription } = await customerWithPlan();
+    const run = await runBilling(db(), {
+      usage,
+      orgId: orgA.orgId,
+      subscriptionIds: [subscription.id],
+      post: false,
+      now: new Date('2026-02-01T00:00:00Z'),
+    });
+    const expiring = await grant(customerId, {
+      amount: '5.00',
+      category: 'promotional',
+      expires_at: '2099-01-01T00:00:00Z',
+    });
+    // another customer's grant due at the same instant is not this posting's to lapse
+    const neighbour = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const theirs = await grant(neighbour, {
+      amount: '5.00',
+      category: 'promotional',
+      expires_at: '2099-01-01T00:00:00Z',
+    });
+    await db().transaction((tx) =>
+      postInvoice(tx, { invoiceId: run.invoice_ids[0]!, at: new Date('2099-01-01T00:00:00Z') }),
+    );
+    expect((await ledgerOf(theirs.id)).status).toBe('ACTIVE');
+    expect(await invoiceOf(subscription.id)).toMatchObject({ status: 'POSTED', amount_paid: '0.00000000' });
+    expect(await ledgerOf(expiring.id)).toMatchObject({
+      status: 'EXPIRED',
+      ledger: [
+        expect.objectContaining({ type: 'grant' }),
+        expect.objectContaining({ type: 'expiry', amount: '5.00000000', remaining_after: '0.00000000' }),
+      ],
+    });
+    expect((await outbox(db(), orgA.orgId, 'credit_grant.expired')).map((e) => e.data.id)).toContain(
+      expiring.id,
+    );
+  });
+
   it('one millisecond before its expiry a grant still pays', async () => {
     const { customerId, subscription } = await customerWithPlan();
     await grant(customerId, {
@@ -391,6 +468,18 @@ describe('burn-down on posting', () => {
     });
     await bill(orgA.orgId, '2026-02-01T00:00:00Z', new Date('2026-02-28T23:59:59.999Z'));
     expect((await invoiceOf(subscription.id)).amount_paid).toBe('5.00000000');
+  });
+
+  it('a grant pays from its effective instant: at the posting instant yes, one millisecond after no', async () => {
+    for (const [effective, paid] of [
+      ['2026-02-15T00:00:00.000Z', '5.00000000'],
+      ['2026-02-15T00:00:00.001Z', '0.00000000'],
+    ] as const) {
+      const { customerId, subscription } = await customerWithPlan();
+      await grant(customerId, { amount: '5.00', category: 'promotional', effective_at: effective });
+      await bill(orgA.orgId, '2026-02-01T00:00:00Z', new Date('2026-02-15T00:00:00.000Z'));
+      expect((await invoiceOf(subscription.id)).amount_paid, effective).toBe(paid);
+    }
   });
 
   it('a grant not yet effective is not used', async () => {
@@ -437,6 +526,19 @@ describe('void', () => {
     const voidPending = await post(`/credit-grants/${pending.id}/void`, {});
     expect(voidPending.json().data).toMatchObject({ status: 'VOIDED', remaining: '0.00000000' });
     expect((await get(`/invoices/${pending.invoice_id}`)).json().data.status).toBe('WITHDRAWN');
+  });
+
+  it('voiding a paid grant once its invoice is paid voids what is left; the invoice stays PAID', async () => {
+    const { customerId } = await customerWithPlan();
+    const paid = await grant(customerId, { amount: '30', category: 'paid' });
+    await db().transaction((tx) =>
+      recordPayment(tx, { invoiceId: paid.invoice_id!, amount: '30', method: 'CARD' }),
+    );
+    expect((await ledgerOf(paid.id)).status).toBe('ACTIVE');
+    const voided = await post(`/credit-grants/${paid.id}/void`, {});
+    expect(voided.statusCode, voided.body).toBe(200);
+    expect(voided.json().data).toMatchObject({ status: 'VOIDED', remaining: '0.00000000' });
+    expect((await get(`/invoices/${paid.invoice_id}`)).json().data.status).toBe('PAID');
   });
 
   it('a void of a DEPLETED or EXPIRED grant is 200 and changes nothing', async () => {
@@ -508,6 +610,120 @@ describe('balance and top-up', () => {
       projected: '15.50000000',
       next_expiry: { amount: '11.50000000', expires_at: '2098-01-01T00:00:00.000Z' },
     });
+  });
+
+  it("a customer's credit_balance counts a grant from its effective instant, not from its expiry instant", async () => {
+    // libs/customers: "now" is the statement's instant. The statements of one simple-protocol
+    // message share statement_timestamp(), so the grant is moved to that very instant, then read.
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const made = await grant(customerId, { amount: '7.00', category: 'promotional' });
+    const balanceWith = async (effective: string, expires: string) => {
+      const results = (await db().query(
+        `UPDATE credit_grants SET effective_at = statement_timestamp() + interval '${effective}',
+                expires_at = statement_timestamp() + interval '${expires}' WHERE id = '${made.id}';
+         SELECT ${CREDIT_BALANCE_SQL}::text AS balance FROM customers c WHERE c.id = ${customerId}`,
+      )) as unknown as { rows: { balance: string }[] }[];
+      return results[1]!.rows[0]!.balance;
+    };
+    expect(await balanceWith('0', '1 day')).toBe('7.00000000');
+    expect(await balanceWith('1 microsecond', '1 day')).toBe('0.00000000');
+    expect(await balanceWith('-1 day', '0')).toBe('0.00000000');
+    expect(await balanceWith('-1 day', '1 microsecond')).toBe('7.00000000');
+  });
+
+  it('credit_balance counts a grant made effective after the reading transaction began', async () => {
+    // a grant committed while a transaction runs is effective to its next read (statement_timestamp,
+    // not the transaction's now())
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    await db().transaction(async (tx) => {
+      expect((await getCustomer(tx, orgA.orgId, customerId)).credit_balance).toBe('0.00000000');
+      await grant(customerId, { amount: '3.00', category: 'promotional' });
+      expect((await getCustomer(tx, orgA.orgId, customerId)).credit_balance).toBe('3.00000000');
+    });
+  });
+
+  it("pending counts the upcoming invoices in the credits' currency only", async () => {
+    // docs/decisions.md, "Credits": credit is in the organization's default currency (CAD here)
+    const { seats } = await basicCatalog(db(), orgA.orgId, 'USD');
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const subscription = await subscribe(db(), orgA.orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }],
+      start_date: new Date('2026-01-01T00:00:00Z'),
+    });
+    await bill(orgA.orgId, new Date().toISOString());
+    const upcoming = (await get(`/subscriptions/${subscription.id}/upcoming-invoice`)).json().data;
+    expect(upcoming).toMatchObject({ currency: 'USD', total: '10.50000000' });
+    expect((await get(`/customers/${customerId}/credit-balance`)).json().data).toMatchObject({
+      currency: 'CAD',
+      pending: '0.00000000',
+      projected: '0.00000000',
+    });
+  });
+
+  it('a top-up is off until set; a threshold of 0 is allowed, in whole minor units only', async () => {
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const path = `/customers/${customerId}/credit-top-up`;
+    expect((await get(path)).json().data).toEqual({
+      object: 'credit_top_up',
+      customer_id: customerId,
+      enabled: false,
+      threshold: '0.00000000',
+      target: '0.00000000',
+      updated_at: null,
+    });
+    expect(detailsOf(await put(path, { enabled: true, threshold: '10.001', target: '50' }))).toEqual([
+      'threshold',
+    ]);
+    const zero = await put(path, { enabled: true, threshold: '0', target: '50' });
+    expect(zero.statusCode, zero.body).toBe(200);
+    expect(zero.json().data).toMatchObject({ enabled: true, threshold: '0.00000000', target: '50.00000000' });
+  });
+
+  it('a disabled top-up makes no grant; a PENDING grant bought by hand does not hold one back', async () => {
+    // no subscription: projected 0.00, below a threshold of 10.00
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const path = `/customers/${customerId}/credit-top-up`;
+    const grants = async () =>
+      ((await get(`/customers/${customerId}/credit-grants`)).json().data as CreditGrant[]).map((g) => [
+        g.name,
+        g.status,
+        g.amount,
+      ]);
+    expect((await put(path, { enabled: false, threshold: '10', target: '100' })).statusCode).toBe(200);
+    await checkTopUps(db(), api.usage.readStores, [{ orgId: orgA.orgId, customerId }]);
+    expect(await grants()).toEqual([]);
+    await grant(customerId, { amount: '5', category: 'paid', name: 'Bought' });
+    // enabling checks at once
+    expect((await put(path, { enabled: true, threshold: '10', target: '100' })).statusCode).toBe(200);
+    expect(await grants()).toEqual([
+      ['Automatic top-up', 'PENDING', '100.00000000'],
+      ['Bought', 'PENDING', '5.00000000'],
+    ]);
+  });
+
+  it('a top-up paid, then voided, is no longer waiting: the void tops up again', async () => {
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const topUps = async () =>
+      ((await get(`/customers/${customerId}/credit-grants`)).json().data as CreditGrant[]).map((g) => [
+        g.status,
+        g.amount,
+      ]);
+    // no subscription: projected 0.00, below 10.00
+    expect(
+      (await put(`/customers/${customerId}/credit-top-up`, { enabled: true, threshold: '10', target: '100' }))
+        .statusCode,
+    ).toBe(200);
+    const [first] = (await get(`/customers/${customerId}/credit-grants`)).json().data as CreditGrant[];
+    await db().transaction((tx) =>
+      recordPayment(tx, { invoiceId: first!.invoice_id!, amount: '100', method: 'CARD' }),
+    );
+    expect(await topUps()).toEqual([['ACTIVE', '100.00000000']]);
+    expect((await post(`/credit-grants/${first!.id}/void`, {})).statusCode).toBe(200);
+    expect(await topUps()).toEqual([
+      ['PENDING', '100.00000000'],
+      ['VOIDED', '100.00000000'],
+    ]);
   });
 
   it('falls below the threshold: exactly one paid grant of target - projected, even with checks racing', async () => {

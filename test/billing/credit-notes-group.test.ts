@@ -265,6 +265,17 @@ describe('a note refused inside a group', () => {
   });
 });
 
+describe('numbers in one group', () => {
+  it("follow the group's order, whichever invoices its notes are of", async () => {
+    const owner = await createTestOrg(db());
+    const invoices: Invoice[] = [];
+    for (let i = 0; i < 8; i++) invoices.push(await invoiceFor(owner));
+    const made = issued(await inOneGroup(invoices.map((inv) => request(inv, '1.00', owner))));
+    expect(new Set(made.map((n) => n.created_at)).size).toBe(1);
+    expect(made.map((n) => [n.invoice_id, n.number])).toEqual(invoices.map((inv, i) => [inv.id, cn(i + 1)]));
+  });
+});
+
 describe('numbers under concurrency', () => {
   it('are gapless and unique per organization across invoices and groups in flight, refusals taking none', async () => {
     const first = await createTestOrg(db());

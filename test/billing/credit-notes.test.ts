@@ -238,23 +238,27 @@ describe('issuing a credit note', () => {
     expect(untaxed.lines[0]!.tax_amount).toBe('0.00000000');
   });
 
-  it('a note settling an overdue invoice brings its past-due subscription back to active', async () => {
-    const inv = await invoiceFor({ prices: ['10.00'] });
-    const { rows } = await db().query<{ subscription_id: number }>(
-      `UPDATE invoices SET due_date = '2026-02-02' WHERE id = $1 RETURNING subscription_id`,
-      [inv.id],
-    );
-    await db().query(`UPDATE subscriptions SET status = 'past_due' WHERE id = $1`, [
-      rows[0]!.subscription_id,
-    ]);
-    await note(inv, [[0, '30.00']]); // the whole invoice: 30.00 + 1.50 + 2.99
-    expect((await invoice(inv.id)).status).toBe('PAID');
-    const { rows: after } = await db().query<{ status: string }>(
-      'SELECT status FROM subscriptions WHERE id = $1',
-      [rows[0]!.subscription_id],
-    );
-    expect(after[0]!.status).toBe('active');
-  });
+  it.each(['past_due', 'unpaid'])(
+    'a note settling an overdue invoice brings its %s subscription back to active',
+    async (status) => {
+      const inv = await invoiceFor({ prices: ['10.00'] });
+      const { rows } = await db().query<{ subscription_id: number }>(
+        `UPDATE invoices SET due_date = '2026-02-02' WHERE id = $1 RETURNING subscription_id`,
+        [inv.id],
+      );
+      await db().query(`UPDATE subscriptions SET status = $2 WHERE id = $1`, [
+        rows[0]!.subscription_id,
+        status,
+      ]);
+      await note(inv, [[0, '30.00']]); // the whole invoice: 30.00 + 1.50 + 2.99
+      expect((await invoice(inv.id)).status).toBe('PAID');
+      const { rows: after } = await db().query<{ status: string }>(
+        'SELECT status FROM subscriptions WHERE id = $1',
+        [rows[0]!.subscription_id],
+      );
+      expect(after[0]!.status).toBe('active');
+    },
+  );
 
   it('a PAID invoice: the whole note becomes a promotional grant named after it', async () => {
     const inv = await invoiceFor({ prices: ['10.00'] });
@@ -276,6 +280,11 @@ describe('issuing a credit note', () => {
       remaining: '11.50000000',
       status: 'ACTIVE',
       currency: 'CAD',
+      // a grant as any other promotional one: the default priority, for all lines, never expiring
+      priority: 50,
+      applies_to: 'all',
+      expires_at: null,
+      invoice_id: null,
     });
     expect(await creditBalance(db(), customerOf(inv))).toBe(
       formatMoney(parseMoney(before) + parseMoney('11.5')),
@@ -325,6 +334,18 @@ describe('issuing a credit note', () => {
     expect(made).toMatchObject({ currency: 'JPY', credited_to_customer: '1151.00000000' });
     const grant = (await get(`/credit-grants/${made.credit_grant_id}`)).json().data;
     expect(grant).toMatchObject({ currency: 'JPY', amount: '1151.00000000', status: 'ACTIVE' });
+    // the customer's credit balance is in the organization's currency (CAD): yen are not added to it
+    const customerId = customerOf(inv);
+    const promo = await post(`/customers/${customerId}/credit-grants`, {
+      amount: '2.00',
+      category: 'promotional',
+    });
+    expect(promo.statusCode, promo.body).toBe(201);
+    expect(await creditBalance(db(), customerId)).toBe('2.00000000');
+    expect((await get(`/customers/${customerId}/credit-balance`)).json().data).toMatchObject({
+      currency: 'CAD',
+      available: '2.00000000',
+    });
   });
 
   it('a Prepaid credits invoice is refused: its grant is voided instead', async () => {
@@ -479,6 +500,18 @@ describe('races', () => {
     // a refused note takes no number
     expect((await creditRequest(invoices[0]!, [[0, '1000.00']], 'other', org)).statusCode).toBe(422);
     expect((await note(invoices[0]!, [[0, '1.00']], 'other', org)).number).toBe('CN-000021');
+  });
+});
+
+describe('numbers past CN-999999', () => {
+  it('run on with seven digits, never cut to six', async () => {
+    const org = await createTestOrg(db());
+    const inv = await invoiceFor({ org, prices: ['100.00'] });
+    await note(inv, [[0, '1.00']], 'duplicate', org);
+    await db().query('UPDATE credit_note_counters SET last_number = 999998 WHERE org_id = $1', [org.orgId]);
+    const numbers = [];
+    for (let i = 0; i < 3; i++) numbers.push((await note(inv, [[0, '1.00']], 'duplicate', org)).number);
+    expect(numbers).toEqual(['CN-999999', 'CN-1000000', 'CN-1000001']);
   });
 });
 

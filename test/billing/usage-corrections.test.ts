@@ -194,6 +194,47 @@ describe('voiding an invoiced event with a correcting credit note', () => {
     expect((await corrected(last)).credit_note_id).not.toBeNull();
   });
 
+  it("an event at an invoiced period's first instant is corrected on that period's invoice", async () => {
+    // January and February invoiced; Feb 1 00:00 is February's, not January's
+    const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
+    const FEB = Date.parse('2026-02-01T00:00:00Z');
+    await usage(item, 2, FEB - 1);
+    const first = await usage(item, 3, FEB);
+    const run = await runBilling(db(), {
+      usage: usageSource(new PostgresUsageAggregator(db())),
+      orgId: org.orgId,
+      subscriptionIds: [subscription.id],
+      now: new Date('2026-03-01T00:00:00Z'),
+    });
+    expect(run.failures).toEqual([]);
+    const { rows } = await db().query<{ id: string }>(
+      `SELECT id FROM invoices WHERE subscription_id = $1 AND period_start = '2026-02-01'`,
+      [subscription.id],
+    );
+    const made = await note((await corrected(first)).credit_note_id!);
+    expect(made).toMatchObject({ invoice_id: rows[0]!.id, subtotal: '3.00000000' });
+  });
+
+  it('a note issued by hand on the line does not hold a correction back: only corrections count', async () => {
+    // 1.00 a call: 4 + 6 = 10.00; 1.00 credited by hand, then the 6 voided: 6.00 more
+    const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
+    await usage(item, 4);
+    const six = await usage(item, 6);
+    const invoice = await billJanuary(subscription.id);
+    const byHand = await api.request({
+      method: 'POST',
+      path: `/invoices/${invoice.id}/credit-notes`,
+      key: org.apiKey,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({
+        reason: 'other',
+        lines: [{ invoice_item_id: invoice.items[0]!.id, amount: '1.00' }],
+      }),
+    });
+    expect(byHand.statusCode, byHand.body).toBe(201);
+    expect((await note((await corrected(six)).credit_note_id!)).subtotal).toBe('6.00000000');
+  });
+
   it('a correction of a period not invoiced yet is a 409; a bad correction is a 422', async () => {
     const { item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
     const open = await usage(item, 3, Date.now() - HOUR);

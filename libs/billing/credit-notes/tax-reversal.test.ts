@@ -32,6 +32,24 @@ describe('invoiceTaxComponents', () => {
       { name: 'QST', jurisdiction: null, rate: null, amount: '10.74000000' },
     ]);
   });
+
+  it("splits a moved customer's stored tax by the invoice's tax type: GST + PST, one HST, one state tax", () => {
+    // 100.00 in British Columbia: GST 5.00 + PST 7.00; the customer has since moved to Ontario
+    const on = taxRuleFor({ country: 'CA', stateProvince: 'ON' }, '2026-02-01');
+    const bc = { subtotal: '100.00', tax_amount: '12.00', currency: 'CAD', taxType: 'GST_PST' as const };
+    expect(invoiceTaxComponents(bc, on)).toEqual([
+      { name: 'GST', jurisdiction: 'CA', rate: null, amount: '5.00000000' },
+      { name: 'PST', jurisdiction: null, rate: null, amount: '7.00000000' },
+    ]);
+    const single = (taxType: 'HST' | 'GST' | 'US_SALES_TAX' | null) =>
+      invoiceTaxComponents({ subtotal: '100.00', tax_amount: '6.00', currency: 'CAD', taxType }, undefined);
+    expect(single('HST')).toEqual([{ name: 'HST', jurisdiction: null, rate: null, amount: '6.00000000' }]);
+    expect(single('GST')).toEqual([{ name: 'GST', jurisdiction: null, rate: null, amount: '6.00000000' }]);
+    expect(single('US_SALES_TAX')).toEqual([
+      { name: 'STATE_SALES_TAX', jurisdiction: null, rate: null, amount: '6.00000000' },
+    ]);
+    expect(single(null)).toEqual([{ name: 'TAX', jurisdiction: null, rate: null, amount: '6.00000000' }]);
+  });
 });
 
 describe('noteTax', () => {
@@ -136,5 +154,14 @@ describe('noteTax', () => {
       creditedBefore: none,
     });
     expect(formatMoney(tax.amount)).toBe('4.00000000'); // 4.29 -> 4 yen
+    // three decimals: 0.100 x 0.335 / 1.000 = 0.0335 -> 0.034 dinar (a half, up)
+    const dinar = noteTax({
+      components: [{ name: 'TAX', jurisdiction: null, rate: null, amount: '0.100' }],
+      invoiceSubtotal: parseMoney('1.000'),
+      currency: 'KWD',
+      subtotal: parseMoney('0.335'),
+      creditedBefore: none,
+    });
+    expect(formatMoney(dinar.amount)).toBe('0.03400000');
   });
 });

@@ -83,6 +83,19 @@ describe('planBurnDown', () => {
     expect(pairs(planBurnDown(invoice(), [grant('u', { applies_to: 'usage' })], at))).toEqual([]);
   });
 
+  it('a usage grant with no usage left to pay is passed over: the grants after it still pay', () => {
+    const grants = [
+      grant('usage-1', { priority: 1, applies_to: 'usage', remaining: '30.00000000' }),
+      grant('usage-2', { priority: 2, applies_to: 'usage', remaining: '30.00000000' }),
+      grant('all', { priority: 3, remaining: '500.00000000' }),
+    ];
+    const uses = planBurnDown(invoice({ balance: '250.00000000', usage_amount: '30.00000000' }), grants, at);
+    expect(pairs(uses)).toEqual([
+      ['usage-1', '30.00000000'],
+      ['all', '220.00000000'],
+    ]);
+  });
+
   it('never pays a prepaid-credits invoice', () => {
     expect(planBurnDown(invoice({ prepaid_credits: true }), [grant('a')], at)).toEqual([]);
   });

@@ -109,6 +109,8 @@ describe('destination sales tax', () => {
   it('charges nothing to a tax-exempt customer, recorded as EXEMPT', () => {
     const tax = computeTax(taxRuleFor({ country: 'CA', stateProvince: 'ON', taxExempt: true }), '100', 'CAD');
     expect(tax).toEqual({ taxType: 'EXEMPT', lines: [], amount: '0.00000000' });
+    // outside Canada and the US too: the exemption is what the invoice records
+    expect(taxRuleFor({ country: 'FR', taxExempt: true }).taxType).toBe('EXEMPT');
   });
 
   it('has no rule (tax_type null) outside Canada and the US', () => {
