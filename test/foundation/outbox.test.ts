@@ -68,6 +68,48 @@ describe('the outbox', () => {
     }
   });
 
+  it('wakes the dispatcher once for a transaction that emits in several calls', async () => {
+    const listener = await database.db.pool.connect();
+    const notifications: string[] = [];
+    listener.on('notification', (message) => notifications.push(message.channel));
+    await listener.query('LISTEN outbox');
+    try {
+      await database.db.transaction(async (tx) => {
+        await emitDomainEvent(tx, { orgId: org.orgId, type: 'invoice.posted', data: {} });
+        await emitDomainEvents(tx, [{ orgId: org.orgId, type: 'invoice.paid', data: {} }]);
+        await emitDomainEvent(tx, { orgId: org.orgId, type: 'payment.succeeded', data: {} });
+      });
+      await expect.poll(() => notifications.length).toBe(1);
+      // a second NOTIFY would arrive right behind the first
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(notifications).toEqual(['outbox']);
+    } finally {
+      listener.release();
+    }
+  });
+
+  it('wakes the dispatcher at once outside a transaction, and at COMMIT on a client of its own', async () => {
+    const listener = await database.db.pool.connect();
+    const notifications: string[] = [];
+    listener.on('notification', (message) => notifications.push(message.channel));
+    await listener.query('LISTEN outbox');
+    const client = await database.db.pool.connect();
+    try {
+      await emitDomainEvent(database.db, { orgId: org.orgId, type: 'invoice.posted', data: {} });
+      await expect.poll(() => notifications.length).toBe(1);
+
+      await client.query('BEGIN');
+      await emitDomainEvent(client, { orgId: org.orgId, type: 'invoice.paid', data: {} });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(notifications).toHaveLength(1);
+      await client.query('COMMIT');
+      await expect.poll(() => notifications.length).toBe(2);
+    } finally {
+      client.release();
+      listener.release();
+    }
+  });
+
   it('keeps nothing of a transaction that rolls back', async () => {
     const before = (await outbox()).length;
     await expect(
