@@ -36,4 +36,19 @@ describe('BulkScript', () => {
     await expect(script.call(redis, 0, [])).rejects.toThrow('refused by the script');
     await expect(script.call(redis, 0, [])).rejects.toThrow('refused by the script');
   });
+
+  it('runs a script that fails once: its writes before the error are not made twice', async () => {
+    const { script } = unseenScript(
+      "redis.call('INCR', KEYS[1]) return redis.error_reply('ERR after a write')",
+    );
+    const key = `bulk:failed-once:${randomUUID()}`;
+    try {
+      await expect(script.call(redis, 1, [key])).rejects.toThrow('after a write');
+      expect(await redis.get(key)).toBe('1');
+      await expect(script.call(redis, 1, [key])).rejects.toThrow('after a write');
+      expect(await redis.get(key)).toBe('2');
+    } finally {
+      await redis.del(key);
+    }
+  });
 });
