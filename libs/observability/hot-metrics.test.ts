@@ -130,6 +130,28 @@ describe('hot metrics', () => {
     ]);
   });
 
+  it('keep label sets apart whose values join to the same text, escaped as prom-client escapes them', async () => {
+    const [oracle, hot] = [new Registry(), new Registry()];
+    const options = { name: 'c_total', help: 'C.', labelNames: ['route', 'status'] };
+    const counter = new Counter({ ...options, registers: [oracle] });
+    const hotCounter = new HotCounter({ ...options, registers: [hot] });
+    const sets: [string, string][] = [
+      ['/a', 'b'],
+      ['/ab', ''],
+      ['/a,b', 'c'],
+      ['/a', 'b,c'],
+      ['say "hi"\\', 'line\nbreak'],
+    ];
+    sets.forEach(([route, status], i) => {
+      counter.inc({ route, status }, i + 1);
+      hotCounter.labels(route, status).inc(i + 1);
+    });
+    const text = await hot.metrics();
+    expect(text).toBe(await oracle.metrics());
+    expect(text).toContain('c_total{route="/ab",status=""} 2');
+    expect(text).toContain('c_total{route="say \\"hi\\"\\\\",status="line\\nbreak"} 5');
+  });
+
   it('keep the label values they were given, whatever the caller does with its object after', async () => {
     const registry = new Registry();
     const counter = new HotCounter({ name: 'c_total', help: 'C.', labelNames: ['a'], registers: [registry] });
