@@ -28,6 +28,15 @@ describe('checkReadiness', () => {
     expect(one.checks.sidecar).toMatchObject({ status: 'down', error: 'connect ECONNREFUSED 127.0.0.1:1' });
   });
 
+  it('says why a probe failed, whatever it rejected with', async () => {
+    const { checks } = await checkReadiness([
+      { name: 'text', probe: () => Promise.reject('socket closed') },
+      { name: 'blank', probe: () => Promise.reject(new Error('')) },
+    ]);
+    expect(checks.text).toMatchObject({ status: 'down', error: 'socket closed' });
+    expect(checks.blank).toMatchObject({ status: 'down', error: 'Error' });
+  });
+
   it('reports a dependency that never answers as down after 2 s, not before', async () => {
     vi.useFakeTimers();
     // A probe that answered leaves no timer behind (a scrape every few seconds would pile them up).
