@@ -24,6 +24,20 @@ describe('isKafkaOutage', () => {
     }
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9092'), { code: 'ECONNREFUSED' });
     expect(isKafkaOutage(refused)).toBe(true);
+    for (const code of [
+      'ECONNRESET',
+      'EPIPE',
+      'ETIMEDOUT',
+      'EHOSTUNREACH',
+      'ENETUNREACH',
+      'ENOTFOUND',
+      'EAI_AGAIN',
+    ]) {
+      expect(isKafkaOutage(Object.assign(new Error(code), { code })), code).toBe(true);
+    }
+    for (const code of ['ECONNREFUSED_LATER', 'XECONNRESET', 'ERR_INVALID_ARG_TYPE', 10]) {
+      expect(isKafkaOutage(Object.assign(new Error('not a socket'), { code })), String(code)).toBe(false);
+    }
   });
 
   it('looks through the retries kafkajs gave up on to their cause', () => {
@@ -44,6 +58,10 @@ describe('isKafkaOutage', () => {
     expect(isKafkaOutage(refusal)).toBe(false);
     expect(isKafkaOutage(new Error('something else'))).toBe(false);
     expect(isKafkaOutage('not an error')).toBe(false);
+    // a cause chain that loops ends the search
+    const looped: Error & { cause?: unknown } = new Error('looped');
+    looped.cause = looped;
+    expect(isKafkaOutage(looped)).toBe(false);
   });
 });
 
