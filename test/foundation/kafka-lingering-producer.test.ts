@@ -1,5 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Admin, createKafka, LingeringProducer, type Message } from '../../libs/kafka/index.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  type Admin,
+  createKafka,
+  LingeringProducer,
+  type Message,
+  TopicPartitionCount,
+} from '../../libs/kafka/index.js';
 import { type KafkaTestBroker, startKafkaTestBroker } from '../helpers/kafka-test-broker.js';
 
 /** The producer under load of many callers, on a broker of its own (taken down in one test). */
@@ -47,6 +53,30 @@ describe('LingeringProducer', () => {
       expect(await written('gathered')).toBe(4);
     } finally {
       await producer.disconnect();
+    }
+  });
+
+  it('reads the partition count again 30 s after a read, not before, keeping it while the broker is down', async () => {
+    const realNow = Date.now.bind(Date);
+    let skipped = 0;
+    vi.spyOn(Date, 'now').mockImplementation(() => realNow() + skipped);
+    try {
+      await admin.connect();
+      await broker.setDown();
+      const count = new TopicPartitionCount(admin, 'counted');
+      expect(await count.current()).toBeUndefined();
+      await broker.setUp();
+      await broker.createTopic('counted', 3);
+      skipped += 25_000;
+      expect(await count.current()).toBeUndefined();
+      skipped += 5_000;
+      expect(await count.current()).toBe(3);
+      await broker.setDown();
+      skipped += 30_000;
+      expect(await count.current()).toBe(3);
+    } finally {
+      await broker.setUp();
+      vi.restoreAllMocks();
     }
   });
 
