@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emitDomainEvent, emitDomainEvents } from '../../libs/events/index.js';
+import { emitDomainEvent, emitDomainEvents, outboxInsert } from '../../libs/events/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 
@@ -108,6 +108,21 @@ describe('the outbox', () => {
       client.release();
       listener.release();
     }
+  });
+
+  it('inserts, in a statement of its own, only the events whose gate holds, in the order given', async () => {
+    const values: unknown[] = [];
+    const insert = outboxInsert(
+      [10, 20, 30, 40].map((n) => ({ orgId: org.orgId, type: 'invoice.posted' as const, data: { n } })),
+      (value) => `$${values.push(value)}`,
+      { keys: [1, 2, 3, 4], onlyIf: 'e.gate IN (SELECT unnest($5::bigint[]))' },
+    );
+    values.push([4, 1, 3]);
+    const { rows } = await database.db.query<{ data: { n: number } }>(
+      `WITH emitted AS (${insert} RETURNING id, data) SELECT data FROM emitted ORDER BY id`,
+      values,
+    );
+    expect(rows.map((row) => row.data.n)).toEqual([10, 30, 40]);
   });
 
   it('keeps nothing of a transaction that rolls back', async () => {
