@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { registry, requestInstruments } from './metrics.js';
+import { registry, requestInstruments, secondsSince } from './metrics.js';
 
 describe('requestInstruments', () => {
   it('hands out one child per method, route pattern and status, each counting apart', async () => {
@@ -27,5 +27,13 @@ describe('requestInstruments', () => {
     expect(text).toContain(
       'billing_http_request_duration_seconds_count{service="metrics-test",method="GET",route="/items/:id",status="200"} 1',
     );
+  });
+});
+
+describe('secondsSince', () => {
+  it('is in seconds', () => {
+    const elapsed = secondsSince(process.hrtime.bigint() - 1_500_000_000n);
+    expect(elapsed).toBeGreaterThanOrEqual(1.5);
+    expect(elapsed).toBeLessThan(2.5);
   });
 });
