@@ -56,6 +56,17 @@ describe('LingeringProducer', () => {
     }
   });
 
+  it('writes the open window before it disconnects', async () => {
+    await broker.createTopic('closing', 2);
+    await admin.connect();
+    const { producer } = producerOf('closing');
+    await producer.connect();
+    const sent = producer.send(['last']);
+    await producer.disconnect();
+    await expect(sent).resolves.toBeUndefined();
+    expect(await written('closing')).toBe(1);
+  });
+
   it('reads the partition count again 30 s after a read, not before, keeping it while the broker is down', async () => {
     const realNow = Date.now.bind(Date);
     let skipped = 0;
