@@ -23,6 +23,9 @@ describe('RowBinaryWriter', () => {
       'x'.repeat(42),
       'x'.repeat(43),
       'é'.repeat(64),
+      // 129 bytes from 43 characters: a length of two bytes, sized by the longest UTF-8 form
+      '€'.repeat(43),
+      '🚀'.repeat(40),
       'x'.repeat(300),
     ]) {
       const bytes = new RowBinaryWriter(4).string(text).bytes();
@@ -41,7 +44,14 @@ describe('RowBinaryWriter', () => {
   it('writes a UUID as its two halves, high first, each little-endian', () => {
     const bytes = new RowBinaryWriter().uuid('00112233-4455-6677-8899-aabbccddeeff').bytes();
     expect(bytes.toString('hex')).toBe('7766554433221100' + 'ffeeddccbbaa9988');
-    expect(() => new RowBinaryWriter().uuid('00112233-4455-6677-8899-aabbccddeefz')).toThrow();
+    for (const bad of [
+      '00112233-4455-6677-8899-aabbccddeefz',
+      '00112233-4455-6677-8899-aabbccddeeff0',
+      '00112233-4455-6677-8899-aabbccddeef',
+      '00112233445566778899aabbccddeeff',
+    ]) {
+      expect(() => new RowBinaryWriter().uuid(bad), bad).toThrow(RangeError);
+    }
   });
 
   it('writes a Decimal(38, 8) as the scaled value, a little-endian 128-bit integer', () => {
@@ -58,6 +68,9 @@ describe('RowBinaryWriter', () => {
       ['0.5', 50_000_000n],
       ['9999999.99999999', 999_999_999_999_999n],
       ['10000000', 1_000_000_000_000_000n],
+      // 16 digits: past 2^53, where a double would round
+      ['90071992.54740993', 2n ** 53n + 1n],
+      ['99999999.99999999', 9_999_999_999_999_999n],
       ['123456789.12345678', 12_345_678_912_345_678n],
       ['184467440737.09551616', 2n ** 64n],
       ['999999999999999999999999999999.99999999', 10n ** 38n - 1n],
@@ -65,6 +78,10 @@ describe('RowBinaryWriter', () => {
     for (const [text, scaled] of cases) {
       expect(hex(new RowBinaryWriter(2).decimal128(text, 8)), text).toBe(int128(scaled));
     }
+    // The buffer is not zero-filled (allocUnsafe): every byte of the value is written, the high half too.
+    const dirty = new RowBinaryWriter(64);
+    (dirty as unknown as { buffer: Buffer }).buffer.fill(0xab);
+    expect(hex(dirty.decimal128('1', 8))).toBe(int128(100_000_000n));
     for (const bad of ['1e3', '-1', '0.123456789', '', '1.2.3', '1000000000000000000000000000000']) {
       expect(() => new RowBinaryWriter().decimal128(bad, 8), bad).toThrow();
     }

@@ -1,6 +1,8 @@
+import { Writable } from 'node:stream';
 import { KafkaJSError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
-import { describe, expect, it } from 'vitest';
-import { isKafkaOutage } from './client.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createLogger } from '../log/index.js';
+import { createKafka, isKafkaOutage } from './client.js';
 
 /** kafkajs' error classes by name, as it builds them (the package exports only some of them). */
 function kafkajsError(name: string, message = name): Error {
@@ -22,6 +24,20 @@ describe('isKafkaOutage', () => {
     }
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9092'), { code: 'ECONNREFUSED' });
     expect(isKafkaOutage(refused)).toBe(true);
+    for (const code of [
+      'ECONNRESET',
+      'EPIPE',
+      'ETIMEDOUT',
+      'EHOSTUNREACH',
+      'ENETUNREACH',
+      'ENOTFOUND',
+      'EAI_AGAIN',
+    ]) {
+      expect(isKafkaOutage(Object.assign(new Error(code), { code })), code).toBe(true);
+    }
+    for (const code of ['ECONNREFUSED_LATER', 'XECONNRESET', 'ERR_INVALID_ARG_TYPE', 10]) {
+      expect(isKafkaOutage(Object.assign(new Error('not a socket'), { code })), String(code)).toBe(false);
+    }
   });
 
   it('looks through the retries kafkajs gave up on to their cause', () => {
@@ -42,5 +58,61 @@ describe('isKafkaOutage', () => {
     expect(isKafkaOutage(refusal)).toBe(false);
     expect(isKafkaOutage(new Error('something else'))).toBe(false);
     expect(isKafkaOutage('not an error')).toBe(false);
+    // a cause chain that loops ends the search
+    const looped: Error & { cause?: unknown } = new Error('looped');
+    looped.cause = looped;
+    expect(isKafkaOutage(looped)).toBe(false);
+  });
+});
+
+describe("kafkajs' log lines", () => {
+  afterEach(() => vi.useRealTimers());
+
+  /** A kafkajs client (it connects to nothing until asked) whose log lines land in `lines`. */
+  function kafkaLogging() {
+    const lines: Record<string, unknown>[] = [];
+    const destination = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).trim().split('\n')) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const log = createLogger({ level: 'debug', service: 'test', destination });
+    const kafka = createKafka({ brokers: ['127.0.0.1:1'], clientId: 'test' }, log);
+    return { logger: kafka.logger().namespace('Connection'), lines };
+  }
+
+  it('go to our log as warnings, errors included', () => {
+    const { logger, lines } = kafkaLogging();
+    logger.error('Connection error', { broker: '127.0.0.1:1' });
+    logger.warn('Response timed out');
+    logger.info('Connected');
+    expect(lines.map(({ level, msg, kafka }) => [level, msg, kafka])).toEqual([
+      ['warn', 'Connection error', 'Connection'],
+      ['warn', 'Response timed out', 'Connection'],
+    ]);
+    expect(lines[0]).toMatchObject({ broker: '127.0.0.1:1' });
+  });
+
+  it('write the first line of a kind, then after a minute one line counting the ones left out', () => {
+    vi.useFakeTimers({ now: 1_700_000_000_000 });
+    const { logger, lines } = kafkaLogging();
+    logger.error('Connection error');
+    logger.error('Connection error');
+    logger.warn('Response timed out');
+    vi.advanceTimersByTime(59_999);
+    logger.error('Connection error');
+    expect(lines.map((line) => [line.msg, line.repeated])).toEqual([
+      ['Connection error', undefined],
+      ['Response timed out', undefined],
+    ]);
+    vi.advanceTimersByTime(1);
+    logger.error('Connection error');
+    logger.error('Connection error');
+    expect(lines.map((line) => [line.msg, line.repeated])).toEqual([
+      ['Connection error', undefined],
+      ['Response timed out', undefined],
+      ['Connection error', 2],
+    ]);
   });
 });

@@ -111,7 +111,7 @@ describe('the produce encoder, through the adapter', () => {
     }
   });
 
-  it('leaves what it does not encode (headers, compression, transactions) to kafkajs', async () => {
+  it('leaves what it does not encode (headers, compression, transactions, producer ids) to kafkajs', async () => {
     vi.spyOn(Date, 'now').mockReturnValue(1_763_900_000_123);
     const message = { key: 'k', value: 'v', headers: { trace: 'abc' } };
     const options = {
@@ -119,7 +119,18 @@ describe('the produce encoder, through the adapter', () => {
       timeout: 1000,
       topicData: [{ topic: 't', partitions: [{ partition: 0, messages: [message] }] }],
     };
-    for (const variant of [options, { ...options, compression: 1 }, { ...options, transactionalId: 'tx' }]) {
+    const plain = {
+      ...options,
+      topicData: [{ topic: 't', partitions: [{ partition: 0, messages: [{ key: 'k', value: 'v' }] }] }],
+    };
+    const Long = require('kafkajs/src/utils/long');
+    for (const variant of [
+      options,
+      { ...options, compression: 1 },
+      { ...options, transactionalId: 'tx' },
+      // an idempotent producer: its id and epoch, which this encoder would write as -1
+      { ...plain, producerId: Long.fromInt(7), producerEpoch: 1 },
+    ]) {
       expect(await bytesOf(produceRequest(variant))).toBe(
         await bytesOf(kafkajsAsShipped.produceRequestV3(variant)),
       );

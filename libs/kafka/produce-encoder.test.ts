@@ -3,7 +3,7 @@ import { crc32c, produceRequestBytes } from './produce-encoder.js';
 
 // Byte-for-byte agreement with kafkajs' own encoder is checked in kafkajs-adapter.test.ts.
 describe('produceRequestBytes', () => {
-  it('leaves what it does not encode (headers, compression, transactions) to kafkajs', () => {
+  it('leaves what it does not encode (headers, compression, transactions, producer ids) to kafkajs', () => {
     const plain = { key: 'k', value: 'v' };
     const options = (message: object, extra: object = {}) => ({
       acks: -1,
@@ -16,6 +16,10 @@ describe('produceRequestBytes', () => {
     expect(produceRequestBytes(options(plain, { compression: 1 }))).toBeUndefined();
     expect(produceRequestBytes(options(plain, { transactionalId: 'tx' }))).toBeUndefined();
     expect(produceRequestBytes(options({ ...plain, timestamp: '1700000000000' }))).toBeUndefined();
+    expect(produceRequestBytes(options(plain, { producerId: -1 }))).toBeInstanceOf(Buffer);
+    expect(produceRequestBytes(options(plain, { producerId: 7, producerEpoch: 1 }))).toBeUndefined();
+    expect(produceRequestBytes(options({ key: 5, value: 'v' }))).toBeUndefined();
+    expect(produceRequestBytes(options({ key: 'k', value: { n: 1 } }))).toBeUndefined();
   });
 });
 

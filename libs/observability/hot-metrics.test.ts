@@ -90,12 +90,87 @@ describe('hot metrics', () => {
     expect(await registry.metrics()).toContain('c_total{a="x"} 1');
   });
 
+  it('start a histogram over after a reset, every bucket included, as prom-client does', async () => {
+    // Alone in their registries: after a reset prom-client shows nothing of an unlabeled histogram.
+    const [oracle, hot] = [new Registry(), new Registry()];
+    const options = {
+      name: 'duration_seconds',
+      help: 'Time.',
+      labelNames: ['service', 'status'],
+      buckets: BUCKETS,
+    };
+    const histogram = new Histogram({ ...options, registers: [oracle] });
+    const hotHistogram = new HotHistogram({ ...options, registers: [hot] });
+    const ok = { service: 'ingest', status: '201' };
+    const child = hotHistogram.labels(ok);
+    for (const seconds of [0.0005, 0.005, 0.05, 2]) {
+      histogram.observe(ok, seconds);
+      child.observe(seconds);
+    }
+    oracle.resetMetrics();
+    hot.resetMetrics();
+    histogram.observe(ok, 0.5);
+    child.observe(0.5);
+    const text = await hot.metrics();
+    expect(text).toBe(await oracle.metrics());
+    expect(text).toContain('duration_seconds_bucket{le="0.1",service="ingest",status="201"} 0');
+    expect(text).toContain('duration_seconds_bucket{le="+Inf",service="ingest",status="201"} 1');
+  });
+
+  it('keep buckets given out of order ascending and cumulative, +Inf equal to the count', async () => {
+    const registry = new Registry();
+    const histogram = new HotHistogram({ name: 'h', help: 'H.', buckets: [10, 1, 5], registers: [registry] });
+    for (const value of [0.5, 3, 7, 7, 20]) histogram.observe(value);
+    const buckets = (await registry.metrics()).split('\n').filter((line) => line.startsWith('h_bucket'));
+    expect(buckets).toEqual([
+      'h_bucket{le="1"} 1',
+      'h_bucket{le="5"} 2',
+      'h_bucket{le="10"} 4',
+      'h_bucket{le="+Inf"} 5',
+    ]);
+  });
+
+  it('keep label sets apart whose values join to the same text, escaped as prom-client escapes them', async () => {
+    const [oracle, hot] = [new Registry(), new Registry()];
+    const options = { name: 'c_total', help: 'C.', labelNames: ['route', 'status'] };
+    const counter = new Counter({ ...options, registers: [oracle] });
+    const hotCounter = new HotCounter({ ...options, registers: [hot] });
+    const sets: [string, string][] = [
+      ['/a', 'b'],
+      ['/ab', ''],
+      ['/a,b', 'c'],
+      ['/a', 'b,c'],
+      ['say "hi"\\', 'line\nbreak'],
+    ];
+    sets.forEach(([route, status], i) => {
+      counter.inc({ route, status }, i + 1);
+      hotCounter.labels(route, status).inc(i + 1);
+    });
+    const text = await hot.metrics();
+    expect(text).toBe(await oracle.metrics());
+    expect(text).toContain('c_total{route="/ab",status=""} 2');
+    expect(text).toContain('c_total{route="say \\"hi\\"\\\\",status="line\\nbreak"} 5');
+  });
+
+  it('keep the label values they were given, whatever the caller does with its object after', async () => {
+    const registry = new Registry();
+    const counter = new HotCounter({ name: 'c_total', help: 'C.', labelNames: ['a'], registers: [registry] });
+    const labels = { a: 'x' };
+    counter.labels(labels).inc();
+    labels.a = 'y';
+    counter.labels(labels).inc(2);
+    const text = await registry.metrics();
+    expect(text).toContain('c_total{a="x"} 1');
+    expect(text).toContain('c_total{a="y"} 2');
+  });
+
   it('refuse what prom-client refuses', () => {
     const registry = new Registry();
     const counter = new HotCounter({ name: 'c_total', help: 'C.', registers: [registry] });
     const histogram = new HotHistogram({ name: 'h', help: 'H.', buckets: [1], registers: [registry] });
     expect(() => counter.labels().inc(-1)).toThrow(TypeError);
     expect(() => counter.labels().inc(Number.NaN)).toThrow(TypeError);
+    expect(() => counter.labels().inc(Number.POSITIVE_INFINITY)).toThrow(TypeError);
     expect(() => histogram.labels().observe(Number.POSITIVE_INFINITY)).toThrow(TypeError);
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emitDomainEvent, emitDomainEvents } from '../../libs/events/index.js';
+import { emitDomainEvent, emitDomainEvents, outboxInsert } from '../../libs/events/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 
@@ -66,6 +66,63 @@ describe('the outbox', () => {
     } finally {
       listener.release();
     }
+  });
+
+  it('wakes the dispatcher once for a transaction that emits in several calls', async () => {
+    const listener = await database.db.pool.connect();
+    const notifications: string[] = [];
+    listener.on('notification', (message) => notifications.push(message.channel));
+    await listener.query('LISTEN outbox');
+    try {
+      await database.db.transaction(async (tx) => {
+        await emitDomainEvent(tx, { orgId: org.orgId, type: 'invoice.posted', data: {} });
+        await emitDomainEvents(tx, [{ orgId: org.orgId, type: 'invoice.paid', data: {} }]);
+        await emitDomainEvent(tx, { orgId: org.orgId, type: 'payment.succeeded', data: {} });
+      });
+      await expect.poll(() => notifications.length).toBe(1);
+      // a second NOTIFY would arrive right behind the first
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(notifications).toEqual(['outbox']);
+    } finally {
+      listener.release();
+    }
+  });
+
+  it('wakes the dispatcher at once outside a transaction, and at COMMIT on a client of its own', async () => {
+    const listener = await database.db.pool.connect();
+    const notifications: string[] = [];
+    listener.on('notification', (message) => notifications.push(message.channel));
+    await listener.query('LISTEN outbox');
+    const client = await database.db.pool.connect();
+    try {
+      await emitDomainEvent(database.db, { orgId: org.orgId, type: 'invoice.posted', data: {} });
+      await expect.poll(() => notifications.length).toBe(1);
+
+      await client.query('BEGIN');
+      await emitDomainEvent(client, { orgId: org.orgId, type: 'invoice.paid', data: {} });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(notifications).toHaveLength(1);
+      await client.query('COMMIT');
+      await expect.poll(() => notifications.length).toBe(2);
+    } finally {
+      client.release();
+      listener.release();
+    }
+  });
+
+  it('inserts, in a statement of its own, only the events whose gate holds, in the order given', async () => {
+    const values: unknown[] = [];
+    const insert = outboxInsert(
+      [10, 20, 30, 40].map((n) => ({ orgId: org.orgId, type: 'invoice.posted' as const, data: { n } })),
+      (value) => `$${values.push(value)}`,
+      { keys: [1, 2, 3, 4], onlyIf: 'e.gate IN (SELECT unnest($5::bigint[]))' },
+    );
+    values.push([4, 1, 3]);
+    const { rows } = await database.db.query<{ data: { n: number } }>(
+      `WITH emitted AS (${insert} RETURNING id, data) SELECT data FROM emitted ORDER BY id`,
+      values,
+    );
+    expect(rows.map((row) => row.data.n)).toEqual([10, 30, 40]);
   });
 
   it('keeps nothing of a transaction that rolls back', async () => {

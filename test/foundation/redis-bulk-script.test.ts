@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BulkScript, connectRedis, type Redis } from '../../libs/redis/index.js';
+import { BulkScript, connectRedis, type Redis, redisGuard } from '../../libs/redis/index.js';
+import { runLogger } from '../helpers/run-log.js';
 import { testServices } from '../helpers/services.js';
 
 let redis: Redis;
@@ -35,5 +36,41 @@ describe('BulkScript', () => {
     const { script } = unseenScript("return redis.error_reply('ERR refused by the script')");
     await expect(script.call(redis, 0, [])).rejects.toThrow('refused by the script');
     await expect(script.call(redis, 0, [])).rejects.toThrow('refused by the script');
+  });
+
+  it('runs a script that fails once: its writes before the error are not made twice', async () => {
+    const { script } = unseenScript(
+      "redis.call('INCR', KEYS[1]) return redis.error_reply('ERR after a write')",
+    );
+    const key = `bulk:failed-once:${randomUUID()}`;
+    try {
+      await expect(script.call(redis, 1, [key])).rejects.toThrow('after a write');
+      expect(await redis.get(key)).toBe('1');
+      await expect(script.call(redis, 1, [key])).rejects.toThrow('after a write');
+      expect(await redis.get(key)).toBe('2');
+    } finally {
+      await redis.del(key);
+    }
+  });
+});
+
+describe('redisGuard', () => {
+  it("stays up on Redis' own reply errors, and goes down when the connection is lost", async () => {
+    const { script } = unseenScript("return redis.error_reply('ERR refused by the script')");
+    const guard = redisGuard(redis, 2000, runLogger());
+    const lost = await connectRedis(testServices().redisUrl, 2000);
+    const lostGuard = redisGuard(lost, 2000, runLogger());
+    try {
+      await expect(guard.run(() => script.call(redis, 0, []))).rejects.toThrow('refused by the script');
+      await expect(guard.run(() => redis.call('NO-SUCH-COMMAND'))).rejects.toThrow(/unknown command/i);
+      expect(guard.available).toBe(true);
+
+      lost.disconnect();
+      await expect(lostGuard.run(() => lost.get('x'))).rejects.toThrow();
+      expect(lostGuard.available).toBe(false);
+    } finally {
+      guard.close();
+      lostGuard.close();
+    }
   });
 });
