@@ -59,6 +59,7 @@ function sinkRunner(
   groupId: string,
   sink: UsageSink,
   log = runLogger('sinks'),
+  flushMs = 50,
 ): KafkaSinkRunner {
   return new KafkaSinkRunner({
     kafka: createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }, log, 'patient'),
@@ -66,9 +67,21 @@ function sinkRunner(
     groupId,
     sink,
     batchSize: 100,
-    flushMs: 50,
+    flushMs,
     log,
   });
+}
+
+/** The offsets consumer group `groupId` committed on `topic`, summed (a partition never committed: 0). */
+async function committedOffsets(topic: string, groupId: string): Promise<number> {
+  const admin = createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }).admin();
+  await admin.connect();
+  try {
+    const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    return (committed?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 const OCTOBER = [new Date(Date.UTC(2026, 9, 1)), new Date(Date.UTC(2026, 10, 1))] as const;
@@ -454,6 +467,28 @@ describe('usage sinks', () => {
     expect(row).toEqual({ rows: '500', total: expectedTotal });
   });
 
+  it('writes a full batch without waiting for its flush timer, then commits it', async () => {
+    const topic = uniqueName('usage_sink_count');
+    const events = Array.from({ length: 150 }, (_, i) =>
+      usageEvent(`count-${i}`, '1', { subscriptionItemId: 30 }),
+    );
+    await produce(topic, encodeLogMessages(events));
+    // a timer of a minute: only the count (batchSize 100) can start a write within the test
+    const runner = sinkRunner(topic, `${topic}-pg`, postgresSink, runLogger('sinks'), 60_000);
+    await runner.start();
+    try {
+      await eventually(async () => {
+        const { rows } = await database.db.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM usage_events WHERE idempotency_key LIKE 'count-%'",
+        );
+        expect(rows[0]!.n).toBe(150);
+        expect(await committedOffsets(topic, `${topic}-pg`)).toBe(1);
+      });
+    } finally {
+      await runner.stop();
+    }
+  });
+
   it('reports its lag while its writes fail, and none once it caught up, logging the outage once', async () => {
     const topic = uniqueName('usage_sink_lag');
     const events = Array.from({ length: 3 }, (_, i) =>
@@ -487,11 +522,14 @@ describe('usage sinks', () => {
       });
       // several attempts fail (100 ms, 200, 400, 800... apart): one line says so, not one each
       await new Promise((resolve) => setTimeout(resolve, 2000));
+      // nothing written, nothing committed: a restart now must read the events again
+      expect(await committedOffsets(topic, `${topic}-lag`)).toBe(0);
       failing = false;
       await eventually(async () => {
         expect(await gauge(sinkLagSeconds)).toBe(0);
         expect(await gauge(sinkLagMessages)).toBe(0);
       });
+      expect(await committedOffsets(topic, `${topic}-lag`)).toBe(1);
       const about = lines.filter((line) => line.msg.startsWith('usage sink'));
       expect(about.map((line) => [line.level, line.msg])).toEqual([
         ['error', 'usage sink write failed; retrying'],
