@@ -336,6 +336,34 @@ describe('usage sinks', () => {
     expect(fromClickHouse).toEqual(fromPostgres);
   });
 
+  it('gives the same daily series from ClickHouse as from Postgres: [from, to) by UTC day, voids left out', async () => {
+    const item = 16;
+    const day = (d: number, ms = 0) => Date.UTC(2026, 9, d) + ms;
+    const voided = usageEvent('daily-voided', '7', {
+      subscriptionItemId: item,
+      occurredAtMs: day(2, 43_200_000),
+    });
+    const events = [
+      usageEvent('daily-from', '2.5', { subscriptionItemId: item, occurredAtMs: day(1) }),
+      usageEvent('daily-last-ms', '1', { subscriptionItemId: item, occurredAtMs: day(3) - 1 }),
+      usageEvent('daily-to', '4', { subscriptionItemId: item, occurredAtMs: day(3) }),
+      voided,
+    ];
+    const voids = [{ event: voided, voidedAtMs: Date.now() }];
+    await postgresSink.write(events);
+    await clickhouseSink.write(events);
+    await postgresSink.writeVoids(voids);
+    await clickhouseSink.writeVoids(voids);
+    const window = [new Date(day(1)), new Date(day(3))] as const;
+    const byDate = (rows: { date: string }[]) => [...rows].sort((a, b) => a.date.localeCompare(b.date));
+    const fromClickHouse = byDate(await clickhouseTotals.daily(ORG, [item], ...window));
+    expect(fromClickHouse).toEqual([
+      { date: '2026-10-01', subscription_item_id: item, quantity: '2.50000000' },
+      { date: '2026-10-02', subscription_item_id: item, quantity: '1.00000000' },
+    ]);
+    expect(fromClickHouse).toEqual(byDate(await postgresTotals.daily(ORG, [item], ...window)));
+  });
+
   it('answers windows reaching past when events can happen (derived bounds: year 10000, before 1970) in every store', async () => {
     const item = 15;
     const lastDay = Date.UTC(2099, 11, 31);
