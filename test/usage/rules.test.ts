@@ -508,6 +508,18 @@ describe.each(MODES)('usage events, %s', (mode) => {
       expect(huge.body.error_code).toBe('PAYLOAD_TOO_LARGE');
     });
 
+    it('takes a body of exactly the body limit, and answers 413 to one byte more', async () => {
+      const padded = (bytes: number) => {
+        const json = `{"subscription_item_id":${items.metered},"quantity":1}`;
+        return json + ' '.repeat(bytes - Buffer.byteLength(json));
+      };
+      const atLimit = await post({ idempotencyKey: freshKey(), rawBody: padded(BODY_LIMIT) });
+      expect(atLimit.status).toBe(201);
+      const over = await post({ idempotencyKey: freshKey(), rawBody: padded(BODY_LIMIT + 1) });
+      expect(over.status).toBe(413);
+      expect(over.body.error_code).toBe('PAYLOAD_TOO_LARGE');
+    });
+
     it('counts every authenticated request, invalid ones too, and answers 429 with Retry-After over the limit', async () => {
       const limited = await createTestOrg(stack.api.platform.db, { plan: 'beta', requestsPerHour: 3 });
       const limitedItems = await createUsageItems(stack.api.platform.db, limited.orgId);
