@@ -426,6 +426,8 @@ describe('UsageReporter', () => {
       const { unsent } = await reporter.close({ timeoutMs: 100 });
       expect(Date.now() - started).toBeLessThan(1000);
       expect(aborted).toBe(1);
+      // abandoned, not retried: nothing is sent again after the deadline
+      expect(reporter.stats).toMatchObject({ sent: 0, retried: 0 });
       expect(unsent.map((e) => e.idempotency_key)).toEqual(['k-0', 'k-1', 'k-2', 'k-3', 'k-4']);
       expect(unsent[0]).toMatchObject({
         subscription_item_id: 1,
@@ -453,6 +455,31 @@ describe('UsageReporter', () => {
     await reporter.flush();
     expect(reporter.stats).toMatchObject({ sent: 1, retried: 2, buffered: 0 });
     await expect(reporter.flush()).resolves.toBeUndefined();
+  });
+
+  it('flush() waits for the events reported before it, not for those reported after', async () => {
+    const { reporter, requests } = scripted((request) =>
+      request.events.some((e) => e.idempotency_key === 'k-2')
+        ? new Promise<Response>(() => {}) // never answered
+        : recorded(request.events),
+    );
+    void reporter.report(event(1));
+    const flushed = reporter.flush();
+    void reporter.report(event(2));
+    const outcome = await Promise.race([flushed.then(() => 'flushed'), sleep(1000).then(() => 'waiting')]);
+    expect(outcome).toBe('flushed');
+    // k-2 went in a request of its own, still unanswered
+    await vi.waitFor(() => expect(keysOf(requests)).toEqual(['k-1', 'k-2']));
+  });
+
+  it('sends a batch put back after a failure again once the backoff ends, with no flush() asked', async () => {
+    const { reporter, requests } = scripted(
+      (request, index) => (index === 0 ? errorBody(503, 'SERVICE_UNAVAILABLE') : recorded(request.events)),
+      { flushIntervalMs: 10 },
+    );
+    void reporter.report(event(1));
+    await vi.waitFor(() => expect(requests).toHaveLength(2), { timeout: 2000 });
+    expect(reporter.stats).toMatchObject({ sent: 1, retried: 1 });
   });
 
   it('survives metrics hooks and callbacks that throw', async () => {
