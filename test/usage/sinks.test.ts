@@ -176,6 +176,8 @@ describe('usage sinks', () => {
         orgId: org,
         subscriptionItemId: 6,
         occurredAtMs: 0,
+        // recorded within a second too: its milliseconds have a column of their own
+        recordedAtMs: Date.UTC(2026, 9, 15, 12, 0, 1, 999),
       }),
     ];
     await clickhouseSink.write(events);
