@@ -497,6 +497,41 @@ describe('usage sinks', () => {
     expect(row).toEqual({ rows: '500', total: expectedTotal });
   });
 
+  it('skips a message of an unknown version or cut short, writes the rest and commits past it', async () => {
+    const topic = uniqueName('usage_sink_skip');
+    const [before, after, cut] = ['skip-before', 'skip-after', 'skip-cut'].map((key) =>
+      usageEvent(key, '1', { subscriptionItemId: 31 }),
+    );
+    const [unknown] = encodeLogMessages([usageEvent('skip-unknown', '1', { subscriptionItemId: 31 })]);
+    // a later format's version byte: this sink cannot read it, and must not guess
+    unknown!.value[0] = 3;
+    const [truncated] = encodeLogMessages([cut!]);
+    await produce(topic, [
+      ...encodeLogMessages([before!]),
+      unknown!,
+      { value: truncated!.value.subarray(0, truncated!.value.length - 1) },
+      ...encodeLogMessages([after!]),
+    ]);
+    const lines: { msg: string }[] = [];
+    const log = createLogger({
+      level: 'info',
+      service: 'sinks',
+      destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+    });
+    const runner = sinkRunner(topic, `${topic}-pg`, postgresSink, log);
+    await runner.start();
+    try {
+      await eventually(async () => expect(await committedOffsets(topic, `${topic}-pg`)).toBe(4));
+    } finally {
+      await runner.stop();
+    }
+    const { rows } = await database.db.query<{ key: string }>(
+      "SELECT idempotency_key AS key FROM usage_events WHERE idempotency_key LIKE 'skip-%' ORDER BY 1",
+    );
+    expect(rows).toEqual([{ key: 'skip-after' }, { key: 'skip-before' }]);
+    expect(lines.filter((line) => line.msg === 'skipping a malformed usage message')).toHaveLength(2);
+  });
+
   it('writes a full batch without waiting for its flush timer, then commits it', async () => {
     const topic = uniqueName('usage_sink_count');
     const events = Array.from({ length: 150 }, (_, i) =>
