@@ -45,6 +45,9 @@ describe('daily totals', () => {
       events.push(event(`k-${i}`, `${(i % 17) + 0.125}`, at, 1, i % 2 ? 10 : 11));
     }
     events.push(event('other-org', '1000', base + DAY, 2, 10));
+    // on the instant the ten days end (outside [base, base + 10 days)), and on a window's end below
+    events.push(event('at-the-end', '41', base + 10 * DAY, 1, 10));
+    events.push(event('at-an-hour', '43', base + 4 * DAY + 5 * 3_600_000, 1, 11));
     await sink.write(events.slice(0, 120));
     await sink.write(events); // a redelivery of the first 120 with the rest
     // the same identities under new ids (a retry after a lost acknowledgement): the first stays
@@ -63,6 +66,11 @@ describe('daily totals', () => {
       [base + DAY + 3_600_000, base + DAY + 7_200_000],
       [base + 2 * DAY, base + 2 * DAY],
       [base - DAY, base + 30 * DAY],
+      // partial days read from the events: one holds a voided event (k-199, day 1 at 17:00)
+      [base + DAY + 3_600_000, base + 5 * DAY + 1],
+      // ending on an event's instant, with and without whole days before it
+      [base + 4 * DAY + 3_600_000, base + 4 * DAY + 5 * 3_600_000],
+      [base + DAY + 3_600_000, base + 4 * DAY + 5 * 3_600_000],
     ];
     for (const [from, to] of windows) {
       const window = [new Date(from), new Date(to)] as const;

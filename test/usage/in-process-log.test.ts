@@ -79,6 +79,45 @@ describe('the in-process usage log', () => {
     expect(rows[0]!.n).toBe(4);
     await log.close();
   }, 30_000);
+
+  it('writes the stored events and the voids to its further stores before it answers', async () => {
+    // a further store (ClickHouse without Kafka, in production): here a second database
+    const further = await createTestDatabase('in_process_log_further');
+    try {
+      const log = new InProcessUsageEventLog(
+        new PostgresUsageSink(database.db),
+        [new PostgresUsageSink(further.db)],
+        { lingerMs: 0 },
+      );
+      const key = `further-${randomUUID()}`;
+      const [first] = await log.append([event(key)]);
+      // a repeat under a new id: the further store gets the event Postgres holds, once
+      const [repeat] = await log.append([{ ...event(key), quantity: '9' }]);
+      expect(repeat!.id).toBe(first!.id);
+      const rows = () =>
+        further.db
+          .query<{ id: string; quantity: string; voided: boolean }>(
+            'SELECT id, quantity::text AS quantity, voided_at IS NOT NULL AS voided FROM usage_events WHERE idempotency_key = $1',
+            [key],
+          )
+          .then((r) => r.rows);
+      expect(await rows()).toEqual([{ id: first!.id, quantity: '1.50000000', voided: false }]);
+      await log.appendVoids([{ event: first!, voidedAtMs: Date.now() }]);
+      expect(await rows()).toEqual([{ id: first!.id, quantity: '1.50000000', voided: true }]);
+      // in Postgres but not in the further store (its write failed): the client's retry brings it there
+      const missed = event(`missed-${randomUUID()}`);
+      await new PostgresUsageSink(database.db).write([missed]);
+      await log.append([{ ...event(missed.idempotencyKey), quantity: '9' }]);
+      const { rows: reached } = await further.db.query<{ id: string }>(
+        'SELECT id FROM usage_events WHERE idempotency_key = $1',
+        [missed.idempotencyKey],
+      );
+      expect(reached).toEqual([{ id: missed.id }]);
+      await log.close();
+    } finally {
+      await further.drop();
+    }
+  }, 30_000);
 });
 
 /** A listener (a policy on counted usage) that records what it is handed, in order. */
@@ -149,5 +188,19 @@ describe('the in-process log and its listeners', () => {
     await log.append([event(third)]);
     await log.close();
     expect(heard).toEqual([[`event ${first}`], [`event ${second}`], [`void ${second}`], [`event ${third}`]]);
+  }, 30_000);
+
+  it('writes what was appended before close() and hands it to the listeners before close() resolves', async () => {
+    const { listener, heard } = recordingListener();
+    const log = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], {
+      lingerMs: 0,
+      listeners: [listener],
+      listenerIntervalMs: 60_000,
+    });
+    const key = `closing-${randomUUID()}`;
+    const appended = log.append([event(key)]);
+    await log.close();
+    expect(heard).toEqual([[`event ${key}`]]);
+    await appended;
   }, 30_000);
 });

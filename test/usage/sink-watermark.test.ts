@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Admin, type Consumer, createKafka, type Kafka } from '../../libs/kafka/index.js';
-import { SinkWatermarkRecorder, sinkWatermark } from '../../libs/usage/index.js';
+import {
+  InProcessUsageEventLog,
+  openUsageReadStores,
+  PostgresUsageSink,
+  SinkWatermarkRecorder,
+  sinkWatermark,
+} from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { type KafkaTestBroker, startKafkaTestBroker } from '../helpers/kafka-test-broker.js';
 import { runLogger } from '../helpers/run-log.js';
@@ -176,5 +182,34 @@ describe('the sink watermark (as_of)', () => {
     } finally {
       await member.disconnect();
     }
+  });
+  it("is the read-back's as_of: the pg-sink's own, and the epoch before it recorded anything", async () => {
+    const readStores = (usageTopic: string) =>
+      openUsageReadStores(
+        {
+          KAFKA_BROKERS: broker.brokers,
+          KAFKA_CLIENT_ID: 'watermark-test',
+          KAFKA_USAGE_TOPIC: usageTopic,
+          KAFKA_CONSUMER_GROUP_PREFIX: `${usageTopic}-`,
+          CLICKHOUSE_URL: undefined,
+          CLICKHOUSE_DATABASE: 'billing',
+        },
+        database.db,
+        new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 }),
+      );
+    // the first test left pg-sink rows for `topic`
+    const recorded = readStores(topic);
+    expect((await recorded.asOf()).getTime()).toBe(await asOf());
+    // a topic the pg-sink never recorded: as_of vouches for nothing, though the ch-sink caught up
+    const fresh = uniqueName('watermark-fresh');
+    await database.db.query(
+      `INSERT INTO usage_sink_watermarks (sink, topic, log_partition, committed_offset, covered_until)
+       VALUES ('ch-sink', $1, 0, 5, now())`,
+      [fresh],
+    );
+    const never = readStores(fresh);
+    expect((await never.asOf()).getTime()).toBe(0);
+    await recorded.close();
+    await never.close();
   });
 });

@@ -59,6 +59,7 @@ function sinkRunner(
   groupId: string,
   sink: UsageSink,
   log = runLogger('sinks'),
+  flushMs = 50,
 ): KafkaSinkRunner {
   return new KafkaSinkRunner({
     kafka: createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }, log, 'patient'),
@@ -66,9 +67,21 @@ function sinkRunner(
     groupId,
     sink,
     batchSize: 100,
-    flushMs: 50,
+    flushMs,
     log,
   });
+}
+
+/** The offsets consumer group `groupId` committed on `topic`, summed (a partition never committed: 0). */
+async function committedOffsets(topic: string, groupId: string): Promise<number> {
+  const admin = createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }).admin();
+  await admin.connect();
+  try {
+    const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    return (committed?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 const OCTOBER = [new Date(Date.UTC(2026, 9, 1)), new Date(Date.UTC(2026, 10, 1))] as const;
@@ -163,6 +176,8 @@ describe('usage sinks', () => {
         orgId: org,
         subscriptionItemId: 6,
         occurredAtMs: 0,
+        // recorded within a second too: its milliseconds have a column of their own
+        recordedAtMs: Date.UTC(2026, 9, 15, 12, 0, 1, 999),
       }),
     ];
     await clickhouseSink.write(events);
@@ -323,6 +338,34 @@ describe('usage sinks', () => {
     expect(fromClickHouse).toEqual(fromPostgres);
   });
 
+  it('gives the same daily series from ClickHouse as from Postgres: [from, to) by UTC day, voids left out', async () => {
+    const item = 16;
+    const day = (d: number, ms = 0) => Date.UTC(2026, 9, d) + ms;
+    const voided = usageEvent('daily-voided', '7', {
+      subscriptionItemId: item,
+      occurredAtMs: day(2, 43_200_000),
+    });
+    const events = [
+      usageEvent('daily-from', '2.5', { subscriptionItemId: item, occurredAtMs: day(1) }),
+      usageEvent('daily-last-ms', '1', { subscriptionItemId: item, occurredAtMs: day(3) - 1 }),
+      usageEvent('daily-to', '4', { subscriptionItemId: item, occurredAtMs: day(3) }),
+      voided,
+    ];
+    const voids = [{ event: voided, voidedAtMs: Date.now() }];
+    await postgresSink.write(events);
+    await clickhouseSink.write(events);
+    await postgresSink.writeVoids(voids);
+    await clickhouseSink.writeVoids(voids);
+    const window = [new Date(day(1)), new Date(day(3))] as const;
+    const byDate = (rows: { date: string }[]) => [...rows].sort((a, b) => a.date.localeCompare(b.date));
+    const fromClickHouse = byDate(await clickhouseTotals.daily(ORG, [item], ...window));
+    expect(fromClickHouse).toEqual([
+      { date: '2026-10-01', subscription_item_id: item, quantity: '2.50000000' },
+      { date: '2026-10-02', subscription_item_id: item, quantity: '1.00000000' },
+    ]);
+    expect(fromClickHouse).toEqual(byDate(await postgresTotals.daily(ORG, [item], ...window)));
+  });
+
   it('answers windows reaching past when events can happen (derived bounds: year 10000, before 1970) in every store', async () => {
     const item = 15;
     const lastDay = Date.UTC(2099, 11, 31);
@@ -454,6 +497,63 @@ describe('usage sinks', () => {
     expect(row).toEqual({ rows: '500', total: expectedTotal });
   });
 
+  it('skips a message of an unknown version or cut short, writes the rest and commits past it', async () => {
+    const topic = uniqueName('usage_sink_skip');
+    const [before, after, cut] = ['skip-before', 'skip-after', 'skip-cut'].map((key) =>
+      usageEvent(key, '1', { subscriptionItemId: 31 }),
+    );
+    const [unknown] = encodeLogMessages([usageEvent('skip-unknown', '1', { subscriptionItemId: 31 })]);
+    // a later format's version byte: this sink cannot read it, and must not guess
+    unknown!.value[0] = 3;
+    const [truncated] = encodeLogMessages([cut!]);
+    await produce(topic, [
+      ...encodeLogMessages([before!]),
+      unknown!,
+      { value: truncated!.value.subarray(0, truncated!.value.length - 1) },
+      ...encodeLogMessages([after!]),
+    ]);
+    const lines: { msg: string }[] = [];
+    const log = createLogger({
+      level: 'info',
+      service: 'sinks',
+      destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+    });
+    const runner = sinkRunner(topic, `${topic}-pg`, postgresSink, log);
+    await runner.start();
+    try {
+      await eventually(async () => expect(await committedOffsets(topic, `${topic}-pg`)).toBe(4));
+    } finally {
+      await runner.stop();
+    }
+    const { rows } = await database.db.query<{ key: string }>(
+      "SELECT idempotency_key AS key FROM usage_events WHERE idempotency_key LIKE 'skip-%' ORDER BY 1",
+    );
+    expect(rows).toEqual([{ key: 'skip-after' }, { key: 'skip-before' }]);
+    expect(lines.filter((line) => line.msg === 'skipping a malformed usage message')).toHaveLength(2);
+  });
+
+  it('writes a full batch without waiting for its flush timer, then commits it', async () => {
+    const topic = uniqueName('usage_sink_count');
+    const events = Array.from({ length: 150 }, (_, i) =>
+      usageEvent(`count-${i}`, '1', { subscriptionItemId: 30 }),
+    );
+    await produce(topic, encodeLogMessages(events));
+    // a timer of a minute: only the count (batchSize 100) can start a write within the test
+    const runner = sinkRunner(topic, `${topic}-pg`, postgresSink, runLogger('sinks'), 60_000);
+    await runner.start();
+    try {
+      await eventually(async () => {
+        const { rows } = await database.db.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM usage_events WHERE idempotency_key LIKE 'count-%'",
+        );
+        expect(rows[0]!.n).toBe(150);
+        expect(await committedOffsets(topic, `${topic}-pg`)).toBe(1);
+      });
+    } finally {
+      await runner.stop();
+    }
+  });
+
   it('reports its lag while its writes fail, and none once it caught up, logging the outage once', async () => {
     const topic = uniqueName('usage_sink_lag');
     const events = Array.from({ length: 3 }, (_, i) =>
@@ -487,11 +587,14 @@ describe('usage sinks', () => {
       });
       // several attempts fail (100 ms, 200, 400, 800... apart): one line says so, not one each
       await new Promise((resolve) => setTimeout(resolve, 2000));
+      // nothing written, nothing committed: a restart now must read the events again
+      expect(await committedOffsets(topic, `${topic}-lag`)).toBe(0);
       failing = false;
       await eventually(async () => {
         expect(await gauge(sinkLagSeconds)).toBe(0);
         expect(await gauge(sinkLagMessages)).toBe(0);
       });
+      expect(await committedOffsets(topic, `${topic}-lag`)).toBe(1);
       const about = lines.filter((line) => line.msg.startsWith('usage sink'));
       expect(about.map((line) => [line.level, line.msg])).toEqual([
         ['error', 'usage sink write failed; retrying'],

@@ -70,6 +70,27 @@ describe('createBillingClient', () => {
     });
   });
 
+  it('keeps the first 200 characters of a long body, and needs both error_code and detail for an error body', async () => {
+    const page = `<html>${'x'.repeat(1000)}</html>`;
+    const { client } = clientAnswering((request) =>
+      request.url.endsWith('/meta')
+        ? new Response(page, { status: 502 })
+        : Response.json({ error_code: 'RATE_LIMITED' }, { status: 429 }),
+    );
+    const long = (await client.GET('/meta').catch((e) => e)) as BillingApiError;
+    expect(long).toMatchObject({
+      status: 502,
+      error_code: 'UNEXPECTED_RESPONSE',
+      detail: page.slice(0, 200),
+    });
+    const partial = (await client.GET('/invoices').catch((e) => e)) as BillingApiError;
+    expect(partial).toMatchObject({
+      status: 429,
+      error_code: 'UNEXPECTED_RESPONSE',
+      detail: '{"error_code":"RATE_LIMITED"}',
+    });
+  });
+
   it('refuses, at compile time, paths, parameters and bodies the API does not have', () => {
     const { client } = clientAnswering(() => Response.json({}));
     const calls = () => {

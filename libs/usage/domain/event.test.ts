@@ -86,11 +86,15 @@ describe('usage event encodings', () => {
     const firstEnds = encodeLogMessages([record])[0]!.value.length;
     const decodable: number[] = [];
     for (let end = 1; end < value.length; end++) {
+      let decoded: UsageEventRecord[];
       try {
-        const decoded = decodeLogMessage(value.subarray(0, end));
-        expect(decoded).toEqual(end === 1 ? [] : [record]);
-        decodable.push(end);
-      } catch {}
+        decoded = decodeLogMessage(value.subarray(0, end));
+      } catch {
+        continue;
+      }
+      // outside the try: a prefix read as a wrong event (a key cut short) must fail the test
+      expect(decoded, `cut at ${end}`).toEqual(end === 1 ? [] : [record]);
+      decodable.push(end);
     }
     // only where one event ends (or none began) does a prefix read as whole events
     expect(decodable).toEqual([1, firstEnds]);

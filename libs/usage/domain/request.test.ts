@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../errors/index.js';
 import { CreateUsageEvent } from '../../schemas/index.js';
+import { parseUsageBody } from '../wire/body.js';
 import { identityOf, parseUsageEvent, parseUsageEventBatch, wellFormedEvent } from './request.js';
 
 const NOW = Date.UTC(2026, 10, 20, 12, 0, 0);
@@ -141,6 +142,18 @@ describe('usage event validation', () => {
       '0.00000001',
     );
     expect(parseUsageEvent({ subscription_item_id: 7, quantity: 12.5 }, 'k', NOW).quantity).toBe('12.5');
+  });
+
+  it('names a quantity that loses digits once, and only its bound when it also breaks one', () => {
+    const body = (text: string) => parseUsageBody(Buffer.from(text));
+    const inexact = body('{"subscription_item_id":7,"quantity":12345678901234.12345678}');
+    expect(failure(() => parseUsageEvent(inexact, 'k', NOW)).details).toEqual([
+      expect.objectContaining({ field: 'quantity', code: 'invalid_format' }),
+    ]);
+    const tooLarge = body('{"subscription_item_id":7,"quantity":10000000000000000000.5}');
+    expect(failure(() => parseUsageEvent(tooLarge, 'k', NOW)).details).toEqual([
+      expect.objectContaining({ field: 'quantity', code: 'out_of_range' }),
+    ]);
   });
 
   it('defaults the timestamp to receipt and keeps a given one, within DateTime range', () => {

@@ -12,6 +12,11 @@ describe('parseUsageBody', () => {
         '{"quantity":1.00000000000000001,"quantity":3},{"quantity":3,"quantity":0.100000000000000001}]}',
     ) as { events: object[] };
     expect(body.events.map(quantityIsInexact)).toEqual([false, true, false, false, true]);
+    // an array under another key is no batch: its quantities mark none of the events
+    const other = parse(
+      '{"events":[{"quantity":1},{"quantity":2}],"other":[{"quantity":1.00000000000000001},{"quantity":3}]}',
+    ) as { events: object[] };
+    expect(other.events.map(quantityIsInexact)).toEqual([false, false]);
   });
 
   it('marks a single event, and leaves short numbers alone without walking the text', () => {

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BillingApiError, UsageEventValidationError } from '../errors.js';
-import type { ReportedUsageEvent } from './event.js';
+import { prepareUsageEvent, type ReportedUsageEvent } from './event.js';
 import { type UsageRejection, UsageReporter, type UsageReporterOptions } from './reporter.js';
 
 /**
@@ -86,6 +86,39 @@ describe('UsageReporter', () => {
     expect(reporter.stats).toMatchObject({ reported: 2500, sent: 2500, buffered: 0, retried: 0 });
   });
 
+  it('sends a batch the moment it holds maxBatchEvents events or maxBatchBytes bytes, not one later', async () => {
+    const byCount = scripted(undefined, { flushIntervalMs: 60_000, maxBatchEvents: 3 });
+    for (let n = 0; n < 3; n++) void byCount.reporter.report(event(n));
+    expect(byCount.requests.map((r) => r.events.length)).toEqual([3]);
+
+    const timestamp = '2026-11-20T10:00:00.000Z';
+    const fixed = (n: number) => ({ ...event(n), timestamp });
+    const bytes = prepareUsageEvent(fixed(0), 0, () => '').bytes;
+    const byBytes = scripted(undefined, { flushIntervalMs: 60_000, maxBatchBytes: 2 * bytes });
+    void byBytes.reporter.report(fixed(0));
+    void byBytes.reporter.report(fixed(1));
+    expect(byBytes.requests.map((r) => r.events.length)).toEqual([2]);
+  });
+
+  it('sends a full batch waiting behind maxConcurrentRequests as soon as a request ends', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { reporter, requests } = scripted(
+      async (request) => {
+        await gate;
+        return recorded(request.events);
+      },
+      { flushIntervalMs: 60_000, maxBatchEvents: 3, maxConcurrentRequests: 1 },
+    );
+    for (let n = 0; n < 6; n++) void reporter.report(event(n));
+    expect(requests).toHaveLength(1);
+    release();
+    await sleep(20);
+    expect(requests.map((r) => r.events.length)).toEqual([3, 3]);
+  });
+
   it('keeps a batch under maxBatchBytes', async () => {
     const { reporter, requests } = scripted(undefined, { maxBatchBytes: 1000 });
     for (let n = 0; n < 30; n++) void reporter.report(event(n));
@@ -133,10 +166,14 @@ describe('UsageReporter', () => {
       () => Response.json({ data: [] }),
       (request) => recorded(request.events),
     ];
-    const { reporter, requests, rejections } = scripted((request, index) => answers[index]!(request, index));
+    const reasons: string[] = [];
+    const { reporter, requests, rejections } = scripted((request, index) => answers[index]!(request, index), {
+      metrics: { retried: (_, reason) => reasons.push(reason) },
+    });
     void reporter.report(event(1));
     await reporter.flush();
     expect(requests).toHaveLength(6);
+    expect(reasons).toEqual(['network', 'rate_limited', 'server_error', 'server_error', 'bad_response']);
     expect(new Set(requests.map((r) => r.body)).size).toBe(1);
     const gaps = requests.slice(1).map((r, i) => r.at - requests[i]!.at);
     // after the 429, Retry-After: 0 allows an immediate retry; every other failure backs off
@@ -144,6 +181,79 @@ describe('UsageReporter', () => {
     for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(4);
     expect(rejections).toEqual([]);
     expect(reporter.stats).toMatchObject({ sent: 1, retried: 5 });
+  });
+
+  it('retries an event whose own result is 503 or 429 with its key, and rejects none of them', async () => {
+    const { reporter, requests, rejections } = scripted((request, index) =>
+      Response.json({
+        data: request.events.map((e) =>
+          index === 0 && e.idempotency_key !== 'k-1'
+            ? {
+                status: e.idempotency_key === 'k-2' ? 503 : 429,
+                error: { error_code: 'SERVICE_UNAVAILABLE', detail: 'later', request_id: 'r' },
+              }
+            : { status: 201, data: e },
+        ),
+      }),
+    );
+    for (let n = 1; n <= 3; n++) void reporter.report(event(n));
+    await reporter.flush();
+    expect(requests.map((r) => r.events.map((e) => e.idempotency_key))).toEqual([
+      ['k-1', 'k-2', 'k-3'],
+      ['k-2', 'k-3'],
+    ]);
+    expect(rejections).toEqual([]);
+    expect(reporter.stats).toMatchObject({ sent: 3, retried: 2, rejected: 0 });
+  });
+
+  it('starts the backoff over after a request succeeds', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    try {
+      // fail, fail, fail, succeed; then fail, succeed: the last wait is the first step's again
+      const fails = new Set([0, 1, 2, 4]);
+      const { reporter, requests } = scripted(
+        (request, index) =>
+          fails.has(index) ? errorBody(500, 'INTERNAL_SERVER_ERROR') : recorded(request.events),
+        { retry: { baseDelayMs: 100, maxDelayMs: 10_000 } },
+      );
+      void reporter.report(event(1));
+      await reporter.flush();
+      expect(requests).toHaveLength(4);
+      // 50, 100 then 200 ms (half the doubling ceiling, random() being 0)
+      expect(requests[3]!.at - requests[2]!.at).toBeGreaterThanOrEqual(195);
+      void reporter.report(event(2));
+      await reporter.flush();
+      expect(requests).toHaveLength(6);
+      const gap = requests[5]!.at - requests[4]!.at;
+      expect(gap).toBeGreaterThanOrEqual(45);
+      // not 400 ms: the success before reset the count of consecutive failures
+      expect(gap).toBeLessThan(300);
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
+
+  it('keeps the longer pause when a later failure asks for a shorter one', async () => {
+    const { reporter, requests } = scripted(
+      async (request, index) => {
+        if (index === 0) return errorBody(429, 'RATE_LIMITED', { 'Retry-After': '1' });
+        if (index === 1) {
+          await sleep(10);
+          return errorBody(500, 'INTERNAL_SERVER_ERROR');
+        }
+        return recorded(request.events);
+      },
+      { maxBatchEvents: 1, maxConcurrentRequests: 2 },
+    );
+    void reporter.report(event(1));
+    void reporter.report(event(2));
+    await sleep(60);
+    // flush() pumps at once: the 500's short backoff must not cut the 429's Retry-After short
+    await reporter.flush();
+    expect(requests.length).toBeGreaterThan(2);
+    for (const request of requests.slice(2)) {
+      expect(request.at - requests[0]!.at).toBeGreaterThanOrEqual(1000);
+    }
   });
 
   it('abandons a request without an answer after requestTimeoutMs and sends it again', async () => {
@@ -316,6 +426,8 @@ describe('UsageReporter', () => {
       const { unsent } = await reporter.close({ timeoutMs: 100 });
       expect(Date.now() - started).toBeLessThan(1000);
       expect(aborted).toBe(1);
+      // abandoned, not retried: nothing is sent again after the deadline
+      expect(reporter.stats).toMatchObject({ sent: 0, retried: 0 });
       expect(unsent.map((e) => e.idempotency_key)).toEqual(['k-0', 'k-1', 'k-2', 'k-3', 'k-4']);
       expect(unsent[0]).toMatchObject({
         subscription_item_id: 1,
@@ -343,6 +455,31 @@ describe('UsageReporter', () => {
     await reporter.flush();
     expect(reporter.stats).toMatchObject({ sent: 1, retried: 2, buffered: 0 });
     await expect(reporter.flush()).resolves.toBeUndefined();
+  });
+
+  it('flush() waits for the events reported before it, not for those reported after', async () => {
+    const { reporter, requests } = scripted((request) =>
+      request.events.some((e) => e.idempotency_key === 'k-2')
+        ? new Promise<Response>(() => {}) // never answered
+        : recorded(request.events),
+    );
+    void reporter.report(event(1));
+    const flushed = reporter.flush();
+    void reporter.report(event(2));
+    const outcome = await Promise.race([flushed.then(() => 'flushed'), sleep(1000).then(() => 'waiting')]);
+    expect(outcome).toBe('flushed');
+    // k-2 went in a request of its own, still unanswered
+    await vi.waitFor(() => expect(keysOf(requests)).toEqual(['k-1', 'k-2']));
+  });
+
+  it('sends a batch put back after a failure again once the backoff ends, with no flush() asked', async () => {
+    const { reporter, requests } = scripted(
+      (request, index) => (index === 0 ? errorBody(503, 'SERVICE_UNAVAILABLE') : recorded(request.events)),
+      { flushIntervalMs: 10 },
+    );
+    void reporter.report(event(1));
+    await vi.waitFor(() => expect(requests).toHaveLength(2), { timeout: 2000 });
+    expect(reporter.stats).toMatchObject({ sent: 1, retried: 1 });
   });
 
   it('survives metrics hooks and callbacks that throw', async () => {
