@@ -416,47 +416,6 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     }
   });
 
-  it.runIf(mode === 'distributed')(
-    'at the very instant a period ends, a check reads only the next period’s counter',
-    async () => {
-      const testApi = await start(mode);
-      const s = await customer(testApi, { daysAgo: 40, limit: '100' });
-      const { rows } = await testApi.platform.db.query<{ current_period_end: Date }>(
-        'SELECT current_period_end FROM subscriptions WHERE id = $1',
-        [s.subscriptionId],
-      );
-      const boundary = rows[0]!.current_period_end.getTime();
-      const at = (ms: number) =>
-        getEntitlement(testApi.platform.db, testApi.usage.counter, s.org.orgId, s.customerId, s.apiCalls, {
-          now: new Date(ms),
-        });
-      await at(boundary);
-      const first = await at(boundary - 1);
-      const counterKeys = `${testApi.config.REDIS_KEY_PREFIX}usage:counter:${s.org.orgId}:${first.subscription_item_id}:`;
-      /** The periods (their start) of this item whose counters `check` reads. */
-      const periodsReadBy = async (check: () => Promise<unknown>) => {
-        const monitor = await new Redis(testServices().redisUrl).monitor();
-        const read = new Set<string>();
-        monitor.on('monitor', (_time: string, args: string[]) => {
-          for (const arg of args) if (arg.startsWith(counterKeys)) read.add(arg.slice(counterKeys.length));
-        });
-        try {
-          await check();
-          await new Promise((resolve) => setTimeout(resolve, 200));
-        } finally {
-          monitor.disconnect();
-        }
-        return [...read];
-      };
-      // the last check read the period ending at `boundary`: at `boundary` it holds no longer
-      expect(await periodsReadBy(() => at(boundary))).toEqual([String(boundary)]);
-      // and the period starting at `boundary` does not hold the instant before it
-      const before = await periodsReadBy(() => at(boundary - 1));
-      expect(before).toHaveLength(1);
-      expect(Number(before[0])).toBeLessThan(boundary);
-    },
-  );
-
   it('checks of several organizations in one turn each get their own answer', async () => {
     const testApi = await start(mode);
     const a = await customer(testApi, { limit: '10' });
@@ -687,6 +646,46 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     ];
     expect((await testApi.usage.counter.used(periods)).map(String)).toEqual(['0', '300000000']);
     expect((await check(testApi, s)).used).toBe('3.00000000');
+  });
+});
+
+describe('the counter read beside the query (distributed: Redis)', () => {
+  it('at the very instant a period ends, a check reads only the next period’s counter', async () => {
+    const testApi = await start('distributed');
+    const s = await customer(testApi, { daysAgo: 40, limit: '100' });
+    const { rows } = await testApi.platform.db.query<{ current_period_end: Date }>(
+      'SELECT current_period_end FROM subscriptions WHERE id = $1',
+      [s.subscriptionId],
+    );
+    const boundary = rows[0]!.current_period_end.getTime();
+    const at = (ms: number) =>
+      getEntitlement(testApi.platform.db, testApi.usage.counter, s.org.orgId, s.customerId, s.apiCalls, {
+        now: new Date(ms),
+      });
+    await at(boundary);
+    const first = await at(boundary - 1);
+    const counterKeys = `${testApi.config.REDIS_KEY_PREFIX}usage:counter:${s.org.orgId}:${first.subscription_item_id}:`;
+    /** The periods (their start) of this item whose counters `check` reads. */
+    const periodsReadBy = async (check: () => Promise<unknown>) => {
+      const monitor = await new Redis(testServices().redisUrl).monitor();
+      const read = new Set<string>();
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        for (const arg of args) if (arg.startsWith(counterKeys)) read.add(arg.slice(counterKeys.length));
+      });
+      try {
+        await check();
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      } finally {
+        monitor.disconnect();
+      }
+      return [...read];
+    };
+    // the last check read the period ending at `boundary`: at `boundary` it holds no longer
+    expect(await periodsReadBy(() => at(boundary))).toEqual([String(boundary)]);
+    // and the period starting at `boundary` does not hold the instant before it
+    const before = await periodsReadBy(() => at(boundary - 1));
+    expect(before).toHaveLength(1);
+    expect(Number(before[0])).toBeLessThan(boundary);
   });
 });
 
