@@ -90,6 +90,12 @@ describe('forbiddenRangeOf', () => {
     expect(forbiddenRangeOf('10.0.0')).toBe('reserved');
     expect(forbiddenRangeOf('')).toBe('reserved');
   });
+
+  it('names the range of a scoped IPv6 address by its address, its zone left aside', () => {
+    expect(forbiddenRangeOf('fe80::1%eth0')).toBe('link-local');
+    expect(forbiddenRangeOf('[fe80::1%25en0]')).toBe('link-local');
+    expect(forbiddenRangeOf('fd00::1%2')).toBe('private');
+  });
 });
 
 describe('isLoopbackAddress', () => {
