@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getCreditBalance } from '../../libs/billing/index.js';
 import { type Admin, type Consumer, createKafka, type Kafka } from '../../libs/kafka/index.js';
 import {
   InProcessUsageEventLog,
@@ -7,7 +8,9 @@ import {
   SinkWatermarkRecorder,
   sinkWatermark,
 } from '../../libs/usage/index.js';
+import { basicCatalog, customerIn, subscribe } from '../billing/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg } from '../helpers/fixtures.js';
 import { type KafkaTestBroker, startKafkaTestBroker } from '../helpers/kafka-test-broker.js';
 import { runLogger } from '../helpers/run-log.js';
 import { uniqueName } from '../helpers/services.js';
@@ -211,5 +214,39 @@ describe('the sink watermark (as_of)', () => {
     expect((await never.asOf()).getTime()).toBe(0);
     await recorded.close();
     await never.close();
+  });
+
+  it("is the credit balance's as_of too: the oldest of its previews', never the read's instant", async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const { seats, apiCalls } = await basicCatalog(database.db, orgId);
+    const customerId = await customerIn(database.db, orgId);
+    const start = new Date(Date.now() - 86_400_000);
+    for (const product of [seats, apiCalls])
+      await subscribe(
+        database.db,
+        orgId,
+        { customer_id: customerId, items: [{ product_id: product }], start_date: start },
+        start,
+      );
+    // a topic the pg-sink never recorded: the previews vouch for nothing, so neither does the balance
+    const stores = openUsageReadStores(
+      {
+        KAFKA_BROKERS: broker.brokers,
+        KAFKA_CLIENT_ID: 'watermark-test',
+        KAFKA_USAGE_TOPIC: uniqueName('watermark-balance'),
+        KAFKA_CONSUMER_GROUP_PREFIX: 'balance-',
+        CLICKHOUSE_URL: undefined,
+        CLICKHOUSE_DATABASE: 'billing',
+      },
+      database.db,
+      new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 }),
+    );
+    try {
+      const balance = await getCreditBalance(database.db, stores, orgId, customerId);
+      expect(Number(balance.pending)).toBeGreaterThan(0);
+      expect(balance.as_of).toBe(new Date(0).toISOString());
+    } finally {
+      await stores.close();
+    }
   });
 });
