@@ -103,4 +103,35 @@ describe('dunning at the boundary day', () => {
     expect(run.back_to_active).toBe(1);
     expect(await statusOf(orgId, subscriptionId)).toBe('active');
   });
+
+  it('a partly paid invoice past its due date makes the subscription past due too', async () => {
+    const { orgId, subscriptionId, invoiceId } = await billedSubscription();
+    await database.db.transaction((tx) =>
+      recordPayment(tx, { invoiceId, amount: '5.00', now: at('2026-03-01T12:00:00Z') }),
+    );
+    expect((await getInvoice(database.db, orgId, invoiceId)).status).toBe('PARTIALLY_PAID');
+    const run = await runBilling(database.db, { usage, orgId, now: at('2026-03-04T00:00:00Z') });
+    expect(run.marked_past_due).toBe(1);
+    expect(await statusOf(orgId, subscriptionId)).toBe('past_due');
+    // the rest paid: active again
+    await database.db.transaction((tx) =>
+      recordPayment(tx, { invoiceId, amount: '6.30', now: at('2026-03-04T12:00:00Z') }),
+    );
+    expect(await statusOf(orgId, subscriptionId)).toBe('active');
+  });
+
+  it('a billing run brings an unpaid subscription with nothing overdue back to active as well', async () => {
+    const { orgId, subscriptionId, invoiceId } = await billedSubscription();
+    await database.db.query(`UPDATE subscriptions SET status = 'unpaid' WHERE org_id = $1 AND id = $2`, [
+      orgId,
+      subscriptionId,
+    ]);
+    await database.db.query(
+      `UPDATE invoices SET status = 'PAID', amount_paid = total WHERE org_id = $1 AND id = $2`,
+      [orgId, invoiceId],
+    );
+    const run = await runBilling(database.db, { usage, orgId, now: at('2026-03-04T00:00:00Z') });
+    expect(run.back_to_active).toBe(1);
+    expect(await statusOf(orgId, subscriptionId)).toBe('active');
+  });
 });
