@@ -49,6 +49,16 @@ async function billedSubscription() {
 const statusOf = async (orgId: number, subscriptionId: number) =>
   (await getSubscription(database.db, orgId, subscriptionId)).status;
 
+/**
+ * Paid in full by a write outside payments, credit memos and withdrawals (which restore at once):
+ * only a billing run then sees that nothing is overdue.
+ */
+const settleByHand = (orgId: number, invoiceId: string) =>
+  database.db.query(
+    `UPDATE invoices SET status = 'PAID', amount_paid = total WHERE org_id = $1 AND id = $2`,
+    [orgId, invoiceId],
+  );
+
 describe('dunning at the boundary day', () => {
   it('an invoice due today is not overdue, from its first instant to its last; the next day it is', async () => {
     const { orgId, subscriptionId } = await billedSubscription();
@@ -95,10 +105,7 @@ describe('dunning at the boundary day', () => {
     expect(await statusOf(orgId, subscriptionId)).toBe('past_due');
     // settled by hand: payments, credit memos and withdrawals restore at once, so the run's own
     // way back is seen only on a state set outside them
-    await database.db.query(
-      `UPDATE invoices SET status = 'PAID', amount_paid = total WHERE org_id = $1 AND id = $2`,
-      [orgId, invoiceId],
-    );
+    await settleByHand(orgId, invoiceId);
     const run = await runBilling(database.db, { usage, orgId, now: at('2026-03-04T01:00:00Z') });
     expect(run.back_to_active).toBe(1);
     expect(await statusOf(orgId, subscriptionId)).toBe('active');
@@ -126,10 +133,7 @@ describe('dunning at the boundary day', () => {
       orgId,
       subscriptionId,
     ]);
-    await database.db.query(
-      `UPDATE invoices SET status = 'PAID', amount_paid = total WHERE org_id = $1 AND id = $2`,
-      [orgId, invoiceId],
-    );
+    await settleByHand(orgId, invoiceId);
     const run = await runBilling(database.db, { usage, orgId, now: at('2026-03-04T00:00:00Z') });
     expect(run.back_to_active).toBe(1);
     expect(await statusOf(orgId, subscriptionId)).toBe('active');

@@ -117,6 +117,22 @@ async function customer(
   };
 }
 
+/**
+ * The end of the subscription's stored period, and a check of its metered product at any instant:
+ * for tests that check on both sides of that boundary.
+ */
+async function storedBoundary(testApi: TestApi, s: Setup) {
+  const { rows } = await testApi.platform.db.query<{ current_period_end: Date }>(
+    'SELECT current_period_end FROM subscriptions WHERE id = $1',
+    [s.subscriptionId],
+  );
+  const at = (ms: number) =>
+    getEntitlement(testApi.platform.db, testApi.usage.counter, s.org.orgId, s.customerId, s.apiCalls, {
+      now: new Date(ms),
+    });
+  return { boundary: rows[0]!.current_period_end.getTime(), at };
+}
+
 async function post(
   testApi: TestApi,
   s: Setup,
@@ -388,15 +404,7 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     const testApi = await start(mode);
     // started 40 days ago: the stored period ended at `boundary`, in the past
     const s = await customer(testApi, { daysAgo: 40, limit: '100' });
-    const { rows } = await testApi.platform.db.query<{ current_period_end: Date }>(
-      'SELECT current_period_end FROM subscriptions WHERE id = $1',
-      [s.subscriptionId],
-    );
-    const boundary = rows[0]!.current_period_end.getTime();
-    const at = (ms: number) =>
-      getEntitlement(testApi.platform.db, testApi.usage.counter, s.org.orgId, s.customerId, s.apiCalls, {
-        now: new Date(ms),
-      });
+    const { boundary, at } = await storedBoundary(testApi, s);
     // both counters built first, so the events below are counted by ingest, not rebuilt from Postgres
     expect((await at(boundary - 1)).used).toBe('0.00000000');
     expect((await at(boundary)).used).toBe('0.00000000');
@@ -653,15 +661,7 @@ describe('the counter read beside the query (distributed: Redis)', () => {
   it('at the very instant a period ends, a check reads only the next period’s counter', async () => {
     const testApi = await start('distributed');
     const s = await customer(testApi, { daysAgo: 40, limit: '100' });
-    const { rows } = await testApi.platform.db.query<{ current_period_end: Date }>(
-      'SELECT current_period_end FROM subscriptions WHERE id = $1',
-      [s.subscriptionId],
-    );
-    const boundary = rows[0]!.current_period_end.getTime();
-    const at = (ms: number) =>
-      getEntitlement(testApi.platform.db, testApi.usage.counter, s.org.orgId, s.customerId, s.apiCalls, {
-        now: new Date(ms),
-      });
+    const { boundary, at } = await storedBoundary(testApi, s);
     await at(boundary);
     const first = await at(boundary - 1);
     const counterKeys = `${testApi.config.REDIS_KEY_PREFIX}usage:counter:${s.org.orgId}:${first.subscription_item_id}:`;
