@@ -1,19 +1,10 @@
+import { isSocketErrorCode } from '../dependency-guard/index.js';
+
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
   const e = error as { code?: string; constraint?: string } | null;
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
 }
 
-/** Socket errors of a dependency that cannot be reached or went away mid-request. */
-const NETWORK_ERROR_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-]);
 /** Postgres refusing work while it shuts down, starts up or is out of connections. */
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
 /** What pg says when a connection cannot be had or was lost (these errors carry no code). */
@@ -28,7 +19,7 @@ export function isConnectionFailure(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {
-    return NETWORK_ERROR_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08');
+    return isSocketErrorCode(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08');
   }
   return LOST_CONNECTION.test(error.message);
 }

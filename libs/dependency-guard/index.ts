@@ -1,1 +1,2 @@
 export { DependencyGuard, type DependencyGuardOptions, DependencyUnavailableError } from './guard.js';
+export { isSocketErrorCode } from './socket-errors.js';

@@ -1,4 +1,5 @@
 import { Kafka, type LogEntry, logLevel } from 'kafkajs';
+import { isSocketErrorCode } from '../dependency-guard/index.js';
 import type { Logger } from '../log/index.js';
 import { installKafkajsAdapter } from './kafkajs-adapter.js';
 
@@ -78,10 +79,6 @@ const OUTAGE_ERRORS = new Set([
   'KafkaJSBrokerNotFound',
   'KafkaJSNoBrokerAvailableError',
 ]);
-/** Socket errors of a connection refused, reset or timed out (below kafkajs' own errors). */
-const SOCKET_ERROR_CODES =
-  /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN)$/;
-
 /**
  * A failure of the broker connection itself (refused, lost, timed out, or retries of those
  * exhausted), as opposed to a broker's refusal of one request: the first is an outage of the log.
@@ -89,7 +86,7 @@ const SOCKET_ERROR_CODES =
 export function isKafkaOutage(error: unknown): boolean {
   for (let cause = error, depth = 0; cause instanceof Error && depth < 5; depth++) {
     const code = (cause as { code?: unknown }).code;
-    if (OUTAGE_ERRORS.has(cause.name) || (typeof code === 'string' && SOCKET_ERROR_CODES.test(code))) {
+    if (OUTAGE_ERRORS.has(cause.name) || isSocketErrorCode(code)) {
       return true;
     }
     cause = (cause as { cause?: unknown }).cause;
