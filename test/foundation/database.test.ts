@@ -1,6 +1,7 @@
 import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Database } from '../../libs/db/index.js';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterCommit, Database } from '../../libs/db/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { runLogger } from '../helpers/run-log.js';
 
@@ -67,6 +68,77 @@ describe('Database on Postgres with preparedStatements', () => {
       expect(warnings.filter((message) => message.includes('already executing a query'))).toEqual([]);
     } finally {
       process.off('warning', onWarning);
+    }
+  });
+
+  it('opens a transaction in the modes asked for: read only refuses a write, the isolation is the one named', async () => {
+    const modes = await db.transaction(
+      async (tx) =>
+        (
+          await tx.query<{ read_only: string; isolation: string }>(
+            "SELECT current_setting('transaction_read_only') AS read_only, current_setting('transaction_isolation') AS isolation",
+          )
+        ).rows[0],
+      { readOnly: true, isolation: 'repeatable read' },
+    );
+    expect(modes).toEqual({ read_only: 'on', isolation: 'repeatable read' });
+    await expect(
+      db.transaction((tx) => tx.query('CREATE TEMP TABLE refused_in_read_only (n int)'), { readOnly: true }),
+    ).rejects.toMatchObject({ code: '25006' });
+    const plain = await db.transaction(
+      async (tx) =>
+        (
+          await tx.query<{ read_only: string }>(
+            "SELECT current_setting('transaction_read_only') AS read_only",
+          )
+        ).rows[0],
+    );
+    expect(plain).toEqual({ read_only: 'off' });
+  });
+
+  it('runs a commit hook once after COMMIT, however often it was given, and never for a rollback', async () => {
+    const runs: string[] = [];
+    await db.transaction(async (tx) => {
+      const hook = () => runs.push('committed');
+      expect(afterCommit(tx, hook)).toBe(true);
+      afterCommit(tx, hook);
+      await tx.query('SELECT 1');
+      expect(runs).toEqual([]);
+    });
+    expect(runs).toEqual(['committed']);
+    await expect(
+      db.transaction(async (tx) => {
+        afterCommit(tx, () => runs.push('rolled back'));
+        throw new Error('the change fails');
+      }),
+    ).rejects.toThrow('the change fails');
+    // a transaction refused at COMMIT itself (a deferred constraint) is a rollback too
+    await expect(
+      db.transaction(async (tx) => {
+        afterCommit(tx, () => runs.push('refused at commit'));
+        await tx.query('CREATE TEMP TABLE checked_at_commit (n int UNIQUE DEFERRABLE INITIALLY DEFERRED)');
+        await tx.query('INSERT INTO checked_at_commit VALUES ($1), ($1)', [1]);
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect(runs).toEqual(['committed']);
+  });
+
+  it('folds NOTIFYs of one channel within its window into one more at the window end', async () => {
+    const listener = new pg.Client({ connectionString: database.url });
+    await listener.connect();
+    const heard: string[] = [];
+    listener.on('notification', (message) => heard.push(message.channel));
+    try {
+      await listener.query('LISTEN folded_wakeups');
+      db.notify('folded_wakeups');
+      db.notify('folded_wakeups');
+      db.notify('folded_wakeups');
+      // the first at once, the two folded into one sent when the window closes
+      await vi.waitFor(() => expect(heard).toHaveLength(2), { timeout: 5000, interval: 10 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(heard).toEqual(['folded_wakeups', 'folded_wakeups']);
+    } finally {
+      await listener.end();
     }
   });
 
