@@ -38,4 +38,47 @@ describe('migrations', () => {
     const { rows } = await bounded.query<{ t: string }>("SELECT to_regclass('slow_done')::text AS t");
     expect(rows[0]?.t).toBe('slow_done');
   });
+  const migrationsIn = async (files: Record<string, string>): Promise<string> => {
+    const directory = await mkdtemp(path.join(tmpdir(), 'migrations-'));
+    cleanups.push(() => rm(directory, { recursive: true, force: true }));
+    for (const [name, sql] of Object.entries(files)) await writeFile(path.join(directory, name), sql);
+    return directory;
+  };
+  const tableExists = async (db: Database, table: string) =>
+    (await db.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [table])).rows[0]?.t === table;
+
+  it('apply in name order, skip other files, and stop at a failing one with nothing of it kept', async () => {
+    const database = await createTestDatabase('migrations-order');
+    cleanups.push(() => database.drop());
+    const directory = await migrationsIn({
+      '902_child.sql': 'CREATE TABLE order_child (parent int REFERENCES order_parent (id));',
+      '901_parent.sql': 'CREATE TABLE order_parent (id int PRIMARY KEY);',
+      'README.txt': 'not a migration',
+      '903_broken.sql': 'CREATE TABLE half_done (id int);\nSELECT 1 / 0;',
+      '904_after.sql': 'CREATE TABLE after_broken (id int);',
+    });
+    await expect(migrate(database.db, directory)).rejects.toThrow(
+      /migration 903_broken\.sql failed: division by zero/,
+    );
+    const { rows } = await database.db.query<{ version: string }>(
+      "SELECT version FROM schema_migrations WHERE version LIKE '90%' ORDER BY version",
+    );
+    expect(rows.map((r) => r.version)).toEqual(['901_parent', '902_child']);
+    expect(await tableExists(database.db, 'order_child')).toBe(true);
+    expect(await tableExists(database.db, 'half_done')).toBe(false);
+    expect(await tableExists(database.db, 'after_broken')).toBe(false);
+  });
+
+  it('apply each file once when two processes start at the same time', async () => {
+    const database = await createTestDatabase('migrations-race');
+    cleanups.push(() => database.drop());
+    const directory = await migrationsIn({
+      '905_slow_once.sql': 'SELECT pg_sleep(0.3);\nCREATE TABLE applied_once (id int);',
+    });
+    const other = new Database(database.url, { poolSize: 1 });
+    cleanups.push(() => other.close());
+    const [first, second] = await Promise.all([migrate(database.db, directory), migrate(other, directory)]);
+    expect([...first, ...second]).toEqual(['905_slow_once']);
+    expect(await tableExists(database.db, 'applied_once')).toBe(true);
+  });
 });
