@@ -121,12 +121,16 @@ describe('the in-process usage log', () => {
 });
 
 /** A listener (a policy on counted usage) that records what it is handed, in order. */
-function recordingListener(options: { hang?: boolean } = {}): { listener: UsageSink; heard: string[][] } {
+function recordingListener(options: { hang?: boolean; failFirst?: boolean } = {}): {
+  listener: UsageSink;
+  heard: string[][];
+} {
   const heard: string[][] = [];
   const listener: UsageSink = {
     name: 'recording',
     write(events) {
       heard.push(events.map((e) => `event ${e.idempotencyKey}`));
+      if (options.failFirst && heard.length === 1) return Promise.reject(new Error('the listener failed'));
       return options.hang ? new Promise(() => {}) : Promise.resolve();
     },
     writeVoids(voids) {
@@ -188,6 +192,23 @@ describe('the in-process log and its listeners', () => {
     await log.append([event(third)]);
     await log.close();
     expect(heard).toEqual([[`event ${first}`], [`event ${second}`], [`void ${second}`], [`event ${third}`]]);
+  }, 30_000);
+
+  it("keeps handing writes after a listener's failure, to it and to the listeners after it", async () => {
+    const failing = recordingListener({ failFirst: true });
+    const next = recordingListener();
+    const log = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], {
+      lingerMs: 0,
+      listeners: [failing.listener, next.listener],
+      listenerIntervalMs: 0,
+    });
+    const [first, second] = [`fails-${randomUUID()}`, `after-${randomUUID()}`];
+    await log.append([event(first)]);
+    await vi.waitFor(() => expect(next.heard).toEqual([[`event ${first}`]]), { timeout: 10_000 });
+    await log.append([event(second)]);
+    await log.close();
+    expect(failing.heard).toEqual([[`event ${first}`], [`event ${second}`]]);
+    expect(next.heard).toEqual([[`event ${first}`], [`event ${second}`]]);
   }, 30_000);
 
   it('writes what was appended before close() and hands it to the listeners before close() resolves', async () => {
