@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runBilling, startBillingScheduler, usageSource } from '../../libs/billing/index.js';
+import {
+  createCreditGrant,
+  runBilling,
+  startBillingScheduler,
+  usageSource,
+} from '../../libs/billing/index.js';
 import { Database } from '../../libs/db/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { setOrganizationSettings } from '../../libs/organizations/index.js';
@@ -131,6 +136,7 @@ describe('billing on an interval (npm start)', () => {
       new Date(start.getTime() + 86_400_000).toISOString(),
     );
     const { log } = capturingLogger();
+    const moved: { orgId: number; customerId: number }[] = [];
     const scheduler = startBillingScheduler({
       db: database.db,
       config,
@@ -139,9 +145,14 @@ describe('billing on an interval (npm start)', () => {
       log,
       firstRunDelayMs: 3_600_000,
       expirySweepMs: 50,
+      afterCustomersMoved: async (customers) => {
+        moved.push(...customers);
+      },
     });
     try {
       await until(async () => (await invoicesOf(database.db, due.id))[0]!.status === 'POSTED');
+      // what a customer owes moved: its automatic top-ups and alerts are looked at
+      await until(() => moved.some((c) => c.orgId === orgId && c.customerId === customerId));
       await until(async () => (await invoicesOf(database.db, waiting.id))[0]!.total !== '10.00000000');
     } finally {
       await scheduler.stop();
@@ -149,6 +160,103 @@ describe('billing on an interval (npm start)', () => {
     const [draft] = await invoicesOf(database.db, waiting.id);
     // Seats 10.00 + 12 calls at 1.00, ON 13 %: the draft re-rated, still in its grace
     expect([draft!.status, draft!.total]).toEqual(['DRAFT', '24.86000000']);
+  });
+
+  it('lapses a grant once its expiry has come, and says whose credit moved', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const customerId = await customerIn(database.db, orgId);
+    const { grant } = await database.db.transaction((tx) =>
+      createCreditGrant(tx, {
+        customerId,
+        orgId,
+        input: { amount: '15.00', category: 'promotional', expires_at: '2099-01-01T00:00:00Z' },
+      }),
+    );
+    await database.db.query(
+      `UPDATE credit_grants SET effective_at = now() - interval '2 days', expires_at = now() - interval '1 second'
+        WHERE id = $1`,
+      [grant.id],
+    );
+    const moved: { orgId: number; customerId: number }[] = [];
+    const scheduler = startBillingScheduler({
+      db: database.db,
+      config,
+      stores: storesOver(database.db),
+      intervalSeconds: 3600,
+      log: capturingLogger().log,
+      firstRunDelayMs: 3_600_000,
+      expirySweepMs: 50,
+      afterCustomersMoved: async (customers) => {
+        moved.push(...customers);
+      },
+    });
+    try {
+      await until(() => moved.some((c) => c.orgId === orgId && c.customerId === customerId));
+    } finally {
+      await scheduler.stop();
+    }
+    const { rows } = await database.db.query<{ status: string }>(
+      'SELECT status FROM credit_grants WHERE id = $1',
+      [grant.id],
+    );
+    expect(rows[0]!.status).toBe('EXPIRED');
+  });
+
+  it('holds an interval beyond what a timer can (~24.8 days) instead of running at once', async () => {
+    const { log, lines } = capturingLogger();
+    const scheduler = startBillingScheduler({
+      db: database.db,
+      config,
+      stores: storesOver(database.db),
+      intervalSeconds: 40 * 86_400,
+      log,
+      firstRunDelayMs: 10,
+      expirySweepMs: 3_600_000,
+    });
+    try {
+      await until(() => lines.some((l) => l.msg === 'billing run finished'));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    } finally {
+      await scheduler.stop();
+    }
+    expect(lines.filter((l) => l.msg === 'billing run finished')).toHaveLength(1);
+  });
+
+  it('starts no job once stopped, not even after one that was running when stop() was called', async () => {
+    const db = new Database(database.url, { poolSize: 2 });
+    let statements = 0;
+    let stopping: Promise<void> | undefined;
+    let scheduler: ReturnType<typeof startBillingScheduler> | undefined;
+    // stop() is called while a job's statement is in flight
+    const query = db.query.bind(db);
+    db.query = ((text: string, values?: unknown[]) => {
+      if (++statements === 3) stopping = scheduler!.stop();
+      return query(text, values);
+    }) as typeof db.query;
+    const transaction = db.transaction.bind(db);
+    db.transaction = ((fn, options) => {
+      if (++statements === 3) stopping = scheduler!.stop();
+      return transaction(fn, options);
+    }) as typeof db.transaction;
+    try {
+      scheduler = startBillingScheduler({
+        db,
+        config,
+        stores: storesOver(db),
+        intervalSeconds: 3600,
+        log: capturingLogger().log,
+        firstRunDelayMs: 3_600_000,
+        expirySweepMs: 1,
+      });
+      await until(() => stopping !== undefined);
+      await stopping;
+      const after = statements;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(statements).toBe(after);
+    } finally {
+      await scheduler?.stop();
+      await db.close();
+    }
   });
 
   it('logs a failed run as an error and tries again on the next interval', async () => {
