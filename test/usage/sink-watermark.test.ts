@@ -249,4 +249,66 @@ describe('the sink watermark (as_of)', () => {
       await stores.close();
     }
   });
+  it('reads its instant before the log ends: an event acknowledged after the ends were read is not vouched for', async () => {
+    const ends = await admin.fetchTopicOffsets(topic);
+    await commit(Object.fromEntries(ends.map((end) => [end.partition, Number(end.high)])));
+    let acknowledgedAt = 0;
+    // between the reading of the ends and the rest of the reading, an event is acknowledged
+    const racing = new Proxy(admin, {
+      get(target, property) {
+        if (property === 'fetchTopicOffsets') {
+          return async (name: string) => {
+            const read = await target.fetchTopicOffsets(name);
+            await produce(0, 1);
+            acknowledgedAt = Date.now();
+            await new Promise((resolve) => setTimeout(resolve, 5));
+            return read;
+          };
+        }
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    await new SinkWatermarkRecorder({
+      admin: racing,
+      db: database.db,
+      topic,
+      groupId,
+      sink: SINK,
+      intervalMs: 1000,
+      log: runLogger(),
+    }).recordOnce();
+    expect(acknowledgedAt).toBeGreaterThan(0);
+    expect(await asOf()).toBeLessThan(acknowledgedAt);
+  });
+
+  it('reads no more once stopped, though a reading was running when stop() was called', async () => {
+    let readings = 0;
+    const counting = new Proxy(admin, {
+      get(target, property) {
+        if (property === 'fetchTopicOffsets') {
+          return (name: string) => {
+            readings++;
+            return target.fetchTopicOffsets(name);
+          };
+        }
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const running = new SinkWatermarkRecorder({
+      admin: counting,
+      db: database.db,
+      topic,
+      groupId,
+      sink: SINK,
+      intervalMs: 20,
+      log: runLogger(),
+    });
+    running.start();
+    expect(readings).toBe(1);
+    await running.stop();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(readings).toBe(1);
+  });
 });
