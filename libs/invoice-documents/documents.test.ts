@@ -157,6 +157,27 @@ describe('taxLinesOf', () => {
       { name: 'PST', amount: '7.00000000' },
     ]);
   });
+
+  it('leaves out a component that levies nothing', () => {
+    expect(lines([item('GST', '0.00000000'), { ...item('EXEMPT', '0.00000000'), id: 2 }])).toEqual([]);
+    expect(lines([item('HST', '0.00000000'), { ...item('GST', '5.00000000'), id: 2 }])).toEqual([
+      { name: 'GST', amount: '5.00000000' },
+    ]);
+  });
+
+  it('splits an older invoice, whose tax is not in cents, line by line as it was computed', () => {
+    // three lines of 0.10: GST 0.005 each, 0.015 in all; on the subtotal it would round to 0.02
+    const small = (id: number) => ({
+      ...item('GST_QST', '0.01497500'),
+      id,
+      unit_price: '0.10000000',
+      line_total_pre_tax: '0.10000000',
+    });
+    expect(lines([small(1), small(2), small(3)])).toEqual([
+      { name: 'GST', amount: '0.01500000' },
+      { name: 'QST', amount: '0.02992500' },
+    ]);
+  });
 });
 
 describe('taxNameOf', () => {
