@@ -10,7 +10,7 @@ import {
 import type { InvoiceRecord as Invoice } from '../schemas/index.js';
 import { escapeHtml, renderInvoiceHtml } from './html.js';
 import { invoicePdfFilename, renderInvoicePdf, toDejaVu, toNotoSansSc, toWinAnsi } from './pdf.js';
-import { taxNameOf } from './printable-credit-note.js';
+import { creditNotePdfFilename, taxNameOf } from './printable-credit-note.js';
 import { amountDueOf, isOverdue, type PrintableInvoice, taxLinesOf } from './printable-invoice.js';
 
 function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
@@ -341,5 +341,14 @@ describe('invoice PDF', () => {
     expect(invoicePdfFilename('INV-000042')).toBe('INV-000042.pdf');
     expect(invoicePdfFilename('INV "1"\r\n/..')).toBe('INV_1_...pdf');
     expect(invoicePdfFilename('')).toBe('invoice.pdf');
+  });
+
+  it('never names a hidden file or one that climbs out: leading dots and underscores go', () => {
+    expect(invoicePdfFilename('../INV-1')).toBe('INV-1.pdf');
+    expect(invoicePdfFilename('._.')).toBe('invoice.pdf');
+    expect(creditNotePdfFilename('CN-000007')).toBe('CN-000007.pdf');
+    expect(creditNotePdfFilename('CN "7"\r\n')).toBe('CN_7_.pdf');
+    expect(creditNotePdfFilename('../CN-7')).toBe('CN-7.pdf');
+    expect(creditNotePdfFilename('..')).toBe('credit-note.pdf');
   });
 });
