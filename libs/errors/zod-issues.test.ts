@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { CreateCustomer, paginationQuery } from '../schemas/index.js';
+import { CreateCreditNote, CreateCustomer, paginationQuery } from '../schemas/index.js';
 import { fieldErrorsFromZod, ZOD_PARSE_OPTIONS } from './zod-issues.js';
 
 describe('field errors from zod', () => {
@@ -49,5 +49,77 @@ describe('field errors from zod', () => {
     expect(fieldErrorsFromZod(result.error!.issues)).toEqual([
       { field: 'name', message: 'Required.', code: 'required' },
     ]);
+  });
+
+  it('names an unknown field inside a list by its whole path', () => {
+    const result = CreateCreditNote.safeParse(
+      {
+        reason: 'other',
+        lines: [
+          { invoice_item_id: 1, amount: '1' },
+          { invoice_item_id: 2, amount: '1', colour: 'red' },
+        ],
+      },
+      ZOD_PARSE_OPTIONS,
+    );
+    expect(fieldErrorsFromZod(result.error!.issues)).toEqual([
+      { field: 'lines.1.colour', message: 'Unknown field.', code: 'unknown_field' },
+    ]);
+  });
+
+  it('names a body that is not an object as (body), with the article its type takes', () => {
+    for (const [body, message] of [
+      [['name'], 'Must be an object.'],
+      ['name', 'Must be an object.'],
+    ] as const) {
+      const result = CreateCustomer.safeParse(body, ZOD_PARSE_OPTIONS);
+      expect(fieldErrorsFromZod(result.error!.issues)).toEqual([
+        { field: '(body)', message, code: 'invalid_type' },
+      ]);
+    }
+    const result = z.strictObject({ n: z.number() }).safeParse({ n: 'x' }, ZOD_PARSE_OPTIONS);
+    expect(fieldErrorsFromZod(result.error!.issues)).toEqual([
+      { field: 'n', message: 'Must be a number.', code: 'invalid_type' },
+    ]);
+  });
+
+  it('says whether a numeric bound is inclusive', () => {
+    const schema = z.strictObject({
+      below: z.number().lt(10),
+      atMost: z.number().max(10),
+      above: z.number().gt(0),
+      atLeast: z.number().min(0),
+    });
+    const result = schema.safeParse({ below: 10, atMost: 11, above: 0, atLeast: -1 }, ZOD_PARSE_OPTIONS);
+    expect(fieldErrorsFromZod(result.error!.issues)).toEqual([
+      { field: 'below', message: 'Must be less than 10.', code: 'out_of_range' },
+      { field: 'atMost', message: 'Must be at most 10.', code: 'out_of_range' },
+      { field: 'above', message: 'Must be greater than 0.', code: 'out_of_range' },
+      { field: 'atLeast', message: 'Must be at least 0.', code: 'out_of_range' },
+    ]);
+  });
+
+  it('tells an empty text (blank) from one shorter than a longer minimum (too_short)', () => {
+    const schema = z.strictObject({ code: z.string().min(3), name: z.string().min(1) });
+    const result = schema.safeParse({ code: 'ab', name: '' }, ZOD_PARSE_OPTIONS);
+    expect(fieldErrorsFromZod(result.error!.issues)).toEqual([
+      { field: 'code', message: 'Must be at least 3 characters.', code: 'too_short' },
+      { field: 'name', message: 'Must not be empty.', code: 'blank' },
+    ]);
+  });
+
+  it('lists the allowed values of an enum of up to 20, not of a longer one', () => {
+    const letters = 'abcdefghijklmnopqrstuvwxyz'.split('');
+    const schema = z.strictObject({ few: z.enum(letters.slice(0, 20)), many: z.enum(letters.slice(0, 21)) });
+    const [few, many] = fieldErrorsFromZod(
+      schema.safeParse({ few: 'z', many: 'z' }, ZOD_PARSE_OPTIONS).error!.issues,
+    );
+    expect(few).toEqual({
+      field: 'few',
+      message: `Must be one of: ${letters.slice(0, 20).join(', ')}.`,
+      code: 'invalid_value',
+    });
+    expect(many).toMatchObject({ field: 'many', code: 'invalid_value' });
+    expect(many!.message).not.toMatch(/^Must be one of: a, b/);
   });
 });
