@@ -8,10 +8,17 @@ import {
   displayShortDate,
 } from '../i18n/index.js';
 import type { InvoiceRecord as Invoice } from '../schemas/index.js';
+import { countryName } from './format.js';
 import { escapeHtml, renderInvoiceHtml } from './html.js';
 import { invoicePdfFilename, renderInvoicePdf, toDejaVu, toNotoSansSc, toWinAnsi } from './pdf.js';
 import { creditNotePdfFilename, taxNameOf } from './printable-credit-note.js';
-import { amountDueOf, isOverdue, type PrintableInvoice, taxLinesOf } from './printable-invoice.js';
+import {
+  addressLines,
+  amountDueOf,
+  isOverdue,
+  type PrintableInvoice,
+  taxLinesOf,
+} from './printable-invoice.js';
 
 function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
   const invoice: Invoice = {
@@ -249,6 +256,124 @@ describe('invoice HTML', () => {
       }),
     );
     expect(refunded).toContain('Refunded</td><td class="num">7.49 CAD</td>');
+  });
+});
+
+describe('invoice HTML details', () => {
+  it('prints each date in its own row: invoice date, due date, then the period from start to end', () => {
+    const html = renderInvoiceHtml(
+      printable({
+        invoice_date: '2026-04-01',
+        due_date: '2026-05-15',
+        period_start: '2026-03-01',
+        period_end: '2026-03-31',
+      }),
+    );
+    expect(html).toContain('<dt>Invoice date</dt><dd>April 1, 2026</dd>');
+    expect(html).toContain('<dt>Due date</dt><dd>May 15, 2026</dd>');
+    expect(html).toContain('<dt>Period</dt><dd>March 1, 2026 to March 31, 2026</dd>');
+  });
+
+  it('lists the credit notes with their own date and total', () => {
+    const html = renderInvoiceHtml({
+      ...printable(),
+      creditNotes: [{ id: 'n1', number: 'CN-000001', date: '2026-03-20', total: '11.50000000' }],
+    });
+    expect(html).toContain(
+      '<tr><td>CN-000001</td><td>March 20, 2026</td><td class="num">11.50 CAD</td></tr>',
+    );
+    expect(renderInvoiceHtml(printable())).not.toContain('CN-');
+  });
+
+  it('prints a party with its contact, e-mail and tax id, and no line for what it lacks', () => {
+    const document = printable();
+    document.customer = {
+      name: 'Buyer',
+      contactName: 'Jo Ng',
+      addressLines: ['2 Side St'],
+      email: 'ap@buyer.example',
+      taxId: 'QC-99',
+    };
+    const html = renderInvoiceHtml(document);
+    for (const line of ['Attn: Jo Ng', '2 Side St', 'ap@buyer.example', 'Tax ID: QC-99', 'Tax ID: T-1']) {
+      expect(html).toContain(`<p>${line}</p>`);
+    }
+    expect(html).not.toContain('<p>null</p>');
+    expect(html).not.toContain('Attn: null');
+    expect(html.match(/Tax ID:/g)).toHaveLength(2);
+  });
+
+  it("prints the totals to the currency's minor unit: no decimals in yen, three in dinars", () => {
+    const yen = renderInvoiceHtml({
+      ...printable({
+        currency: 'JPY',
+        total: '1200.00000000',
+        balance: '1200.00000000',
+        tax_amount: '0.00000000',
+      }),
+      subtotal: '1200.00000000',
+    });
+    expect(yen).toContain('Total</td><td class="num">1,200 JPY</td>');
+    expect(yen).toContain('Subtotal</td><td class="num">1,200 JPY</td>');
+    const dinars = renderInvoiceHtml({
+      ...printable({
+        currency: 'KWD',
+        total: '12.34500000',
+        balance: '12.34500000',
+        tax_amount: '0.00000000',
+      }),
+      subtotal: '12.34500000',
+    });
+    expect(dinars).toContain('Total</td><td class="num">12.345 KWD</td>');
+    expect(dinars).toContain('Paid</td><td class="num">0.000 KWD</td>');
+  });
+});
+
+describe('addresses and countries', () => {
+  const address = {
+    address_line1: '1 Main St',
+    address_line2: null,
+    city: 'Ottawa',
+    state_province: 'ON',
+    postal_code: 'K1A 0B1',
+    country: 'CA',
+  };
+
+  it('writes the city, then region and postal code two spaces apart, then the country by name', () => {
+    expect(addressLines(address, 'en')).toEqual(['1 Main St', 'Ottawa, ON  K1A 0B1', 'Canada']);
+    expect(addressLines({ ...address, city: null }, 'en')).toEqual(['1 Main St', 'ON  K1A 0B1', 'Canada']);
+    expect(addressLines({ ...address, state_province: null }, 'en')).toEqual([
+      '1 Main St',
+      'Ottawa, K1A 0B1',
+      'Canada',
+    ]);
+  });
+
+  it('leaves out blank lines and a missing country', () => {
+    expect(addressLines({ ...address, address_line2: '   ', country: null }, 'en')).toEqual([
+      '1 Main St',
+      'Ottawa, ON  K1A 0B1',
+    ]);
+    expect(
+      addressLines(
+        {
+          address_line1: null,
+          address_line2: null,
+          city: null,
+          state_province: null,
+          postal_code: null,
+          country: null,
+        },
+        'en',
+      ),
+    ).toEqual([]);
+  });
+
+  it("names a country in the document's language, whatever the code's case; an unknown code prints as itself", () => {
+    expect(countryName('US', 'en')).toBe('United States');
+    expect(countryName('US', 'fr-CA')).toBe('États-Unis');
+    expect(countryName(' de ', 'en')).toBe('Germany');
+    expect(countryName('1x', 'en')).toBe('1x');
   });
 });
 
