@@ -1,6 +1,7 @@
+import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { DependencyUnavailableError } from '../../../libs/dependency-guard/index.js';
-import { toApiError } from './errors.js';
+import { answerClientError, toApiError } from './errors.js';
 
 describe('toApiError', () => {
   it('answers 503 for a database that cannot be reached or stopped answering, 500 for anything else', () => {
@@ -25,5 +26,61 @@ describe('toApiError', () => {
       message: 'The usage log is unavailable; retry shortly.',
       headers: { 'Retry-After': '1' },
     });
+  });
+});
+
+/** A socket that notes what is written to it and whether it was closed. */
+function socket({ destroyed = false, writable = true } = {}) {
+  const written: string[] = [];
+  const state = { written, destroyedAfter: false };
+  const fake = {
+    destroyed,
+    writable,
+    write: (text: string) => written.push(text),
+    destroy: () => {
+      state.destroyedAfter = true;
+    },
+  };
+  return { socket: fake as unknown as Socket, state };
+}
+
+const errorOf = (code: string) => Object.assign(new Error(code), { code });
+
+describe('answerClientError', () => {
+  it('answers a request that took too long to arrive 408 REQUEST_TIMEOUT, sized exactly, then closes', () => {
+    const { socket: open, state } = socket();
+    answerClientError(errorOf('ERR_HTTP_REQUEST_TIMEOUT'), open);
+    expect(state.written).toHaveLength(1);
+    const [head, body] = state.written[0]!.split('\r\n\r\n') as [string, string];
+    const lines = head.split('\r\n');
+    expect(lines[0]).toBe('HTTP/1.1 408 Request Timeout');
+    expect(lines).toContain('Connection: close');
+    expect(lines).toContain(`Content-Length: ${Buffer.byteLength(body)}`);
+    const requestId = lines.find((line) => line.startsWith('X-Request-ID: '))!.slice('X-Request-ID: '.length);
+    expect(JSON.parse(body)).toEqual({
+      error_code: 'REQUEST_TIMEOUT',
+      detail: 'The request took too long to arrive.',
+      request_id: requestId,
+    });
+    expect(state.destroyedAfter).toBe(true);
+  });
+
+  it('writes nothing to a connection the client reset or that is already gone', () => {
+    for (const [error, options] of [
+      [errorOf('ECONNRESET'), {}],
+      [errorOf('HPE_INVALID_METHOD'), { destroyed: true }],
+    ] as const) {
+      const { socket: gone, state } = socket(options);
+      answerClientError(error, gone);
+      expect(state.written).toEqual([]);
+      expect(state.destroyedAfter).toBe(false);
+    }
+  });
+
+  it('closes without writing a socket that can no longer be written', () => {
+    const { socket: halfClosed, state } = socket({ writable: false });
+    answerClientError(errorOf('HPE_INVALID_METHOD'), halfClosed);
+    expect(state.written).toEqual([]);
+    expect(state.destroyedAfter).toBe(true);
   });
 });
