@@ -9,9 +9,9 @@ import {
 } from '../i18n/index.js';
 import type { InvoiceRecord as Invoice } from '../schemas/index.js';
 import { countryName } from './format.js';
-import { escapeHtml, renderInvoiceHtml } from './html.js';
+import { escapeHtml, renderCreditNoteHtml, renderInvoiceHtml } from './html.js';
 import { invoicePdfFilename, renderInvoicePdf, toDejaVu, toNotoSansSc, toWinAnsi } from './pdf.js';
-import { creditNotePdfFilename, taxNameOf } from './printable-credit-note.js';
+import { creditNotePdfFilename, type PrintableCreditNote, taxNameOf } from './printable-credit-note.js';
 import {
   addressLines,
   amountDueOf,
@@ -326,6 +326,52 @@ describe('invoice HTML details', () => {
     });
     expect(dinars).toContain('Total</td><td class="num">12.345 KWD</td>');
     expect(dinars).toContain('Paid</td><td class="num">0.000 KWD</td>');
+  });
+});
+
+describe('credit note HTML', () => {
+  const note: PrintableCreditNote = {
+    locale: 'en',
+    note: {
+      id: '9c1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
+      object: 'credit_note',
+      number: 'CN-000003',
+      invoice_id: '7d1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
+      customer_id: 7,
+      currency: 'BHD',
+      reason: 'duplicate',
+      memo: null,
+      lines: [{ invoice_item_id: 1, amount: '10.00000000', tax_amount: '0.50000000' }],
+      subtotal: '10.00000000',
+      tax: '0.50000000',
+      tax_lines: [{ name: 'STATE_SALES_TAX', jurisdiction: 'NY', rate: '0.05', amount: '0.50000000' }],
+      total: '10.50000000',
+      applied_to_invoice: '4.25000000',
+      credited_to_customer: '6.25000000',
+      credit_grant_id: null,
+      usage_event_id: null,
+      created_at: '2026-04-09T23:30:00.000Z',
+    },
+    invoice: { invoice_number: 'INV-000042', invoice_date: '2026-03-01' },
+    seller: { name: 'Seller', contactName: null, addressLines: [], email: null, taxId: null },
+    customer: { name: 'Buyer', contactName: null, addressLines: [], email: null, taxId: null },
+  };
+
+  it("prints its own date, the credited invoice's number and date, and the reason in words", () => {
+    const html = renderCreditNoteHtml(note);
+    expect(html).toContain('<dt>Date</dt><dd>April 9, 2026</dd>');
+    expect(html).toContain('<dt>Invoice</dt><dd>INV-000042 (March 1, 2026)</dd>');
+    expect(html).toContain('<dt>Reason</dt><dd>Duplicate charge</dd>');
+    expect(html).not.toContain('class="memo"');
+  });
+
+  it("splits the total between the invoice and the customer's account, each to the currency's minor unit", () => {
+    const html = renderCreditNoteHtml(note);
+    expect(html).toContain('<td>Sales tax</td><td class="num">0.500 BHD</td>');
+    expect(html).toContain('Total tax</td><td class="num">0.500 BHD</td>');
+    expect(html).toContain('Total credited</td><td class="num">10.500 BHD</td>');
+    expect(html).toContain('Applied to the invoice</td><td class="num">4.250 BHD</td>');
+    expect(html).toContain('Credited to your account</td><td class="num">6.250 BHD</td>');
   });
 });
 
