@@ -41,7 +41,8 @@ describe('a credit note', () => {
     });
 
   it('takes 1 to 100 lines and a memo of at most 1000 characters', () => {
-    const lines = (n: number) => Array.from({ length: n }, (_, i) => ({ invoice_item_id: i + 1, amount: '1' }));
+    const lines = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ invoice_item_id: i + 1, amount: '1' }));
     expect(note({ lines: lines(100) })).toEqual([]);
     expect(note({ lines: lines(101) })).toEqual([['lines', 'too_long']]);
     expect(note({ memo: 'm'.repeat(1000) })).toEqual([]);
