@@ -76,6 +76,17 @@ describe('errors and headers across the REST routes (docs/architecture.md, "Rule
     expect(created.statusCode).toBe(201);
     const endpointId = created.json().data.id;
     const missingEvent = '00000000-0000-4000-8000-000000000000';
+    // a route whose body is optional takes an empty body and a JSON null alike as no body
+    for (const payload of ['', 'null']) {
+      const rotated = await api.request({
+        method: 'POST',
+        path: `/webhook-endpoints/${endpointId}/rotate-secret`,
+        key: org.apiKey,
+        headers: json,
+        payload,
+      });
+      expect(rotated.statusCode, `${JSON.stringify(payload)}: ${rotated.body}`).toBe(200);
+    }
     for (const [method, path, status] of [
       ['DELETE', `/webhook-endpoints/${endpointId}`, 204],
       ['POST', `/webhook-events/${missingEvent}/retry`, 404],
