@@ -93,6 +93,7 @@ describe('credit note documents', () => {
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(response.headers['content-security-policy']).toContain("default-src 'none'");
+    expect(response.headers['cache-control']).toBe('private, no-store');
     const html = unescapeHtml(response.body);
     // 10.00: GST 0.50, QST 0.9975 -> 1.00; total 11.50
     for (const text of [
@@ -143,6 +144,7 @@ describe('credit note documents', () => {
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toBe('application/pdf');
     expect(response.headers['content-disposition']).toBe(`attachment; filename="${note.number}.pdf"`);
+    expect(response.headers['cache-control']).toBe('private, no-store');
     expect(response.rawPayload.subarray(0, 5).toString('latin1')).toBe('%PDF-');
     const text = await pdfText(response.rawPayload);
     // 5.00: GST 0.25, QST 0.49875 -> 0.50; total 5.75

@@ -130,6 +130,9 @@ describe('GET /invoices/{invoice_id}/html', () => {
     expect(response.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(response.headers['content-security-policy']).toContain("default-src 'none'");
     expect(response.headers['x-content-type-options']).toBe('nosniff');
+    // a document with a customer's data is kept by no shared cache and stored by no browser
+    expect(response.headers['cache-control']).toBe('private, no-store');
+    expect(response.headers['content-security-policy']).toContain("frame-ancestors 'none'");
     const html = response.body;
     expect(html).toMatch(/^<!doctype html>/);
     for (const text of [
@@ -203,6 +206,7 @@ describe('GET /invoices/{invoice_id}/pdf', () => {
     expect(response.headers['content-disposition']).toBe(
       `attachment; filename="${invoice.invoiceNumber}.pdf"`,
     );
+    expect(response.headers['cache-control']).toBe('private, no-store');
     const bytes = response.rawPayload;
     expect(bytes.subarray(0, 5).toString('latin1')).toBe('%PDF-');
     expect(bytes.subarray(-6).toString('latin1')).toMatch(/%%EOF\s*$/);
