@@ -341,7 +341,7 @@ describe('credit note HTML', () => {
       currency: 'BHD',
       reason: 'duplicate',
       memo: null,
-      lines: [{ invoice_item_id: 1, amount: '10.00000000', tax_amount: '0.50000000' }],
+      lines: [{ invoice_item_id: 1, description: 'Seats', amount: '10.00000000', tax_amount: '0.50000000' }],
       subtotal: '10.00000000',
       tax: '0.50000000',
       tax_lines: [{ name: 'STATE_SALES_TAX', jurisdiction: 'NY', rate: '0.05', amount: '0.50000000' }],
