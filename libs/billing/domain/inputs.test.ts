@@ -14,6 +14,12 @@ describe('decimal inputs', () => {
     expect(parseInput(Price, { unit_price: 25, up_to: 1000 })).toEqual({ unit_price: '25', up_to: '1000' });
   });
 
+  it('refuses a decimal with more than 8 fractional digits rather than rounding it', () => {
+    expect(parseInput(Price, { unit_price: '0.12345678' }).unit_price).toBe('0.12345678');
+    expect(() => parseInput(Price, { unit_price: '0.123456789' })).toThrow(ApiError);
+    expect(() => parseInput(Price, { unit_price: '1', up_to: '1.000000001' })).toThrow(ApiError);
+  });
+
   it('refuses JSON numbers that may have lost digits, naming the field', () => {
     // 99999999999.99999999 has already become 100000000000 when JSON.parse hands it over
     for (const input of [{ unit_price: 0.5 }, { unit_price: 1, up_to: 2 ** 53 + 2 }]) {
@@ -40,6 +46,7 @@ describe('instantInput', () => {
       '2026-01-01T24:00Z',
       '2026-01-01T10:60Z',
       '2026-01-01T10:00+24:00',
+      '2026-01-01T10:00+01:60',
       '2026-01-01T10:00',
     ]) {
       expect(instantInput.safeParse(text).success, text).toBe(false);

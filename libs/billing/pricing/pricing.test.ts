@@ -44,6 +44,11 @@ describe('linear prices', () => {
     expect(priceQuantity(linear('per_unit', '5'), '0').amount).toBe('0.00000000');
   });
 
+  it('refuses a negative quantity, however small', () => {
+    expect(() => priceQuantity(linear('per_unit', '5'), '-0.0001')).toThrow(RangeError);
+    expect(() => priceQuantity(linear('per_unit', '5'), '-3')).toThrow(RangeError);
+  });
+
   it('flat_fee: one fee per period whatever the quantity, nothing when nothing is used', () => {
     expect(priceQuantity(linear('flat_fee', '250'), '17')).toEqual({
       quantity: '1.0000',
@@ -154,6 +159,9 @@ describe('included units', () => {
     // at the usage scale, 8 digits: included units are not first rounded to the 4 the invoice shows
     expect(billableUsage('1.00015', '0.00015')).toBe('1.00000000');
     expect(billableUsage('0.00015', '0.00014999')).toBe('0.00000001');
+    // beyond 8 digits both sides round half-even to the usage scale rather than being refused
+    expect(billableUsage('2.000000015', '1')).toBe('1.00000002');
+    expect(billableUsage('2', '0.000000005')).toBe('2.00000000');
   });
 
   it('combines with tiers: 1,250 used, 1,000 included, graduated -> 250 billable = 175', () => {

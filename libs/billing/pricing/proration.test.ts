@@ -199,6 +199,41 @@ describe('proration to the second', () => {
     expect(amounts(seat(1, '10'), seat(3, '10'), period, '2026-05-01T00:00:00Z')).toEqual([]);
   });
 
+  it('a price change at the same quantity is prorated like a quantity change', () => {
+    // 2 seats, 10.00 -> 16.00 each, 10 d of 30 left: credit 20 x 1/3 = 6.67, charge 32 x 1/3 = 10.67
+    expect(
+      amounts(
+        seat(2, '10'),
+        seat(2, '16'),
+        ['2026-04-01T00:00:00Z', '2026-05-01T00:00:00Z'],
+        '2026-04-21T00:00:00Z',
+      ),
+    ).toEqual(['-6.67000000', '10.67000000']);
+  });
+
+  it('a one-time item is charged once when added, never again when its quantity changes', () => {
+    const setup = (quantity: number) => seat(quantity, '250', { pricing_type: 'one_time' });
+    const period: [string, string] = ['2026-04-01T00:00:00Z', '2026-05-01T00:00:00Z'];
+    expect(amounts(setup(1), setup(3), period, '2026-04-10T00:00:00Z')).toEqual([]);
+  });
+
+  it('a line covers [the change second, period end) and names the last day it covers', () => {
+    const [credit, charge] = prorationLinesFor(seat(1, '10'), seat(2, '10'), {
+      at: utc('2026-04-21T09:15:30.750Z'),
+      period: { start: utc('2026-04-01T00:00:00Z'), end: utc('2026-05-01T00:00:00Z') },
+      currency: 'CAD',
+    });
+    expect(credit).toMatchObject({
+      period_start: '2026-04-21T09:15:30.000Z',
+      period_end: '2026-05-01T00:00:00.000Z',
+      description: 'Unused time on 1 x Seat, 2026-04-21 to 2026-04-30',
+    });
+    expect(charge).toMatchObject({
+      period_start: '2026-04-21T09:15:30.000Z',
+      description: 'Remaining time on 2 x Seat, 2026-04-21 to 2026-04-30',
+    });
+  });
+
   it('prorates tiered prices on the whole-period amount of each quantity', () => {
     const tiered = (quantity: number) =>
       seat(quantity, '0', {
@@ -310,6 +345,41 @@ describe('included units prorated like the time they cover', () => {
         april,
       ),
     ).toBe('1000.00000000');
+  });
+
+  it('only the part of the cover inside the period counts', () => {
+    // from Apr 11 on, past the period end: Apr 11 -> May 1 = 20 d of 30
+    expect(
+      proratedIncludedUnits(
+        '1000',
+        { start: utc('2026-04-11T00:00:00Z'), end: utc('2026-06-01T00:00:00Z') },
+        april,
+      ),
+    ).toBe('666.66666667');
+    // a cover that ended before the period began gives nothing, never a negative allowance
+    expect(
+      proratedIncludedUnits(
+        '1000',
+        { start: utc('2026-02-01T00:00:00Z'), end: utc('2026-03-01T00:00:00Z') },
+        april,
+      ),
+    ).toBe('0.00000000');
+  });
+
+  it('a change of included units at or after the period end leaves the allowance as it was', () => {
+    expect(blendIncludedUnits('1000', { before: '1000', after: '400', at: april.end }, april)).toBe(
+      '1000.00000000',
+    );
+    expect(
+      blendIncludedUnits('1000', { before: '1000', after: '400', at: utc('2026-05-11T00:00:00Z') }, april),
+    ).toBe('1000.00000000');
+  });
+
+  it('a blended allowance never goes below zero', () => {
+    // the period's allowance so far (100) is less than the old allowance's remaining share (500)
+    expect(
+      blendIncludedUnits('100', { before: '1000', after: '0', at: utc('2026-04-16T00:00:00Z') }, april),
+    ).toBe('0.00000000');
   });
 
   it('a change of included units blends the old and the new by time', () => {
