@@ -10,10 +10,10 @@ import { composePeriodInvoice, type PeriodInvoiceInput } from './period-invoice.
 
 const seat = seats(1, { unit_price: '100.00000000' });
 
-function compose(period: [string, string], endsAt?: string) {
+function compose(period: [string, string], endsAt?: string, currency = 'CAD') {
   const input: PeriodInvoiceInput = {
     items: [seat],
-    currency: 'CAD',
+    currency,
     usage: new Map(),
     firstPeriod: false,
     periodStart: new Date(period[0]),
@@ -47,6 +47,13 @@ describe('composePeriodInvoice', () => {
     expect(compose(['2025-03-15T00:00:00Z', '2025-04-15T00:00:00Z'])).toEqual({
       invoice_date: '2025-04-15',
       tax_amount: '14.00000000',
+    });
+  });
+
+  it('takes a currency code padded with blanks (a fixed-width column) as the code itself', () => {
+    expect(compose(['2025-02-01T00:00:00Z', '2025-03-01T00:00:00Z'], undefined, 'CAD ')).toEqual({
+      invoice_date: '2025-03-01',
+      tax_amount: '15.00000000',
     });
   });
 });

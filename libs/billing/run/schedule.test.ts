@@ -107,6 +107,26 @@ describe('planning a billing run for one subscription', () => {
     ]);
   });
 
+  it('a pending subscription whose trial ends on its start date starts active, not trialing', () => {
+    const noTrial = subscription({
+      status: 'pending',
+      trial_end_date: d('2026-01-31T00:00:00Z'),
+      next_billing_date: d('2026-01-31T00:00:00Z'),
+    });
+    expect(planBilling(noTrial, d('2026-02-01T00:00:00Z')).steps.map(describeStep)).toEqual([
+      'pending->active (started)',
+    ]);
+  });
+
+  it('an unpaid subscription is still invoiced for each period that ends', () => {
+    const plan = planBilling(subscription({ status: 'unpaid' }), d('2026-03-31T00:00:00Z'));
+    expect(plan.steps.map(describeStep)).toEqual([
+      'invoice 2026-01-31..2026-02-28 first',
+      'invoice 2026-02-28..2026-03-31',
+    ]);
+    expect(plan.next.status).toBe('unpaid');
+  });
+
   it('cancel at period end: the last period is invoiced, then the subscription is canceled', () => {
     const plan = planBilling(subscription({ cancel_at_period_end: true }), d('2026-04-01T00:00:00Z'));
     expect(plan.steps.map(describeStep)).toEqual([
@@ -154,6 +174,29 @@ describe('planning a billing run for one subscription', () => {
     ]);
     expect(plan.next.status).toBe('active');
     expect(plan.next.subscription_end_date?.toISOString()).toBe('2027-07-01T00:00:00.000Z');
+  });
+
+  it('a term renews from its own end, not from the end of the period that passed it', () => {
+    // quarterly periods, a 4-month term ending May 1: the period ending Jul 1 passes it, and the
+    // next term runs May 1 -> Sep 1 (not Jul 1 -> Nov 1)
+    const plan = planBilling(
+      { ...termed(true), initial_term_months: 4, subscription_end_date: d('2026-05-01T00:00:00Z') },
+      d('2026-07-01T00:00:00Z'),
+    );
+    expect(plan.steps.map(describeStep)).toEqual([
+      'invoice 2026-01-01..2026-04-01 first',
+      'invoice 2026-04-01..2026-07-01',
+      'renewed until 2026-09-01',
+    ]);
+  });
+
+  it('a termed subscription with auto-renew but no term length has nothing to renew: it expires', () => {
+    const plan = planBilling({ ...termed(true), initial_term_months: null }, d('2026-10-01T00:00:00Z'));
+    expect(plan.steps.map(describeStep)).toEqual([
+      'invoice 2026-01-01..2026-04-01 first',
+      'invoice 2026-04-01..2026-07-01',
+      'active->expired (term_ended)',
+    ]);
   });
 
   it('a renewed term keeps the anchor day through short months', () => {
