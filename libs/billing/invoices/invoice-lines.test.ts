@@ -211,6 +211,17 @@ describe('invoice lines', () => {
         taxRule: ontario,
       }),
     ).toThrow(/Events: the quantity 20000000000000000\.0000 exceeds the largest quantity stored/);
+    // the largest quantity NUMERIC(20, 4) holds is itself stored
+    const largest = buildInvoiceLines([item({ ...metered, unit_price: '0.00000001' })], {
+      currency: 'CAD',
+      usage: new Map([[1, '9999999999999999.9999']]),
+      firstPeriod: false,
+      taxRule: ontario,
+    });
+    expect(largest.lines[0]).toMatchObject({
+      quantity: '9999999999999999.9999',
+      line_total_pre_tax: '100000000.00000000',
+    });
     // a stair-step fee of 900,000,000 for 0.0001 units averages 9e12 a unit: beyond NUMERIC(20, 8)
     const stairs = {
       pricing_model: 'per_unit',
