@@ -73,6 +73,33 @@ describe('late usage lines', () => {
     expect(lateUsageLine(cheap, at('0.4', '10'), '12', 'JPY')?.amount).toBe('1.00000000');
   });
 
+  it('show the late quantity rounded half-even to 4 digits, and no unit price for a quantity shown as 0', () => {
+    const linear: BillableItem = {
+      ...item,
+      pricing: { pricing_model: 'per_unit', pricing_scheme: 'linear', pricing_mode: null, tiers: [] },
+    };
+    // 0.00015 late: shown 0.0002 (half to even), the exact 0.00015 kept for what is billed
+    expect(lateUsageLine(linear, { ...billed('10'), unit_price: '100' }, '10.00015', 'CAD')).toMatchObject({
+      quantity: '0.0002',
+      late_quantity: '0.00015000',
+      amount: '0.02000000',
+    });
+    // 0.00004 late shows as 0.0000 and is priced as shown: nothing, at a unit price of 0
+    expect(lateUsageLine(linear, { ...billed('10'), unit_price: '1000' }, '10.00004', 'CAD')).toMatchObject({
+      quantity: '0.0000',
+      unit_price: '0.00000000',
+      amount: '0.00000000',
+    });
+  });
+
+  it("span the item's whole period, even when its usage counted for part of it", () => {
+    const partial = { ...billed('80'), window_start: new Date('2026-10-11T00:00:00Z') };
+    expect(lateUsageLine(item, partial, '90', 'CAD')).toMatchObject({
+      period_start: '2026-10-01T00:00:00.000Z',
+      period_end: '2026-11-01T00:00:00.000Z',
+    });
+  });
+
   it('make no line when nothing more is counted than was billed (a void of a billed period)', () => {
     expect(lateUsageLine(item, billed('80', '10'), '90', 'CAD')).toBeUndefined();
     expect(lateUsageLine(item, billed('80'), '70', 'CAD')).toBeUndefined();
@@ -86,5 +113,9 @@ describe('late usage lines', () => {
     expect(periodLabel(new Date('2025-12-15T00:00:00Z'), new Date('2026-01-15T00:00:00Z'))).toBe(
       'Dec 15, 2025-Jan 14, 2026',
     );
+    // December ends at midnight of the new year: its days are all in one year
+    expect(periodLabel(new Date('2025-12-01T00:00:00Z'), new Date('2026-01-01T00:00:00Z'))).toBe('Dec 1-31');
+    // a period that ended where it began (stopped at its start) is named by that one day
+    expect(periodLabel(new Date('2026-10-15T00:00:00Z'), new Date('2026-10-15T00:00:00Z'))).toBe('Oct 15-15');
   });
 });
