@@ -203,6 +203,37 @@ describe('planItemSet: kept items', () => {
   });
 });
 
+describe('planItemSet: two changes of a metered allowance', () => {
+  it('blends each change from the included units in force at it, not from the base so far', () => {
+    const item = calls('1000.00000000');
+    // Mar 1-16 at 1000, then 400: 1000 - 516.12903226 + 206.45161290 = 690.32258064
+    const first = plan([item], [keep(item, { included_units: '400.00000000' })], 'prorate');
+    expect(first.updates[0]?.base?.included_units).toBe('690.32258064');
+    // then 100 from Mar 24 (8 d left): 690.32258064 - 103.22580645 + 25.80645161 = 612.90322580
+    const second = plan(first.after, [keep(first.after[0]!, { included_units: '100.00000000' })], 'prorate', {
+      at: new Date('2026-03-24T00:00:00Z'),
+    });
+    expect(second.updates[0]?.base?.included_units).toBe('612.90322580');
+  });
+});
+
+describe('planItemSet: the change instant', () => {
+  it('is taken to the second: removals, additions and the change are all timed at it', () => {
+    const at = new Date('2026-03-16T00:00:00.750Z');
+    const result = plan(
+      [seats(2), calls('0.00000000')],
+      [keep(calls('0.00000000')), add(ANALYTICS.id)],
+      'prorate',
+      {
+        at,
+      },
+    );
+    expect(result.effective_at.toISOString()).toBe('2026-03-16T00:00:00.000Z');
+    expect(result.updates[0]?.removed_at).toBe('2026-03-16T00:00:00.000Z');
+    expect(result.added[0]?.started_at?.toISOString()).toBe('2026-03-16T00:00:00.000Z');
+  });
+});
+
 describe('planItemSet: removed items', () => {
   it('removes an item left out at the change, kept until its period is invoiced, with its credit', () => {
     const result = plan([seats(2), calls('1000.00000000')], [keep(calls('1000.00000000'))], 'prorate');
@@ -417,6 +448,25 @@ describe('planItemSet: the door checks', () => {
       refusal(() => plan([seats(2)], [keep(seats(2), { quantity: 3 })], 'none', { catalog: oneHuge }))
         .details,
     ).toEqual([fit]);
+    // a metered item's price is no charge of the running period: only its usage is
+    const nearly = catalogOf([ANALYTICS], {
+      pendingLines: { sum: '869565217000.00000000', largest: '1.00000000' },
+    });
+    const pricey = calls('0.00000000', { unit_price: '1000.00000000' });
+    expect(
+      plan([seats(2), pricey], [keep(seats(2), { quantity: 3 }), keep(pricey)], 'prorate', {
+        catalog: nearly,
+      }).updates,
+    ).toHaveLength(1);
+    // an item whose own charge cannot fit is named alone, not the running period as well
+    const costlyAndHeavy = catalogOf([{ ...ANALYTICS, unit_price: '900000000000.00000000' }], {
+      pendingLines: heavy.pendingLines,
+    });
+    expect(
+      refusal(() =>
+        plan([seats(2)], [keep(seats(2)), add(ANALYTICS.id)], 'prorate', { catalog: costlyAndHeavy }),
+      ).details,
+    ).toEqual([expect.objectContaining({ field: 'items.1.quantity' })]);
     // a direct change bills nothing of the running period: nothing to fit
     expect(
       plan([seats(2)], [keep(seats(2)), add(ANALYTICS.id)], 'direct', { catalog: heavy }).added,
