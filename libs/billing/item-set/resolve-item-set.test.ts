@@ -56,6 +56,29 @@ describe('resolveItemSet: kept items', () => {
     });
   });
 
+  it("keeps a metered item's usage limit unless the entry sets one; null takes it away", () => {
+    const limited = [seats(2), calls('1000.00000000', { usage_limit: '5000.00000000' })];
+    const keepLimited = (entries: ItemSetEntry[]) =>
+      resolveItemSet(MARCH, limited, entries, catalog, { checkActive: true });
+    expect(keepLimited([{ id: 7 }, { id: 8 }])[1]).toMatchObject({ usage_limit: '5000.00000000' });
+    expect(keepLimited([{ id: 7 }, { id: 8, usage_limit: '20' }])[1]).toMatchObject({
+      usage_limit: '20.00000000',
+    });
+    expect(keepLimited([{ id: 7 }, { id: 8, usage_limit: null }])[1]).not.toHaveProperty('usage_limit');
+  });
+
+  it('accepts a usage limit of null (none) sent back on a licensed item', () => {
+    expect(resolve([{ id: 7, usage_limit: null }, { id: 8 }])[0]).toEqual({
+      id: 7,
+      product_id: 3,
+      quantity: 2,
+      included_units: '0.00000000',
+    });
+    expect(refusal([{ id: 7, usage_limit: '10' }, { id: 8 }]).details?.map((d) => d.field)).toEqual([
+      'items.0.usage_limit',
+    ]);
+  });
+
   it("refuses a metered item's quantity and a licensed item's included units, naming the field", () => {
     expect(
       refusal([
@@ -180,6 +203,28 @@ describe('resolveItemSet: added items', () => {
         code: 'invalid_value',
       },
     ]);
+  });
+
+  it('names a product in a currency that cannot be billed once, for its currency alone', () => {
+    const refused = refusal([{ id: 7 }, { product_id: 36 }], {
+      catalog: catalogOf([product(36, { currency: 'XXX' })]),
+    });
+    expect(refused.details).toEqual([
+      {
+        field: 'items.1.product_id',
+        message: 'Product 36 is priced in XXX, a currency that cannot be billed.',
+        code: 'invalid_value',
+      },
+    ]);
+  });
+
+  it("compares a product's currency with the subscription's code, blanks of a fixed-width column aside", () => {
+    const padded = { ...MARCH, currency: 'CAD ' };
+    expect(
+      resolveItemSet(padded, current, [{ id: 7 }, { product_id: ANALYTICS.id }], catalog, {
+        checkActive: true,
+      }),
+    ).toHaveLength(2);
   });
 
   it('refuses a price no invoice can hold, and an inactive product, only when asked to check', () => {
