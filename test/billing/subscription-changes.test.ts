@@ -695,6 +695,52 @@ describe('subscription changes, billed by the run', () => {
     expect(rows).toEqual([{ quantity: 1_000_000 }, { quantity: 1 }]);
   });
 
+  it('refuses a change of an expired subscription, of a period that ended uninvoiced, and a pending one for its period end', async () => {
+    const { orgId, customerId, seats } = await setUp();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const seat = subscription.items[0]!;
+    const status = (id: number, body: Record<string, unknown>, now: string) =>
+      change(orgId, id, { preview: true, ...body }, now).then(
+        () => 200,
+        (error: { status: number }) => error.status,
+      );
+    const twoSeats = { items: [{ id: seat.id, quantity: 2 }] };
+    // a period ends at its end instant: from then on it must be invoiced before the items change
+    expect(await status(subscription.id, twoSeats, '2026-03-31T23:59:59Z')).toBe(200);
+    expect(await status(subscription.id, twoSeats, '2026-04-01T00:00:00Z')).toBe(409);
+    // expired is final, as canceled is
+    const expired = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    await database.db.query(`UPDATE subscriptions SET status = 'expired' WHERE id = $1`, [expired.id]);
+    expect(
+      await status(
+        expired.id,
+        { items: [{ id: expired.items[0]!.id, quantity: 2 }] },
+        '2026-03-11T00:00:00Z',
+      ),
+    ).toBe(409);
+    // a subscription that has not started changes now (its items apply from its start), never at its period end
+    const pending = await subscribe(
+      database.db,
+      orgId,
+      { customer_id: customerId, items: [{ product_id: seats }], start_date: at('2026-05-01T00:00:00Z') },
+      at('2026-03-11T00:00:00Z'),
+    );
+    expect(pending.status).toBe('pending');
+    const pendingSeats = { items: [{ id: pending.items[0]!.id, quantity: 2 }] };
+    expect(await status(pending.id, pendingSeats, '2026-03-11T00:00:00Z')).toBe(200);
+    expect(
+      await status(pending.id, { ...pendingSeats, effective: 'period_end' }, '2026-03-11T00:00:00Z'),
+    ).toBe(409);
+  });
+
   it('a change that changes nothing writes nothing and emits nothing, now or at the boundary', async () => {
     const { orgId, customerId, seats } = await setUp();
     const subscription = await subscribe(database.db, orgId, {
