@@ -280,6 +280,40 @@ describe('cancel now', () => {
     ]);
   });
 
+  it('refuses a cancel at a period end not invoiced yet, a second cancel at period end, and both ways at once', async () => {
+    const { subscription } = await upgradedWithUsage();
+    const cancel = (options: { atPeriodEnd?: boolean; withoutInvoicing?: boolean }, now: string) =>
+      database.db.transaction((tx) =>
+        cancelSubscription(tx, { subscriptionId: subscription.id, ...options, now: at(now) }),
+      );
+    // March ends at Apr 1 00:00: from that instant it must be invoiced before the cancel is recorded
+    await expect(cancel({}, '2026-04-01T00:00:00Z')).rejects.toMatchObject({ status: 409 });
+    await expect(
+      cancel({ atPeriodEnd: true, withoutInvoicing: true }, '2026-03-17T00:00:00Z'),
+    ).rejects.toMatchObject({
+      code: 'VALIDATION_ERROR',
+      details: [expect.objectContaining({ field: 'without_invoicing' })],
+    });
+    expect((await cancel({ atPeriodEnd: true }, '2026-03-17T00:00:00Z')).cancel_at_period_end).toBe(true);
+    await expect(cancel({ atPeriodEnd: true }, '2026-03-18T00:00:00Z')).rejects.toMatchObject({
+      status: 409,
+    });
+    expect(await invoicesOf(database.db, subscription.id)).toEqual([]);
+  });
+
+  it('an unpaid subscription canceled now still gets its final invoice for the used part', async () => {
+    const { subscription } = await upgradedWithUsage();
+    await database.db.query(`UPDATE subscriptions SET status = 'unpaid' WHERE id = $1`, [subscription.id]);
+    const ended = await database.db.transaction((tx) =>
+      cancelSubscription(tx, { subscriptionId: subscription.id, now: at('2026-03-17T00:00:00Z') }),
+    );
+    expect(ended.status).toBe('canceled');
+    expect(ended.final_invoice_id).toBeDefined();
+    expect((await invoicesOf(database.db, subscription.id)).map((invoice) => invoice.id)).toEqual([
+      ended.final_invoice_id,
+    ]);
+  });
+
   it('refuses a proration with a cancel at the period end', async () => {
     const { subscription } = await upgradedWithUsage();
     await expect(
