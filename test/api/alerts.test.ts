@@ -160,9 +160,12 @@ describe('alerts', () => {
       expect((await get(`/alerts/${alert.id}`)).json().data).toMatchObject({
         status: 'OK',
         value: '65.00000000',
+        triggered_at: null,
       });
     });
     expect(await events(orgA.orgId, 'alert.resolved', alert.id)).toHaveLength(1);
+    const [resolved] = await events(orgA.orgId, 'alert.resolved', alert.id);
+    expect(resolved!.data).toMatchObject({ status: 'OK', triggered_at: null });
     const [triggered] = await events(orgA.orgId, 'alert.triggered', alert.id);
     expect(triggered!.data).toMatchObject({ id: alert.id, object: 'alert', status: 'TRIGGERED' });
   });
@@ -233,6 +236,45 @@ describe('alerts', () => {
       status: 'OK',
       triggered_at: null,
     });
+    expect(await events(orgA.orgId, 'alert.resolved', alert.id)).toEqual([]);
+  });
+
+  it('a usage alert still TRIGGERED from the last period fires again when the new period opens crossed', async () => {
+    const { subscription, metered } = await running();
+    const alert = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'usage_quantity',
+      subscription_item_id: metered.id,
+      threshold: '10',
+    });
+    await report(metered.id, 20);
+    await eventually(async () =>
+      expect((await get(`/alerts/${alert.id}`)).json().data.status).toBe('TRIGGERED'),
+    );
+    // usage of the next period reaches Postgres first (the guardrails do not see it); then the run
+    // moves the subscription on: every reading of the new period finds it crossed at once
+    const nextMonth = new Date(subscription.current_period_end);
+    await new PostgresUsageSink(db()).write([
+      {
+        id: randomUUID(),
+        orgId: orgA.orgId,
+        subscriptionItemId: metered.id,
+        idempotencyKey: uniqueName('next-period'),
+        quantity: '12',
+        occurredAtMs: nextMonth.getTime() + 3_600_000,
+        recordedAtMs: Date.now(),
+      },
+    ]);
+    await runBilling(db(), { usage, orgId: orgA.orgId, now: nextMonth });
+    await evaluateAlerts(db(), api.usage.readStores, {
+      subscriptions: [{ orgId: orgA.orgId, subscriptionId: subscription.id }],
+    });
+    expect((await get(`/alerts/${alert.id}`)).json().data).toMatchObject({
+      status: 'TRIGGERED',
+      value: '12.00000000',
+    });
+    // one crossing per period: the second period's is an event of its own
+    expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toHaveLength(2);
     expect(await events(orgA.orgId, 'alert.resolved', alert.id)).toEqual([]);
   });
 
@@ -459,6 +501,12 @@ describe('alerts', () => {
       orgB.apiKey,
     );
     expect((await get(`/alerts/${theirAlert.id}`)).statusCode).toBe(404);
+    // a list filtered on another organization's customer or subscription shows none of its alerts
+    for (const filter of [`customer_id=${theirs.customerId}`, `subscription_id=${theirs.subscription.id}`]) {
+      const listed = (await get(`/alerts?${filter}`)).json();
+      expect(listed.data, filter).toEqual([]);
+      expect(listed.pagination.total, filter).toBe(0);
+    }
     expect(
       (await api.request({ method: 'DELETE', path: `/alerts/${theirAlert.id}`, key: orgA.apiKey }))
         .statusCode,
