@@ -16,7 +16,7 @@ import {
   type UsageEventRecord,
   type UsageReadStores,
 } from '../../libs/usage/index.js';
-import { outbox } from '../billing/fixtures.js';
+import { basicCatalog, customerIn, outbox, subscribe } from '../billing/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { runLogger } from '../helpers/run-log.js';
@@ -381,6 +381,36 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await alerts.stop();
     }
   });
+  it('alerts group: a void holds its batch until a reading counts it, then resolves the alert once', async () => {
+    const topic = uniqueName('alerts_topic');
+    const readStores = distributedStores(topic);
+    // the watermark lags a minute: every reading's as_of is before the void is handed
+    await setWatermark(topic, new Date(Date.now() - 60_000));
+    const { alert, event, state } = await alertedItem('100', readStores);
+    const pgSink = new PostgresUsageSink(database.db);
+    const crossing = event('100');
+    await pgSink.write([crossing]);
+    await evaluateAlerts(database.db, readStores, { alertIds: [alert.id] });
+    expect((await state()).status).toBe('TRIGGERED');
+    const alerts = await quantityAlerts(readStores, { keep: alert.id, reloadMs: 600_000 });
+    const sink = alerts.sink();
+    try {
+      const voids = [{ event: crossing, voidedAtMs: Date.now() }];
+      await pgSink.writeVoids(voids);
+      const batch = sink.writeVoids(voids);
+      await sleep(500);
+      // read, but by a reading from before the void was handed: its offsets wait
+      expect(await Promise.race([batch.then(() => 'done'), sleep(0).then(() => 'pending')])).toBe('pending');
+      await setWatermark(topic, new Date());
+      await batch;
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      const resolved = await outbox(database.db, org.orgId, 'alert.resolved');
+      expect(resolved.filter((e) => e.data.id === alert.id)).toHaveLength(1);
+    } finally {
+      await alerts.stop();
+      await readStores.close();
+    }
+  });
   it('alerts group: a new member reads what a reading from before its start cannot bound', async () => {
     const { alert, event, state, triggered } = await alertedItem('100');
     const pgSink = new PostgresUsageSink(database.db);
@@ -474,6 +504,69 @@ describe('a batch with a void and a later event of one item', () => {
       // handed before the read-back is attached: both go in one batch, the void first
       await sink.writeVoids(voids);
       const after = record('1');
+      await pgSink.write([after]);
+      await sink.write([after]);
+      guardrails.attach(stores);
+      await eventually(async () => expect(seen).toHaveLength(1), 10_000);
+      expect(seen[0]).toEqual([
+        { orgId: org.orgId, customerId, subscriptionId: subscription.id, voided: true },
+      ]);
+    } finally {
+      await guardrails.stop();
+    }
+  });
+});
+
+describe('a batch with a void of one item and an event of another item of the subscription', () => {
+  it('marks the subscription voided: one voided item is enough for its usage to have gone down', async () => {
+    const db = database.db;
+    const { apiCalls: first } = await basicCatalog(db, org.orgId);
+    const { apiCalls: second } = await basicCatalog(db, org.orgId);
+    const customerId = await customerIn(db, org.orgId, { state_province: 'AB' });
+    const now = new Date();
+    const subscription = await subscribe(
+      db,
+      org.orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: first }, { product_id: second }],
+        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+      },
+      now,
+    );
+    const [voidedItem, otherItem] = subscription.items.map((item) => item.id);
+    const seen: TouchedSubscription[][] = [];
+    const guardrails = new UsageGuardrails({
+      db,
+      log: runLogger('alert-bound'),
+      policies: [
+        {
+          name: 'recorder',
+          async evaluate(touched) {
+            seen.push(touched.map((t) => ({ ...t })));
+          },
+        },
+      ],
+    });
+    const record = (item: number, quantity: string): UsageEventRecord => ({
+      id: randomUUID(),
+      orgId: org.orgId,
+      subscriptionItemId: item,
+      idempotencyKey: uniqueName('event'),
+      quantity,
+      occurredAtMs: Date.now(),
+      recordedAtMs: Date.now(),
+    });
+    const pgSink = new PostgresUsageSink(db);
+    const voided = record(voidedItem!, '5');
+    await pgSink.write([voided]);
+    const voids = [{ event: voided, voidedAtMs: Date.now() }];
+    await pgSink.writeVoids(voids);
+    const sink = guardrails.sink('queued');
+    try {
+      // handed before the read-back is attached: both go in one batch
+      await sink.writeVoids(voids);
+      const after = record(otherItem!, '1');
       await pgSink.write([after]);
       await sink.write([after]);
       guardrails.attach(stores);
