@@ -463,6 +463,31 @@ describe('alerts', () => {
         }),
       ),
     ).toEqual(['threshold']);
+    // a usage_amount alert needs a threshold above zero, as a quantity alert does
+    expect(
+      detailsOf(
+        await post('/alerts', { subscription_id: subscription.id, metric: 'usage_amount', threshold: '0' }),
+      ),
+    ).toEqual(['threshold']);
+    // each detail says what is wrong with its field: missing, or out of range
+    const codes = async (body: Record<string, unknown>) => {
+      const response = await post('/alerts', body);
+      detailsOf(response);
+      return (response.json() as { details: { field: string; code: string }[] }).details.map(
+        (d) => `${d.field}:${d.code}`,
+      );
+    };
+    expect(
+      await codes({ subscription_id: subscription.id, metric: 'usage_quantity', threshold: '0' }),
+    ).toEqual(['subscription_item_id:required', 'threshold:out_of_range']);
+    expect(
+      await codes({
+        subscription_id: subscription.id,
+        metric: 'usage_quantity',
+        subscription_item_id: other.metered.id,
+        threshold: '1',
+      }),
+    ).toEqual(['subscription_item_id:invalid_value']);
     // only a usage_quantity alert names an item
     expect(
       detailsOf(
