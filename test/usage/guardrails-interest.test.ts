@@ -16,7 +16,7 @@ import {
   type UsageEventRecord,
   type UsageReadStores,
 } from '../../libs/usage/index.js';
-import { outbox } from '../billing/fixtures.js';
+import { basicCatalog, outbox, subscribe } from '../billing/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { runLogger } from '../helpers/run-log.js';
@@ -208,6 +208,62 @@ describe('the guardrails skip what no policy watches', () => {
       await hand([event('1')]);
       await sleep(2 * RELOAD_MS);
       expect(await fired()).toBe(1);
+    } finally {
+      await guardrails.stop();
+      await stores.close();
+    }
+  });
+
+  it('a credit alert watches every subscription of its customer: usage on another one fires it', async () => {
+    const stores = readStores();
+    const { guardrails, hand } = evaluator(stores);
+    try {
+      const { customerId, subscriptionId } = await meteredItem();
+      // the customer's second subscription, with no alert of its own
+      const { apiCalls } = await basicCatalog(database.db, org.orgId);
+      const now = new Date();
+      const other = await subscribe(
+        database.db,
+        org.orgId,
+        {
+          customer_id: customerId,
+          items: [{ product_id: apiCalls }],
+          start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+        },
+        now,
+      );
+      const otherItem = other.items[0]!.id;
+      // nothing upcoming, no credit: projected 0, not below a threshold of 0
+      const alert = await createAlert(database.db, stores, org.orgId, {
+        subscription_id: subscriptionId,
+        metric: 'credit_balance',
+        threshold: '0',
+      });
+      expect(alert).toMatchObject({ status: 'OK', value: '0.00000000' });
+      await sleep(2 * RELOAD_MS);
+      // 5 calls on the other subscription: 5.00 + GST 0.25 upcoming, projected -5.25
+      await hand([
+        {
+          id: randomUUID(),
+          orgId: org.orgId,
+          subscriptionItemId: otherItem,
+          idempotencyKey: uniqueName('event'),
+          quantity: '5',
+          occurredAtMs: Date.now(),
+          recordedAtMs: Date.now(),
+        },
+      ]);
+      const fired = async () =>
+        (await outbox(database.db, org.orgId, 'alert.triggered')).filter((e) => e.data.id === alert.id);
+      const [event] = await eventually(
+        async () => {
+          const events = await fired();
+          expect(events).toHaveLength(1);
+          return events;
+        },
+        4 * RELOAD_MS + 2000,
+      );
+      expect(event!.data).toMatchObject({ status: 'TRIGGERED', value: '-5.25000000' });
     } finally {
       await guardrails.stop();
       await stores.close();
