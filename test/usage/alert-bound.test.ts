@@ -469,6 +469,57 @@ describe('usage_quantity alerts read only near their threshold', () => {
   });
 });
 
+describe('the evaluator reads usage only once the read-back counts it', () => {
+  it('an amount alert handed its crossing before the pg-sink wrote it waits for the watermark, then fires', async () => {
+    const topic = uniqueName('alerts_topic');
+    const readStores = distributedStores(topic);
+    // the watermark lags a minute: no reading counts the event below until it moves
+    await setWatermark(topic, new Date(Date.now() - 60_000));
+    const { subscription, item } = await meteredSubscriptionThisMonth(database.db, org.orgId);
+    const alert = await createAlert(database.db, readStores, org.orgId, {
+      subscription_id: subscription.id,
+      metric: 'usage_amount',
+      threshold: '3',
+    });
+    const guardrails = new UsageGuardrails({
+      db: database.db,
+      log: runLogger('alert-bound'),
+      policies: [alertPolicy(database.db, { settleMs: SETTLE_MS })],
+    });
+    guardrails.attach(readStores);
+    try {
+      const crossing: UsageEventRecord = {
+        id: randomUUID(),
+        orgId: org.orgId,
+        subscriptionItemId: item,
+        idempotencyKey: uniqueName('event'),
+        quantity: '5',
+        occurredAtMs: Date.now(),
+        recordedAtMs: Date.now(),
+      };
+      // handed to the guardrails before the pg-sink counted it (another consumer group)
+      const batch = guardrails.sink('evaluated').write([crossing]);
+      await sleep(300);
+      expect(await Promise.race([batch.then(() => 'done'), sleep(0).then(() => 'pending')])).toBe('pending');
+      await new PostgresUsageSink(database.db).write([crossing]);
+      await setWatermark(topic, new Date());
+      await batch;
+      const { rows } = await database.db.query<{ status: string; value: string }>(
+        'SELECT status, value::text FROM alerts WHERE id = $1',
+        [alert.id],
+      );
+      expect(rows[0]).toMatchObject({ status: 'TRIGGERED', value: '5.00000000' });
+      const fired = (await outbox(database.db, org.orgId, 'alert.triggered')).filter(
+        (e) => e.data.id === alert.id,
+      );
+      expect(fired).toHaveLength(1);
+    } finally {
+      await guardrails.stop();
+      await readStores.close();
+    }
+  });
+});
+
 describe('a batch with a void and a later event of one item', () => {
   it('still marks its subscription voided: its usage may have gone down', async () => {
     const { customerId, subscription, item } = await meteredSubscriptionThisMonth(database.db, org.orgId);
