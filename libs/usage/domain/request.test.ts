@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../errors/index.js';
 import { CreateUsageEvent } from '../../schemas/index.js';
 import { parseUsageBody } from '../wire/body.js';
-import { identityOf, parseUsageEvent, parseUsageEventBatch, wellFormedEvent } from './request.js';
+import {
+  identityOf,
+  parseBatchedUsageEvent,
+  parseUsageEvent,
+  parseUsageEventBatch,
+  wellFormedEvent,
+} from './request.js';
 
 const NOW = Date.UTC(2026, 10, 20, 12, 0, 0);
 
@@ -70,6 +76,16 @@ describe('usage event validation', () => {
   it('answers 400 BAD_REQUEST without any key', () => {
     const error = failure(() => parseUsageEvent({ subscription_item_id: 7, quantity: 2 }, undefined, NOW));
     expect(error.code).toBe('BAD_REQUEST');
+  });
+
+  it('says where a missing key goes: the header or the body for one event, each event for a batch', () => {
+    const single = failure(() => parseUsageEvent({ subscription_item_id: 7, quantity: 2 }, undefined, NOW));
+    expect(single.message).toContain('Idempotency-Key header');
+    // a batch has no header to take a key from: each of its events carries its own
+    const batched = failure(() => parseBatchedUsageEvent({ subscription_item_id: 7, quantity: 2 }, NOW));
+    expect(batched.code).toBe('BAD_REQUEST');
+    expect(batched.message).toContain('each event of a batch carries its own idempotency_key');
+    expect(batched.message).not.toContain('header');
   });
 
   it('refuses a key over 255 characters with 422, naming where it came from', () => {
