@@ -71,6 +71,9 @@ describe('daily totals', () => {
       // ending on an event's instant, with and without whole days before it
       [base + 4 * DAY + 3_600_000, base + 4 * DAY + 5 * 3_600_000],
       [base + DAY + 3_600_000, base + 4 * DAY + 5 * 3_600_000],
+      // from a midnight to a later hour: whole days, then the partial last day from the events
+      [base, base + 4 * DAY + 5 * 3_600_000 + 1],
+      [base + 2 * DAY, base + 3 * DAY + 3_600_000 + 1],
     ];
     for (const [from, to] of windows) {
       const window = [new Date(from), new Date(to)] as const;
