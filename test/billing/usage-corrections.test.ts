@@ -190,7 +190,13 @@ describe('voiding an invoiced event with a correcting credit note', () => {
     expect((await api.request({ path: `/usage/events/${first}`, key: org.apiKey })).json().data.status).toBe(
       'ACTIVE',
     );
-    // January's last millisecond is January's: corrected on its invoice
+    // January's last millisecond is January's: its invoice (period_end, the last day, inclusive)
+    // holds it, so a plain void is a 409 and a correction credits it on that invoice
+    const plain = await voidIt(last);
+    expect(plain.statusCode, plain.body).toBe(409);
+    expect((await api.request({ path: `/usage/events/${last}`, key: org.apiKey })).json().data.status).toBe(
+      'ACTIVE',
+    );
     expect((await corrected(last)).credit_note_id).not.toBeNull();
   });
 
