@@ -124,6 +124,17 @@ describe('usage read-back, embedded mode', () => {
     expect(usage.lag_seconds).toBeLessThan(1);
   });
 
+  it('names the period before the first one empty, at the start: never before the subscription began', async () => {
+    const previous = await get(`/subscriptions/${subscriptionId}/usage?period=previous`);
+    expect(previous.statusCode, previous.body).toBe(200);
+    expect(previous.json().data).toMatchObject({
+      period_start: start.toISOString(),
+      period_end: start.toISOString(),
+      items: [{ subscription_item_id: meteredItem, quantity: '0.00000000' }],
+      total_amount: '0.00000000',
+    });
+  });
+
   it('reads several subscriptions at once as it reads each; missing and foreign ones are absent', async () => {
     const db = api.platform.db;
     const stores = api.usage.readStores;
@@ -301,9 +312,43 @@ describe('usage read-back, embedded mode', () => {
       expect(response.statusCode, `${path}: ${response.body}`).toBe(422);
       expect(response.json().details.map((d: { field: string }) => d.field)).toContain(field);
     }
+    // `to` equal to `from` is not before it: an empty window, not an error
+    const empty = await get('/usage/events?from=2026-02-10T00:00:00Z&to=2026-02-10T00:00:00Z');
+    expect(empty.statusCode, empty.body).toBe(200);
+    expect(empty.json().data).toEqual([]);
     const exactly93 = await get(`${base}?from=2026-01-01&to=2026-04-03`);
     expect(exactly93.statusCode).toBe(200);
     expect(exactly93.json().data).toHaveLength(93);
+  });
+
+  it('defaults the daily series to the running period, up to the day before its end', async () => {
+    const usage = (await get(`/subscriptions/${subscriptionId}/usage`)).json().data;
+    const first = Date.parse(usage.period_start);
+    const end = Date.parse(usage.period_end);
+    const daily = await get(`/subscriptions/${subscriptionId}/usage/daily`);
+    expect(daily.statusCode, daily.body).toBe(200);
+    const dates = daily.json().data.map((point: { date: string }) => point.date);
+    expect(dates).toHaveLength((end - first) / DAY);
+    expect(dates[0]).toBe(iso(first));
+    expect(dates.at(-1)).toBe(iso(end - DAY));
+  });
+
+  it('keeps the 93 days up to `to` when `from` is omitted and the period began longer ago', async () => {
+    const usage = (await get(`/subscriptions/${subscriptionId}/usage`)).json().data;
+    const first = Date.parse(usage.period_start);
+    const base = `/subscriptions/${subscriptionId}/usage/daily`;
+    // 94 days from the period's first day to `to`, inclusive: the first of them is left out
+    const to = first + 93 * DAY;
+    const clipped = await get(`${base}?to=${iso(to)}`);
+    expect(clipped.statusCode, clipped.body).toBe(200);
+    const dates = clipped.json().data.map((point: { date: string }) => point.date);
+    expect(dates).toHaveLength(93);
+    expect(dates[0]).toBe(iso(first + DAY));
+    expect(dates.at(-1)).toBe(iso(to));
+    // 93 days inclusive: kept whole
+    const whole = await get(`${base}?to=${iso(to - DAY)}`);
+    expect(whole.json().data.map((point: { date: string }) => point.date)[0]).toBe(iso(first));
+    expect(whole.json().data).toHaveLength(93);
   });
 
   it('answers the last and the first day a client can name, though the query ends the day after (year 10000)', async () => {
@@ -350,6 +395,60 @@ describe('usage read-back, embedded mode', () => {
     ]) {
       expect((await get(path)).statusCode).toBe(404);
     }
+  });
+
+  it('narrows the daily series and the event list to one item; an item not metered on the subscription is a 404', async () => {
+    const db = api.platform.db;
+    const customerId = await customerIn(db, org.orgId, { country: 'US', state_province: 'OR' });
+    const { seats, apiCalls } = await basicCatalog(db, org.orgId);
+    const { apiCalls: storage } = await basicCatalog(db, org.orgId);
+    const two = await subscribe(
+      db,
+      org.orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: seats }, { product_id: apiCalls }, { product_id: storage }],
+        start_date: start,
+      },
+      start,
+    );
+    const [first, second] = two.items.filter((item) => item.usage_type === 'metered').map((item) => item.id);
+    const seatItem = two.items.find((item) => item.usage_type === 'licensed')!.id;
+    for (const [item, quantity] of [
+      [first!, 3],
+      [second!, 4],
+    ] as const) {
+      const response = await api.request({
+        method: 'POST',
+        path: '/usage/events',
+        key: org.apiKey,
+        headers: { 'idempotency-key': randomUUID() },
+        payload: { subscription_item_id: item, quantity, timestamp: new Date(today + 1000).toISOString() },
+      });
+      expect(response.statusCode, response.body).toBe(201);
+    }
+    const base = `/subscriptions/${two.id}/usage/daily?from=${iso(today)}&to=${iso(today)}`;
+    expect((await get(base)).json().data).toHaveLength(2);
+    const one = await get(`${base}&subscription_item_id=${second}`);
+    expect(one.statusCode, one.body).toBe(200);
+    expect(one.json().data).toEqual([
+      { date: iso(today), subscription_item_id: second, quantity: '4.00000000' },
+    ]);
+    // a licensed item of the subscription, and a metered item of another subscription
+    for (const item of [seatItem, meteredItem]) {
+      const refused = await get(`${base}&subscription_item_id=${item}`);
+      expect(refused.statusCode, refused.body).toBe(404);
+      expect(refused.json().error_code).toBe('NOT_FOUND');
+    }
+    const listed = await get(`/usage/events?subscription_item_id=${second}`);
+    expect(
+      listed
+        .json()
+        .data.map((e: { subscription_item_id: number; quantity: number }) => [
+          e.subscription_item_id,
+          e.quantity,
+        ]),
+    ).toEqual([[second, 4]]);
   });
 });
 
