@@ -163,6 +163,10 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     await recordUsage(db, orgId, metered, '7', '2026-02-01T00:00:00.000Z');
     const previous = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
     expect(previous.items[0]).toMatchObject({ quantity: '120.00000000', late_quantity: '40.00000000' });
+    // the running period's usage is its own: January's late line is the upcoming invoice's, not February's
+    const running = await getSubscriptionUsage(db, stores, orgId, subscription.id);
+    expect(running.items[0]).toMatchObject({ quantity: '7.00000000', amount: '7.00000000' });
+    expect(running.total_amount).toBe('7.00000000');
     // price(120) - price(80) = (100 x 1.00 + 20 x 0.50) - 80.00 = 30.00
     const upcoming = await previewUpcomingInvoice(db, stores, orgId, subscription.id);
     expect(upcoming.lines.map((line) => [line.description, line.amount])).toEqual([
@@ -498,6 +502,9 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     // late events: the draft is re-rated to exactly what the twin's upcoming invoice shows
     for (const item of [metered, twinMetered])
       await recordUsage(db, orgId, item, '25.5', '2026-01-31T12:00:00Z');
+    // a DRAFT billed nothing yet: what it counted is no bill, so none of the period is late usage
+    const onDraft = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
+    expect(onDraft.items[0]).toMatchObject({ quantity: '115.50000000', late_quantity: '0.00000000' });
     expect(await rerateDirtyDrafts(db, { orgId })).toEqual([draftId]);
     const rerated = await invoiceOf(db, draftId);
     expect(rerated.version).toBeGreaterThan(draft.version);
