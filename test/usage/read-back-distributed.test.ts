@@ -238,6 +238,42 @@ describe('usage read-back, distributed mode', () => {
     }
   });
 
+  it('totals in ClickHouse the events of [from, to) to the millisecond, bounds off whole seconds', async () => {
+    const clickhouse = openClickHouse({
+      url: clickhouseConfig.CLICKHOUSE_URL,
+      database: clickhouseConfig.CLICKHOUSE_DATABASE,
+    });
+    try {
+      const base = Math.floor(Date.now() / 1000) * 1000 - DAY;
+      const from = base + 500;
+      const to = base + 3_600_000 + 250;
+      const at = (occurredAtMs: number, quantity: string): UsageEventRecord => ({
+        id: crypto.randomUUID(),
+        orgId: other.orgId,
+        subscriptionItemId: 778,
+        idempotencyKey: freshKey('bounds'),
+        quantity,
+        occurredAtMs,
+        recordedAtMs: Date.now(),
+      });
+      await new ClickHouseUsageSink(clickhouse).write([
+        at(from - 1, '1000'), // the same second as `from`, a millisecond before it: out
+        at(from, '0.00000001'), // `from` itself: in
+        at(to - 1, '0.12345678'), // the same second as `to`, a millisecond before it: in
+        at(to, '300'), // `to` itself: out
+      ]);
+      const totals = await new ClickHouseUsageAggregator(clickhouse).totals(
+        other.orgId,
+        [778],
+        new Date(from),
+        new Date(to),
+      );
+      expect(totals.get(778)).toBe('0.12345679');
+    } finally {
+      await clickhouse.close();
+    }
+  });
+
   it("answers 404 for another organization's subscription or event", async () => {
     for (const path of [
       `/subscriptions/${subscriptionId}/usage`,
