@@ -24,6 +24,9 @@ describe('forbiddenRangeOf', () => {
     ['198.51.100.7', 'reserved'],
     ['203.0.113.9', 'reserved'],
     ['192.0.0.8', 'reserved'],
+    // the last address of each range wider than a /16 or /24, so the whole prefix counts
+    ['198.19.255.255', 'reserved'],
+    ['192.88.99.1', 'reserved'],
   ])('refuses IPv4 %s as %s', (address, range) => {
     expect(forbiddenRangeOf(address)).toBe(range);
   });
@@ -60,11 +63,15 @@ describe('forbiddenRangeOf', () => {
     ['100::1', 'reserved'],
     ['::a00:1', 'reserved'],
     ['64:ff9b:1::1', 'reserved'],
+    ['2001:1ff:ffff::1', 'reserved'],
+    ['3fff:fff::1', 'reserved'],
+    ['5f00:1234::1', 'reserved'],
+    ['ffff::1', 'multicast'],
   ])('refuses IPv6 %s as %s', (address, range) => {
     expect(forbiddenRangeOf(address)).toBe(range);
   });
 
-  it.each(['2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '2001:4860:4860::8888'])(
+  it.each(['2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '2001:4860:4860::8888', '2001:200::1'])(
     'accepts public IPv6 %s',
     (address) => {
       expect(forbiddenRangeOf(address)).toBeUndefined();
