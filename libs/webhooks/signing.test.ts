@@ -49,6 +49,25 @@ describe('signStandard', () => {
     expect(signStandard(secret, { id: 'b5a7', timestamp: 1_700_000_000, body })).toBe(`v1,${expected}`);
   });
 
+  it('signs the same id.timestamp.body message whether the body is given as text or as bytes', () => {
+    const secret = generateSigningSecret();
+    const message = { id: 'b5a7', timestamp: 1_700_000_000 };
+    expect(signStandard(secret, { ...message, body: Buffer.from(body, 'utf8') })).toBe(
+      signStandard(secret, { ...message, body }),
+    );
+  });
+
+  it('keys a secret given without the whsec_ prefix with its whole base64 text, as the package does', () => {
+    const bytes = randomBytes(32);
+    const bare = bytes.toString('base64');
+    expect(standardKeyOf(bare)).toEqual(bytes);
+    const message = { id: 'b5a7', timestamp: 1_700_000_000, body };
+    expect(signStandard(bare, message)).toBe(signStandard(`whsec_${bare}`, message));
+    expect(new Webhook(bare).sign(message.id, new Date(message.timestamp * 1000), body)).toBe(
+      signStandard(bare, message),
+    );
+  });
+
   it('keys an older base64url secret with the same bytes as its standard base64 spelling', () => {
     // secrets made before were whsec_ + base64url; pick bytes whose base64url has - and _
     let bytes = randomBytes(32);
