@@ -56,9 +56,16 @@ describe('guardedLookup', () => {
         { address: '10.0.0.1', family: 4 },
       ],
     };
-    expect((await lookup('https://dual.example.com/', false, answers, { family: 6 })).address).toBe(
-      '2606:4700::1',
-    );
+    expect(await lookup('https://dual.example.com/', false, answers, { family: 6 })).toEqual({
+      error: null,
+      address: '2606:4700::1',
+      family: 6,
+    });
+    // the address of the other family was not checked, so it is never handed out
+    expect(await lookup('https://dual.example.com/', false, answers, { family: 6, all: true })).toEqual({
+      error: null,
+      address: [{ address: '2606:4700::1', family: 6 }],
+    });
     expect((await lookup('https://dual.example.com/', false, answers, { family: 4 })).error).toBeInstanceOf(
       AddressRefusedError,
     );
@@ -75,6 +82,20 @@ describe('guardedLookup', () => {
     );
     expect((await lookup('https://evil.example.com/', true, answers)).error).toBeInstanceOf(
       AddressRefusedError,
+    );
+  });
+
+  it('refuses an allowed localhost URL whose name resolves to anything but a loopback address', async () => {
+    const answers = {
+      localhost: [
+        { address: '127.0.0.1', family: 4 },
+        { address: '10.0.0.1', family: 4 },
+      ],
+    };
+    const { error } = await lookup('http://localhost:3000/', true, answers, { all: true });
+    expect(error).toBeInstanceOf(AddressRefusedError);
+    expect(error!.message).toBe(
+      'Refused: localhost resolves to a private address; webhooks are delivered to public addresses only.',
     );
   });
 
