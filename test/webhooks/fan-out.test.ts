@@ -40,4 +40,45 @@ describe('outbox fan-out', () => {
     expect((await storedEvents(api.platform.db, late)).map((e) => e.event_type)).toEqual(['invoice.paid']);
     expect(await storedEvents(api.platform.db, early)).toHaveLength(2);
   });
+
+  it("gives an endpoint only its own organization's events, however many organizations share a batch", async () => {
+    const mine = await createEndpoint('mine');
+    const neighbour = await createTestOrg(api.platform.db);
+    const response = await api.request({
+      method: 'POST',
+      path: '/webhook-endpoints',
+      key: neighbour.apiKey,
+      payload: { url: 'http://127.0.0.1:9/neighbour', events: ['invoice.*'] },
+    });
+    expect(response.statusCode).toBe(201);
+    const theirs = response.json().data.id as string;
+    await emit(api.platform.db, org.orgId, 'invoice.posted', { id: 'mine', object: 'invoice' });
+    await emit(api.platform.db, neighbour.orgId, 'invoice.paid', { id: 'theirs', object: 'invoice' });
+    await fanOut();
+    expect((await storedEvents(api.platform.db, mine)).map((e) => e.event_type)).toEqual(['invoice.posted']);
+    expect((await storedEvents(api.platform.db, theirs)).map((e) => e.event_type)).toEqual(['invoice.paid']);
+  });
+
+  it('dates the payload when the event happened, and counts an endpoint made at that instant as existing', async () => {
+    const endpoint = await createEndpoint('same-instant');
+    const outboxId = await emit(api.platform.db, org.orgId, 'invoice.paid', { id: 'old', object: 'invoice' });
+    // the event happened an hour before the fan-out; the endpoint was made at that very instant
+    const { rows } = await api.platform.db.query<{ created_at: Date }>(
+      `UPDATE outbox SET created_at = date_trunc('milliseconds', created_at) - interval '1 hour'
+        WHERE id = $1 RETURNING created_at`,
+      [outboxId],
+    );
+    const happenedAt = rows[0]!.created_at;
+    await api.platform.db.query('UPDATE webhook_endpoints SET created_at = $2 WHERE id = $1', [
+      endpoint,
+      happenedAt,
+    ]);
+    await fanOut();
+    const [event] = await storedEvents(api.platform.db, endpoint);
+    expect(JSON.parse(event!.payload)).toMatchObject({
+      type: 'invoice.paid',
+      created: Math.floor(happenedAt.getTime() / 1000),
+      data: { id: 'old', object: 'invoice' },
+    });
+  });
 });
