@@ -76,4 +76,47 @@ describe('the dispatcher service takes its settings', () => {
       await dispatcher.stop();
     }
   });
+
+  it('refuses loopback receivers when WEBHOOK_ALLOW_LOCALHOST is false', async () => {
+    const own = await createTestOrg(database.db);
+    const local = await startReceiver();
+    try {
+      // stored while localhost was allowed; the dispatcher's own setting decides at delivery time
+      const endpoint = await createEndpoint(
+        database.db,
+        own.orgId,
+        { url: local.url, events: ['invoice.*'], description: '', status: 'ACTIVE' },
+        { allowLocalhost: true },
+      );
+      const dispatcher = buildDispatcher({
+        db: database.db,
+        log: runLogger('dispatcher'),
+        config: {
+          DISPATCHER_POLL_MS: 50,
+          DISPATCHER_CONCURRENCY: 4,
+          DISPATCHER_ENDPOINT_CONCURRENCY: 4,
+          WEBHOOK_TIMEOUT_MS: 1000,
+          WEBHOOK_MAX_ATTEMPTS: 1,
+          WEBHOOK_RETRY_DELAYS_MS: [100],
+          WEBHOOK_ALLOW_LOCALHOST: false,
+        },
+      });
+      dispatcher.start();
+      try {
+        await emit(database.db, own.orgId, 'invoice.posted');
+        const [failed] = await eventually(
+          () => storedEvents(database.db, endpoint.id),
+          (rows) => rows[0]?.status === 'FAILED',
+          10_000,
+        );
+        expect(failed).toMatchObject({ attempts: 1, last_response_code: 0 });
+        expect(failed!.last_response_body).toMatch(/^Refused: /);
+        expect(local.deliveries).toHaveLength(0);
+      } finally {
+        await dispatcher.stop();
+      }
+    } finally {
+      await local.close();
+    }
+  });
 });
