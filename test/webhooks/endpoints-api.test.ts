@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BASE_PATH } from '../../libs/schemas/index.js';
-import { signingKeyId } from '../../libs/webhooks/index.js';
+import { getEndpoint } from '../../libs/webhooks/endpoints.js';
+import { fanOutOutbox, signingKeyId } from '../../libs/webhooks/index.js';
 import type { ApiInstance } from '../../services/api/types.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { runCommonRouteTests } from '../helpers/route-suite.js';
-import { buildApiWithoutLocalhost } from './support.js';
+import { buildApiWithoutLocalhost, emit, storedEvents } from './support.js';
 
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
 const MISSING_ID = '6f1c0c8e-4b1a-4c55-9d43-2f0b0f3b7e11';
@@ -387,13 +388,16 @@ describe('webhook endpoints API', () => {
         created_at: created.created_at,
       });
       expect(updated.updated_at >= created.updated_at).toBe(true);
-      expect((await patch({ status: 'ACTIVE' })).json().data).toMatchObject({
+      const enabled = (await patch({ status: 'ACTIVE' })).json().data;
+      expect(enabled).toMatchObject({
         status: 'ACTIVE',
         description: 'moved',
       });
       const unchanged = await patch({});
       expect(unchanged.statusCode).toBe(200);
       expect(unchanged.json().data).toMatchObject({ url: 'https://h.example.com/new', status: 'ACTIVE' });
+      // a patch that names no field changes nothing, updated_at included
+      expect(unchanged.json().data.updated_at).toBe(enabled.updated_at);
       const read = await api.request({ path: `/webhook-endpoints/${created.id}`, key: org.apiKey });
       expect(read.json().data).toEqual(unchanged.json().data);
     });
@@ -475,6 +479,100 @@ describe('webhook endpoints API', () => {
         key: other.apiKey,
       });
       expect(stillThere.statusCode).toBe(200);
+    });
+  });
+
+  describe('pending deliveries of an endpoint taken out of service', () => {
+    it('end FAILED, saying why, when it is disabled or deleted before their first attempt', async () => {
+      // no dispatcher runs in this file: fanned-out events stay PENDING until the endpoint changes
+      const owner = await createTestOrg(api.platform.db);
+      const make = async (path: string) =>
+        (
+          await create({ url: `https://hooks.example.com/${path}`, events: ['invoice.*'] }, owner.apiKey)
+        ).json().data.id as string;
+      const disabled = await make('disabled');
+      const deleted = await make('deleted');
+      const kept = await make('kept');
+      await emit(api.platform.db, owner.orgId, 'invoice.posted');
+      await fanOutOutbox(api.platform.db, { batchSize: 100, maxAttempts: 5 });
+      for (const id of [disabled, deleted, kept]) {
+        expect((await storedEvents(api.platform.db, id)).map((e) => e.status)).toEqual(['PENDING']);
+      }
+      const patch = await api.request({
+        method: 'PATCH',
+        path: `/webhook-endpoints/${disabled}`,
+        key: owner.apiKey,
+        payload: { status: 'DISABLED' },
+      });
+      expect(patch.statusCode).toBe(200);
+      const removal = await api.request({
+        method: 'DELETE',
+        path: `/webhook-endpoints/${deleted}`,
+        key: owner.apiKey,
+      });
+      expect(removal.statusCode).toBe(204);
+      for (const [id, why] of [
+        [disabled, 'Not delivered: the endpoint was disabled.'],
+        [deleted, 'Not delivered: the endpoint was deleted.'],
+      ] as const) {
+        const events = await api.request({ path: `/webhook-events?endpoint_id=${id}`, key: owner.apiKey });
+        expect(events.json().data, why).toEqual([
+          expect.objectContaining({
+            status: 'FAILED',
+            attempts: 0,
+            last_response_body: why,
+            next_attempt_at: null,
+          }),
+        ]);
+      }
+      expect((await storedEvents(api.platform.db, kept)).map((e) => e.status)).toEqual(['PENDING']);
+    });
+  });
+
+  describe('a previous secret whose overlap ended', () => {
+    it('is shown as none from the instant it expires, before the dispatcher forgets it', async () => {
+      const created = (
+        await create({ url: 'https://hooks.example.com/rotated', events: ['invoice.*'] })
+      ).json().data;
+      const rotation = await api.request({
+        method: 'POST',
+        path: `/webhook-endpoints/${created.id}/rotate-secret`,
+        key: org.apiKey,
+        payload: { expire_previous_in: 3600 },
+      });
+      expect(rotation.statusCode).toBe(200);
+      const expire = (at: string, db: { query: typeof api.platform.db.query } = api.platform.db) =>
+        db.query(`UPDATE webhook_endpoints SET previous_secret_expires_at = ${at} WHERE id = $1`, [
+          created.id,
+        ]);
+
+      await expire(`now() - interval '1 second'`);
+      const read = await api.request({ path: `/webhook-endpoints/${created.id}`, key: org.apiKey });
+      expect(read.json().data).toMatchObject({
+        secret_key_id: rotation.json().data.secret_key_id,
+        previous_secret_key_id: null,
+        previous_secret_expires_at: null,
+      });
+      // still stored: no dispatcher has swept it
+      const stored = await api.platform.db.query<{ previous_secret: string | null }>(
+        'SELECT previous_secret FROM webhook_endpoints WHERE id = $1',
+        [created.id],
+      );
+      expect(stored.rows[0]!.previous_secret).toBe(created.secret);
+
+      // within one transaction now() stands still: expiring at now() is expired, a moment later is not
+      await api.platform.db.transaction(async (tx) => {
+        await expire('now()', tx);
+        expect(await getEndpoint(tx, org.orgId, created.id)).toMatchObject({
+          previous_secret_key_id: null,
+          previous_secret_expires_at: null,
+        });
+        await expire(`now() + interval '1 millisecond'`, tx);
+        expect(await getEndpoint(tx, org.orgId, created.id)).toMatchObject({
+          previous_secret_key_id: created.secret_key_id,
+          previous_secret_expires_at: expect.any(String),
+        });
+      });
     });
   });
 
