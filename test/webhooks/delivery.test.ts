@@ -239,6 +239,29 @@ describe('webhook delivery', () => {
     expect(target.deliveries).toHaveLength(1);
   });
 
+  it('ends FAILED unsent an event found due for an endpoint deleted behind its back', async () => {
+    const target = await receiver(() => ({ status: 503, body: 'down' }));
+    const endpoint = await createEndpoint(target.url, ['invoice.posted']);
+    await emit(api.platform.db, org.orgId, 'invoice.posted');
+    await eventually(
+      () => storedEvents(api.platform.db, endpoint.id),
+      (rows) => rows[0]?.status === 'RETRYING',
+    );
+    // deleted without ending its events, as a delete racing a fan-out can leave them
+    await api.platform.db.query('UPDATE webhook_endpoints SET deleted_at = now() WHERE id = $1', [
+      endpoint.id,
+    ]);
+    const [ended] = await eventually(
+      () => storedEvents(api.platform.db, endpoint.id),
+      (rows) => rows[0]?.status === 'FAILED',
+    );
+    expect(ended).toMatchObject({
+      attempts: 1,
+      last_response_body: 'Not delivered: the endpoint was deleted.',
+    });
+    expect(target.deliveries).toHaveLength(1);
+  });
+
   it('records an attempt that reached the receiver while its endpoint was disabled, the event left FAILED', async () => {
     // the receiver answers after 300 ms (within the 500 ms timeout): the PATCH lands mid-attempt
     const own = await createTestOrg(api.platform.db);
@@ -366,6 +389,20 @@ describe('webhook delivery', () => {
     expect(event!.last_response_body).toBe(tail);
     const [first] = await attemptsOf(api.platform.db, event!.id);
     expect(first!.response_body).toBe(tail);
+  });
+
+  it('records a response body holding NUL characters without them (Postgres text cannot store NUL)', async () => {
+    const target = await receiver(() => ({ status: 200, body: 'ok\u0000\u0000done' }));
+    const endpoint = await createEndpoint(target.url, ['invoice.paid']);
+    await emit(api.platform.db, org.orgId, 'invoice.paid');
+    const [event] = await eventually(
+      () => storedEvents(api.platform.db, endpoint.id),
+      (rows) => rows[0]?.status === 'SUCCESS',
+    );
+    expect(event).toMatchObject({ attempts: 1, last_response_code: 200, last_response_body: 'okdone' });
+    expect(await attemptsOf(api.platform.db, event!.id)).toEqual([
+      expect.objectContaining({ attempt: 1, response_code: 200, response_body: 'okdone' }),
+    ]);
   });
 
   it('treats a redirect as a failure and does not follow it', async () => {
