@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WebhookDispatcher } from '../../libs/webhooks/index.js';
+import { claimDueDeliveries } from '../../libs/webhooks/delivery.js';
+import { fanOutOutbox, type WebhookDispatcher } from '../../libs/webhooks/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { emit, type Receiver, startDispatcher, startReceiver } from './support.js';
@@ -28,6 +29,39 @@ describe('webhook delivery across endpoints', () => {
     });
     expect(response.statusCode, response.body).toBe(201);
   }
+
+  it("does not let the backlog of an endpoint at its limit fill the claim's look-ahead", async () => {
+    // no dispatcher yet: the claim is made by hand, with the busy endpoint's attempts given
+    const [busy, other] = [await createTestOrg(api.platform.db), await createTestOrg(api.platform.db)];
+    const create = async (org: TestOrg, path: string) => {
+      const response = await api.request({
+        method: 'POST',
+        path: '/webhook-endpoints',
+        key: org.apiKey,
+        payload: { url: `http://127.0.0.1:9/${path}`, events: ['invoice.posted'] },
+      });
+      expect(response.statusCode, response.body).toBe(201);
+      return response.json().data.id as string;
+    };
+    const busyEndpoint = await create(busy, 'busy');
+    const otherEndpoint = await create(other, 'other');
+    // more due events at the busy endpoint than the look-ahead (4 x the claim limit) holds, all first
+    for (let i = 0; i < 8; i++) await emit(api.platform.db, busy.orgId, 'invoice.posted');
+    await fanOutOutbox(api.platform.db, { batchSize: 100, maxAttempts: 5 });
+    await emit(api.platform.db, other.orgId, 'invoice.posted');
+    await fanOutOutbox(api.platform.db, { batchSize: 100, maxAttempts: 5 });
+    try {
+      const claimed = await claimDueDeliveries(api.platform.db, 1, 60_000, {
+        perEndpoint: 2,
+        busy: new Map([[busyEndpoint, 2]]),
+      });
+      expect(claimed.map((pending) => pending.endpointId)).toEqual([otherEndpoint]);
+    } finally {
+      await api.platform.db.query('DELETE FROM webhook_events WHERE endpoint_id = ANY($1::uuid[])', [
+        [busyEndpoint, otherEndpoint],
+      ]);
+    }
+  });
 
   it("lets no endpoint hold every slot: one that hangs does not hold up another tenant's events", async () => {
     const [stuck, other] = [await createTestOrg(api.platform.db), await createTestOrg(api.platform.db)];
