@@ -63,6 +63,32 @@ describe('webhook delivery across endpoints', () => {
     }
   });
 
+  it("claims an endpoint's due events oldest first when it has room for fewer than are due", async () => {
+    const org = await createTestOrg(api.platform.db);
+    const response = await api.request({
+      method: 'POST',
+      path: '/webhook-endpoints',
+      key: org.apiKey,
+      payload: { url: 'http://127.0.0.1:9/ordered', events: ['invoice.posted'] },
+    });
+    expect(response.statusCode, response.body).toBe(201);
+    const endpoint = response.json().data.id as string;
+    // one fan-out each: the three events fall due one after another
+    for (let i = 0; i < 3; i++) {
+      await emit(api.platform.db, org.orgId, 'invoice.posted', { id: `inv-${i}`, object: 'invoice' });
+      await fanOutOutbox(api.platform.db, { batchSize: 100, maxAttempts: 5 });
+    }
+    try {
+      const claimed = await claimDueDeliveries(api.platform.db, 1, 60_000, {
+        perEndpoint: 1,
+        busy: new Map(),
+      });
+      expect(claimed.map((pending) => JSON.parse(pending.payload).data.id)).toEqual(['inv-0']);
+    } finally {
+      await api.platform.db.query('DELETE FROM webhook_events WHERE endpoint_id = $1', [endpoint]);
+    }
+  });
+
   it("lets no endpoint hold every slot: one that hangs does not hold up another tenant's events", async () => {
     const [stuck, other] = [await createTestOrg(api.platform.db), await createTestOrg(api.platform.db)];
     const hanging = await startReceiver(() => ({ status: 200, delayMs: 5000 }));
