@@ -58,6 +58,36 @@ describe('usage chart', () => {
     expect(bars(renderUsageChart([], { locale: 'en', itemName: 'x', id: 'c5' }))).toHaveLength(0);
   });
 
+  it('labels the first, middle and last day, the first and last aligned inside the chart', () => {
+    const svg = renderUsageChart(month(Array(30).fill(1)), { locale: 'en', itemName: 'x', id: 'c6' });
+    const labels = [
+      ...svg.matchAll(/<text class="axis" x="([\d.]+)" y="192" text-anchor="(\w+)">([^<]+)<\/text>/g),
+    ];
+    expect(labels.map((label) => [label[2], label[3]])).toEqual([
+      ['start', 'Jan 1'],
+      ['middle', 'Jan 15'],
+      ['end', 'Jan 30'],
+    ]);
+    const drawn = bars(svg);
+    // the first label starts where the first bar starts, the last ends where the last bar ends
+    expect(Number(labels[0]![1])).toBeCloseTo(Number(drawn[0]![1]), 1);
+    expect(Number(labels[2]![1])).toBeCloseTo(Number(drawn[29]![1]) + Number(drawn[29]![3]), 1);
+    // bars take part of their day's slot, leaving a gap between days
+    expect(Number(drawn[1]![1]) - Number(drawn[0]![1]) - Number(drawn[0]![3])).toBeGreaterThan(1);
+  });
+
+  it('draws a negative day as no bar, never below the axis', () => {
+    const drawn = bars(renderUsageChart(month(['-5', '10']), { locale: 'en', itemName: 'x', id: 'c7' }));
+    expect(drawn.map((bar) => Number(bar[4]))).toEqual([0, 162]);
+    expect(Number(drawn[0]![2])).toBe(172);
+  });
+
+  it('marks the axis at 0, half and the top', () => {
+    const svg = renderUsageChart(month(['40', '80']), { locale: 'en', itemName: 'x', id: 'c8' });
+    const axis = [...svg.matchAll(/text-anchor="end">([^<]+)<\/text>/g)].map((match) => match[1]);
+    expect(axis.slice(0, 3)).toEqual(['0', '50', '100']);
+  });
+
   it('rounds the axis up to 1, 2 or 5 times a power of ten', () => {
     expect([0, 0.3, 1, 1.01, 2, 3, 7, 10, 11, 300, 1234].map(niceCeiling)).toEqual([
       1, 0.5, 1, 2, 2, 5, 10, 10, 20, 500, 2000,
