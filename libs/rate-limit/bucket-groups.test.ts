@@ -16,6 +16,21 @@ describe('groupByBucket', () => {
   });
 });
 
+describe('groupByBucket, one request after another', () => {
+  it('keeps a bucket of another limit or ttl apart even when it directly follows', () => {
+    const a = { key: 'rl:1', limit: 3, ttlSeconds: 3900 };
+    const aLonger = { ...a, ttlSeconds: 7800 };
+    const aRaised = { ...a, limit: 4 };
+    const other = { key: 'rl:2', limit: 3, ttlSeconds: 3900 };
+    expect(groupByBucket([a, aLonger, aLonger, aRaised, other, { ...other }])).toEqual([
+      { bucket: a, members: [0] },
+      { bucket: aLonger, members: [1, 2] },
+      { bucket: aRaised, members: [3] },
+      { bucket: other, members: [4, 5] },
+    ]);
+  });
+});
+
 describe('nthDecision', () => {
   // What consuming one by one gives: count 8 before, limit 10, four requests.
   it('allows and counts the first requests up to the limit, then refuses without counting', () => {

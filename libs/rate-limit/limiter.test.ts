@@ -83,3 +83,27 @@ describe('RateLimiter', () => {
     });
   });
 });
+
+describe('MemoryRateLimitStore', () => {
+  it('starts a bucket anew at exactly the instant its ttl ends, not a millisecond before', async () => {
+    let now = AT;
+    const store = new MemoryRateLimitStore(() => now);
+    expect(await store.consume('b', 1, 10)).toEqual({ count: 1, allowed: true });
+    now = AT + 9_999;
+    expect(await store.consume('b', 1, 10)).toEqual({ count: 1, allowed: false });
+    now = AT + 10_000;
+    expect(await store.consume('b', 1, 10)).toEqual({ count: 1, allowed: true });
+  });
+
+  it('keeps the counts of buckets still alive when a new bucket sweeps the expired ones', async () => {
+    let now = AT;
+    const store = new MemoryRateLimitStore(() => now);
+    expect(await store.consume('short', 5, 1)).toEqual({ count: 1, allowed: true });
+    expect(await store.consume('long', 1, 60)).toEqual({ count: 1, allowed: true });
+    now = AT + 5_000;
+    // a new bucket: 'short' has expired and goes, 'long' still counts
+    expect(await store.consume('new', 1, 60)).toEqual({ count: 1, allowed: true });
+    expect(await store.consume('long', 1, 60)).toEqual({ count: 1, allowed: false });
+    expect(await store.consume('short', 5, 1)).toEqual({ count: 1, allowed: true });
+  });
+});
