@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiKeyAuthenticator, createApiKey, generateApiKey, revokeApiKey } from '../../libs/auth/index.js';
+import {
+  ApiKeyAuthenticator,
+  createApiKey,
+  generateApiKey,
+  hashApiKey,
+  revokeApiKey,
+} from '../../libs/auth/index.js';
 import { ApiError } from '../../libs/errors/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
@@ -158,6 +164,28 @@ describe('API key authentication', () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     const again = await revokeApiKey(api.platform.db, key.id);
     expect(again.revoked_at).toBe(first.revoked_at);
+  });
+
+  it('looks a key up again once its entry expires, without pushing another key out of a full cache', async () => {
+    let now = 3_000_000;
+    const authenticator = new ApiKeyAuthenticator(api.platform.db, {
+      ttlSeconds: 30,
+      maxEntries: 2,
+      now: () => now,
+    });
+    const cache = (authenticator as unknown as { cache: Map<string, unknown> }).cache;
+    const known = await createApiKey(api.platform.db, { orgId: orgA.orgId });
+    const unknown = generateApiKey('live').key;
+    await authenticator.authenticate(`Bearer ${known.api_key}`);
+    await expect(authenticator.authenticate(`Bearer ${unknown}`)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+    });
+    // the unknown key's entry (5 s) has expired, the known key's (30 s) has not
+    now += 5_000;
+    await expect(authenticator.authenticate(`Bearer ${unknown}`)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+    });
+    expect([...cache.keys()].sort()).toEqual([hashApiKey(known.api_key), hashApiKey(unknown)].sort());
   });
 
   it('keeps the cache bounded', async () => {
