@@ -44,6 +44,15 @@ describe('renderLlmsTxt', () => {
     expect(text.indexOf('## Metadata')).toBeLessThan(text.indexOf('## Things'));
   });
 
+  it('lists an operation of several tags once, under its first', () => {
+    const tagged = renderLlmsTxt(
+      { paths: { '/both': { get: { summary: 'Both', tags: ['First', 'Second'] } } } },
+      [],
+    );
+    expect(tagged).toContain('## First\n\n- [GET /both](/both): Both\n');
+    expect(tagged).not.toContain('## Second');
+  });
+
   it('points Node callers at the client and its usage reporter', () => {
     const intro = text.slice(0, text.indexOf('## Docs'));
     expect(intro).toContain('`clients/node`, `@billing-service/client`');
