@@ -28,6 +28,8 @@ const PAGE_HEADERS = {
   'cache-control': 'no-store',
   'referrer-policy': 'no-referrer',
   'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'x-robots-tag': 'noindex, nofollow',
 };
 
 beforeAll(async () => {
@@ -64,9 +66,17 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-function expectPageHeaders(response: { headers: Record<string, unknown> }): void {
+function expectPageHeaders(response: { headers: Record<string, unknown>; body: string }): void {
   for (const [name, value] of Object.entries(PAGE_HEADERS)) expect(response.headers[name], name).toBe(value);
-  expect(String(response.headers['content-security-policy'])).toMatch(/^default-src 'self'/);
+  const csp = String(response.headers['content-security-policy']);
+  expect(csp).toMatch(/^default-src 'self'/);
+  expect(csp).toContain("frame-ancestors 'none'");
+  expect(csp).toContain("base-uri 'none'");
+  // the portal's pages post their forms to the portal itself; a printable document posts nowhere
+  if (String(response.headers['content-type']).startsWith('text/html')) {
+    const portalPage = response.body.includes('<a class="skip" href="#main">');
+    expect(csp).toContain(portalPage ? "form-action 'self'" : "form-action 'none'");
+  }
 }
 
 describe('POST /portal-sessions', () => {
@@ -302,6 +312,184 @@ describe('the portal page', () => {
       expect(response.body).not.toContain('Amélie');
     }
     expect((await open(api, base + token)).statusCode).toBe(200);
+  });
+});
+
+describe('the spend alerts form', () => {
+  /** The CSRF token the session's home page carries in its forms. */
+  async function csrfOf(url: string): Promise<string> {
+    const page = await open(api, url);
+    expect(page.statusCode).toBe(200);
+    return /name="csrf" value="([^"]+)"/.exec(page.body)![1]!;
+  }
+  const post = (url: string, path: string, form: Record<string, string>) =>
+    api.app.inject({
+      method: 'POST',
+      url: `${pathOf(url)}${path}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams(form).toString(),
+    });
+  const alertsOf = async (customerId: number) =>
+    (
+      await api.platform.db.query<{
+        id: string;
+        metric: string;
+        threshold: string;
+        created_in_portal: boolean;
+      }>(
+        'SELECT id, metric, threshold::text, created_in_portal FROM alerts WHERE org_id = $1 AND customer_id = $2',
+        [org.orgId, customerId],
+      )
+    ).rows;
+  const makeAlert = async (payload: Record<string, unknown>) => {
+    const response = await api.request({ method: 'POST', path: '/alerts', key: org.apiKey, payload });
+    expect(response.statusCode, response.body).toBe(201);
+    return response.json().data.id as string;
+  };
+
+  it("refuses a form without this session's CSRF token with 403: none, a shorter one, a changed one, another session's", async () => {
+    const customerId = scenario.customers.quebec.id;
+    const session = await createSession(api, org.apiKey, { customer_id: customerId, locale: 'en' });
+    const csrf = await csrfOf(session.url);
+    const other = await createSession(api, org.apiKey, { customer_id: customerId, locale: 'en' });
+    const otherCsrf = await csrfOf(other.url);
+    expect(otherCsrf).not.toBe(csrf);
+    const before = await alertsOf(customerId);
+    const form = { subscription_id: String(scenario.subscriptions.active), threshold: '10' };
+    for (const given of [
+      undefined,
+      csrf.slice(0, -1),
+      `${csrf}x`,
+      `${csrf.slice(0, -1)}${csrf.endsWith('A') ? 'B' : 'A'}`,
+      otherCsrf,
+    ]) {
+      const response = await post(
+        session.url,
+        '/alerts',
+        given === undefined ? form : { ...form, csrf: given },
+      );
+      expect(response.statusCode, String(given)).toBe(403);
+      expect(response.headers['content-type']).toBe('text/html; charset=utf-8');
+    }
+    const alertId = await makeAlert({
+      subscription_id: scenario.subscriptions.active,
+      metric: 'usage_amount',
+      threshold: '7',
+    });
+    expect((await post(session.url, `/alerts/${alertId}/delete`, { csrf: otherCsrf })).statusCode).toBe(403);
+    expect((await post(session.url, `/alerts/${alertId}/delete`, {})).statusCode).toBe(403);
+    expect((await alertsOf(customerId)).length).toBe(before.length + 1);
+  });
+
+  it("refuses a revoked or expired session's form with 410, its own token notwithstanding", async () => {
+    const customerId = scenario.customers.quebec.id;
+    const before = (await alertsOf(customerId)).length;
+    const form = { subscription_id: String(scenario.subscriptions.active), threshold: '10' };
+    const revoked = await createSession(api, org.apiKey, { customer_id: customerId });
+    const revokedCsrf = await csrfOf(revoked.url);
+    const revoke = await api.request({
+      method: 'DELETE',
+      path: `/portal-sessions/${revoked.id}`,
+      key: org.apiKey,
+    });
+    expect(revoke.statusCode).toBe(204);
+    expect((await post(revoked.url, '/alerts', { ...form, csrf: revokedCsrf })).statusCode).toBe(410);
+    const expired = await createSession(api, org.apiKey, { customer_id: customerId });
+    const expiredCsrf = await csrfOf(expired.url);
+    await api.platform.db.query(
+      `UPDATE portal_sessions SET expires_at = now() - interval '1 second' WHERE id = $1`,
+      [expired.id],
+    );
+    expect((await post(expired.url, '/alerts', { ...form, csrf: expiredCsrf })).statusCode).toBe(410);
+    expect((await alertsOf(customerId)).length).toBe(before);
+  });
+
+  it("adds a usage_amount alert on the customer's own subscription only, whatever metric the form names", async () => {
+    const customerId = scenario.customers.quebec.id;
+    const session = await createSession(api, org.apiKey, { customer_id: customerId, locale: 'fr-CA' });
+    const csrf = await csrfOf(session.url);
+    const before = await alertsOf(customerId);
+    const base = { csrf, threshold: '10' };
+    // another customer's subscription, and ids that name no subscription
+    for (const subscription_id of [String(scenario.subscriptions.pastDue), '0', '-1', 'abc', '']) {
+      const response = await post(session.url, '/alerts', { ...base, subscription_id });
+      expect(response.statusCode, subscription_id).toBe(404);
+    }
+    expect(await alertsOf(scenario.customers.ontario.id)).toEqual([]);
+    const added = await post(session.url, '/alerts?locale=fr-CA', {
+      csrf,
+      subscription_id: String(scenario.subscriptions.active),
+      threshold: ' 12,5 ',
+      metric: 'credit_balance',
+    });
+    expect(added.statusCode, added.body).toBe(303);
+    expect(added.headers.location).toBe(`${pathOf(session.url)}?locale=fr-CA`);
+    const made = (await alertsOf(customerId)).filter((alert) => !before.some((old) => old.id === alert.id));
+    expect(made).toEqual([
+      { id: made[0]!.id, metric: 'usage_amount', threshold: '12.50000000', created_in_portal: true },
+    ]);
+    // an invalid threshold is the page again, 422, saying why
+    const refused = await post(session.url, '/alerts', {
+      ...base,
+      subscription_id: String(scenario.subscriptions.active),
+      threshold: '-3',
+    });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.body).toContain('threshold');
+  });
+
+  it('offers only subscriptions still running in the add form: none for a customer whose one is canceled', async () => {
+    const quebec = await createSession(api, org.apiKey, { customer_id: scenario.customers.quebec.id });
+    const options = (body: string) =>
+      [...body.matchAll(/<option value="(\d+)">/g)].map((match) => Number(match[1]));
+    expect(options((await open(api, quebec.url)).body)).toEqual([scenario.subscriptions.active]);
+    const ontario = await createSession(api, org.apiKey, { customer_id: scenario.customers.ontario.id });
+    expect(options((await open(api, ontario.url)).body).sort()).toEqual(
+      [scenario.subscriptions.trialing, scenario.subscriptions.pastDue].sort(),
+    );
+    const newYork = await createSession(api, org.apiKey, { customer_id: scenario.customers.newYork.id });
+    const page = (await open(api, newYork.url)).body;
+    expect(page).toContain('aria-labelledby="alerts"');
+    expect(options(page)).toEqual([]);
+    expect(page).not.toContain('class="alert-form"');
+  });
+
+  it("removes only the customer's own usage_amount alerts: another customer's, or another metric, is a 404", async () => {
+    const session = await createSession(api, org.apiKey, {
+      customer_id: scenario.customers.quebec.id,
+      locale: 'en',
+    });
+    const csrf = await csrfOf(session.url);
+    const theirs = await makeAlert({
+      subscription_id: scenario.subscriptions.pastDue,
+      metric: 'usage_amount',
+      threshold: '10',
+    });
+    const otherMetric = await makeAlert({
+      subscription_id: scenario.subscriptions.active,
+      metric: 'credit_balance',
+      threshold: '1',
+    });
+    for (const id of [theirs, otherMetric, 'not-an-alert']) {
+      expect((await post(session.url, `/alerts/${id}/delete`, { csrf })).statusCode, id).toBe(404);
+    }
+    for (const id of [theirs, otherMetric]) {
+      expect((await api.request({ path: `/alerts/${id}`, key: org.apiKey })).statusCode).toBe(200);
+    }
+    const mine = await makeAlert({
+      subscription_id: scenario.subscriptions.active,
+      metric: 'usage_amount',
+      threshold: '10',
+    });
+    // the page offers a remove button on the customer's usage_amount alerts only
+    const page = (await open(api, session.url)).body;
+    expect(page).toContain(`/alerts/${mine}/delete`);
+    expect(page).not.toContain(`/alerts/${otherMetric}/delete`);
+    expect(page).not.toContain(`/alerts/${theirs}/delete`);
+    const removed = await post(session.url, `/alerts/${mine.toUpperCase()}/delete`, { csrf });
+    expect(removed.statusCode).toBe(303);
+    expect(removed.headers.location).toBe(pathOf(session.url));
+    expect((await api.request({ path: `/alerts/${mine}`, key: org.apiKey })).statusCode).toBe(404);
   });
 });
 
