@@ -255,6 +255,29 @@ describe('the portal page', () => {
     }
   });
 
+  it('says when the session ends under an invoice opened from it, and how long a closed invoice stays under its hosted link', async () => {
+    const session = await createSession(api, org.apiKey, {
+      customer_id: scenario.customers.quebec.id,
+      locale: 'en',
+    });
+    const page = (await open(api, `${session.url}/invoices/${scenario.invoices.PAID.id}`)).body;
+    expect(page).toContain('This link expires on');
+    expect(page).not.toContain('This page stays available until');
+    const hosted = (
+      await api.request({ path: `/invoices/${scenario.invoices.PAID.id}`, key: org.apiKey })
+    ).json().data.hosted_url as string;
+    const hostedPage = (await open(api, `${hosted}?locale=en`)).body;
+    expect(hostedPage).toContain('This page stays available until');
+    expect(hostedPage).not.toContain('This link expires on');
+  });
+
+  it('reads no usage for a subscription without a metered item: nothing to show, no upcoming invoice', async () => {
+    const source = api.app.deps.portalUsage!;
+    expect(await source.read(org.orgId, scenario.subscriptions.trialing)).toBeUndefined();
+    const metered = await source.read(org.orgId, scenario.subscriptions.active);
+    expect(metered?.usage.items.length).toBeGreaterThan(0);
+  });
+
   it('answers an expired session 410 and an unknown one 404, as pages with no data', async () => {
     const session = await createSession(api, org.apiKey, {
       customer_id: scenario.customers.quebec.id,
