@@ -21,6 +21,7 @@ const TODAY = '2026-03-15';
 let database: TestDatabase;
 let orgId: number;
 let customerId: number;
+let productId: number;
 
 beforeAll(async () => {
   database = await createTestDatabase('mcp-read-models');
@@ -28,7 +29,7 @@ beforeAll(async () => {
   orgId = (await createTestOrg(db)).orgId;
   customerId = (await insertCustomer(db, orgId, { name: 'Boundary', country: 'CA', state_province: 'ON' }))
     .id;
-  const productId = (await insertProduct(db, orgId, { unitPrice: '10' })).id;
+  productId = (await insertProduct(db, orgId, { unitPrice: '10' })).id;
   const subscriptionId = (await insertSubscription(db, orgId, { customerId, items: [{ productId }] })).id;
   let month = 0;
   const invoice = (status: InvoiceStatus, invoiceDate: string, dueDate: string, unitPrice: string) =>
@@ -84,6 +85,42 @@ describe('MCP read models at their boundaries', () => {
     });
     expect(firstDay.by_currency).toEqual([
       expect.objectContaining({ currency: 'CAD', invoice_count: 1, billed: '100.00000000' }),
+    ]);
+  });
+
+  it('a posted invoice with nothing left to pay is never overdue, past its due date or not', async () => {
+    const { db } = database;
+    const settled = (
+      await insertCustomer(db, orgId, { name: 'Nothing due', country: 'CA', state_province: 'ON' })
+    ).id;
+    const subscriptionId = (
+      await insertSubscription(db, orgId, { customerId: settled, items: [{ productId }] })
+    ).id;
+    await insertInvoice(db, orgId, {
+      customerId: settled,
+      subscriptionId,
+      status: 'POSTED',
+      periodStart: '2025-06-01',
+      invoiceDate: '2026-01-10',
+      dueDate: '2026-02-01',
+      currency: 'CAD',
+      items: [{ productId, unitPrice: '0' }],
+    });
+    const activity = await customerActivity(db, orgId, settled, TODAY);
+    expect(activity.open_invoices).toEqual({
+      count: 1,
+      by_currency: [{ currency: 'CAD', count: 1, balance: '0.00000000', overdue_count: 0 }],
+    });
+    const summary = await revenueSummary(db, orgId, { from: '2026-01-10', to: '2026-01-10', asOf: TODAY });
+    expect(summary.by_currency).toEqual([
+      expect.objectContaining({
+        currency: 'CAD',
+        invoice_count: 1,
+        billed: '0.00000000',
+        outstanding: '0.00000000',
+        overdue_count: 0,
+        overdue_amount: '0.00000000',
+      }),
     ]);
   });
 });
