@@ -15,6 +15,15 @@ describe('tool input schemas', () => {
     }
   });
 
+  it('revenue_summary takes a range of one day, and refuses one that ends before it starts', () => {
+    const input = inputOf('revenue_summary');
+    expect(input.safeParse({ from: '2026-03-01', to: '2026-03-01' }).success).toBe(true);
+    expect(input.safeParse({ from: '2026-03-01', to: '2026-03-02' }).success).toBe(true);
+    const reversed = input.safeParse({ from: '2026-03-02', to: '2026-03-01' });
+    expect(reversed.success).toBe(false);
+    expect(reversed.error?.issues.map((issue) => issue.path)).toEqual([['from']]);
+  });
+
   it('list_invoices takes only the three statuses the spec lists', () => {
     const input = inputOf('list_invoices');
     for (const status of ['POSTED', 'PARTIALLY_PAID', 'PAID'])
