@@ -2,6 +2,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createCreditNote } from '../../libs/billing/index.js';
+import { ApiError } from '../../libs/errors/index.js';
 import { getInvoice } from '../../libs/invoices/index.js';
 import { McpServer, type McpTool } from '../../libs/mcp/index.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
@@ -192,5 +193,33 @@ describe('MCP tools are read-only', () => {
       },
     });
     expect(await databaseChecksum(api.platform.db)).toEqual(before);
+  });
+
+  it('reports a server-side failure inside a tool as a generic isError result, never its detail', async () => {
+    const failing: McpTool = {
+      name: 'down_tool',
+      title: 'Fails',
+      description: 'Its dependency is down.',
+      input: z.strictObject({}),
+      async run() {
+        throw ApiError.serviceUnavailable('redis at 10.0.0.7:6379 refused the connection');
+      },
+    };
+    const server = new McpServer({ db: api.platform.db, log: runLogger('mcp-test'), tools: [failing] });
+    const answer = await server.handleHttpBody(
+      JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'down_tool' } }),
+      { orgId: orgA.orgId },
+    );
+    expect(answer).toEqual({
+      status: 200,
+      body: {
+        jsonrpc: '2.0',
+        id: 2,
+        result: {
+          isError: true,
+          content: [{ type: 'text', text: 'The down_tool tool failed unexpectedly; try again later.' }],
+        },
+      },
+    });
   });
 });
