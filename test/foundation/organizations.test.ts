@@ -90,13 +90,14 @@ describe('changing an organization', () => {
       requests_per_hour: 200_000,
     });
     const missing = org.id + 1_000_000;
+    // one at a time: a refusal made before it is awaited would reject unhandled
     for (const attempt of [
-      getOrganization(database.db, missing),
-      setPlan(database.db, missing, 'growth'),
-      setRateLimitOverride(database.db, missing, 5),
-      setOrganizationSettings(database.db, missing, { invoiceGraceHours: 1 }),
+      () => getOrganization(database.db, missing),
+      () => setPlan(database.db, missing, 'growth'),
+      () => setRateLimitOverride(database.db, missing, 5),
+      () => setOrganizationSettings(database.db, missing, { invoiceGraceHours: 1 }),
     ]) {
-      expect(await refusal(attempt)).toMatchObject({ code: 'NOT_FOUND' });
+      expect(await refusal(attempt())).toMatchObject({ code: 'NOT_FOUND' });
     }
   });
 

@@ -194,7 +194,9 @@ describe('MCP tools are read-only', () => {
     });
     expect(await databaseChecksum(api.platform.db)).toEqual(before);
   });
+});
 
+describe('MCP tool failures', () => {
   it('reports a server-side failure inside a tool as a generic isError result, never its detail', async () => {
     const failing: McpTool = {
       name: 'down_tool',
