@@ -86,4 +86,47 @@ describe('events sent again', () => {
       (rows) => rows.every((row) => row.status === 'SUCCESS'),
     );
   });
+  it('are retried by hand in order of occurrence too: a retry waits for the earlier one retried before it', async () => {
+    const org = await createTestOrg(api.platform.db);
+    const port = await freeTcpPort();
+    const endpoint = await registerEndpoint(api, org.apiKey, {
+      url: `http://127.0.0.1:${port}/hooks`,
+      events: ['invoice.*'],
+    });
+    await api.platform.db.transaction(async (tx) => {
+      for (let i = 1; i <= 3; i++) {
+        await emitDomainEvent(tx, { orgId: org.orgId, type: 'invoice.posted', data: { id: `retried-${i}` } });
+      }
+    });
+    const failed = await eventually(
+      () => storedEvents(api.platform.db, endpoint.id),
+      (rows) => rows.length === 3 && rows.every((row) => row.status === 'FAILED'),
+    );
+
+    let inFlight = 0;
+    let overlapped = false;
+    const receiver = await startReceiver(
+      () => {
+        if (++inFlight > 1) overlapped = true;
+        setTimeout(() => inFlight--, 150);
+        return { status: 200, delayMs: 150 };
+      },
+      { port },
+    );
+    receivers.push(receiver);
+    // retried one after the other, faster than the receiver answers: the slots would let them overlap
+    for (const event of failed) {
+      const response = await api.request({
+        method: 'POST',
+        path: `/webhook-events/${event.id}/retry`,
+        key: org.apiKey,
+      });
+      expect(response.statusCode).toBe(202);
+    }
+    const delivered = await receiver.waitFor(3, 15_000);
+    expect(
+      delivered.map((delivery) => (JSON.parse(delivery.body) as { data: { id: string } }).data.id),
+    ).toEqual(['retried-1', 'retried-2', 'retried-3']);
+    expect(overlapped).toBe(false);
+  });
 });
