@@ -109,6 +109,22 @@ async function createAlert(body: Record<string, unknown>, key = orgA.apiKey): Pr
   return response.json().data;
 }
 
+/** A running subscription with a usage_quantity alert at 10 on its metered item, crossed (20 reported). */
+async function triggeredQuantityAlert() {
+  const { subscription, metered } = await running();
+  const alert = await createAlert({
+    subscription_id: subscription.id,
+    metric: 'usage_quantity',
+    subscription_item_id: metered.id,
+    threshold: '10',
+  });
+  await report(metered.id, 20);
+  await eventually(async () =>
+    expect((await get(`/alerts/${alert.id}`)).json().data.status).toBe('TRIGGERED'),
+  );
+  return { subscription, metered, alert };
+}
+
 async function events(orgId: number, type: string, alertId: string) {
   return (await outbox(db(), orgId, type)).filter((event) => event.data.id === alertId);
 }
@@ -215,17 +231,7 @@ describe('alerts', () => {
   });
 
   it('a new period sets a triggered usage alert back to OK silently', async () => {
-    const { subscription, metered } = await running();
-    const alert = await createAlert({
-      subscription_id: subscription.id,
-      metric: 'usage_quantity',
-      subscription_item_id: metered.id,
-      threshold: '10',
-    });
-    await report(metered.id, 20);
-    await eventually(async () =>
-      expect((await get(`/alerts/${alert.id}`)).json().data.status).toBe('TRIGGERED'),
-    );
+    const { subscription, alert } = await triggeredQuantityAlert();
     // the period ends: the run moves the subscription on, and the alert is evaluated in the new period
     const nextMonth = new Date(subscription.current_period_end);
     await runBilling(db(), { usage, orgId: orgA.orgId, now: nextMonth });
@@ -240,17 +246,7 @@ describe('alerts', () => {
   });
 
   it('a usage alert still TRIGGERED from the last period fires again when the new period opens crossed', async () => {
-    const { subscription, metered } = await running();
-    const alert = await createAlert({
-      subscription_id: subscription.id,
-      metric: 'usage_quantity',
-      subscription_item_id: metered.id,
-      threshold: '10',
-    });
-    await report(metered.id, 20);
-    await eventually(async () =>
-      expect((await get(`/alerts/${alert.id}`)).json().data.status).toBe('TRIGGERED'),
-    );
+    const { subscription, metered, alert } = await triggeredQuantityAlert();
     // usage of the next period reaches Postgres first (the guardrails do not see it); then the run
     // moves the subscription on: every reading of the new period finds it crossed at once
     const nextMonth = new Date(subscription.current_period_end);

@@ -520,51 +520,59 @@ describe('the evaluator reads usage only once the read-back counts it', () => {
   });
 });
 
+/**
+ * What a recording policy is handed for one batch: a void of an event of `voidedItem`, then an
+ * event of `laterItem`, both handed before the read-back is attached, so they go in one batch.
+ */
+async function touchedByVoidThenEvent(voidedItem: number, laterItem: number): Promise<TouchedSubscription[]> {
+  const seen: TouchedSubscription[][] = [];
+  const guardrails = new UsageGuardrails({
+    db: database.db,
+    log: runLogger('alert-bound'),
+    policies: [
+      {
+        name: 'recorder',
+        async evaluate(touched) {
+          seen.push(touched.map((t) => ({ ...t })));
+        },
+      },
+    ],
+  });
+  const record = (item: number, quantity: string): UsageEventRecord => ({
+    id: randomUUID(),
+    orgId: org.orgId,
+    subscriptionItemId: item,
+    idempotencyKey: uniqueName('event'),
+    quantity,
+    occurredAtMs: Date.now(),
+    recordedAtMs: Date.now(),
+  });
+  const pgSink = new PostgresUsageSink(database.db);
+  const voided = record(voidedItem, '5');
+  await pgSink.write([voided]);
+  const voids = [{ event: voided, voidedAtMs: Date.now() }];
+  await pgSink.writeVoids(voids);
+  const sink = guardrails.sink('queued');
+  try {
+    // the void first
+    await sink.writeVoids(voids);
+    const after = record(laterItem, '1');
+    await pgSink.write([after]);
+    await sink.write([after]);
+    guardrails.attach(stores);
+    await eventually(async () => expect(seen).toHaveLength(1), 10_000);
+    return seen[0]!;
+  } finally {
+    await guardrails.stop();
+  }
+}
+
 describe('a batch with a void and a later event of one item', () => {
   it('still marks its subscription voided: its usage may have gone down', async () => {
     const { customerId, subscription, item } = await meteredSubscriptionThisMonth(database.db, org.orgId);
-    const seen: TouchedSubscription[][] = [];
-    const guardrails = new UsageGuardrails({
-      db: database.db,
-      log: runLogger('alert-bound'),
-      policies: [
-        {
-          name: 'recorder',
-          async evaluate(touched) {
-            seen.push(touched.map((t) => ({ ...t })));
-          },
-        },
-      ],
-    });
-    const record = (quantity: string): UsageEventRecord => ({
-      id: randomUUID(),
-      orgId: org.orgId,
-      subscriptionItemId: item,
-      idempotencyKey: uniqueName('event'),
-      quantity,
-      occurredAtMs: Date.now(),
-      recordedAtMs: Date.now(),
-    });
-    const pgSink = new PostgresUsageSink(database.db);
-    const voided = record('5');
-    await pgSink.write([voided]);
-    const voids = [{ event: voided, voidedAtMs: Date.now() }];
-    await pgSink.writeVoids(voids);
-    const sink = guardrails.sink('queued');
-    try {
-      // handed before the read-back is attached: both go in one batch, the void first
-      await sink.writeVoids(voids);
-      const after = record('1');
-      await pgSink.write([after]);
-      await sink.write([after]);
-      guardrails.attach(stores);
-      await eventually(async () => expect(seen).toHaveLength(1), 10_000);
-      expect(seen[0]).toEqual([
-        { orgId: org.orgId, customerId, subscriptionId: subscription.id, voided: true },
-      ]);
-    } finally {
-      await guardrails.stop();
-    }
+    expect(await touchedByVoidThenEvent(item, item)).toEqual([
+      { orgId: org.orgId, customerId, subscriptionId: subscription.id, voided: true },
+    ]);
   });
 });
 
@@ -586,48 +594,9 @@ describe('a batch with a void of one item and an event of another item of the su
       now,
     );
     const [voidedItem, otherItem] = subscription.items.map((item) => item.id);
-    const seen: TouchedSubscription[][] = [];
-    const guardrails = new UsageGuardrails({
-      db,
-      log: runLogger('alert-bound'),
-      policies: [
-        {
-          name: 'recorder',
-          async evaluate(touched) {
-            seen.push(touched.map((t) => ({ ...t })));
-          },
-        },
-      ],
-    });
-    const record = (item: number, quantity: string): UsageEventRecord => ({
-      id: randomUUID(),
-      orgId: org.orgId,
-      subscriptionItemId: item,
-      idempotencyKey: uniqueName('event'),
-      quantity,
-      occurredAtMs: Date.now(),
-      recordedAtMs: Date.now(),
-    });
-    const pgSink = new PostgresUsageSink(db);
-    const voided = record(voidedItem!, '5');
-    await pgSink.write([voided]);
-    const voids = [{ event: voided, voidedAtMs: Date.now() }];
-    await pgSink.writeVoids(voids);
-    const sink = guardrails.sink('queued');
-    try {
-      // handed before the read-back is attached: both go in one batch
-      await sink.writeVoids(voids);
-      const after = record(otherItem!, '1');
-      await pgSink.write([after]);
-      await sink.write([after]);
-      guardrails.attach(stores);
-      await eventually(async () => expect(seen).toHaveLength(1), 10_000);
-      expect(seen[0]).toEqual([
-        { orgId: org.orgId, customerId, subscriptionId: subscription.id, voided: true },
-      ]);
-    } finally {
-      await guardrails.stop();
-    }
+    expect(await touchedByVoidThenEvent(voidedItem!, otherItem!)).toEqual([
+      { orgId: org.orgId, customerId, subscriptionId: subscription.id, voided: true },
+    ]);
   });
 });
 

@@ -90,6 +90,18 @@ async function reading(): Promise<{ before: number; after: number }> {
   return { before, after: Date.now() };
 }
 
+/** The test's admin client, but the log's ends are read through `fetchTopicOffsets`. */
+const adminReadingEnds = (
+  fetchTopicOffsets: (topic: string) => ReturnType<Admin['fetchTopicOffsets']>,
+): Admin =>
+  new Proxy(admin, {
+    get(target, property) {
+      if (property === 'fetchTopicOffsets') return fetchTopicOffsets;
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+
 const asOf = async () => (await sinkWatermark(database.db, SINK, topic))?.getTime() ?? null;
 
 describe('the sink watermark (as_of)', () => {
@@ -254,20 +266,12 @@ describe('the sink watermark (as_of)', () => {
     await commit(Object.fromEntries(ends.map((end) => [end.partition, Number(end.high)])));
     let acknowledgedAt = 0;
     // between the reading of the ends and the rest of the reading, an event is acknowledged
-    const racing = new Proxy(admin, {
-      get(target, property) {
-        if (property === 'fetchTopicOffsets') {
-          return async (name: string) => {
-            const read = await target.fetchTopicOffsets(name);
-            await produce(0, 1);
-            acknowledgedAt = Date.now();
-            await new Promise((resolve) => setTimeout(resolve, 5));
-            return read;
-          };
-        }
-        const value = Reflect.get(target, property, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
+    const racing = adminReadingEnds(async (name) => {
+      const read = await admin.fetchTopicOffsets(name);
+      await produce(0, 1);
+      acknowledgedAt = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return read;
     });
     await new SinkWatermarkRecorder({
       admin: racing,
@@ -284,17 +288,9 @@ describe('the sink watermark (as_of)', () => {
 
   it('reads no more once stopped, though a reading was running when stop() was called', async () => {
     let readings = 0;
-    const counting = new Proxy(admin, {
-      get(target, property) {
-        if (property === 'fetchTopicOffsets') {
-          return (name: string) => {
-            readings++;
-            return target.fetchTopicOffsets(name);
-          };
-        }
-        const value = Reflect.get(target, property, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
+    const counting = adminReadingEnds((name) => {
+      readings++;
+      return admin.fetchTopicOffsets(name);
     });
     const running = new SinkWatermarkRecorder({
       admin: counting,

@@ -55,6 +55,26 @@ describe('webhook delivery', () => {
     return response.json().data;
   }
 
+  /**
+   * An event whose first attempt failed (RETRYING), then `change` (SQL on the endpoint's id) made
+   * behind the dispatcher's back: the event as it ends, and its receiver.
+   */
+  async function endedAfter(change: string) {
+    const target = await receiver(() => ({ status: 503, body: 'down' }));
+    const endpoint = await createEndpoint(target.url, ['invoice.posted']);
+    await emit(api.platform.db, org.orgId, 'invoice.posted');
+    await eventually(
+      () => storedEvents(api.platform.db, endpoint.id),
+      (rows) => rows[0]?.status === 'RETRYING',
+    );
+    await api.platform.db.query(change, [endpoint.id]);
+    const [ended] = await eventually(
+      () => storedEvents(api.platform.db, endpoint.id),
+      (rows) => rows[0]?.status === 'FAILED',
+    );
+    return { ended, target };
+  }
+
   it('POSTs the compact JSON payload, signed over the raw body, with the spec headers', async () => {
     const target = await receiver();
     const endpoint = await createEndpoint(target.url, ['invoice.*']);
@@ -218,19 +238,8 @@ describe('webhook delivery', () => {
     // A fan-out that read the endpoint ACTIVE can commit its event after a concurrent PATCH ended
     // the pending ones: the dispatcher checks the endpoint again when it claims the event
     // (libs/webhooks/delivery.ts, "endpoint disabled or deleted meanwhile").
-    const target = await receiver(() => ({ status: 503, body: 'down' }));
-    const endpoint = await createEndpoint(target.url, ['invoice.posted']);
-    await emit(api.platform.db, org.orgId, 'invoice.posted');
-    await eventually(
-      () => storedEvents(api.platform.db, endpoint.id),
-      (rows) => rows[0]?.status === 'RETRYING',
-    );
-    await api.platform.db.query(`UPDATE webhook_endpoints SET status = 'DISABLED' WHERE id = $1`, [
-      endpoint.id,
-    ]);
-    const [ended] = await eventually(
-      () => storedEvents(api.platform.db, endpoint.id),
-      (rows) => rows[0]?.status === 'FAILED',
+    const { ended, target } = await endedAfter(
+      `UPDATE webhook_endpoints SET status = 'DISABLED' WHERE id = $1`,
     );
     expect(ended).toMatchObject({
       attempts: 1,
@@ -240,20 +249,9 @@ describe('webhook delivery', () => {
   });
 
   it('ends FAILED unsent an event found due for an endpoint deleted behind its back', async () => {
-    const target = await receiver(() => ({ status: 503, body: 'down' }));
-    const endpoint = await createEndpoint(target.url, ['invoice.posted']);
-    await emit(api.platform.db, org.orgId, 'invoice.posted');
-    await eventually(
-      () => storedEvents(api.platform.db, endpoint.id),
-      (rows) => rows[0]?.status === 'RETRYING',
-    );
     // deleted without ending its events, as a delete racing a fan-out can leave them
-    await api.platform.db.query('UPDATE webhook_endpoints SET deleted_at = now() WHERE id = $1', [
-      endpoint.id,
-    ]);
-    const [ended] = await eventually(
-      () => storedEvents(api.platform.db, endpoint.id),
-      (rows) => rows[0]?.status === 'FAILED',
+    const { ended, target } = await endedAfter(
+      'UPDATE webhook_endpoints SET deleted_at = now() WHERE id = $1',
     );
     expect(ended).toMatchObject({
       attempts: 1,

@@ -35,6 +35,23 @@ describe('the dispatcher service takes its settings', () => {
     await database?.drop();
   });
 
+  /** The dispatcher service on this file's database: a fast poll, localhost allowed, then `settings`. */
+  const dispatcherWith = (settings: Partial<Parameters<typeof buildDispatcher>[0]['config']>) =>
+    buildDispatcher({
+      db: database.db,
+      log: runLogger('dispatcher'),
+      config: {
+        DISPATCHER_POLL_MS: 50,
+        DISPATCHER_CONCURRENCY: 4,
+        DISPATCHER_ENDPOINT_CONCURRENCY: 4,
+        WEBHOOK_TIMEOUT_MS: 1000,
+        WEBHOOK_MAX_ATTEMPTS: 1,
+        WEBHOOK_RETRY_DELAYS_MS: [100],
+        WEBHOOK_ALLOW_LOCALHOST: true,
+        ...settings,
+      },
+    });
+
   it('gives up after WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_DELAYS_MS apart', async () => {
     receiver = await startReceiver(() => ({ status: 503, body: 'down' }));
     const endpoint = await createEndpoint(
@@ -43,19 +60,7 @@ describe('the dispatcher service takes its settings', () => {
       { url: receiver.url, events: ['invoice.*'], description: '', status: 'ACTIVE' },
       { allowLocalhost: true },
     );
-    const dispatcher = buildDispatcher({
-      db: database.db,
-      log: runLogger('dispatcher'),
-      config: {
-        DISPATCHER_POLL_MS: 50,
-        DISPATCHER_CONCURRENCY: 4,
-        DISPATCHER_ENDPOINT_CONCURRENCY: 4,
-        WEBHOOK_TIMEOUT_MS: 1000,
-        WEBHOOK_MAX_ATTEMPTS: 2,
-        WEBHOOK_RETRY_DELAYS_MS: [100],
-        WEBHOOK_ALLOW_LOCALHOST: true,
-      },
-    });
+    const dispatcher = dispatcherWith({ WEBHOOK_MAX_ATTEMPTS: 2, WEBHOOK_RETRY_DELAYS_MS: [100] });
     dispatcher.start();
     try {
       await emit(database.db, org.orgId, 'invoice.posted');
@@ -88,19 +93,7 @@ describe('the dispatcher service takes its settings', () => {
         { url: local.url, events: ['invoice.*'], description: '', status: 'ACTIVE' },
         { allowLocalhost: true },
       );
-      const dispatcher = buildDispatcher({
-        db: database.db,
-        log: runLogger('dispatcher'),
-        config: {
-          DISPATCHER_POLL_MS: 50,
-          DISPATCHER_CONCURRENCY: 4,
-          DISPATCHER_ENDPOINT_CONCURRENCY: 4,
-          WEBHOOK_TIMEOUT_MS: 1000,
-          WEBHOOK_MAX_ATTEMPTS: 1,
-          WEBHOOK_RETRY_DELAYS_MS: [100],
-          WEBHOOK_ALLOW_LOCALHOST: false,
-        },
-      });
+      const dispatcher = dispatcherWith({ WEBHOOK_MAX_ATTEMPTS: 1, WEBHOOK_ALLOW_LOCALHOST: false });
       dispatcher.start();
       try {
         await emit(database.db, own.orgId, 'invoice.posted');
