@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   alertPolicy,
@@ -21,7 +20,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { runLogger } from '../helpers/run-log.js';
 import { uniqueName } from '../helpers/services.js';
-import { eventually, meteredSubscriptionThisMonth } from './support.js';
+import { eventually, meteredSubscriptionThisMonth, usageEventRecord } from './support.js';
 
 /*
  * The alert policy reads a usage_quantity alert only when its bound (last reading plus what the
@@ -138,15 +137,8 @@ async function alertedItem(threshold: string, readStores = stores) {
     subscription_item_id: item,
     threshold,
   });
-  const event = (quantity: string, recordedAtMs = Date.now()): UsageEventRecord => ({
-    id: randomUUID(),
-    orgId: org.orgId,
-    subscriptionItemId: item,
-    idempotencyKey: uniqueName('event'),
-    quantity,
-    occurredAtMs: Date.now(),
-    recordedAtMs,
-  });
+  const event = (quantity: string, recordedAtMs = Date.now()) =>
+    usageEventRecord(org.orgId, item, quantity, recordedAtMs);
   const state = async () => {
     const { rows } = await db.query<{ status: string; value: string }>(
       'SELECT status, value::text FROM alerts WHERE id = $1',
@@ -488,15 +480,7 @@ describe('the evaluator reads usage only once the read-back counts it', () => {
     });
     guardrails.attach(readStores);
     try {
-      const crossing: UsageEventRecord = {
-        id: randomUUID(),
-        orgId: org.orgId,
-        subscriptionItemId: item,
-        idempotencyKey: uniqueName('event'),
-        quantity: '5',
-        occurredAtMs: Date.now(),
-        recordedAtMs: Date.now(),
-      };
+      const crossing = usageEventRecord(org.orgId, item, '5');
       // handed to the guardrails before the pg-sink counted it (another consumer group)
       const batch = guardrails.sink('evaluated').write([crossing]);
       await sleep(300);
@@ -538,15 +522,7 @@ async function touchedByVoidThenEvent(voidedItem: number, laterItem: number): Pr
       },
     ],
   });
-  const record = (item: number, quantity: string): UsageEventRecord => ({
-    id: randomUUID(),
-    orgId: org.orgId,
-    subscriptionItemId: item,
-    idempotencyKey: uniqueName('event'),
-    quantity,
-    occurredAtMs: Date.now(),
-    recordedAtMs: Date.now(),
-  });
+  const record = (item: number, quantity: string) => usageEventRecord(org.orgId, item, quantity);
   const pgSink = new PostgresUsageSink(database.db);
   const voided = record(voidedItem, '5');
   await pgSink.write([voided]);

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setCreditTopUp } from '../../libs/billing/index.js';
 import {
@@ -21,7 +20,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { runLogger } from '../helpers/run-log.js';
 import { uniqueName } from '../helpers/services.js';
-import { eventually, meteredSubscriptionThisMonth } from './support.js';
+import { eventually, meteredSubscriptionThisMonth, usageEventRecord } from './support.js';
 
 /*
  * The sinks' guardrails skip the usage of items no policy watches (libs/guardrails/
@@ -98,15 +97,7 @@ async function meteredItem() {
   const db = database.db;
   const { customerId, subscription } = await meteredSubscriptionThisMonth(db, org.orgId);
   const item = subscription.items[0]!.id;
-  const event = (quantity: string): UsageEventRecord => ({
-    id: randomUUID(),
-    orgId: org.orgId,
-    subscriptionItemId: item,
-    idempotencyKey: uniqueName('event'),
-    quantity,
-    occurredAtMs: Date.now(),
-    recordedAtMs: Date.now(),
-  });
+  const event = (quantity: string) => usageEventRecord(org.orgId, item, quantity);
   return { customerId, subscriptionId: subscription.id, item, event };
 }
 
@@ -242,17 +233,7 @@ describe('the guardrails skip what no policy watches', () => {
       expect(alert).toMatchObject({ status: 'OK', value: '0.00000000' });
       await sleep(2 * RELOAD_MS);
       // 5 calls on the other subscription: 5.00 + GST 0.25 upcoming, projected -5.25
-      await hand([
-        {
-          id: randomUUID(),
-          orgId: org.orgId,
-          subscriptionItemId: otherItem,
-          idempotencyKey: uniqueName('event'),
-          quantity: '5',
-          occurredAtMs: Date.now(),
-          recordedAtMs: Date.now(),
-        },
-      ]);
+      await hand([usageEventRecord(org.orgId, otherItem, '5')]);
       const fired = async () =>
         (await outbox(database.db, org.orgId, 'alert.triggered')).filter((e) => e.data.id === alert.id);
       const [event] = await eventually(

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createAlert } from '../../libs/guardrails/index.js';
 import { createKafka } from '../../libs/kafka/index.js';
@@ -8,12 +7,11 @@ import {
   InProcessUsageEventLog,
   openUsageReadStores,
   PostgresUsageSink,
-  type UsageEventRecord,
 } from '../../libs/usage/index.js';
 import { outbox } from '../billing/fixtures.js';
 import { createTestOrg } from '../helpers/fixtures.js';
 import { testServices, uniqueName } from '../helpers/services.js';
-import { eventually, meteredSubscriptionThisMonth, serviceProcesses } from './support.js';
+import { eventually, meteredSubscriptionThisMonth, serviceProcesses, usageEventRecord } from './support.js';
 
 const RUNNING = /sinks running \(pg-sink, alerts\); ops on port (\d+)/;
 
@@ -70,15 +68,7 @@ describe('guardrails in the sinks process', () => {
     }).producer();
     await producer.connect();
     const produce = async (quantities: number[]) => {
-      const events: UsageEventRecord[] = quantities.map((quantity) => ({
-        id: randomUUID(),
-        orgId: org.orgId,
-        subscriptionItemId: item,
-        idempotencyKey: uniqueName('event'),
-        quantity: String(quantity),
-        occurredAtMs: Date.now(),
-        recordedAtMs: Date.now(),
-      }));
+      const events = quantities.map((quantity) => usageEventRecord(org.orgId, item, String(quantity)));
       await producer.send({ topic, acks: -1, messages: encodeLogMessages(events) });
     };
     const counted = async () => {

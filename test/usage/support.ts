@@ -1,8 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
 import type { Queryable } from '../../libs/db/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
-import { startUsageSinks, type UsagePipeline, type UsageSinks } from '../../libs/usage/index.js';
+import {
+  startUsageSinks,
+  type UsageEventRecord,
+  type UsagePipeline,
+  type UsageSinks,
+} from '../../libs/usage/index.js';
 import { type IngestServer, startIngestServer } from '../../services/ingest/server.js';
 import { ingestReadinessChecks, ingestTransport } from '../../services/ingest/start.js';
 import { basicCatalog, customerIn, subscribe } from '../billing/fixtures.js';
@@ -15,6 +21,24 @@ import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 
 /** The two modes of docs/architecture.md, "Two modes" the usage rules must hold in. */
+/** An accepted event of `subscriptionItemId` as the log carries it, under a fresh key, occurring now. */
+export function usageEventRecord(
+  orgId: number,
+  subscriptionItemId: number,
+  quantity: string,
+  recordedAtMs = Date.now(),
+): UsageEventRecord {
+  return {
+    id: randomUUID(),
+    orgId,
+    subscriptionItemId,
+    idempotencyKey: uniqueName('event'),
+    quantity,
+    occurredAtMs: Date.now(),
+    recordedAtMs,
+  };
+}
+
 export type UsageMode = 'redis+kafka' | 'in-process';
 export const MODES: UsageMode[] = ['redis+kafka', 'in-process'];
 
