@@ -29,4 +29,21 @@ describe('crc32c', () => {
     expect(crc32c(Buffer.from('xx123456789y'), 2, 11)).toBe(0xe3069283);
     expect(crc32c(Buffer.alloc(0))).toBe(0);
   });
+
+  it('agrees with the bit-at-a-time definition at every length and offset around its 8-byte steps', () => {
+    const bitwise = (bytes: Uint8Array, start: number, end: number) => {
+      let crc = 0xffffffff;
+      for (let i = start; i < end; i++) {
+        crc ^= bytes[i]!;
+        for (let k = 0; k < 8; k++) crc = crc & 1 ? (crc >>> 1) ^ 0x82f63b78 : crc >>> 1;
+      }
+      return (crc ^ 0xffffffff) >>> 0;
+    };
+    const bytes = Buffer.from(Array.from({ length: 80 }, (_, n) => (n * 151 + 7) & 0xff));
+    for (let start = 0; start < 9; start++) {
+      for (let end = start; end <= bytes.length; end++) {
+        expect(crc32c(bytes, start, end), `${start}..${end}`).toBe(bitwise(bytes, start, end));
+      }
+    }
+  });
 });
