@@ -296,9 +296,13 @@ export async function startUsageSinks(options: {
     await reaching('CLICKHOUSE_URL', migrateClickHouse(clickhouse));
     sinks.push(new ClickHouseUsageSink(clickhouse));
   }
+  // one admin client for the process: the watermarks, the readiness check and every runner's
+  // reading of the topic's partitions
+  const admin = kafka.admin();
   const runnerOf = (sink: UsageSink) =>
     new KafkaSinkRunner({
       kafka,
+      admin,
       topic: config.KAFKA_USAGE_TOPIC,
       groupId: `${config.KAFKA_CONSUMER_GROUP_PREFIX}${sink.name}`,
       sink,
@@ -311,7 +315,6 @@ export async function startUsageSinks(options: {
   // watermarks run, and record no watermark of their own
   const listenerRunners = (options.listeners ?? []).map(runnerOf);
   const runners = [...storeRunners, ...listenerRunners];
-  const admin = kafka.admin();
   const watermarks = storeRunners.map(
     (runner) =>
       new SinkWatermarkRecorder({
@@ -325,7 +328,9 @@ export async function startUsageSinks(options: {
       }),
   );
   try {
-    await Promise.all([admin.connect(), ...storeRunners.map((runner) => runner.start())]);
+    // connected first: a runner reads the topic's partitions as soon as its group assigns it some
+    await admin.connect();
+    await Promise.all(storeRunners.map((runner) => runner.start()));
     for (const recorder of watermarks) recorder.start();
     // in the background: the stores' groups are what "running" means; /readyz waits for these too
     for (const runner of listenerRunners) {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ClickHouse, openClickHouse } from '../../libs/clickhouse/index.js';
-import { createKafka, type Message } from '../../libs/kafka/index.js';
+import { type Admin, createKafka, type Message } from '../../libs/kafka/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { sinkLagMessages, sinkLagSeconds } from '../../libs/observability/index.js';
 import { VERSION_CEILING_MS, VOID_VERSION } from '../../libs/usage/aggregation/clickhouse-schema.js';
@@ -60,6 +60,7 @@ function sinkRunner(
   sink: UsageSink,
   log = runLogger('sinks'),
   flushMs = 50,
+  admin?: Admin,
 ): KafkaSinkRunner {
   return new KafkaSinkRunner({
     kafka: createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }, log, 'patient'),
@@ -69,6 +70,7 @@ function sinkRunner(
     batchSize: 100,
     flushMs,
     log,
+    ...(admin ? { admin } : {}),
   });
 }
 
@@ -402,44 +404,59 @@ describe('usage sinks', () => {
     }
   });
 
-  it('tells its sink whether this member reads the whole log: alone yes, beside a second member no', {
-    timeout: 60_000,
-  }, async () => {
-    const topic = uniqueName('usage_assigned');
-    const groupId = `${topic}-listener`;
-    await produce(topic, encodeLogMessages([usageEvent('a-1', '1')]));
-    const told = (): { calls: boolean[]; sink: UsageSink } => {
-      const calls: boolean[] = [];
-      return {
-        calls,
-        sink: {
-          name: 'listener',
-          write: async () => {},
-          writeVoids: async () => {},
-          assigned: (whole) => calls.push(whole),
-        },
+  it.each([
+    ['an admin client each', false],
+    ['one admin client shared, which a runner that stops leaves connected', true],
+  ])(
+    'tells its sink whether this member reads the whole log: alone yes, beside a second member no (%s)',
+    {
+      timeout: 60_000,
+    },
+    async (_, shareAdmin) => {
+      const shared = shareAdmin
+        ? createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sinks-test' }).admin()
+        : undefined;
+      await shared?.connect();
+      let sharedDisconnects = 0;
+      shared?.on(shared.events.DISCONNECT, () => sharedDisconnects++);
+      const topic = uniqueName('usage_assigned');
+      const groupId = `${topic}-listener`;
+      await produce(topic, encodeLogMessages([usageEvent('a-1', '1')]));
+      const told = (): { calls: boolean[]; sink: UsageSink } => {
+        const calls: boolean[] = [];
+        return {
+          calls,
+          sink: {
+            name: 'listener',
+            write: async () => {},
+            writeVoids: async () => {},
+            assigned: (whole) => calls.push(whole),
+          },
+        };
       };
-    };
-    const first = told();
-    const one = sinkRunner(topic, groupId, first.sink);
-    const second = told();
-    const two = sinkRunner(topic, groupId, second.sink);
-    try {
-      await one.start();
-      expect(first.calls[0]).toBe(false); // nothing is assumed before the group assigns
-      await eventually(async () => expect(first.calls.at(-1)).toBe(true), 20_000);
-      await two.start();
-      await eventually(async () => {
-        expect(first.calls.at(-1)).toBe(false);
-        expect(second.calls.at(-1)).toBe(false);
-      }, 30_000);
-      await two.stop();
-      await eventually(async () => expect(first.calls.at(-1)).toBe(true), 30_000);
-    } finally {
-      await two.stop();
-      await one.stop();
-    }
-  });
+      const first = told();
+      const one = sinkRunner(topic, groupId, first.sink, undefined, undefined, shared);
+      const second = told();
+      const two = sinkRunner(topic, groupId, second.sink, undefined, undefined, shared);
+      try {
+        await one.start();
+        expect(first.calls[0]).toBe(false); // nothing is assumed before the group assigns
+        await eventually(async () => expect(first.calls.at(-1)).toBe(true), 20_000);
+        await two.start();
+        await eventually(async () => {
+          expect(first.calls.at(-1)).toBe(false);
+          expect(second.calls.at(-1)).toBe(false);
+        }, 30_000);
+        await two.stop();
+        await eventually(async () => expect(first.calls.at(-1)).toBe(true), 30_000);
+        expect(sharedDisconnects).toBe(0);
+      } finally {
+        await two.stop();
+        await one.stop();
+        await shared?.disconnect();
+      }
+    },
+  );
 
   it('writes each message of a topic once even when the topic carries it twice, then commits', async () => {
     const topic = uniqueName('usage_sinks');

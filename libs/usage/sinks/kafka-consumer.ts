@@ -20,6 +20,11 @@ export interface KafkaSinkOptions {
   /** ...or when the oldest buffered event has waited this long. */
   flushMs: number;
   log: Logger;
+  /**
+   * The process's admin client, connected and disconnected by its owner, which reads the topic's
+   * partitions after each assignment; without it the runner connects one of its own.
+   */
+  admin?: Admin;
 }
 
 /**
@@ -50,7 +55,8 @@ export class KafkaSinkRunner {
   private restarting: Promise<void> | undefined;
   /** Counts the group's assignments, so an answer about an older one is dropped. */
   private generation = 0;
-  private admin: Admin | undefined;
+  /** An admin client of this runner's own (none when the options share one). */
+  private ownAdmin: Admin | undefined;
 
   constructor(private readonly options: KafkaSinkOptions) {
     this.consumer = options.kafka.consumer({
@@ -98,17 +104,22 @@ export class KafkaSinkRunner {
   /** Whether `partitions` are all of the topic's (false when that cannot be told now). */
   private async holdsWholeLog(partitions: readonly number[]): Promise<boolean> {
     try {
-      if (!this.admin) {
-        this.admin = this.options.kafka.admin();
-        await this.admin.connect();
-      }
-      const { topics } = await this.admin.fetchTopicMetadata({ topics: [this.options.topic] });
+      const admin = this.options.admin ?? (await this.connectedOwnAdmin());
+      const { topics } = await admin.fetchTopicMetadata({ topics: [this.options.topic] });
       const all = topics[0]?.partitions.map((p) => p.partitionId) ?? [];
       return all.length > 0 && all.every((partition) => partitions.includes(partition));
     } catch (error) {
       this.options.log.warn({ err: error, sink: this.name }, "could not read the topic's partitions");
       return false;
     }
+  }
+
+  private async connectedOwnAdmin(): Promise<Admin> {
+    if (!this.ownAdmin) {
+      this.ownAdmin = this.options.kafka.admin();
+      await this.ownAdmin.connect();
+    }
+    return this.ownAdmin;
   }
 
   get name(): string {
@@ -183,7 +194,7 @@ export class KafkaSinkRunner {
     await this.restarting;
     await this.flush();
     await this.consumer.disconnect();
-    await this.admin?.disconnect().catch(() => {});
+    await this.ownAdmin?.disconnect().catch(() => {});
   }
 
   private async onBatch({ batch, resolveOffset, heartbeat, isStale }: EachBatchPayload): Promise<void> {
