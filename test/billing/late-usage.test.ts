@@ -397,6 +397,53 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     ]);
   });
 
+  it("marks nothing of a posted period for events at exactly its end: inserted or voided, they are the next period's", async () => {
+    const { orgId, metered } = await setup();
+    await recordUsage(db, orgId, metered, '80', '2026-01-10T00:00:00Z');
+    await runBilling(db, { usage, orgId, now: FEB });
+    const january = async () => {
+      const { rows } = await db.query<{ dirty: boolean; period_quantity: string }>(
+        `SELECT dirty, period_quantity::text AS period_quantity FROM usage_billed_periods
+          WHERE subscription_item_id = $1 AND period_start = $2`,
+        [metered, JAN],
+      );
+      return rows[0];
+    };
+    // a period's record is made dirty; as the subscription's next run leaves it once compared:
+    expect(await january()).toEqual({ dirty: true, period_quantity: '80.00000000' });
+    await db.query('UPDATE usage_billed_periods SET dirty = false WHERE subscription_item_id = $1', [
+      metered,
+    ]);
+
+    await recordUsage(db, orgId, metered, '7', FEB.toISOString());
+    expect(await january()).toEqual({ dirty: false, period_quantity: '80.00000000' });
+    const { rows } = await db.query<{ id: string; recorded_at: Date }>(
+      'SELECT id, recorded_at FROM usage_events WHERE subscription_item_id = $1 AND occurred_at = $2',
+      [metered, FEB],
+    );
+    await new PostgresUsageSink(db).writeVoids([
+      {
+        event: {
+          id: rows[0]!.id,
+          orgId,
+          subscriptionItemId: metered,
+          idempotencyKey: 'x',
+          quantity: '7',
+          occurredAtMs: FEB.getTime(),
+          recordedAtMs: rows[0]!.recorded_at.getTime(),
+        },
+        voidedAtMs: Date.parse('2026-02-03T00:00:00Z'),
+      },
+    ]);
+    expect(await january()).toEqual({ dirty: false, period_quantity: '80.00000000' });
+    // February's 7 came and went, and January has no late line
+    const feb = await runBilling(db, { usage, orgId, now: MAR });
+    expect((await linesOf(db, feb.invoice_ids[0]!)).map((line) => line.description)).toEqual([
+      'Seats',
+      'API calls (usage: 0 calls)',
+    ]);
+  });
+
   it("bills again a withdrawn draft's period with an item a change removed within it", async () => {
     const { orgId, subscription, metered } = await setup();
     await recordUsage(db, orgId, metered, '25', '2026-01-05T00:00:00Z');
