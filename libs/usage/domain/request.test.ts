@@ -137,6 +137,13 @@ describe('usage event validation', () => {
       parseUsageEvent({ subscription_item_id: 7, quantity: 1, idempotency_key: 'nbsp\u00a0ok' }, '', NOW)
         .idempotencyKey,
     ).toBe('nbsp\u00a0ok');
+    // a lone surrogate has no UTF-8 form: Postgres could not store the key as sent
+    const surrogate = failure(() =>
+      parseUsageEvent({ subscription_item_id: 7, quantity: 1, idempotency_key: 'bad\ud800' }, '', NOW),
+    );
+    expect(surrogate.details).toEqual([
+      { field: 'idempotency_key', message: 'Must not contain control characters.', code: 'invalid_format' },
+    ]);
     const inBody = parseUsageEvent(
       { subscription_item_id: 7, quantity: 1, idempotency_key: 'émoji-😀' },
       '',
@@ -360,6 +367,10 @@ describe('the identity an invalid body names', () => {
 
   it('is none without a valid item id or a usable key', () => {
     expect(identityOf({ subscription_item_id: '7' }, 'h')).toBeUndefined();
+    // the item ids the schema refuses name no item
+    for (const item of [0, -3, 1.5, 2 ** 53]) {
+      expect(identityOf({ subscription_item_id: item }, 'h'), String(item)).toBeUndefined();
+    }
     expect(identityOf({ subscription_item_id: 7, idempotency_key: 5 }, undefined)).toBeUndefined();
     expect(identityOf({ subscription_item_id: 7 }, 'k'.repeat(256))).toBeUndefined();
     expect(identityOf([7], 'h')).toBeUndefined();
