@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ThinTurnLinger } from './linger.js';
 
 const OPTIONS = { maxMs: 1, thinEvents: 16 };
@@ -78,6 +78,54 @@ describe('ThinTurnLinger', () => {
     const more = go(linger, 'more', 6);
     await Promise.all([small, more]);
     expect(gone).toEqual(['small', 'more']);
+  });
+
+  it('lets a group go the moment it holds thinEvents events, and starts the next group from none', async () => {
+    const linger = new ThinTurnLinger({ maxMs: 1000, thinEvents: 4 });
+    // eight clients seen, two recording now (the others' requests are not on their way)
+    for (let i = 0; i < 8; i++) linger.enter();
+    for (let i = 0; i < 6; i++) linger.leave();
+    const { gone, go } = recorder();
+    go(linger, 'a', 2);
+    // 2 + 2 = exactly thinEvents: both go now, not when the other six clients come nor at maxMs
+    go(linger, 'b', 2);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(gone).toEqual(['a', 'b']);
+    // a later turn: the events of the group that went count no more
+    const third = go(linger, 'c', 2);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(gone).toEqual(['a', 'b']);
+    await Promise.all([third, go(linger, 'd', 2)]);
+    expect(gone).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('takes a request that is not thin into the group already held, which then goes with it', async () => {
+    const linger = new ThinTurnLinger({ maxMs: 1000, thinEvents: 16 });
+    for (let i = 0; i < 3; i++) linger.enter();
+    const { gone, go } = recorder();
+    const small = go(linger, 'small', 1);
+    expect(gone).toEqual([]);
+    const big = linger.hold(16);
+    expect(big).toBeDefined();
+    await Promise.all([small, big]);
+    expect(gone).toEqual(['small']);
+  });
+
+  it('keeps the concurrency seen once a group went whole: its bound no longer runs', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const linger = new ThinTurnLinger({ maxMs: 5, thinEvents: 16 });
+      for (let i = 0; i < 3; i++) linger.enter();
+      const { gone, go } = recorder();
+      const group = [go(linger, 'a'), go(linger, 'b'), go(linger, 'c')];
+      await Promise.all(group);
+      expect(gone).toEqual(['a', 'b', 'c']);
+      // the bound of the group's first request would lower the target if it still ran
+      vi.advanceTimersByTime(50);
+      expect(linger.target).toBe(3);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('holds up to the concurrency seen: eight clients go as one group', async () => {
