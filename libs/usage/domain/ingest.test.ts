@@ -51,7 +51,11 @@ class HookedStore extends MemoryUsageDedupStore {
   }
 }
 
-function ingestWith(log: UsageEventLog, store: MemoryUsageDedupStore): UsageIngest {
+function ingestWith(
+  log: UsageEventLog,
+  store: MemoryUsageDedupStore,
+  options: { now?: () => number; idempotencyTtlSeconds?: number } = {},
+): UsageIngest {
   const rateLimitStore = new MemoryRateLimitStore();
   return new UsageIngest({
     store,
@@ -63,16 +67,25 @@ function ingestWith(log: UsageEventLog, store: MemoryUsageDedupStore): UsageInge
     },
     rateLimiter: new RateLimiter(rateLimitStore),
     keyPrefix: 'test:',
-    idempotencyTtlSeconds: 86_400,
+    idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? 86_400,
     logger: createLogger({ level: 'silent', service: 'test' }),
+    ...(options.now ? { now: options.now } : {}),
   });
 }
 
-const send = (ingest: UsageIngest, quantity: number) =>
+const send = (ingest: UsageIngest, quantity: number, idempotencyKey = 'order-1') =>
   ingest.recordEvent(AUTH, {
     body: { subscription_item_id: 7, quantity },
-    idempotencyKey: 'order-1',
+    idempotencyKey,
   });
+
+/** The memory store, its releases taking a while (as a round trip to Redis does). */
+class SlowReleaseStore extends MemoryUsageDedupStore {
+  override async release(entries: Parameters<MemoryUsageDedupStore['release']>[0]) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await super.release(entries);
+  }
+}
 
 /** 201 with the event's quantity, or the error's code. */
 async function outcome(reply: ReturnType<typeof send>): Promise<number | string> {
@@ -121,5 +134,106 @@ describe('a repeat of a request whose log write failed', () => {
     expect(repeat).toBe('SERVICE_UNAVAILABLE');
     // two writes, both failed: the repeat tried no third one
     expect(log.appended.map((events) => events.map((e) => e.quantity))).toEqual([['1'], ['3']]);
+  });
+});
+
+describe('a failed log write releases the key before the 503', () => {
+  it('so a retry sent once the 503 came is a new event, however long the release takes', async () => {
+    const log = scriptedLog(['fail', 'ok']);
+    const ingest = ingestWith(log, new SlowReleaseStore(new MemoryRateLimitStore()));
+    expect(await outcome(send(ingest, 1))).toBe('SERVICE_UNAVAILABLE');
+    expect(await outcome(send(ingest, 2))).toBe(2);
+    expect(log.appended.map((events) => events.map((e) => e.quantity))).toEqual([['1'], ['2']]);
+  });
+
+  it('so a repeat waiting in this process hears of the failure only once the key is free', async () => {
+    const log = scriptedLog(['fail', 'ok']);
+    const ingest = ingestWith(log, new SlowReleaseStore(new MemoryRateLimitStore()));
+    const [first, repeat] = await Promise.all([outcome(send(ingest, 1)), outcome(send(ingest, 2))]);
+    expect(first).toBe('SERVICE_UNAVAILABLE');
+    // not the failed event adopted from a key still pending: a new one
+    expect(repeat).toBe(2);
+    expect(log.appended.map((events) => events.map((e) => e.quantity))).toEqual([['1'], ['2']]);
+  });
+});
+
+describe('an identity across processes and over time', () => {
+  it('is adopted once by another process, appended once there, then answered from the store', async () => {
+    const store = new MemoryUsageDedupStore(new MemoryRateLimitStore());
+    const [logA, logB, logC] = [scriptedLog([]), scriptedLog([]), scriptedLog([])];
+    const first = await send(ingestWith(logA, store), 1);
+    // process A's record stays pending (nothing is written on the log's acknowledgement)
+    const b = ingestWith(logB, store);
+    const repeats = await Promise.all([send(b, 2), send(b, 3)]);
+    for (const repeat of repeats)
+      expect(repeat.value).toEqual({ event: first.value.event, deduplicated: true });
+    // the two repeats in B: one adopts and appends the event, the other waits for it
+    expect(logB.appended.map((events) => events.map((e) => e.id))).toEqual([[first.value.event.id]]);
+    // committed by B: a third process answers from the store, appending nothing
+    const third = await send(ingestWith(logC, store), 4);
+    expect(third.value).toEqual({ event: first.value.event, deduplicated: true });
+    expect(logC.appended).toEqual([]);
+  });
+
+  it('in one process, is appended once however many repeats wait for it', async () => {
+    const log = scriptedLog([]);
+    const ingest = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
+    const replies = await Promise.all([send(ingest, 1), send(ingest, 2), send(ingest, 3)]);
+    expect(replies.map((reply) => reply.value.event.quantity)).toEqual([1, 1, 1]);
+    expect(replies.map((reply) => reply.value.deduplicated)).toEqual([false, true, true]);
+    expect(log.appended).toHaveLength(1);
+  });
+
+  it('once adopted, stays for a whole ttl even if the adopter failed to append it: a retry completes it', async () => {
+    let now = Date.UTC(2026, 10, 20, 12);
+    const clock = () => now;
+    const store = new MemoryUsageDedupStore(new MemoryRateLimitStore(), clock);
+    const options = { now: clock, idempotencyTtlSeconds: 3600 };
+    const first = await send(ingestWith(scriptedLog([]), store, options), 1);
+    // another process adopts the pending event, and its own append fails: the key is not released
+    expect(await outcome(send(ingestWith(scriptedLog(['fail']), store, options), 2))).toBe(
+      'SERVICE_UNAVAILABLE',
+    );
+    now += 3_600_000 - 1;
+    const log = scriptedLog([]);
+    const retry = await send(ingestWith(log, store, options), 3);
+    expect(retry.value).toEqual({ event: first.value.event, deduplicated: true });
+    expect(log.appended.map((events) => events.map((e) => e.id))).toEqual([[first.value.event.id]]);
+  });
+
+  it('holds its event for the idempotency ttl (renewed by an adoption), and is new from its end on', async () => {
+    const start = Date.UTC(2026, 10, 20, 12);
+    let now = start;
+    const clock = () => now;
+    const ttlMs = 3_600_000;
+    const store = new MemoryUsageDedupStore(new MemoryRateLimitStore(), clock);
+    const ingest = ingestWith(scriptedLog([]), store, { now: clock, idempotencyTtlSeconds: 3600 });
+    const kept = await send(ingest, 1, 'kept');
+    const expiring = await send(ingest, 1, 'expiring');
+    now = start + ttlMs - 1;
+    // the last millisecond of the ttl: the stored event (adopted and committed, for a new ttl)
+    expect((await send(ingest, 2, 'kept')).value).toEqual({ event: kept.value.event, deduplicated: true });
+    now = start + ttlMs;
+    const after = await send(ingest, 3, 'expiring');
+    expect(after.value.deduplicated).toBe(false);
+    expect(after.value.event.quantity).toBe(3);
+    expect(after.value.event.id).not.toBe(expiring.value.event.id);
+    now = start + 2 * ttlMs - 2;
+    expect((await send(ingest, 4, 'kept')).value.event).toEqual(kept.value.event);
+  });
+
+  it('is recorded at its receipt, whatever timestamp it carries', async () => {
+    const receivedAtMs = Date.UTC(2026, 10, 20, 12, 0, 0, 250);
+    const ingest = ingestWith(scriptedLog([]), new MemoryUsageDedupStore(new MemoryRateLimitStore()), {
+      now: () => receivedAtMs,
+    });
+    const reply = await ingest.recordEvent(AUTH, {
+      body: { subscription_item_id: 7, quantity: 1, timestamp: '2026-11-19T08:00:00Z' },
+      idempotencyKey: 'dated',
+    });
+    expect(reply.value.event).toMatchObject({
+      timestamp: '2026-11-19T08:00:00.000Z',
+      recorded_at: '2026-11-20T12:00:00.250Z',
+    });
   });
 });
