@@ -677,6 +677,23 @@ describe.each(MODES)('usage events, %s', (mode) => {
         expect((await batch(events, limited.apiKey)).status).toBe(429);
       });
 
+      it('counts a batch none of whose events is valid as ONE request too, over the limit a 429', async () => {
+        const limited = await createTestOrg(stack.api.platform.db, { plan: 'beta', requestsPerHour: 2 });
+        const limitedItems = await createUsageItems(stack.api.platform.db, limited.orgId);
+        const events = [
+          { subscription_item_id: limitedItems.metered, quantity: -1, idempotency_key: freshKey() },
+          { subscription_item_id: 987654321, quantity: 1, idempotency_key: freshKey() },
+        ];
+        const first = await batch(events, limited.apiKey);
+        expect(first.status).toBe(200);
+        expect(first.body.data.map((r: { status: number }) => r.status)).toEqual([422, 404]);
+        expect(first.headers['x-ratelimit-remaining']).toBe('1');
+        expect((await batch(events, limited.apiKey)).headers['x-ratelimit-remaining']).toBe('0');
+        const over = await batch(events, limited.apiKey);
+        expect(over.status).toBe(429);
+        expect(over.body.error_code).toBe('RATE_LIMITED');
+      });
+
       it('refuses an empty batch or one over 1000 events as a whole (422)', async () => {
         const empty = await batch([]);
         expect(empty.status).toBe(422);
