@@ -175,6 +175,27 @@ describe('an identity across processes and over time', () => {
     expect(logC.appended).toEqual([]);
   });
 
+  it('is a repeat when the log already holds it though the store forgot it (a restart)', async () => {
+    // the in-process log answers an identity it holds with the event it keeps
+    const kept = new Map<string, UsageEventRecord>();
+    const log: UsageEventLog = {
+      async append(events) {
+        return events.map((event) => {
+          const identity = `${event.orgId}:${event.subscriptionItemId}:${event.idempotencyKey}`;
+          if (!kept.has(identity)) kept.set(identity, event);
+          return kept.get(identity)!;
+        });
+      },
+      async appendVoids() {},
+      checks: () => [],
+      async close() {},
+    };
+    const first = await send(ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore())), 1);
+    expect(first.value.deduplicated).toBe(false);
+    const restarted = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
+    expect((await send(restarted, 2)).value).toEqual({ event: first.value.event, deduplicated: true });
+  });
+
   it('in one process, is appended once however many repeats wait for it', async () => {
     const log = scriptedLog([]);
     const ingest = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
