@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { AuthContext } from '../../auth/index.js';
 import { ApiError } from '../../errors/index.js';
@@ -134,6 +135,25 @@ describe('a repeat of a request whose log write failed', () => {
     expect(repeat).toBe('SERVICE_UNAVAILABLE');
     // two writes, both failed: the repeat tried no third one
     expect(log.appended.map((events) => events.map((e) => e.quantity))).toEqual([['1'], ['3']]);
+  });
+});
+
+describe('a repeat that finds the key changing under it', () => {
+  it('follows four records at most, then answers 503 rather than chasing the key forever', async () => {
+    /** Every adoption finds yet another pending event there (owners that keep failing and retrying). */
+    class ChurningStore extends MemoryUsageDedupStore {
+      replaces = 0;
+      override async replace(_key: string, expected: string): Promise<string | null> {
+        this.replaces++;
+        return expected.replace(/^P\|[^|]+/, `P|${randomUUID()}`);
+      }
+    }
+    const store = new ChurningStore(new MemoryRateLimitStore());
+    await send(ingestWith(scriptedLog([]), store), 1);
+    const log = scriptedLog([]);
+    expect(await outcome(send(ingestWith(log, store), 2))).toBe('SERVICE_UNAVAILABLE');
+    expect(store.replaces).toBe(4);
+    expect(log.appended).toEqual([]);
   });
 });
 
