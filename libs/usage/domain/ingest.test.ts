@@ -214,6 +214,12 @@ describe('an identity across processes and over time', () => {
     expect(first.value.deduplicated).toBe(false);
     const restarted = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
     expect((await send(restarted, 2)).value).toEqual({ event: first.value.event, deduplicated: true });
+    // a repeat whose body is invalid is answered from the log too, whatever the new body says
+    log.stored = async ({ orgId, subscriptionItemId, idempotencyKey }) =>
+      kept.get(`${orgId}:${subscriptionItemId}:${idempotencyKey}`) ?? null;
+    const forgotten = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
+    expect((await send(forgotten, -1)).value).toEqual({ event: first.value.event, deduplicated: true });
+    expect(await outcome(send(forgotten, -1, 'never-recorded'))).toBe('VALIDATION_ERROR');
   });
 
   it('in one process, is appended once however many repeats wait for it', async () => {
