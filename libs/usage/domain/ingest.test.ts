@@ -108,7 +108,12 @@ describe('a repeat of a request whose log write failed', () => {
     expect(log.appended.map((events) => events.map((e) => e.quantity))).toEqual([['1'], ['2']]);
     // the key now holds the repeat's event: a third request answers it, and logs no new event
     // (at most that same one again, which the stores absorb)
-    expect(await outcome(send(ingest, 3))).toBe(2);
+    const third = await send(ingest, 3);
+    expect(third.value.event.quantity).toBe(2);
+    // three requests counted: the repeat's retry as new is not a request of its own
+    expect(Number(third.headers['X-RateLimit-Limit']) - Number(third.headers['X-RateLimit-Remaining'])).toBe(
+      3,
+    );
     const repeatId = log.appended[1]![0]!.id;
     const later = log.appended.slice(2).flat();
     expect(later.filter((event) => event.id !== repeatId)).toEqual([]);
