@@ -101,6 +101,8 @@ describe('paging a long list', () => {
     expect(await planOf(520)).toMatch(indexOnly); // newest first, 520 skipped
     expect(await planOf(560)).toMatch(indexOnly); // oldest first, 540 skipped
     expect(await planOf(480)).not.toMatch(indexOnly);
+    expect(await planOf(500)).not.toMatch(indexOnly); // 500 skipped: still straight from the index
+    expect(await planOf(501)).toMatch(indexOnly); // the first offset past 500
     expect(await planOf(700)).not.toMatch(indexOnly); // oldest first, 400 skipped
   });
 
@@ -116,6 +118,15 @@ describe('paging a long list', () => {
     sent.length = 0;
     expect((await listCustomers(recording(sent), org.orgId, { limit: 25, offset: 0 })).total).toBe(TOTAL);
     expect(sent).toHaveLength(2); // a full page: the total is read
+  });
+
+  it('reads the total once for a page past the first: before the page, to plan it', async () => {
+    const sent: { text: string; values: unknown[] }[] = [];
+    const page = await listCustomers(recording(sent), org.orgId, { limit: 100, offset: 700 });
+    expect(page.total).toBe(TOTAL);
+    expect(sent).toHaveLength(2);
+    expect(sent[0]!.text).not.toMatch(/\bLIMIT\b/); // the total first, then the page
+    expect(sent[1]!.text).toMatch(/\bLIMIT \$\d+ OFFSET \$\d+/);
   });
 });
 
