@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
+  addScaled,
   compareScaled,
   divideRoundHalfEven,
   formatMoney,
+  formatQuantity,
   formatScaled,
   multiplyScaled,
   parseMoney,
@@ -24,6 +26,31 @@ describe('fixed-point money', () => {
     expect(() => parseMoney('0.000000001')).toThrow(RangeError);
     expect(parseScaled('0.000000015', 8, 'half-even')).toBe(2n);
     expect(parseScaled('0.000000025', 8, 'half-even')).toBe(2n);
+  });
+
+  it('needs digits on both sides of a decimal point, and at least one digit', () => {
+    for (const text of ['.5', '-.5', '5.', '-5.', '.', '', '-', '+', ' ']) {
+      expect(() => parseMoney(text), JSON.stringify(text)).toThrow(RangeError);
+    }
+  });
+
+  it("refuses to drop a negative value's excess digits unless asked to round", () => {
+    // -0.000000015 at scale 9 -> scale 8
+    expect(() => rescale(-15n, 9, 8, 'reject')).toThrow(/more than 8 fractional digits/);
+    expect(() => rescale(15n, 9, 8, 'reject')).toThrow(/more than 8 fractional digits/);
+    expect(rescale(-20n, 9, 8, 'reject')).toBe(-2n);
+    expect(rescale(-15n, 9, 8)).toBe(-2n);
+  });
+
+  it('adds any number of values, none as 0', () => {
+    expect(addScaled()).toBe(0n);
+    expect(addScaled(7n)).toBe(7n);
+    expect(addScaled(1_250_000_000n, -300_000_000n, 1n)).toBe(950_000_001n);
+  });
+
+  it('writes quantities with 4 fractional digits', () => {
+    expect(formatQuantity(12_345n)).toBe('1.2345');
+    expect(formatQuantity(-5n)).toBe('-0.0005');
   });
 
   it('rounds half to even in both signs', () => {

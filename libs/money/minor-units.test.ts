@@ -89,10 +89,19 @@ describe('payable amounts in the minor unit', () => {
     expect(round('0.01', 'CAD', { numerator: 1n, denominator: 2n })).toBe('0.01000000');
     // 0.0149 x 1/1 rounds to 0.01, while rounding 0.0149 first to 0.015 would give 0.02
     expect(round('0.0149', 'CAD')).toBe('0.01000000');
-    expect(() => roundToMinorUnit(1n, 'CAD', { numerator: 1n, denominator: 0n })).toThrow(RangeError);
+    expect(() => roundToMinorUnit(1n, 'CAD', { numerator: 1n, denominator: 0n })).toThrow(
+      /positive denominator/,
+    );
     expect(() => roundToMinorUnit(1n, 'CAD', { numerator: 1n, denominator: -2n })).toThrow(
       /positive denominator/,
     );
+  });
+
+  it('rounds the sign of the product, whichever factor carries it', () => {
+    // 100 x -1/3 = -33.333... -> -33.33; -100 x -2/3 = 66.666... -> 66.67; 0.01 x -1/2 = -0.005 -> -0.01
+    expect(round('100', 'CAD', { numerator: -1n, denominator: 3n })).toBe('-33.33000000');
+    expect(round('-100', 'CAD', { numerator: -2n, denominator: 3n })).toBe('66.67000000');
+    expect(round('0.01', 'CAD', { numerator: -1n, denominator: 2n })).toBe('-0.01000000');
   });
 
   it('tells amounts with digits below the minor unit', () => {
@@ -100,5 +109,7 @@ describe('payable amounts in the minor unit', () => {
     expect(isInMinorUnits(parseMoney('333.6592'), 'CAD')).toBe(false);
     expect(isInMinorUnits(parseMoney('1200'), 'JPY')).toBe(true);
     expect(isInMinorUnits(parseMoney('1200.5'), 'JPY')).toBe(false);
+    expect(isInMinorUnits(parseMoney('-0.125'), 'KWD')).toBe(true);
+    expect(() => isInMinorUnits(parseMoney('1'), 'XYZ')).toThrow(UnknownCurrencyError);
   });
 });
