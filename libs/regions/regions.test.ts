@@ -45,6 +45,9 @@ describe('regions the tax table knows', () => {
   it('knows a region of a country taxed by region by its code, name or abbreviation', () => {
     expect(knownRegion('CA', 'Québec')).toBe('QC');
     expect(knownRegion('ca', ' on ')).toBe('ON');
+    // a country typed in lower case or with spaces reads names and abbreviations too
+    expect(knownRegion(' ca ', 'Nova Scotia')).toBe('NS');
+    expect(knownRegion('us', 'Calif.')).toBe('CA');
     expect(knownRegion('US', 'Washington, D.C.')).toBe('DC');
     for (const [country, text] of [
       ['CA', 'ZZ'],
@@ -73,6 +76,14 @@ describe('regions the tax table knows', () => {
     expect(regionProblem('CA', null, { required: false })).toBeUndefined();
     expect(regionProblem('CA', '  ', { required: true })).toMatchObject({ code: 'required' });
     expect(regionProblem('US', 'Texas', { required: true })).toBeUndefined();
+    // the country as typed: lower case or with spaces is still checked, and named upper-cased
+    expect(regionProblem(' us ', 'ZZ', { required: false })).toMatchObject({ code: 'invalid_value' });
+    expect(regionProblem('ca', null, { required: true })).toEqual({
+      code: 'required',
+      message:
+        'Required in CA, where sales tax depends on it: a Canadian province or territory (AB, BC, MB, NB, NL, NS, NT, NU, ON, PE, QC, SK, YT), or its name.',
+    });
+    expect(regionProblem('ca', 'Québec', { required: true })).toBeUndefined();
     // elsewhere the region is only part of the address
     expect(regionProblem('FR', 'ZZ', { required: true })).toBeUndefined();
     expect(regionProblem('DE', null, { required: true })).toBeUndefined();
