@@ -135,6 +135,51 @@ describe('Batcher', () => {
     expect(await Promise.all(outputs)).toEqual([1, 2, 3]);
   });
 
+  it('times the linger from the first item of a batch, not from an item of one closed before', async () => {
+    vi.useFakeTimers();
+    const batches: number[][] = [];
+    const batcher = new Batcher<number, number>(
+      async (items) => {
+        batches.push(items);
+        return items;
+      },
+      { lingerMs: 100, maxWeight: 3 },
+    );
+    const outputs = [batcher.submit(1)];
+    await vi.advanceTimersByTimeAsync(10);
+    outputs.push(batcher.submit(2), batcher.submit(3)); // closed by weight at 10
+    outputs.push(batcher.submit(4)); // its linger ends at 110, not when 1's would have (100)
+    await vi.advanceTimersByTimeAsync(99);
+    expect(batches).toEqual([[1, 2, 3]]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(batches).toEqual([[1, 2, 3], [4]]);
+    expect(await Promise.all(outputs)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('a batch closed by weight cancels its end-of-turn close: the next one waits for a free slot', async () => {
+    const batches: number[][] = [];
+    const releases: (() => void)[] = [];
+    const batcher = new Batcher<number, number>(
+      (items) => {
+        batches.push(items);
+        return new Promise((resolve) => releases.push(() => resolve(items)));
+      },
+      { lingerMs: 10_000, maxInFlight: 1, maxWeight: 2 },
+    );
+    const outputs = [batcher.submit(1), batcher.submit(2)]; // a free slot, then closed by weight
+    outputs.push(batcher.submit(3)); // the slot is taken: 3 waits for it
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches).toEqual([[1, 2]]);
+    releases.shift()!();
+    await outputs[0];
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches).toEqual([[1, 2], [3]]);
+    releases.shift()!();
+    expect(await Promise.all(outputs)).toEqual([1, 2, 3]);
+  });
+
   it('runs no empty batch: a flush with nothing open calls nothing', async () => {
     const batches: number[][] = [];
     const batcher = new Batcher<number, number>(
