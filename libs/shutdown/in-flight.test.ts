@@ -33,6 +33,25 @@ describe('InFlightRequests', () => {
     expect(requests.count).toBe(0);
   });
 
+  it('is not idle while one request runs, and idle once it finishes', async () => {
+    const requests = new InFlightRequests();
+    requests.begin();
+    const idle = requests.idle();
+    expect(await hasResolved(idle)).toBe(false);
+    expect(await hasResolved(requests.idle())).toBe(false);
+    requests.finish();
+    expect(await hasResolved(idle)).toBe(true);
+  });
+
+  it('drains from startDraining on, even with nothing running', () => {
+    const requests = new InFlightRequests();
+    requests.startDraining();
+    expect(requests.draining).toBe(true);
+    requests.begin();
+    requests.finish();
+    expect(requests.draining).toBe(true);
+  });
+
   it('refuses a finish without a begin: a request counted twice would end the drain early', () => {
     const requests = new InFlightRequests();
     expect(() => requests.finish()).toThrow(/without a matching begin/);
