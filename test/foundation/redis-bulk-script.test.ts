@@ -54,7 +54,47 @@ describe('BulkScript', () => {
   });
 });
 
+describe('connectRedis', () => {
+  it('fails a command Redis does not answer within the command timeout', async () => {
+    const client = await connectRedis(testServices().redisUrl, 200);
+    try {
+      // BLPOP on an empty list holds its answer for 3 s: a Redis that accepts and never answers
+      await expect(client.blpop(`bulk:never:${randomUUID()}`, 3)).rejects.toThrow('Command timed out');
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('refuses a command at once while the connection is down, instead of queueing it', async () => {
+    const client = await connectRedis(testServices().redisUrl, 2000);
+    try {
+      const id = await client.client('ID');
+      const closed = new Promise((resolve) => client.once('close', resolve));
+      await redis.client('KILL', 'ID', String(id));
+      await closed;
+      await expect(client.get('x')).rejects.toThrow(/enableOfflineQueue options is false/);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
+
 describe('redisGuard', () => {
+  it('gives a command up after the command timeout: the wait is the bound, whatever a probe says', async () => {
+    const blocked = await connectRedis(testServices().redisUrl, 10_000);
+    // the probe goes through a connection that answers: only the wait itself can fail the call
+    const guard = redisGuard(redis, 200, runLogger());
+    try {
+      await expect(guard.run(() => blocked.blpop(`bulk:never:${randomUUID()}`, 3))).rejects.toThrow(
+        'redis is unavailable (no answer within 200 ms)',
+      );
+      expect(guard.available).toBe(false);
+    } finally {
+      guard.close();
+      blocked.disconnect();
+    }
+  });
+
   it("stays up on Redis' own reply errors, and goes down when the connection is lost", async () => {
     const { script } = unseenScript("return redis.error_reply('ERR refused by the script')");
     const guard = redisGuard(redis, 2000, runLogger());
