@@ -16,6 +16,15 @@ describe('hosted invoice links', () => {
     expect(isHostedTokenOf(token, { key, generation: 1 })).toBe(false);
   });
 
+  it('signs a rotated link with its generation after a NUL, so a link keeps its bytes across releases', () => {
+    const mac = createHmac('sha256', key).update('hosted-invoice\0').update(idBytes).update('\x002').digest();
+    const token = `hinv_${Buffer.concat([idBytes, mac]).toString('base64url')}`;
+    expect(hostedInvoiceToken(invoiceId, { key, generation: 2 })).toBe(token);
+    expect(isHostedTokenOf(token, { key, generation: 2 })).toBe(true);
+    expect(isHostedTokenOf(token, { key, generation: 1 })).toBe(false);
+    expect(isHostedTokenOf(token, { key: Buffer.alloc(32, 8), generation: 2 })).toBe(false);
+  });
+
   it('names its invoice, and a token of another length or alphabet names none', () => {
     const token = hostedInvoiceToken(invoiceId, { key, generation: 2 });
     expect(token).toMatch(/^hinv_[A-Za-z0-9_-]{64}$/);
