@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listInvoiceTransactions } from '../../libs/invoices/index.js';
 import { parseMoney } from '../../libs/money/index.js';
 import { INVOICE_STATUSES, type Invoice, type InvoiceTransaction } from '../../libs/schemas/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
@@ -12,6 +13,7 @@ import {
   insertSubscription,
   insertTransaction,
 } from '../helpers/billing-fixtures.js';
+import { recordingQueries, type SentQuery } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { runCommonRouteTests } from '../helpers/route-suite.js';
 
@@ -364,6 +366,19 @@ describe('GET /invoices/{invoice_id}/transactions', () => {
     const first = (await transactions(invoice.id, '?limit=2')).json();
     const second = (await transactions(invoice.id, '?limit=1&offset=2')).json();
     expect([...first.data, ...second.data].map((t: InvoiceTransaction) => t.id)).toEqual(expected);
+  });
+
+  it('counts the timeline only when a page cannot tell its total', async () => {
+    const invoice = scenario.invoices.PARTIALLY_REFUNDED; // 2 transactions
+    const sent: SentQuery[] = [];
+    const db = recordingQueries(api.platform.db, sent);
+    const short = await listInvoiceTransactions(db, orgA.orgId, invoice.id, { limit: 25, offset: 0 });
+    expect(short.total).toBe(2);
+    expect(sent).toHaveLength(2); // the invoice's existence and the page: a short page is the last
+    sent.length = 0;
+    const full = await listInvoiceTransactions(db, orgA.orgId, invoice.id, { limit: 1, offset: 0 });
+    expect(full).toMatchObject({ total: 2, data: [short.data[0]] });
+    expect(sent).toHaveLength(3); // a full page: the total is counted
   });
 
   it('answers an empty list for an invoice without transactions and 404 for a non-UUID id', async () => {

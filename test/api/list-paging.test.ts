@@ -3,6 +3,7 @@ import { listCustomers } from '../../libs/customers/index.js';
 import type { Queryable } from '../../libs/db/index.js';
 import { listOrganizations } from '../../libs/organizations/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
+import { recordingQueries, type SentQuery } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 
 /**
@@ -42,14 +43,7 @@ beforeAll(async () => {
 afterAll(() => api?.close());
 
 /** The test database, noting each statement sent through it. */
-function recording(sent: { text: string; values: unknown[] }[]): Queryable {
-  return {
-    query: (text, values) => {
-      sent.push({ text, values: values ?? [] });
-      return api.platform.db.query(text, values);
-    },
-  };
-}
+const recording = (sent: SentQuery[]): Queryable => recordingQueries(api.platform.db, sent);
 
 describe('paging a long list', () => {
   it.each([
@@ -88,7 +82,7 @@ describe('paging a long list', () => {
 
   it('sends a page past the first 500 rows of either end as ids from an index-only scan, a nearer one not', async () => {
     const planOf = async (offset: number) => {
-      const sent: { text: string; values: unknown[] }[] = [];
+      const sent: SentQuery[] = [];
       await listCustomers(recording(sent), org.orgId, { limit: 100, offset });
       const page = sent.find((query) => /\bLIMIT \$\d+ OFFSET \$\d+/.test(query.text));
       const { rows } = await api.platform.db.query<{ 'QUERY PLAN': string }>(
@@ -112,7 +106,7 @@ describe('paging a long list', () => {
       "INSERT INTO customers (org_id, name) SELECT $1, 'Few ' || g FROM generate_series(1, 3) g",
       [few.orgId],
     );
-    const sent: { text: string; values: unknown[] }[] = [];
+    const sent: SentQuery[] = [];
     expect((await listCustomers(recording(sent), few.orgId, { limit: 25, offset: 0 })).total).toBe(3);
     expect(sent).toHaveLength(1);
     sent.length = 0;
@@ -121,7 +115,7 @@ describe('paging a long list', () => {
   });
 
   it('reads the total once for a page past the first: before the page, to plan it', async () => {
-    const sent: { text: string; values: unknown[] }[] = [];
+    const sent: SentQuery[] = [];
     const page = await listCustomers(recording(sent), org.orgId, { limit: 100, offset: 700 });
     expect(page.total).toBe(TOTAL);
     expect(sent).toHaveLength(2);

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { Database } from '../../libs/db/index.js';
+import { Database, type Queryable } from '../../libs/db/index.js';
 import { testServices, uniqueName } from './services.js';
 
 export interface TestDatabase {
@@ -48,4 +48,20 @@ async function adminQuery(url: string, sql: string): Promise<void> {
     }
     await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
   }
+}
+
+/** A statement sent through `recordingQueries`. */
+export interface SentQuery {
+  text: string;
+  values: unknown[];
+}
+
+/** `db`, noting each statement sent through it in `sent`: to count round trips or EXPLAIN them. */
+export function recordingQueries(db: Queryable, sent: SentQuery[]): Queryable {
+  return {
+    query: (text, values) => {
+      sent.push({ text, values: values ?? [] });
+      return db.query(text, values);
+    },
+  };
 }
