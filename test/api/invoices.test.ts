@@ -248,6 +248,27 @@ describe('GET /invoices/{invoice_id}', () => {
     expect(invoice.balance).toBe('0.00000000');
   });
 
+  it('lists the items in their printed order (position), not the order they were written in', async () => {
+    const { db } = api.platform;
+    const invoice = await insertInvoice(db, orgA.orgId, {
+      customerId: scenario.customers.ontario.id,
+      subscriptionId: scenario.subscriptions.trialing,
+      status: 'DRAFT',
+      items: ['written first', 'written second', 'written third'].map((description) => ({
+        productId: scenario.products.seats,
+        description,
+      })),
+    });
+    await db.query('UPDATE invoice_items SET position = 2 - position WHERE invoice_id = $1', [invoice.id]);
+    const response = await api.request({ path: `/invoices/${invoice.id}`, key: orgA.apiKey });
+    expect(response.statusCode).toBe(200);
+    expect((response.json().data as Invoice).items.map((item) => item.description)).toEqual([
+      'written third',
+      'written second',
+      'written first',
+    ]);
+  });
+
   it('accepts an uppercase UUID and answers 404 for anything that is not a UUID', async () => {
     const { id } = scenario.invoices.DRAFT;
     const upper = await api.request({ path: `/invoices/${id.toUpperCase()}`, key: orgA.apiKey });
