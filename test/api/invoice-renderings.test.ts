@@ -83,7 +83,7 @@ describe('invoice pages from kept renderings', () => {
 
   it('shows a change to an invoice item on the next page', async () => {
     const target = scenario.invoices.PAID.id;
-    await listed(); // kept
+    const before = (await listed()).data.map((invoice) => invoice.id); // kept
     await api.platform.db.query(
       `UPDATE invoice_items SET description = 'Renamed line' WHERE invoice_id = $1`,
       [target],
@@ -91,6 +91,25 @@ describe('invoice pages from kept renderings', () => {
     const { data } = await listed();
     const invoice = data.find((i) => i.id === target)!;
     expect(invoice.items.map((item) => item.description)).toContain('Renamed line');
+    // the page mixes kept renderings and the one written again: every invoice is on it, in order
+    expect(data.map((i) => i.id)).toEqual(before);
+  });
+
+  it('counts exactly the bytes it holds, a replaced rendering no longer, and may hold its bound exactly', async () => {
+    const { db } = api.platform;
+    const pages = new RenderedInvoicePages(db, 10 * 1024 * 1024);
+    const heldBytes = (items: Buffer[]) => items.reduce((sum, json) => sum + json.length + 100, 0);
+    const first = await pages.list(org.orgId, {}, page, BASE);
+    expect(pages.stats).toEqual({ invoices: first.items.length, bytes: heldBytes(first.items) });
+    await db.query(`UPDATE invoices SET due_date = due_date + 1 WHERE id = $1`, [
+      scenario.invoices.POSTED.id,
+    ]);
+    const second = await pages.list(org.orgId, {}, page, BASE);
+    expect(pages.stats).toEqual({ invoices: second.items.length, bytes: heldBytes(second.items) });
+
+    const exact = new RenderedInvoicePages(db, heldBytes(second.items));
+    await exact.list(org.orgId, {}, page, BASE);
+    expect(exact.stats).toEqual(pages.stats);
   });
 
   it('keeps no more than its memory bound; a rendering read lately gets a second chance', async () => {
@@ -116,6 +135,21 @@ describe('invoice pages from kept renderings', () => {
     expect(await idAt(0)).toBe(first);
     const third = await idAt(2);
     expect([first, second, third].map((id) => clock.holds(id))).toEqual([true, false, true]);
+
+    // the second chance is given once: both held ones read again, a newcomer goes; the next
+    // newcomer finds them passed over and takes the place of the oldest
+    const again = new RenderedInvoicePages(db, bound);
+    const at = async (offset: number) => {
+      const [json] = (await again.list(org.orgId, {}, { limit: 1, offset }, BASE)).items;
+      return (JSON.parse(json!.toString()) as Invoice).id;
+    };
+    const ids = [await at(0), await at(1)];
+    await at(0);
+    await at(1);
+    ids.push(await at(2));
+    expect(ids.map((id) => again.holds(id))).toEqual([true, true, false]);
+    ids.push(await at(3));
+    expect(ids.map((id) => again.holds(id))).toEqual([false, true, false, true]);
   });
 
   it('filters, pages and counts as listInvoices does', async () => {
