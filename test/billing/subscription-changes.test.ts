@@ -198,6 +198,51 @@ describe('subscription changes, billed by the run', () => {
     });
   });
 
+  it("a period's invoice carries the changes' lines in the order they were made, wherever a row lies", async () => {
+    const { orgId, customerId, seats } = await setUp();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    const id = subscription.items[0]!.id;
+    await change(orgId, subscription.id, { items: [{ id, quantity: 5 }] }, '2026-03-11T00:00:00Z');
+    await change(orgId, subscription.id, { items: [{ id, quantity: 3 }] }, '2026-03-21T00:00:00Z');
+    const linesWhereTheyLie = async () =>
+      (
+        await database.db.query<{ id: string }>(
+          'SELECT id::text FROM subscription_proration_lines WHERE subscription_id = $1 ORDER BY ctid',
+          [subscription.id],
+        )
+      ).rows.map((row) => row.id);
+    const [first, ...rest] = await linesWhereTheyLie();
+    // a rewritten row (as a line released from a withdrawn draft is) lies after the others
+    await database.db.query(
+      'UPDATE subscription_proration_lines SET description = description WHERE id = $1',
+      [first],
+    );
+    expect(await linesWhereTheyLie()).toEqual([...rest, first]);
+
+    // Mar 11 -> Apr 1: 21 of 31 days; Mar 21 -> Apr 1: 11 of 31
+    const expected = [
+      ['Seats', '2.0000', '20.00000000'],
+      ['Unused time on 2 x Seats, 2026-03-11 to 2026-03-31', '2.0000', '-13.55000000'],
+      ['Remaining time on 5 x Seats, 2026-03-11 to 2026-03-31', '5.0000', '33.87000000'],
+      ['Unused time on 5 x Seats, 2026-03-21 to 2026-03-31', '5.0000', '-17.74000000'],
+      ['Remaining time on 3 x Seats, 2026-03-21 to 2026-03-31', '3.0000', '10.65000000'],
+    ];
+    const march = await database.db.transaction(async (tx) => {
+      // the plan a larger table gets: rows read where they lie, not in the order of an index
+      await tx.query('SET LOCAL enable_indexscan = off');
+      await tx.query('SET LOCAL enable_bitmapscan = off');
+      const upcoming = await previewUpcomingInvoice(tx, stores, orgId, subscription.id);
+      expect(upcoming.lines.map((line) => line.amount)).toEqual(expected.map((line) => line[2]));
+      return runBilling(tx, { usage, orgId, now: at('2026-04-01T00:00:00Z') });
+    });
+    expect(march.failures).toEqual([]);
+    expect((await invoiceLines(orgId, march.invoice_ids[0]!)).lines).toEqual(expected);
+  });
+
   it('adds and removes metered items mid-period: usage while they were on, included units by time', async () => {
     const { orgId, customerId, seats, apiCalls, storage } = await setUp();
     const subscription = await subscribe(database.db, orgId, {
