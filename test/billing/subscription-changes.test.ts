@@ -518,6 +518,14 @@ describe('subscription changes, billed by the run', () => {
           subscription.id,
         ])
       ).rowCount;
+    // a scheduled change, which an applied immediate change drops, and one that gave up leaves
+    await change(
+      orgId,
+      subscription.id,
+      { items: [{ id, quantity: 7 }], effective: 'period_end' },
+      '2026-03-10T00:00:00Z',
+    );
+    const scheduled = async () => (await getSubscription(database.db, orgId, subscription.id)).pending_change;
     const always = racedBy(Number.POSITIVE_INFINITY);
     await expect(
       changeSubscription(always.db, {
@@ -530,6 +538,7 @@ describe('subscription changes, billed by the run', () => {
     expect(always.raced.reads).toBe(5);
     expect(await lines()).toBe(0);
     expect((await getSubscription(database.db, orgId, subscription.id)).items[0]!.quantity).toBe(2);
+    expect(await scheduled()).toMatchObject({ items: [{ id, quantity: 7 }] });
 
     const fourTimes = racedBy(4);
     const applied = await changeSubscription(fourTimes.db, {
@@ -541,6 +550,7 @@ describe('subscription changes, billed by the run', () => {
     expect(fourTimes.raced.reads).toBe(5);
     expect(applied.subscription.items[0]!.quantity).toBe(3);
     expect(await lines()).toBe(2);
+    expect(await scheduled()).toBeNull();
   });
 
   it('two changes at once: one waits for the other and applies on what it left', async () => {
