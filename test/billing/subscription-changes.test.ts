@@ -811,6 +811,18 @@ describe('subscription changes, billed by the run', () => {
           [subscription.id],
         )
       ).rows[0]!.version;
+    // another subscription's scheduled change is not this one's to drop: still nothing to write
+    const sibling = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+    });
+    await change(
+      orgId,
+      sibling.id,
+      { items: [{ id: sibling.items[0]!.id }], effective: 'period_end' },
+      '2026-03-10T00:00:00Z',
+    );
     const before = await version();
     for (const body of [
       { items: [{ id }] },
