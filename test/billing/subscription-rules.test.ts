@@ -259,7 +259,7 @@ describe('changing items: refusals (409, nothing changed)', () => {
     expect(await quantities(subscription.id)).toEqual([1]);
   });
 
-  it('before its current period begins', async () => {
+  it('before its current period begins; at its very first instant it changes', async () => {
     const subscription = await running();
     const item = subscription.items[0]!.id;
     const refused = await failure(
@@ -268,6 +268,14 @@ describe('changing items: refusals (409, nothing changed)', () => {
     expect(refused.code).toBe('CONFLICT');
     expect(refused.message).toMatch(/current period begins 2026-03-01T00:00:00.000Z, after this change/);
     expect(await quantities(subscription.id)).toEqual([1]);
+    // the whole period left: a credit for 1 seat, a charge for 4
+    const changed = await change(
+      subscription.id,
+      { items: [{ id: item, quantity: 4 }] },
+      '2026-03-01T00:00:00Z',
+    );
+    expect(changed.proration_lines.map((line) => line.amount)).toEqual(['-10.00000000', '40.00000000']);
+    expect(await quantities(subscription.id)).toEqual([4]);
   });
 
   it('a pending subscription changes now, never at a period end it has not begun', async () => {
