@@ -539,6 +539,17 @@ describe('subscription changes, billed by the run', () => {
     expect(await lines()).toBe(0);
     expect((await getSubscription(database.db, orgId, subscription.id)).items[0]!.quantity).toBe(2);
     expect(await scheduled()).toMatchObject({ items: [{ id, quantity: 7 }] });
+    expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
+    // nor does a scheduled change that gave up replace the one scheduled
+    await expect(
+      changeSubscription(racedBy(Number.POSITIVE_INFINITY).db, {
+        subscriptionId: subscription.id,
+        orgId,
+        change: { items: [{ id, quantity: 9 }], effective: 'period_end' },
+        now: at('2026-03-11T00:00:00Z'),
+      }),
+    ).rejects.toMatchObject({ status: 409 });
+    expect(await scheduled()).toMatchObject({ items: [{ id, quantity: 7 }] });
 
     const fourTimes = racedBy(4);
     const applied = await changeSubscription(fourTimes.db, {
@@ -551,6 +562,7 @@ describe('subscription changes, billed by the run', () => {
     expect(applied.subscription.items[0]!.quantity).toBe(3);
     expect(await lines()).toBe(2);
     expect(await scheduled()).toBeNull();
+    expect(await outbox(database.db, orgId, 'subscription.updated')).toHaveLength(1);
   });
 
   it('two changes at once: one waits for the other and applies on what it left', async () => {
