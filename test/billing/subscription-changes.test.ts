@@ -858,6 +858,19 @@ describe('subscription changes, billed by the run', () => {
     );
     const unscheduled = await change(orgId, subscription.id, { items: [{ id }] }, '2026-03-13T00:00:00Z');
     expect(unscheduled.subscription.pending_change).toBeNull();
+    // the sibling's stays: it was not this change's to drop
+    expect((await getSubscription(database.db, orgId, sibling.id)).pending_change).toEqual({
+      items: [
+        {
+          id: sibling.items[0]!.id,
+          product_id: seats,
+          quantity: 2,
+          included_units: '0.00000000',
+          usage_limit: null,
+        },
+      ],
+      effective_at: '2026-04-01T00:00:00.000Z',
+    });
     expect(await getSubscription(database.db, orgId, subscription.id)).toEqual(unscheduled.subscription);
     expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
 
