@@ -17,7 +17,7 @@ import {
   PostgresUsageSink,
   type UsageReadStores,
 } from '../../libs/usage/index.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestDatabase, type TestDatabase, withoutIndexOrder } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
 import {
   basicCatalog,
@@ -231,10 +231,7 @@ describe('subscription changes, billed by the run', () => {
       ['Unused time on 5 x Seats, 2026-03-21 to 2026-03-31', '5.0000', '-17.74000000'],
       ['Remaining time on 3 x Seats, 2026-03-21 to 2026-03-31', '3.0000', '10.65000000'],
     ];
-    const march = await database.db.transaction(async (tx) => {
-      // the plan a larger table gets: rows read where they lie, not in the order of an index
-      await tx.query('SET LOCAL enable_indexscan = off');
-      await tx.query('SET LOCAL enable_bitmapscan = off');
+    const march = await withoutIndexOrder(database.db, async (tx) => {
       const upcoming = await previewUpcomingInvoice(tx, stores, orgId, subscription.id);
       expect(upcoming.lines.map((line) => line.amount)).toEqual(expected.map((line) => line[2]));
       return runBilling(tx, { usage, orgId, now: at('2026-04-01T00:00:00Z') });

@@ -65,3 +65,18 @@ export function recordingQueries(db: Queryable, sent: SentQuery[]): Queryable {
     },
   };
 }
+
+/**
+ * Runs `work` in a transaction whose plans read each table where its rows lie, not through an
+ * index (as a larger table's plans may, a bitmap scan too): a read whose order rests on an
+ * index rather than on its ORDER BY shows it. Plans are made afresh (a prepared statement's
+ * cached plan would keep its index).
+ */
+export function withoutIndexOrder<T>(db: Database, work: (tx: Queryable) => Promise<T>): Promise<T> {
+  return db.transaction(async (tx) => {
+    await tx.query('SET LOCAL plan_cache_mode = force_custom_plan');
+    await tx.query('SET LOCAL enable_indexscan = off');
+    await tx.query('SET LOCAL enable_bitmapscan = off');
+    return work(tx);
+  });
+}
