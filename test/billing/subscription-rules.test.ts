@@ -10,7 +10,7 @@ import {
   unparkSubscription,
 } from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestDatabase, type TestDatabase, withoutIndexOrder } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
 import { basicCatalog, customerIn, invoicesOf, productIn } from './fixtures.js';
 
@@ -328,6 +328,35 @@ describe('changing items: refusals (409, nothing changed)', () => {
 });
 
 describe('changing items: what is read afterwards', () => {
+  it('items in id order, wherever a changed row lies', async () => {
+    const subscription = await create(
+      {
+        customer_id: customerId,
+        items: [{ product_id: catalog.apiCalls }, { product_id: catalog.seats }],
+        start_date: at('2026-03-01T00:00:00Z'),
+      },
+      at('2026-03-01T00:00:00Z'),
+    );
+    const [calls, seat] = subscription.items.map((item) => item.id);
+    const itemsWhereTheyLie = async () =>
+      (
+        await database.db.query<{ id: number }>(
+          'SELECT id FROM subscription_items WHERE subscription_id = $1 ORDER BY ctid',
+          [subscription.id],
+        )
+      ).rows.map((row) => row.id);
+    // the change rewrites the first item's row, which then lies after the other
+    await changeSubscription(database.db, {
+      subscriptionId: subscription.id,
+      orgId,
+      change: { items: [{ id: calls, included_units: '100' }, { id: seat }] },
+      now: at('2026-03-11T00:00:00Z'),
+    });
+    expect(await itemsWhereTheyLie()).toEqual([seat, calls]);
+    const read = await withoutIndexOrder(database.db, (tx) => getSubscription(tx, orgId, subscription.id));
+    expect(read.items.map((item) => item.id)).toEqual([calls, seat]);
+  });
+
   it('an item left out is removed: neither the answer nor a later read shows it', async () => {
     const subscription = await create(
       {
