@@ -174,6 +174,18 @@ describe('creating subscriptions', () => {
       trial_end_date: '2026-04-09T00:00:00.000Z',
       next_billing_date: '2026-04-09T00:00:00.000Z',
     });
+    // the trial is the first period: it ends when the trial does, not a billing period after the start
+    const shortTrial = await create({
+      customer_id: customerId,
+      items: [{ product_id: catalog.seats }],
+      trial_days: 14,
+    });
+    expect(shortTrial).toMatchObject({
+      status: 'trialing',
+      current_period_start: '2026-03-10T00:00:00.000Z',
+      current_period_end: '2026-03-24T00:00:00.000Z',
+      next_billing_date: '2026-03-24T00:00:00.000Z',
+    });
     const termed = await create({
       customer_id: customerId,
       items: [{ product_id: quarterlySeats }],
@@ -191,6 +203,20 @@ describe('creating subscriptions', () => {
     // the period follows the product when not given
     const annual = await create({ customer_id: customerId, items: [{ product_id: annualSeats }] });
     expect(annual).toMatchObject({
+      billing_period: 'annually',
+      current_period_end: '2027-03-10T00:00:00.000Z',
+    });
+    // ... the first recurring one, when a one-time item comes first (it has no period of its own)
+    const setupFee = await productIn(database.db, orgId, {
+      name: 'Setup fee',
+      unit_price: '50.00',
+      pricing_type: 'one_time',
+    });
+    const withFee = await create({
+      customer_id: customerId,
+      items: [{ product_id: setupFee }, { product_id: annualSeats }],
+    });
+    expect(withFee).toMatchObject({
       billing_period: 'annually',
       current_period_end: '2027-03-10T00:00:00.000Z',
     });
