@@ -122,7 +122,7 @@ describe('updateProduct', () => {
 });
 
 describe("a customer's credit_balance", () => {
-  it('counts only the grants effective now and not expired', async () => {
+  it("counts only the grants effective now, not expired, in the organization's currency", async () => {
     const { orgId } = await createTestOrg(database.db);
     const customer = await createCustomer(
       database.db,
@@ -148,6 +148,9 @@ describe("a customer's credit_balance", () => {
         WHERE id = $1`,
       [expired.id],
     );
+    // in another currency than the organization's (as a credit note's grant may be): not counted
+    const usd = await grant('80.00');
+    await database.db.query(`UPDATE credit_grants SET currency = 'USD' WHERE id = $1`, [usd.id]);
     expect((await getCustomer(database.db, orgId, customer.id)).credit_balance).toBe('10.00000000');
   });
 });
