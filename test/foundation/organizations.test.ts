@@ -31,7 +31,7 @@ async function refusal(attempt: Promise<unknown>): Promise<[string, string][] | 
 }
 
 describe('creating an organization', () => {
-  it('defaults to the beta plan, CAD and 30-day terms', async () => {
+  it('defaults to the beta plan, CAD, 30-day terms and Canada', async () => {
     const org = await createOrganization(database.db, { name: 'Defaults Inc' });
     expect(org).toMatchObject({
       name: 'Defaults Inc',
@@ -41,6 +41,8 @@ describe('creating an organization', () => {
       rate_limit_override: null,
       requests_per_hour: 2000,
     });
+    const { rows } = await database.db.query('SELECT country FROM organizations WHERE id = $1', [org.id]);
+    expect(rows).toEqual([{ country: 'CA' }]);
   });
 
   it('takes a name of 1 to 255 characters', async () => {
