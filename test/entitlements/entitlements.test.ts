@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Queryable } from '../../libs/db/index.js';
 import { getEntitlement } from '../../libs/entitlements/index.js';
 import { portalUsageSource } from '../../libs/portal/index.js';
 import type { Entitlement } from '../../libs/schemas/index.js';
@@ -686,6 +687,45 @@ describe('the counter read beside the query (distributed: Redis)', () => {
     const before = await periodsReadBy(() => at(boundary - 1));
     expect(before).toHaveLength(1);
     expect(Number(before[0])).toBeLessThan(boundary);
+  });
+
+  it('a repeated check reads the last check’s counter while its query still runs', async () => {
+    const testApi = await start('distributed');
+    const s = await customer(testApi, { limit: '10' });
+    await post(testApi, s, 4);
+    const first = await check(testApi, s);
+    const db = testApi.platform.db;
+    const { rows } = await db.query<{ s: Date }>(
+      'SELECT current_period_start AS s FROM subscriptions WHERE id = $1',
+      [s.subscriptionId],
+    );
+    const key = `${testApi.config.REDIS_KEY_PREFIX}usage:counter:${s.org.orgId}:${s.item}:${rows[0]!.s.getTime()}`;
+    // the same Postgres, its items query held until the counter was read
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const gated: Queryable = {
+      query: async (text, values) => {
+        await held;
+        return db.query(text, values);
+      },
+    };
+    const monitor = await new Redis(testServices().redisUrl).monitor();
+    let reads = 0;
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args.includes(key)) reads++;
+    });
+    try {
+      const answer = getEntitlement(gated, testApi.usage.counter, s.org.orgId, s.customerId, s.apiCalls);
+      await eventually(async () => expect(reads).toBeGreaterThan(0), 5_000);
+      release();
+      expect(await answer).toEqual(first);
+      expect(first.used).toBe('4.00000000');
+    } finally {
+      release();
+      monitor.disconnect();
+    }
   });
 
   it('a void made while a rebuild runs is taken off once, as Postgres shows it', async () => {
