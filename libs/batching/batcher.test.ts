@@ -1,5 +1,15 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Batcher } from './batcher.js';
+import { Batcher, type BatcherOptions } from './batcher.js';
+
+/** A batcher answering each item with itself, recording the batches it was given. */
+function echoBatcher<T>(options: BatcherOptions<T>): { batches: T[][]; batcher: Batcher<T, T> } {
+  const batches: T[][] = [];
+  const batcher = new Batcher<T, T>(async (items) => {
+    batches.push(items);
+    return items;
+  }, options);
+  return { batches, batcher };
+}
 
 describe('Batcher', () => {
   afterEach(() => {
@@ -21,14 +31,11 @@ describe('Batcher', () => {
   });
 
   it('waits the linger for more items, and closes early at the weight limit', async () => {
-    const batches: string[][] = [];
-    const batcher = new Batcher<string, string>(
-      async (items) => {
-        batches.push(items);
-        return items;
-      },
-      { lingerMs: 30, maxWeight: 5, weight: (item) => item.length },
-    );
+    const { batches, batcher } = echoBatcher<string>({
+      lingerMs: 30,
+      maxWeight: 5,
+      weight: (item) => item.length,
+    });
     const first = batcher.submit('a');
     await new Promise((resolve) => setTimeout(resolve, 5));
     const second = batcher.submit('b');
@@ -94,14 +101,7 @@ describe('Batcher', () => {
 
   it('closes at once when the weight reaches maxWeight exactly, and the next batch starts from 0', async () => {
     vi.useFakeTimers();
-    const batches: number[][] = [];
-    const batcher = new Batcher<number, number>(
-      async (items) => {
-        batches.push(items);
-        return items;
-      },
-      { lingerMs: 1000, maxWeight: 2 }, // each item weighs 1
-    );
+    const { batches, batcher } = echoBatcher<number>({ lingerMs: 1000, maxWeight: 2 }); // each item weighs 1
     const outputs = [batcher.submit(1), batcher.submit(2)];
     expect(batches).toEqual([[1, 2]]);
     outputs.push(batcher.submit(3));
@@ -117,14 +117,7 @@ describe('Batcher', () => {
 
   it('a batch closed by weight cancels its linger: the next batch waits a linger of its own', async () => {
     vi.useFakeTimers();
-    const batches: number[][] = [];
-    const batcher = new Batcher<number, number>(
-      async (items) => {
-        batches.push(items);
-        return items;
-      },
-      { lingerMs: 100, maxWeight: 2 },
-    );
+    const { batches, batcher } = echoBatcher<number>({ lingerMs: 100, maxWeight: 2 });
     const outputs = [batcher.submit(1)];
     await vi.advanceTimersByTimeAsync(50);
     outputs.push(batcher.submit(2), batcher.submit(3)); // [1, 2] by weight; 3 lingers from here
@@ -137,14 +130,7 @@ describe('Batcher', () => {
 
   it('times the linger from the first item of a batch, not from an item of one closed before', async () => {
     vi.useFakeTimers();
-    const batches: number[][] = [];
-    const batcher = new Batcher<number, number>(
-      async (items) => {
-        batches.push(items);
-        return items;
-      },
-      { lingerMs: 100, maxWeight: 3 },
-    );
+    const { batches, batcher } = echoBatcher<number>({ lingerMs: 100, maxWeight: 3 });
     const outputs = [batcher.submit(1)];
     await vi.advanceTimersByTimeAsync(10);
     outputs.push(batcher.submit(2), batcher.submit(3)); // closed by weight at 10
@@ -181,14 +167,7 @@ describe('Batcher', () => {
   });
 
   it('runs no empty batch: a flush with nothing open calls nothing', async () => {
-    const batches: number[][] = [];
-    const batcher = new Batcher<number, number>(
-      async (items) => {
-        batches.push(items);
-        return items;
-      },
-      { lingerMs: 0, maxWeight: 10 },
-    );
+    const { batches, batcher } = echoBatcher<number>({ lingerMs: 0, maxWeight: 10 });
     await batcher.flush();
     expect(await batcher.submit(1)).toBe(1);
     await batcher.flush();

@@ -69,6 +69,30 @@ const FEB = new Date('2026-02-01T00:00:00Z');
 const MAR = new Date('2026-03-01T00:00:00Z');
 const APR = new Date('2026-04-01T00:00:00Z');
 
+/** Voids the item's event at `occurredAt` as the sinks apply a void read from the log. */
+async function voidInSink(db: Queryable, orgId: number, item: number, occurredAt: string, voidedAt: string) {
+  const { rows } = await db.query<{ id: string; quantity: string; recorded_at: Date }>(
+    `SELECT id, quantity::text AS quantity, recorded_at FROM usage_events
+      WHERE subscription_item_id = $1 AND occurred_at = $2`,
+    [item, occurredAt],
+  );
+  expect(rows).toHaveLength(1);
+  await new PostgresUsageSink(db).writeVoids([
+    {
+      event: {
+        id: rows[0]!.id,
+        orgId,
+        subscriptionItemId: item,
+        idempotencyKey: 'x',
+        quantity: rows[0]!.quantity,
+        occurredAtMs: Date.parse(occurredAt),
+        recordedAtMs: rows[0]!.recorded_at.getTime(),
+      },
+      voidedAtMs: Date.parse(voidedAt),
+    },
+  ]);
+}
+
 async function linesOf(db: Queryable, invoiceId: string) {
   const { rows } = await db.query<{ description: string; quantity: string; line_total_pre_tax: string }>(
     `SELECT description, quantity::text AS quantity, line_total_pre_tax::text AS line_total_pre_tax
@@ -362,24 +386,7 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     await recordUsage(db, orgId, metered, '30', '2026-01-11T00:00:00Z');
     await runBilling(db, { usage, orgId, now: FEB });
     // a correction (a credit note's void) takes the 30 back through the log: the sinks apply it
-    const { rows } = await db.query<{ id: string; recorded_at: Date }>(
-      'SELECT id, recorded_at FROM usage_events WHERE subscription_item_id = $1 AND quantity = 30',
-      [metered],
-    );
-    await new PostgresUsageSink(db).writeVoids([
-      {
-        event: {
-          id: rows[0]!.id,
-          orgId,
-          subscriptionItemId: metered,
-          idempotencyKey: 'x',
-          quantity: '30',
-          occurredAtMs: Date.parse('2026-01-11T00:00:00Z'),
-          recordedAtMs: rows[0]!.recorded_at.getTime(),
-        },
-        voidedAtMs: Date.parse('2026-02-03T00:00:00Z'),
-      },
-    ]);
+    await voidInSink(db, orgId, metered, '2026-01-11T00:00:00Z', '2026-02-03T00:00:00Z');
     await recordUsage(db, orgId, metered, '40', '2026-01-20T00:00:00Z');
     // the read-back says the same: of the 90 counted, the invoice billed (and kept) 50
     const previous = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
@@ -417,24 +424,7 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
 
     await recordUsage(db, orgId, metered, '7', FEB.toISOString());
     expect(await january()).toEqual({ dirty: false, period_quantity: '80.00000000' });
-    const { rows } = await db.query<{ id: string; recorded_at: Date }>(
-      'SELECT id, recorded_at FROM usage_events WHERE subscription_item_id = $1 AND occurred_at = $2',
-      [metered, FEB],
-    );
-    await new PostgresUsageSink(db).writeVoids([
-      {
-        event: {
-          id: rows[0]!.id,
-          orgId,
-          subscriptionItemId: metered,
-          idempotencyKey: 'x',
-          quantity: '7',
-          occurredAtMs: FEB.getTime(),
-          recordedAtMs: rows[0]!.recorded_at.getTime(),
-        },
-        voidedAtMs: Date.parse('2026-02-03T00:00:00Z'),
-      },
-    ]);
+    await voidInSink(db, orgId, metered, FEB.toISOString(), '2026-02-03T00:00:00Z');
     expect(await january()).toEqual({ dirty: false, period_quantity: '80.00000000' });
     // February's 7 came and went, and January has no late line
     const feb = await runBilling(db, { usage, orgId, now: MAR });

@@ -3,7 +3,7 @@ import { claimDueDeliveries } from '../../libs/webhooks/delivery.js';
 import { fanOutOutbox, type WebhookDispatcher } from '../../libs/webhooks/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { emit, type Receiver, startDispatcher, startReceiver } from './support.js';
+import { emit, type Receiver, registerEndpoint, startDispatcher, startReceiver } from './support.js';
 
 describe('webhook delivery across endpoints', () => {
   let api: TestApi;
@@ -65,14 +65,12 @@ describe('webhook delivery across endpoints', () => {
 
   it("claims an endpoint's due events oldest first when it has room for fewer than are due", async () => {
     const org = await createTestOrg(api.platform.db);
-    const response = await api.request({
-      method: 'POST',
-      path: '/webhook-endpoints',
-      key: org.apiKey,
-      payload: { url: 'http://127.0.0.1:9/ordered', events: ['invoice.posted'] },
-    });
-    expect(response.statusCode, response.body).toBe(201);
-    const endpoint = response.json().data.id as string;
+    const endpoint = (
+      await registerEndpoint(api, org.apiKey, {
+        url: 'http://127.0.0.1:9/ordered',
+        events: ['invoice.posted'],
+      })
+    ).id;
     // one fan-out each: the three events fall due one after another
     for (let i = 0; i < 3; i++) {
       await emit(api.platform.db, org.orgId, 'invoice.posted', { id: `inv-${i}`, object: 'invoice' });

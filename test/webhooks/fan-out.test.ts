@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fanOutOutbox } from '../../libs/webhooks/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { emit, storedEvents } from './support.js';
+import { emit, registerEndpoint, storedEvents } from './support.js';
 
 describe('outbox fan-out', () => {
   let api: TestApi;
@@ -44,14 +44,12 @@ describe('outbox fan-out', () => {
   it("gives an endpoint only its own organization's events, however many organizations share a batch", async () => {
     const mine = await createEndpoint('mine');
     const neighbour = await createTestOrg(api.platform.db);
-    const response = await api.request({
-      method: 'POST',
-      path: '/webhook-endpoints',
-      key: neighbour.apiKey,
-      payload: { url: 'http://127.0.0.1:9/neighbour', events: ['invoice.*'] },
-    });
-    expect(response.statusCode).toBe(201);
-    const theirs = response.json().data.id as string;
+    const theirs = (
+      await registerEndpoint(api, neighbour.apiKey, {
+        url: 'http://127.0.0.1:9/neighbour',
+        events: ['invoice.*'],
+      })
+    ).id;
     await emit(api.platform.db, org.orgId, 'invoice.posted', { id: 'mine', object: 'invoice' });
     await emit(api.platform.db, neighbour.orgId, 'invoice.paid', { id: 'theirs', object: 'invoice' });
     await fanOut();

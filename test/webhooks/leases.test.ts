@@ -11,7 +11,7 @@ import { fanOutOutbox } from '../../libs/webhooks/index.js';
 import { WebhookSender } from '../../libs/webhooks/webhook-sender.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { emit, type Receiver, sleep, startReceiver, storedEvents } from './support.js';
+import { emit, type Receiver, registerEndpoint, sleep, startReceiver, storedEvents } from './support.js';
 
 /*
  * The lease a claim sets (next_attempt_at) is the token every recording checks: a dispatcher whose
@@ -37,14 +37,7 @@ describe('webhook delivery leases', () => {
   });
 
   async function endpointOf(owner: TestOrg, url: string): Promise<string> {
-    const response = await api.request({
-      method: 'POST',
-      path: '/webhook-endpoints',
-      key: owner.apiKey,
-      payload: { url, events: ['invoice.posted'] },
-    });
-    expect(response.statusCode, response.body).toBe(201);
-    return response.json().data.id;
+    return (await registerEndpoint(api, owner.apiKey, { url, events: ['invoice.posted'] })).id;
   }
 
   /** One new due event of the org, claimed twice: first with a lease that lapses at once. */
