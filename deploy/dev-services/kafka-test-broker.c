@@ -9,6 +9,7 @@
  *   topic <name> <partitions>         create a topic
  *   down | up                         set every broker down / up (data is kept)
  *   error <api_key> <err> <count>     the next <count> requests of <api_key> fail with <err>
+ *   leader <topic> <partition> <id>   make broker <id> the partition's leader
  *   quit                              (or EOF) shut down
  */
 #include <librdkafka/rdkafka.h>
@@ -59,6 +60,10 @@ int main(int argc, char **argv) {
       rd_kafka_mock_push_request_errors_array(cluster, (int16_t)a, (size_t)c, errs);
       free(errs);
       printf("OK\n");
+    } else if (sscanf(line, "leader %511s %d %d", name, &a, &b) == 3) {
+      rd_kafka_resp_err_t err = rd_kafka_mock_partition_set_leader(cluster, name, a, b);
+      if (err) printf("ERR %s\n", rd_kafka_err2str(err));
+      else printf("OK\n");
     } else if (strncmp(line, "quit", 4) == 0) {
       break;
     } else {

@@ -15,6 +15,9 @@ export interface KafkaSettings {
  * outage does not crash the consumer, whose restart would wait out the old member's session
  * before the group rebalances. kafkajs' own log lines go to our logger under `kafka`.
  */
+/** How long a fail-fast client waits for a broker's answer to one request. */
+export const FAIL_FAST_REQUEST_TIMEOUT_MS = 5000;
+
 export function createKafka(
   settings: KafkaSettings,
   log?: Logger,
@@ -25,7 +28,7 @@ export function createKafka(
     clientId: settings.clientId,
     brokers: settings.brokers,
     connectionTimeout: 1000,
-    requestTimeout: retries === 'patient' ? 30_000 : 5000,
+    requestTimeout: retries === 'patient' ? 30_000 : FAIL_FAST_REQUEST_TIMEOUT_MS,
     retry:
       retries === 'patient'
         ? { initialRetryTime: 200, maxRetryTime: 5000, retries: 50 }
@@ -78,6 +81,7 @@ const OUTAGE_ERRORS = new Set([
   'KafkaJSLockTimeout',
   'KafkaJSBrokerNotFound',
   'KafkaJSNoBrokerAvailableError',
+  'KafkaProduceTimeout',
 ]);
 /**
  * A failure of the broker connection itself (refused, lost, timed out, or retries of those

@@ -1,6 +1,8 @@
 import { type Admin, type Kafka, type Message, Partitioners, type Producer } from 'kafkajs';
 import { Batcher } from '../batching/index.js';
 import { kafkaProduceBatchSize, kafkaProduceDuration } from '../observability/index.js';
+import { FAIL_FAST_REQUEST_TIMEOUT_MS } from './client.js';
+import { DirectProducer } from './direct-producer.js';
 import { TopicPartitionCount } from './partitions.js';
 
 /**
@@ -11,9 +13,12 @@ import { TopicPartitionCount } from './partitions.js';
  * `toMessages` turns a whole window into messages, given the topic's partition count when known,
  * so items can share a message: kafkajs spends far more per message than per item. Each caller's
  * promise resolves or rejects with its window: a caller knows exactly whether its items are durable.
+ * The produce calls go straight to the partitions' leaders (DirectProducer), through kafkajs'
+ * producer whenever that cannot.
  */
 export class LingeringProducer<T> {
   private readonly producer: Producer;
+  private readonly direct: DirectProducer;
   private readonly windows: Batcher<readonly T[], undefined>;
   private readonly partitions: TopicPartitionCount;
   private connecting: Promise<void> | undefined;
@@ -28,6 +33,8 @@ export class LingeringProducer<T> {
       maxItems?: number;
       /** Produce calls in flight before a window waits out its linger (see BatcherOptions). */
       maxInFlight?: number;
+      /** Named in requests written by DirectProducer (kafkajs names its own). */
+      clientId?: string;
     },
   ) {
     this.producer = kafka.producer({
@@ -36,6 +43,11 @@ export class LingeringProducer<T> {
       retry: { initialRetryTime: 100, maxRetryTime: 1000, retries: 2 },
     });
     this.partitions = new TopicPartitionCount(admin, options.topic);
+    this.direct = new DirectProducer(admin, {
+      topic: options.topic,
+      clientId: options.clientId ?? 'billing',
+      requestTimeoutMs: FAIL_FAST_REQUEST_TIMEOUT_MS,
+    });
     this.windows = new Batcher((windows) => this.produce(windows), {
       lingerMs: options.lingerMs,
       maxInFlight: options.maxInFlight ?? 2,
@@ -46,6 +58,11 @@ export class LingeringProducer<T> {
 
   /** Connects now (a failure is reported, and the next send connects again). */
   async connect(): Promise<void> {
+    await this.connected();
+    if (!this.direct.routed) await this.direct.readRoute();
+  }
+
+  private async connected(): Promise<void> {
     this.connecting ??= this.producer.connect().catch((error) => {
       this.connecting = undefined;
       throw error;
@@ -66,15 +83,18 @@ export class LingeringProducer<T> {
 
   async disconnect(): Promise<void> {
     await this.flush();
+    this.direct.close();
     await this.producer.disconnect();
   }
 
   private async produce(windows: (readonly T[])[]): Promise<undefined[]> {
     const items = windows.length === 1 ? windows[0]! : windows.flat();
     const started = process.hrtime.bigint();
-    await this.connect();
+    await this.connected();
     const messages = this.options.toMessages(items, await this.partitions.current());
-    await this.producer.send({ topic: this.options.topic, acks: -1, messages });
+    await this.direct.send(messages, () =>
+      this.producer.send({ topic: this.options.topic, acks: -1, messages }),
+    );
     kafkaProduceDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
     kafkaProduceBatchSize.observe(items.length);
     return windows.map(() => undefined);

@@ -17,6 +17,8 @@ export interface KafkaTestBroker {
   setUp(): Promise<void>;
   /** The next `count` requests with Kafka API key `apiKey` fail with error code `errorCode`. */
   injectErrors(apiKey: number, errorCode: number, count: number): Promise<void>;
+  /** Moves the leadership of a partition to broker `brokerId` (numbered from 1). */
+  moveLeader(topic: string, partition: number, brokerId: number): Promise<void>;
   /** Freezes the broker (SIGSTOP): connections stay open and nothing answers, until `resume`. */
   pause(): void;
   resume(): void;
@@ -61,6 +63,7 @@ export async function startKafkaTestBroker(brokerCount = 1): Promise<KafkaTestBr
     setDown: () => command('down'),
     setUp: () => command('up'),
     injectErrors: (apiKey, errorCode, count) => command(`error ${apiKey} ${errorCode} ${count}`),
+    moveLeader: (topic, partition, brokerId) => command(`leader ${topic} ${partition} ${brokerId}`),
     pause: () => child.kill('SIGSTOP'),
     resume: () => child.kill('SIGCONT'),
     async stop() {

@@ -1,0 +1,342 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  AnswerFrames,
+  DirectProducer,
+  KafkaProduceRefused,
+  produceRefusal,
+} from '../../libs/kafka/direct-producer.js';
+import { type Admin, createKafka, isKafkaOutage, type Kafka, type Message } from '../../libs/kafka/index.js';
+import { type KafkaTestBroker, startKafkaTestBroker } from '../helpers/kafka-test-broker.js';
+
+const PRODUCE = 0;
+const NOT_LEADER_FOR_PARTITION = 6;
+const MESSAGE_TOO_LARGE = 10;
+
+/** Produce requests written straight to the leaders, against the real test broker. */
+describe('DirectProducer', () => {
+  let broker: KafkaTestBroker;
+  let kafka: Kafka;
+  let admin: Admin;
+  beforeAll(async () => {
+    broker = await startKafkaTestBroker(3);
+    kafka = createKafka({ brokers: broker.brokers, clientId: 'direct-test' });
+    admin = kafka.admin();
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin?.disconnect();
+    await broker?.stop();
+  });
+
+  const highWatermarks = async (topic: string) =>
+    (await admin.fetchTopicOffsets(topic))
+      .sort((a, b) => a.partition - b.partition)
+      .map((partition) => Number(partition.high));
+  const sum = (numbers: number[]) => numbers.reduce((a, b) => a + b, 0);
+
+  async function routedProducer(topic: string, partitions: number, requestTimeoutMs = 5000) {
+    await broker.createTopic(topic, partitions);
+    const producer = new DirectProducer(admin, { topic, clientId: 'direct-test', requestTimeoutMs });
+    await producer.readRoute();
+    expect(producer.routed).toBe(true);
+    return producer;
+  }
+  const kafkajsRefused = vi.fn(async () => {
+    throw new Error('sent through kafkajs');
+  });
+  beforeEach(() => {
+    kafkajsRefused.mockClear();
+  });
+
+  /** Every message of `topic` from the beginning, by partition, as text. */
+  async function readBack(topic: string, count: number): Promise<Map<number, string[]>> {
+    const consumer = kafka.consumer({ groupId: `${topic}-reader` });
+    const seen = new Map<number, string[]>();
+    let total = 0;
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topic, fromBeginning: true });
+      await new Promise<void>((resolve) => {
+        void consumer.run({
+          eachMessage: async ({ partition, message }) => {
+            seen.set(partition, [...(seen.get(partition) ?? []), String(message.value)]);
+            if (++total === count) resolve();
+          },
+        });
+      });
+    } finally {
+      await consumer.disconnect();
+    }
+    return seen;
+  }
+
+  it('writes unkeyed messages round robin over the partitions of every leader, without kafkajs', async () => {
+    const producer = await routedProducer('direct-spread', 6);
+    try {
+      for (let i = 0; i < 12; i++) await producer.send([{ value: `m${i}` }], kafkajsRefused);
+      expect(kafkajsRefused).not.toHaveBeenCalled();
+      expect(await highWatermarks('direct-spread')).toEqual([2, 2, 2, 2, 2, 2]);
+      const messages = await readBack('direct-spread', 12);
+      expect([...messages.values()].flat().sort()).toEqual(
+        Array.from({ length: 12 }, (_, i) => `m${i}`).sort(),
+      );
+    } finally {
+      producer.close();
+    }
+  });
+
+  it('puts a message with a partition on that partition, several partitions in one call', async () => {
+    const producer = await routedProducer('direct-placed', 3);
+    try {
+      const messages: Message[] = [
+        { partition: 2, value: 'a' },
+        { partition: 0, value: 'b' },
+        { partition: 2, value: 'c' },
+        { partition: 1, value: Buffer.from([0, 255, 1]) },
+      ];
+      await producer.send(messages, kafkajsRefused);
+      expect(kafkajsRefused).not.toHaveBeenCalled();
+      const read = await readBack('direct-placed', 4);
+      expect(read.get(0)).toEqual(['b']);
+      expect(read.get(2)).toEqual(['a', 'c']);
+      expect(Buffer.from(read.get(1)![0]!, 'latin1')).toHaveLength(3);
+    } finally {
+      producer.close();
+    }
+  });
+
+  it('answers each of many concurrent calls on one connection once its own request is acknowledged', async () => {
+    const producer = await routedProducer('direct-pipelined', 1);
+    try {
+      await Promise.all(
+        Array.from({ length: 200 }, (_, i) => producer.send([{ value: `p${i}` }], kafkajsRefused)),
+      );
+      expect(await highWatermarks('direct-pipelined')).toEqual([200]);
+    } finally {
+      producer.close();
+    }
+  });
+
+  it('sends through kafkajs until its route is read, then straight to the leader', async () => {
+    const topic = 'direct-unrouted';
+    await broker.createTopic(topic, 2);
+    const producer = new DirectProducer(admin, { topic, clientId: 'direct-test', requestTimeoutMs: 5000 });
+    const kafkajsProducer = kafka.producer();
+    await kafkajsProducer.connect();
+    try {
+      expect(producer.routed).toBe(false);
+      const viaKafkajs = vi.fn(() =>
+        kafkajsProducer.send({ topic, acks: -1, messages: [{ value: 'first' }] }),
+      );
+      await producer.send([{ value: 'first' }], viaKafkajs);
+      expect(viaKafkajs).toHaveBeenCalledTimes(1);
+      await vi.waitFor(() => expect(producer.routed).toBe(true));
+      await producer.send([{ value: 'second' }], kafkajsRefused);
+      expect(sum(await highWatermarks(topic))).toBe(2);
+    } finally {
+      producer.close();
+      await kafkajsProducer.disconnect();
+    }
+  });
+
+  it('sends a refused call once more through kafkajs, then straight again', async () => {
+    const producer = await routedProducer('direct-refused', 2);
+    const kafkajsProducer = kafka.producer();
+    await kafkajsProducer.connect();
+    try {
+      await broker.injectErrors(PRODUCE, NOT_LEADER_FOR_PARTITION, 1);
+      const viaKafkajs = vi.fn(() =>
+        kafkajsProducer.send({ topic: 'direct-refused', acks: -1, messages: [{ value: 'once' }] }),
+      );
+      await producer.send([{ value: 'once' }], viaKafkajs);
+      expect(viaKafkajs).toHaveBeenCalledTimes(1);
+      expect(sum(await highWatermarks('direct-refused'))).toBe(1);
+      await vi.waitFor(() => expect(producer.routed).toBe(true));
+      await producer.send([{ value: 'direct again' }], kafkajsRefused);
+      expect(sum(await highWatermarks('direct-refused'))).toBe(2);
+    } finally {
+      producer.close();
+      await kafkajsProducer.disconnect();
+    }
+  });
+
+  it('passes on a refusal that no retry can change, without kafkajs', async () => {
+    const producer = await routedProducer('direct-too-large', 1);
+    try {
+      await broker.injectErrors(PRODUCE, MESSAGE_TOO_LARGE, 1);
+      const error = await producer.send([{ value: 'big' }], kafkajsRefused).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(KafkaProduceRefused);
+      expect(error).toMatchObject({
+        errorCode: MESSAGE_TOO_LARGE,
+        topic: 'direct-too-large',
+        partition: 0,
+        retriable: false,
+      });
+      expect(isKafkaOutage(error)).toBe(false);
+      expect(kafkajsRefused).not.toHaveBeenCalled();
+      expect(await highWatermarks('direct-too-large')).toEqual([0]);
+    } finally {
+      producer.close();
+    }
+  });
+
+  it('follows a partition whose leader moved to another broker', async () => {
+    const topic = 'direct-moved';
+    const producer = await routedProducer(topic, 1);
+    const kafkajsProducer = kafka.producer();
+    await kafkajsProducer.connect();
+    try {
+      await producer.send([{ partition: 0, value: 'before' }], kafkajsRefused);
+      const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+      const leader = topics[0]!.partitions[0]!.leader;
+      await broker.moveLeader(topic, 0, (leader % 3) + 1);
+      const viaKafkajs = vi.fn(() =>
+        kafkajsProducer.send({ topic, acks: -1, messages: [{ partition: 0, value: 'moved' }] }),
+      );
+      await producer.send([{ partition: 0, value: 'moved' }], viaKafkajs);
+      expect(viaKafkajs).toHaveBeenCalledTimes(1);
+      await vi.waitFor(async () => {
+        await producer.readRoute();
+        await producer.send([{ partition: 0, value: 'after' }], kafkajsRefused);
+      });
+      expect(await highWatermarks(topic)).toEqual([3]);
+    } finally {
+      producer.close();
+      await kafkajsProducer.disconnect();
+    }
+  });
+
+  it('fails a call the broker does not answer in time as an outage, without kafkajs, and recovers', async () => {
+    const producer = await routedProducer('direct-stalled', 1, 300);
+    try {
+      await producer.send([{ value: 'connects first' }], kafkajsRefused);
+      broker.pause();
+      const started = Date.now();
+      const error = await producer.send([{ value: 'stalled' }], kafkajsRefused).catch((e: unknown) => e);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+      expect(error).toMatchObject({ name: 'KafkaProduceTimeout' });
+      expect(isKafkaOutage(error)).toBe(true);
+      expect(kafkajsRefused).not.toHaveBeenCalled();
+      broker.resume();
+      await producer.send([{ value: 'after' }], kafkajsRefused);
+      // the stalled request may or may not have been written before the broker froze
+      expect(sum(await highWatermarks('direct-stalled'))).toBeGreaterThanOrEqual(2);
+    } finally {
+      broker.resume();
+      producer.close();
+    }
+  });
+
+  it('hands the call to kafkajs when the leader cannot be reached, and passes on its failure', async () => {
+    const producer = await routedProducer('direct-down', 1);
+    try {
+      await broker.setDown();
+      const downError = Object.assign(new Error('down'), { code: 'ECONNREFUSED' });
+      const viaKafkajs = vi.fn(async () => {
+        throw downError;
+      });
+      await expect(producer.send([{ value: 'lost' }], viaKafkajs)).rejects.toBe(downError);
+      expect(viaKafkajs).toHaveBeenCalledTimes(1);
+    } finally {
+      await broker.setUp();
+      producer.close();
+    }
+  });
+});
+
+describe('produceRefusal', () => {
+  /** A Produce v3 answer after its length: correlation id, topics, partitions, throttle time. */
+  function answer(topics: { name: string; partitions: [number, number][] }[]): Buffer {
+    const parts: Buffer[] = [int32(7), int32(topics.length)];
+    for (const { name, partitions } of topics) {
+      const nameBytes = Buffer.from(name);
+      const length = Buffer.alloc(2);
+      length.writeInt16BE(nameBytes.length);
+      parts.push(length, nameBytes, int32(partitions.length));
+      for (const [partition, errorCode] of partitions) {
+        const entry = Buffer.alloc(4 + 2 + 8 + 8);
+        entry.writeInt32BE(partition, 0);
+        entry.writeInt16BE(errorCode, 4);
+        entry.writeBigInt64BE(123n, 6);
+        entry.writeBigInt64BE(-1n, 14);
+        parts.push(entry);
+      }
+    }
+    parts.push(int32(0));
+    return Buffer.concat(parts);
+  }
+  const int32 = (value: number) => {
+    const bytes = Buffer.alloc(4);
+    bytes.writeInt32BE(value);
+    return bytes;
+  };
+
+  it('names the first partition that reports an error, past the ones that do not', () => {
+    const refusal = produceRefusal(
+      answer([
+        { name: 'a', partitions: [[0, 0]] },
+        {
+          name: 'usage.events',
+          partitions: [
+            [1, 0],
+            [4, 19],
+            [5, 6],
+          ],
+        },
+      ]),
+    );
+    expect(refusal).toBeInstanceOf(KafkaProduceRefused);
+    expect(refusal).toMatchObject({ errorCode: 19, topic: 'usage.events', partition: 4 });
+  });
+
+  it('finds nothing in an answer whose every partition succeeded', () => {
+    expect(
+      produceRefusal(
+        answer([
+          {
+            name: 't',
+            partitions: [
+              [0, 0],
+              [1, 0],
+            ],
+          },
+        ]),
+      ),
+    ).toBeUndefined();
+  });
+});
+
+describe('AnswerFrames', () => {
+  const framed = (...bodies: string[]) =>
+    Buffer.concat(
+      bodies.map((body) => {
+        const bytes = Buffer.alloc(4 + body.length);
+        bytes.writeInt32BE(body.length);
+        bytes.write(body, 4);
+        return bytes;
+      }),
+    );
+  const texts = (answers: Buffer[]) => answers.map(String);
+
+  it('keeps an answer split across chunks until its last byte, the length itself split too', () => {
+    const frames = new AnswerFrames();
+    const bytes = framed('first answer');
+    expect(frames.push(bytes.subarray(0, 2))).toEqual([]);
+    expect(frames.push(bytes.subarray(2, 9))).toEqual([]);
+    expect(texts(frames.push(bytes.subarray(9, bytes.length - 1)))).toEqual([]);
+    expect(texts(frames.push(bytes.subarray(bytes.length - 1)))).toEqual(['first answer']);
+  });
+
+  it('reads several answers of one chunk in order, keeping the start of the next', () => {
+    const frames = new AnswerFrames();
+    const bytes = framed('a', '', 'bc', 'next');
+    expect(texts(frames.push(bytes.subarray(0, bytes.length - 3)))).toEqual(['a', '', 'bc']);
+    expect(texts(frames.push(bytes.subarray(bytes.length - 3)))).toEqual(['next']);
+  });
+
+  it('refuses a negative length', () => {
+    const bytes = Buffer.alloc(8);
+    bytes.writeInt32BE(-2);
+    expect(() => new AnswerFrames().push(bytes)).toThrow(/negative length/);
+  });
+});
