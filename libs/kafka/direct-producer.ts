@@ -66,6 +66,9 @@ interface Route {
   brokers: Map<number, { host: string; port: number }>;
 }
 
+/** Which way a produce call went: straight to the leaders, or through kafkajs' producer. */
+export type ProducePath = 'leader' | 'kafkajs';
+
 export interface DirectProducerOptions {
   topic: string;
   clientId: string;
@@ -105,19 +108,21 @@ export class DirectProducer {
   /**
    * Writes `messages` with acks from every in-sync replica; resolves once every one is
    * acknowledged. `viaKafkajs` sends them with kafkajs' producer: used when the route is unknown,
-   * and for the whole call again when a broker refuses or a connection fails.
+   * and for the whole call again when a broker refuses or a connection fails. Answers the path
+   * that wrote them.
    */
-  async send(messages: Message[], viaKafkajs: () => Promise<unknown>): Promise<void> {
+  async send(messages: Message[], viaKafkajs: () => Promise<unknown>): Promise<ProducePath> {
     if (Date.now() - this.routeReadAt >= ROUTE_REFRESH_MS) void this.readRoute();
     const route = this.route;
     const requests = route && this.requestsOf(route, messages);
     if (!requests) {
       await viaKafkajs();
       if (!this.route && Date.now() - this.routeReadAt >= UNROUTED_RETRY_MS) void this.readRoute();
-      return;
+      return 'kafkajs';
     }
     try {
       await Promise.all(requests.map(({ leader, body }) => this.connectionTo(route, leader).request(body)));
+      return 'leader';
     } catch (error) {
       if (error instanceof KafkaProduceTimeout || this.closed) throw error;
       if (error instanceof KafkaProduceRefused && !error.retriable) throw error;
@@ -128,6 +133,7 @@ export class DirectProducer {
       } finally {
         void this.readRoute();
       }
+      return 'kafkajs';
     }
   }
 
@@ -207,8 +213,9 @@ export class DirectProducer {
       ]);
       const partitions = topics[0]?.partitions ?? [];
       const leaders = new Map<number, number>();
-      for (const { partitionId, leader, partitionErrorCode } of partitions) {
-        if (leader >= 0 && !partitionErrorCode) leaders.set(partitionId, leader);
+      // a leader is enough (a partition may report a replica down); a moved one refuses, see send
+      for (const { partitionId, leader } of partitions) {
+        if (leader >= 0) leaders.set(partitionId, leader);
       }
       if (!leaders.size) {
         this.route = undefined;
@@ -311,7 +318,8 @@ class BrokerConnection {
   private answer(response: Buffer): void {
     const correlationId = response.readInt32BE(0);
     const pending = this.pending.get(correlationId);
-    if (!pending) return; // a request already given up on
+    // a request given up on took its connection with it: an unknown id means the stream is lost
+    if (!pending) throw new Error(`Kafka answered correlation id ${correlationId}, which no request holds`);
     const refusal = produceRefusal(response);
     this.pending.delete(correlationId);
     clearTimeout(pending.timer);

@@ -1,6 +1,6 @@
 import { type Admin, type Kafka, type Message, Partitioners, type Producer } from 'kafkajs';
 import { Batcher } from '../batching/index.js';
-import { kafkaProduceBatchSize, kafkaProduceDuration } from '../observability/index.js';
+import { kafkaProduceBatchSize, kafkaProduceCalls, kafkaProduceDuration } from '../observability/index.js';
 import { FAIL_FAST_REQUEST_TIMEOUT_MS } from './client.js';
 import { DirectProducer } from './direct-producer.js';
 import { TopicPartitionCount } from './partitions.js';
@@ -92,9 +92,10 @@ export class LingeringProducer<T> {
     const started = process.hrtime.bigint();
     await this.connected();
     const messages = this.options.toMessages(items, await this.partitions.current());
-    await this.direct.send(messages, () =>
+    const path = await this.direct.send(messages, () =>
       this.producer.send({ topic: this.options.topic, acks: -1, messages }),
     );
+    kafkaProduceCalls.labels(path).inc();
     kafkaProduceDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
     kafkaProduceBatchSize.observe(items.length);
     return windows.map(() => undefined);

@@ -14,6 +14,7 @@ export {
   ingestEvents,
   ingestNativeServer,
   kafkaProduceBatchSize,
+  kafkaProduceCalls,
   kafkaProduceDuration,
   METRICS_CONTENT_TYPE,
   type RequestInstruments,

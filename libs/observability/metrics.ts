@@ -83,6 +83,13 @@ export const kafkaProduceDuration = new HotHistogram({
   registers: [registry],
 });
 
+export const kafkaProduceCalls = new HotCounter({
+  name: 'billing_kafka_produce_calls_total',
+  help: 'Produce calls by path: leader (written straight to the partition leaders) or kafkajs (its producer, while the route is unknown or after a refusal).',
+  labelNames: ['path'] as const,
+  registers: [registry],
+});
+
 export const kafkaProduceBatchSize = new HotHistogram({
   name: 'billing_kafka_produce_batch_size',
   help: 'Events per produce call (concurrent requests gathered during the linger).',

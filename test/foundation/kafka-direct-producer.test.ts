@@ -145,9 +145,11 @@ describe('DirectProducer', () => {
     await kafkajsProducer.connect();
     try {
       await broker.injectErrors(PRODUCE, NOT_LEADER_FOR_PARTITION, 1);
-      const viaKafkajs = vi.fn(() =>
-        kafkajsProducer.send({ topic: 'direct-refused', acks: -1, messages: [{ value: 'once' }] }),
-      );
+      // while kafkajs sends, the stale route is not used by other calls
+      const viaKafkajs = vi.fn(() => {
+        expect(producer.routed).toBe(false);
+        return kafkajsProducer.send({ topic: 'direct-refused', acks: -1, messages: [{ value: 'once' }] });
+      });
       await producer.send([{ value: 'once' }], viaKafkajs);
       expect(viaKafkajs).toHaveBeenCalledTimes(1);
       expect(sum(await highWatermarks('direct-refused'))).toBe(1);
@@ -227,6 +229,43 @@ describe('DirectProducer', () => {
     }
   });
 
+  it('keeps a connection that sat idle past the connect timeout', async () => {
+    const producer = await routedProducer('direct-idle', 1);
+    try {
+      await producer.send([{ value: 'opens' }], kafkajsRefused);
+      await new Promise((resolve) => setTimeout(resolve, 1300));
+      await producer.send([{ value: 'idle, then sent' }], kafkajsRefused);
+      expect(kafkajsRefused).not.toHaveBeenCalled();
+      expect(await highWatermarks('direct-idle')).toEqual([2]);
+    } finally {
+      producer.close();
+    }
+  });
+
+  it('reads a route it could not read once the next send went through kafkajs', async () => {
+    const topic = 'direct-read-later';
+    await broker.createTopic(topic, 1);
+    const producer = new DirectProducer(admin, { topic, clientId: 'direct-test', requestTimeoutMs: 5000 });
+    const kafkajsProducer = kafka.producer();
+    try {
+      await broker.setDown();
+      await producer.readRoute();
+      expect(producer.routed).toBe(false);
+      await broker.setUp();
+      await kafkajsProducer.connect();
+      await new Promise((resolve) => setTimeout(resolve, 1000)); // reads are a second apart at most
+      await producer.send([{ value: 'via kafkajs' }], () =>
+        kafkajsProducer.send({ topic, acks: -1, messages: [{ value: 'via kafkajs' }] }),
+      );
+      // well before the 30 s refresh
+      await vi.waitFor(() => expect(producer.routed).toBe(true), { timeout: 3000 });
+    } finally {
+      await broker.setUp();
+      producer.close();
+      await kafkajsProducer.disconnect();
+    }
+  });
+
   it('hands the call to kafkajs when the leader cannot be reached, and passes on its failure', async () => {
     const producer = await routedProducer('direct-down', 1);
     try {
@@ -287,6 +326,13 @@ describe('produceRefusal', () => {
     );
     expect(refusal).toBeInstanceOf(KafkaProduceRefused);
     expect(refusal).toMatchObject({ errorCode: 19, topic: 'usage.events', partition: 4 });
+  });
+
+  it("takes Kafka's unknown server error (-1) for a refusal that no retry changes", () => {
+    expect(produceRefusal(answer([{ name: 't', partitions: [[0, -1]] }]))).toMatchObject({
+      errorCode: -1,
+      retriable: false,
+    });
   });
 
   it('finds nothing in an answer whose every partition succeeded', () => {

@@ -115,6 +115,8 @@ describe('usage ingest when Kafka or Redis fail', () => {
       expect(text).toMatch(/billing_ingest_events_total\{outcome="rejected",reason="BAD_REQUEST"\} [1-9]/);
       expect(text).toMatch(/billing_kafka_produce_duration_seconds_count [1-9]/);
       expect(text).toMatch(/billing_kafka_produce_batch_size_count [1-9]/);
+      // the ingest writes straight to the partition leaders, not through kafkajs' producer
+      expect(text).toMatch(/billing_kafka_produce_calls_total\{path="leader"\} [1-9]/);
     });
 
     it('counts every event of a batch by its outcome', async () => {
