@@ -1,7 +1,6 @@
 import { Kafka, type LogEntry, logLevel } from 'kafkajs';
 import { isSocketErrorCode } from '../dependency-guard/index.js';
 import type { Logger } from '../log/index.js';
-import { installKafkajsAdapter } from './kafkajs-adapter.js';
 
 export interface KafkaSettings {
   brokers: string[];
@@ -23,7 +22,6 @@ export function createKafka(
   log?: Logger,
   retries: 'fail-fast' | 'patient' = 'fail-fast',
 ): Kafka {
-  installKafkajsAdapter();
   return new Kafka({
     clientId: settings.clientId,
     brokers: settings.brokers,

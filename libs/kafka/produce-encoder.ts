@@ -1,9 +1,9 @@
 /*
- * Produce requests (v3, which kafkajs also sends as v4-v7) encoded in ONE pass into ONE buffer,
- * byte for byte as kafkajs 2.2.4 encodes them. Pure: no kafkajs code here; kafkajs-adapter.ts
- * hands these bytes to kafkajs. Only what ingest sends is encoded (no compression, no
- * transaction, no idempotent producer id, no headers, integer timestamps); for anything else
- * `produceRequestBytes` answers undefined and kafkajs' own encoder is used.
+ * Produce requests (v3) encoded in ONE pass into ONE buffer, byte for byte as kafkajs 2.2.4
+ * encodes them (produce-encoder.test.ts compares the two). Pure: direct-producer.ts sends these
+ * bytes. Only what ingest sends is encoded (no compression, no transaction, no idempotent
+ * producer id, no headers, integer timestamps); for anything else `produceRequestBytes` answers
+ * undefined and the call goes through kafkajs' producer.
  */
 
 export interface ProduceMessage {

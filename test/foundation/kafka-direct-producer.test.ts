@@ -212,7 +212,7 @@ describe('DirectProducer', () => {
     const producer = await routedProducer('direct-stalled', 1, 300);
     try {
       await producer.send([{ value: 'connects first' }], kafkajsRefused);
-      broker.pause();
+      await broker.pause();
       const started = Date.now();
       const error = await producer.send([{ value: 'stalled' }], kafkajsRefused).catch((e: unknown) => e);
       expect(Date.now() - started).toBeGreaterThanOrEqual(290);

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -19,10 +20,22 @@ export interface KafkaTestBroker {
   injectErrors(apiKey: number, errorCode: number, count: number): Promise<void>;
   /** Moves the leadership of a partition to broker `brokerId` (numbered from 1). */
   moveLeader(topic: string, partition: number, brokerId: number): Promise<void>;
-  /** Freezes the broker (SIGSTOP): connections stay open and nothing answers, until `resume`. */
-  pause(): void;
+  /**
+   * Freezes the broker (SIGSTOP): connections stay open and nothing answers, until `resume`.
+   * Resolves once the process is stopped (the signal is delivered asynchronously).
+   */
+  pause(): Promise<void>;
   resume(): void;
   stop(): Promise<void>;
+}
+
+/** Whether the process is stopped by a signal (state T in /proc, Linux). */
+function stopped(pid: number | undefined): boolean {
+  try {
+    return / T /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
 }
 
 export async function startKafkaTestBroker(brokerCount = 1): Promise<KafkaTestBroker> {
@@ -64,7 +77,12 @@ export async function startKafkaTestBroker(brokerCount = 1): Promise<KafkaTestBr
     setUp: () => command('up'),
     injectErrors: (apiKey, errorCode, count) => command(`error ${apiKey} ${errorCode} ${count}`),
     moveLeader: (topic, partition, brokerId) => command(`leader ${topic} ${partition} ${brokerId}`),
-    pause: () => child.kill('SIGSTOP'),
+    async pause() {
+      child.kill('SIGSTOP');
+      for (let waited = 0; waited < 2000 && !stopped(child.pid); waited += 5) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    },
     resume: () => child.kill('SIGCONT'),
     async stop() {
       child.kill('SIGCONT');

@@ -75,7 +75,7 @@ const TIME_BYTES = 6;
 
 /**
  * The log messages of a window of events: ONE message for the whole window (several only past
- * MAX_LOG_MESSAGE_BYTES), without a key, so Kafka's default partitioner deals the messages round
+ * MAX_LOG_MESSAGE_BYTES), without a key, so the producer deals the messages round
  * the partitions. The broker keeps each produce call's records for one partition as one message
  * set, and the Kafka test broker walks a partition's sets for every fetch and answers one set per
  * partition per fetch: a window spread over every partition cost it (and the sinks fetching it) a

@@ -19,8 +19,8 @@ import type { UsageEventLog } from './log.js';
 
 /**
  * Kafka topic `usage.events`: acks from every in-sync replica, concurrent requests gathered into one
- * produce call per linger window, and that window's events in one unkeyed message, on whichever
- * partition Kafka's default partitioner deals it to (see encodeLogMessages; the stores keep the
+ * produce call per linger window, and that window's events in one unkeyed message, dealt round
+ * robin over the partitions (see encodeLogMessages; the stores keep the
  * earliest recorded event of an identity whatever the order). Voids are keyed by organization and
  * item.
  * A request waits at most `ackTimeoutMs` for the acknowledgement: past it (or on a lost
