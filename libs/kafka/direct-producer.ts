@@ -113,7 +113,8 @@ export class DirectProducer {
    */
   async send(messages: Message[], viaKafkajs: () => Promise<unknown>): Promise<ProducePath> {
     if (Date.now() - this.routeReadAt >= ROUTE_REFRESH_MS) void this.readRoute();
-    const route = this.route;
+    // once closed, no connection is opened again: what is still sent goes through kafkajs
+    const route = this.closed ? undefined : this.route;
     const requests = route && this.requestsOf(route, messages);
     if (!requests) {
       await viaKafkajs();

@@ -266,6 +266,15 @@ describe('DirectProducer', () => {
     }
   });
 
+  it('opens no connection once closed: a late call goes through kafkajs', async () => {
+    const producer = await routedProducer('direct-closed', 1);
+    producer.close();
+    const viaKafkajs = vi.fn(async () => 'sent');
+    await expect(producer.send([{ value: 'late' }], viaKafkajs)).resolves.toBe('kafkajs');
+    expect(viaKafkajs).toHaveBeenCalledTimes(1);
+    expect(await highWatermarks('direct-closed')).toEqual([0]);
+  });
+
   it('hands the call to kafkajs when the leader cannot be reached, and passes on its failure', async () => {
     const producer = await routedProducer('direct-down', 1);
     try {
