@@ -99,6 +99,17 @@ async function setUp() {
   return { orgId, customerId, storage, ...catalog };
 }
 
+/** An organization of setUp whose customer subscribed to `quantity` seats on 2026-03-01. */
+async function seatsFromMarch(quantity = 2) {
+  const setup = await setUp();
+  const subscription = await subscribe(database.db, setup.orgId, {
+    customer_id: setup.customerId,
+    items: [{ product_id: setup.seats, quantity }],
+    start_date: at('2026-03-01T00:00:00Z'),
+  });
+  return { ...setup, subscription };
+}
+
 function change(orgId: number, subscriptionId: number, body: unknown, now: string) {
   return changeSubscription(database.db, { subscriptionId, orgId, change: body, now: at(now) });
 }
@@ -125,12 +136,7 @@ async function billAt(orgId: number, now: string) {
 
 describe('subscription changes, billed by the run', () => {
   it('upgrade mid-period: the preview equals what is applied, the next invoice carries both lines', async () => {
-    const { orgId, customerId, seats } = await setUp();
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats, quantity: 2 }],
-      start_date: at('2026-03-01T00:00:00Z'),
-    });
+    const { orgId, subscription } = await seatsFromMarch();
     const item = subscription.items[0]!;
     const body = { items: [{ id: item.id, quantity: 5 }] };
     const now = '2026-03-11T06:30:15.400Z';
@@ -199,12 +205,7 @@ describe('subscription changes, billed by the run', () => {
   });
 
   it("a period's invoice carries the changes' lines in the order they were made, wherever a row lies", async () => {
-    const { orgId, customerId, seats } = await setUp();
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats, quantity: 2 }],
-      start_date: at('2026-03-01T00:00:00Z'),
-    });
+    const { orgId, subscription } = await seatsFromMarch();
     const id = subscription.items[0]!.id;
     await change(orgId, subscription.id, { items: [{ id, quantity: 5 }] }, '2026-03-11T00:00:00Z');
     await change(orgId, subscription.id, { items: [{ id, quantity: 3 }] }, '2026-03-21T00:00:00Z');
@@ -296,12 +297,7 @@ describe('subscription changes, billed by the run', () => {
   });
 
   it('downgrade without proration: the running period at the old terms, the next at the new', async () => {
-    const { orgId, customerId, seats } = await setUp();
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats, quantity: 4 }],
-      start_date: at('2026-03-01T00:00:00Z'),
-    });
+    const { orgId, subscription } = await seatsFromMarch(4);
     const result = await change(
       orgId,
       subscription.id,
@@ -361,12 +357,7 @@ describe('subscription changes, billed by the run', () => {
   });
 
   it('a scheduled change shows as pending_change, can be replaced, and the run applies it at the boundary', async () => {
-    const { orgId, customerId, seats } = await setUp();
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats, quantity: 2 }],
-      start_date: at('2026-03-01T00:00:00Z'),
-    });
+    const { orgId, seats, subscription } = await seatsFromMarch();
     const id = subscription.items[0]!.id;
     await change(
       orgId,
@@ -446,12 +437,7 @@ describe('subscription changes, billed by the run', () => {
   });
 
   it('changes of one subscription from two processes: the version condition orders them', async () => {
-    const { orgId, customerId, seats } = await setUp();
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats, quantity: 2 }],
-      start_date: at('2026-03-01T00:00:00Z'),
-    });
+    const { orgId, subscription } = await seatsFromMarch();
     const id = subscription.items[0]!.id;
     // a pool of its own: another api process, which this one's per-subscription queue cannot see
     const other = new Database(database.url, { poolSize: 4, preparedStatements: true });
@@ -482,12 +468,7 @@ describe('subscription changes, billed by the run', () => {
   });
 
   it('a change losing its write five rounds in a row gives up with a 409; one losing four applies', async () => {
-    const { orgId, customerId, seats } = await setUp();
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats, quantity: 2 }],
-      start_date: at('2026-03-01T00:00:00Z'),
-    });
+    const { orgId, subscription } = await seatsFromMarch();
     const id = subscription.items[0]!.id;
     /**
      * The change's statements on this test's database, with another writer committing a change of
@@ -563,12 +544,7 @@ describe('subscription changes, billed by the run', () => {
   });
 
   it('two changes at once: one waits for the other and applies on what it left', async () => {
-    const { orgId, customerId, seats } = await setUp();
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats, quantity: 2 }],
-      start_date: at('2026-03-01T00:00:00Z'),
-    });
+    const { orgId, subscription } = await seatsFromMarch();
     const id = subscription.items[0]!.id;
     const results = await Promise.all([
       change(orgId, subscription.id, { items: [{ id, quantity: 3 }] }, '2026-03-11T00:00:00Z'),
@@ -645,12 +621,7 @@ describe('subscription changes, billed by the run', () => {
   });
 
   it('a change during a billing run waits for it, then lands in the new period', async () => {
-    const { orgId, customerId, seats } = await setUp();
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats, quantity: 2 }],
-      start_date: at('2026-03-01T00:00:00Z'),
-    });
+    const { orgId, subscription } = await seatsFromMarch();
     const id = subscription.items[0]!.id;
     let changed: Promise<unknown> | undefined;
     await database.db.transaction(async (tx) => {
@@ -806,12 +777,7 @@ describe('subscription changes, billed by the run', () => {
   });
 
   it('a change that changes nothing writes nothing and emits nothing, now or at the boundary', async () => {
-    const { orgId, customerId, seats } = await setUp();
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats, quantity: 2 }],
-      start_date: at('2026-03-01T00:00:00Z'),
-    });
+    const { orgId, customerId, seats, subscription } = await seatsFromMarch();
     const id = subscription.items[0]!.id;
     const version = async () =>
       (
