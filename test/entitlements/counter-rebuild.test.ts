@@ -1,0 +1,231 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError } from '../../libs/errors/index.js';
+import { connectRedis, type Redis } from '../../libs/redis/index.js';
+import { RedisUsageDedupStore, UsageCounter } from '../../libs/usage/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { testServices, uniqueName } from '../helpers/services.js';
+
+/*
+ * UsageCounter's rebuild on the real Redis store, driven by a clock of the test's own: how long a
+ * reader waits for another process's rebuild (30 s), how long its own lease holds (30 s), and what
+ * a failed rebuild leaves behind (no lease: the next reader starts at once). Postgres holds no
+ * event of these periods, so a rebuild of this process sets base 0.
+ */
+
+const ONE = 10n ** 8n;
+let redis: Redis;
+let prefix: string;
+let database: TestDatabase;
+
+beforeAll(async () => {
+  redis = await connectRedis(testServices().redisUrl, 2000);
+  prefix = `${uniqueName('rebuild')}:`;
+  database = await createTestDatabase('counter_rebuild');
+});
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
+  await database.drop();
+});
+
+/** The real store, counting its beginRebuild calls: each is one turn of a reader's loop. */
+class CountingStore extends RedisUsageDedupStore {
+  begins = 0;
+  override beginRebuild(key: string, token: string, leaseUntilMs: number, nowMs: number) {
+    this.begins++;
+    return super.beginRebuild(key, token, leaseUntilMs, nowMs);
+  }
+  /** Set to evict the counter right after each rebuild set its base (Redis under memory pressure). */
+  evictOnFinish = false;
+  override async finishRebuild(key: string, token: string, base: string) {
+    const finished = await super.finishRebuild(key, token, base);
+    if (this.evictOnFinish) await redis.del(key);
+    return finished;
+  }
+}
+
+let item = 0;
+function setUp(options: { eventsCaughtUp?: (timeoutMs: number) => Promise<boolean> } = {}) {
+  const store = new CountingStore(redis, prefix);
+  const clock = { ms: Date.now() };
+  const counter = new UsageCounter({
+    store,
+    db: database.db,
+    items: { item: async () => undefined },
+    keyPrefix: prefix,
+    enabled: true,
+    eventsCaughtUp: options.eventsCaughtUp ?? (async () => true),
+    settleMs: 0,
+    now: () => clock.ms,
+  });
+  const period = {
+    orgId: 1,
+    subscriptionItemId: ++item,
+    startMs: Date.UTC(2026, 0, 1),
+    endMs: Date.UTC(2026, 1, 1),
+  };
+  const key = counter.keyOf(period.orgId, period.subscriptionItemId, period.startMs);
+  const state = async () => (await store.readCounters([key]))[0]!;
+  return { store, clock, counter, period, key, state, t0: clock.ms };
+}
+
+/** A promise's outcome as it comes, readable at any time. */
+function watch<T>(promise: Promise<T>) {
+  const seen: { settled: boolean; value?: T; error?: unknown } = { settled: false };
+  promise.then(
+    (value) => Object.assign(seen, { settled: true, value }),
+    (error) => Object.assign(seen, { settled: true, error }),
+  );
+  return seen;
+}
+
+/** Waits (bounded) until `done`, or until the reader went round its loop `turns` more times. */
+async function untilOrTurns(store: CountingStore, done: () => boolean, turns: number): Promise<void> {
+  const until = store.begins + turns;
+  const deadline = Date.now() + 10_000;
+  while (!done() && store.begins < until) {
+    if (Date.now() > deadline) throw new Error('the reader stopped going round its loop');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+function expectUnavailable(error: unknown): void {
+  expect(error).toBeInstanceOf(ApiError);
+  expect((error as ApiError).code).toBe('SERVICE_UNAVAILABLE');
+}
+
+describe('UsageCounter: waiting for another process rebuilding the counter', () => {
+  it('waits until 30 s after it began by its clock, still at that instant, and answers 503 the next', async () => {
+    const { store, clock, counter, period, key, t0 } = setUp();
+    // another process holds a live lease (ten minutes) and never finishes
+    expect(await store.beginRebuild(key, 'other', t0 + 600_000, t0)).toBe('started');
+    const read = watch(counter.used([period]));
+    await untilOrTurns(store, () => read.settled, 3);
+    clock.ms = t0 + 30_000;
+    await untilOrTurns(store, () => read.settled, 3);
+    expect(read.settled).toBe(false);
+    clock.ms = t0 + 30_001;
+    await untilOrTurns(store, () => read.settled, 3);
+    expect(read.settled).toBe(true);
+    expectUnavailable(read.error);
+    // the other's lease is untouched
+    expect((await store.readCounters([key]))[0]!.lease).toMatch(/^other\|/);
+  });
+
+  it('asks again every 25 ms or so, not in a busy loop', async () => {
+    const { store, counter, period, key, t0 } = setUp();
+    expect(await store.beginRebuild(key, 'other', t0 + 600_000, t0)).toBe('started');
+    const read = watch(counter.used([period]));
+    await untilOrTurns(store, () => read.settled, 1);
+    const from = store.begins;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    // at most one try per 25 ms (a loaded machine makes fewer, never more)
+    expect(store.begins - from).toBeLessThanOrEqual(11);
+    expect(store.begins - from).toBeGreaterThan(0);
+    expect(await store.finishRebuild(key, 'other', '1.00000000')).toBe('done');
+    await untilOrTurns(store, () => read.settled, 3);
+    expect(read.value).toEqual([ONE]);
+  });
+
+  it("answers the other's base as soon as it is set, without a rebuild of its own", async () => {
+    const { store, counter, period, key, t0, state } = setUp();
+    expect(await store.beginRebuild(key, 'other', t0 + 600_000, t0)).toBe('started');
+    const read = watch(counter.used([period]));
+    await untilOrTurns(store, () => read.settled, 2);
+    expect(read.settled).toBe(false);
+    expect(await store.finishRebuild(key, 'other', '4.50000000')).toBe('done');
+    await untilOrTurns(store, () => read.settled, 3);
+    expect(read.value).toEqual([4n * ONE + ONE / 2n]);
+    expect((await state()).base).toBe('4.50000000');
+  });
+
+  it("takes over a dead process's lease at its deadline by the reader's clock and rebuilds it", async () => {
+    const { store, clock, counter, period, key, t0, state } = setUp();
+    expect(await store.beginRebuild(key, 'dead', t0 + 5000, t0)).toBe('started');
+    const read = watch(counter.used([period]));
+    clock.ms = t0 + 4999;
+    await untilOrTurns(store, () => read.settled, 3);
+    expect(read.settled).toBe(false);
+    clock.ms = t0 + 5000;
+    await untilOrTurns(store, () => read.settled, 3);
+    expect(read.value).toEqual([0n]);
+    expect(await store.finishRebuild(key, 'dead', '9.00000000')).toBe('lost');
+    expect((await state()).base).toBe('0.00000000');
+  });
+});
+
+describe("UsageCounter: this process's own rebuild", () => {
+  it('holds its lease for 30 s from its clock: another process takes it over at that instant, not before', async () => {
+    let caughtUp!: (value: boolean) => void;
+    const gate = new Promise<boolean>((resolve) => {
+      caughtUp = resolve;
+    });
+    const { store, counter, period, key, t0, state } = setUp({ eventsCaughtUp: () => gate });
+    const read = watch(counter.used([period]));
+    // the cut is made under this reader's lease, which waits for the pg-sink
+    let lease: string | null = null;
+    for (const stop = Date.now() + 10_000; !lease && !read.settled && Date.now() < stop; ) {
+      lease = (await state()).lease;
+    }
+    expect(Number(lease?.split('|')[1])).toBe(t0 + 30_000);
+    expect(await store.beginRebuild(key, 'other', t0 + 90_000, t0 + 29_999)).toBe('building');
+    expect(await store.beginRebuild(key, 'other', t0 + 90_000, t0 + 30_000)).toBe('started');
+    expect(await store.finishRebuild(key, 'other', '2.00000000')).toBe('done');
+    // the first reader's own finish then finds its lease lost, and reads the other's base
+    caughtUp(true);
+    await untilOrTurns(store, () => read.settled, 3);
+    expect(read.value).toEqual([2n * ONE]);
+    expect((await state()).base).toBe('2.00000000');
+  });
+
+  it('a counter evicted as soon as it is rebuilt is rebuilt again until 30 s by its clock, then 503', async () => {
+    const { store, clock, counter, period } = setUp();
+    store.evictOnFinish = true;
+    const t0 = clock.ms;
+    const read = watch(counter.used([period]));
+    await untilOrTurns(store, () => read.settled, 3);
+    clock.ms = t0 + 30_000;
+    await untilOrTurns(store, () => read.settled, 3);
+    expect(read.settled).toBe(false);
+    clock.ms = t0 + 30_001;
+    await untilOrTurns(store, () => read.settled, 3);
+    expectUnavailable(read.error);
+  });
+
+  it('a failed rebuild gives its lease up: the next reader, here or elsewhere, rebuilds at once', async () => {
+    const answers = [false, true];
+    const { store, counter, period, key, t0, state } = setUp({
+      eventsCaughtUp: async () => answers.shift()!,
+    });
+    // the pg-sink did not catch up in time: 503, and no lease left on the counter
+    await counter.used([period]).then(
+      () => expect.unreachable('the rebuild should have failed'),
+      (error) => expectUnavailable(error),
+    );
+    expect((await state()).lease).toBeNull();
+    // another process could begin at once (not 'building' for 30 s): left to this process here
+    expect(await store.beginRebuild(key, 'probe', t0 + 30_000, t0)).toBe('started');
+    await store.abandonRebuild(key, 'probe');
+    // this process's next check starts over (the failed rebuild is not kept) and succeeds
+    expect(await counter.used([period])).toEqual([0n]);
+    expect(answers).toEqual([]);
+    expect((await state()).base).toBe('0.00000000');
+  });
+
+  it('a rebuild whose catch-up throws also gives its lease up and answers 503 with the cause', async () => {
+    const failure = new Error('pg-sink unreachable');
+    const { counter, period, state } = setUp({
+      eventsCaughtUp: async () => {
+        throw failure;
+      },
+    });
+    const error = await counter.used([period]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expectUnavailable(error);
+    expect((error as ApiError).cause).toBe(failure);
+    expect((await state()).lease).toBeNull();
+  });
+});
