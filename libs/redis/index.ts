@@ -23,7 +23,13 @@ export async function connectRedis(url: string, commandTimeoutMs: number): Promi
   });
   // Connection errors surface on the commands that need Redis; the event must not crash the process.
   redis.on('error', () => {});
-  await redis.connect();
+  try {
+    await redis.connect();
+  } catch (error) {
+    // Else the client keeps reconnecting for ever in the background of a start that failed.
+    redis.disconnect();
+    throw error;
+  }
   return redis;
 }
 
