@@ -588,6 +588,9 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     const run = await runBilling(db, { usage, orgId, now: FEB, post: false });
     const draftId = run.invoice_ids[0]!;
     expect((await invoiceOf(db, draftId)).subtotal).toBe('60.00000000');
+    // compared once: nothing changed, and its periods are no longer dirty; only the void marks them
+    await rerateDirtyDrafts(db, { orgId });
+    expect((await invoiceOf(db, draftId)).subtotal).toBe('60.00000000');
     const { rows } = await db.query<{ id: string }>(
       'SELECT id FROM usage_events WHERE subscription_item_id = $1 AND quantity = 20',
       [metered],
