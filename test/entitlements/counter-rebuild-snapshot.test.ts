@@ -33,7 +33,7 @@ let orgId: number;
 let items: { metered: number; otherMetered: number };
 
 beforeAll(async () => {
-  database = await createTestDatabase('counter_rebuild');
+  database = await createTestDatabase('counter_rebuild_snapshot');
   redis = await connectRedis(testServices().redisUrl, 2000);
   prefix = `${uniqueName('rebuild')}:`;
   orgId = (await createTestOrg(database.db)).orgId;
