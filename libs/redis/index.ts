@@ -22,12 +22,19 @@ export async function connectRedis(url: string, commandTimeoutMs: number): Promi
     retryStrategy: (times) => Math.min(times * 100, 2000),
   });
   // Connection errors surface on the commands that need Redis; the event must not crash the process.
-  redis.on('error', () => {});
+  let connectionError: Error | undefined;
+  redis.on('error', (error: Error) => {
+    connectionError = error;
+  });
   try {
     await redis.connect();
   } catch (error) {
     // Else the client keeps reconnecting for ever in the background of a start that failed.
     redis.disconnect();
+    // ioredis rejects with "Connection is closed."; the socket's error says why (ECONNREFUSED ...)
+    if (connectionError && connectionError !== error) {
+      throw new Error(`${(error as Error).message} (${connectionError.message})`, { cause: connectionError });
+    }
     throw error;
   }
   return redis;
