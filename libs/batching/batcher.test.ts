@@ -43,9 +43,10 @@ async function settledBatchesLeaveTheirSlot(): Promise<void> {
     },
     { lingerMs: 10_000, maxInFlight: 1, maxWeight: 100 },
   );
-  const refused = failing.submit(4);
+  // the expectation holds the rejection from the start: it comes before the turn ends
+  const refusal = expect(failing.submit(4)).rejects.toThrow('refused');
   await endOfTurn();
-  await expect(refused).rejects.toThrow('refused');
+  await refusal;
   const next = failing.submit(5);
   await endOfTurn();
   expect(batches.at(-1), 'a failed batch still holds its slot').toEqual([5]);
