@@ -679,14 +679,18 @@ describe('the counter read beside the query (distributed: Redis)', () => {
       } finally {
         monitor.disconnect();
       }
-      return [...read];
+      // a counter's journal (`<start>:j`) is of the same period
+      return [...new Set([...read].map((key) => Number.parseInt(key, 10)))];
     };
-    // the last check read the period ending at `boundary`: at `boundary` it holds no longer
-    expect(await periodsReadBy(() => at(boundary))).toEqual([String(boundary)]);
+    // the last check read the period ending at `boundary`: at `boundary` it holds no longer (the
+    // period after the one read may be built ahead in the background meanwhile, by design)
+    const atBoundary = await periodsReadBy(() => at(boundary));
+    expect(atBoundary).toContain(boundary);
+    expect(atBoundary.filter((start) => start < boundary)).toEqual([]);
     // and the period starting at `boundary` does not hold the instant before it
-    const before = await periodsReadBy(() => at(boundary - 1));
+    const before = (await periodsReadBy(() => at(boundary - 1))).filter((start) => start <= boundary);
     expect(before).toHaveLength(1);
-    expect(Number(before[0])).toBeLessThan(boundary);
+    expect(before[0]).toBeLessThan(boundary);
   });
 
   it('a repeated check reads the last check’s counter while its query still runs', async () => {
