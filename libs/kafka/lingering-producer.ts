@@ -5,6 +5,12 @@ import { FAIL_FAST_REQUEST_TIMEOUT_MS } from './client.js';
 import { DirectProducer } from './direct-producer.js';
 import { TopicPartitionCount } from './partitions.js';
 
+/** One metric child per path, resolved once (a call per produce call would look the labels up). */
+const PRODUCE_CALLS = {
+  leader: kafkaProduceCalls.labels('leader'),
+  kafkajs: kafkaProduceCalls.labels('kafkajs'),
+};
+
 /**
  * Gathers the items of many concurrent callers into one produce call with `acks: -1` (every
  * in-sync replica). A window goes out at the end of the event-loop turn while fewer than
@@ -95,7 +101,7 @@ export class LingeringProducer<T> {
     const path = await this.direct.send(messages, () =>
       this.producer.send({ topic: this.options.topic, acks: -1, messages }),
     );
-    kafkaProduceCalls.labels(path).inc();
+    PRODUCE_CALLS[path].inc();
     kafkaProduceDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
     kafkaProduceBatchSize.observe(items.length);
     return windows.map(() => undefined);

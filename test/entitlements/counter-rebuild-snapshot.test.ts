@@ -14,7 +14,7 @@ import {
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
 import { testServices, uniqueName } from '../helpers/services.js';
-import { createUsageItems } from '../usage/support.js';
+import { createUsageItems, usageEventRecord } from '../usage/support.js';
 
 /*
  * A counter rebuilt from Postgres (domain/counter.ts) while events and voids keep coming: the
@@ -100,15 +100,7 @@ function counterWith(duringRebuild: () => Promise<void>, db?: Database): UsageCo
 }
 
 function event(itemId: number, quantity: string, day: number): UsageEventRecord {
-  return {
-    id: randomUUID(),
-    orgId,
-    subscriptionItemId: itemId,
-    idempotencyKey: randomUUID(),
-    quantity,
-    occurredAtMs: START + day * 86_400_000,
-    recordedAtMs: Date.now(),
-  };
+  return { ...usageEventRecord(orgId, itemId, quantity), occurredAtMs: START + day * 86_400_000 };
 }
 
 const sink = () => new PostgresUsageSink(database.db);

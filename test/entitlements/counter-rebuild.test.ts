@@ -90,6 +90,25 @@ async function untilOrTurns(store: CountingStore, done: () => boolean, turns: nu
   }
 }
 
+/**
+ * Reads the set-up's period and moves the clock: the read still waits at exactly 30 s after `t0`, and gives up
+ * with 503 one millisecond later.
+ */
+async function expectGivesUpAfter30s(
+  { store, clock, counter, period }: ReturnType<typeof setUp>,
+  t0: number,
+) {
+  const read = watch(counter.used([period]));
+  await untilOrTurns(store, () => read.settled, 3);
+  clock.ms = t0 + 30_000;
+  await untilOrTurns(store, () => read.settled, 3);
+  expect(read.settled).toBe(false);
+  clock.ms = t0 + 30_001;
+  await untilOrTurns(store, () => read.settled, 3);
+  expect(read.settled).toBe(true);
+  expectUnavailable(read.error);
+}
+
 function expectUnavailable(error: unknown): void {
   expect(error).toBeInstanceOf(ApiError);
   expect((error as ApiError).code).toBe('SERVICE_UNAVAILABLE');
@@ -97,18 +116,11 @@ function expectUnavailable(error: unknown): void {
 
 describe('UsageCounter: waiting for another process rebuilding the counter', () => {
   it('waits until 30 s after it began by its clock, still at that instant, and answers 503 the next', async () => {
-    const { store, clock, counter, period, key, t0 } = setUp();
+    const setup = setUp();
+    const { store, key, t0 } = setup;
     // another process holds a live lease (ten minutes) and never finishes
     expect(await store.beginRebuild(key, 'other', t0 + 600_000, t0)).toBe('started');
-    const read = watch(counter.used([period]));
-    await untilOrTurns(store, () => read.settled, 3);
-    clock.ms = t0 + 30_000;
-    await untilOrTurns(store, () => read.settled, 3);
-    expect(read.settled).toBe(false);
-    clock.ms = t0 + 30_001;
-    await untilOrTurns(store, () => read.settled, 3);
-    expect(read.settled).toBe(true);
-    expectUnavailable(read.error);
+    await expectGivesUpAfter30s(setup, t0);
     // the other's lease is untouched
     expect((await store.readCounters([key]))[0]!.lease).toMatch(/^other\|/);
   });
@@ -180,17 +192,9 @@ describe("UsageCounter: this process's own rebuild", () => {
   });
 
   it('a counter evicted as soon as it is rebuilt is rebuilt again until 30 s by its clock, then 503', async () => {
-    const { store, clock, counter, period } = setUp();
-    store.evictOnFinish = true;
-    const t0 = clock.ms;
-    const read = watch(counter.used([period]));
-    await untilOrTurns(store, () => read.settled, 3);
-    clock.ms = t0 + 30_000;
-    await untilOrTurns(store, () => read.settled, 3);
-    expect(read.settled).toBe(false);
-    clock.ms = t0 + 30_001;
-    await untilOrTurns(store, () => read.settled, 3);
-    expectUnavailable(read.error);
+    const setup = setUp();
+    setup.store.evictOnFinish = true;
+    await expectGivesUpAfter30s(setup, setup.clock.ms);
   });
 
   it('a failed rebuild gives its lease up: the next reader, here or elsewhere, rebuilds at once', async () => {

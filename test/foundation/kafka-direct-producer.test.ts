@@ -34,9 +34,14 @@ describe('DirectProducer', () => {
       .map((partition) => Number(partition.high));
   const sum = (numbers: number[]) => numbers.reduce((a, b) => a + b, 0);
 
-  async function routedProducer(topic: string, partitions: number, requestTimeoutMs = 5000) {
+  /** A producer of a new topic with `partitions`, its route not read yet. */
+  async function unroutedProducer(topic: string, partitions: number, requestTimeoutMs = 5000) {
     await broker.createTopic(topic, partitions);
-    const producer = new DirectProducer(admin, { topic, clientId: 'direct-test', requestTimeoutMs });
+    return new DirectProducer(admin, { topic, clientId: 'direct-test', requestTimeoutMs });
+  }
+
+  async function routedProducer(topic: string, partitions: number, requestTimeoutMs = 5000) {
+    const producer = await unroutedProducer(topic, partitions, requestTimeoutMs);
     await producer.readRoute();
     expect(producer.routed).toBe(true);
     return producer;
@@ -119,8 +124,7 @@ describe('DirectProducer', () => {
 
   it('sends through kafkajs until its route is read, then straight to the leader', async () => {
     const topic = 'direct-unrouted';
-    await broker.createTopic(topic, 2);
-    const producer = new DirectProducer(admin, { topic, clientId: 'direct-test', requestTimeoutMs: 5000 });
+    const producer = await unroutedProducer(topic, 2);
     const kafkajsProducer = kafka.producer();
     await kafkajsProducer.connect();
     try {
@@ -244,8 +248,7 @@ describe('DirectProducer', () => {
 
   it('reads a route it could not read once the next send went through kafkajs', async () => {
     const topic = 'direct-read-later';
-    await broker.createTopic(topic, 1);
-    const producer = new DirectProducer(admin, { topic, clientId: 'direct-test', requestTimeoutMs: 5000 });
+    const producer = await unroutedProducer(topic, 1);
     const kafkajsProducer = kafka.producer();
     try {
       await broker.setDown();

@@ -9,7 +9,7 @@ import {
   type TestDatabase,
 } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
-import { createUsageItems } from './support.js';
+import { createUsageItems, usageEventRecord } from './support.js';
 
 let database: TestDatabase;
 let orgId: number;
@@ -21,15 +21,7 @@ beforeAll(async () => {
 afterAll(() => database?.drop());
 
 function event(itemId: number, quantity: string, occurredAt: string): UsageEventRecord {
-  return {
-    id: randomUUID(),
-    orgId,
-    subscriptionItemId: itemId,
-    idempotencyKey: randomUUID(),
-    quantity,
-    occurredAtMs: Date.parse(occurredAt),
-    recordedAtMs: Date.now(),
-  };
+  return { ...usageEventRecord(orgId, itemId, quantity), occurredAtMs: Date.parse(occurredAt) };
 }
 
 async function dailyTotals(itemId: number): Promise<Record<string, string>> {

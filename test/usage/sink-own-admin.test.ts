@@ -3,7 +3,7 @@ import { type Admin, createKafka, type Kafka } from '../../libs/kafka/index.js';
 import { encodeLogMessages, KafkaSinkRunner, type UsageSink } from '../../libs/usage/index.js';
 import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
-import { eventually } from './support.js';
+import { assignmentListener, eventually } from './support.js';
 
 /*
  * A sink runner given no admin client (KafkaSinkOptions.admin) reads the topic's partitions through
@@ -83,19 +83,6 @@ function runner(
   });
 }
 
-function listener(): { calls: boolean[]; sink: UsageSink } {
-  const calls: boolean[] = [];
-  return {
-    calls,
-    sink: {
-      name: 'listener',
-      write: async () => {},
-      writeVoids: async () => {},
-      assigned: (whole) => calls.push(whole),
-    },
-  };
-}
-
 describe('KafkaSinkRunner without a shared admin client', () => {
   it('makes one admin client of its own, connected, for every assignment, and disconnects it at stop', {
     timeout: 90_000,
@@ -104,12 +91,12 @@ describe('KafkaSinkRunner without a shared admin client', () => {
     const groupId = `${topic}-listener`;
     await produceOne(topic, 'own-admin-1');
     const { kafka, admins } = notingAdmins('own-admin-test');
-    const first = listener();
+    const first = assignmentListener();
     const one = runner(kafka, topic, groupId, first.sink);
     // the second member reads the partitions through a client of the test's, not noted
     const shared = createKafka({ brokers: testServices().kafkaBrokers, clientId: 'own-admin-test' }).admin();
     await shared.connect();
-    const second = listener();
+    const second = assignmentListener();
     const two = runner(kafka, topic, groupId, second.sink, shared);
     try {
       await one.start();

@@ -20,7 +20,7 @@ import {
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
-import { eventually } from './support.js';
+import { assignmentListener, eventually } from './support.js';
 
 const ORG = 1;
 const ITEM = 10;
@@ -422,21 +422,9 @@ describe('usage sinks', () => {
       const topic = uniqueName('usage_assigned');
       const groupId = `${topic}-listener`;
       await produce(topic, encodeLogMessages([usageEvent('a-1', '1')]));
-      const told = (): { calls: boolean[]; sink: UsageSink } => {
-        const calls: boolean[] = [];
-        return {
-          calls,
-          sink: {
-            name: 'listener',
-            write: async () => {},
-            writeVoids: async () => {},
-            assigned: (whole) => calls.push(whole),
-          },
-        };
-      };
-      const first = told();
+      const first = assignmentListener();
       const one = sinkRunner(topic, groupId, first.sink, undefined, undefined, shared);
-      const second = told();
+      const second = assignmentListener();
       const two = sinkRunner(topic, groupId, second.sink, undefined, undefined, shared);
       try {
         await one.start();

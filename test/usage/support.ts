@@ -7,6 +7,7 @@ import {
   startUsageSinks,
   type UsageEventRecord,
   type UsagePipeline,
+  type UsageSink,
   type UsageSinks,
 } from '../../libs/usage/index.js';
 import { type IngestServer, startIngestServer } from '../../services/ingest/server.js';
@@ -404,4 +405,18 @@ export async function meteredSubscriptionThisMonth(db: Queryable, orgId: number)
     now,
   );
   return { customerId, subscription, item: subscription.items[0]!.id };
+}
+
+/** A sink that writes nothing and records each assignment it is told of (whether it holds the whole log). */
+export function assignmentListener(): { calls: boolean[]; sink: UsageSink } {
+  const calls: boolean[] = [];
+  return {
+    calls,
+    sink: {
+      name: 'listener',
+      write: async () => {},
+      writeVoids: async () => {},
+      assigned: (whole) => calls.push(whole),
+    },
+  };
 }
