@@ -43,10 +43,41 @@ export function loadConfigOrExit<S extends z.ZodType>(
 }
 
 /**
+ * A SIGTERM or SIGINT that arrives while an entry point starts is held until stopOnSignals takes
+ * over, so a stop sent the moment a service says it listens is never the default action (killed
+ * on the spot, mid-request) during the few turns before its stop is known. One listener serves
+ * both phases: removing a signal's last listener drops a signal delivered but not yet dispatched.
+ */
+const SHUTDOWN_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+let heldSignal: NodeJS.Signals | undefined;
+let stopOnSignal: ((signal: NodeJS.Signals) => void) | undefined;
+let listening = false;
+
+function onShutdownSignal(signal: NodeJS.Signals): void {
+  if (stopOnSignal) {
+    stopOnSignal(signal);
+  } else if (heldSignal) {
+    // a second signal while starting: the operator does not want to wait for the start-up
+    process.exit(1);
+  } else {
+    heldSignal = signal;
+  }
+}
+
+function listenForShutdownSignals(): void {
+  if (listening) return;
+  listening = true;
+  for (const signal of SHUTDOWN_SIGNALS) process.on(signal, onShutdownSignal);
+}
+
+/**
  * For entry points: start-up that fails (a port in use, Redis or the database unreachable, the
  * broker missing) is one line on stderr and exit code 1, not an unhandled rejection's stack trace.
+ * From here on a shutdown signal is never lost: one that arrives before stopOnSignals is installed
+ * runs the stop as soon as it is.
  */
 export async function startOrExit<T>(service: string, start: () => Promise<T>): Promise<T> {
+  listenForShutdownSignals();
   try {
     return await start();
   } catch (error) {
@@ -75,26 +106,27 @@ export function stopOnSignals(options: {
   stop: (signal: NodeJS.Signals) => Promise<void>;
 }): void {
   let stopping = false;
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.on(signal, async () => {
-      if (stopping) return;
-      stopping = true;
-      setTimeout(() => {
-        options.log.error(options.deadlineMessage ?? 'shutdown deadline passed; exiting');
-        process.exit(1);
-      }, options.timeoutMs).unref();
-      const started = Date.now();
-      options.log.info({ signal }, 'shutting down');
-      try {
-        await options.stop(signal);
-        options.log.info({ signal, ms: Date.now() - started }, 'shut down');
-        process.exit(0);
-      } catch (error) {
-        options.log.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      }
-    });
-  }
+  const stopOn = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    setTimeout(() => {
+      options.log.error(options.deadlineMessage ?? 'shutdown deadline passed; exiting');
+      process.exit(1);
+    }, options.timeoutMs).unref();
+    const started = Date.now();
+    options.log.info({ signal }, 'shutting down');
+    try {
+      await options.stop(signal);
+      options.log.info({ signal, ms: Date.now() - started }, 'shut down');
+      process.exit(0);
+    } catch (error) {
+      options.log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  stopOnSignal = (signal) => void stopOn(signal);
+  listenForShutdownSignals();
+  if (heldSignal) stopOnSignal(heldSignal);
 }
 
 /**

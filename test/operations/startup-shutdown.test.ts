@@ -2,6 +2,7 @@ import { rm } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkReadiness, clickhouseCheck } from '../../libs/observability/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
@@ -57,6 +58,26 @@ describe('a service whose DATABASE_URL cannot be reached', { timeout: 60_000 }, 
     expect(result.stderr).toMatch(/cannot reach DATABASE_URL: .*ECONNREFUSED/);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
     expect(result.stderr + result.stdout).not.toContain('hunter2-secret');
+  });
+});
+
+describe('a stop signal while a service starts', () => {
+  const start = () => startTs('test/operations/entries/slow-start.ts', { START_MS: '600' }, /starting/);
+
+  it('is held until the start-up ends, then stops the service cleanly (exit 0)', async () => {
+    const service = await start();
+    expect(await service.stop()).toBe(0);
+    expect(service.output()).toMatch(/starting\nstarted\n(.|\n)*stopping on SIGTERM\n(.|\n)*shut down/);
+  });
+
+  it('a second signal does not wait for the start-up: exit 1 at once', async () => {
+    const service = await start();
+    service.child.kill('SIGINT');
+    await sleep(50);
+    const stopping = performance.now();
+    expect(await service.stop()).toBe(1);
+    expect(performance.now() - stopping).toBeLessThan(400);
+    expect(service.output()).not.toContain('started');
   });
 });
 
