@@ -117,6 +117,20 @@ describe('Batcher', () => {
     await settledBatchesLeaveTheirSlot();
   });
 
+  it('rejects every item of a batch whose outputs do not match its items one to one', async () => {
+    for (const answer of [(items: number[]) => items.slice(1), (items: number[]) => [...items, 0]]) {
+      const batcher = new Batcher<number, number>(async (items) => answer(items), {
+        lingerMs: 0,
+        maxWeight: 10,
+      });
+      const results = await Promise.allSettled([batcher.submit(1), batcher.submit(2)]);
+      expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+      expect((results[1] as PromiseRejectedResult).reason.message).toMatch(
+        /batch of 2 items gave \d outputs/,
+      );
+    }
+  });
+
   it("rejects every item of a failed batch with the batch's error", async () => {
     const batcher = new Batcher<number, number>(
       async () => {

@@ -91,6 +91,12 @@ export class Batcher<I, O> {
       for (const pending of batch) pending.reject(error);
       return;
     }
+    if (outputs.length !== batch.length) {
+      // a caller must never take another's output, or none, for its own
+      const error = new Error(`a batch of ${batch.length} items gave ${outputs.length} outputs`);
+      for (const pending of batch) pending.reject(error);
+      return;
+    }
     for (let i = 0; i < batch.length; i++) batch[i]!.resolve(outputs[i] as O);
   }
 }
