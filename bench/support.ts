@@ -672,6 +672,28 @@ export function percentiles(values: readonly number[]): { p50: number; p99: numb
   return { p50: at(0.5), p99: at(0.99), max: sorted[sorted.length - 1]! };
 }
 
+/**
+ * The share a variant keeps of its baseline, from runs made in back-to-back pairs (each round runs
+ * both, in alternating order): each round's own ratio, then their median. A pair shares the
+ * machine's phase; the mean over rounds does not, and one run in a slow phase of the VM (which
+ * swings its speed by 2x from one minute to the next) moves a ratio of means by more than the few
+ * percent it judges. Both figures are reported.
+ */
+export function pairedShare(rounds: readonly { variant: number; baseline: number }[]): {
+  medianOfRounds: number;
+  ofMeans: number;
+  byRound: number[];
+} {
+  const byRound = rounds.map((r) => r.variant / r.baseline);
+  const sorted = [...byRound].sort((a, b) => a - b);
+  const middle = sorted.length / 2;
+  const medianOfRounds =
+    sorted.length % 2 ? sorted[Math.floor(middle)]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
+  const ofMeans = mean(rounds.map((r) => r.variant)) / mean(rounds.map((r) => r.baseline));
+  return { medianOfRounds, ofMeans, byRound };
+}
+
 /** One second of a load: requests answered in it (by when they were due or sent) and their latencies. */
 export interface SecondOfLoad {
   second: number;
