@@ -278,6 +278,83 @@ describe('DirectProducer', () => {
     expect(await highWatermarks('direct-closed')).toEqual([0]);
   });
 
+  it('reads the route again 30 s after its last read, not before', async () => {
+    const producer = await unroutedProducer('direct-refresh', 1);
+    let now = Date.now();
+    vi.spyOn(Date, 'now').mockImplementation(() => now);
+    const reads = vi.spyOn(admin, 'fetchTopicMetadata');
+    try {
+      await producer.readRoute();
+      expect(reads).toHaveBeenCalledTimes(1);
+      now += 29_999;
+      await expect(producer.send([{ value: 'fresh' }], kafkajsRefused)).resolves.toBe('leader');
+      expect(reads).toHaveBeenCalledTimes(1);
+      now += 1;
+      await expect(producer.send([{ value: 'stale' }], kafkajsRefused)).resolves.toBe('leader');
+      expect(reads).toHaveBeenCalledTimes(2);
+      await producer.readRoute(); // joins the read that call began
+      expect(reads).toHaveBeenCalledTimes(2);
+    } finally {
+      vi.restoreAllMocks();
+      producer.close();
+    }
+  });
+
+  it('routes unkeyed messages only to partitions that have a leader', async () => {
+    const topic = 'direct-leaderless';
+    const producer = await unroutedProducer(topic, 2);
+    try {
+      await broker.moveLeader(topic, 1, -1);
+      await producer.readRoute();
+      expect(producer.routed).toBe(true);
+      for (let i = 0; i < 4; i++) {
+        await expect(producer.send([{ value: `m${i}` }], kafkajsRefused)).resolves.toBe('leader');
+      }
+      expect(kafkajsRefused).not.toHaveBeenCalled();
+      await broker.moveLeader(topic, 1, 1); // its offsets can be read again
+      expect(await highWatermarks(topic)).toEqual([4, 0]);
+    } finally {
+      producer.close();
+    }
+  });
+
+  it('counts a topic none of whose partitions has a leader as not routed', async () => {
+    const topic = 'direct-no-leader';
+    const producer = await unroutedProducer(topic, 1);
+    try {
+      await broker.moveLeader(topic, 0, -1);
+      await producer.readRoute();
+      expect(producer.routed).toBe(false);
+    } finally {
+      producer.close();
+    }
+  });
+
+  it('reads the route once for calls that ask while a read is under way', async () => {
+    const producer = await unroutedProducer('direct-one-read', 1);
+    const reads = vi.spyOn(admin, 'fetchTopicMetadata');
+    try {
+      await Promise.all([producer.readRoute(), producer.readRoute(), producer.readRoute()]);
+      expect(reads).toHaveBeenCalledTimes(1);
+      expect(producer.routed).toBe(true);
+    } finally {
+      vi.restoreAllMocks();
+      producer.close();
+    }
+  });
+
+  it('forgets its route when a read of it fails', async () => {
+    const producer = await routedProducer('direct-read-fails', 1);
+    try {
+      await broker.setDown();
+      await producer.readRoute();
+      expect(producer.routed).toBe(false);
+    } finally {
+      await broker.setUp();
+      producer.close();
+    }
+  });
+
   it('hands the call to kafkajs when the leader cannot be reached, and passes on its failure', async () => {
     const producer = await routedProducer('direct-down', 1);
     try {
