@@ -90,6 +90,24 @@ describe('DirectProducer', () => {
     }
   });
 
+  it("starts each producer's round robin at a random partition, as kafkajs does", async () => {
+    const topic = 'direct-random-start';
+    await broker.createTopic(topic, 6);
+    // twenty producers (ingest instances) of one message each: not all on the same partition
+    for (let i = 0; i < 20; i++) {
+      const producer = new DirectProducer(admin, { topic, clientId: 'direct-test', requestTimeoutMs: 5000 });
+      try {
+        await producer.readRoute();
+        await expect(producer.send([{ value: `first of ${i}` }], kafkajsRefused)).resolves.toBe('leader');
+      } finally {
+        producer.close();
+      }
+    }
+    const counts = await highWatermarks(topic);
+    expect(sum(counts)).toBe(20);
+    expect(Math.max(...counts)).toBeLessThan(20);
+  });
+
   it('puts a message with a partition on that partition, several partitions in one call', async () => {
     const producer = await routedProducer('direct-placed', 3);
     try {
@@ -351,6 +369,33 @@ describe('DirectProducer', () => {
       expect(producer.routed).toBe(false);
     } finally {
       await broker.setUp();
+      producer.close();
+    }
+  });
+
+  /** Calls the route cannot take go through kafkajs; the route is kept and not read again for them. */
+  it.each([
+    ['a keyed message without a partition (kafkajs hashes its key)', { key: 'org-1', value: 'keyed' }],
+    ['a message for a partition the route does not know', { partition: 7, value: 'nowhere' }],
+    ['a message with headers (only kafkajs encodes them)', { value: 'traced', headers: { trace: 'abc' } }],
+  ])('sends a call holding %s through kafkajs, keeping its route', async (_, message: Message) => {
+    const topic = `direct-unencodable-${message.value}`;
+    const producer = await routedProducer(topic, 1);
+    const realNow = Date.now.bind(Date);
+    vi.spyOn(Date, 'now').mockImplementation(() => realNow() + 5000);
+    const reads = vi.spyOn(admin, 'fetchTopicMetadata');
+    try {
+      const viaKafkajs = vi.fn(async () => {
+        expect(producer.routed).toBe(true);
+      });
+      await expect(producer.send([{ value: 'routable' }, message], viaKafkajs)).resolves.toBe('kafkajs');
+      expect(viaKafkajs).toHaveBeenCalledTimes(1);
+      expect(producer.routed).toBe(true);
+      expect(reads).not.toHaveBeenCalled();
+      // nothing of the call went straight to a leader
+      expect(await highWatermarks(topic)).toEqual([0]);
+    } finally {
+      vi.restoreAllMocks();
       producer.close();
     }
   });
