@@ -238,6 +238,7 @@ describe('DirectProducer', () => {
       const started = Date.now();
       const error = await producer.send([{ value: 'stalled' }], kafkajsRefused).catch((e: unknown) => e);
       expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+      expect(Date.now() - started).toBeLessThan(800);
       expect(error).toMatchObject({ name: 'KafkaProduceTimeout' });
       expect(isKafkaOutage(error)).toBe(true);
       expect(kafkajsRefused).not.toHaveBeenCalled();
@@ -245,6 +246,40 @@ describe('DirectProducer', () => {
       await producer.send([{ value: 'after' }], kafkajsRefused);
       // the stalled request may or may not have been written before the broker froze
       expect(sum(await highWatermarks('direct-stalled'))).toBeGreaterThanOrEqual(2);
+    } finally {
+      broker.resume();
+      producer.close();
+    }
+  });
+
+  it("times each request from its own write: an answered request's deadline ends nothing later", async () => {
+    const producer = await routedProducer('direct-deadlines', 1, 400);
+    try {
+      await producer.send([{ value: 'answered' }], kafkajsRefused);
+      // the answered request's deadline falls while the next one waits
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await broker.pause();
+      const started = Date.now();
+      const error = await producer.send([{ value: 'stalled' }], kafkajsRefused).catch((e: unknown) => e);
+      expect(error).toMatchObject({ name: 'KafkaProduceTimeout' });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(390);
+    } finally {
+      broker.resume();
+      producer.close();
+    }
+  });
+
+  it('waits for an answer slower than the connect timeout, within the request timeout', async () => {
+    const producer = await routedProducer('direct-slow-answer', 1);
+    try {
+      await producer.send([{ value: 'connects first' }], kafkajsRefused);
+      await broker.pause();
+      const sent = producer.send([{ value: 'answered late' }], kafkajsRefused);
+      // past the connect timeout (1 s) of the idle-looking connection
+      await new Promise((resolve) => setTimeout(resolve, 1300));
+      broker.resume();
+      await expect(sent).resolves.toBe('leader');
+      expect(kafkajsRefused).not.toHaveBeenCalled();
     } finally {
       broker.resume();
       producer.close();
@@ -398,6 +433,14 @@ describe('DirectProducer', () => {
       vi.restoreAllMocks();
       producer.close();
     }
+  });
+
+  it('fails a call in flight when closed, without handing it to kafkajs', async () => {
+    const producer = await routedProducer('direct-closed-in-flight', 1);
+    const sent = producer.send([{ value: 'in flight' }], kafkajsRefused);
+    producer.close();
+    await expect(sent).rejects.toThrow('producer closed');
+    expect(kafkajsRefused).not.toHaveBeenCalled();
   });
 
   it('hands the call to kafkajs when the leader cannot be reached, and passes on its failure', async () => {
