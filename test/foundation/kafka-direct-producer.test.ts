@@ -512,6 +512,15 @@ describe('produceRefusal', () => {
     });
   });
 
+  it("takes exactly Kafka's retriable produce errors as retriable", () => {
+    // corrupt message, unknown topic or partition, leader not available, not the leader, request
+    // timed out, network exception, not enough replicas (before, after append), storage error
+    const retriable = [2, 3, 5, 6, 7, 13, 19, 20, 56];
+    for (const code of [-1, 1, 2, 3, 4, 5, 6, 7, 8, 10, 13, 17, 18, 19, 20, 21, 56, 87]) {
+      expect(new KafkaProduceRefused(code, 't', 0).retriable, `code ${code}`).toBe(retriable.includes(code));
+    }
+  });
+
   it('finds nothing in an answer whose every partition succeeded', () => {
     expect(
       produceRefusal(
@@ -555,6 +564,12 @@ describe('AnswerFrames', () => {
     const bytes = framed('a', '', 'bc', 'next');
     expect(texts(frames.push(bytes.subarray(0, bytes.length - 3)))).toEqual(['a', '', 'bc']);
     expect(texts(frames.push(bytes.subarray(bytes.length - 3)))).toEqual(['next']);
+  });
+
+  it('reads an empty answer that ends a chunk exactly', () => {
+    const frames = new AnswerFrames();
+    expect(texts(frames.push(framed('')))).toEqual(['']);
+    expect(texts(frames.push(framed('after')))).toEqual(['after']);
   });
 
   it('refuses a negative length', () => {
