@@ -184,6 +184,20 @@ describe('DirectProducer', () => {
     }
   });
 
+  it('reads the route again after a refused call that kafkajs fails too, passing on its failure', async () => {
+    const producer = await routedProducer('direct-refused-twice', 1);
+    try {
+      await broker.injectErrors(PRODUCE, NOT_LEADER_FOR_PARTITION, 1);
+      await expect(producer.send([{ value: 'refused' }], kafkajsRefused)).rejects.toThrow(
+        'sent through kafkajs',
+      );
+      expect(kafkajsRefused).toHaveBeenCalledTimes(1);
+      await vi.waitFor(() => expect(producer.routed).toBe(true));
+    } finally {
+      producer.close();
+    }
+  });
+
   it('passes on a refusal that no retry can change, without kafkajs', async () => {
     const producer = await routedProducer('direct-too-large', 1);
     try {
@@ -383,6 +397,33 @@ describe('DirectProducer', () => {
     }
   });
 
+  it('while its route is unknown, reads it again after a send at most once a second', async () => {
+    const topic = 'direct-unrouted-retry';
+    const producer = await unroutedProducer(topic, 1);
+    await broker.moveLeader(topic, 0, -1);
+    let now = Date.now();
+    vi.spyOn(Date, 'now').mockImplementation(() => now);
+    const reads = vi.spyOn(admin, 'fetchTopicMetadata');
+    const viaKafkajs = vi.fn(async () => 'sent');
+    try {
+      await producer.readRoute();
+      expect(producer.routed).toBe(false);
+      now += 999;
+      await expect(producer.send([{ value: 'a' }], viaKafkajs)).resolves.toBe('kafkajs');
+      expect(reads).toHaveBeenCalledTimes(1);
+      now += 1;
+      await expect(producer.send([{ value: 'b' }], viaKafkajs)).resolves.toBe('kafkajs');
+      expect(reads).toHaveBeenCalledTimes(2);
+      await producer.readRoute(); // joins the read that send began
+      expect(reads).toHaveBeenCalledTimes(2);
+      await expect(producer.send([{ value: 'c' }], viaKafkajs)).resolves.toBe('kafkajs');
+      expect(reads).toHaveBeenCalledTimes(2);
+    } finally {
+      vi.restoreAllMocks();
+      producer.close();
+    }
+  });
+
   it('reads the route once for calls that ask while a read is under way', async () => {
     const producer = await unroutedProducer('direct-one-read', 1);
     const reads = vi.spyOn(admin, 'fetchTopicMetadata');
@@ -572,9 +613,11 @@ describe('AnswerFrames', () => {
     expect(texts(frames.push(framed('after')))).toEqual(['after']);
   });
 
-  it('refuses a negative length', () => {
-    const bytes = Buffer.alloc(8);
-    bytes.writeInt32BE(-2);
-    expect(() => new AnswerFrames().push(bytes)).toThrow(/negative length/);
+  it('refuses a negative length, -1 too', () => {
+    for (const length of [-2, -1]) {
+      const bytes = Buffer.alloc(4);
+      bytes.writeInt32BE(length);
+      expect(() => new AnswerFrames().push(bytes), String(length)).toThrow(/negative length/);
+    }
   });
 });
