@@ -6,6 +6,7 @@ import {
   type Message,
   TopicPartitionCount,
 } from '../../libs/kafka/index.js';
+import { kafkaProduceBatchSize, kafkaProduceCalls } from '../../libs/observability/index.js';
 import { type KafkaTestBroker, startKafkaTestBroker } from '../helpers/kafka-test-broker.js';
 
 /** The producer under load of many callers, on a broker of its own (taken down in one test). */
@@ -25,7 +26,7 @@ describe('LingeringProducer', () => {
   const written = async (topic: string) =>
     (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
 
-  function producerOf(topic: string) {
+  function producerOf(topic: string, options: { lingerMs?: number; maxItems?: number } = {}) {
     const windows: { items: string[]; partitions: number | undefined }[] = [];
     const producer = new LingeringProducer<string>(
       createKafka({ brokers: broker.brokers, clientId: 'lingering-test' }),
@@ -37,6 +38,7 @@ describe('LingeringProducer', () => {
           windows.push({ items: [...items], partitions });
           return items.map((item) => ({ key: item, value: item }));
         },
+        ...options,
       },
     );
     return { producer, windows };
@@ -52,6 +54,79 @@ describe('LingeringProducer', () => {
       expect(windows).toEqual([{ items: ['a', 'b', 'c', 'd'], partitions: 3 }]);
       expect(await written('gathered')).toBe(4);
     } finally {
+      await producer.disconnect();
+    }
+  });
+
+  it('connects with its route read, and counts each produce call by its path and its items', async () => {
+    await broker.createTopic('paths', 2);
+    await admin.connect();
+    // placed messages can go straight to the leader; keyed ones go through kafkajs
+    const producer = new LingeringProducer<string>(
+      createKafka({ brokers: broker.brokers, clientId: 'lingering-test' }),
+      admin,
+      {
+        topic: 'paths',
+        lingerMs: 20,
+        toMessages: (items): Message[] =>
+          items.map((item) =>
+            item.startsWith('key:') ? { key: item, value: item } : { partition: 0, value: item },
+          ),
+      },
+    );
+    const calls = {
+      leader: kafkaProduceCalls.labels('leader'),
+      kafkajs: kafkaProduceCalls.labels('kafkajs'),
+    };
+    const sizes = kafkaProduceBatchSize.labels();
+    const counted = () => ({ leader: calls.leader.value, kafkajs: calls.kafkajs.value, items: sizes.sum });
+    const before = counted();
+    try {
+      await producer.connect();
+      await producer.send(['placed']);
+      expect(counted()).toEqual({ ...before, leader: before.leader + 1, items: before.items + 1 });
+      await producer.send(['key:a']);
+      expect(counted()).toEqual({
+        leader: before.leader + 1,
+        kafkajs: before.kafkajs + 1,
+        items: before.items + 2,
+      });
+      // two callers of one turn: one call of their three items
+      await Promise.all([producer.send(['b', 'c']), producer.send(['d'])]);
+      expect(counted()).toEqual({
+        leader: before.leader + 2,
+        kafkajs: before.kafkajs + 1,
+        items: before.items + 5,
+      });
+      expect(await written('paths')).toBe(5);
+    } finally {
+      await producer.disconnect();
+    }
+  });
+
+  it('runs two produce calls at once; a third window lingers, unless it holds maxItems', async () => {
+    await broker.createTopic('in-flight', 2);
+    await admin.connect();
+    const { producer, windows } = producerOf('in-flight', { lingerMs: 1000, maxItems: 3 });
+    const sent = () => windows.map((window) => window.items);
+    try {
+      await producer.connect();
+      await broker.pause(); // produce calls stay in flight
+      const calls = [producer.send(['a'])];
+      await vi.waitFor(() => expect(sent()).toEqual([['a']]));
+      calls.push(producer.send(['b']));
+      await vi.waitFor(() => expect(sent()).toEqual([['a'], ['b']]), { timeout: 500 });
+      calls.push(producer.send(['c']));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(windows).toHaveLength(2); // no slot free: 'c' lingers
+      calls.push(producer.send(['d', 'e', 'f']));
+      // maxItems reached: the window goes without its linger
+      await vi.waitFor(() => expect(sent()).toEqual([['a'], ['b'], ['c', 'd', 'e', 'f']]), { timeout: 500 });
+      broker.resume();
+      await Promise.all(calls);
+      expect(await written('in-flight')).toBe(6);
+    } finally {
+      broker.resume();
       await producer.disconnect();
     }
   });
