@@ -3,6 +3,7 @@ import { KafkaJSError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } fr
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../log/index.js';
 import { createKafka, isKafkaOutage } from './client.js';
+import { KafkaProduceTimeout } from './direct-producer.js';
 
 /** kafkajs' error classes by name, as it builds them (the package exports only some of them). */
 function kafkajsError(name: string, message = name): Error {
@@ -22,6 +23,7 @@ describe('isKafkaOutage', () => {
     ]) {
       expect(isKafkaOutage(kafkajsError(name)), name).toBe(true);
     }
+    expect(isKafkaOutage(new KafkaProduceTimeout('no answer in time'))).toBe(true);
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9092'), { code: 'ECONNREFUSED' });
     expect(isKafkaOutage(refused)).toBe(true);
     for (const code of [
@@ -92,6 +94,8 @@ describe("kafkajs' log lines", () => {
       ['warn', 'Response timed out', 'Connection'],
     ]);
     expect(lines[0]).toMatchObject({ broker: '127.0.0.1:1' });
+    // kafkajs' own timestamp is left out: the line has ours
+    expect(lines[0]).not.toHaveProperty('timestamp');
   });
 
   it('write the first line of a kind, then after a minute one line counting the ones left out', () => {

@@ -10,6 +10,23 @@ describe('partitionOfKey', () => {
     for (let i = 0; i < 50; i++) expect(partitionOfKey('t', `7:${i}`, 1)).toBe(0);
   });
 
+  it('remembers its answers apart for each partition count', () => {
+    const kafkajs = Partitioners.DefaultPartitioner();
+    const metadataOf = (count: number) =>
+      Array.from({ length: count }, (_, partitionId) => ({ partitionId }) as PartitionMetadata);
+    for (const count of [12, 5, 1, 12, 5]) {
+      for (let i = 0; i < 50; i++) {
+        const key = `remembered:${i}`;
+        const expected = kafkajs({
+          topic: 't',
+          partitionMetadata: metadataOf(count),
+          message: { key, value: null },
+        });
+        expect(partitionOfKey('t', key, count), `${key} of ${count}`).toBe(expected);
+      }
+    }
+  });
+
   it('answers as kafkajs routes a keyed message, from memory too', () => {
     const kafkajs = Partitioners.DefaultPartitioner();
     const partitionMetadata = Array.from(
