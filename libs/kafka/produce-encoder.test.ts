@@ -74,7 +74,34 @@ describe('produceRequestBytes', () => {
     expect(produceRequestBytes(options(plain, { producerId: -1 }))).toBeInstanceOf(Buffer);
     expect(produceRequestBytes(options(plain, { producerId: 7, producerEpoch: 1 }))).toBeUndefined();
     expect(produceRequestBytes(options({ key: 5, value: 'v' }))).toBeUndefined();
+    expect(produceRequestBytes(options({ ...plain, timestamp: 1_700_000_000_000.5 }))).toBeUndefined();
+    const sequenced = (firstSequence: number) => ({
+      acks: -1,
+      timeout: 1000,
+      topicData: [{ topic: 't', partitions: [{ partition: 0, firstSequence, messages: [plain] }] }],
+    });
+    expect(produceRequestBytes(sequenced(3))).toBeInstanceOf(Buffer);
+    expect(produceRequestBytes(sequenced(1.5))).toBeUndefined();
     expect(produceRequestBytes(options({ key: 'k', value: { n: 1 } }))).toBeUndefined();
+  });
+});
+
+describe('produceRequestBytes timestamps', () => {
+  it('refuses timestamps further apart in one batch than it encodes exactly (2^51 ms)', () => {
+    const batch = (timestamps: number[]) => ({
+      acks: -1,
+      timeout: 1000,
+      topicData: [
+        {
+          topic: 't',
+          partitions: [
+            { partition: 0, messages: timestamps.map((timestamp) => ({ value: 'v', timestamp })) },
+          ],
+        },
+      ],
+    });
+    expect(produceRequestBytes(batch([1, 1 + 2 ** 51]))).toBeInstanceOf(Buffer);
+    expect(() => produceRequestBytes(batch([1, 2 + 2 ** 51]))).toThrow(/out of range/);
   });
 });
 
