@@ -99,6 +99,10 @@ describe('LingeringProducer', () => {
         items: before.items + 5,
       });
       expect(await written('paths')).toBe(5);
+      await producer.disconnect();
+      // once disconnected, nothing more goes straight to a leader
+      await producer.send(['late']).catch(() => {});
+      expect(counted().leader).toBe(before.leader + 2);
     } finally {
       await producer.disconnect();
     }
@@ -162,6 +166,26 @@ describe('LingeringProducer', () => {
       expect(await count.current()).toBe(3);
     } finally {
       await broker.setUp();
+      vi.restoreAllMocks();
+    }
+  });
+
+  it('reads the partition count again at exactly 30 s after a read', async () => {
+    await broker.createTopic('counted-at-30s', 2);
+    await admin.connect();
+    let now = Date.now();
+    vi.spyOn(Date, 'now').mockImplementation(() => now);
+    const reads = vi.spyOn(admin, 'fetchTopicMetadata');
+    try {
+      const count = new TopicPartitionCount(admin, 'counted-at-30s');
+      expect(await count.current()).toBe(2);
+      now += 29_999;
+      expect(await count.current()).toBe(2);
+      expect(reads).toHaveBeenCalledTimes(1);
+      now += 1;
+      expect(await count.current()).toBe(2);
+      expect(reads).toHaveBeenCalledTimes(2);
+    } finally {
       vi.restoreAllMocks();
     }
   });
