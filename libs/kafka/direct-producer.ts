@@ -115,7 +115,7 @@ export class DirectProducer {
     if (Date.now() - this.routeReadAt >= ROUTE_REFRESH_MS) void this.readRoute();
     // once closed, no connection is opened again: what is still sent goes through kafkajs
     const route = this.closed ? undefined : this.route;
-    const requests = route && this.requestsOf(route, messages);
+    const requests = route && this.requestsOrNone(route, messages);
     if (!requests) {
       await viaKafkajs();
       if (!this.route && Date.now() - this.routeReadAt >= UNROUTED_RETRY_MS) void this.readRoute();
@@ -142,6 +142,15 @@ export class DirectProducer {
     this.closed = true;
     for (const connection of this.connections.values()) connection.destroy(new Error('producer closed'));
     this.connections.clear();
+  }
+
+  /** requestsOf, or undefined when a message cannot be encoded here: kafkajs writes it, or says why not. */
+  private requestsOrNone(route: Route, messages: Message[]): { leader: number; body: Buffer }[] | undefined {
+    try {
+      return this.requestsOf(route, messages);
+    } catch {
+      return undefined;
+    }
   }
 
   /** One request body per leader, or undefined when a message's partition has no known leader. */

@@ -161,6 +161,29 @@ describe('DirectProducer', () => {
     }
   });
 
+  it('hands kafkajs a call it cannot encode (timestamps 2^52 ms apart), keeping its route', async () => {
+    const topic = 'direct-unencodable';
+    const producer = await routedProducer(topic, 1);
+    const kafkajsProducer = kafka.producer();
+    await kafkajsProducer.connect();
+    try {
+      // integer timestamps (what the encoder takes; kafkajs' type says string) too far apart
+      const at = (ms: number) => ms as unknown as string;
+      const messages: Message[] = [
+        { value: 'old', timestamp: at(1) },
+        { value: 'new', timestamp: at(2 ** 52) },
+      ];
+      const viaKafkajs = vi.fn(() => kafkajsProducer.send({ topic, acks: -1, messages }));
+      expect(await producer.send(messages, viaKafkajs)).toBe('kafkajs');
+      expect(viaKafkajs).toHaveBeenCalledTimes(1);
+      expect(producer.routed).toBe(true);
+      expect(await producer.send([{ value: 'plain' }], kafkajsRefused)).toBe('leader');
+    } finally {
+      producer.close();
+      await kafkajsProducer.disconnect();
+    }
+  });
+
   it('sends a refused call once more through kafkajs, then straight again', async () => {
     const producer = await routedProducer('direct-refused', 2);
     const kafkajsProducer = kafka.producer();
