@@ -238,8 +238,10 @@ export class KafkaSinkRunner {
         };
       });
       this.reportLag();
+      // Offsets alone count too: a batch of messages that held nothing to write (malformed ones)
+      // must still be committed, or the group never reaches the log's end and billing waits on it.
       if (
-        (this.buffer.length || this.voids.length) &&
+        (this.buffer.length || this.voids.length || this.bufferedOffsets.size) &&
         Date.now() - this.bufferedSince >= this.options.flushMs
       )
         await this.flush();
