@@ -1,0 +1,243 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Admin, createKafka, type Message } from '../../libs/kafka/index.js';
+import { sinkLagMessages } from '../../libs/observability/index.js';
+import { encodeVoidMessages } from '../../libs/usage/domain/event.js';
+import {
+  encodeLogMessages,
+  KafkaSinkRunner,
+  PostgresUsageSink,
+  type UsageEventRecord,
+  type UsageSink,
+} from '../../libs/usage/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { runLogger } from '../helpers/run-log.js';
+import { testServices, uniqueName } from '../helpers/services.js';
+import { eventually } from './support.js';
+
+/**
+ * The sink runner's commit order on the Kafka test broker: a partition's offsets are committed only
+ * once what was read up to them is written (events first, then the voids that follow them), and
+ * every message read is committed in the end, even one that held nothing to write. Each test has a
+ * topic and a consumer group of its own.
+ */
+const ORG = 7;
+let database: TestDatabase;
+let postgres: PostgresUsageSink;
+let admin: Admin;
+const kafka = () => createKafka({ brokers: testServices().kafkaBrokers, clientId: 'sink-commit-order' });
+
+beforeAll(async () => {
+  database = await createTestDatabase('sink_commit_order');
+  postgres = new PostgresUsageSink(database.db);
+  admin = kafka().admin();
+  await admin.connect();
+});
+afterAll(async () => {
+  await admin?.disconnect();
+  await database?.drop();
+});
+
+function usageEvent(item: number, quantity: string): UsageEventRecord {
+  return {
+    id: randomUUID(),
+    orgId: ORG,
+    subscriptionItemId: item,
+    idempotencyKey: uniqueName('commit-order'),
+    quantity,
+    occurredAtMs: Date.UTC(2026, 9, 15, 12),
+    recordedAtMs: Date.UTC(2026, 9, 15, 12, 0, 1),
+  };
+}
+
+/** The messages in one produce call, all on partition 0 (so read in this order). */
+async function produce(topic: string, messages: Message[]): Promise<void> {
+  const producer = kafka().producer();
+  await producer.connect();
+  try {
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: messages.map((m) => ({ ...m, key: null, partition: 0 })),
+    });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** The offsets the group committed on `topic`, summed (a partition never committed: 0). */
+async function committed(topic: string, groupId: string): Promise<number> {
+  const [ofTopic] = await admin.fetchOffsets({ groupId, topics: [topic] });
+  return (ofTopic?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
+}
+
+function runner(topic: string, sink: UsageSink, options: { batchSize?: number; flushMs?: number } = {}) {
+  const log = runLogger('sink-commit-order');
+  return new KafkaSinkRunner({
+    kafka: createKafka(
+      { brokers: testServices().kafkaBrokers, clientId: 'sink-commit-order' },
+      log,
+      'patient',
+    ),
+    topic,
+    groupId: `${topic}-group`,
+    sink,
+    batchSize: options.batchSize ?? 100,
+    flushMs: options.flushMs ?? 50,
+    log,
+  });
+}
+
+/** Postgres under a name of its own (the lag gauges are labelled by sink name). */
+function named(name: string, over: Partial<UsageSink> = {}): UsageSink {
+  return {
+    name,
+    write: (events) => postgres.write(events),
+    writeVoids: (voids) => postgres.writeVoids(voids),
+    ...over,
+  };
+}
+
+async function stored(item: number): Promise<{ quantity: string; voided: boolean }[]> {
+  const { rows } = await database.db.query<{ quantity: string; voided: boolean }>(
+    `SELECT quantity::text AS quantity, voided_at IS NOT NULL AS voided FROM usage_events
+      WHERE org_id = $1 AND subscription_item_id = $2 ORDER BY quantity`,
+    [ORG, item],
+  );
+  return rows;
+}
+
+async function dailyTotal(item: number): Promise<string | undefined> {
+  const { rows } = await database.db.query<{ quantity: string }>(
+    'SELECT quantity::text AS quantity FROM usage_daily_totals WHERE org_id = $1 AND subscription_item_id = $2',
+    [ORG, item],
+  );
+  return rows[0]?.quantity;
+}
+
+describe('the sink runner commits only what it wrote, and everything it read', () => {
+  it('commits past a message that held nothing to write, with no later event to carry the commit', async () => {
+    const topic = uniqueName('commit_order_malformed');
+    await produce(topic, encodeLogMessages([usageEvent(1, '1')]));
+    const sinkRunner = runner(topic, named(uniqueName('malformed-sink')));
+    await sinkRunner.start();
+    try {
+      await eventually(async () => expect(await committed(topic, `${topic}-group`)).toBe(1), 10_000);
+      // read in a batch of its own: nothing buffered to write, only an offset to commit
+      await produce(topic, [{ value: Buffer.from('not a usage message') }]);
+      // a billing run waits for the group to reach the log's end: a skipped last message must not hold it
+      await eventually(async () => expect(await committed(topic, `${topic}-group`)).toBe(2), 10_000);
+    } finally {
+      await sinkRunner.stop();
+    }
+    expect(await stored(1)).toEqual([{ quantity: '1.00000000', voided: false }]);
+  });
+
+  it('writes a void after its event when one batch reads both, then commits both', async () => {
+    const topic = uniqueName('commit_order_void');
+    const kept = usageEvent(2, '3');
+    const voided = usageEvent(2, '5');
+    await produce(topic, [
+      ...encodeLogMessages([kept, voided]),
+      ...encodeVoidMessages([{ event: voided, voidedAtMs: Date.UTC(2026, 9, 16) }]),
+    ]);
+    const sinkRunner = runner(topic, named(uniqueName('void-sink')));
+    await sinkRunner.start();
+    try {
+      await eventually(async () => expect(await committed(topic, `${topic}-group`)).toBe(2), 10_000);
+    } finally {
+      await sinkRunner.stop();
+    }
+    expect(await stored(2)).toEqual([
+      { quantity: '3.00000000', voided: false },
+      { quantity: '5.00000000', voided: true },
+    ]);
+    expect(await dailyTotal(2)).toBe('3.00000000');
+  });
+
+  it('writes and commits a batch of voids alone on its flush timer', async () => {
+    const topic = uniqueName('commit_order_voids_alone');
+    const event = usageEvent(3, '4');
+    await postgres.write([event]);
+    await produce(topic, encodeVoidMessages([{ event, voidedAtMs: Date.UTC(2026, 9, 16) }]));
+    const sinkRunner = runner(topic, named(uniqueName('voids-alone-sink')));
+    await sinkRunner.start();
+    try {
+      await eventually(async () => expect(await committed(topic, `${topic}-group`)).toBe(1), 10_000);
+    } finally {
+      await sinkRunner.stop();
+    }
+    expect(await stored(3)).toEqual([{ quantity: '4.00000000', voided: true }]);
+    expect(await dailyTotal(3)).toBe('0.00000000');
+  });
+
+  it('commits nothing while its voids fail to write, and commits once they are written', async () => {
+    const topic = uniqueName('commit_order_void_fails');
+    const event = usageEvent(4, '6');
+    await produce(topic, [
+      ...encodeLogMessages([event]),
+      ...encodeVoidMessages([{ event, voidedAtMs: Date.UTC(2026, 9, 16) }]),
+    ]);
+    let attempts = 0;
+    let failing = true;
+    const sink = named(uniqueName('void-fails-sink'), {
+      writeVoids: async (voids) => {
+        attempts++;
+        if (failing) throw new Error('the store is down');
+        await postgres.writeVoids(voids);
+      },
+    });
+    const sinkRunner = runner(topic, sink);
+    await sinkRunner.start();
+    try {
+      // retried (100 ms, then 200 ms later): each attempt came after the one before failed
+      await eventually(async () => expect(attempts).toBeGreaterThanOrEqual(3), 10_000);
+      expect(await committed(topic, `${topic}-group`)).toBe(0);
+      failing = false;
+      await eventually(async () => expect(await committed(topic, `${topic}-group`)).toBe(2), 10_000);
+    } finally {
+      await sinkRunner.stop();
+    }
+    expect(await stored(4)).toEqual([{ quantity: '6.00000000', voided: true }]);
+  });
+
+  it('writes a batch as soon as it holds exactly batchSize events, without its flush timer', async () => {
+    const topic = uniqueName('commit_order_batch_size');
+    const events = Array.from({ length: 5 }, () => usageEvent(5, '1'));
+    // one message of five events: a batch of exactly batchSize
+    const messages = encodeLogMessages(events);
+    expect(messages).toHaveLength(1);
+    await produce(topic, messages);
+    // a timer of a minute: only the count can start the write within the test
+    const sinkRunner = runner(topic, named(uniqueName('batch-size-sink')), { batchSize: 5, flushMs: 60_000 });
+    await sinkRunner.start();
+    try {
+      await eventually(async () => {
+        expect(await stored(5)).toHaveLength(5);
+        expect(await committed(topic, `${topic}-group`)).toBe(1);
+      }, 10_000);
+    } finally {
+      await sinkRunner.stop();
+    }
+  });
+
+  it('writes and commits what it holds when stopped before its flush timer', async () => {
+    const topic = uniqueName('commit_order_stop');
+    await produce(topic, encodeLogMessages([usageEvent(6, '2'), usageEvent(6, '3')]));
+    const name = uniqueName('stop-sink');
+    const sinkRunner = runner(topic, named(name), { flushMs: 60_000 });
+    await sinkRunner.start();
+    try {
+      // read and held: the lag gauge counts the message as read and not committed
+      await eventually(async () => {
+        const lag = (await sinkLagMessages.get()).values.find((value) => value.labels.sink === name);
+        expect(lag?.value).toBe(1);
+      }, 10_000);
+      expect(await stored(6)).toEqual([]);
+    } finally {
+      await sinkRunner.stop();
+    }
+    expect(await stored(6)).toHaveLength(2);
+    expect(await committed(topic, `${topic}-group`)).toBe(1);
+  });
+});
