@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Admin, type Consumer, createKafka, type Kafka } from '../../libs/kafka/index.js';
 import { SinkBehindError } from '../../libs/usage/index.js';
 import { waitForSinkCatchUp } from '../../libs/usage/sinks/catch-up.js';
@@ -24,6 +24,8 @@ const written = {
   exact: { 0: 5, 1: 3 },
   never: { 0: 2, 1: 3 },
   timeout: { 0: 10, 1: 4, 2: 6 },
+  waiting: { 0: 3, 1: 2 },
+  moving: { 0: 2 },
 } satisfies Record<string, Record<number, number>>;
 type Log = keyof typeof written;
 const topics = Object.fromEntries(
@@ -159,5 +161,63 @@ describe('waiting for a sink to catch up, on the Kafka test broker', () => {
     ]);
     expect(error.message).toContain(`consumer group ${groupId} has 4 message(s) of ${topics.timeout}`);
     expect(error.message).toContain('partition 0 at 7 of 10, partition 2 at 5 of 6');
+  });
+
+  it('reports what is left every 5 s of waiting, and gives up at exactly its timeout', async () => {
+    // partition 1 committed at its start: read nothing yet, though the group did commit
+    await commit('waiting', { 0: 1, 1: 0 });
+    // a clock that moves 1 s at each poll of the group's offsets (the broker answers for real)
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      let polls = 0;
+      const fetchOffsets = ((...args: Parameters<Admin['fetchOffsets']>) => {
+        polls++;
+        vi.setSystemTime(Date.now() + 1000);
+        return admin.fetchOffsets(...args);
+      }) as Admin['fetchOffsets'];
+      const reports: { poll: number; message: string }[] = [];
+      const error = await behind(
+        waitForSinkCatchUp(
+          { ...admin, fetchOffsets },
+          {
+            topic: topics.waiting,
+            groupId,
+            timeoutMs: 10_000,
+            pollMs: 1,
+            onWaiting: (message) => reports.push({ poll: polls, message }),
+          },
+        ),
+      );
+      // the poll 10 s after the start is the last: not one more
+      expect(polls).toBe(10);
+      // 5 s after the start, and not again before the wait gave up (the report at 10 s is the error)
+      expect(reports).toEqual([
+        { poll: 5, message: `waiting for ${groupId}: 4 message(s) of ${topics.waiting} to write` },
+      ]);
+      expect(error.lag).toEqual([
+        { partition: 0, committed: 1, end: 3 },
+        { partition: 1, committed: 0, end: 2 },
+      ]);
+      expect(error.message).toContain('partition 0 at 1 of 3, partition 1 at 0 of 2');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('waits for where the log ended when it began, not for what was produced since', async () => {
+    await commit('moving', { 0: 1 });
+    const { admin: through, polls } = counted();
+    const waiting = outcome(wait(topics.moving, 3000, through));
+    // the log's ends are read before the first poll of the group's offsets
+    await vi.waitFor(() => expect(polls()).toBeGreaterThan(0));
+    const producer = kafka.producer();
+    await producer.connect();
+    try {
+      await producer.send({ topic: topics.moving, messages: [{ partition: 0, value: 'later' }] });
+    } finally {
+      await producer.disconnect();
+    }
+    await commit('moving', { 0: 2 });
+    expect(await waiting).toBe('caught up');
   });
 });
