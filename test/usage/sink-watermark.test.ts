@@ -185,15 +185,37 @@ describe('the sink watermark (as_of)', () => {
           })),
         );
 
+      const rows = async () =>
+        (
+          await database.db.query<{ p: number; offset: string; until: Date }>(
+            `SELECT log_partition AS p, committed_offset::text AS offset, covered_until AS until
+               FROM usage_sink_watermarks WHERE sink = $1 AND topic = $2 ORDER BY log_partition`,
+            [SINK, own],
+          )
+        ).rows.map(({ p, offset, until }) => ({ p, offset, until: until.getTime() }));
+
       // partition 1 has never been committed: its events are not written, as_of vouches for nothing
       await commitOwn({ 0: 1 });
       await read();
       expect(await ownAsOf()).toBe(0);
+      // a covered partition records the log's end (the empty one too, though never committed)
+      expect((await rows()).map(({ p, offset }) => ({ p, offset }))).toEqual([
+        { p: 0, offset: '1' },
+        { p: 1, offset: '-1' },
+        { p: 2, offset: '0' },
+      ]);
 
       // every partition with messages written: the empty one holds nothing to wait for
       await commitOwn({ 0: 1, 1: 2 });
       const before = await read();
       expect(await ownAsOf()).toBeGreaterThanOrEqual(before);
+
+      // the group moved back on partition 1 (offsets reset to read again): its row does not
+      const kept = await rows();
+      expect(kept[1]).toMatchObject({ offset: '2' });
+      await commitOwn({ 1: 1 });
+      await read();
+      expect((await rows())[1]).toEqual(kept[1]);
     } finally {
       await member.disconnect();
     }
