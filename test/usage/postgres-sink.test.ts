@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UsageEventRecord } from '../../libs/usage/domain/event.js';
 import { PostgresUsageSink } from '../../libs/usage/index.js';
+import { basicCatalog, customerIn, subscribe } from '../billing/fixtures.js';
 import {
   createTestDatabase,
   recordingQueries,
@@ -76,5 +77,62 @@ describe('the Postgres usage sink', () => {
     expect(sent).toHaveLength(3);
     // the read-back asks for the retry's identity alone
     expect(sent[2]!.values[2]).toEqual([retry.idempotencyKey]);
+  });
+
+  it("credits a void to a posted period over its item's window [start, end), and marks the period from its first instant", async () => {
+    const itemId = (await createUsageItems(database.db, orgId)).metered;
+    const { apiCalls } = await basicCatalog(database.db, orgId);
+    const customerId = await customerIn(database.db, orgId);
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: apiCalls }],
+    });
+    const { rows: invoices } = await database.db.query<{ id: string }>(
+      `INSERT INTO invoices (org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start,
+         period_end, due_date, status, currency, posted_at)
+       VALUES ($1, $2, $3, $4, '2026-02-01', '2026-01-01', '2026-02-01', '2026-02-01', 'POSTED', 'CAD', now())
+       RETURNING id`,
+      [orgId, `INV-${itemId}`, customerId, subscription.id],
+    );
+    // January, billed and compared; the item counted within [Jan 10, Jan 20) of it only
+    await database.db.query(
+      `INSERT INTO usage_billed_periods (org_id, subscription_id, subscription_item_id, period_start, period_end,
+         window_start, window_end, invoice_id, period_quantity, included_units, unit_price, dirty)
+       VALUES ($1, $2, $3, '2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z', '2026-01-10T00:00:00Z',
+         '2026-01-20T00:00:00Z', $4, 100, 0, 1, false),
+              ($1, $2, $3, '2025-12-01T00:00:00Z', '2026-01-01T00:00:00Z', '2025-12-01T00:00:00Z',
+         '2026-01-01T00:00:00Z', $4, 50, 0, 1, false)`,
+      [orgId, subscription.id, itemId, invoices[0]!.id],
+    );
+    const atPeriodStart = event(itemId, '4', '2026-01-01T00:00:00Z');
+    const atWindowStart = event(itemId, '1', '2026-01-10T00:00:00Z');
+    const atWindowEnd = event(itemId, '2', '2026-01-20T00:00:00Z');
+    const sink = new PostgresUsageSink(database.db);
+    await sink.write([atPeriodStart, atWindowStart, atWindowEnd]);
+    const period = async (start: string) =>
+      (
+        await database.db.query<{ dirty: boolean; period_quantity: string }>(
+          `SELECT dirty, period_quantity::text AS period_quantity FROM usage_billed_periods
+            WHERE org_id = $1 AND subscription_item_id = $2 AND period_start = $3`,
+          [orgId, itemId, start],
+        )
+      ).rows;
+    const voidOne = async (voided: UsageEventRecord) => {
+      await database.db.query(
+        `UPDATE usage_billed_periods SET dirty = false
+          WHERE org_id = $1 AND subscription_item_id = $2 AND period_start = '2026-01-01T00:00:00Z'`,
+        [orgId, itemId],
+      );
+      await sink.writeVoids([{ event: voided, voidedAtMs: Date.now() }]);
+      return period('2026-01-01T00:00:00Z');
+    };
+    // January's first instant is January's, though outside the window: marked, nothing credited
+    expect(await voidOne(atPeriodStart)).toEqual([{ dirty: true, period_quantity: '100.00000000' }]);
+    // the window's end is outside it: marked, nothing credited
+    expect(await voidOne(atWindowEnd)).toEqual([{ dirty: true, period_quantity: '100.00000000' }]);
+    // the window's first instant is inside it: credited
+    expect(await voidOne(atWindowStart)).toEqual([{ dirty: true, period_quantity: '99.00000000' }]);
+    // December, the item's other period, is neither marked nor credited by January's voids
+    expect(await period('2025-12-01T00:00:00Z')).toEqual([{ dirty: false, period_quantity: '50.00000000' }]);
   });
 });
