@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Admin, createKafka, type Message } from '../../libs/kafka/index.js';
-import { sinkLagMessages } from '../../libs/observability/index.js';
+import { sinkLagMessages, sinkLagSeconds } from '../../libs/observability/index.js';
 import { encodeVoidMessages } from '../../libs/usage/domain/event.js';
 import {
   encodeLogMessages,
@@ -239,5 +239,69 @@ describe('the sink runner commits only what it wrote, and everything it read', (
     }
     expect(await stored(6)).toHaveLength(2);
     expect(await committed(topic, `${topic}-group`)).toBe(1);
+  });
+
+  it('writes what it holds once the oldest of it has waited flushMs, though messages keep coming', async () => {
+    const topic = uniqueName('commit_order_stream');
+    const group = `${topic}-group`;
+    const producer = kafka().producer();
+    await producer.connect();
+    const send = (quantity: string) =>
+      producer.send({
+        topic,
+        acks: -1,
+        messages: [{ ...encodeLogMessages([usageEvent(7, quantity)])[0]!, partition: 0 }],
+      });
+    const sinkRunner = runner(topic, named(uniqueName('stream-sink')), { flushMs: 1000 });
+    try {
+      await send('1');
+      await sinkRunner.start();
+      // joined and flushed once: from here on the stream is read as it comes
+      await eventually(async () => expect(await committed(topic, group)).toBe(1), 10_000);
+      const streamStarted = Date.now();
+      let sent = 1;
+      // a message every 100 ms, fewer than batchSize in all: only the timer can write them
+      while ((await committed(topic, group)) === 1 && Date.now() - streamStarted < 5000) {
+        await send('1');
+        sent++;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      // written and committed about flushMs after the stream's first message, while it still ran
+      expect(await committed(topic, group)).toBeGreaterThan(1);
+      expect(Date.now() - streamStarted).toBeLessThan(5000);
+      expect(sent).toBeLessThan(100);
+    } finally {
+      await sinkRunner.stop();
+      await producer.disconnect();
+    }
+  });
+
+  it('reports the age of the oldest event it holds unwritten, whichever order they were read in', async () => {
+    const topic = uniqueName('commit_order_oldest');
+    const now = Date.now();
+    const event = (ageMs: number) => ({ ...usageEvent(8, '1'), recordedAtMs: now - ageMs });
+    // one message: the oldest event first, then younger ones
+    await produce(topic, encodeLogMessages([event(120_000), event(10_000), event(30_000)]));
+    let failing = true;
+    const name = uniqueName('oldest-sink');
+    const sink = named(name, {
+      write: async (events) => {
+        if (failing) throw new Error('the store is down');
+        await postgres.write(events);
+      },
+    });
+    const lagSeconds = async () =>
+      (await sinkLagSeconds.get()).values.find((value) => value.labels.sink === name)?.value;
+    const sinkRunner = runner(topic, sink);
+    await sinkRunner.start();
+    try {
+      await eventually(async () => expect(await lagSeconds()).toBeGreaterThanOrEqual(120), 10_000);
+      expect(await lagSeconds()).toBeLessThan(180);
+      failing = false;
+      await eventually(async () => expect(await lagSeconds()).toBe(0), 10_000);
+    } finally {
+      await sinkRunner.stop();
+    }
+    expect(await stored(8)).toHaveLength(3);
   });
 });
