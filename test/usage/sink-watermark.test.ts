@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getCreditBalance } from '../../libs/billing/index.js';
 import { type Admin, type Consumer, createKafka, type Kafka } from '../../libs/kafka/index.js';
 import {
@@ -328,5 +328,44 @@ describe('the sink watermark (as_of)', () => {
     await running.stop();
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(readings).toBe(1);
+  });
+
+  it('reads again every interval once started, a reading that failed included', async () => {
+    const ends = await admin.fetchTopicOffsets(topic);
+    await commit(Object.fromEntries(ends.map((end) => [end.partition, Number(end.high)])));
+    let readings = 0;
+    let failures = 0;
+    const counting = adminReadingEnds((name) => {
+      readings++;
+      return admin.fetchTopicOffsets(name).catch((error: unknown) => {
+        failures++;
+        throw error;
+      });
+    });
+    // the first reading's request for the log's ends is refused (ListOffsets, not authorized)
+    await broker.injectErrors(2, 29, 1);
+    const running = new SinkWatermarkRecorder({
+      admin: counting,
+      db: database.db,
+      topic,
+      groupId,
+      sink: SINK,
+      intervalMs: 20,
+      log: runLogger(),
+    });
+    const started = Date.now();
+    running.start();
+    try {
+      await vi.waitFor(
+        async () => {
+          expect(readings).toBeGreaterThanOrEqual(3);
+          expect(await asOf()).toBeGreaterThanOrEqual(started);
+        },
+        { timeout: 5000, interval: 20 },
+      );
+    } finally {
+      await running.stop();
+    }
+    expect(failures).toBe(1);
   });
 });
