@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Admin, createKafka, type Message } from '../../libs/kafka/index.js';
-import { sinkLagMessages, sinkLagSeconds } from '../../libs/observability/index.js';
+import { sinkEventsWritten, sinkLagMessages, sinkLagSeconds } from '../../libs/observability/index.js';
 import { encodeVoidMessages } from '../../libs/usage/domain/event.js';
 import {
   encodeLogMessages,
@@ -209,13 +209,16 @@ describe('the sink runner commits only what it wrote, and everything it read', (
     expect(messages).toHaveLength(1);
     await produce(topic, messages);
     // a timer of a minute: only the count can start the write within the test
-    const sinkRunner = runner(topic, named(uniqueName('batch-size-sink')), { batchSize: 5, flushMs: 60_000 });
+    const name = uniqueName('batch-size-sink');
+    const sinkRunner = runner(topic, named(name), { batchSize: 5, flushMs: 60_000 });
     await sinkRunner.start();
     try {
       await eventually(async () => {
         expect(await stored(5)).toHaveLength(5);
         expect(await committed(topic, `${topic}-group`)).toBe(1);
       }, 10_000);
+      const written = (await sinkEventsWritten.get()).values.find((value) => value.labels.sink === name);
+      expect(written?.value).toBe(5);
     } finally {
       await sinkRunner.stop();
     }
