@@ -312,6 +312,9 @@ export class KafkaSinkRunner {
             attempt === 1 ? 'usage sink write failed; retrying' : 'usage sink write still failing',
           );
         }
+        // The flush loop waits on this flush, so its ticks report no lag meanwhile: report it here,
+        // or the gauges stay frozen at their values from before the outage.
+        this.reportLag();
         // Nothing is committed until the write succeeds; retry the same batch.
         await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 5000)));
       }
