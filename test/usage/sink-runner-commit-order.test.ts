@@ -286,9 +286,11 @@ describe('the sink runner commits only what it wrote, and everything it read', (
     // one message: the oldest event first, then younger ones
     await produce(topic, encodeLogMessages([event(120_000), event(10_000), event(30_000)]));
     let failing = true;
+    let attempts = 0;
     const name = uniqueName('oldest-sink');
     const sink = named(name, {
       write: async (events) => {
+        attempts++;
         if (failing) throw new Error('the store is down');
         await postgres.write(events);
       },
@@ -298,7 +300,9 @@ describe('the sink runner commits only what it wrote, and everything it read', (
     const sinkRunner = runner(topic, sink);
     await sinkRunner.start();
     try {
-      await eventually(async () => expect(await lagSeconds()).toBeGreaterThanOrEqual(120), 10_000);
+      // while the write is retried, not only while the events wait in the buffer
+      await eventually(async () => expect(attempts).toBeGreaterThanOrEqual(2), 10_000);
+      expect(await lagSeconds()).toBeGreaterThanOrEqual(120);
       expect(await lagSeconds()).toBeLessThan(180);
       failing = false;
       await eventually(async () => expect(await lagSeconds()).toBe(0), 10_000);
@@ -306,5 +310,41 @@ describe('the sink runner commits only what it wrote, and everything it read', (
       await sinkRunner.stop();
     }
     expect(await stored(8)).toHaveLength(3);
+  });
+
+  it('shows its lag growing while its writes keep failing, not frozen at the outage start', async () => {
+    const topic = uniqueName('commit_order_outage');
+    let failing = false;
+    let attempts = 0;
+    const name = uniqueName('outage-sink');
+    const sink = named(name, {
+      write: async (events) => {
+        if (!failing) return postgres.write(events);
+        attempts++;
+        throw new Error('the store is down');
+      },
+    });
+    const gauge = async (metric: typeof sinkLagSeconds) =>
+      (await metric.get()).values.find((value) => value.labels.sink === name)?.value;
+    const sinkRunner = runner(topic, sink);
+    await produce(topic, encodeLogMessages([usageEvent(9, '1')]));
+    await sinkRunner.start();
+    try {
+      // joined and caught up: the next event is read as soon as it is produced
+      await eventually(async () => expect(await committed(topic, `${topic}-group`)).toBe(1), 10_000);
+      failing = true;
+      await produce(topic, encodeLogMessages([{ ...usageEvent(9, '2'), recordedAtMs: Date.now() }]));
+      // four attempts span 1.4 s of retries (200, 400, 800 ms apart): the event was read before them
+      await eventually(async () => {
+        expect(attempts).toBeGreaterThanOrEqual(4);
+        expect(await gauge(sinkLagSeconds)).toBeGreaterThanOrEqual(1);
+        expect(await gauge(sinkLagMessages)).toBe(1);
+      }, 10_000);
+      failing = false;
+      await eventually(async () => expect(await gauge(sinkLagSeconds)).toBe(0), 10_000);
+    } finally {
+      failing = false;
+      await sinkRunner.stop();
+    }
   });
 });
