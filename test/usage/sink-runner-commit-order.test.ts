@@ -155,6 +155,27 @@ describe('the sink runner commits only what it wrote, and everything it read', (
     expect(await dailyTotal(2)).toBe('3.00000000');
   });
 
+  it('reads each message of a batch once, and commits past the last of them', async () => {
+    const topic = uniqueName('commit_order_read_once');
+    // three messages of one event each, in one produce call: one batch
+    await produce(
+      topic,
+      [1, 2, 3].flatMap((n) => encodeLogMessages([usageEvent(10, String(n))])),
+    );
+    const name = uniqueName('read-once-sink');
+    const sinkRunner = runner(topic, named(name));
+    await sinkRunner.start();
+    try {
+      await eventually(async () => expect(await committed(topic, `${topic}-group`)).toBe(3), 10_000);
+    } finally {
+      await sinkRunner.stop();
+    }
+    expect(await stored(10)).toHaveLength(3);
+    // no message fetched again: three events written, not one more
+    const written = (await sinkEventsWritten.get()).values.find((value) => value.labels.sink === name);
+    expect(written?.value).toBe(3);
+  });
+
   it('writes and commits a batch of voids alone on its flush timer', async () => {
     const topic = uniqueName('commit_order_voids_alone');
     const event = usageEvent(3, '4');
