@@ -135,4 +135,26 @@ describe('the Postgres usage sink', () => {
     // December, the item's other period, is neither marked nor credited by January's voids
     expect(await period('2025-12-01T00:00:00Z')).toEqual([{ dirty: false, period_quantity: '50.00000000' }]);
   });
+
+  it('finds the event stored under an identity: its item and key both, in its organization', async () => {
+    const metered = 900_001;
+    const other = 900_002;
+    const key = `find-${metered}`;
+    const first = { ...event(metered, '1', '2026-01-13T00:00:00Z'), idempotencyKey: key };
+    const second = { ...event(other, '2', '2026-01-13T00:00:00Z'), idempotencyKey: key };
+    const sink = new PostgresUsageSink(database.db);
+    await sink.write([first, second]);
+    for (const wanted of [first, second]) {
+      const found = await sink.find({
+        orgId,
+        subscriptionItemId: wanted.subscriptionItemId,
+        idempotencyKey: key,
+      });
+      expect(found).toMatchObject({ id: wanted.id, subscriptionItemId: wanted.subscriptionItemId });
+    }
+    expect(
+      await sink.find({ orgId: orgId + 1_000_000, subscriptionItemId: metered, idempotencyKey: key }),
+    ).toBeNull();
+    expect(await sink.find({ orgId, subscriptionItemId: metered, idempotencyKey: `${key}-none` })).toBeNull();
+  });
 });
