@@ -153,6 +153,12 @@ describe('the sink runner commits only what it wrote, and everything it read', (
       { quantity: '5.00000000', voided: true },
     ]);
     expect(await dailyTotal(2)).toBe('3.00000000');
+    const { rows } = await database.db.query<{ voided_at: Date }>(
+      'SELECT voided_at FROM usage_events WHERE org_id = $1 AND id = $2',
+      [ORG, voided.id],
+    );
+    // voided when the void says, not when the sink wrote it
+    expect(rows).toEqual([{ voided_at: new Date(Date.UTC(2026, 9, 16)) }]);
   });
 
   it('reads each message of a batch once, and commits past the last of them', async () => {
