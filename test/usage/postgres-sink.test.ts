@@ -101,7 +101,9 @@ describe('the Postgres usage sink', () => {
        VALUES ($1, $2, $3, '2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z', '2026-01-10T00:00:00Z',
          '2026-01-20T00:00:00Z', $4, 100, 0, 1, false),
               ($1, $2, $3, '2025-12-01T00:00:00Z', '2026-01-01T00:00:00Z', '2025-12-01T00:00:00Z',
-         '2026-01-01T00:00:00Z', $4, 50, 0, 1, false)`,
+         '2026-01-01T00:00:00Z', $4, 50, 0, 1, false),
+              ($1, $2, $3 + 1, '2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z', '2026-01-01T00:00:00Z',
+         '2026-02-01T00:00:00Z', $4, 70, 0, 1, false)`,
       [orgId, subscription.id, itemId, invoices[0]!.id],
     );
     const atPeriodStart = event(itemId, '4', '2026-01-01T00:00:00Z');
@@ -134,6 +136,13 @@ describe('the Postgres usage sink', () => {
     expect(await voidOne(atWindowStart)).toEqual([{ dirty: true, period_quantity: '99.00000000' }]);
     // December, the item's other period, is neither marked nor credited by January's voids
     expect(await period('2025-12-01T00:00:00Z')).toEqual([{ dirty: false, period_quantity: '50.00000000' }]);
+    // nor is another item's January
+    const { rows: otherItem } = await database.db.query(
+      `SELECT dirty, period_quantity::text AS period_quantity FROM usage_billed_periods
+        WHERE org_id = $1 AND subscription_item_id = $2`,
+      [orgId, itemId + 1],
+    );
+    expect(otherItem).toEqual([{ dirty: false, period_quantity: '70.00000000' }]);
   });
 
   it('finds the event stored under an identity: its item and key both, in its organization', async () => {
