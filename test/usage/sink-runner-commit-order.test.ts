@@ -223,6 +223,7 @@ describe('the sink runner commits only what it wrote, and everything it read', (
       failing = false;
       await eventually(async () => expect(await committed(topic, `${topic}-group`)).toBe(2), 10_000);
     } finally {
+      failing = false;
       await sinkRunner.stop();
     }
     expect(await stored(4)).toEqual([{ quantity: '6.00000000', voided: true }]);
@@ -334,6 +335,7 @@ describe('the sink runner commits only what it wrote, and everything it read', (
       failing = false;
       await eventually(async () => expect(await lagSeconds()).toBe(0), 10_000);
     } finally {
+      failing = false;
       await sinkRunner.stop();
     }
     expect(await stored(8)).toHaveLength(3);
