@@ -376,4 +376,32 @@ describe('the sink runner commits only what it wrote, and everything it read', (
       await sinkRunner.stop();
     }
   });
+
+  it("starts a new batch's flush timer at its first message, not at the previous batch's", async () => {
+    const topic = uniqueName('commit_order_timer');
+    const group = `${topic}-group`;
+    const name = uniqueName('timer-sink');
+    // a full batch first (written on the count), then one event alone
+    await produce(topic, encodeLogMessages(Array.from({ length: 5 }, () => usageEvent(11, '1'))));
+    const sinkRunner = runner(topic, named(name), { batchSize: 5, flushMs: 1000 });
+    await sinkRunner.start();
+    try {
+      await eventually(async () => expect(await committed(topic, group)).toBe(1), 10_000);
+      // longer than flushMs after the first batch was read
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      await produce(topic, encodeLogMessages([usageEvent(11, '2')]));
+      const lag = async () =>
+        (await sinkLagMessages.get()).values.find((value) => value.labels.sink === name)?.value;
+      await eventually(async () => expect(await lag()).toBe(1), 5000);
+      const read = Date.now();
+      // read, and held for its own flushMs: not written at the next tick of the flush loop
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(await stored(11)).toHaveLength(5);
+      await eventually(async () => expect(await committed(topic, group)).toBe(2), 5000);
+      expect(Date.now() - read).toBeGreaterThanOrEqual(500);
+    } finally {
+      await sinkRunner.stop();
+    }
+    expect(await stored(11)).toHaveLength(6);
+  });
 });
