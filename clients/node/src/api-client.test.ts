@@ -28,6 +28,72 @@ describe('createBillingClient', () => {
     expect(requests[0]!.headers.get('authorization')).toBe('Bearer sk_test_unit');
   });
 
+  it("sends each method as its own HTTP verb, the caller's headers with every request, and answers the Response", async () => {
+    const requests: Request[] = [];
+    const client = createBillingClient({
+      baseUrl: 'http://billing.test/api/public/v1',
+      apiKey: 'sk_test_unit',
+      headers: { 'x-tenant': 'acme' },
+      fetch: async (request) => {
+        requests.push(request);
+        return request.method === 'DELETE'
+          ? new Response(null, { status: 204, headers: { 'x-request-id': 'r-delete' } })
+          : Response.json({ data: {} }, { headers: { 'x-request-id': `r-${request.method}` } });
+      },
+    });
+    const answers = [
+      await client.GET('/alerts/{alert_id}', {
+        params: { path: { alert_id: '0b6f3ad4-2a53-4f6e-9a38-5d0e4e2c3f01' } },
+      }),
+      await client.POST('/customers', { body: { name: 'A', email: 'a@example.com' } }),
+      await client.PUT('/customers/{customer_id}/credit-top-up', {
+        params: { path: { customer_id: 2 } },
+        body: { enabled: true, threshold: 10, target: 50 },
+      }),
+      await client.PATCH('/webhook-endpoints/{endpoint_id}', {
+        params: { path: { endpoint_id: '0b6f3ad4-2a53-4f6e-9a38-5d0e4e2c3f03' } },
+        body: { status: 'DISABLED' },
+      }),
+      await client.DELETE('/alerts/{alert_id}', {
+        params: { path: { alert_id: '0b6f3ad4-2a53-4f6e-9a38-5d0e4e2c3f04' } },
+      }),
+    ];
+    expect(requests.map((r) => [r.method, new URL(r.url).pathname])).toEqual([
+      ['GET', '/api/public/v1/alerts/0b6f3ad4-2a53-4f6e-9a38-5d0e4e2c3f01'],
+      ['POST', '/api/public/v1/customers'],
+      ['PUT', '/api/public/v1/customers/2/credit-top-up'],
+      ['PATCH', '/api/public/v1/webhook-endpoints/0b6f3ad4-2a53-4f6e-9a38-5d0e4e2c3f03'],
+      ['DELETE', '/api/public/v1/alerts/0b6f3ad4-2a53-4f6e-9a38-5d0e4e2c3f04'],
+    ]);
+    for (const request of requests) {
+      expect(request.headers.get('x-tenant')).toBe('acme');
+      expect(request.headers.get('authorization')).toBe('Bearer sk_test_unit');
+    }
+    expect(answers.map((a) => a.response.headers.get('x-request-id'))).toEqual([
+      'r-GET',
+      'r-POST',
+      'r-PUT',
+      'r-PATCH',
+      'r-delete',
+    ]);
+    expect(answers[4]!.response.status).toBe(204);
+  });
+
+  it("sends the API key over a caller's Authorization header: the key it was given is the one used", async () => {
+    const requests: Request[] = [];
+    const client = createBillingClient({
+      baseUrl: 'http://billing.test/api/public/v1',
+      apiKey: 'sk_test_unit',
+      headers: { Authorization: 'Bearer sk_live_other' },
+      fetch: async (request) => {
+        requests.push(request);
+        return Response.json({ data: {} });
+      },
+    });
+    await client.GET('/meta');
+    expect(requests[0]!.headers.get('authorization')).toBe('Bearer sk_test_unit');
+  });
+
   it('throws every answer that is not 2xx as one BillingApiError with the error body', async () => {
     const { client } = clientAnswering(() =>
       Response.json(
@@ -88,6 +154,45 @@ describe('createBillingClient', () => {
       status: 429,
       error_code: 'UNEXPECTED_RESPONSE',
       detail: '{"error_code":"RATE_LIMITED"}',
+    });
+  });
+
+  it('reads Retry-After into the error beside a real error body (a 429 of the hourly limit)', async () => {
+    const { client } = clientAnswering(() =>
+      Response.json(
+        { error_code: 'RATE_LIMITED', detail: 'Too many requests.', request_id: 'req-429' },
+        { status: 429, headers: { 'retry-after': '120' } },
+      ),
+    );
+    const failure = (await client.GET('/invoices').catch((e) => e)) as BillingApiError;
+    expect(failure).toMatchObject({
+      status: 429,
+      error_code: 'RATE_LIMITED',
+      detail: 'Too many requests.',
+      request_id: 'req-429',
+      retryAfterMs: 120_000,
+    });
+  });
+
+  it('names the status of an error answer without a body, and wants error_code as well as detail', async () => {
+    const { client } = clientAnswering((request) =>
+      request.url.endsWith('/meta')
+        ? new Response(null, { status: 502, headers: { 'x-request-id': 'req-502' } })
+        : Response.json({ detail: 'Not found.' }, { status: 404 }),
+    );
+    const empty = (await client.GET('/meta').catch((e) => e)) as BillingApiError;
+    expect(empty).toMatchObject({
+      status: 502,
+      error_code: 'UNEXPECTED_RESPONSE',
+      detail: 'HTTP 502 without an error body',
+      request_id: 'req-502',
+      retryAfterMs: undefined,
+    });
+    const detailOnly = (await client.GET('/invoices').catch((e) => e)) as BillingApiError;
+    expect(detailOnly).toMatchObject({
+      status: 404,
+      error_code: 'UNEXPECTED_RESPONSE',
+      detail: '{"detail":"Not found."}',
     });
   });
 
