@@ -122,6 +122,75 @@ describe('prepareUsageEvent', () => {
     }
   });
 
+  it('refuses a day or month that does not exist as a malformed date-time, not as one out of range', () => {
+    for (const timestamp of [
+      '2026-13-01T00:00:00Z',
+      '2026-00-10T00:00:00Z',
+      '2026-11-00T00:00:00Z',
+      '2026-02-29T00:00:00Z',
+    ]) {
+      expect(refusal({ subscription_item_id: 1, quantity: 1, timestamp }), timestamp).toEqual([
+        { field: 'timestamp', code: 'invalid_format' },
+      ]);
+    }
+    expect(refusal({ subscription_item_id: 1, quantity: 1, timestamp: '2100-01-01T00:00:00Z' })).toEqual([
+      { field: 'timestamp', code: 'out_of_range' },
+    ]);
+    // any number of fractional digits, as the service takes them; sent to the millisecond
+    expect(
+      prepare({ subscription_item_id: 1, quantity: 1, timestamp: '2026-11-01T02:00:00.123456+02:00' }).event
+        .timestamp,
+    ).toBe('2026-11-01T00:00:00.123Z');
+  });
+
+  it('takes a key with spaces and printable Latin-1, refusing C1 controls up to U+009F', () => {
+    for (const key of ['order 42', 'caf\u00e9', 'nbsp\u00a0x', 'pair-\ud83d\ude00-end']) {
+      expect(
+        prepare({ subscription_item_id: 1, quantity: 1, idempotency_key: key }).event.idempotency_key,
+      ).toBe(key);
+    }
+    for (const key of ['c1-end\u009f', 'unit-sep\u001f', 'high-high\ud83d\ud83d', 'high-then-ascii\ud83dx']) {
+      expect(
+        refusal({ subscription_item_id: 1, quantity: 1, idempotency_key: key }),
+        JSON.stringify(key),
+      ).toEqual([{ field: 'idempotency_key', code: 'invalid_format' }]);
+    }
+  });
+
+  it('says which kind of problem a field has: a wrong type, or a value out of range', () => {
+    expect(refusal({ subscription_item_id: '7', quantity: 1 })).toEqual([
+      { field: 'subscription_item_id', code: 'invalid_type' },
+    ]);
+    expect(refusal({ subscription_item_id: 0, quantity: 1 })).toEqual([
+      { field: 'subscription_item_id', code: 'out_of_range' },
+    ]);
+    expect(refusal({ subscription_item_id: 1, quantity: Number.POSITIVE_INFINITY })).toEqual([
+      { field: 'quantity', code: 'invalid_type' },
+    ]);
+    expect(refusal({ subscription_item_id: 1, quantity: -2 })).toEqual([
+      { field: 'quantity', code: 'out_of_range' },
+    ]);
+    expect(refusal({ subscription_item_id: 1, quantity: 1, idempotency_key: 7 })).toEqual([
+      { field: 'idempotency_key', code: 'invalid_type' },
+    ]);
+    expect(refusal({ subscription_item_id: 1, quantity: 1, timestamp: 0 })).toEqual([
+      { field: 'timestamp', code: 'invalid_type' },
+    ]);
+  });
+
+  it("throws an error with the service's VALIDATION_ERROR code, its message naming each field", () => {
+    try {
+      prepare({ subscription_item_id: 0, quantity: 0 });
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(TypeError);
+      expect(error).toMatchObject({ name: 'UsageEventValidationError', error_code: 'VALIDATION_ERROR' });
+      expect((error as Error).message).toMatch(
+        /^invalid usage event: subscription_item_id: .+; quantity: .+/,
+      );
+    }
+  });
+
   it('refuses unknown fields (the service would refuse every such event) and names every problem at once', () => {
     expect(refusal({ subscription_item_id: 1, quantity: 1, quantiy: 2 })).toEqual([
       { field: 'quantiy', code: 'unknown_field' },
