@@ -44,6 +44,11 @@ describe('retryDelayMs', () => {
     );
   });
 
+  it('reads a count of failures below 1 as the first failure: never a wait shorter than the first step', () => {
+    expect(retryDelayMs(0, undefined, policy, () => 0)).toBe(250);
+    expect(retryDelayMs(-3, undefined, policy, () => 0.999999)).toBe(500);
+  });
+
   it('never exceeds maxDelayMs without Retry-After, however many failures', () => {
     expect(retryDelayMs(60, undefined, policy, () => 0.999999)).toBe(30_000);
     expect(retryDelayMs(1000, undefined, policy, () => 0)).toBe(15_000);
