@@ -149,7 +149,13 @@ describe('prepareUsageEvent', () => {
         prepare({ subscription_item_id: 1, quantity: 1, idempotency_key: key }).event.idempotency_key,
       ).toBe(key);
     }
-    for (const key of ['c1-end\u009f', 'unit-sep\u001f', 'high-high\ud83d\ud83d', 'high-then-ascii\ud83dx']) {
+    for (const key of [
+      'c1-end\u009f',
+      'unit-sep\u001f',
+      'high-high\ud83d\ud83d',
+      'high-then-ascii\ud83dx',
+      'high-then-private-use\ud83d\ue000',
+    ]) {
       expect(
         refusal({ subscription_item_id: 1, quantity: 1, idempotency_key: key }),
         JSON.stringify(key),
