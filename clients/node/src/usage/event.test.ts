@@ -111,6 +111,10 @@ describe('prepareUsageEvent', () => {
       '2026-02-29T00:00:00Z',
       '2026-04-31T00:00:00Z',
       '2026-11-01T24:00:00Z',
+      // the service's zone is Z or ±hh:mm, nothing shorter
+      '2026-11-01T02:00:00+0200',
+      '2026-11-01T02:00:00+02',
+      '2026-11-01T02:00Z',
       '1969-12-31T23:59:59Z',
       '2100-01-01T00:00:00Z',
       new Date(Number.NaN),
