@@ -36,6 +36,10 @@ describe('prepareUsageEvent', () => {
     expect(JSON.parse(prepared.json).idempotency_key).toBe(key);
     expect(prepared.bytes).toBe(Buffer.byteLength(prepared.json));
     expect(prepared.bytes).toBeGreaterThan(prepared.json.length);
+    // a character of two UTF-8 bytes (and none of more) counts two bytes too
+    const latin = prepare({ subscription_item_id: 1, quantity: 1, idempotency_key: 'café' });
+    expect(latin.bytes).toBe(Buffer.byteLength(latin.json));
+    expect(latin.bytes).toBe(latin.json.length + 1);
   });
 
   it('takes a Date or a date-time with a zone, sent as the same instant in UTC', () => {
