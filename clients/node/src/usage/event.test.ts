@@ -51,6 +51,16 @@ describe('prepareUsageEvent', () => {
     expect(at('1970-01-01T00:00:00Z')).toBe('1970-01-01T00:00:00.000Z');
   });
 
+  it("keeps each event's own millisecond, for events reported within the same second", () => {
+    const at = (nowMs: number, timestamp?: string) =>
+      prepareUsageEvent({ subscription_item_id: 1, quantity: 1, timestamp }, nowMs, () => 'k').event
+        .timestamp;
+    expect(at(NOW)).toBe('2026-11-20T10:00:00.123Z');
+    expect(at(NOW + 1)).toBe('2026-11-20T10:00:00.124Z');
+    expect(at(NOW, '2026-11-20T10:00:00.500Z')).toBe('2026-11-20T10:00:00.500Z');
+    expect(at(NOW + 1)).toBe('2026-11-20T10:00:00.124Z');
+  });
+
   it('refuses a missing subscription_item_id, synchronously, naming it', () => {
     expect(() => prepare({ quantity: 1 })).toThrow(UsageEventValidationError);
     expect(refusal({ quantity: 1 })).toEqual([{ field: 'subscription_item_id', code: 'required' }]);
