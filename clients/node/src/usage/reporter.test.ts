@@ -128,6 +128,44 @@ describe('UsageReporter', () => {
     expect(keysOf(requests)).toHaveLength(30);
   });
 
+  it('POSTs JSON with its user agent, the key as a bearer token', async () => {
+    const inits: RequestInit[] = [];
+    const { reporter } = scripted(undefined, {
+      fetch: async (_url, init) => {
+        inits.push(init);
+        return recorded(JSON.parse(String(init.body)).events);
+      },
+    });
+    void reporter.report(event(1));
+    await reporter.flush();
+    expect(inits).toHaveLength(1);
+    expect(inits[0]!.method).toBe('POST');
+    expect(inits[0]!.headers).toMatchObject({
+      authorization: 'Bearer sk_test_unit',
+      'content-type': 'application/json',
+      'user-agent': expect.stringMatching(/^billing-service-client-node\//),
+    });
+    expect(inits[0]!.signal).toBeInstanceOf(AbortSignal);
+  });
+
+  it("refuses options that are not positive integers, and batches above the service's 1,000 events", () => {
+    const options = { baseUrl: 'http://billing.test', apiKey: 'sk_test_unit' };
+    for (const bad of [
+      { maxBatchEvents: 1001 },
+      { maxBatchEvents: 0 },
+      { maxBufferedEvents: 0 },
+      { maxBufferedEvents: 1.5 },
+      { flushIntervalMs: Number.NaN },
+      { requestTimeoutMs: -1 },
+      { maxConcurrentRequests: Number.POSITIVE_INFINITY },
+      { retry: { baseDelayMs: 0 } },
+      { retry: { maxDelayMs: 0.5 } },
+    ]) {
+      expect(() => new UsageReporter({ ...options, ...bad }), JSON.stringify(bad)).toThrow(RangeError);
+    }
+    expect(new UsageReporter({ ...options, maxBatchEvents: 1000, maxBufferedEvents: 1 })).toBeDefined();
+  });
+
   it('throws an invalid event synchronously, and buffers nothing of it', () => {
     const { reporter } = scripted();
     expect(() => reporter.report({ quantity: 1 } as never)).toThrow(UsageEventValidationError);
