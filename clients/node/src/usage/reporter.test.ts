@@ -221,6 +221,43 @@ describe('UsageReporter', () => {
     expect(reporter.stats).toMatchObject({ sent: 1, retried: 5 });
   });
 
+  it('names why a batch is retried: 408 a timeout, 429 rate-limited, 503 unavailable, any other 5xx a server error', async () => {
+    const statuses = [408, 429, 503, 504, 501];
+    const reasons: string[] = [];
+    const { reporter, requests } = scripted(
+      (request, index) =>
+        index < statuses.length
+          ? errorBody(statuses[index]!, 'FAILED', { 'Retry-After': '0' })
+          : recorded(request.events),
+      { metrics: { retried: (_, reason) => reasons.push(reason) } },
+    );
+    void reporter.report(event(1));
+    await reporter.flush();
+    expect(requests).toHaveLength(6);
+    expect(reasons).toEqual(['timeout', 'rate_limited', 'unavailable', 'server_error', 'server_error']);
+  });
+
+  it("names an event's own 429 result rate-limited, and a 503 result unavailable", async () => {
+    const reasons: string[] = [];
+    const { reporter } = scripted(
+      (request, index) =>
+        Response.json({
+          data: request.events.map((e) =>
+            index < 2
+              ? {
+                  status: index === 0 ? 429 : 503,
+                  error: { error_code: 'LATER', detail: 'later', request_id: 'r' },
+                }
+              : { status: 201, data: e },
+          ),
+        }),
+      { metrics: { retried: (_, reason) => reasons.push(reason) } },
+    );
+    void reporter.report(event(1));
+    await reporter.flush();
+    expect(reasons).toEqual(['rate_limited', 'unavailable']);
+  });
+
   it('retries an event whose own result is 503 or 429 with its key, and rejects none of them', async () => {
     const { reporter, requests, rejections } = scripted((request, index) =>
       Response.json({
@@ -309,6 +346,30 @@ describe('UsageReporter', () => {
     expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(50);
     expect(requests[1]!.body).toBe(requests[0]!.body);
     expect(reasons).toEqual(['timeout']);
+  });
+
+  it('abandons a request whose answer never finishes arriving after requestTimeoutMs, and sends it again', async () => {
+    const reasons: string[] = [];
+    const { reporter, requests } = scripted(
+      (request, index) =>
+        index === 0
+          ? // the status line came, the body never ends (and ignores the abort)
+            new Response(
+              new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('{"data":[')) }),
+              {
+                status: 200,
+              },
+            )
+          : recorded(request.events),
+      { requestTimeoutMs: 50, metrics: { retried: (_, reason) => reasons.push(reason) } },
+    );
+    void reporter.report(event(1));
+    await reporter.flush();
+    expect(requests).toHaveLength(2);
+    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(50);
+    expect(requests[1]!.body).toBe(requests[0]!.body);
+    expect(reasons).toEqual(['timeout']);
+    expect(reporter.stats).toMatchObject({ sent: 1, retried: 1 });
   });
 
   it('hands per-event 4xx results to onRejected and never sends them again; the rest are sent', async () => {
