@@ -431,6 +431,70 @@ describe('UsageReporter', () => {
     expect(keysOf(sent).sort()).toEqual(Array.from({ length: 8 }, (_, n) => `k-${n}`).sort());
   });
 
+  describe('its defaults (on a fake clock)', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+      vi.restoreAllMocks();
+    });
+
+    it('waits 1 s for a batch to fill, and keeps at most 4 requests of 1,000 events in flight', async () => {
+      vi.useFakeTimers();
+      const { reporter, requests } = scripted(() => new Promise<Response>(() => {}), {
+        flushIntervalMs: undefined,
+        retry: undefined,
+      });
+      void reporter.report(event(0));
+      await vi.advanceTimersByTimeAsync(999);
+      expect(requests).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(requests.map((r) => r.events.length)).toEqual([1]);
+      for (let n = 1; n <= 4000; n++) void reporter.report(event(n));
+      expect(requests.map((r) => r.events.length)).toEqual([1, 1000, 1000, 1000]);
+      expect(reporter.stats).toMatchObject({ buffered: 4001 });
+    });
+
+    it('holds at most 100,000 events', async () => {
+      vi.useFakeTimers();
+      const dropped: string[] = [];
+      const { reporter } = scripted(() => new Promise<Response>(() => {}), {
+        whenFull: 'drop',
+        onDropped: (e) => dropped.push(e.idempotency_key),
+      });
+      for (let n = 0; n < 100_001; n++) void reporter.report(event(n));
+      expect(dropped).toEqual(['k-100000']);
+      expect(reporter.stats).toMatchObject({ buffered: 100_000, dropped: 1 });
+    });
+
+    it('abandons a request after 30 s, then backs off from 500 ms doubling up to 30 s', async () => {
+      vi.useFakeTimers();
+      vi.spyOn(Math, 'random').mockReturnValue(0.999999);
+      const { reporter, requests } = scripted(
+        (request, index) =>
+          index === 0
+            ? new Promise<Response>(() => {})
+            : index < 9
+              ? errorBody(500, 'INTERNAL_SERVER_ERROR')
+              : recorded(request.events),
+        { flushIntervalMs: undefined, retry: undefined },
+      );
+      void reporter.report(event(1));
+      void reporter.flush();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(requests).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(29_999);
+      expect(requests).toHaveLength(1);
+      // abandoned at 30 s, sent again after the first backoff step (all of 500 ms, random() near 1)
+      await vi.advanceTimersByTimeAsync(1 + 499);
+      expect(requests).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(requests).toHaveLength(2);
+      await vi.advanceTimersByTimeAsync(60_000 * 4);
+      expect(requests).toHaveLength(10);
+      const gaps = requests.slice(1).map((r, i) => r.at - requests[i]!.at);
+      expect(gaps).toEqual([30_500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000]);
+    });
+  });
+
   describe('a full buffer', () => {
     it("drops new events to onDropped with whenFull: 'drop', holding at most maxBufferedEvents", async () => {
       let release!: () => void;
