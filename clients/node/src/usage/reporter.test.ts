@@ -599,6 +599,18 @@ describe('UsageReporter', () => {
       });
     });
 
+    it("answers a second close() with the first one's result, its unsent events included", async () => {
+      const { reporter } = scripted(() => new Promise<Response>(() => {}));
+      void reporter.report(event(0));
+      void reporter.report(event(1));
+      const first = reporter.close({ timeoutMs: 50 });
+      const second = reporter.close({ timeoutMs: 50 });
+      const [a, b] = await Promise.all([first, second]);
+      expect(a.unsent.map((e) => e.idempotency_key)).toEqual(['k-0', 'k-1']);
+      expect(b).toBe(a);
+      expect(await reporter.close()).toBe(a);
+    });
+
     it('ends the reports still waiting for room: their events are among the unsent', async () => {
       const { reporter } = scripted(() => new Promise<Response>(() => {}), { maxBufferedEvents: 1 });
       void reporter.report(event(0));
