@@ -647,6 +647,49 @@ describe('UsageReporter', () => {
     await vi.waitFor(() => expect(keysOf(requests)).toEqual(['k-1', 'k-2']));
   });
 
+  it('flush() waits for the reports still waiting for room when it was called, not only the buffered ones', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { reporter, requests } = scripted(
+      async (request, index) => {
+        if (index === 0) await gate;
+        return recorded(request.events);
+      },
+      { maxBufferedEvents: 2, maxBatchEvents: 2, maxConcurrentRequests: 1 },
+    );
+    const reports = Array.from({ length: 5 }, (_, n) => reporter.report(event(n)));
+    expect(reporter.stats).toMatchObject({ buffered: 2, waiting: 3 });
+    const flushed = reporter.flush().then(() => keysOf(requests).length);
+    release();
+    // all five were sent (and answered) when flush() resolved
+    expect(await flushed).toBe(5);
+    await Promise.all(reports);
+    expect(keysOf(requests)).toEqual(['k-0', 'k-1', 'k-2', 'k-3', 'k-4']);
+    expect(reporter.stats).toMatchObject({ sent: 5, buffered: 0, waiting: 0 });
+  });
+
+  it('sends a lone event only after its own flush interval, however the batch before it went', async () => {
+    const { reporter, requests } = scripted(undefined, { flushIntervalMs: 100 });
+    void reporter.report(event(1));
+    await vi.waitFor(() => expect(requests).toHaveLength(1), { timeout: 1000, interval: 5 });
+    const reportedAt = Date.now();
+    void reporter.report(event(2));
+    await sleep(40);
+    expect(requests).toHaveLength(1);
+    await vi.waitFor(() => expect(requests).toHaveLength(2), { timeout: 1000, interval: 5 });
+    expect(requests[1]!.at - reportedAt).toBeGreaterThanOrEqual(95);
+    // a flush() sends the buffer at once; the interval of what follows starts at its own report
+    void reporter.report(event(3));
+    await reporter.flush();
+    await sleep(40);
+    const laterAt = Date.now();
+    void reporter.report(event(4));
+    await vi.waitFor(() => expect(requests).toHaveLength(4), { timeout: 1000, interval: 5 });
+    expect(requests[3]!.at - laterAt).toBeGreaterThanOrEqual(95);
+  });
+
   it('sends a batch put back after a failure again once the backoff ends, with no flush() asked', async () => {
     const { reporter, requests } = scripted(
       (request, index) => (index === 0 ? errorBody(503, 'SERVICE_UNAVAILABLE') : recorded(request.events)),
