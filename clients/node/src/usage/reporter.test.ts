@@ -700,6 +700,117 @@ describe('UsageReporter', () => {
     expect(reporter.stats).toMatchObject({ sent: 1, retried: 1 });
   });
 
+  it('survives an onRejected that throws: the other events of the batch are still sent, and flush() ends', async () => {
+    const warnings: string[] = [];
+    const spy = vi.spyOn(process, 'emitWarning').mockImplementation((w) => void warnings.push(String(w)));
+    try {
+      const { reporter, requests } = scripted(
+        (request) =>
+          Response.json({
+            data: request.events.map((e) =>
+              e.subscription_item_id === 404
+                ? { status: 404, error: { error_code: 'NOT_FOUND', detail: 'no item', request_id: 'r' } }
+                : { status: 201, data: e },
+            ),
+          }),
+        {
+          onRejected: () => {
+            throw new Error('caller bug');
+          },
+        },
+      );
+      void reporter.report(event(1, 404));
+      void reporter.report(event(2));
+      await reporter.flush();
+      expect(requests).toHaveLength(1);
+      expect(reporter.stats).toMatchObject({ sent: 1, rejected: 1, buffered: 0 });
+      expect(warnings.some((w) => w.includes('onRejected threw') && w.includes('caller bug'))).toBe(true);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('survives an onDropped that throws: report() still resolves, the event counted dropped', async () => {
+    const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      const { reporter } = scripted(() => new Promise<Response>(() => {}), {
+        maxBufferedEvents: 1,
+        whenFull: 'drop',
+        onDropped: () => {
+          throw new Error('caller bug');
+        },
+      });
+      await reporter.report(event(1));
+      await expect(reporter.report(event(2))).resolves.toBeUndefined();
+      expect(reporter.stats).toMatchObject({ buffered: 1, dropped: 1 });
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('warns of a refused event, naming its key, when no onRejected was given', async () => {
+    const warnings: string[] = [];
+    const spy = vi.spyOn(process, 'emitWarning').mockImplementation((w) => void warnings.push(String(w)));
+    try {
+      const { reporter } = scripted(() => errorBody(403, 'FORBIDDEN'), { onRejected: undefined });
+      void reporter.report(event(7));
+      await reporter.flush();
+      expect(reporter.stats).toMatchObject({ rejected: 1, sent: 0 });
+      expect(warnings).toEqual([expect.stringContaining('usage event k-7 rejected')]);
+      expect(warnings[0]).toContain('FORBIDDEN');
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('counts events into the metrics hooks as they move: sent, retried, rejected, dropped, and held', async () => {
+    const calls: string[] = [];
+    let fail!: () => void;
+    const failing = new Promise<void>((resolve) => {
+      fail = resolve;
+    });
+    const { reporter } = scripted(
+      async (request, index) => {
+        if (index === 0) {
+          await failing;
+          return errorBody(500, 'INTERNAL_SERVER_ERROR');
+        }
+        return Response.json({
+          data: request.events.map((e) =>
+            e.subscription_item_id === 404
+              ? { status: 404, error: { error_code: 'NOT_FOUND', detail: 'no item', request_id: 'r' } }
+              : { status: 201, data: e },
+          ),
+        });
+      },
+      {
+        maxBufferedEvents: 4,
+        whenFull: 'drop',
+        onDropped: () => {},
+        metrics: {
+          sent: (n) => calls.push(`sent ${n}`),
+          retried: (n, reason) => calls.push(`retried ${n} ${reason}`),
+          rejected: (n) => calls.push(`rejected ${n}`),
+          dropped: (n) => calls.push(`dropped ${n}`),
+          buffered: (n) => calls.push(`buffered ${n}`),
+        },
+      },
+    );
+    void reporter.report(event(1));
+    void reporter.report(event(2, 404));
+    void reporter.report(event(3));
+    const flushed = reporter.flush();
+    // three events in a request, one more buffered: four held, the bound; a fifth is dropped
+    void reporter.report(event(4));
+    void reporter.report(event(5));
+    expect(calls).toEqual(['buffered 1', 'buffered 2', 'buffered 3', 'buffered 4', 'dropped 1']);
+    calls.length = 0;
+    fail();
+    await flushed;
+    expect(calls).toEqual(['retried 3 server_error', 'rejected 1', 'sent 3', 'buffered 0']);
+    expect(reporter.stats).toMatchObject({ sent: 3, rejected: 1, retried: 3, dropped: 1, buffered: 0 });
+  });
+
   it('survives metrics hooks and callbacks that throw', async () => {
     const { reporter, requests } = scripted(undefined, {
       metrics: {
