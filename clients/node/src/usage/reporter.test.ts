@@ -555,6 +555,43 @@ describe('UsageReporter', () => {
       await reporter.flush();
       expect(keysOf(requests)).toEqual(['k-0', 'k-1', 'k-2', 'k-3', 'k-4', 'k-5', 'k-6']);
     });
+    it('keeps reports waiting for room in their order, even against a report made from a metrics hook', async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let reportedFromHook = false;
+      let reporter!: UsageReporter;
+      const scriptedReporter = scripted(
+        async (request, index) => {
+          if (index === 0) await gate;
+          return recorded(request.events);
+        },
+        {
+          maxBufferedEvents: 2,
+          maxBatchEvents: 2,
+          maxConcurrentRequests: 1,
+          metrics: {
+            sent: () => {
+              if (reportedFromHook) return;
+              reportedFromHook = true;
+              void reporter.report(event(9));
+            },
+          },
+        },
+      );
+      reporter = scriptedReporter.reporter;
+      const reports = Array.from({ length: 4 }, (_, n) => reporter.report(event(n)));
+      expect(reporter.stats).toMatchObject({ buffered: 2, waiting: 2 });
+      release();
+      await Promise.all(reports);
+      await reporter.flush();
+      expect(scriptedReporter.requests.map((r) => r.events.map((e) => e.idempotency_key))).toEqual([
+        ['k-0', 'k-1'],
+        ['k-2', 'k-3'],
+        ['k-9'],
+      ]);
+    });
   });
 
   describe('close()', () => {
