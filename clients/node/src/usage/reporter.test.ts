@@ -637,7 +637,10 @@ describe('UsageReporter', () => {
     });
 
     it("answers a second close() with the first one's result, its unsent events included", async () => {
-      const { reporter } = scripted(() => new Promise<Response>(() => {}));
+      const buffered: number[] = [];
+      const { reporter } = scripted(() => new Promise<Response>(() => {}), {
+        metrics: { buffered: (n) => buffered.push(n) },
+      });
       void reporter.report(event(0));
       void reporter.report(event(1));
       const first = reporter.close({ timeoutMs: 50 });
@@ -646,6 +649,8 @@ describe('UsageReporter', () => {
       expect(a.unsent.map((e) => e.idempotency_key)).toEqual(['k-0', 'k-1']);
       expect(b).toBe(a);
       expect(await reporter.close()).toBe(a);
+      // the events handed back are no longer held
+      expect(buffered).toEqual([1, 2, 0]);
     });
 
     it('ends the reports still waiting for room: their events are among the unsent', async () => {
