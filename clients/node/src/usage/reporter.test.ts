@@ -426,6 +426,8 @@ describe('UsageReporter', () => {
     void reporter.report({ subscription_item_id: 1, quantity: 1, idempotency_key: 'y'.repeat(255) });
     await reporter.flush();
     expect(requests[0]!.events).toHaveLength(10);
+    // the next batch holds at most half the bytes of the one refused
+    expect(requests[1]!.body.length).toBeLessThan(requests[0]!.body.length * 0.6);
     expect(rejections.map((r) => r.event.idempotency_key[0]).sort()).toEqual(['x', 'y']);
     const sent = requests.filter((r) => r.body.length <= 350);
     expect(keysOf(sent).sort()).toEqual(Array.from({ length: 8 }, (_, n) => `k-${n}`).sort());
