@@ -166,6 +166,27 @@ describe('UsageReporter', () => {
     expect(new UsageReporter({ ...options, maxBatchEvents: 1000, maxBufferedEvents: 1 })).toBeDefined();
   });
 
+  it('gives an event without key or timestamp a UUIDv7 key of its own and the moment of its report', async () => {
+    const { reporter, requests } = scripted();
+    const before = Date.now();
+    for (let n = 0; n < 3; n++) void reporter.report({ subscription_item_id: 1, quantity: 1 });
+    const after = Date.now();
+    await reporter.flush();
+    const events = requests.flatMap((r) => r.events);
+    expect(new Set(events.map((e) => e.idempotency_key)).size).toBe(3);
+    for (const e of events) {
+      expect(e.idempotency_key).toMatch(
+        /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+      );
+      const keyMs = Number.parseInt(e.idempotency_key.replace(/-/g, '').slice(0, 12), 16);
+      const at = Date.parse(e.timestamp);
+      for (const ms of [keyMs, at]) {
+        expect(ms).toBeGreaterThanOrEqual(before);
+        expect(ms).toBeLessThanOrEqual(after);
+      }
+    }
+  });
+
   it('throws an invalid event synchronously, and buffers nothing of it', () => {
     const { reporter } = scripted();
     expect(() => reporter.report({ quantity: 1 } as never)).toThrow(UsageEventValidationError);
