@@ -28,4 +28,19 @@ describe('uuidv7', () => {
       expect(new Set(ids.map((id) => id[position])).size, `hex digit ${position}`).toBeGreaterThan(3);
     }
   });
+
+  it('draws every random digit on its own (none a copy of another)', () => {
+    const ids = Array.from({ length: 200 }, () => uuidv7(0).replace(/-/g, ''));
+    // 12 bits after the version nibble, then 62 after the variant's two (digit 16 holds them)
+    const random = [13, 14, 15, ...Array.from({ length: 15 }, (_, i) => 17 + i)];
+    for (const p of random) {
+      for (const q of random) {
+        if (q <= p) continue;
+        expect(
+          ids.every((id) => id[p] === id[q]),
+          `hex digits ${p} and ${q}`,
+        ).toBe(false);
+      }
+    }
+  });
 });
