@@ -476,6 +476,40 @@ describe('UsageReporter', () => {
       expect(reporter.stats).toMatchObject({ buffered: 4001 });
     });
 
+    it('leaves no timer running once its events are sent, nor once closed (the process may exit)', async () => {
+      vi.useFakeTimers();
+      const { reporter } = scripted();
+      void reporter.report(event(1));
+      await reporter.flush();
+      // neither the request's timeout nor the flush interval outlives the request
+      expect(vi.getTimerCount()).toBe(0);
+      void reporter.report(event(2));
+      expect(await reporter.close()).toEqual({ unsent: [] });
+      // nor close()'s deadline, once everything went in time
+      expect(vi.getTimerCount()).toBe(0);
+
+      const paused = scripted(() => errorBody(503, 'SERVICE_UNAVAILABLE', { 'Retry-After': '60' }));
+      void paused.reporter.report(event(3));
+      const closing = paused.reporter.close({ timeoutMs: 1000 });
+      await vi.advanceTimersByTimeAsync(1000);
+      expect((await closing).unsent.map((e) => e.idempotency_key)).toEqual(['k-3']);
+      // nor the pause that Retry-After asked for
+      expect(vi.getTimerCount()).toBe(0);
+
+      const stuck = scripted(() => new Promise<Response>(() => {}), {
+        flushIntervalMs: 60_000,
+        maxConcurrentRequests: 1,
+      });
+      void stuck.reporter.report(event(4));
+      void stuck.reporter.flush();
+      void stuck.reporter.report(event(5));
+      const abandoning = stuck.reporter.close({ timeoutMs: 1000 });
+      await vi.advanceTimersByTimeAsync(1000);
+      expect((await abandoning).unsent.map((e) => e.idempotency_key)).toEqual(['k-4', 'k-5']);
+      // nor the flush interval of an event still buffered at the deadline
+      expect(vi.getTimerCount()).toBe(0);
+    });
+
     it('holds at most 100,000 events', async () => {
       vi.useFakeTimers();
       const dropped: string[] = [];
