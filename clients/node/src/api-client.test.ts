@@ -115,7 +115,9 @@ describe('createBillingClient', () => {
       request_id: '0b6f3ad4-2a53-4f6e-9a38-5d0e4e2c3f11',
       details: [{ field: 'email', code: 'invalid_format' }],
     });
-    expect(String(failure.message)).toContain('0b6f3ad4-2a53-4f6e-9a38-5d0e4e2c3f11');
+    expect(failure.message).toBe(
+      '422 VALIDATION_ERROR: The request is invalid. (request 0b6f3ad4-2a53-4f6e-9a38-5d0e4e2c3f11)',
+    );
   });
 
   it('reads Retry-After into the error, and keeps a body that is not an error body', async () => {
