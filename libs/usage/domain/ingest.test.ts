@@ -7,8 +7,9 @@ import { MemoryRateLimitStore, RateLimiter } from '../../rate-limit/index.js';
 import { MemoryUsageDedupStore } from '../dedup-store/memory.js';
 import type { Reservation } from '../dedup-store/store.js';
 import type { UsageEventLog } from '../event-log/log.js';
-import type { UsageEventRecord } from './event.js';
+import { dedupKey, type UsageEventRecord } from './event.js';
 import { UsageIngest } from './ingest.js';
+import type { ItemLifetime } from './items.js';
 
 /**
  * A failed log write releases the key and answers 503; a duplicate whose first request failed
@@ -55,15 +56,21 @@ class HookedStore extends MemoryUsageDedupStore {
 function ingestWith(
   log: UsageEventLog,
   store: MemoryUsageDedupStore,
-  options: { now?: () => number; idempotencyTtlSeconds?: number } = {},
+  options: {
+    now?: () => number;
+    idempotencyTtlSeconds?: number;
+    items?: (subscriptionItemId: number) => ItemLifetime;
+    rateLimitStore?: MemoryRateLimitStore;
+  } = {},
 ): UsageIngest {
-  const rateLimitStore = new MemoryRateLimitStore();
+  const rateLimitStore = options.rateLimitStore ?? new MemoryRateLimitStore();
+  const lifetimeOf = options.items ?? (() => ITEM);
   return new UsageIngest({
     store,
     log,
     items: {
-      cached: () => ITEM,
-      lifetime: async () => ITEM,
+      cached: (_orgId, id) => lifetimeOf(id),
+      lifetime: async (_orgId, id) => lifetimeOf(id),
       item: async () => undefined,
     },
     rateLimiter: new RateLimiter(rateLimitStore),
@@ -287,5 +294,104 @@ describe('an identity across processes and over time', () => {
       timestamp: '2026-11-19T08:00:00.000Z',
       recorded_at: '2026-11-20T12:00:00.250Z',
     });
+  });
+});
+
+/** The error an ingest call threw (fails the test if it answered). */
+async function refusal(reply: Promise<unknown>): Promise<ApiError> {
+  try {
+    await reply;
+  } catch (error) {
+    if (error instanceof ApiError) return error;
+    throw error;
+  }
+  throw new Error('expected a refusal, got an answer');
+}
+
+describe("an event's item and its lifetime", () => {
+  const STARTED = Date.UTC(2026, 10, 1);
+  const REMOVED = Date.UTC(2026, 10, 15);
+  const ITEMS: Record<number, ItemLifetime> = {
+    7: { usageType: 'metered', startedAtMs: STARTED, removedAtMs: REMOVED },
+    8: { usageType: 'licensed' },
+    9: { usageType: undefined },
+  };
+  const ingest = () =>
+    ingestWith(scriptedLog([]), new MemoryUsageDedupStore(new MemoryRateLimitStore()), {
+      items: (id) => ITEMS[id] ?? { usageType: undefined },
+    });
+  const at = (ms: number, subscription_item_id = 7) =>
+    ingest().recordEvent(AUTH, {
+      body: { subscription_item_id, quantity: 1, timestamp: new Date(ms).toISOString() },
+      idempotencyKey: `at-${ms}`,
+    });
+
+  it('takes usage from the exact instant the item started, and refuses the instant before on timestamp', async () => {
+    expect((await at(STARTED)).value.event.timestamp).toBe(new Date(STARTED).toISOString());
+    const early = await refusal(at(STARTED - 1));
+    expect(early.code).toBe('VALIDATION_ERROR');
+    expect(early.details).toEqual([expect.objectContaining({ field: 'timestamp', code: 'out_of_range' })]);
+  });
+
+  it('refuses usage at exactly the removal on timestamp, and takes the instant before', async () => {
+    expect((await at(REMOVED - 1)).value.deduplicated).toBe(false);
+    const removed = await refusal(at(REMOVED));
+    expect(removed.code).toBe('VALIDATION_ERROR');
+    expect(removed.details).toEqual([expect.objectContaining({ field: 'timestamp', code: 'out_of_range' })]);
+  });
+
+  it('answers 400 for an item that is not metered, and 404 for an unknown one', async () => {
+    expect((await refusal(at(STARTED, 8))).code).toBe('BAD_REQUEST');
+    expect((await refusal(at(STARTED, 9))).code).toBe('NOT_FOUND');
+  });
+
+  it('answers each event of a batch in request order, its refusal or its stored event', async () => {
+    const log = scriptedLog([]);
+    const core = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()), {
+      items: (id) => ITEMS[id] ?? { usageType: undefined },
+    });
+    const event = (subscription_item_id: number, ms: number, key: string) => ({
+      subscription_item_id,
+      quantity: ms === STARTED ? 2 : 1,
+      timestamp: new Date(ms).toISOString(),
+      idempotency_key: key,
+    });
+    const reply = await core.recordBatch(AUTH, {
+      events: [
+        event(8, STARTED, 'licensed'),
+        event(7, REMOVED, 'removed'),
+        { subscription_item_id: 7, quantity: -1, idempotency_key: 'negative' },
+        event(7, STARTED, 'first'),
+        event(9, STARTED, 'unknown'),
+        event(7, REMOVED - 1, 'last'),
+      ],
+    });
+    const codes = reply.value.map((outcome) =>
+      'error' in outcome ? outcome.error.code : outcome.event.quantity,
+    );
+    expect(codes).toEqual(['BAD_REQUEST', 'VALIDATION_ERROR', 'VALIDATION_ERROR', 2, 'NOT_FOUND', 1]);
+    expect(log.appended.flat().map((e) => e.idempotencyKey)).toEqual(['first', 'last']);
+  });
+});
+
+describe('a request over its hourly limit', () => {
+  const limited: AuthContext = { ...AUTH, rateLimitOverride: 2 };
+
+  it('is refused with 429 and its headers, and its event is neither logged nor kept under its key', async () => {
+    const log = scriptedLog([]);
+    // one store of buckets: the reservation counts in the one the limiter reads
+    const rateLimitStore = new MemoryRateLimitStore();
+    const store = new MemoryUsageDedupStore(rateLimitStore);
+    const ingest = ingestWith(log, store, { rateLimitStore });
+    const post = (key: string, quantity = 1) =>
+      ingest.recordEvent(limited, { body: { subscription_item_id: 7, quantity }, idempotencyKey: key });
+    await post('a');
+    // an invalid body counts too
+    expect((await refusal(post('b', -1))).code).toBe('VALIDATION_ERROR');
+    const over = await refusal(post('c'));
+    expect(over.code).toBe('RATE_LIMITED');
+    expect(over.headers).toMatchObject({ 'X-RateLimit-Limit': '2', 'X-RateLimit-Remaining': '0' });
+    expect(log.appended.flat().map((e) => e.idempotencyKey)).toEqual(['a']);
+    expect(await store.get(dedupKey('test:', 1, 7, 'c'))).toBeNull();
   });
 });
