@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { AuthContext } from '../../auth/index.js';
 import { ApiError } from '../../errors/index.js';
 import { createLogger } from '../../log/index.js';
+import { ingestEvents } from '../../observability/index.js';
 import { MemoryRateLimitStore, RateLimiter } from '../../rate-limit/index.js';
 import { MemoryUsageDedupStore } from '../dedup-store/memory.js';
 import type { Reservation } from '../dedup-store/store.js';
@@ -393,5 +394,115 @@ describe('a request over its hourly limit', () => {
     expect(over.headers).toMatchObject({ 'X-RateLimit-Limit': '2', 'X-RateLimit-Remaining': '0' });
     expect(log.appended.flat().map((e) => e.idempotencyKey)).toEqual(['a']);
     expect(await store.get(dedupKey('test:', 1, 7, 'c'))).toBeNull();
+    // over the limit, an invalid body is a 429 too, not its 422
+    expect((await refusal(post('d', -1))).code).toBe('RATE_LIMITED');
+    expect((await refusal(ingest.recordBatch(limited, { events: [{ quantity: -1 }] }))).code).toBe(
+      'RATE_LIMITED',
+    );
+  });
+});
+
+describe('the ingest outcome counts', () => {
+  const counts = () => ({
+    accepted: ingestEvents.labels('accepted', '').value,
+    deduplicated: ingestEvents.labels('deduplicated', '').value,
+    invalid: ingestEvents.labels('rejected', 'VALIDATION_ERROR').value,
+  });
+
+  it('count a new event as accepted and its repeat as deduplicated, one by one and in a batch', async () => {
+    const ingest = ingestWith(scriptedLog([]), new MemoryUsageDedupStore(new MemoryRateLimitStore()));
+    const before = counts();
+    await send(ingest, 1, 'counted');
+    await send(ingest, 1, 'counted');
+    expect(counts()).toEqual({
+      ...before,
+      accepted: before.accepted + 1,
+      deduplicated: before.deduplicated + 1,
+    });
+    // a batch of a repeat, two new events and an invalid one
+    await ingest.recordBatch(AUTH, {
+      events: [
+        { subscription_item_id: 7, quantity: 1, idempotency_key: 'counted' },
+        { subscription_item_id: 7, quantity: 1, idempotency_key: 'batched-1' },
+        { subscription_item_id: 7, quantity: -1, idempotency_key: 'batched-bad' },
+        { subscription_item_id: 7, quantity: 1, idempotency_key: 'batched-2' },
+      ],
+    });
+    expect(counts()).toEqual({
+      accepted: before.accepted + 3,
+      deduplicated: before.deduplicated + 2,
+      invalid: before.invalid + 1,
+    });
+  });
+});
+
+describe('a batch whose items cannot be looked up', () => {
+  it('is refused whole with 503, logging none of its events', async () => {
+    const log = scriptedLog([]);
+    const ingest = new UsageIngest({
+      store: new MemoryUsageDedupStore(new MemoryRateLimitStore()),
+      log,
+      items: {
+        // 7 is known; 8 must be read, and the database is down
+        cached: (_orgId, id) => (id === 7 ? ITEM : undefined),
+        lifetime: async () => {
+          throw new Error('database down');
+        },
+        item: async () => undefined,
+      },
+      rateLimiter: new RateLimiter(new MemoryRateLimitStore()),
+      keyPrefix: 'test:',
+      idempotencyTtlSeconds: 86_400,
+      logger: createLogger({ level: 'silent', service: 'test' }),
+    });
+    const reply = ingest.recordBatch(AUTH, {
+      events: [
+        { subscription_item_id: 7, quantity: 1, idempotency_key: 'known' },
+        { subscription_item_id: 8, quantity: 1, idempotency_key: 'unread' },
+      ],
+    });
+    const error = await refusal(reply);
+    expect(error.code).toBe('SERVICE_UNAVAILABLE');
+    expect(error.headers).toHaveProperty('X-RateLimit-Limit');
+    expect(log.appended).toEqual([]);
+  });
+});
+
+describe('a batch after a restart', () => {
+  it('counts an event the log already held as deduplicated, beside a repeat the store knows', async () => {
+    // the in-process log answers an identity it holds with the event it keeps
+    const kept = new Map<string, UsageEventRecord>();
+    const log: UsageEventLog = {
+      async append(events) {
+        return events.map((event) => {
+          const identity = `${event.orgId}:${event.subscriptionItemId}:${event.idempotencyKey}`;
+          if (!kept.has(identity)) kept.set(identity, event);
+          return kept.get(identity)!;
+        });
+      },
+      async appendVoids() {},
+      checks: () => [],
+      async close() {},
+    };
+    const before = await send(
+      ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore())),
+      1,
+      'held',
+    );
+    // restarted: the store forgot 'held'; 'again' is recorded anew, then repeated in the batch
+    const restarted = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
+    await send(restarted, 1, 'again');
+    const deduplicated = ingestEvents.labels('deduplicated', '');
+    const accepted = ingestEvents.labels('accepted', '');
+    const [dedupedBefore, acceptedBefore] = [deduplicated.value, accepted.value];
+    const reply = await restarted.recordBatch(AUTH, {
+      events: [
+        { subscription_item_id: 7, quantity: 2, idempotency_key: 'again' },
+        { subscription_item_id: 7, quantity: 2, idempotency_key: 'held' },
+      ],
+    });
+    expect(reply.value[1]).toEqual({ event: before.value.event });
+    expect(deduplicated.value - dedupedBefore).toBe(2);
+    expect(accepted.value - acceptedBefore).toBe(0);
   });
 });
