@@ -139,6 +139,54 @@ describe('usage event encodings', () => {
     expect(() => decodeLogMessage(text.replace('\tkey|with|bars', '\t'))).toThrow();
   });
 
+  it('fills a message up to exactly the size limit before it cuts', () => {
+    // bytes an event takes, and the most the encoder allows for it before writing it
+    const size = (event: UsageEventRecord) => encodeLogMessages([event])[0]!.value.length - 1;
+    const bound = (event: UsageEventRecord) =>
+      36 + 8 + 8 + 1 + event.quantity.length + 12 + 8 + 3 * event.idempotencyKey.length;
+    const filler = { ...record, idempotencyKey: 'f' };
+    // fillers, then a last event whose bound lands exactly on the limit (its key by thirds,
+    // the rest by digits of its quantity)
+    let fillers = 0;
+    let room = MAX_LOG_MESSAGE_BYTES - 1 - bound({ ...record, idempotencyKey: '' });
+    while (room > 600) {
+      fillers++;
+      room -= size(filler);
+    }
+    const last = {
+      ...record,
+      idempotencyKey: 'l'.repeat(Math.floor(room / 3)),
+      quantity: `${'1'.repeat(room % 3)}${record.quantity}`,
+    };
+    const events = [...Array.from({ length: fillers }, () => filler), last];
+    expect(1 + fillers * size(filler) + bound(last)).toBe(MAX_LOG_MESSAGE_BYTES);
+    expect(encodeLogMessages(events)).toHaveLength(1);
+    // a byte more (a longer quantity) and the last event opens a message of its own
+    const longer = { ...last, quantity: `1${last.quantity}` };
+    const over = encodeLogMessages([...events.slice(0, -1), longer]);
+    expect(over).toHaveLength(2);
+    expect(decodeLogMessage(over[1]!.value)).toEqual([longer]);
+  });
+
+  it("writes a key's length in as many bytes as its longest UTF-8 form needs, at every size", () => {
+    // 5462 three-byte characters: 16,386 bytes, past what two varint bytes hold
+    for (const idempotencyKey of ['€'.repeat(42), '€'.repeat(43), '€'.repeat(5461), '€'.repeat(5462)]) {
+      const event = { ...record, idempotencyKey };
+      expect(decodeLogMessage(encodeLogMessages([event])[0]!.value)).toEqual([event]);
+    }
+  });
+
+  it('puts a void on the partition it is given, without a key, when given a partitioner', () => {
+    const partitions: string[] = [];
+    const [message] = encodeVoidMessages([{ event: record, voidedAtMs: 1234 }], (key) => {
+      partitions.push(key);
+      return 5;
+    });
+    expect(partitions).toEqual(['3:41']);
+    expect(message).toEqual({ partition: 5, value: expect.any(Buffer) });
+    expect(decodeLogEntries(message!.value).voids).toEqual([{ event: record, voidedAtMs: 1234 }]);
+  });
+
   it("reads voids through the same decoder, on their item's key", () => {
     const [message] = encodeVoidMessages([{ event: record, voidedAtMs: 1234 }]);
     expect(message!.key).toBe('3:41');
