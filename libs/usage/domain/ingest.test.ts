@@ -295,6 +295,12 @@ describe('an identity across processes and over time', () => {
       timestamp: '2026-11-19T08:00:00.000Z',
       recorded_at: '2026-11-20T12:00:00.250Z',
     });
+    const batch = await ingest.recordBatch(AUTH, {
+      events: [{ subscription_item_id: 7, quantity: 1, idempotency_key: 'batched' }],
+    });
+    expect(batch.value[0]).toEqual({
+      event: expect.objectContaining({ recorded_at: '2026-11-20T12:00:00.250Z' }),
+    });
   });
 });
 
@@ -504,5 +510,46 @@ describe('a batch after a restart', () => {
     expect(reply.value[1]).toEqual({ event: before.value.event });
     expect(deduplicated.value - dedupedBefore).toBe(2);
     expect(accepted.value - acceptedBefore).toBe(0);
+  });
+});
+
+describe('every refusal of a counted request carries the rate-limit headers', () => {
+  it('a 503 of a failed log write, for one event and for a batch holding a repeat', async () => {
+    const log = scriptedLog(['ok', 'fail', 'fail']);
+    const ingest = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
+    await send(ingest, 1, 'kept');
+    const unavailable = ingestEvents.labels('rejected', 'SERVICE_UNAVAILABLE');
+    const before = unavailable.value;
+    const single = await refusal(send(ingest, 1, 'lost'));
+    expect(single.code).toBe('SERVICE_UNAVAILABLE');
+    expect(single.headers).toHaveProperty('X-RateLimit-Remaining');
+    const batch = await refusal(
+      ingest.recordBatch(AUTH, {
+        events: [
+          { subscription_item_id: 7, quantity: 1, idempotency_key: 'kept' },
+          { subscription_item_id: 7, quantity: 1, idempotency_key: 'lost' },
+        ],
+      }),
+    );
+    expect(batch.code).toBe('SERVICE_UNAVAILABLE');
+    expect(batch.headers).toHaveProperty('X-RateLimit-Remaining');
+    // each event of a failed request is counted as refused: one, then the batch's two
+    expect(unavailable.value - before).toBe(3);
+  });
+
+  it("an invalid body's 422 when its key names nothing recorded, and a 503 when the log cannot tell", async () => {
+    const log = scriptedLog([]);
+    log.stored = async () => {
+      throw new Error('database down');
+    };
+    const ingest = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
+    const unknown = await refusal(send(ingest, -1, 'never-recorded'));
+    expect(unknown.code).toBe('SERVICE_UNAVAILABLE');
+    expect(unknown.headers).toHaveProperty('X-RateLimit-Remaining');
+    log.stored = async () => null;
+    const invalid = await refusal(send(ingest, -1, 'never-recorded'));
+    expect(invalid.code).toBe('VALIDATION_ERROR');
+    expect(invalid.details).toEqual([expect.objectContaining({ field: 'quantity' })]);
+    expect(invalid.headers).toHaveProperty('X-RateLimit-Remaining');
   });
 });
