@@ -88,6 +88,10 @@ const send = (ingest: UsageIngest, quantity: number, idempotencyKey = 'order-1')
     idempotencyKey,
   });
 
+/** Events the core still holds as on their way to the log: none once every request has its answer. */
+const inFlight = (ingest: UsageIngest) =>
+  (ingest as unknown as { inFlight: Map<string, unknown> }).inFlight.size;
+
 /** The memory store, its releases taking a while (as a round trip to Redis does). */
 class SlowReleaseStore extends MemoryUsageDedupStore {
   override async release(entries: Parameters<MemoryUsageDedupStore['release']>[0]) {
@@ -227,6 +231,10 @@ describe('an identity across processes and over time', () => {
     expect(first.value.deduplicated).toBe(false);
     const restarted = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
     expect((await send(restarted, 2)).value).toEqual({ event: first.value.event, deduplicated: true });
+    // repeats in a restarted process that wait for the one appending all get the event the log held
+    const waited = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
+    const together = await Promise.all([send(waited, 5), send(waited, 6), send(waited, 7)]);
+    for (const reply of together) expect(reply.value.event).toEqual(first.value.event);
     // a repeat whose body is invalid is answered from the log too, whatever the new body says
     log.stored = async ({ orgId, subscriptionItemId, idempotencyKey }) =>
       kept.get(`${orgId}:${subscriptionItemId}:${idempotencyKey}`) ?? null;
@@ -242,6 +250,8 @@ describe('an identity across processes and over time', () => {
     expect(replies.map((reply) => reply.value.event.quantity)).toEqual([1, 1, 1]);
     expect(replies.map((reply) => reply.value.deduplicated)).toEqual([false, true, true]);
     expect(log.appended).toHaveLength(1);
+    // nothing left behind in flight (a repeat's own candidate included)
+    expect(inFlight(ingest)).toBe(0);
   });
 
   it('once adopted, stays for a whole ttl even if the adopter failed to append it: a retry completes it', async () => {
@@ -400,6 +410,7 @@ describe('a request over its hourly limit', () => {
     expect(over.headers).toMatchObject({ 'X-RateLimit-Limit': '2', 'X-RateLimit-Remaining': '0' });
     expect(log.appended.flat().map((e) => e.idempotencyKey)).toEqual(['a']);
     expect(await store.get(dedupKey('test:', 1, 7, 'c'))).toBeNull();
+    expect(inFlight(ingest)).toBe(0);
     // over the limit, an invalid body is a 429 too, not its 422
     expect((await refusal(post('d', -1))).code).toBe('RATE_LIMITED');
     expect((await refusal(ingest.recordBatch(limited, { events: [{ quantity: -1 }] }))).code).toBe(
@@ -551,5 +562,29 @@ describe('every refusal of a counted request carries the rate-limit headers', ()
     expect(invalid.code).toBe('VALIDATION_ERROR');
     expect(invalid.details).toEqual([expect.objectContaining({ field: 'quantity' })]);
     expect(invalid.headers).toHaveProperty('X-RateLimit-Remaining');
+  });
+});
+
+describe('a request whose reservation the store refuses', () => {
+  it('answers 503, leaves nothing in flight, and its retry is recorded once', async () => {
+    class DownStore extends MemoryUsageDedupStore {
+      down = true;
+      override async reserve(reservation: Reservation) {
+        if (this.down) throw new Error('redis down');
+        return super.reserve(reservation);
+      }
+    }
+    const log = scriptedLog([]);
+    const store = new DownStore(new MemoryRateLimitStore());
+    const ingest = ingestWith(log, store);
+    expect(await outcome(send(ingest, 1))).toBe('SERVICE_UNAVAILABLE');
+    expect(inFlight(ingest)).toBe(0);
+    expect(log.appended).toEqual([]);
+    store.down = false;
+    const retry = await send(ingest, 1);
+    expect(retry.value.deduplicated).toBe(false);
+    expect((await send(ingest, 1)).value.event).toEqual(retry.value.event);
+    // one event (a repeat may append that same one again; the sinks keep one row per identity)
+    expect(new Set(log.appended.flat().map((event) => event.id))).toEqual(new Set([retry.value.event.id]));
   });
 });
