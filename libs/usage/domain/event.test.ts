@@ -229,5 +229,9 @@ describe('usage event encodings', () => {
       idempotency_key: 'key|with|bars',
       recorded_at: '2026-11-01T08:00:01.005Z',
     });
+    // every digit of a large quantity, as the JSON number it came in as
+    expect(toPublicUsageEvent({ ...record, quantity: '123456789.12345678' }).quantity).toBe(
+      123456789.12345678,
+    );
   });
 });

@@ -588,3 +588,31 @@ describe('a request whose reservation the store refuses', () => {
     expect(new Set(log.appended.flat().map((event) => event.id))).toEqual(new Set([retry.value.event.id]));
   });
 });
+
+describe('the item check', () => {
+  it('asks the database only about items the cache does not know', async () => {
+    const lookedUp: number[] = [];
+    const ingest = new UsageIngest({
+      store: new MemoryUsageDedupStore(new MemoryRateLimitStore()),
+      log: scriptedLog([]),
+      items: {
+        cached: (_orgId, id) => (id === 7 ? ITEM : undefined),
+        lifetime: async (_orgId, id) => {
+          lookedUp.push(id);
+          return ITEM;
+        },
+        item: async () => undefined,
+      },
+      rateLimiter: new RateLimiter(new MemoryRateLimitStore()),
+      keyPrefix: 'test:',
+      idempotencyTtlSeconds: 86_400,
+      logger: createLogger({ level: 'silent', service: 'test' }),
+    });
+    await send(ingest, 1, 'cached');
+    await ingest.recordEvent(AUTH, {
+      body: { subscription_item_id: 8, quantity: 1 },
+      idempotencyKey: 'read',
+    });
+    expect(lookedUp).toEqual([8]);
+  });
+});
