@@ -14,10 +14,12 @@
  *   throughput  ingest closed loop (BENCH_CONNECTIONS connections, BENCH_THROUGHPUT_SECONDS) on the
  *               alerted items, with the sinks process running only the stores' groups
  *               (SINKS_GUARDRAILS=false) and with the evaluator too, BENCH_ROUNDS times each,
- *               alternating, the evaluator second in odd rounds and first in even ones: the test
- *               broker's CPU per event grows with the topic, which every load lengthens, so a fixed
- *               order would charge one side for it; every run starts once every group caught up and
- *               the machine is quiet.
+ *               alternating, the evaluator second in odd rounds and first in even ones. Each run
+ *               on a topic of its own, with a fresh ingest process and consumer groups
+ *               (BENCH_FRESH_TOPIC=0: all on one topic): the test broker scans a partition's log
+ *               for each group's fetch, so its CPU per event grows with the topic, and on one topic
+ *               each run would pay for the runs before it. Every run starts once every group
+ *               caught up and the machine is quiet.
  *               Load events carry 0.001, so no alert crosses: the evaluator reads the usage of
  *               every touched subscription with an alert and writes nothing.
  *   latency     BENCH_RATE events/s paced evenly for BENCH_DURATION_SECONDS on those items, and,
@@ -30,8 +32,8 @@
  * >= 0.9 of without (the median of the rounds' own ratios; the ratio of the means beside it).
  *
  * Settings (env, defaults in brackets): BENCH_ALERTS [1000], BENCH_RATE [5000],
- * BENCH_DURATION_SECONDS [60], BENCH_THROUGHPUT_SECONDS [20], BENCH_ROUNDS [2], BENCH_CONNECTIONS
- * [50], BENCH_PACED_CONNECTIONS [64], BENCH_PARTITIONS [12], BENCH_TIMEOUT_SECONDS [120: the
+ * BENCH_DURATION_SECONDS [60], BENCH_THROUGHPUT_SECONDS [20], BENCH_ROUNDS [2], BENCH_FRESH_TOPIC
+ * [1], BENCH_CONNECTIONS [50], BENCH_PACED_CONNECTIONS [64], BENCH_PARTITIONS [12], BENCH_TIMEOUT_SECONDS [120: the
  * longest wait for the last delivery and for the groups to catch up], BENCH_QUIET_SECONDS [30],
  * DATABASE_URL (admin URL; a database bench_alerts_<pid> is created and dropped), CLICKHOUSE_URL
  * (a database of the same name is created and dropped). Report: bench/results/alerts-<time>.json.
@@ -91,6 +93,7 @@ const settings = {
   durationSeconds: intEnv('BENCH_DURATION_SECONDS', 60, 1),
   throughputSeconds: intEnv('BENCH_THROUGHPUT_SECONDS', 20, 1),
   rounds: intEnv('BENCH_ROUNDS', 2, 1),
+  freshTopic: intEnv('BENCH_FRESH_TOPIC', 1) === 1,
   connections: intEnv('BENCH_CONNECTIONS', 50, 1),
   pacedConnections: intEnv('BENCH_PACED_CONNECTIONS', 64, 1),
   partitions: intEnv('BENCH_PARTITIONS', 12, 1),
@@ -173,22 +176,27 @@ async function main(): Promise<void> {
   const receiver = await startReceiver();
   const redis = await startRedisServer();
   const broker = await startKafkaTestBrokerProcess();
-  const topic = `${runId}_usage`;
+  let topic = `${runId}_usage`;
   await broker.createTopic(topic, settings.partitions);
   const env = serviceEnv(databaseUrl, redis.url, broker.bootstrap, topic);
-  const [apiPort, ingestPort, dispatcherPort] = [await freePort(), await freePort(), await freePort()];
+  // the ingest and the sinks' env: its topic and consumer groups change with each throughput run
+  let logEnv = { ...env };
+  const [apiPort, dispatcherPort] = [await freePort(), await freePort()];
+  let ingestPort = await freePort();
   const setupDone = prepare(databaseUrl, receiver.port);
   await startLoggedProcess('services/api/main.ts', {
     env: { ...env, PORT: String(apiPort) },
     port: apiPort,
     logName: runId,
   });
-  const ingest = await startLoggedProcess('services/ingest/main.ts', {
-    // uWebSockets.js, as deployed behind deploy/nginx; the keys sent here are printable ASCII
-    env: { ...env, INGEST_PORT: String(ingestPort), INGEST_TRUSTED_PROXY: 'true' },
-    port: ingestPort,
-    logName: runId,
-  });
+  const startIngest = () =>
+    startLoggedProcess('services/ingest/main.ts', {
+      // uWebSockets.js, as deployed behind deploy/nginx; the keys sent here are printable ASCII
+      env: { ...logEnv, INGEST_PORT: String(ingestPort), INGEST_TRUSTED_PROXY: 'true' },
+      port: ingestPort,
+      logName: runId,
+    });
+  let ingest = await startIngest();
   const dispatcher = await startLoggedProcess('services/dispatcher/main.ts', {
     env: { ...env, DISPATCHER_PORT: String(dispatcherPort) },
     port: dispatcherPort,
@@ -211,7 +219,7 @@ async function main(): Promise<void> {
     const caught = await consumerGroupsCaughtUp({
       admin,
       topic,
-      groupIds: groups.map((group) => `${runId}-${group}`),
+      groupIds: groups.map((group) => `${logEnv.KAFKA_CONSUMER_GROUP_PREFIX}${group}`),
       ingestPort,
       timeoutMs: settings.timeoutSeconds * 1000,
       log,
@@ -225,7 +233,7 @@ async function main(): Promise<void> {
     const port = await freePort();
     sinksPort = port;
     sinks = await startLoggedProcess('services/ingest/sinks.ts', {
-      env: { ...env, SINKS_PORT: String(port), SINKS_GUARDRAILS: String(evaluator) },
+      env: { ...logEnv, SINKS_PORT: String(port), SINKS_GUARDRAILS: String(evaluator) },
       port,
       logName: runId,
     });
@@ -236,6 +244,18 @@ async function main(): Promise<void> {
     if (settings.parts.includes('throughput')) {
       for (let round = 1; round <= settings.rounds; round++) {
         for (const evaluator of round % 2 === 1 ? [false, true] : [true, false]) {
+          if (settings.freshTopic) {
+            // The test broker serves each group's fetch by scanning the partition's log: on one
+            // topic every run would pay for the runs before it, whichever variant it is.
+            topic = `${runId}_usage_${round}_${evaluator ? 'on' : 'off'}`;
+            await broker.createTopic(topic, settings.partitions);
+            logEnv = { ...env, KAFKA_USAGE_TOPIC: topic, KAFKA_CONSUMER_GROUP_PREFIX: `${topic}-` };
+            if (sinks) await stopProcess(sinks);
+            sinks = undefined;
+            await stopProcess(ingest);
+            ingestPort = await freePort();
+            ingest = await startIngest();
+          }
           const running = await startSinks(evaluator);
           report.throughput.push(
             await throughput({
