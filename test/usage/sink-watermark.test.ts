@@ -72,14 +72,15 @@ const commit = (offsets: Record<number, number>) =>
     })),
   );
 
-const recorder = () =>
+/** This file's recorder; `admin` and `intervalMs` may be a test's own. */
+const recorder = (options: { admin?: Admin; intervalMs?: number } = {}) =>
   new SinkWatermarkRecorder({
-    admin,
+    admin: options.admin ?? admin,
     db: database.db,
     topic,
     groupId,
     sink: SINK,
-    intervalMs: 1000,
+    intervalMs: options.intervalMs ?? 1000,
     log: runLogger(),
   });
 
@@ -295,15 +296,7 @@ describe('the sink watermark (as_of)', () => {
       await new Promise((resolve) => setTimeout(resolve, 5));
       return read;
     });
-    await new SinkWatermarkRecorder({
-      admin: racing,
-      db: database.db,
-      topic,
-      groupId,
-      sink: SINK,
-      intervalMs: 1000,
-      log: runLogger(),
-    }).recordOnce();
+    await recorder({ admin: racing }).recordOnce();
     expect(acknowledgedAt).toBeGreaterThan(0);
     expect(await asOf()).toBeLessThan(acknowledgedAt);
   });
@@ -314,15 +307,7 @@ describe('the sink watermark (as_of)', () => {
       readings++;
       return admin.fetchTopicOffsets(name);
     });
-    const running = new SinkWatermarkRecorder({
-      admin: counting,
-      db: database.db,
-      topic,
-      groupId,
-      sink: SINK,
-      intervalMs: 20,
-      log: runLogger(),
-    });
+    const running = recorder({ admin: counting, intervalMs: 20 });
     running.start();
     expect(readings).toBe(1);
     await running.stop();
@@ -344,15 +329,7 @@ describe('the sink watermark (as_of)', () => {
     });
     // the first reading's request for the log's ends is refused (ListOffsets, not authorized)
     await broker.injectErrors(2, 29, 1);
-    const running = new SinkWatermarkRecorder({
-      admin: counting,
-      db: database.db,
-      topic,
-      groupId,
-      sink: SINK,
-      intervalMs: 20,
-      log: runLogger(),
-    });
+    const running = recorder({ admin: counting, intervalMs: 20 });
     const started = Date.now();
     running.start();
     try {

@@ -39,6 +39,24 @@ function scriptedLog(outcomes: ('fail' | 'ok')[]): UsageEventLog & { appended: U
   };
 }
 
+/** A log as the in-process one: an identity it holds is answered with the event it keeps. */
+function keepingLog(): UsageEventLog & { kept: Map<string, UsageEventRecord> } {
+  const kept = new Map<string, UsageEventRecord>();
+  return {
+    kept,
+    async append(events) {
+      return events.map((event) => {
+        const identity = `${event.orgId}:${event.subscriptionItemId}:${event.idempotencyKey}`;
+        if (!kept.has(identity)) kept.set(identity, event);
+        return kept.get(identity)!;
+      });
+    },
+    async appendVoids() {},
+    checks: () => [],
+    async close() {},
+  };
+}
+
 /** The memory store, with a hook run before the nth reservation is made. */
 class HookedStore extends MemoryUsageDedupStore {
   reservations = 0;
@@ -213,20 +231,7 @@ describe('an identity across processes and over time', () => {
   });
 
   it('is a repeat when the log already holds it though the store forgot it (a restart)', async () => {
-    // the in-process log answers an identity it holds with the event it keeps
-    const kept = new Map<string, UsageEventRecord>();
-    const log: UsageEventLog = {
-      async append(events) {
-        return events.map((event) => {
-          const identity = `${event.orgId}:${event.subscriptionItemId}:${event.idempotencyKey}`;
-          if (!kept.has(identity)) kept.set(identity, event);
-          return kept.get(identity)!;
-        });
-      },
-      async appendVoids() {},
-      checks: () => [],
-      async close() {},
-    };
+    const log = keepingLog();
     const first = await send(ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore())), 1);
     expect(first.value.deduplicated).toBe(false);
     const restarted = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
@@ -237,7 +242,7 @@ describe('an identity across processes and over time', () => {
     for (const reply of together) expect(reply.value.event).toEqual(first.value.event);
     // a repeat whose body is invalid is answered from the log too, whatever the new body says
     log.stored = async ({ orgId, subscriptionItemId, idempotencyKey }) =>
-      kept.get(`${orgId}:${subscriptionItemId}:${idempotencyKey}`) ?? null;
+      log.kept.get(`${orgId}:${subscriptionItemId}:${idempotencyKey}`) ?? null;
     const forgotten = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
     expect((await send(forgotten, -1)).value).toEqual({ event: first.value.event, deduplicated: true });
     expect(await outcome(send(forgotten, -1, 'never-recorded'))).toBe('VALIDATION_ERROR');
@@ -487,20 +492,7 @@ describe('a batch whose items cannot be looked up', () => {
 
 describe('a batch after a restart', () => {
   it('counts an event the log already held as deduplicated, beside a repeat the store knows', async () => {
-    // the in-process log answers an identity it holds with the event it keeps
-    const kept = new Map<string, UsageEventRecord>();
-    const log: UsageEventLog = {
-      async append(events) {
-        return events.map((event) => {
-          const identity = `${event.orgId}:${event.subscriptionItemId}:${event.idempotencyKey}`;
-          if (!kept.has(identity)) kept.set(identity, event);
-          return kept.get(identity)!;
-        });
-      },
-      async appendVoids() {},
-      checks: () => [],
-      async close() {},
-    };
+    const log = keepingLog();
     const before = await send(
       ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore())),
       1,

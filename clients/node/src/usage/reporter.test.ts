@@ -352,13 +352,14 @@ describe('UsageReporter', () => {
     }
   });
 
-  it('abandons a request without an answer after requestTimeoutMs and sends it again', async () => {
+  /**
+   * One event whose first request gets `firstAnswer` (which ignores the abort, as our fetch does)
+   * under a 50 ms requestTimeoutMs: it is abandoned and the same bytes sent again, as a timeout.
+   */
+  async function resentAfterTimeout(firstAnswer: () => Promise<Response> | Response) {
     const reasons: string[] = [];
     const { reporter, requests } = scripted(
-      (request, index) =>
-        index === 0
-          ? new Promise<Response>(() => {}) // never answers (our fetch ignores the abort)
-          : recorded(request.events),
+      (request, index) => (index === 0 ? firstAnswer() : recorded(request.events)),
       { requestTimeoutMs: 50, metrics: { retried: (_, reason) => reasons.push(reason) } },
     );
     void reporter.report(event(1));
@@ -367,29 +368,21 @@ describe('UsageReporter', () => {
     expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(50);
     expect(requests[1]!.body).toBe(requests[0]!.body);
     expect(reasons).toEqual(['timeout']);
+    return reporter;
+  }
+
+  it('abandons a request without an answer after requestTimeoutMs and sends it again', async () => {
+    await resentAfterTimeout(() => new Promise<Response>(() => {}));
   });
 
   it('abandons a request whose answer never finishes arriving after requestTimeoutMs, and sends it again', async () => {
-    const reasons: string[] = [];
-    const { reporter, requests } = scripted(
-      (request, index) =>
-        index === 0
-          ? // the status line came, the body never ends (and ignores the abort)
-            new Response(
-              new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('{"data":[')) }),
-              {
-                status: 200,
-              },
-            )
-          : recorded(request.events),
-      { requestTimeoutMs: 50, metrics: { retried: (_, reason) => reasons.push(reason) } },
+    // the status line came, the body never ends
+    const reporter = await resentAfterTimeout(
+      () =>
+        new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('{"data":[')) }), {
+          status: 200,
+        }),
     );
-    void reporter.report(event(1));
-    await reporter.flush();
-    expect(requests).toHaveLength(2);
-    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(50);
-    expect(requests[1]!.body).toBe(requests[0]!.body);
-    expect(reasons).toEqual(['timeout']);
     expect(reporter.stats).toMatchObject({ sent: 1, retried: 1 });
   });
 
