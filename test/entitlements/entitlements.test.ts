@@ -1,4 +1,3 @@
-import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Queryable } from '../../libs/db/index.js';
 import { getEntitlement } from '../../libs/entitlements/index.js';
@@ -17,6 +16,7 @@ import { basicCatalog, customerIn, subscribe } from '../billing/fixtures.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { startKafkaTestBroker } from '../helpers/kafka-test-broker.js';
+import { monitorRedis } from '../helpers/redis-monitor.js';
 import { runLogger } from '../helpers/run-log.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 import { eventually } from '../usage/support.js';
@@ -668,16 +668,15 @@ describe('the counter read beside the query (distributed: Redis)', () => {
     const counterKeys = `${testApi.config.REDIS_KEY_PREFIX}usage:counter:${s.org.orgId}:${first.subscription_item_id}:`;
     /** The periods (their start) of this item whose counters `check` reads. */
     const periodsReadBy = async (check: () => Promise<unknown>) => {
-      const monitor = await new Redis(testServices().redisUrl).monitor();
       const read = new Set<string>();
-      monitor.on('monitor', (_time: string, args: string[]) => {
+      const monitor = await monitorRedis(testServices().redisUrl, (args) => {
         for (const arg of args) if (arg.startsWith(counterKeys)) read.add(arg.slice(counterKeys.length));
       });
       try {
         await check();
         await new Promise((resolve) => setTimeout(resolve, 200));
       } finally {
-        monitor.disconnect();
+        monitor.close();
       }
       // a counter's journal (`<start>:j`) is of the same period
       return [...new Set([...read].map((key) => Number.parseInt(key, 10)))];
@@ -715,9 +714,8 @@ describe('the counter read beside the query (distributed: Redis)', () => {
         return db.query(text, values);
       },
     };
-    const monitor = await new Redis(testServices().redisUrl).monitor();
     let reads = 0;
-    monitor.on('monitor', (_time: string, args: string[]) => {
+    const monitor = await monitorRedis(testServices().redisUrl, (args) => {
       if (args.includes(key)) reads++;
     });
     try {
@@ -728,7 +726,7 @@ describe('the counter read beside the query (distributed: Redis)', () => {
       expect(first.used).toBe('4.00000000');
     } finally {
       release();
-      monitor.disconnect();
+      monitor.close();
     }
   });
 

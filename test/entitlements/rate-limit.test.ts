@@ -1,9 +1,9 @@
-import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Entitlement } from '../../libs/schemas/index.js';
 import { basicCatalog, customerIn, subscribe } from '../billing/fixtures.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg } from '../helpers/fixtures.js';
+import { monitorRedis } from '../helpers/redis-monitor.js';
 import { testServices } from '../helpers/services.js';
 import { eventually } from '../usage/support.js';
 
@@ -148,9 +148,8 @@ describe('the entitlement check on Redis', () => {
     await eventually(async () => expect(await api!.usage.counter.isBuilt(next)).toBe(true), 20_000);
 
     const prefix = api.config.REDIS_KEY_PREFIX;
-    const monitor = await new Redis(testServices().redisUrl).monitor();
     const calls: string[][] = [];
-    monitor.on('monitor', (_time: string, args: string[]) => {
+    const monitor = await monitorRedis(testServices().redisUrl, (args) => {
       if (args.some((arg) => arg.startsWith(prefix))) calls.push(args);
     });
     try {
@@ -159,7 +158,7 @@ describe('the entitlement check on Redis', () => {
       expect(response.headers['x-ratelimit-remaining']).toBe('996');
       await new Promise((resolve) => setTimeout(resolve, 200));
     } finally {
-      monitor.disconnect();
+      monitor.close();
     }
     // one script call, counting the request and reading the counter (the commands it runs inside
     // are not sent by the client: MONITOR lists them after it, from "lua")
