@@ -420,7 +420,10 @@ async function writeReadings(
             updated_at = now()
        FROM unnest($1::uuid[], $2::numeric[], $3::timestamptz[], $4::text[], $5::timestamptz[])
             AS r(id, value, period_start, status, as_of)
-      WHERE a.id = r.id AND (a.evaluated_as_of IS NULL OR a.evaluated_as_of <= r.as_of)`,
+      WHERE a.id = r.id AND (a.evaluated_as_of IS NULL OR a.evaluated_as_of <= r.as_of)
+        -- another evaluator moved it meanwhile on a reading that saw more (the same as_of can
+        -- hold more counted usage, read later): a reading that disagrees leaves its value be
+        AND (a.period_start IS DISTINCT FROM r.period_start OR a.status = r.status)`,
     [
       readings.map(({ alert }) => alert.id),
       readings.map(({ reading }) => reading.value),
