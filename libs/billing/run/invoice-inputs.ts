@@ -123,6 +123,20 @@ export async function loadInvoiceInputs(
 }
 
 /**
+ * The usage part of loadInvoiceInputs alone: each target's items and their period totals, read the
+ * same way, for a reader that needs quantities and no amounts (the usage_quantity alerts).
+ */
+export async function loadPeriodQuantities(
+  tx: Queryable,
+  usage: UsageAggregator,
+  targets: InvoiceTarget[],
+): Promise<Pick<InvoiceInputs, 'items' | 'usage'>> {
+  const orgIds = unique(targets.map(({ subscription }) => subscription.org_id));
+  const items = await itemsFor(tx, orgIds, targets);
+  return { items, usage: await periodUsage(usage, targets, items) };
+}
+
+/**
  * The items of the targets' subscriptions: those billed for the running period or later, and, for
  * a period before it (one whose draft was withdrawn, the read-back of the previous period), those
  * removed within that period too.
@@ -237,36 +251,46 @@ export async function periodUsage(
 ): Promise<Map<string, Map<number, string>>> {
   const groups = new Map<
     string,
-    { orgId: number; from: Date; to: Date; itemIds: number[]; keys: Set<string> }
+    { orgId: number; from: Date; to: Date; itemIds: number[]; itemsByKey: Map<string, number[]> }
   >();
   for (const { subscription, step } of toInvoice) {
     const period = { start: step.periodStart, end: step.periodEnd };
+    const key = usageKey(subscription, step);
     for (const item of items.get(subscription.id) ?? []) {
       if (item.usage_type !== 'metered' || !itemForPeriod(item, period)) continue;
       const window = usageWindow(item, period);
       const groupKey = `${subscription.org_id}|${window.start.toISOString()}|${window.end.toISOString()}`;
-      const group = groups.get(groupKey) ?? {
-        orgId: subscription.org_id,
-        from: window.start,
-        to: window.end,
-        itemIds: [],
-        keys: new Set<string>(),
-      };
+      let group = groups.get(groupKey);
+      if (!group) {
+        group = {
+          orgId: subscription.org_id,
+          from: window.start,
+          to: window.end,
+          itemIds: [],
+          itemsByKey: new Map(),
+        };
+        groups.set(groupKey, group);
+      }
       group.itemIds.push(item.subscription_item_id);
-      group.keys.add(usageKey(subscription, step));
-      groups.set(groupKey, group);
+      // each target's own items: a group of many subscriptions is merged in one pass, not one per pair
+      const ofKey = group.itemsByKey.get(key);
+      if (ofKey) ofKey.push(item.subscription_item_id);
+      else group.itemsByKey.set(key, [item.subscription_item_id]);
     }
   }
   const usage = new Map<string, Map<number, string>>();
   for (const group of groups.values()) {
     const totals = await aggregator.totals(group.orgId, group.itemIds, group.from, group.to);
-    for (const key of group.keys) {
-      const merged = usage.get(key) ?? new Map<number, string>();
-      for (const id of group.itemIds) {
+    for (const [key, itemIds] of group.itemsByKey) {
+      let merged = usage.get(key);
+      if (!merged) {
+        merged = new Map<number, string>();
+        usage.set(key, merged);
+      }
+      for (const id of itemIds) {
         const total = totals.get(id);
         if (total !== undefined) merged.set(id, total);
       }
-      usage.set(key, merged);
     }
   }
   return usage;
