@@ -67,8 +67,10 @@ export { type BillableItem, tierProblems } from './pricing/index.js';
 export {
   getCreditBalance,
   getDailyUsage,
+  getSubscriptionsItemQuantities,
   getSubscriptionsUsage,
   getSubscriptionUsage,
+  type PeriodQuantities,
   previewUpcomingInvoice,
 } from './read-back/index.js';
 export {

@@ -1,4 +1,11 @@
-import { getCreditBalance, getSubscriptionsUsage, parseInput, UnbillableError } from '../billing/index.js';
+import {
+  getCreditBalance,
+  getSubscriptionsItemQuantities,
+  getSubscriptionsUsage,
+  type PeriodQuantities,
+  parseInput,
+  UnbillableError,
+} from '../billing/index.js';
 import type { Database, Queryable } from '../db/index.js';
 import { ApiError, type FieldError } from '../errors/index.js';
 import { type DomainEvent, emitDomainEvents } from '../events/index.js';
@@ -235,15 +242,17 @@ export async function evaluateAlerts(
 ): Promise<DomainEvent[]> {
   const alerts = await alertsIn(db, scope);
   if (alerts.length === 0) return [];
-  const usageAlerts = alerts.filter((alert) => alert.metric !== 'credit_balance');
-  const usage = await getSubscriptionsUsage(
-    db,
-    stores,
-    uniqueBy(usageAlerts, (alert) => alert.subscription_id).map((alert) => ({
-      orgId: alert.org_id,
-      subscriptionId: alert.subscription_id,
-    })),
-  );
+  // a quantity needs only its item's total: the invoice an amount is taken from is composed only
+  // for the subscriptions of amount alerts
+  const subscriptionsOf = (metric: AlertRow['metric']) =>
+    uniqueBy(
+      alerts.filter((alert) => alert.metric === metric),
+      (alert) => alert.subscription_id,
+    ).map((alert) => ({ orgId: alert.org_id, subscriptionId: alert.subscription_id }));
+  const [quantities, usage] = await Promise.all([
+    getSubscriptionsItemQuantities(db, stores, subscriptionsOf('usage_quantity')),
+    getSubscriptionsUsage(db, stores, subscriptionsOf('usage_amount')),
+  ]);
   const balances = new Map<number, { projected: string; as_of: string } | null>();
   for (const alert of alerts) {
     if (alert.metric === 'credit_balance' && !balances.has(alert.customer_id)) {
@@ -259,7 +268,9 @@ export async function evaluateAlerts(
     const reading =
       alert.metric === 'credit_balance'
         ? creditReading(alert, balances.get(alert.customer_id) ?? null)
-        : usageReading(alert, usage.get(alert.subscription_id) ?? null);
+        : alert.metric === 'usage_quantity'
+          ? quantityReading(alert, quantities.get(alert.subscription_id) ?? null)
+          : amountReading(alert, usage.get(alert.subscription_id) ?? null);
     if (!reading) continue;
     const samePeriod = (alert.period_start?.getTime() ?? null) === (reading.periodStart?.getTime() ?? null);
     const effective: AlertStatus = samePeriod ? alert.status : 'OK';
@@ -297,16 +308,22 @@ interface Reading {
   asOf: Date;
 }
 
-function usageReading(alert: AlertRow, usage: SubscriptionUsage | null): Reading | undefined {
+function quantityReading(alert: AlertRow, usage: PeriodQuantities | null): Reading | undefined {
   if (!usage) return undefined;
-  const value =
-    alert.metric === 'usage_quantity'
-      ? (usage.items.find((item) => item.subscription_item_id === alert.subscription_item_id)?.quantity ??
-        '0')
-      : usage.total_amount;
+  const value = usage.quantities.get(alert.subscription_item_id ?? Number.NaN) ?? '0';
   return {
     value,
     crossed: parseScaled(value, SCALE) >= parseScaled(alert.threshold, SCALE),
+    periodStart: usage.periodStart,
+    asOf: usage.asOf,
+  };
+}
+
+function amountReading(alert: AlertRow, usage: SubscriptionUsage | null): Reading | undefined {
+  if (!usage) return undefined;
+  return {
+    value: usage.total_amount,
+    crossed: parseScaled(usage.total_amount, SCALE) >= parseScaled(alert.threshold, SCALE),
     periodStart: new Date(usage.period_start),
     asOf: new Date(usage.as_of),
   };

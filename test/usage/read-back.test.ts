@@ -1,13 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  getSubscriptionsItemQuantities,
   getSubscriptionsUsage,
   getSubscriptionUsage,
   runBilling,
   usageSource,
 } from '../../libs/billing/index.js';
+import { changeSubscription } from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
-import { basicCatalog, customerIn, invoicesOf, subscribe } from '../billing/fixtures.js';
+import {
+  basicCatalog,
+  customerIn,
+  invoicesOf,
+  productIn,
+  recordUsage,
+  subscribe,
+} from '../billing/fixtures.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 
@@ -160,6 +169,73 @@ describe('usage read-back, embedded mode', () => {
       expect({ ...many.get(id), lag_seconds: 0, as_of: '' }).toEqual({ ...one, lag_seconds: 0, as_of: '' });
     }
     expect(many.get(subscriptionId)!.items[0]!.quantity).toBe('77.50000000');
+  });
+
+  it("reads items' quantities alone as the read-back counts them: an item added or removed within the period counts its time on it", async () => {
+    const db = api.platform.db;
+    const stores = api.usage.readStores;
+    // an organization of its own: the event lists below read the shared one's
+    const { orgId } = await createTestOrg(db);
+    const customerId = await customerIn(db, orgId, { country: 'US', state_province: 'OR' });
+    const { seats, apiCalls } = await basicCatalog(db, orgId);
+    const lookups = await productIn(db, orgId, {
+      name: 'Lookups',
+      pricing_type: 'usage',
+      unit_price: '0.01',
+      currency: 'CAD',
+      unit_label: 'lookups',
+    });
+    const subscription = await subscribe(
+      db,
+      orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: seats }, { product_id: apiCalls }, { product_id: lookups }],
+        start_date: start,
+      },
+      start,
+    );
+    const [seatItem, removed, kept] = subscription.items.map((item) => item.id) as [number, number, number];
+    const changedAt = new Date(today - DAY);
+    const change = await changeSubscription(db, {
+      subscriptionId: subscription.id,
+      orgId,
+      change: { items: [{ id: seatItem }, { id: kept }, { product_id: apiCalls }], proration: 'none' },
+      now: changedAt,
+    });
+    const added = change.subscription.items.find(
+      (item) => item.product_id === apiCalls && item.id !== removed,
+    )!.id;
+    const before = new Date(changedAt.getTime() - 3_600_000).toISOString();
+    const after = new Date(changedAt.getTime() + 3_600_000).toISOString();
+    for (const item of [removed, added, kept]) {
+      await recordUsage(db, orgId, item, '2', before);
+      await recordUsage(db, orgId, item, '3', after);
+    }
+
+    const read = await getSubscriptionsItemQuantities(db, stores, [
+      { orgId, subscriptionId: subscription.id },
+      { orgId: other.orgId, subscriptionId: subscription.id },
+      { orgId: org.orgId, subscriptionId: licensedOnly },
+    ]);
+    expect([...read.keys()].sort((a, b) => a - b)).toEqual(
+      [subscription.id, licensedOnly].sort((a, b) => a - b),
+    );
+    const quantities = read.get(subscription.id)!;
+    // the item added counts from its start, the one removed until its removal, the one kept all period
+    expect(Object.fromEntries(quantities.quantities)).toEqual({
+      [removed]: '2.00000000',
+      [added]: '3.00000000',
+      [kept]: '5.00000000',
+    });
+    expect(quantities.periodStart).toEqual(start);
+    expect(read.get(licensedOnly)!.quantities.size).toBe(0);
+    // what the read-back shows
+    const usage = await getSubscriptionUsage(db, stores, orgId, subscription.id);
+    expect(Object.fromEntries(usage.items.map((item) => [item.subscription_item_id, item.quantity]))).toEqual(
+      Object.fromEntries(quantities.quantities),
+    );
+    expect(quantities.asOf.getTime()).toBeLessThanOrEqual(Date.parse(usage.as_of));
   });
 
   it('gives a daily series with the zero days, and the upcoming invoice with tax', async () => {

@@ -24,12 +24,14 @@ import {
   type InvoiceInputs,
   type InvoiceTarget,
   loadInvoiceInputs,
+  loadPeriodQuantities,
   loadSubscriptionSchedule,
   loadSubscriptionSchedules,
   POSTED_STATUSES,
   periodInvoiceInput,
   planBilling,
   type ScheduleStep,
+  usageKey,
 } from '../run/index.js';
 
 /**
@@ -147,6 +149,45 @@ export async function getSubscriptionsUsage(
     } catch (error) {
       if (!(error instanceof UnbillableError)) throw error;
     }
+  }
+  return found;
+}
+
+/** A subscription's metered quantities in its current period, counted up to `asOf`. */
+export interface PeriodQuantities {
+  periodStart: Date;
+  asOf: Date;
+  /** subscription item id -> quantity (decimal text), for the metered items of the period. */
+  quantities: Map<number, string>;
+}
+
+/**
+ * The `quantity` of each metered item getSubscriptionsUsage would give, and nothing else: the
+ * same items and totals (loadPeriodQuantities, the usage part of the run's inputs) without the
+ * customers, proration lines and invoice an amount needs. What usage_quantity alerts read after
+ * each batch of the usage log.
+ */
+export async function getSubscriptionsItemQuantities(
+  db: Queryable,
+  stores: UsageReadStores,
+  keys: readonly { orgId: number; subscriptionId: number }[],
+): Promise<Map<number, PeriodQuantities>> {
+  const found = new Map<number, PeriodQuantities>();
+  if (keys.length === 0) return found;
+  const subscriptions = await loadSubscriptionSchedules(db, keys);
+  // as_of first, as in getSubscriptionUsage
+  const asOf = await stores.asOf();
+  const targets = subscriptions.map((subscription) => {
+    const { start, end } = periodOf(subscription, 'current');
+    return usageTarget(subscription, start, end);
+  });
+  const { items, usage } = await loadPeriodQuantities(db, aggregatorFor(db, stores), targets);
+  for (const target of targets) {
+    const totals = usage.get(usageKey(target.subscription, target.step));
+    const quantities = new Map<number, string>();
+    for (const item of metered(items.get(target.subscription.id) ?? []))
+      quantities.set(item.subscription_item_id, totals?.get(item.subscription_item_id) ?? '0.00000000');
+    found.set(target.subscription.id, { periodStart: target.step.periodStart, asOf, quantities });
   }
   return found;
 }

@@ -10,6 +10,8 @@ export {
   type InvoiceInputs,
   type InvoiceTarget,
   loadInvoiceInputs,
+  loadPeriodQuantities,
   periodInvoiceInput,
+  usageKey,
 } from './invoice-inputs.js';
 export { BILLABLE_STATUSES, planBilling, type ScheduleStep } from './schedule.js';
