@@ -41,9 +41,10 @@ const VOID_WAIT_MS = 5000;
  * crossed and is not read. A suspect (the bound reaches the threshold, a void of its item, or no
  * bound can be drawn: no reading, one older than this process reading the whole log, which a
  * member of a group of several never does, or than what it keeps) is read at once through the
- * read-back, without waiting for the watermark, and again every RETRY_MS until it fired or a
- * reading's `as_of` passed the moment its events were handed: only then does the write resolve
- * (and the runner commit the batch's offsets). Postgres only ever holds logged events, so a
+ * read-back, without waiting for the watermark, and again every RETRY_MS until it fired, a
+ * reading's `as_of` passed the moment its events were handed, or a new reading draws a bound below
+ * the threshold (the bound counts the events handed): only then does the write resolve (and the
+ * runner commit the batch's offsets). Postgres only ever holds logged events, so a
  * reading at the threshold is a real crossing, and the move is conditional (alerts.ts): once.
  */
 export class QuantityAlerts {
@@ -243,16 +244,25 @@ export class QuantityAlerts {
   }
 
   /**
-   * Reads the suspects again until each fired or was read by a reading that counts everything
-   * handed before `handed` (as_of at or after it), at most FINAL_WAIT_MS.
+   * Reads the suspects again until each fired, was read by a reading that counts everything
+   * handed before `handed` (as_of at or after it), or has a reading whose bound shows it below its
+   * threshold; at most FINAL_WAIT_MS. (Waiting for the watermark alone would re-read every alert a
+   * process meets first, at each of its first batches, while the watermark lags under load.)
    */
   private async settle(suspects: readonly string[], handed: number, stores: UsageReadStores) {
     const deadline = Date.now() + FINAL_WAIT_MS;
     let open = [...suspects];
     while (open.length) {
       const states = await alertStatesOf(this.options.db, [], open);
+      // settled: fired, or read at or after `handed`, or its new reading draws a bound below the
+      // threshold (the bound counts every event this process read, those handed included)
       open = states
-        .filter((s) => s.status !== 'TRIGGERED' && (s.evaluatedAsOfMs ?? 0) < handed)
+        .filter(
+          (s) =>
+            s.status !== 'TRIGGERED' &&
+            (s.evaluatedAsOfMs ?? 0) < handed &&
+            this.decide(s, Date.now()) !== 'skip',
+        )
         .map((s) => s.id);
       if (!open.length) return;
       if (Date.now() >= deadline) {

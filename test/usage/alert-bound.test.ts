@@ -305,6 +305,33 @@ describe('usage_quantity alerts read only near their threshold', () => {
     }
   });
 
+  it('alerts group: a suspect whose new reading bounds it below its threshold lets its batch go before the watermark', async () => {
+    const topic = uniqueName('alerts_topic');
+    const readStores = distributedStores(topic);
+    await setWatermark(topic, new Date(Date.now() - 60_000));
+    // armed before the group starts: its reading (as_of a minute ago) is older than the process
+    const { alert, event, state, triggered } = await alertedItem('100', readStores);
+    const alerts = await quantityAlerts(readStores, { keep: alert.id, reloadMs: 600_000 });
+    const sink = alerts.sink();
+    try {
+      // the process has read the whole log for longer than the settle time; the watermark lags a
+      // little, so no reading's as_of reaches the moment the batch is handed
+      await sleep(SETTLE_MS + 100);
+      await setWatermark(topic, new Date(Date.now() - 50));
+      const small = event('10');
+      await new PostgresUsageSink(database.db).write([small]);
+      const batch = sink.write([small]);
+      // read once (10 at a fresh as_of): 10 + the 10 read since is below 100, so nothing handed
+      // can have crossed; waiting for the watermark would hold it FINAL_WAIT_MS (10 s)
+      expect(await Promise.race([batch.then(() => 'done'), sleep(5000).then(() => 'pending')])).toBe('done');
+      expect(await state()).toMatchObject({ status: 'OK', value: '10.00000000' });
+      expect(await triggered()).toBe(0);
+    } finally {
+      await alerts.stop();
+      await readStores.close();
+    }
+  });
+
   it('alerts group: a member told it no longer reads the whole log draws no bound, and fires on its next batch', async () => {
     // no reload but the first (a reload reads alerts changed since the last one, whatever the bound)
     const alerts = await quantityAlerts(stores, { reloadMs: 600_000 });
