@@ -68,4 +68,43 @@ describe('RecentUsage, the bound of what an item received since a reading', () =
     expect(recent.since(1, 7, 11_000)).toBe(200_000_000n);
     expect(recent.since(1, 7, 12_000)).toBe(0n);
   });
+
+  it('agrees with a list of every event read, for events read in any order between prunes', () => {
+    // a seeded generator: the same sequence every run
+    let seed = 42;
+    const next = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed % n;
+    };
+    const recent = new RecentUsage();
+    // the reference: every event kept as read, in the second it counts in
+    let held: { second: number; units: bigint }[] = [];
+    let prunedThrough = Number.NEGATIVE_INFINITY;
+    for (let round = 0; round < 60; round++) {
+      // events up to 8 s out of order around a clock moving 1 s a round
+      const events = Array.from({ length: 1 + next(6) }, () => ({
+        recordedAtMs: (round + 10 - next(9)) * 1000 + next(1000),
+        units: BigInt(1 + next(500)),
+      }));
+      recent.add(events.map((e) => event(7, (Number(e.units) / 100).toFixed(2), e.recordedAtMs)));
+      for (const e of events) {
+        // an event of a forgotten second counts in the first second after them
+        const second = Math.max(Math.floor(e.recordedAtMs / 1000), prunedThrough + 1);
+        held.push({ second, units: e.units * 1_000_000n });
+      }
+      if (round % 7 === 6) {
+        const first = round + 4 - next(3);
+        recent.prune(first * 1000);
+        const forgotten = held.filter((h) => h.second < first);
+        if (forgotten.length) prunedThrough = Math.max(prunedThrough, ...forgotten.map((h) => h.second));
+        held = held.filter((h) => h.second >= first);
+      }
+      if (prunedThrough > Number.NEGATIVE_INFINITY)
+        expect(recent.since(1, 7, prunedThrough * 1000 + 999)).toBeUndefined();
+      for (let from = Math.max(0, prunedThrough + 1); from <= round + 11; from++) {
+        const expected = held.filter((h) => h.second >= from).reduce((sum, h) => sum + h.units, 0n);
+        expect(recent.since(1, 7, from * 1000), `round ${round}, from ${from}`).toBe(expected);
+      }
+    }
+  });
 });

@@ -6,8 +6,12 @@ const SCALE = 8;
 const BUCKET_MS = 1000;
 
 interface ItemUsage {
-  /** bucket (recordedAt / BUCKET_MS) -> positive quantity (1e-8 units). */
-  buckets: Map<number, bigint>;
+  /**
+   * Its seconds (recordedAt / BUCKET_MS) in ascending order, and the positive quantity of each
+   * (1e-8 units): a bound reads back from the newest second, so it visits only the seconds it sums.
+   */
+  buckets: number[];
+  quantities: bigint[];
   /** The newest bucket forgotten: a bound starting at or before it cannot be drawn. */
   prunedThrough: number;
 }
@@ -44,13 +48,20 @@ export class RecentUsage {
       }
       let item = org.get(event.subscriptionItemId);
       if (!item) {
-        item = { buckets: new Map(), prunedThrough: Number.NEGATIVE_INFINITY };
+        item = { buckets: [], quantities: [], prunedThrough: Number.NEGATIVE_INFINITY };
         org.set(event.subscriptionItemId, item);
       }
       const bucket = Math.floor(event.recordedAtMs / BUCKET_MS);
       // an event older than what was forgotten still counts where a bound would look for it
       const at = Math.max(bucket, item.prunedThrough + 1);
-      item.buckets.set(at, (item.buckets.get(at) ?? 0n) + quantity);
+      // events arrive about in order: the place is found from the newest second back
+      let i = item.buckets.length - 1;
+      while (i >= 0 && item.buckets[i]! > at) i--;
+      if (i >= 0 && item.buckets[i] === at) item.quantities[i]! += quantity;
+      else {
+        item.buckets.splice(i + 1, 0, at);
+        item.quantities.splice(i + 1, 0, quantity);
+      }
     }
   }
 
@@ -64,7 +75,8 @@ export class RecentUsage {
     const first = Math.floor(sinceMs / BUCKET_MS);
     if (first <= item.prunedThrough) return undefined;
     let total = 0n;
-    for (const [bucket, quantity] of item.buckets) if (bucket >= first) total += quantity;
+    for (let i = item.buckets.length - 1; i >= 0 && item.buckets[i]! >= first; i--)
+      total += item.quantities[i]!;
     return total;
   }
 
@@ -79,12 +91,12 @@ export class RecentUsage {
     this.prunedBefore = first;
     for (const org of this.items.values()) {
       for (const item of org.values()) {
-        for (const bucket of item.buckets.keys()) {
-          if (bucket < first) {
-            item.buckets.delete(bucket);
-            if (bucket > item.prunedThrough) item.prunedThrough = bucket;
-          }
-        }
+        let forgotten = 0;
+        while (forgotten < item.buckets.length && item.buckets[forgotten]! < first) forgotten++;
+        if (forgotten === 0) continue;
+        item.prunedThrough = Math.max(item.prunedThrough, item.buckets[forgotten - 1]!);
+        item.buckets.splice(0, forgotten);
+        item.quantities.splice(0, forgotten);
       }
     }
   }
