@@ -36,6 +36,9 @@ const SCALE = 8;
 const COLUMNS = `a.id, a.org_id, a.customer_id, a.subscription_id, a.subscription_item_id, a.metric,
   a.threshold::text AS threshold, a.name, a.status, a.value::text AS value, a.triggered_at, a.period_start,
   a.created_at, a.evaluated_as_of`;
+/** What an AlertState needs: the quantity alerts' reload reads every armed alert with these. */
+const STATE_COLUMNS = `a.id, a.org_id, a.subscription_id, a.subscription_item_id, a.metric,
+  a.threshold::text AS threshold, a.status, a.value::text AS value, a.evaluated_as_of`;
 
 interface AlertRow {
   id: string;
@@ -364,11 +367,24 @@ export async function alertStatesOf(
   exceptMetric: AlertMetric | null = null,
 ): Promise<AlertState[]> {
   if (subscriptions.length === 0 && alertIds.length === 0) return [];
-  const rows = await alertsIn(db, { subscriptions, alertIds }, exceptMetric);
+  const rows = await alertsIn<StateRow>(db, { subscriptions, alertIds }, exceptMetric, STATE_COLUMNS);
   return rows.map(stateOf);
 }
 
-function stateOf(row: AlertRow): AlertState {
+type StateRow = Pick<
+  AlertRow,
+  | 'id'
+  | 'org_id'
+  | 'subscription_id'
+  | 'subscription_item_id'
+  | 'metric'
+  | 'threshold'
+  | 'status'
+  | 'value'
+  | 'evaluated_as_of'
+>;
+
+function stateOf(row: StateRow): AlertState {
   return {
     id: row.id,
     orgId: row.org_id,
@@ -384,22 +400,23 @@ function stateOf(row: AlertRow): AlertState {
 
 /** Every `usage_quantity` alert (what the `alerts` group holds in memory, quantity-alerts.ts). */
 export async function quantityAlertStates(db: Queryable): Promise<AlertState[]> {
-  const { rows } = await db.query<AlertRow>(
-    `SELECT ${COLUMNS} FROM alerts a WHERE a.metric = 'usage_quantity' ORDER BY a.id`,
+  const { rows } = await db.query<StateRow>(
+    `SELECT ${STATE_COLUMNS} FROM alerts a WHERE a.metric = 'usage_quantity' ORDER BY a.id`,
   );
   return rows.map(stateOf);
 }
 
-async function alertsIn(
+async function alertsIn<Row extends object = AlertRow>(
   db: Queryable,
   scope: EvaluationScope,
   /** Leave out this metric's alerts (the guardrails group leaves `usage_quantity` to its own). */
   exceptMetric: AlertMetric | null = null,
-): Promise<AlertRow[]> {
+  columns = COLUMNS,
+): Promise<Row[]> {
   const subscriptions = scope.subscriptions ?? [];
   const customers = scope.customers ?? [];
-  const { rows } = await db.query<AlertRow>(
-    `SELECT ${COLUMNS} FROM alerts a
+  const { rows } = await db.query<Row & Record<string, unknown>>(
+    `SELECT ${columns} FROM alerts a
       WHERE (a.id = ANY($1::uuid[])
          OR (a.org_id, a.subscription_id) IN (SELECT * FROM unnest($2::bigint[], $3::bigint[]))
          OR (a.org_id, a.customer_id) IN (SELECT * FROM unnest($4::bigint[], $5::bigint[]))
