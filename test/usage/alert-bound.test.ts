@@ -630,3 +630,54 @@ describe('a reading older than the one an alert holds', () => {
     }
   });
 });
+
+describe('two evaluators reading at one as_of', () => {
+  it("the one that read less, writing last, leaves the other's crossing and value be", async () => {
+    // readings at the same as_of may count different usage (the totals hold more than as_of
+    // vouches for): the one that saw the crossing moves the alert; the other's reading, written
+    // after, must not put its smaller value on a TRIGGERED alert
+    const topic = uniqueName('alerts_topic');
+    const readStores = distributedStores(topic);
+    await setWatermark(topic, new Date(Date.now() - 1000));
+    const { alert, event, state, triggered } = await alertedItem('100', readStores);
+    const pgSink = new PostgresUsageSink(database.db);
+    await pgSink.write([event('60')]);
+    // the first evaluator's reading is held just before it is written
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let readingHeld: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      readingHeld = resolve;
+    });
+    const db = database.db;
+    const holdingDb = new Proxy(db, {
+      get(target, property, receiver) {
+        if (property !== 'query') return Reflect.get(target, property, receiver);
+        return async (...args: Parameters<typeof db.query>) => {
+          const sql = typeof args[0] === 'string' ? args[0] : '';
+          if (sql.trimStart().startsWith('UPDATE alerts a SET value')) {
+            readingHeld();
+            await released;
+          }
+          return (target.query as (...a: typeof args) => ReturnType<typeof db.query>)(...args);
+        };
+      },
+    });
+    try {
+      const first = evaluateAlerts(holdingDb, readStores, { alertIds: [alert.id] });
+      await held; // it read 60
+      await pgSink.write([event('40')]);
+      await evaluateAlerts(db, readStores, { alertIds: [alert.id] }); // reads 100: crossed
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      release();
+      await first;
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      release();
+      await readStores.close();
+    }
+  });
+});
