@@ -398,10 +398,16 @@ function stateOf(row: StateRow): AlertState {
   };
 }
 
-/** Every `usage_quantity` alert (what the `alerts` group holds in memory, quantity-alerts.ts). */
-export async function quantityAlertStates(db: Queryable): Promise<AlertState[]> {
+/**
+ * Every `usage_quantity` alert (what the `alerts` group holds in memory, quantity-alerts.ts), or
+ * those created or written at or after `changedSince` (updated_at: its transaction's start).
+ */
+export async function quantityAlertStates(db: Queryable, changedSince?: Date): Promise<AlertState[]> {
   const { rows } = await db.query<StateRow>(
-    `SELECT ${STATE_COLUMNS} FROM alerts a WHERE a.metric = 'usage_quantity' ORDER BY a.id`,
+    `SELECT ${STATE_COLUMNS} FROM alerts a
+      WHERE a.metric = 'usage_quantity' AND ($1::timestamptz IS NULL OR a.updated_at >= $1)
+      ORDER BY a.id`,
+    [changedSince ?? null],
   );
   return rows.map(stateOf);
 }

@@ -15,8 +15,10 @@ export interface QuantityAlertsOptions {
   settleMs: number;
   /** An alert skipped this long is read (its `value`, and events a partition move hid). */
   refreshMs?: number;
-  /** How often the armed alerts are loaded again (new, deleted, moved by another process). */
+  /** How often the armed alerts written since are loaded (new, moved by another process); every refreshMs, all of them. */
   reloadMs?: number;
+  /** How far before the last load a reload looks for written alerts (default CHANGE_MARGIN_MS). */
+  changeMarginMs?: number;
 }
 
 /**
@@ -28,6 +30,12 @@ const KEEP_MS = 180_000;
 const RETRY_MS = 100;
 /** ...for at most this long (then the next usage of the item, or the refresh, reads it again). */
 const FINAL_WAIT_MS = 10_000;
+/**
+ * How far before the last load a reload looks for written alerts: a transaction that wrote one
+ * (updated_at is its start) may commit after a load that began later; and the api's clock and
+ * this process's may differ a little. Every refreshMs the reload reads every alert anyway.
+ */
+const CHANGE_MARGIN_MS = 10_000;
 /** How long a batch of voids waits for the transactions that void its rows to commit. */
 const VOID_WAIT_MS = 5000;
 
@@ -62,6 +70,7 @@ export class QuantityAlerts {
   private byItem = new Map<number, Map<number, AlertState[]>>();
   private byId = new Map<string, AlertState>();
   private loadedAtMs = 0;
+  private wholeLoadedAtMs = 0;
   /** Alerts skipped since their last read, and since when. */
   private readonly skippedSince = new Map<string, number>();
   private stores: UsageReadStores | undefined;
@@ -189,15 +198,21 @@ export class QuantityAlerts {
   }
 
   /**
-   * Loads the armed alerts again. Returns what must be looked at: alerts new or changed since the
-   * last load (every OK one at the first), decided now (a crossing may have come while they were
-   * not here, or not as they are), and alerts skipped longer than refreshMs (read: events another process read, on a
-   * partition that moved, are not in this process's bound).
+   * Loads the armed alerts again: those written since the last load (less CHANGE_MARGIN_MS), and
+   * every one each refreshMs (which also forgets the deleted). Returns what must be looked at:
+   * alerts new or changed since the last load (every OK one at the first), decided now (a crossing
+   * may have come while they were not here, or not as they are), and alerts skipped longer than
+   * refreshMs (read: events another process read, on a partition that moved, are not in this
+   * process's bound).
    */
   private async reload(atMs: number): Promise<Map<string, 'suspect' | 'refresh'>> {
-    const alerts = await quantityAlertStates(this.options.db);
-    const look = new Map<string, 'suspect' | 'refresh'>();
     const first = this.loadedAtMs === 0;
+    const whole = first || atMs - this.wholeLoadedAtMs >= this.refreshMs;
+    const alerts = await quantityAlertStates(
+      this.options.db,
+      whole ? undefined : new Date(this.loadedAtMs - (this.options.changeMarginMs ?? CHANGE_MARGIN_MS)),
+    );
+    const look = new Map<string, 'suspect' | 'refresh'>();
     for (const alert of alerts) {
       const before = this.byId.get(alert.id);
       const changed =
@@ -213,14 +228,17 @@ export class QuantityAlerts {
         // skipped here as on the event path: its value is brought up to date after refreshMs
         else if (!this.skippedSince.has(alert.id)) this.skippedSince.set(alert.id, atMs);
       }
-      const skipped = this.skippedSince.get(alert.id);
-      if (skipped !== undefined && skipped <= atMs - this.refreshMs && !look.has(alert.id))
-        look.set(alert.id, 'refresh');
     }
-    this.byId = new Map();
-    this.byItem = new Map();
+    if (whole) {
+      this.byId = new Map();
+      this.byItem = new Map();
+      this.wholeLoadedAtMs = atMs;
+    }
     this.remember(alerts);
-    for (const id of this.skippedSince.keys()) if (!this.byId.has(id)) this.skippedSince.delete(id);
+    for (const [id, skipped] of this.skippedSince) {
+      if (!this.byId.has(id)) this.skippedSince.delete(id);
+      else if (skipped <= atMs - this.refreshMs && !look.has(id)) look.set(id, 'refresh');
+    }
     this.loadedAtMs = atMs;
     return look;
   }

@@ -358,6 +358,58 @@ describe('usage_quantity alerts read only near their threshold', () => {
     }
   });
 
+  it('alerts group: a reload reads the alerts written since the last one, and all of them each refreshMs', async () => {
+    await database.db.query('DELETE FROM alerts');
+    const armed = [await alertedItem('100'), await alertedItem('100'), await alertedItem('100')];
+    // written long enough ago to be outside any reload's margin
+    await database.db.query(`UPDATE alerts SET updated_at = now() - interval '1 minute'`);
+    const reloads: number[] = [];
+    const db = database.db;
+    const countingDb = new Proxy(db, {
+      get(target, property, receiver) {
+        if (property !== 'query') return Reflect.get(target, property, receiver);
+        return async (...args: Parameters<typeof db.query>) => {
+          const result = await (target.query as (...a: typeof args) => ReturnType<typeof db.query>)(...args);
+          if (typeof args[0] === 'string' && args[0].includes("a.metric = 'usage_quantity' AND"))
+            reloads.push(result.rowCount ?? 0);
+          return result;
+        };
+      },
+    });
+    const alerts = new QuantityAlerts({
+      db: countingDb,
+      log: runLogger('alert-bound'),
+      settleMs: SETTLE_MS,
+      reloadMs: 100,
+      refreshMs: 1500,
+      changeMarginMs: 20,
+    });
+    alerts.attach(stores);
+    const sink = alerts.sink();
+    try {
+      // the first load: every alert, each read (a reading older than the process); the next ones
+      // have the three readings it wrote until they are older than the margin, then nothing
+      await sink.write([]);
+      await eventually(
+        async () => expect(reloads.filter((rows) => rows === 0).length).toBeGreaterThan(2),
+        5000,
+      );
+      expect(reloads[0]).toBe(3);
+      expect(reloads.slice(reloads.indexOf(0))).toEqual(reloads.slice(reloads.indexOf(0)).map(() => 0));
+      // another process reads one: the next reload has it, and only it
+      const [one] = armed;
+      await new PostgresUsageSink(database.db).write([one!.event('100')]);
+      const seen = reloads.length;
+      await evaluateAlerts(database.db, stores, { alertIds: [one!.alert.id] });
+      await eventually(async () => expect(reloads.slice(seen)).toContain(1), 5000);
+      expect(reloads.slice(seen).every((rows) => rows <= 1)).toBe(true);
+      // after refreshMs, a whole load again
+      await eventually(async () => expect(reloads.slice(seen)).toContain(3), 5000);
+    } finally {
+      await alerts.stop();
+    }
+  });
+
   it('alerts group: an alert armed after its crossing was read is found by the next reload, and fires', async () => {
     const alerts = await quantityAlerts(stores);
     const sink = alerts.sink();
