@@ -40,6 +40,13 @@ export class KafkaSinkRunner {
   private voids: UsageVoidRecord[] = [];
   /** Per partition, the next offset to commit once the buffer is written. */
   private bufferedOffsets = new Map<number, string>();
+  /**
+   * The lag gauge's inputs, per partition: where the group's commit stands as far as this member
+   * knows (its own last commit, or the offset it started reading from) and the log's end at its
+   * last fetch. `highWatermarks` holds only partitions of the current assignment read since they
+   * were assigned, and only those count; a commit ending after its partition was revoked may leave
+   * a `committed` entry behind, which the partition's first batch overwrites if it comes back.
+   */
   private readonly committed = new Map<number, bigint>();
   private readonly highWatermarks = new Map<number, bigint>();
   private bufferedSince = 0;
@@ -85,13 +92,31 @@ export class KafkaSinkRunner {
     });
     if (options.sink.assigned) {
       this.consumer.on(this.consumer.events.REBALANCING, () => this.assign(false));
-      this.consumer.on(this.consumer.events.GROUP_JOIN, ({ payload }) => {
-        const generation = this.assign(false);
-        void this.holdsWholeLog(payload.memberAssignment[options.topic] ?? []).then((whole) => {
-          if (whole && generation === this.generation) this.assign(true);
-        });
-      });
     }
+    this.consumer.on(this.consumer.events.GROUP_JOIN, ({ payload }) => {
+      const partitions = payload.memberAssignment[options.topic] ?? [];
+      this.forgetRevoked(partitions);
+      if (!options.sink.assigned) return;
+      const generation = this.assign(false);
+      void this.holdsWholeLog(partitions).then((whole) => {
+        if (whole && generation === this.generation) this.assign(true);
+      });
+    });
+  }
+
+  /**
+   * Drops the lag of partitions no longer this member's: whoever holds them now reports it, and
+   * what this member last saw of them (a read it could not commit, an old end of the log) would
+   * otherwise count in its gauge for good.
+   */
+  private forgetRevoked(assigned: readonly number[]): void {
+    for (const partition of this.highWatermarks.keys()) {
+      if (!assigned.includes(partition)) this.highWatermarks.delete(partition);
+    }
+    for (const partition of this.committed.keys()) {
+      if (!assigned.includes(partition)) this.committed.delete(partition);
+    }
+    this.reportLag();
   }
 
   /** Tells the sink whether this member reads every partition; a new generation either way. */
@@ -217,6 +242,10 @@ export class KafkaSinkRunner {
       }
     }
     if (!this.bufferedSince) this.bufferedSince = Date.now();
+    // A partition's first batch since it was assigned starts where the group had committed (or at
+    // the log's start): its lag counts from there, not from offset 0, until this member commits.
+    if (!this.highWatermarks.has(batch.partition))
+      this.committed.set(batch.partition, BigInt(batch.messages[0]!.offset));
     const last = batch.messages[batch.messages.length - 1]!;
     this.bufferedOffsets.set(batch.partition, (BigInt(last.offset) + 1n).toString());
     this.highWatermarks.set(batch.partition, BigInt(batch.highWatermark));
