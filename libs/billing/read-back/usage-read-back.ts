@@ -122,6 +122,24 @@ export async function getSubscriptionUsage(
 }
 
 /**
+ * The subscriptions of `keys` found, as targets over their current period, and `as_of`, read after
+ * them and before any total (as getSubscriptionUsage does: every event it vouches for is counted).
+ */
+async function currentPeriodTargets(
+  db: Queryable,
+  stores: UsageReadStores,
+  keys: readonly { orgId: number; subscriptionId: number }[],
+): Promise<{ asOf: Date; targets: InvoiceTarget[] }> {
+  const subscriptions = await loadSubscriptionSchedules(db, keys);
+  const asOf = await stores.asOf();
+  const targets = subscriptions.map((subscription) => {
+    const { start, end } = periodOf(subscription, 'current');
+    return usageTarget(subscription, start, end);
+  });
+  return { asOf, targets };
+}
+
+/**
  * The current period's usage of several subscriptions, read as getSubscriptionUsage reads one but
  * with one query per kind of input for all of them (what the alerts evaluate after each batch of
  * the usage log). Subscriptions not found, or that cannot be invoiced now, are absent.
@@ -134,12 +152,7 @@ export async function getSubscriptionsUsage(
 ): Promise<Map<number, SubscriptionUsage>> {
   const found = new Map<number, SubscriptionUsage>();
   if (keys.length === 0) return found;
-  const subscriptions = await loadSubscriptionSchedules(db, keys);
-  const asOf = await stores.asOf();
-  const targets = subscriptions.map((subscription) => {
-    const { start, end } = periodOf(subscription, 'current');
-    return usageTarget(subscription, start, end);
-  });
+  const { asOf, targets } = await currentPeriodTargets(db, stores, keys);
   const inputs = await loadPeriodInputs(db, stores, targets, { lateUsage: false });
   const now = options.now ?? new Date();
   for (const target of targets) {
@@ -174,13 +187,7 @@ export async function getSubscriptionsItemQuantities(
 ): Promise<Map<number, PeriodQuantities>> {
   const found = new Map<number, PeriodQuantities>();
   if (keys.length === 0) return found;
-  const subscriptions = await loadSubscriptionSchedules(db, keys);
-  // as_of first, as in getSubscriptionUsage
-  const asOf = await stores.asOf();
-  const targets = subscriptions.map((subscription) => {
-    const { start, end } = periodOf(subscription, 'current');
-    return usageTarget(subscription, start, end);
-  });
+  const { asOf, targets } = await currentPeriodTargets(db, stores, keys);
   const { items, usage } = await loadPeriodQuantities(db, aggregatorFor(db, stores), targets);
   for (const target of targets) {
     const totals = usage.get(usageKey(target.subscription, target.step));
