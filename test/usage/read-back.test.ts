@@ -157,6 +157,7 @@ describe('usage read-back, embedded mode', () => {
       new Date(today - DAY),
     );
     const ids = [subscriptionId, licensedOnly, later.id];
+    const readFrom = Date.now();
     const many = await getSubscriptionsUsage(db, stores, [
       ...ids.map((subscriptionId) => ({ orgId: org.orgId, subscriptionId })),
       { orgId: other.orgId, subscriptionId }, // another organization's key to the same id
@@ -167,6 +168,9 @@ describe('usage read-back, embedded mode', () => {
       const one = await getSubscriptionUsage(db, stores, org.orgId, id);
       // lag_seconds depends on the moment of reading
       expect({ ...many.get(id), lag_seconds: 0, as_of: '' }).toEqual({ ...one, lag_seconds: 0, as_of: '' });
+      // embedded: as_of is the moment of reading
+      expect(Date.parse(many.get(id)!.as_of)).toBeGreaterThanOrEqual(readFrom);
+      expect(Date.parse(many.get(id)!.as_of)).toBeLessThanOrEqual(Date.parse(one.as_of));
     }
     expect(many.get(subscriptionId)!.items[0]!.quantity).toBe('77.50000000');
   });
@@ -213,6 +217,7 @@ describe('usage read-back, embedded mode', () => {
       await recordUsage(db, orgId, item, '3', after);
     }
 
+    const readFrom = Date.now();
     const read = await getSubscriptionsItemQuantities(db, stores, [
       { orgId, subscriptionId: subscription.id },
       { orgId: other.orgId, subscriptionId: subscription.id },
@@ -235,6 +240,8 @@ describe('usage read-back, embedded mode', () => {
     expect(Object.fromEntries(usage.items.map((item) => [item.subscription_item_id, item.quantity]))).toEqual(
       Object.fromEntries(quantities.quantities),
     );
+    // embedded: as_of is the moment of reading
+    expect(quantities.asOf.getTime()).toBeGreaterThanOrEqual(readFrom);
     expect(quantities.asOf.getTime()).toBeLessThanOrEqual(Date.parse(usage.as_of));
   });
 
