@@ -1,5 +1,6 @@
 import type { Database } from '../db/index.js';
 import type { Logger } from '../log/index.js';
+import { alertReads } from '../observability/index.js';
 import type { UsageEventRecord, UsageReadStores, UsageSink, UsageVoidRecord } from '../usage/index.js';
 import { type AlertState, alertStatesOf, evaluateAlerts, quantityAlertStates } from './alerts.js';
 import { RecentUsage } from './recent-usage.js';
@@ -173,6 +174,8 @@ export class QuantityAlerts {
     for (const id of read) this.skippedSince.delete(id);
     await evaluateAlerts(this.options.db, stores, { alertIds: read });
     const suspects = read.filter((id) => decisions.get(id) === 'suspect');
+    alertReads.inc({ reason: 'suspect' }, suspects.length);
+    alertReads.inc({ reason: 'refresh' }, read.length - suspects.length);
     // every event this process read was handed by atMs: a reading at or after it counts them all
     await this.settle(suspects, Math.max(handed, atMs), stores);
     this.remember(await alertStatesOf(this.options.db, [], read));
@@ -292,6 +295,7 @@ export class QuantityAlerts {
         return;
       }
       await sleep(RETRY_MS);
+      alertReads.inc({ reason: 'settle' }, open.length);
       await evaluateAlerts(this.options.db, stores, { alertIds: open });
     }
   }

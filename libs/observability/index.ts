@@ -7,6 +7,7 @@ export {
   redisCheck,
 } from './health.js';
 export {
+  alertReads,
   billingRunDuration,
   billingRunInvoices,
   httpRequestDuration,

@@ -132,6 +132,13 @@ export const sinkEventsWritten = new Counter({
   registers: [registry],
 });
 
+export const alertReads = new Counter({
+  name: 'billing_alert_reads_total',
+  help: 'usage_quantity alerts read by the alerts group, by why: suspect (its bound reached the threshold, a void, no bound), refresh (skipped too long), settle (read again until a reading counts its batch).',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
 export const webhookAttempts = new Counter({
   name: 'billing_webhook_attempts_total',
   help: 'Webhook delivery attempts by result (success, failure, timeout, connection_error, refused).',

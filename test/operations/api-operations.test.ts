@@ -134,6 +134,7 @@ describe('api service operations routes', () => {
       'billing_ingest_events_total',
       'billing_kafka_produce_duration_seconds',
       'billing_sink_lag_messages',
+      'billing_alert_reads_total',
       'billing_webhook_attempts_total',
       'billing_billing_run_duration_seconds',
       'process_cpu_seconds_total',

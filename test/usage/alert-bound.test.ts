@@ -8,6 +8,7 @@ import {
   UsageGuardrails,
 } from '../../libs/guardrails/index.js';
 import { createLogger } from '../../libs/log/index.js';
+import { alertReads } from '../../libs/observability/index.js';
 import {
   InProcessUsageEventLog,
   openUsageReadStores,
@@ -86,6 +87,10 @@ async function setWatermark(topic: string, coveredUntil: Date) {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** billing_alert_reads_total of `reason` in this process. */
+const reads = async (reason: 'suspect' | 'refresh' | 'settle') =>
+  (await alertReads.get()).values.find((value) => value.labels.reason === reason)?.value ?? 0;
 
 /** A guardrails evaluator with only the alert policy, as the embedded mode runs it. */
 function evaluator() {
@@ -291,10 +296,13 @@ describe('usage_quantity alerts read only near their threshold', () => {
     try {
       const near = event('99.99999999');
       await new PostgresUsageSink(database.db).write([near]);
+      const settlesBefore = await reads('settle');
       const batch = sink.write([near]);
       await sleep(500);
       // read (99.99999999, below), but by a reading whose as_of is before the event was handed
       expect(await Promise.race([batch.then(() => 'done'), sleep(0).then(() => 'pending')])).toBe('pending');
+      // read again while it waits (billing_alert_reads_total)
+      expect((await reads('settle')) - settlesBefore).toBeGreaterThan(0);
       await setWatermark(topic, new Date());
       await batch;
       expect(await state()).toMatchObject({ status: 'OK', value: '99.99999999' });
@@ -320,11 +328,16 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await setWatermark(topic, new Date(Date.now() - 50));
       const small = event('10');
       await new PostgresUsageSink(database.db).write([small]);
+      const [suspectsBefore, settlesBefore] = [await reads('suspect'), await reads('settle')];
       const batch = sink.write([small]);
       // read once (10 at a fresh as_of): 10 + the 10 read since is below 100, so nothing handed
       // can have crossed; waiting for the watermark would hold it FINAL_WAIT_MS (10 s)
       expect(await Promise.race([batch.then(() => 'done'), sleep(5000).then(() => 'pending')])).toBe('done');
       expect(await state()).toMatchObject({ status: 'OK', value: '10.00000000' });
+      // one read, none again (billing_alert_reads_total)
+      expect([(await reads('suspect')) - suspectsBefore, (await reads('settle')) - settlesBefore]).toEqual([
+        1, 0,
+      ]);
       expect(await triggered()).toBe(0);
     } finally {
       await alerts.stop();
