@@ -43,8 +43,9 @@ const VOID_WAIT_MS = 5000;
 /**
  * The `usage_quantity` alerts of the distributed mode, as a consumer group of their own (`alerts`,
  * docs/decisions.md "Quantity alerts are read only near their threshold, in a group that does
- * not wait"). The armed alerts are held in memory by item (loaded again every reloadMs), so an
- * event of an item without an alert costs a map lookup, and one of an item with an alert the bound:
+ * not wait"). The armed alerts are held in memory by item (every reloadMs those written since
+ * the last load, every refreshMs all of them), so an event of an item without an alert costs a
+ * map lookup, and one of an item with an alert the bound:
  * its last reading plus the positive quantities this process read on the log for the item since
  * that reading's `as_of` less settleMs. An OK alert whose bound is below its threshold cannot have
  * crossed and is not read. A suspect (the bound reaches the threshold, a void of its item, or no
