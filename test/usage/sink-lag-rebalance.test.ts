@@ -15,6 +15,11 @@ import { eventually } from './support.js';
  * partition just taken over from its first offset. On a Kafka test broker of this file's own, which
  * can refuse a commit as a broker does during a rebalance; each test has a topic of two partitions
  * and a consumer group of its own. The sinks write nothing: only the offsets matter here.
+ *
+ * Nor does a runner ever commit the offsets it read of a partition a rebalance took from it: the
+ * broker accepts a commit from any member of the current generation, so such a commit would move the
+ * group's commit back behind the partition's new holder's, and the billing run's catch-up
+ * (docs/architecture.md) would wait on a group that is behind.
  */
 const OFFSET_COMMIT = 8;
 const REBALANCE_IN_PROGRESS = 27;
@@ -78,16 +83,30 @@ function sink(label: string, over: Partial<UsageSink> = {}): UsageSink {
   return { name: uniqueName(label), write: async () => {}, writeVoids: async () => {}, ...over };
 }
 
-function runner(topic: string, groupId: string, of: UsageSink, log: Logger = runLogger('sink-lag')) {
+function runner(
+  topic: string,
+  groupId: string,
+  of: UsageSink,
+  log: Logger = runLogger('sink-lag'),
+  flushMs = 200,
+) {
   return new KafkaSinkRunner({
     kafka: createKafka({ brokers: broker.brokers, clientId: 'sink-lag-rebalance' }, log, 'patient'),
     topic,
     groupId,
     sink: of,
     batchSize: 100,
-    flushMs: 200,
+    flushMs,
     log,
   });
+}
+
+/** The group's committed offset of each partition of `topic` (-1: never committed). */
+async function committedByPartition(topic: string, groupId: string): Promise<number[]> {
+  const [ofTopic] = await admin.fetchOffsets({ groupId, topics: [topic] });
+  const offsets = [-1, -1];
+  for (const p of ofTopic?.partitions ?? []) offsets[p.partition] = Number(p.offset);
+  return offsets;
 }
 
 const written = async (name: string) =>
@@ -184,6 +203,105 @@ describe("the sink runner's lag gauge across rebalances", () => {
     } finally {
       down = false;
       await later.stop();
+    }
+  });
+});
+
+describe("the sink runner's commits across rebalances", () => {
+  /**
+   * The second member joins and takes one of the partitions; returns that partition once the second
+   * member has committed its one message, the first member having committed nothing.
+   */
+  async function secondTakesAPartition(topic: string, groupId: string, two: KafkaSinkRunner) {
+    await two.start();
+    let taken = -1;
+    await eventually(async () => {
+      const offsets = await committedByPartition(topic, groupId);
+      expect([...offsets].sort((a, b) => a - b)).toEqual([-1, 1]);
+      taken = offsets.indexOf(1);
+    }, 60_000);
+    return taken;
+  }
+
+  it('never commits the buffered offsets of a partition taken from it', { timeout: 120_000 }, async () => {
+    const topic = await newTopic('commit_revoked');
+    const groupId = `${topic}-group`;
+    const first = sink('commit-first');
+    // the first member's flush timer never fires during the test: only its stop() flushes
+    const one = runner(topic, groupId, first, undefined, 600_000);
+    const two = runner(topic, groupId, sink('commit-second'));
+    let oneStopped = false;
+    try {
+      await produce(topic, [0, 1]);
+      await one.start();
+      // it has read the message of each partition, and buffers them
+      await eventually(async () => expect(await gauge(sinkLagMessages, first.name)).toBe(2), 20_000);
+
+      const taken = await secondTakesAPartition(topic, groupId, two);
+      // two messages more on the partition taken, which its new holder reads and commits
+      await produce(topic, [taken, taken]);
+      await eventually(
+        async () => expect((await committedByPartition(topic, groupId))[taken]).toBe(3),
+        20_000,
+      );
+
+      // the first member writes what it buffered: it commits the partition it holds, and not the
+      // one taken from it (the group's commit of it stays at the log's end)
+      oneStopped = true;
+      await one.stop();
+      const offsets = await committedByPartition(topic, groupId);
+      expect(offsets[taken]).toBe(3);
+      expect(offsets[1 - taken]).toBe(1);
+    } finally {
+      await two.stop();
+      if (!oneStopped) await one.stop();
+    }
+  });
+
+  it('never commits a partition taken from it while a write of its messages went on', {
+    timeout: 120_000,
+  }, async () => {
+    const topic = await newTopic('commit_revoked_in_flight');
+    const groupId = `${topic}-group`;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let writing = 0;
+    // its first write holds until released: the flush has taken its offsets, and not committed them
+    const first = sink('commit-in-flight-first', {
+      write: async (events) => {
+        if (!events.length) return;
+        writing = events.length;
+        await released;
+      },
+    });
+    const one = runner(topic, groupId, first);
+    const two = runner(topic, groupId, sink('commit-in-flight-second'));
+    try {
+      await produce(topic, [0, 1]);
+      await one.start();
+      // (the message of each partition)
+      await eventually(async () => expect(writing).toBe(2), 20_000);
+
+      const taken = await secondTakesAPartition(topic, groupId, two);
+      await produce(topic, [taken, taken]);
+      await eventually(
+        async () => expect((await committedByPartition(topic, groupId))[taken]).toBe(3),
+        20_000,
+      );
+
+      // the write goes through: the flush commits the partition the member holds, only
+      release();
+      await eventually(
+        async () => expect((await committedByPartition(topic, groupId))[1 - taken]).toBe(1),
+        20_000,
+      );
+      expect((await committedByPartition(topic, groupId))[taken]).toBe(3);
+    } finally {
+      release();
+      await two.stop();
+      await one.stop();
     }
   });
 });

@@ -38,8 +38,15 @@ export class KafkaSinkRunner {
   private buffer: UsageEventRecord[] = [];
   /** Voids read since the last flush; written after the buffer's events (a void follows its event). */
   private voids: UsageVoidRecord[] = [];
-  /** Per partition, the next offset to commit once the buffer is written. */
+  /**
+   * Per partition, the next offset to commit once the buffer is written; then `writingOffsets`, the
+   * offsets of the flush under way. Both hold only partitions of this member's current assignment:
+   * the broker accepts a commit from any member of the group's generation, so committing a partition
+   * taken away would move the group's commit of it back behind its new holder's, and billing's
+   * catch-up (docs/architecture.md, "Waits for the sink it reads") would wait on a group behind.
+   */
   private bufferedOffsets = new Map<number, string>();
+  private writingOffsets = new Map<number, string>();
   /**
    * The lag gauge's inputs, per partition: where the group's commit stands as far as this member
    * knows (its own last commit, or the offset it started reading from) and the log's end at its
@@ -107,9 +114,16 @@ export class KafkaSinkRunner {
   /**
    * Drops the lag of partitions no longer this member's: whoever holds them now reports it, and
    * what this member last saw of them (a read it could not commit, an old end of the log) would
-   * otherwise count in its gauge for good.
+   * otherwise count in its gauge for good. Drops their offsets to commit too, buffered or in the
+   * flush under way: their events are still written, and their new holder reads them again from
+   * the group's commit (the idempotent sink absorbs the repeat).
    */
   private forgetRevoked(assigned: readonly number[]): void {
+    for (const offsets of [this.bufferedOffsets, this.writingOffsets]) {
+      for (const partition of offsets.keys()) {
+        if (!assigned.includes(partition)) offsets.delete(partition);
+      }
+    }
     for (const partition of this.highWatermarks.keys()) {
       if (!assigned.includes(partition)) this.highWatermarks.delete(partition);
     }
@@ -306,6 +320,7 @@ export class KafkaSinkRunner {
     const events = this.buffer;
     const voids = this.voids;
     const offsets = this.bufferedOffsets;
+    this.writingOffsets = offsets;
     this.buffer = [];
     this.voids = [];
     this.bufferedOffsets = new Map();
@@ -350,6 +365,7 @@ export class KafkaSinkRunner {
     }
     sinkEventsWritten.inc({ sink }, events.length);
     this.oldestWritingMs = Number.POSITIVE_INFINITY;
+    this.writingOffsets = new Map();
 
     if (offsets.size) {
       try {
