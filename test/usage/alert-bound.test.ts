@@ -408,14 +408,16 @@ describe('usage_quantity alerts read only near their threshold', () => {
         5000,
       );
       expect(reloads[0]).toBe(3);
-      expect(reloads.slice(reloads.indexOf(0))).toEqual(reloads.slice(reloads.indexOf(0)).map(() => 0));
+      // from then on only nothing, or the whole load of every refreshMs (a slow machine may reach it)
+      const partial = (from: number) => reloads.slice(from).filter((rows) => rows !== 3);
+      expect(partial(reloads.indexOf(0)).every((rows) => rows === 0)).toBe(true);
       // another process reads one: the next reload has it, and only it
       const [one] = armed;
       await new PostgresUsageSink(database.db).write([one!.event('100')]);
       const seen = reloads.length;
       await evaluateAlerts(database.db, stores, { alertIds: [one!.alert.id] });
       await eventually(async () => expect(reloads.slice(seen)).toContain(1), 5000);
-      expect(reloads.slice(seen).every((rows) => rows <= 1)).toBe(true);
+      expect(partial(seen).every((rows) => rows <= 1)).toBe(true);
       // after refreshMs, a whole load again
       await eventually(async () => expect(reloads.slice(seen)).toContain(3), 5000);
     } finally {
