@@ -314,21 +314,21 @@ interface Reading {
 function quantityReading(alert: AlertRow, usage: PeriodQuantities | null): Reading | undefined {
   if (!usage) return undefined;
   const value = usage.quantities.get(alert.subscription_item_id ?? Number.NaN) ?? '0';
-  return {
-    value,
-    crossed: parseScaled(value, SCALE) >= parseScaled(alert.threshold, SCALE),
-    periodStart: usage.periodStart,
-    asOf: usage.asOf,
-  };
+  return reachedReading(alert, value, usage.periodStart, usage.asOf);
 }
 
 function amountReading(alert: AlertRow, usage: SubscriptionUsage | null): Reading | undefined {
   if (!usage) return undefined;
+  return reachedReading(alert, usage.total_amount, new Date(usage.period_start), new Date(usage.as_of));
+}
+
+/** A usage metric's reading: crossed once it reaches the threshold. */
+function reachedReading(alert: AlertRow, value: string, periodStart: Date, asOf: Date): Reading {
   return {
-    value: usage.total_amount,
-    crossed: parseScaled(usage.total_amount, SCALE) >= parseScaled(alert.threshold, SCALE),
-    periodStart: new Date(usage.period_start),
-    asOf: new Date(usage.as_of),
+    value,
+    crossed: parseScaled(value, SCALE) >= parseScaled(alert.threshold, SCALE),
+    periodStart,
+    asOf,
   };
 }
 

@@ -16,7 +16,7 @@ export interface QuantityAlertsOptions {
   settleMs: number;
   /** An alert skipped this long is read (its `value`, and events a partition move hid). */
   refreshMs?: number;
-  /** How often the armed alerts written since are loaded (new, moved by another process); every refreshMs, all of them. */
+  /** How often the alerts written since the last load are loaded (new, moved elsewhere); all of them every refreshMs. */
   reloadMs?: number;
   /** How far before the last load a reload looks for written alerts (default CHANGE_MARGIN_MS). */
   changeMarginMs?: number;

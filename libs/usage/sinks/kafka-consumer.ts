@@ -119,16 +119,14 @@ export class KafkaSinkRunner {
    * the group's commit (the idempotent sink absorbs the repeat).
    */
   private forgetRevoked(assigned: readonly number[]): void {
-    for (const offsets of [this.bufferedOffsets, this.writingOffsets]) {
-      for (const partition of offsets.keys()) {
-        if (!assigned.includes(partition)) offsets.delete(partition);
-      }
-    }
-    for (const partition of this.highWatermarks.keys()) {
-      if (!assigned.includes(partition)) this.highWatermarks.delete(partition);
-    }
-    for (const partition of this.committed.keys()) {
-      if (!assigned.includes(partition)) this.committed.delete(partition);
+    const byPartition: Map<number, unknown>[] = [
+      this.bufferedOffsets,
+      this.writingOffsets,
+      this.highWatermarks,
+      this.committed,
+    ];
+    for (const map of byPartition) {
+      for (const partition of map.keys()) if (!assigned.includes(partition)) map.delete(partition);
     }
     this.reportLag();
   }
