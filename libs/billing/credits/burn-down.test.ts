@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   type BurnableGrant,
   type BurnableInvoice,
+  isUsable,
   planBurnDown,
   planBurnDowns,
   totalUsed,
@@ -58,6 +59,17 @@ describe('planBurnDown', () => {
     ]);
   });
 
+  it('breaks a full tie (priority, expiry, creation) by id, whatever order the grants come in', () => {
+    const tied = { priority: 10, expires_at: day('2026-07-01'), remaining: '10.00000000' };
+    const grants = [grant('c', tied), grant('a', tied), grant('b', tied)];
+    const uses = planBurnDown(invoice({ balance: '25.00000000' }), grants, at);
+    expect(pairs(uses)).toEqual([
+      ['a', '10.00000000'],
+      ['b', '10.00000000'],
+      ['c', '5.00000000'],
+    ]);
+  });
+
   it('pays at most what is owed; the grant that covers the rest keeps its remainder', () => {
     const uses = planBurnDown(invoice({ balance: '150.00000000' }), [grant('a'), grant('b')], at);
     expect(uses).toEqual([
@@ -111,6 +123,9 @@ describe('planBurnDown', () => {
       grant('good'),
     ];
     expect(pairs(planBurnDown(invoice(), grants, at))).toEqual([['good', '100.00000000']]);
+    // the credit balance counts and dates (next_expiry) the usable grants: an empty one is not
+    expect(isUsable(grant('empty', { remaining: '0.00000000' }), 'CAD', at)).toBe(false);
+    expect(isUsable(grant('cent', { remaining: '0.01000000' }), 'CAD', at)).toBe(true);
   });
 
   it('a grant is usable from its effective instant and not at its expiry instant', () => {
