@@ -50,6 +50,16 @@ describe('invoiceTaxComponents', () => {
     ]);
     expect(single(null)).toEqual([{ name: 'TAX', jurisdiction: null, rate: null, amount: '6.00000000' }]);
   });
+
+  it("takes the destination's rule only when it names the invoice's tax type, even at the same amount", () => {
+    // billed in Alberta (GST 5 %), since moved to Wisconsin (state tax 5 %): the rule gives the same
+    // 5.00 on 100.00, but the invoice charged GST, not a state sales tax
+    const wi = taxRuleFor({ country: 'US', stateProvince: 'WI' }, '2026-02-01');
+    const alberta = { subtotal: '100.00', tax_amount: '5.00', currency: 'CAD', taxType: 'GST' as const };
+    expect(invoiceTaxComponents(alberta, wi)).toEqual([
+      { name: 'GST', jurisdiction: null, rate: null, amount: '5.00000000' },
+    ]);
+  });
 });
 
 describe('noteTax', () => {
@@ -163,5 +173,20 @@ describe('noteTax', () => {
       creditedBefore: none,
     });
     expect(formatMoney(dinar.amount)).toBe('0.03400000');
+  });
+
+  it("without a rate, each later note takes its own subtotal's share of the invoice's component", () => {
+    // 13.00 over 100.00: a note of 30.00 takes 3.90, and so does the next one of 30.00 (not the
+    // share of both notes' 60.00, nor a share of the 9.10 left)
+    const split = [{ name: 'HST', jurisdiction: null, rate: null, amount: '13.00' }];
+    const second = noteTax({
+      components: split,
+      invoiceSubtotal: parseMoney('100'),
+      currency: 'CAD',
+      subtotal: parseMoney('30'),
+      creditedBefore: { subtotal: parseMoney('30'), tax: new Map([['HST', parseMoney('3.90')]]) },
+    });
+    expect(second.lines.map((l) => l.amount)).toEqual(['3.90000000']);
+    expect(formatMoney(second.amount)).toBe('3.90000000');
   });
 });
