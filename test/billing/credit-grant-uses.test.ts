@@ -7,7 +7,12 @@ import {
   toBurnableGrant,
 } from '../../libs/billing/credits/grants.js';
 import { planCreditsOnPosting } from '../../libs/billing/credits/posting.js';
-import { createCreditGrant, runBilling, type UsageForTransaction } from '../../libs/billing/index.js';
+import {
+  createCreditGrant,
+  runBilling,
+  type UsageForTransaction,
+  voidCreditGrant,
+} from '../../libs/billing/index.js';
 import type { Queryable } from '../../libs/db/index.js';
 import { ApiError } from '../../libs/errors/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
@@ -240,6 +245,10 @@ describe('recording grant uses', () => {
     await grant(customerId, '5.00', { priority: 10, expires_at: '2027-03-01T12:34:56.789Z' });
     await grant(customerId, '20.00', { priority: 20, applies_to: 'usage' });
     await grant(customerId, '1000.00', { effective_at: '2026-01-15T08:00:00.5Z' });
+    // neither reads a grant that is not ACTIVE: one waiting for its payment, one voided
+    await grant(customerId, '30.00', { category: 'paid' });
+    const voided = await grant(customerId, '40.00');
+    await database.db.transaction((tx) => voidCreditGrant(tx, { grantId: voided.id }));
     const held = await database.db.transaction(async (tx) => {
       await lockCreditCustomer(tx, customerId, orgId);
       return (await activeGrantsOfHeld(tx, [{ org_id: orgId, id: customerId }])).get(customerId)!;
