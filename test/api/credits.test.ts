@@ -1,14 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lockCreditCustomer } from '../../libs/billing/credits/index.js';
 import {
   checkTopUps,
   postInvoice,
   recordPayment,
   runBilling,
+  setCreditTopUp,
   type UsageForTransaction,
   withdrawInvoice,
 } from '../../libs/billing/index.js';
 import { CREDIT_BALANCE_SQL } from '../../libs/customers/customers.js';
 import { getCustomer } from '../../libs/customers/index.js';
+import { formatMoney, parseMoney } from '../../libs/money/index.js';
 import type { CreditGrant, CreditGrantWithLedger } from '../../libs/schemas/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { basicCatalog, customerIn, outbox, recordUsage, subscribe } from '../billing/fixtures.js';
@@ -158,6 +161,13 @@ describe('credit grants', () => {
         expect.objectContaining({ description: 'Prepaid credits', product_id: null, tax_type: 'EXEMPT' }),
       ],
     });
+    // due after the organization's payment terms, as any invoice it posts
+    const { rows: terms } = await db().query<{ due: string }>(
+      `SELECT to_char($2::date + o.payment_terms_days, 'YYYY-MM-DD') AS due FROM organizations o WHERE o.id = $1`,
+      [orgA.orgId, invoice.invoice_date],
+    );
+    expect(invoice.due_date).not.toBe(invoice.invoice_date);
+    expect(invoice.due_date).toBe(terms[0]!.due);
     // pending credits are not spendable
     expect((await get(`/customers/${customerId}`)).json().data.credit_balance).toBe('0.00000000');
     await db().transaction((tx) =>
@@ -258,6 +268,44 @@ describe('credit grants', () => {
     expect(detailsOf(await put({ enabled: true, threshold: '-1', target: '50' }))).toEqual(['threshold']);
     expect(detailsOf(await put({ enabled: true, threshold: '10', target: '50.001' }))).toEqual(['target']);
   });
+
+  it.each([
+    // JPY has no minor digit, KWD three: what is payable in CAD is not the measure
+    { currency: 'JPY', good: '1000', bad: '10.5' },
+    { currency: 'KWD', good: '1.234', bad: '1.2345' },
+  ])(
+    "takes amounts in the whole minor units of the organization's $currency",
+    async ({ currency, good, bad }) => {
+      const org = await createTestOrg(db());
+      await db().query('UPDATE organizations SET default_currency = $2 WHERE id = $1', [org.orgId, currency]);
+      const customerId = await customerIn(db(), org.orgId, { state_province: 'AB' });
+      const path = `/customers/${customerId}/credit-grants`;
+      expect(detailsOf(await post(path, { amount: bad, category: 'promotional' }, org.apiKey))).toEqual([
+        'amount',
+      ]);
+      const promo = await grant(customerId, { amount: good, category: 'promotional' }, org.apiKey);
+      expect(promo).toMatchObject({ currency, amount: formatMoney(parseMoney(good)), status: 'ACTIVE' });
+      // a paid grant sells its credits on an invoice in that currency
+      const paid = await grant(customerId, { amount: good, category: 'paid' }, org.apiKey);
+      const sold = (await get(`/invoices/${paid.invoice_id}`, org.apiKey)).json().data;
+      expect(sold).toMatchObject({ currency, total: formatMoney(parseMoney(good)) });
+      const topUp = (body: unknown) =>
+        api.request({
+          method: 'PUT',
+          path: `/customers/${customerId}/credit-top-up`,
+          key: org.apiKey,
+          headers: { 'content-type': 'application/json' },
+          payload: JSON.stringify(body),
+        });
+      expect(detailsOf(await topUp({ enabled: false, threshold: bad, target: '5000' }))).toEqual([
+        'threshold',
+      ]);
+      expect(detailsOf(await topUp({ enabled: false, threshold: '0', target: bad }))).toEqual(['target']);
+      const set = await topUp({ enabled: false, threshold: good, target: '5000' });
+      expect(set.statusCode, set.body).toBe(200);
+      expect(set.json().data).toMatchObject({ threshold: formatMoney(parseMoney(good)) });
+    },
+  );
 
   it("another organization's customer or grant is a 404 on every route", async () => {
     const { customerId } = await customerWithPlan();
@@ -754,6 +802,55 @@ describe('balance and top-up', () => {
       ['paid', 'PENDING', '173.50000000', 'Automatic top-up'],
     ]);
     expect((await get(`/customers/${customerId}/credit-top-up`)).json().data.enabled).toBe(true);
+  });
+
+  it('a new target replaces the old one: the next top-up brings projected to it', async () => {
+    // no subscription: projected 0.00
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const path = `/customers/${customerId}/credit-top-up`;
+    expect((await put(path, { enabled: false, threshold: '10', target: '100' })).statusCode).toBe(200);
+    const changed = await put(path, { enabled: true, threshold: '20', target: '250' });
+    expect(changed.statusCode, changed.body).toBe(200);
+    expect(changed.json().data).toMatchObject({ threshold: '20.00000000', target: '250.00000000' });
+    expect((await get(path)).json().data).toMatchObject({
+      enabled: true,
+      threshold: '20.00000000',
+      target: '250.00000000',
+    });
+    const grants = (await get(`/customers/${customerId}/credit-grants`)).json().data as CreditGrant[];
+    expect(grants.map((g) => [g.name, g.amount])).toEqual([['Automatic top-up', '250.00000000']]);
+  });
+
+  it('a check that loses the race for the one PENDING top-up makes none and does not fail', async () => {
+    // both checks read projected 0.00 below 10.00, then wait for the customer held here: the second
+    // to get it meets the first one's PENDING top-up (the partial unique index) and stands down
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    await setCreditTopUp(db(), orgA.orgId, customerId, { enabled: true, threshold: '10', target: '100' });
+    const client = await db().pool.connect();
+    let checks: Promise<CreditGrant[]>[] = [];
+    try {
+      await client.query('BEGIN');
+      await lockCreditCustomer(client, customerId, orgA.orgId);
+      checks = [0, 1].map(() => checkTopUps(db(), api.usage.readStores, [{ orgId: orgA.orgId, customerId }]));
+      for (const deadline = Date.now() + 10_000; ; ) {
+        const { rows } = await db().query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR NO KEY UPDATE OF c%'`,
+        );
+        if (rows[0]!.n >= 2) break;
+        if (Date.now() > deadline) throw new Error('the checks never waited for the customer');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    const made = await Promise.all(checks);
+    expect(made.map((grants) => grants.length).sort()).toEqual([0, 1]);
+    const grants = (await get(`/customers/${customerId}/credit-grants`)).json().data as CreditGrant[];
+    expect(grants.map((g) => [g.name, g.status, g.amount])).toEqual([
+      ['Automatic top-up', 'PENDING', '100.00000000'],
+    ]);
   });
 
   it('tops up only below the threshold: projected at it exactly is no top-up', async () => {
