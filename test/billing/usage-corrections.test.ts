@@ -221,6 +221,44 @@ describe('voiding an invoiced event with a correcting credit note', () => {
     expect(made).toMatchObject({ invoice_id: rows[0]!.id, subtotal: '3.00000000' });
   });
 
+  it("an event two periods back is corrected on its own period's invoice, not the last one", async () => {
+    // January (5 calls) and February (7 calls) invoiced; March is running
+    const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
+    const january = await usage(item, 5, JAN + 24 * HOUR);
+    await usage(item, 7, Date.parse('2026-02-02T00:00:00Z'));
+    const run = await runBilling(db(), {
+      usage: usageSource(new PostgresUsageAggregator(db())),
+      orgId: org.orgId,
+      subscriptionIds: [subscription.id],
+      now: new Date('2026-03-01T00:00:00Z'),
+    });
+    expect(run.failures).toEqual([]);
+    const { rows } = await db().query<{ id: string }>(
+      `SELECT id FROM invoices WHERE subscription_id = $1 AND period_start = '2026-01-01'`,
+      [subscription.id],
+    );
+    const made = await note((await corrected(january)).credit_note_id!);
+    expect(made).toMatchObject({ invoice_id: rows[0]!.id, subtotal: '5.00000000' });
+  });
+
+  it('late usage of the invoiced period makes its line no longer match: a 409, nothing voided', async () => {
+    // January's line billed 5 calls (5.00); 3 more January calls arrive after it was invoiced, so
+    // the period counts 8 while its line says 5: what the 5 added cannot be told from the line
+    const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
+    const five = await usage(item, 5);
+    const invoice = await billJanuary(subscription.id);
+    expect(invoice.items[0]!.line_total_pre_tax).toBe('5.00000000');
+    await usage(item, 3, JAN + 48 * HOUR);
+    const refused = await voidIt(five, { correction: 'credit_note' });
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect(refused.json().detail).toContain("no longer matches the period's usage");
+    expect((await api.request({ path: `/usage/events/${five}`, key: org.apiKey })).json().data.status).toBe(
+      'ACTIVE',
+    );
+    const notes = await api.request({ path: `/invoices/${invoice.id}/credit-notes`, key: org.apiKey });
+    expect(notes.json().data).toEqual([]);
+  });
+
   it('a note issued by hand on the line does not hold a correction back: only corrections count', async () => {
     // 1.00 a call: 4 + 6 = 10.00; 1.00 credited by hand, then the 6 voided: 6.00 more
     const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
