@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createRefund,
+  listCreditNotes,
   recordPayment,
   runBilling,
   usageSource,
@@ -463,6 +464,14 @@ describe('refusals', () => {
     expect((await get(`/invoices/${inv.id}/credit-notes`, orgB.apiKey)).statusCode).toBe(404);
     expect((await get('/credit-notes/00000000-0000-4000-8000-000000000000')).statusCode).toBe(404);
     expect((await get('/credit-notes/not-a-uuid')).statusCode).toBe(404);
+    // by customer (the MCP tool, the portal, the console): theirs is a 404, not an empty list
+    const page = { limit: 25, offset: 0 };
+    const byCustomer = { customerId: customerOf(inv) };
+    expect((await listCreditNotes(db(), orgA.orgId, byCustomer, page)).data.map((n) => n.id)).toEqual([
+      made.id,
+    ]);
+    const theirs = await listCreditNotes(db(), orgB.orgId, byCustomer, page).catch((error: unknown) => error);
+    expect(theirs).toMatchObject({ code: 'NOT_FOUND' });
   });
 });
 
