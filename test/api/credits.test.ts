@@ -150,6 +150,7 @@ describe('credit grants', () => {
     const { customerId } = await customerWithPlan();
     const made = await grant(customerId, { amount: '100.00', category: 'paid' });
     expect(made.status).toBe('PENDING');
+    expect(made.name).toBe('Prepaid credits'); // the default name of a paid grant
     expect(made.remaining).toBe('100.00000000');
     const invoice = (await get(`/invoices/${made.invoice_id}`)).json().data;
     expect(invoice).toMatchObject({
