@@ -175,6 +175,31 @@ describe('noteTax', () => {
     expect(formatMoney(dinar.amount)).toBe('0.03400000');
   });
 
+  it("rounds to the invoice currency's minor unit, components and note alike: yen", () => {
+    // 3,702 yen in Quebec: GST 185.1 -> 185, QST 369.27 -> 369; a note of 1,001: GST 50.05 -> 50,
+    // QST 99.85 -> 100 (in cents they would be 185.10, 369.27, 50.05, 99.85)
+    const yen = { subtotal: '3702', tax_amount: '554', currency: 'JPY', taxType: 'GST_QST' as const };
+    const byRule = invoiceTaxComponents(yen, qc);
+    expect(byRule).toEqual([
+      { name: 'GST', jurisdiction: 'CA', rate: '0.05', amount: '185.00000000' },
+      { name: 'QST', jurisdiction: 'QC', rate: '0.09975', amount: '369.00000000' },
+    ]);
+    const tax = noteTax({
+      components: byRule,
+      invoiceSubtotal: parseMoney('3702'),
+      currency: 'JPY',
+      subtotal: parseMoney('1001'),
+      creditedBefore: none,
+    });
+    expect(tax.lines.map((l) => l.amount)).toEqual(['50.00000000', '100.00000000']);
+    // the customer since moved to Ontario: the stored 554 is split with GST recomputed in yen
+    const on = taxRuleFor({ country: 'CA', stateProvince: 'ON' }, '2026-02-01');
+    expect(invoiceTaxComponents(yen, on).map((c) => [c.name, c.amount])).toEqual([
+      ['GST', '185.00000000'],
+      ['QST', '369.00000000'],
+    ]);
+  });
+
   it("without a rate, each later note takes its own subtotal's share of the invoice's component", () => {
     // 13.00 over 100.00: a note of 30.00 takes 3.90, and so does the next one of 30.00 (not the
     // share of both notes' 60.00, nor a share of the 9.10 left)
