@@ -254,6 +254,37 @@ describe('proration to the second', () => {
   });
 });
 
+describe("proration in the currency's minor unit", () => {
+  const april = { start: utc('2026-04-01T00:00:00Z'), end: utc('2026-05-01T00:00:00Z') };
+  const linesIn = (
+    currency: string,
+    before: BillableItem | undefined,
+    after: BillableItem | undefined,
+  ): string[] =>
+    prorationLinesFor(before, after, { at: utc('2026-04-21T00:00:00Z'), period: april, currency }).map(
+      (line) => line.amount,
+    );
+
+  it('rounds a JPY line to whole yen and a KWD line to thousandths, half-up', () => {
+    // 10 d of 30 left. JPY 2 -> 5 at 1,000: credit 2,000 / 3 = 666.67 -> 667, charge 5,000 / 3 -> 1,667
+    const yen = (quantity: number) => seat(quantity, '1000', { currency: 'JPY' });
+    expect(linesIn('JPY', yen(2), yen(5))).toEqual(['-667.00000000', '1667.00000000']);
+    // KWD 2 -> 5 at 1.001: credit 2.002 / 3 = 0.667333 -> 0.667, charge 5.005 / 3 = 1.668333 -> 1.668
+    const dinar = (quantity: number) => seat(quantity, '1.001', { currency: 'KWD' });
+    expect(linesIn('KWD', dinar(2), dinar(5))).toEqual(['-0.66700000', '1.66800000']);
+  });
+
+  it('charges a one-time item added mid-period in whole minor units', () => {
+    // 1 x 1,234.5 yen, charged in full: a half yen, up to 1,235; 3 x 0.3335 KWD = 1.0005 -> 1.001
+    expect(
+      linesIn('JPY', undefined, seat(1, '1234.5', { currency: 'JPY', pricing_type: 'one_time' })),
+    ).toEqual(['1235.00000000']);
+    expect(
+      linesIn('KWD', undefined, seat(3, '0.3335', { currency: 'KWD', pricing_type: 'one_time' })),
+    ).toEqual(['1.00100000']);
+  });
+});
+
 describe('the unit price a line shows is the one its amount was computed with', () => {
   const period = { start: utc('2026-04-01T00:00:00Z'), end: utc('2026-05-01T00:00:00Z') };
   const tiered = (
