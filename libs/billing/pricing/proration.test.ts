@@ -378,6 +378,14 @@ describe('included units prorated like the time they cover', () => {
     ).toBe('1000.00000000');
   });
 
+  it('counts the whole seconds of the cover, its first second included, as proration lines do', () => {
+    // added at Apr 11 00:00:00.999: timed to Apr 11 00:00:00 as its lines are, 20 d of 30 left,
+    // not one second less for the milliseconds (1000 x 1,727,999 / 2,592,000 = 666.66628086)
+    expect(
+      proratedIncludedUnits('1000', { start: utc('2026-04-11T00:00:00.999Z'), end: april.end }, april),
+    ).toBe('666.66666667');
+  });
+
   it('only the part of the cover inside the period counts', () => {
     // from Apr 11 on, past the period end: Apr 11 -> May 1 = 20 d of 30
     expect(
