@@ -113,6 +113,19 @@ describe('destination sales tax', () => {
     expect(taxRuleFor({ country: 'FR', taxExempt: true }).taxType).toBe('EXEMPT');
   });
 
+  it('reads the country code in any case and with surrounding spaces, as a stored row may hold it', () => {
+    expect(taxRuleFor({ country: 'ca', stateProvince: 'ON' }, '2026-01-15')).toMatchObject({
+      taxType: 'HST',
+      rate: '0.13',
+    });
+    expect(taxRuleFor({ country: ' us ', stateProvince: 'NY' }, '2026-01-15')).toMatchObject({
+      taxType: 'US_SALES_TAX',
+      rate: '0.04',
+    });
+    // a lower-case country is still one taxed by region: no region is refused, never untaxed
+    expect(() => taxRuleFor({ country: 'ca', stateProvince: null })).toThrow(UnknownRegionError);
+  });
+
   it('has no rule (tax_type null) outside Canada and the US', () => {
     expect(taxOn('FR', null)).toEqual({ taxType: null, lines: [], amount: '0.00000000' });
   });
