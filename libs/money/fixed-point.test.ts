@@ -70,6 +70,10 @@ describe('fixed-point money', () => {
     expect(formatMoney(multiplyScaled(parseMoney('19.99'), 8, parseScaled('3', 4), 4, 8))).toBe(
       '59.97000000',
     );
+    // the product's digits beyond outScale are rounded half to even, never refused
+    expect(multiplyScaled(3n, 8, 5000n, 4, 8)).toBe(2n); // 0.000000015 -> 0.00000002
+    expect(multiplyScaled(5n, 8, 5000n, 4, 8)).toBe(2n); // 0.000000025 -> 0.00000002
+    expect(multiplyScaled(-3n, 8, 5000n, 4, 8)).toBe(-2n);
   });
 
   it('reads a plus sign as positive and surrounding spaces as nothing', () => {

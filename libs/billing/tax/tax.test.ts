@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { formatMoney, parseScaled } from '../../money/index.js';
 import { TAX_REGIONS } from '../../regions/index.js';
 import { HIGHEST_TAX_RATE } from '../invoices/invoice-limits.js';
-import { CANADIAN_PROVINCES, computeTax, taxRuleFor, UnknownRegionError, US_STATE_RATES } from './tax.js';
+import {
+  CANADIAN_PROVINCES,
+  computeTax,
+  federalGstOf,
+  taxRuleFor,
+  UnknownRegionError,
+  US_STATE_RATES,
+} from './tax.js';
 
 const taxOn = (country: string, stateProvince: string | null, amount = '100', date = '2026-01-15') =>
   computeTax(taxRuleFor({ country, stateProvince }, date), amount, country === 'US' ? 'USD' : 'CAD');
@@ -137,6 +144,17 @@ describe('destination sales tax', () => {
     // QC: GST 10.01 x 0.05 = 0.5005 -> 0.50; QST 10.01 x 0.09975 = 0.99849... -> 1.00
     expect(taxOn('CA', 'QC', '10.01').lines.map((line) => line.amount)).toEqual(['0.50000000', '1.00000000']);
     expect(taxOn('CA', 'QC', '10.01').amount).toBe('1.50000000');
+  });
+
+  it('splits the GST of an invoice issued before payable amounts as it was stored: half-even at 8 digits', () => {
+    // 33.3333333 x 0.05 = 1.666666665: a half, to the even 1.66666666 (not 1.66666667, nor 1.67)
+    expect(federalGstOf('33.3333333')).toBe('1.66666666');
+    // 33.33333333 x 0.05 = 1.6666666665: more than a half, up
+    expect(federalGstOf('33.33333333')).toBe('1.66666667');
+    // 0.0000003 x 0.05 = 0.000000015: a half, to the even 0.00000002
+    expect(federalGstOf('0.0000003')).toBe('0.00000002');
+    expect(federalGstOf('-0.0000003')).toBe('-0.00000002');
+    expect(federalGstOf('19.99')).toBe('0.99950000');
   });
 
   it('rounds a half cent up at every province and state rate', () => {
