@@ -52,6 +52,15 @@ describe('late usage lines', () => {
     expect(lateUsageLine(item, billed('80', '40'), '130', 'CAD')).toMatchObject({ amount: '5.00000000' });
   });
 
+  it('show the average unit price of the late quantity, rounded half-even to 8 digits', () => {
+    // 99 billed, 102 counted: 1 call at 1.00 and 2 at 0.50 = 2.00 for 3, 0.666666666... -> 0.66666667
+    expect(lateUsageLine(item, billed('99'), '102', 'CAD')).toMatchObject({
+      quantity: '3.0000',
+      amount: '2.00000000',
+      unit_price: '0.66666667',
+    });
+  });
+
   it('carry included units on: nothing until the late usage passes them', () => {
     expect(lateUsageLine(item, billed('30', '0', '50'), '45', 'CAD')).toMatchObject({ amount: '0.00000000' });
     expect(lateUsageLine(item, billed('30', '0', '50'), '60', 'CAD')).toMatchObject({
