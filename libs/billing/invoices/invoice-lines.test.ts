@@ -222,6 +222,17 @@ describe('invoice lines', () => {
       quantity: '9999999999999999.9999',
       line_total_pre_tax: '100000000.00000000',
     });
+    // the largest unit price NUMERIC(20, 8) holds is itself stored: 0.0001 at it costs 100,000,000.00
+    const dearest = buildInvoiceLines([item({ ...metered, unit_price: '999999999999.99999999' })], {
+      currency: 'CAD',
+      usage: new Map([[1, '0.0001']]),
+      firstPeriod: false,
+      taxRule: ontario,
+    });
+    expect(dearest.lines[0]).toMatchObject({
+      unit_price: '999999999999.99999999',
+      line_total_pre_tax: '100000000.00000000',
+    });
     // a stair-step fee of 900,000,000 for 0.0001 units averages 9e12 a unit: beyond NUMERIC(20, 8)
     const stairs = {
       pricing_model: 'per_unit',
