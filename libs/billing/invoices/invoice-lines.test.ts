@@ -250,6 +250,41 @@ describe('invoice lines', () => {
     ).toThrow(/Events: the unit price 9000000000000\.00000000 CAD exceeds the largest amount stored/);
   });
 
+  it('rounds a carried line stored with digits below the minor unit, half-up, as every line', () => {
+    // subscription_proration_lines keeps 8 digits: a line stored before payable amounts (or in
+    // another rounding) is billed in the minor unit, a half away from zero, as its own lines are
+    const carried = (amount: string) => ({
+      description: 'Unused time',
+      subscription_item_id: 1,
+      product_id: 10,
+      quantity: '2.0000',
+      unit_price: '12.50000000',
+      amount,
+      period_start: '2026-03-11T06:30:15.000Z',
+      period_end: '2026-04-01T00:00:00.000Z',
+    });
+    const lines = (currency: string, amounts: string[]) =>
+      buildInvoiceLines([], {
+        currency,
+        usage: new Map(),
+        firstPeriod: false,
+        taxRule: taxRuleFor({ country: 'FR' }),
+        prorationLines: amounts.map(carried),
+      });
+    const cad = lines('CAD', ['-16.71693000', '41.79232000', '0.00500000', '-0.00500000']);
+    expect(cad.lines.map((line) => line.line_total_pre_tax)).toEqual([
+      '-16.72000000',
+      '41.79000000',
+      '0.01000000',
+      '-0.01000000',
+    ]);
+    expect(cad.total).toBe('25.07000000');
+    expect(lines('JPY', ['-666.66666667', '1666.5']).lines.map((line) => line.line_total_pre_tax)).toEqual([
+      '-667.00000000',
+      '1667.00000000',
+    ]);
+  });
+
   it('shares the tax by largest remainder; a tie goes to the earlier line', () => {
     // docs/decisions.md, "Payable amounts": a line's tax_amount is its share of the tax (largest
     // remainder), so the lines add up to the invoice's tax
