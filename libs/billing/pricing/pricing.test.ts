@@ -183,5 +183,11 @@ describe('tier validation', () => {
     expect(tierProblems([tier('10', '1'), tier('10', '1'), tier(null, '1')])[0]!.message).toMatch(
       /strictly increasing/,
     );
+    // a first bound of 0 (or below) prices no unit: bounds must be positive
+    expect(tierProblems([tier('0', '1'), tier(null, '1')])).toEqual([
+      { index: 0, field: 'up_to', message: 'Tier bounds must be positive and strictly increasing.' },
+    ]);
+    expect(tierProblems([tier('-5', '1'), tier(null, '1')])).toHaveLength(1);
+    expect(tierProblems([tier('0.00000001', '1'), tier(null, '1')])).toEqual([]);
   });
 });
