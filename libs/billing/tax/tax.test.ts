@@ -144,6 +144,9 @@ describe('destination sales tax', () => {
     // QC: GST 10.01 x 0.05 = 0.5005 -> 0.50; QST 10.01 x 0.09975 = 0.99849... -> 1.00
     expect(taxOn('CA', 'QC', '10.01').lines.map((line) => line.amount)).toEqual(['0.50000000', '1.00000000']);
     expect(taxOn('CA', 'QC', '10.01').amount).toBe('1.50000000');
+    // on the amount given, not on it rounded to the cent first: 0.099 x 0.05 = 0.00495 -> 0.00
+    // (0.10 x 0.05 = 0.005 would be 0.01); the tax_lookup tool takes amounts of 8 digits
+    expect(taxOn('CA', 'AB', '0.099').amount).toBe('0.00000000');
   });
 
   it('splits the GST of an invoice issued before payable amounts as it was stored: half-even at 8 digits', () => {
