@@ -122,6 +122,10 @@ describe('late usage lines', () => {
     expect(periodLabel(new Date('2025-12-15T00:00:00Z'), new Date('2026-01-15T00:00:00Z'))).toBe(
       'Dec 15, 2025-Jan 14, 2026',
     );
+    // a quarter from the 1st spans months whose last day is past its first: Jan 1-Mar 31
+    expect(periodLabel(new Date('2026-01-01T00:00:00Z'), new Date('2026-04-01T00:00:00Z'))).toBe(
+      'Jan 1-Mar 31',
+    );
     // December ends at midnight of the new year: its days are all in one year
     expect(periodLabel(new Date('2025-12-01T00:00:00Z'), new Date('2026-01-01T00:00:00Z'))).toBe('Dec 1-31');
     // a period that ended where it began (stopped at its start) is named by that one day
