@@ -49,7 +49,13 @@ describe('late usage lines', () => {
       unit_price: '0.75000000',
       late_quantity: '40.00000000',
     });
-    expect(lateUsageLine(item, billed('80', '40'), '130', 'CAD')).toMatchObject({ amount: '5.00000000' });
+    // 80 on the invoice and 40 late since: 10 more are late, at 0.50 each
+    expect(lateUsageLine(item, billed('80', '40'), '130', 'CAD')).toMatchObject({
+      quantity: '10.0000',
+      late_quantity: '10.00000000',
+      unit_price: '0.50000000',
+      amount: '5.00000000',
+    });
   });
 
   it('show the average unit price of the late quantity, rounded half-even to 8 digits', () => {
