@@ -110,6 +110,11 @@ describe('destination sales tax', () => {
       expect(tax.taxType, state).toBe('US_SALES_TAX');
       expect(tax.amount, state).toBe('0.00000000');
     }
+    // the note an assistant quotes says which it is
+    expect(taxRuleFor({ country: 'US', stateProvince: 'OR' }).note).toBe('OR has no statewide sales tax.');
+    expect(taxRuleFor({ country: 'US', stateProvince: 'NY' }).note).toBe(
+      'NY statewide base sales tax; local taxes are not included.',
+    );
     expect(Object.keys(US_STATE_RATES)).toHaveLength(51);
   });
 
