@@ -297,6 +297,35 @@ describe('invoice lines', () => {
     expect(share('0.001', ['2', '2'], 'KWD')).toEqual(['0.00100000', '0.00000000']);
   });
 
+  it('shares a negative tax over lines adding up to less than zero, the shares summing to it', () => {
+    // late lines alone can be credits (volume tiers price more usage lower): -0.05 and -0.05 in
+    // Ontario are -0.10, HST -0.013 -> -0.01, which the earlier line carries (a tie)
+    const share = (tax: string, amounts: string[]) =>
+      shareOut(parseMoney(tax), amounts.map(parseMoney), 'CAD').map(formatMoney);
+    expect(share('-0.01', ['-0.05', '-0.05'])).toEqual(['-0.01000000', '0.00000000']);
+    // -0.03 over -10, 5, -6 (-11): -2.73, 1.36, -1.64 -> -3, 1, -1 by largest remainder
+    expect(share('-0.03', ['-10', '5', '-6'])).toEqual(['-0.03000000', '0.01000000', '-0.01000000']);
+    const late = (subscription_item_id: number) => ({
+      description: 'API calls: late usage, Oct 1-31',
+      subscription_item_id,
+      product_id: 10,
+      quantity: '1.0000',
+      unit_price: '-0.05000000',
+      amount: '-0.05000000',
+      period_start: '2026-10-01T00:00:00.000Z',
+      period_end: '2026-11-01T00:00:00.000Z',
+    });
+    const draft = buildInvoiceLines([], {
+      currency: 'CAD',
+      usage: new Map(),
+      firstPeriod: false,
+      taxRule: ontario,
+      prorationLines: [late(1), late(2)],
+    });
+    expect(draft).toMatchObject({ subtotal: '-0.10000000', tax_amount: '-0.01000000', total: '-0.11000000' });
+    expect(draft.lines.map((line) => line.tax_amount)).toEqual(['-0.01000000', '0.00000000']);
+  });
+
   it('trims decimals for people', () => {
     expect(trimDecimal('1500.00000000')).toBe('1500');
     expect(trimDecimal('0.50000000')).toBe('0.5');

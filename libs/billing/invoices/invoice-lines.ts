@@ -134,6 +134,15 @@ export function buildInvoiceLines(
 export function shareOut(tax: bigint, amounts: readonly bigint[], currency: string): bigint[] {
   const base = amounts.reduce((sum, amount) => sum + amount, 0n);
   if (tax === 0n || base === 0n) return amounts.map(() => 0n);
+  // Lines adding up to less than zero (late lines alone, lowered by volume tiers) carry a negative
+  // tax: share its opposite over the opposite lines, whose sum is positive as the rounding needs.
+  if (base < 0n) {
+    return shareOut(
+      -tax,
+      amounts.map((amount) => -amount),
+      currency,
+    ).map((share) => -share);
+  }
   const unit = minorUnitStep(currency);
   const taxUnits = tax / unit;
   const shares = amounts.map((amount) => {
