@@ -190,6 +190,21 @@ describe('planning a billing run for one subscription', () => {
     ]);
   });
 
+  it('a term that ends inside a period expires at the end of that invoiced period, not at the term end', () => {
+    // quarterly periods, a 4-month term ending May 1: the period Apr 1 -> Jul 1 is invoiced in
+    // full, so the subscription ends on Jul 1 (billing stops after what it billed)
+    const plan = planBilling(
+      { ...termed(false), initial_term_months: 4, subscription_end_date: d('2026-05-01T00:00:00Z') },
+      d('2026-10-01T00:00:00Z'),
+    );
+    expect(plan.steps.map(describeStep)).toEqual([
+      'invoice 2026-01-01..2026-04-01 first',
+      'invoice 2026-04-01..2026-07-01',
+      'active->expired (term_ended)',
+    ]);
+    expect(plan.next.ended_at?.toISOString()).toBe('2026-07-01T00:00:00.000Z');
+  });
+
   it('a termed subscription with auto-renew but no term length has nothing to renew: it expires', () => {
     const plan = planBilling({ ...termed(true), initial_term_months: null }, d('2026-10-01T00:00:00Z'));
     expect(plan.steps.map(describeStep)).toEqual([
