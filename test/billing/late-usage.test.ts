@@ -380,6 +380,35 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     ]);
   });
 
+  it('bills late usage of a period whose invoice credit paid only in part (PARTIALLY_PAID stands)', async () => {
+    const { orgId, customerId, subscription, metered } = await setup();
+    await recordUsage(db, orgId, metered, '80', '2026-01-10T00:00:00Z');
+    await db.transaction((tx) =>
+      createCreditGrant(tx, { customerId, input: { amount: '50.00', category: 'promotional' } }),
+    );
+    const first = await runBilling(db, { usage, orgId, now: FEB });
+    const { rows } = await db.query<{ status: string; amount_paid: string }>(
+      'SELECT status, amount_paid::text AS amount_paid FROM invoices WHERE id = $1',
+      [first.invoice_ids[0]],
+    );
+    // 10 seats + 80 calls + GST 4.50 = 94.50, of which the grant paid 50.00
+    expect(rows[0]).toEqual({ status: 'PARTIALLY_PAID', amount_paid: '50.00000000' });
+
+    await recordUsage(db, orgId, metered, '40', '2026-01-31T00:00:00Z');
+    const previous = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
+    expect(previous.items[0]).toMatchObject({ quantity: '120.00000000', late_quantity: '40.00000000' });
+    const feb = await runBilling(db, { usage, orgId, now: MAR });
+    expect(
+      (await linesOf(db, feb.invoice_ids[0]!)).filter((line) => line.description.includes('late')),
+    ).toEqual([
+      {
+        description: 'API calls: late usage, Jan 1-31',
+        quantity: '40.0000',
+        line_total_pre_tax: '30.00000000',
+      },
+    ]);
+  });
+
   it('bills late usage from what the customer kept paying for once a correction voided part of a posted period', async () => {
     const { orgId, subscription, metered } = await setup();
     await recordUsage(db, orgId, metered, '50', '2026-01-10T00:00:00Z');
