@@ -409,6 +409,27 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     ]);
   });
 
+  it('clears the mark of a posted period its comparison found nothing late in', async () => {
+    const { orgId, metered } = await setup();
+    await recordUsage(db, orgId, metered, '80', '2026-01-10T00:00:00Z');
+    await runBilling(db, { usage, orgId, now: FEB });
+    const dirty = async () =>
+      (
+        await db.query<{ dirty: boolean }>(
+          'SELECT dirty FROM usage_billed_periods WHERE subscription_item_id = $1 AND period_start = $2',
+          [metered, JAN],
+        )
+      ).rows[0]!.dirty;
+    // made dirty with its invoice: the next run compares it with what Postgres counts
+    expect(await dirty()).toBe(true);
+    const feb = await runBilling(db, { usage, orgId, now: MAR });
+    expect(
+      (await linesOf(db, feb.invoice_ids[0]!)).filter((line) => line.description.includes('late')),
+    ).toEqual([]);
+    // compared, nothing grew: done, so later runs do not count it again
+    expect(await dirty()).toBe(false);
+  });
+
   it('bills late usage from what the customer kept paying for once a correction voided part of a posted period', async () => {
     const { orgId, subscription, metered } = await setup();
     await recordUsage(db, orgId, metered, '50', '2026-01-10T00:00:00Z');
@@ -572,6 +593,12 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     const onDraft = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
     expect(onDraft.items[0]).toMatchObject({ quantity: '115.50000000', late_quantity: '0.00000000' });
     expect(await rerateDirtyDrafts(db, { orgId })).toEqual([draftId]);
+    // re-rated: its period compared again (the mark cleared), so the next pass leaves it be
+    const { rows: marks } = await db.query<{ dirty: boolean }>(
+      'SELECT dirty FROM usage_billed_periods WHERE invoice_id = $1',
+      [draftId],
+    );
+    expect(marks.map((mark) => mark.dirty)).toEqual([false]);
     const rerated = await invoiceOf(db, draftId);
     expect(rerated.version).toBeGreaterThan(draft.version);
     const preview = await previewUpcomingInvoice(db, stores, orgId, twin.id);
