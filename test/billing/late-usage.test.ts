@@ -430,6 +430,57 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     expect(await dirty()).toBe(false);
   });
 
+  it('counts each compared period over its own window: an item removed mid-period beside one kept', async () => {
+    const { id: orgId } = await createOrganization(db, { name: 'Windows Co', currency: 'CAD' });
+    const { seats, apiCalls } = await basicCatalog(db, orgId);
+    const moreCalls = await productIn(db, orgId, {
+      name: 'More calls',
+      pricing_type: 'usage',
+      pricing_mode: 'graduated',
+      currency: 'CAD',
+      unit_label: 'calls',
+      tiers: [{ up_to: null, unit_price: '1.00' }],
+    });
+    const customerId = await customerIn(db, orgId, { state_province: 'AB' });
+    const subscription = await subscribe(
+      db,
+      orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: seats }, { product_id: apiCalls }, { product_id: moreCalls }],
+        start_date: JAN,
+      },
+      JAN,
+    );
+    const [removed, kept] = subscription.items
+      .filter((item) => item.usage_type === 'metered')
+      .map((item) => item.id)
+      .sort((a, b) => a - b);
+    const seatItem = subscription.items.find((item) => item.usage_type === 'licensed')!.id;
+    await recordUsage(db, orgId, removed!, '5', '2026-01-05T00:00:00Z');
+    await recordUsage(db, orgId, kept!, '10', '2026-01-05T00:00:00Z');
+    // the first item leaves on Jan 15: its window is Jan 1-15, the kept item's Jan 1-Feb 1
+    await changeSubscription(db, {
+      subscriptionId: subscription.id,
+      orgId,
+      change: { items: [{ id: seatItem }, { id: kept! }], proration: 'none' },
+      now: new Date('2026-01-15T00:00:00Z'),
+    });
+    await runBilling(db, { usage, orgId, now: FEB });
+    // late: the kept item's usage after the removal, in its own window only
+    await recordUsage(db, orgId, kept!, '3', '2026-01-20T00:00:00Z');
+    const feb = await runBilling(db, { usage, orgId, now: MAR });
+    expect(
+      (await linesOf(db, feb.invoice_ids[0]!)).filter((line) => line.description.includes('late')),
+    ).toEqual([
+      {
+        description: 'More calls: late usage, Jan 1-31',
+        quantity: '3.0000',
+        line_total_pre_tax: '3.00000000',
+      },
+    ]);
+  });
+
   it('bills late usage from what the customer kept paying for once a correction voided part of a posted period', async () => {
     const { orgId, subscription, metered } = await setup();
     await recordUsage(db, orgId, metered, '50', '2026-01-10T00:00:00Z');
