@@ -235,6 +235,30 @@ describe('usage_quantity alerts read only near their threshold', () => {
     }
   });
 
+  it('a reading older than refreshMs is read again by the next batch of its item, below its threshold', async () => {
+    const refreshMs = 1000;
+    const guardrails = new UsageGuardrails({
+      db: database.db,
+      log: runLogger('alert-bound'),
+      policies: [alertPolicy(database.db, { settleMs: SETTLE_MS, refreshMs })],
+    });
+    guardrails.attach(stores);
+    const sink = guardrails.sink('evaluated');
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { event, state } = await alertedItem('100');
+      // the reading made at creation grows stale: the next usage of the item refreshes it at once
+      // (bound 10, far below 100: without the staleness it would wait for the sweep)
+      await sleep(refreshMs + 100);
+      const moved = event('10');
+      await new PostgresUsageSink(database.db).write([moved]);
+      await sink.write([moved]);
+      expect(await state()).toMatchObject({ status: 'OK', value: '10.00000000' });
+    } finally {
+      await guardrails.stop();
+    }
+  });
+
   it('a skipped alert no batch read again is swept after refreshMs, its value brought up to date', async () => {
     const guardrails = new UsageGuardrails({
       db: database.db,
@@ -250,8 +274,8 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await new PostgresUsageSink(database.db).write([skipped]);
       await sink.write([skipped]); // bound 60, a fresh reading: skipped
       expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
-      // no further usage: the sweep reads it
-      await eventually(async () => expect(await state()).toMatchObject({ value: '60.00000000' }), 5000);
+      // no further usage: the sweep reads it, at the latest 1.5 refreshMs after it was skipped
+      await eventually(async () => expect(await state()).toMatchObject({ value: '60.00000000' }), 2000);
       expect((await state()).status).toBe('OK');
     } finally {
       await guardrails.stop();
