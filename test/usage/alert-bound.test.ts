@@ -259,6 +259,27 @@ describe('usage_quantity alerts read only near their threshold', () => {
     }
   });
 
+  it('a suspect read at its value unchanged lets its batch go at once: the fresher as_of is written', async () => {
+    const { guardrails, hand } = evaluator();
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { alert, event, state, triggered } = await alertedItem('100');
+      const counted = event('60');
+      await hand([counted]); // bound 60: skipped
+      await evaluateAlerts(database.db, stores, { alertIds: [alert.id] }); // read: 60
+      expect(await state()).toMatchObject({ status: 'OK', value: '60.00000000' });
+      // the log redelivers it: the bound over-counts (60 + 60 + 60), the read finds 60 again; its
+      // as_of, past the moment the batch was handed, settles it (else the batch waits 10 s)
+      const started = Date.now();
+      await guardrails.sink('evaluated').write([counted]);
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(await state()).toMatchObject({ status: 'OK', value: '60.00000000' });
+      expect(await triggered()).toBe(0);
+    } finally {
+      await guardrails.stop();
+    }
+  });
+
   it('a skipped alert no batch read again is swept after refreshMs, its value brought up to date', async () => {
     const guardrails = new UsageGuardrails({
       db: database.db,
