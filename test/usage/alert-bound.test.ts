@@ -542,6 +542,31 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await readStores.close();
     }
   });
+  it('alerts group: counts an event recorded before the reading but not counted by it (the settle window)', async () => {
+    // no reload but the first (a reload reads alerts changed since the last one, whatever the bound)
+    const alerts = await quantityAlerts(stores, { reloadMs: 600_000 });
+    const sink = alerts.sink();
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { event, state, triggered } = await alertedItem('100');
+      await sink.write([]); // the first load: its reading at creation bounds it, so it is not read
+      const readAt = Date.now();
+      const pgSink = new PostgresUsageSink(database.db);
+      // recorded before the reading's as_of, answered (and counted) after it: the bound must hold it
+      const early = event('60', readAt - 2000);
+      await pgSink.write([early]);
+      await sink.write([early]); // bound 60: skipped
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      const next = event('40');
+      await pgSink.write([next]);
+      await sink.write([next]); // bound 100: read, and fired
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await alerts.stop();
+    }
+  });
+
   it('alerts group: a new member reads what a reading from before its start cannot bound', async () => {
     const { alert, event, state, triggered } = await alertedItem('100');
     const pgSink = new PostgresUsageSink(database.db);
