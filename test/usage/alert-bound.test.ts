@@ -567,6 +567,28 @@ describe('usage_quantity alerts read only near their threshold', () => {
     }
   });
 
+  it('alerts group: a reload finds an alert whose transaction began before the last load and committed after it', async () => {
+    const alerts = await quantityAlerts(stores, { reloadMs: 1500, refreshMs: 600_000 });
+    const sink = alerts.sink();
+    try {
+      await sleep(SETTLE_MS + 50);
+      await sink.write([]); // the first load, of every alert: this one is not written yet
+      const { alert, event, state, triggered } = await alertedItem('100');
+      // its updated_at (the transaction's start) is before that load: only the margin finds it
+      await database.db.query(`UPDATE alerts SET updated_at = now() - interval '5 seconds' WHERE id = $1`, [
+        alert.id,
+      ]);
+      await sleep(1600); // the next reload is due: it reads what was written since the last, less the margin
+      const crossing = event('100');
+      await new PostgresUsageSink(database.db).write([crossing]);
+      await sink.write([crossing]);
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await alerts.stop();
+    }
+  });
+
   it('alerts group: a new member reads what a reading from before its start cannot bound', async () => {
     const { alert, event, state, triggered } = await alertedItem('100');
     const pgSink = new PostgresUsageSink(database.db);
