@@ -34,12 +34,12 @@ export function totalImpliedByPage(page: PaginationQuery, rowsOnPage: number): n
 }
 
 /**
- * SQL for a plan's sort order, by `column` then id (both directions are the same index read
- * forwards or backwards).
+ * SQL for a plan's sort order, by `column` then `tieBreaker` (both directions are the same index
+ * read forwards or backwards).
  */
-export function orderBy(plan: PagePlan, alias = '', column = 'created_at'): string {
+export function orderBy(plan: PagePlan, alias = '', column = 'created_at', tieBreaker = 'id'): string {
   const prefix = alias ? `${alias}.` : '';
   return plan.direction === 'oldest-first'
-    ? `${prefix}${column} ASC, ${prefix}id ASC`
-    : `${prefix}${column} DESC, ${prefix}id DESC`;
+    ? `${prefix}${column} ASC, ${prefix}${tieBreaker} ASC`
+    : `${prefix}${column} DESC, ${prefix}${tieBreaker} DESC`;
 }

@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issueCreditNote, recordPayment, runBilling, usageSource } from '../../libs/billing/index.js';
+import {
+  issueCreditNote,
+  listCreditNotes,
+  recordPayment,
+  runBilling,
+  usageSource,
+} from '../../libs/billing/index.js';
 import { ApiError } from '../../libs/errors/index.js';
 import type { CreditNote } from '../../libs/schemas/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
@@ -274,6 +280,66 @@ describe('numbers in one group', () => {
     expect(new Set(made.map((n) => n.created_at)).size).toBe(1);
     expect(made.map((n) => [n.invoice_id, n.number])).toEqual(invoices.map((inv, i) => [inv.id, cn(i + 1)]));
   });
+});
+
+describe('notes of one group listed', () => {
+  /*
+   * A group's notes share their created_at; their numbers give their order (docs/decisions.md,
+   * "Concurrent credit notes share their statements"). Eight notes of one invoice in one group:
+   * every list of them (the organization's, the invoice's, the customer's) is newest first by
+   * number, and pages of 1, 2 or 3 (boundaries inside the group, later pages read from the other
+   * end) give each note exactly once. `from`: the counter before the group (999996: the group runs
+   * from CN-999997 to CN-1000004, where the numbers' text no longer sorts like the numbers).
+   */
+  async function listedInNumberOrder(from: number) {
+    const owner = await createTestOrg(db());
+    const inv = await invoiceFor(owner);
+    if (from > 0) {
+      await db().query('INSERT INTO credit_note_counters (org_id, last_number) VALUES ($1, $2)', [
+        owner.orgId,
+        from,
+      ]);
+    }
+    const made = issued(await inOneGroup(Array.from({ length: 8 }, () => request(inv, '1.00', owner))));
+    expect(new Set(made.map((n) => n.created_at)).size).toBe(1); // one group
+    const numbers = Array.from({ length: 8 }, (_, i) => `CN-${String(from + 8 - i).padStart(6, '0')}`);
+    expect(made.map((n) => n.number).reverse()).toEqual(numbers);
+
+    const customerId = made[0]!.customer_id;
+    for (const filter of [{}, { invoiceId: inv.id }, { customerId }]) {
+      const all = await listCreditNotes(db(), owner.orgId, filter, { limit: 100, offset: 0 });
+      expect(all.data.map((n) => n.number)).toEqual(numbers);
+      for (const limit of [1, 2, 3]) {
+        const paged: string[] = [];
+        for (let offset = 0; offset < 8; offset += limit) {
+          const page = await listCreditNotes(db(), owner.orgId, filter, { limit, offset });
+          expect(page.total).toBe(8);
+          paged.push(...page.data.map((n) => n.number));
+        }
+        expect(paged, `limit ${limit}`).toEqual(numbers);
+      }
+    }
+    // the API's list of the invoice's notes, page by page
+    for (const limit of [1, 2, 3]) {
+      const paged: string[] = [];
+      for (let offset = 0; ; offset += limit) {
+        const response = await api.request({
+          method: 'GET',
+          path: `/invoices/${inv.id}/credit-notes?limit=${limit}&offset=${offset}`,
+          key: owner.apiKey,
+        });
+        expect(response.statusCode, response.body).toBe(200);
+        const body = response.json();
+        paged.push(...body.data.map((n: CreditNote) => n.number));
+        if (!body.pagination.has_more) break;
+      }
+      expect(paged, `limit ${limit}`).toEqual(numbers);
+    }
+  }
+
+  it('are newest first in number order, and pages give each once', () => listedInNumberOrder(0));
+
+  it('past CN-999999 too: by the number, not its text', () => listedInNumberOrder(999_996));
 });
 
 describe('numbers under concurrency', () => {

@@ -108,7 +108,9 @@ export interface CreditNoteFilter {
 
 /**
  * An organization's credit notes, newest first, of one invoice or one customer (or all). An
- * invoice or customer named but not the organization's is a 404.
+ * invoice or customer named but not the organization's is a 404. The notes of one group share
+ * their created_at and list by number, highest first (number_seq, migration 025: CN-1000000 sorts
+ * before CN-999999 as text).
  */
 export async function listCreditNotes(
   db: Queryable,
@@ -137,9 +139,10 @@ export async function listCreditNotes(
     {
       table: 'credit_notes',
       alias: 'n',
-      columns: CREDIT_NOTE_COLUMNS,
+      columns: `${CREDIT_NOTE_COLUMNS}, n.number_seq`,
       where,
       values,
+      tieBreaker: 'number_seq',
       // an invoice or a customer has a handful of notes: counting them is an index range scan
       total: async () =>
         (
@@ -171,7 +174,7 @@ export async function creditNoteSummaries(
   if (!isUuid(invoiceId)) return [];
   const { rows } = await db.query<{ id: string; number: string; date: string; total: string }>(
     `SELECT id, number, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS date, total::text
-       FROM credit_notes WHERE org_id = $1 AND invoice_id = $2 ORDER BY created_at, number`,
+       FROM credit_notes WHERE org_id = $1 AND invoice_id = $2 ORDER BY created_at, number_seq`,
     [orgId, invoiceId],
   );
   return rows.map((row) => ({ ...row, total: m(row.total) }));
