@@ -121,6 +121,48 @@ describe('DependencyGuard', () => {
     expect(recorded.lines[1]!.fields).toMatchObject({ dependency: 'kafka', refused: 5 });
   });
 
+  it('watches the oldest call still waiting, whichever calls answered before it', async () => {
+    probeAnswers = false;
+    const g = guard();
+    const calls = ['oldest', 'middle', 'slow', 'newest'].map(() => pending<string>());
+    const outcomes = [];
+    for (const [i, call] of calls.entries()) {
+      if (i) await vi.advanceTimersByTimeAsync(200);
+      outcomes.push(await outcomeOf(g.run(() => call.promise)));
+    }
+    // the calls started at 0, 200, 400 and 600 ms; the middle one answers, then the oldest
+    calls[1]!.resolve('middle');
+    calls[0]!.resolve('oldest');
+    await vi.advanceTimersByTimeAsync(700); // 1300 ms: past the oldest's bound, not the slow one's
+    expect(g.available).toBe(true);
+    expect(outcomes.map((outcome) => outcome())).toEqual([
+      { value: 'oldest' },
+      { value: 'middle' },
+      undefined,
+      undefined,
+    ]);
+    await vi.advanceTimersByTimeAsync(400); // 1700 ms: the slow call waited past 1000 ms
+    expect(g.available).toBe(false);
+    for (const outcome of outcomes.slice(2)) {
+      expect((outcome() as { error: unknown }).error).toBeInstanceOf(DependencyUnavailableError);
+    }
+  });
+
+  it('still watches a waiting call after the newest one answered and another started', async () => {
+    probeAnswers = false;
+    const g = guard();
+    const stuck = pending<string>();
+    const stuckOutcome = await outcomeOf(g.run(() => stuck.promise));
+    await vi.advanceTimersByTimeAsync(100);
+    await expect(g.run(async () => 'quick')).resolves.toBe('quick');
+    await vi.advanceTimersByTimeAsync(100);
+    const later = pending<string>();
+    await outcomeOf(g.run(() => later.promise));
+    await vi.advanceTimersByTimeAsync(900); // 1100 ms: the stuck call waited past 1000 ms
+    expect((stuckOutcome() as { error: unknown }).error).toBeInstanceOf(DependencyUnavailableError);
+    expect(g.available).toBe(false);
+  });
+
   it('summarizes a lasting outage once per interval, without a line per refused call', async () => {
     probeAnswers = false;
     const g = guard({ summaryIntervalMs: 10_000 });

@@ -43,6 +43,9 @@ export interface DependencyGuardOptions {
 }
 
 interface Waiting {
+  /** Neighbours in the guard's list of waiting calls (null when first, last or removed). */
+  prev: Waiting | null;
+  next: Waiting | null;
   /** performance.now() when the call started. */
   started: number;
   /** When it was last found slow (a probe it survived is not repeated before another waitMs). */
@@ -63,7 +66,7 @@ export class DependencyGuard {
   private downSince: number | undefined;
   private reason = '';
   /** In the order the calls started: the first is the one that has waited longest. */
-  private readonly waiting = new Set<Waiting>();
+  private readonly waiting = new WaitingList();
   private watchdog: NodeJS.Timeout | undefined;
   private refusedSinceSummary = 0;
   private refusedTotal = 0;
@@ -97,6 +100,8 @@ export class DependencyGuard {
     return new Promise<T>((resolve, reject) => {
       let answered = false;
       const waiting: Waiting = {
+        prev: null,
+        next: null,
         started: performance.now(),
         suspectedAt: 0,
         giveUp: (error) => {
@@ -142,7 +147,7 @@ export class DependencyGuard {
     const tickMs = Math.max(10, Math.min(250, Math.floor(this.options.waitMs / 4)));
     this.watchdog = setInterval(() => {
       const now = performance.now();
-      for (const waiting of this.waiting) {
+      for (let waiting = this.waiting.first; waiting; waiting = waiting.next) {
         if (now - waiting.started < this.options.waitMs) break;
         if (now - waiting.suspectedAt < this.options.waitMs) continue;
         waiting.suspectedAt = now;
@@ -187,7 +192,7 @@ export class DependencyGuard {
     // One line, no stack: the outage is expected to be waited out, not debugged from a trace.
     this.options.log.error({ dependency: this.options.name, reason }, `${this.options.name} unavailable`);
     const error = this.unavailable(reason);
-    for (const waiting of [...this.waiting]) waiting.giveUp(error);
+    for (const waiting of this.waiting.toArray()) waiting.giveUp(error);
     const summaryMs = this.options.summaryIntervalMs ?? 60_000;
     this.summaryTimer = setInterval(() => {
       this.options.log.warn(
@@ -234,4 +239,39 @@ export class DependencyGuard {
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The calls waiting, oldest first, as a list linked through the calls themselves. Not a Set: a
+ * long-lived Set with an entry added and deleted per call rehashes into a new table every few
+ * calls, and V8 links each discarded table to its successor; once one table of that chain is in
+ * the old generation, every later table, with the calls (and whole requests) it held, survives
+ * each scavenge until the next full collection. A removed call keeps no link to its neighbours.
+ */
+class WaitingList {
+  first: Waiting | null = null;
+  private last: Waiting | null = null;
+
+  add(waiting: Waiting): void {
+    waiting.prev = this.last;
+    if (this.last) this.last.next = waiting;
+    else this.first = waiting;
+    this.last = waiting;
+  }
+
+  delete(waiting: Waiting): void {
+    if (waiting.prev) waiting.prev.next = waiting.next;
+    else if (this.first === waiting) this.first = waiting.next;
+    else return;
+    if (waiting.next) waiting.next.prev = waiting.prev;
+    else this.last = waiting.prev;
+    waiting.prev = null;
+    waiting.next = null;
+  }
+
+  toArray(): Waiting[] {
+    const all: Waiting[] = [];
+    for (let waiting = this.first; waiting; waiting = waiting.next) all.push(waiting);
+    return all;
+  }
 }
