@@ -33,7 +33,14 @@ export class Batcher<I, O> {
   private openWeight = 0;
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
-  private readonly running = new Set<Promise<void>>();
+  /**
+   * Batches under way. A count, not a Set of their promises: a long-lived Set with an entry added
+   * and deleted per batch rehashes every few batches, and V8 links each discarded table to the
+   * next, so once one table is old every later one survives each scavenge with the batches it held.
+   */
+  private running = 0;
+  /** Resolved when no batch is under way (flush). */
+  private idle: (() => void)[] = [];
 
   constructor(
     private readonly run: (items: I[]) => Promise<readonly O[]>,
@@ -52,13 +59,13 @@ export class Batcher<I, O> {
   /** Closes the open batch now and waits until every batch has its outcome. */
   async flush(): Promise<void> {
     this.close();
-    while (this.running.size) await Promise.allSettled([...this.running]);
+    while (this.running) await new Promise<void>((resolve) => this.idle.push(resolve));
   }
 
   private schedule(): void {
     if (this.immediate !== undefined) return;
     const { lingerMs, maxInFlight } = this.options;
-    const slotFree = maxInFlight !== undefined && this.running.size < maxInFlight;
+    const slotFree = maxInFlight !== undefined && this.running < maxInFlight;
     if (lingerMs > 0 && !slotFree) {
       this.timer ??= setTimeout(() => this.close(), lingerMs);
     } else {
@@ -75,12 +82,17 @@ export class Batcher<I, O> {
     if (!batch.length) return;
     this.open = [];
     this.openWeight = 0;
-    const running = this.execute(batch).finally(() => {
-      this.running.delete(running);
+    this.running++;
+    void this.execute(batch).finally(() => {
+      this.running--;
+      if (!this.running && this.idle.length) {
+        const waiting = this.idle;
+        this.idle = [];
+        for (const resolve of waiting) resolve();
+      }
       // A slot is free: a batch that was lingering for one goes now.
       if (this.open.length && this.options.maxInFlight !== undefined) this.schedule();
     });
-    this.running.add(running);
   }
 
   private async execute(batch: Pending<I, O>[]): Promise<void> {
