@@ -20,7 +20,7 @@ import { type CountedBucket, type CounterPeriod, periodAt, type UsageCounter } f
 const SCALE = 8;
 /** The statuses whose items may be used; a canceled subscription's items stay listed without access. */
 const WITH_ACCESS = new Set(['active', 'trialing']);
-/** Guesses kept per counter (per process and store); past this many, the oldest goes. */
+/** Guesses kept per counter (per process and store); past this many, the one set longest ago goes. */
 const MAX_GUESSES = 100_000;
 
 /**
@@ -178,9 +178,12 @@ async function entitlementsOf(
   const items = rows.filter((row) => row.subscription_item_id !== null);
   const periods = periodsAt(items, nowMs);
   const metered = meteredPeriods(orgId, items, periods);
-  remember(guesses, guessKey, { items, metered });
   const usedOfGuess = counted ? await counted : early ? () => early : undefined;
   const guessedRight = guessed !== undefined && samePeriods(guessedPeriods, metered);
+  // A guess that held is kept as it is: replacing it per check would churn a long-lived Map, which
+  // keeps everything that passes through it alive until a full collection (docs/decisions.md, "No
+  // long-lived Map or Set churned per request").
+  if (!guessedRight || guessedPeriods !== guessed.metered) remember(guesses, guessKey, { items, metered });
   const usedOfMetered = !metered.length
     ? []
     : usedOfGuess && guessedRight
@@ -306,7 +309,7 @@ function samePeriods(a: readonly CounterPeriod[], b: readonly CounterPeriod[]): 
 function remember(guesses: Map<string, Guess>, key: string, guess: Guess): void {
   guesses.delete(key);
   if (guesses.size >= MAX_GUESSES) {
-    // Map iterates in insertion order: the first entry is the least recently checked
+    // Map iterates in insertion order: the first entry is the one set longest ago
     const oldest = guesses.keys().next().value;
     if (oldest !== undefined) guesses.delete(oldest);
   }
