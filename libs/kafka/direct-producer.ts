@@ -245,6 +245,7 @@ export class DirectProducer {
 }
 
 interface Pending {
+  correlationId: number;
   resolve: () => void;
   reject: (error: Error) => void;
   timer: NodeJS.Timeout;
@@ -253,7 +254,14 @@ interface Pending {
 /** One socket to one broker: requests pipelined, answers matched by correlation id. */
 class BrokerConnection {
   private readonly socket: net.Socket;
-  private readonly pending = new Map<number, Pending>();
+  /**
+   * Requests awaiting their answer, in the order sent: a broker answers a connection's requests in
+   * that order. An array with a head, not a Map by correlation id: a long-lived Map churned per
+   * request keeps everything that passes through it alive until a full collection
+   * (docs/decisions.md, "No long-lived Map or Set churned per request").
+   */
+  private pending: (Pending | undefined)[] = [];
+  private pendingHead = 0;
   private nextCorrelationId = 1;
   private readonly frames = new AnswerFrames();
   private failed: Error | undefined;
@@ -293,7 +301,7 @@ class BrokerConnection {
           ),
         );
       }, this.requestTimeoutMs);
-      this.pending.set(correlationId, { resolve, reject, timer });
+      this.pending.push({ correlationId, resolve, reject, timer });
       this.socket.cork();
       this.socket.write(header);
       this.socket.write(body);
@@ -306,11 +314,13 @@ class BrokerConnection {
     if (this.failed) return;
     this.failed = error;
     this.socket.destroy();
-    for (const { reject, timer } of this.pending.values()) {
+    const waiting = this.pending.slice(this.pendingHead) as Pending[];
+    this.pending = [];
+    this.pendingHead = 0;
+    for (const { reject, timer } of waiting) {
       clearTimeout(timer);
       reject(error);
     }
-    this.pending.clear();
     this.onClosed();
   }
 
@@ -327,11 +337,17 @@ class BrokerConnection {
 
   private answer(response: Buffer): void {
     const correlationId = response.readInt32BE(0);
-    const pending = this.pending.get(correlationId);
-    // a request given up on took its connection with it: an unknown id means the stream is lost
-    if (!pending) throw new Error(`Kafka answered correlation id ${correlationId}, which no request holds`);
+    const pending = this.pending[this.pendingHead];
+    // a request given up on took its connection with it: an answer out of order means the stream is lost
+    if (pending?.correlationId !== correlationId) {
+      throw new Error(`Kafka answered correlation id ${correlationId}, which is not the oldest request's`);
+    }
     const refusal = produceRefusal(response);
-    this.pending.delete(correlationId);
+    this.pending[this.pendingHead++] = undefined;
+    if (this.pendingHead === this.pending.length) {
+      this.pending.length = 0;
+      this.pendingHead = 0;
+    }
     clearTimeout(pending.timer);
     if (refusal) pending.reject(refusal);
     else pending.resolve();
