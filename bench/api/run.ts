@@ -24,7 +24,8 @@
  * Other settings (env): BENCH_SCENARIOS (comma list, default all), BENCH_DB_POOL_SIZE (the api's
  * DATABASE_POOL_SIZE, default 20), DATABASE_URL (an admin URL; a database bench_api_<pid> is
  * created in it and dropped afterwards unless BENCH_KEEP_DATABASE=true), REDIS_URL, BENCH_PROFILE_DIR
- * (the api process writes a V8 CPU profile there).
+ * (the api process writes a V8 CPU profile there), BENCH_API_NODE_FLAGS (more Node flags for the
+ * api, e.g. `--trace-gc-nvp`; ignored with BENCH_PROFILE_DIR).
  */
 import path from 'node:path';
 import { createApiKey } from '../../libs/auth/index.js';
@@ -131,9 +132,10 @@ async function main(): Promise<void> {
   const apiPort = await freePort();
   const api = spawnEntry('services/api/main.ts', {
     // BENCH_PROFILE_DIR: the api process writes a V8 CPU profile there when it exits.
+    // BENCH_API_NODE_FLAGS: more Node flags for it (`--trace-gc-nvp`, a semi-space size).
     nodeArgs: process.env.BENCH_PROFILE_DIR
       ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
-      : [],
+      : (process.env.BENCH_API_NODE_FLAGS ?? '').split(' ').filter(Boolean),
     env: {
       DATABASE_URL: databaseUrl,
       DATABASE_POOL_SIZE: String(settings.poolSize),
