@@ -102,6 +102,11 @@ async function linesOf(db: Queryable, invoiceId: string) {
   return rows;
 }
 
+/** An invoice's late-usage lines. */
+async function lateLinesOf(db: Queryable, invoiceId: string) {
+  return (await linesOf(db, invoiceId)).filter((line) => line.description.includes('late'));
+}
+
 /** The invoice as stored, with the columns the public one leaves out (subtotal, version) and its lines. */
 async function invoiceOf(db: Queryable, invoiceId: string) {
   const { rows } = await db.query<{
@@ -398,9 +403,7 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     const previous = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
     expect(previous.items[0]).toMatchObject({ quantity: '120.00000000', late_quantity: '40.00000000' });
     const feb = await runBilling(db, { usage, orgId, now: MAR });
-    expect(
-      (await linesOf(db, feb.invoice_ids[0]!)).filter((line) => line.description.includes('late')),
-    ).toEqual([
+    expect(await lateLinesOf(db, feb.invoice_ids[0]!)).toEqual([
       {
         description: 'API calls: late usage, Jan 1-31',
         quantity: '40.0000',
@@ -423,9 +426,7 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     // made dirty with its invoice: the next run compares it with what Postgres counts
     expect(await dirty()).toBe(true);
     const feb = await runBilling(db, { usage, orgId, now: MAR });
-    expect(
-      (await linesOf(db, feb.invoice_ids[0]!)).filter((line) => line.description.includes('late')),
-    ).toEqual([]);
+    expect(await lateLinesOf(db, feb.invoice_ids[0]!)).toEqual([]);
     // compared, nothing grew: done, so later runs do not count it again
     expect(await dirty()).toBe(false);
   });
@@ -470,9 +471,7 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     // late: the kept item's usage after the removal, in its own window only
     await recordUsage(db, orgId, kept!, '3', '2026-01-20T00:00:00Z');
     const feb = await runBilling(db, { usage, orgId, now: MAR });
-    expect(
-      (await linesOf(db, feb.invoice_ids[0]!)).filter((line) => line.description.includes('late')),
-    ).toEqual([
+    expect(await lateLinesOf(db, feb.invoice_ids[0]!)).toEqual([
       {
         description: 'More calls: late usage, Jan 1-31',
         quantity: '3.0000',
@@ -494,9 +493,7 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     expect(previous.items[0]).toMatchObject({ quantity: '90.00000000', late_quantity: '40.00000000' });
     const feb = await runBilling(db, { usage, orgId, now: MAR });
     // 50 kept + 40 late: price(90) - price(50) = 40.00 (not price(120) - price(80) = 30.00)
-    expect(
-      (await linesOf(db, feb.invoice_ids[0]!)).filter((line) => line.description.includes('late')),
-    ).toEqual([
+    expect(await lateLinesOf(db, feb.invoice_ids[0]!)).toEqual([
       {
         description: 'API calls: late usage, Jan 1-31',
         quantity: '40.0000',
