@@ -254,14 +254,8 @@ interface Pending {
 /** One socket to one broker: requests pipelined, answers matched by correlation id. */
 class BrokerConnection {
   private readonly socket: net.Socket;
-  /**
-   * Requests awaiting their answer, in the order sent: a broker answers a connection's requests in
-   * that order. An array with a head, not a Map by correlation id: a long-lived Map churned per
-   * request keeps everything that passes through it alive until a full collection
-   * (docs/decisions.md, "No long-lived Map or Set churned per request").
-   */
-  private pending: (Pending | undefined)[] = [];
-  private pendingHead = 0;
+  /** Requests awaiting their answer, in the order sent: a broker answers a connection in that order. */
+  private pending = new InOrderQueue<Pending>();
   private nextCorrelationId = 1;
   private readonly frames = new AnswerFrames();
   private failed: Error | undefined;
@@ -314,9 +308,7 @@ class BrokerConnection {
     if (this.failed) return;
     this.failed = error;
     this.socket.destroy();
-    const waiting = this.pending.slice(this.pendingHead) as Pending[];
-    this.pending = [];
-    this.pendingHead = 0;
+    const waiting = this.pending.takeAll();
     for (const { reject, timer } of waiting) {
       clearTimeout(timer);
       reject(error);
@@ -337,22 +329,66 @@ class BrokerConnection {
 
   private answer(response: Buffer): void {
     const correlationId = response.readInt32BE(0);
-    const pending = this.pending[this.pendingHead];
+    const pending = this.pending.first;
     // a request given up on took its connection with it: an answer out of order means the stream is lost
     if (pending?.correlationId !== correlationId) {
       throw new Error(`Kafka answered correlation id ${correlationId}, which is not the oldest request's`);
     }
     const refusal = produceRefusal(response);
-    this.pending[this.pendingHead++] = undefined;
-    if (this.pendingHead === this.pending.length) {
-      this.pending.length = 0;
-      this.pendingHead = 0;
-    }
+    this.pending.shift();
     clearTimeout(pending.timer);
     if (refusal) pending.reject(refusal);
     else pending.resolve();
   }
 }
+
+/**
+ * A first-in first-out queue on an array and a head index. Not a Map or Set: a long-lived one
+ * churned per request keeps everything that passes through it alive until a full collection
+ * (docs/decisions.md, "No long-lived Map or Set churned per request"). A taken slot is cleared, and
+ * the array starts over when it empties or its taken half is large, so it never grows without bound.
+ */
+export class InOrderQueue<T> {
+  private items: (T | undefined)[] = [];
+  private head = 0;
+
+  get size(): number {
+    return this.items.length - this.head;
+  }
+
+  get first(): T | undefined {
+    return this.items[this.head];
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+  }
+
+  shift(): T | undefined {
+    if (this.head === this.items.length) return undefined;
+    const item = this.items[this.head];
+    this.items[this.head++] = undefined;
+    if (this.head === this.items.length) {
+      this.items = [];
+      this.head = 0;
+    } else if (this.head >= COMPACT_AFTER && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+
+  /** Empties the queue, returning what it held in order. */
+  takeAll(): T[] {
+    const all = this.items.slice(this.head) as T[];
+    this.items = [];
+    this.head = 0;
+    return all;
+  }
+}
+
+/** Taken slots an InOrderQueue carries at most before it copies its waiting items to a new array. */
+const COMPACT_AFTER = 1024;
 
 /** Splits a connection's bytes into Kafka answers, each sent after its length (4 bytes). */
 export class AnswerFrames {

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { InOrderQueue } from './direct-producer.js';
+
+describe('InOrderQueue', () => {
+  it('gives items back in the order pushed, however pushes and shifts interleave', () => {
+    const queue = new InOrderQueue<number>();
+    const taken: number[] = [];
+    let next = 0;
+    // always a few in flight, never empty for long: the array must start over on its own
+    for (let round = 0; round < 5000; round++) {
+      queue.push(next++);
+      queue.push(next++);
+      taken.push(queue.shift()!);
+      if (round % 7 === 0) taken.push(queue.shift()!);
+    }
+    while (queue.size) taken.push(queue.shift()!);
+    expect(taken).toEqual(Array.from({ length: next }, (_, i) => i));
+    expect(queue.shift()).toBeUndefined();
+    expect(queue.first).toBeUndefined();
+  });
+
+  it('keeps what waits when it starts over, and holds no taken item', () => {
+    const queue = new InOrderQueue<{ n: number }>();
+    for (let n = 0; n < 3000; n++) queue.push({ n });
+    for (let n = 0; n < 2500; n++) expect(queue.shift()).toEqual({ n });
+    expect(queue.size).toBe(500);
+    expect(queue.first).toEqual({ n: 2500 });
+    // the slots taken are not held: only the 500 waiting items are left in the array
+    const held = (queue as unknown as { items: unknown[] }).items.filter((item) => item !== undefined);
+    expect(held).toHaveLength(500);
+    expect(queue.takeAll().map((item) => item.n)).toEqual(Array.from({ length: 500 }, (_, i) => 2500 + i));
+    expect(queue.size).toBe(0);
+  });
+});
