@@ -251,8 +251,11 @@ interface Pending {
   timer: NodeJS.Timeout;
 }
 
-/** One socket to one broker: requests pipelined, answers matched by correlation id. */
-class BrokerConnection {
+/**
+ * One socket to one broker: requests pipelined, each answer matched to the oldest request by its
+ * correlation id. Exported for its tests; not part of libs/kafka's surface.
+ */
+export class BrokerConnection {
   private readonly socket: net.Socket;
   /** Requests awaiting their answer, in the order sent: a broker answers a connection in that order. */
   private pending = new InOrderQueue<Pending>();
