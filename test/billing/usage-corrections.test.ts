@@ -61,14 +61,30 @@ async function usage(item: number, quantity: number, at = JAN + 24 * HOUR): Prom
   return response.json().data.id;
 }
 
-async function billJanuary(subscriptionId: number) {
+/** The billing run of one subscription at `now`, which must fail nothing. */
+async function billAt(subscriptionId: number, now: string) {
   const run = await runBilling(db(), {
     usage: usageSource(new PostgresUsageAggregator(db())),
     orgId: org.orgId,
     subscriptionIds: [subscriptionId],
-    now: new Date('2026-02-01T00:00:00Z'),
+    now: new Date(now),
   });
   expect(run.failures).toEqual([]);
+  return run;
+}
+
+/** January and February invoiced (the run at Mar 1): the id of the invoice of the period from `periodStart`. */
+async function invoiceAfterFebruary(subscriptionId: number, periodStart: string): Promise<string> {
+  await billAt(subscriptionId, '2026-03-01T00:00:00Z');
+  const { rows } = await db().query<{ id: string }>(
+    'SELECT id FROM invoices WHERE subscription_id = $1 AND period_start = $2',
+    [subscriptionId, periodStart],
+  );
+  return rows[0]!.id;
+}
+
+async function billJanuary(subscriptionId: number) {
+  const run = await billAt(subscriptionId, '2026-02-01T00:00:00Z');
   const invoice = await api.request({ path: `/invoices/${run.invoice_ids[0]}`, key: org.apiKey });
   return invoice.json().data as {
     id: string;
@@ -206,19 +222,9 @@ describe('voiding an invoiced event with a correcting credit note', () => {
     const FEB = Date.parse('2026-02-01T00:00:00Z');
     await usage(item, 2, FEB - 1);
     const first = await usage(item, 3, FEB);
-    const run = await runBilling(db(), {
-      usage: usageSource(new PostgresUsageAggregator(db())),
-      orgId: org.orgId,
-      subscriptionIds: [subscription.id],
-      now: new Date('2026-03-01T00:00:00Z'),
-    });
-    expect(run.failures).toEqual([]);
-    const { rows } = await db().query<{ id: string }>(
-      `SELECT id FROM invoices WHERE subscription_id = $1 AND period_start = '2026-02-01'`,
-      [subscription.id],
-    );
+    const invoiceId = await invoiceAfterFebruary(subscription.id, '2026-02-01');
     const made = await note((await corrected(first)).credit_note_id!);
-    expect(made).toMatchObject({ invoice_id: rows[0]!.id, subtotal: '3.00000000' });
+    expect(made).toMatchObject({ invoice_id: invoiceId, subtotal: '3.00000000' });
   });
 
   it("an event two periods back is corrected on its own period's invoice, not the last one", async () => {
@@ -226,19 +232,9 @@ describe('voiding an invoiced event with a correcting credit note', () => {
     const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
     const january = await usage(item, 5, JAN + 24 * HOUR);
     await usage(item, 7, Date.parse('2026-02-02T00:00:00Z'));
-    const run = await runBilling(db(), {
-      usage: usageSource(new PostgresUsageAggregator(db())),
-      orgId: org.orgId,
-      subscriptionIds: [subscription.id],
-      now: new Date('2026-03-01T00:00:00Z'),
-    });
-    expect(run.failures).toEqual([]);
-    const { rows } = await db().query<{ id: string }>(
-      `SELECT id FROM invoices WHERE subscription_id = $1 AND period_start = '2026-01-01'`,
-      [subscription.id],
-    );
+    const invoiceId = await invoiceAfterFebruary(subscription.id, '2026-01-01');
     const made = await note((await corrected(january)).credit_note_id!);
-    expect(made).toMatchObject({ invoice_id: rows[0]!.id, subtotal: '5.00000000' });
+    expect(made).toMatchObject({ invoice_id: invoiceId, subtotal: '5.00000000' });
   });
 
   it('late usage of the invoiced period makes its line no longer match: a 409, nothing voided', async () => {
