@@ -1,3 +1,5 @@
+import { InFlightRequests } from '../shutdown/index.js';
+
 export interface BatcherOptions<I> {
   /**
    * How long the first item of a batch may wait for others. 0 still gathers every item submitted
@@ -34,13 +36,12 @@ export class Batcher<I, O> {
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   /**
-   * Batches under way. A count, not a Set of their promises: a long-lived Set with an entry added
-   * and deleted per batch rehashes every few batches, and V8 links each discarded table to the
-   * next, so once one table is old every later one survives each scavenge with the batches it held.
+   * Batches under way, counted (libs/shutdown's count of work in flight), not a Set of their
+   * promises: a long-lived Set with an entry added and deleted per batch rehashes every few batches,
+   * and V8 links each discarded table to the next, so once one table is old every later one
+   * survives each scavenge with the batches it held.
    */
-  private running = 0;
-  /** Resolved when no batch is under way (flush). */
-  private idle: (() => void)[] = [];
+  private readonly running = new InFlightRequests();
 
   constructor(
     private readonly run: (items: I[]) => Promise<readonly O[]>,
@@ -59,13 +60,13 @@ export class Batcher<I, O> {
   /** Closes the open batch now and waits until every batch has its outcome. */
   async flush(): Promise<void> {
     this.close();
-    while (this.running) await new Promise<void>((resolve) => this.idle.push(resolve));
+    while (this.running.count) await this.running.idle();
   }
 
   private schedule(): void {
     if (this.immediate !== undefined) return;
     const { lingerMs, maxInFlight } = this.options;
-    const slotFree = maxInFlight !== undefined && this.running < maxInFlight;
+    const slotFree = maxInFlight !== undefined && this.running.count < maxInFlight;
     if (lingerMs > 0 && !slotFree) {
       this.timer ??= setTimeout(() => this.close(), lingerMs);
     } else {
@@ -82,14 +83,9 @@ export class Batcher<I, O> {
     if (!batch.length) return;
     this.open = [];
     this.openWeight = 0;
-    this.running++;
+    this.running.begin();
     void this.execute(batch).finally(() => {
-      this.running--;
-      if (!this.running && this.idle.length) {
-        const waiting = this.idle;
-        this.idle = [];
-        for (const resolve of waiting) resolve();
-      }
+      this.running.finish();
       // A slot is free: a batch that was lingering for one goes now.
       if (this.open.length && this.options.maxInFlight !== undefined) this.schedule();
     });

@@ -26,7 +26,7 @@ export class InFlightRequests {
   finish(): void {
     if (this.running === 0) throw new Error('InFlightRequests.finish without a matching begin');
     this.running--;
-    if (this.running === 0) for (const wake of this.waiters.splice(0)) wake();
+    if (this.running === 0 && this.waiters.length) for (const wake of this.waiters.splice(0)) wake();
   }
 
   startDraining(): void {
