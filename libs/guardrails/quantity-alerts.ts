@@ -20,6 +20,8 @@ export interface QuantityAlertsOptions {
   reloadMs?: number;
   /** How far before the last load a reload looks for written alerts (default CHANGE_MARGIN_MS). */
   changeMarginMs?: number;
+  /** How long a batch waits for a reading that settles its suspects (default FINAL_WAIT_MS). */
+  finalWaitMs?: number;
 }
 
 /**
@@ -29,7 +31,7 @@ export interface QuantityAlertsOptions {
 const KEEP_MS = 180_000;
 /** A suspect is read again this often until a reading counts what was handed... */
 const RETRY_MS = 100;
-/** ...for at most this long (then the next usage of the item, or the refresh, reads it again). */
+/** ...for at most this long, holding its batch (then every reload reads it, until one settles it). */
 const FINAL_WAIT_MS = 10_000;
 /**
  * How far before the last load a reload looks for written alerts: a transaction that wrote one
@@ -75,6 +77,12 @@ export class QuantityAlerts {
   private wholeLoadedAtMs = 0;
   /** Alerts skipped since their last read, and since when. */
   private readonly skippedSince = new Map<string, number>();
+  /**
+   * Suspects no reading settled while their batch waited, and the instant a reading must count
+   * up to: read at every reload until one settles them (the pg-sink may write the crossing long
+   * after the batch let its offsets go, and nothing else would read the alert again).
+   */
+  private readonly unsettled = new Map<string, number>();
   private stores: UsageReadStores | undefined;
   /** All work, one piece at a time: batches, voids and the idle reload. */
   private chain: Promise<void> = Promise.resolve();
@@ -179,7 +187,21 @@ export class QuantityAlerts {
     alertReads.inc({ reason: 'refresh' }, read.length - suspects.length);
     // every event this process read was handed by atMs: a reading at or after it counts them all
     await this.settle(suspects, Math.max(handed, atMs), stores);
-    this.remember(await alertStatesOf(this.options.db, [], read));
+    const states = await alertStatesOf(this.options.db, [], read);
+    for (const state of states) {
+      const until = this.unsettled.get(state.id);
+      if (until !== undefined && this.settled(state, until)) this.unsettled.delete(state.id);
+    }
+    this.remember(states);
+  }
+
+  /** Fired, read by a reading that counts everything handed before `handed`, or bounded below. */
+  private settled(state: AlertState, handed: number): boolean {
+    return (
+      state.status === 'TRIGGERED' ||
+      (state.evaluatedAsOfMs ?? 0) >= handed ||
+      this.decide(state, Date.now()) === 'skip'
+    );
   }
 
   /**
@@ -243,6 +265,10 @@ export class QuantityAlerts {
       if (!this.byId.has(id)) this.skippedSince.delete(id);
       else if (skipped <= atMs - this.refreshMs && !look.has(id)) look.set(id, 'refresh');
     }
+    for (const id of this.unsettled.keys()) {
+      if (!this.byId.has(id)) this.unsettled.delete(id);
+      else if (!look.has(id)) look.set(id, 'refresh');
+    }
     this.loadedAtMs = atMs;
     return look;
   }
@@ -272,27 +298,19 @@ export class QuantityAlerts {
    * process meets first, at each of its first batches, while the watermark lags under load.)
    */
   private async settle(suspects: readonly string[], handed: number, stores: UsageReadStores) {
-    const deadline = Date.now() + FINAL_WAIT_MS;
+    const deadline = Date.now() + (this.options.finalWaitMs ?? FINAL_WAIT_MS);
     let open = [...suspects];
     while (open.length) {
       const states = await alertStatesOf(this.options.db, [], open);
-      // settled: fired, or read at or after `handed`, or its new reading draws a bound below the
-      // threshold (the bound counts every event this process read, those handed included)
-      open = states
-        .filter(
-          (s) =>
-            s.status !== 'TRIGGERED' &&
-            (s.evaluatedAsOfMs ?? 0) < handed &&
-            this.decide(s, Date.now()) !== 'skip',
-        )
-        .map((s) => s.id);
+      // (a new reading's bound counts every event this process read, those handed included)
+      open = states.filter((s) => !this.settled(s, handed)).map((s) => s.id);
       if (!open.length) return;
       if (Date.now() >= deadline) {
         this.options.log.warn(
           { alerts: open.length },
-          'quantity alerts: no reading counted the usage handed in time; read again at the next usage or refresh',
+          'quantity alerts: no reading counted the usage handed in time; read again at each reload until one does',
         );
-        for (const id of open) this.skippedSince.set(id, 0);
+        for (const id of open) this.unsettled.set(id, Math.max(this.unsettled.get(id) ?? 0, handed));
         return;
       }
       await sleep(RETRY_MS);

@@ -118,7 +118,7 @@ function evaluator() {
  */
 async function quantityAlerts(
   readStores: UsageReadStores,
-  options: { keep?: string; reloadMs?: number; refreshMs?: number } = {},
+  options: { keep?: string; reloadMs?: number; refreshMs?: number; finalWaitMs?: number } = {},
 ): Promise<QuantityAlerts> {
   await database.db.query('DELETE FROM alerts WHERE id IS DISTINCT FROM $1', [options.keep ?? null]);
   const alerts = new QuantityAlerts({
@@ -127,6 +127,7 @@ async function quantityAlerts(
     settleMs: SETTLE_MS,
     reloadMs: options.reloadMs,
     refreshMs: options.refreshMs,
+    finalWaitMs: options.finalWaitMs,
   });
   alerts.attach(readStores);
   return alerts;
@@ -352,6 +353,34 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await batch;
       expect(await state()).toMatchObject({ status: 'OK', value: '99.99999999' });
       expect(await triggered()).toBe(0);
+    } finally {
+      await alerts.stop();
+      await readStores.close();
+    }
+  });
+
+  it('alerts group: a crossing the pg-sink writes after its batch stopped waiting is read at each reload until it fires', async () => {
+    const topic = uniqueName('alerts_topic');
+    const readStores = distributedStores(topic);
+    await setWatermark(topic, new Date(Date.now() - 60_000)); // and it stays there
+    const { alert, event, state, triggered } = await alertedItem('100', readStores);
+    // refreshMs far off: only the reads of the unsettled alert can find the crossing
+    const alerts = await quantityAlerts(readStores, {
+      keep: alert.id,
+      reloadMs: 100,
+      refreshMs: 600_000,
+      finalWaitMs: 300,
+    });
+    const sink = alerts.sink();
+    try {
+      const crossing = event('100');
+      await sink.write([crossing]); // gives up on a reading after 300 ms: its offsets may go
+      expect(await state()).toMatchObject({ status: 'OK' });
+      await sleep(1000); // ten reloads: the alert is read at each, and stays OK
+      expect(await state()).toMatchObject({ status: 'OK' });
+      await new PostgresUsageSink(database.db).write([crossing]); // the pg-sink writes it, late
+      await eventually(async () => expect(await state()).toMatchObject({ status: 'TRIGGERED' }), 5000);
+      expect(await triggered()).toBe(1);
     } finally {
       await alerts.stop();
       await readStores.close();

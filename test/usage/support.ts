@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { Queryable } from '../../libs/db/index.js';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import {
@@ -357,6 +357,15 @@ export function serviceProcesses(databaseLabel: string): ServiceProcesses {
   };
   beforeAll(async () => {
     database = await createTestDatabase(databaseLabel);
+  });
+  // what a failed test's processes printed (warnings and errors) is the account of its failure
+  let shown = 0;
+  afterEach(({ task }) => {
+    if (task.result?.state === 'fail') {
+      for (const [n, service] of started.slice(shown).entries())
+        console.error(`--- process ${shown + n + 1} of "${task.name}" printed:\n${service.output()}`);
+    }
+    shown = started.length;
   });
   afterAll(async () => {
     await Promise.all(started.map((service) => service.kill()));
