@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runBilling, usageSource } from '../../libs/billing/index.js';
 import type { CreditNote } from '../../libs/schemas/index.js';
+import { changeSubscription } from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
-import { customerIn, productIn, subscribe } from './fixtures.js';
+import { basicCatalog, customerIn, productIn, subscribe } from './fixtures.js';
 
 /*
  * POST /usage/events/{id}/void { correction: "credit_note" } (docs/decisions.md, "Corrections are
@@ -273,6 +274,50 @@ describe('voiding an invoiced event with a correcting credit note', () => {
     });
     expect(byHand.statusCode, byHand.body).toBe(201);
     expect((await note((await corrected(six)).credit_note_id!)).subtotal).toBe('6.00000000');
+  });
+
+  it("a period with a change's proration lines: the note credits only what the event added to its line", async () => {
+    // Seats 2 x 10.00 and API calls (1-100 at 1.00, beyond at 0.50), raised to 5 seats on Jan 11
+    // with proration: January's invoice carries a credit and a charge besides the two items' lines
+    const { seats, apiCalls } = await basicCatalog(db(), org.orgId);
+    const customerId = await customerIn(db(), org.orgId, { state_province: 'QC' });
+    const subscription = await subscribe(db(), org.orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }, { product_id: apiCalls }],
+      start_date: new Date(JAN),
+    });
+    const [seat, calls] = subscription.items;
+    // the domain function: the API's change is at the clock's now, long after January
+    const changed = await changeSubscription(db(), {
+      subscriptionId: subscription.id,
+      orgId: org.orgId,
+      change: { items: [{ id: seat!.id, quantity: 5 }, { id: calls!.id }] },
+      now: new Date('2026-01-11T00:00:00Z'),
+    });
+    // Jan 11 -> Feb 1: 21 of 31 days; credit 20.00 x 21/31 = 13.548 -> 13.55, charge 50.00 x 21/31 = 33.871 -> 33.87
+    expect(changed.proration_lines.map((line) => line.amount)).toEqual(['-13.55000000', '33.87000000']);
+    await usage(calls!.id, 50);
+    const eighty = await usage(calls!.id, 80);
+    const invoice = await billJanuary(subscription.id);
+    // 130 calls: 100 x 1.00 + 30 x 0.50 = 115.00
+    expect(invoice.items.map((line) => line.line_total_pre_tax)).toEqual([
+      '20.00000000',
+      '115.00000000',
+      '-13.55000000',
+      '33.87000000',
+    ]);
+
+    // the note is the metered line's difference alone, whatever else the invoice carries
+    // without the 80: 50 calls, 50.00; the 80 added 65.00 (GST 3.25, QST 6.48375 -> 6.48)
+    const made = await note((await corrected(eighty)).credit_note_id!);
+    expect(made).toMatchObject({
+      reason: 'usage_correction',
+      invoice_id: invoice.id,
+      subtotal: '65.00000000',
+      tax: '9.73000000',
+    });
+    expect(made.lines).toHaveLength(1);
+    expect(made.lines[0]).toMatchObject({ invoice_item_id: invoice.items[1]!.id, amount: '65.00000000' });
   });
 
   it('a correction of a period whose invoice is still a DRAFT is a 409 naming it; nothing is voided', async () => {
