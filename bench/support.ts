@@ -386,6 +386,7 @@ export function freePort(): Promise<number> {
  * bench/results/<logName>-<entry>.log (LOG_LEVEL=warn: problems only), ready once
  * http://127.0.0.1:<port>/healthz answers, or (`readyWhen: 'port-line'`, the bare routes) once it
  * printed its port. BENCH_PROFILE_DIR: it writes a V8 CPU profile there when it exits.
+ * BENCH_SERVICE_NODE_FLAGS: more Node flags for it (`--trace-gc-nvp`: its log gets the lines).
  */
 export async function startLoggedProcess(
   entry: string,
@@ -399,9 +400,12 @@ export async function startLoggedProcess(
 ): Promise<ChildProcess> {
   const child = spawnEntry(entry, {
     env: options.env,
-    nodeArgs: process.env.BENCH_PROFILE_DIR
-      ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
-      : [],
+    nodeArgs: [
+      ...(process.env.BENCH_PROFILE_DIR
+        ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
+        : []),
+      ...(process.env.BENCH_SERVICE_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+    ],
     lowPriority: options.lowPriority,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
