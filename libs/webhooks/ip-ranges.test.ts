@@ -71,6 +71,29 @@ describe('forbiddenRangeOf', () => {
     expect(forbiddenRangeOf(address)).toBe(range);
   });
 
+  // A prefix one bit too long still holds the first addresses of its range: only the last
+  // address of each range shows that the whole range is refused.
+  it.each([
+    ['0.255.255.255', 'unspecified'],
+    ['127.255.255.255', 'loopback'],
+    ['169.254.255.255', 'link-local'],
+    ['192.0.0.255', 'reserved'],
+    ['192.0.2.255', 'reserved'],
+    ['192.88.99.255', 'reserved'],
+    ['192.168.255.255', 'private'],
+    ['198.51.100.255', 'reserved'],
+    ['203.0.113.255', 'reserved'],
+    ['64:ff9b:1:ffff:ffff:ffff:ffff:ffff', 'reserved'],
+    ['100::ffff:ffff:ffff:ffff', 'reserved'],
+    ['2001:db8:ffff:ffff:ffff:ffff:ffff:ffff', 'reserved'],
+    ['5f00:ffff:ffff:ffff:ffff:ffff:ffff:ffff', 'reserved'],
+    ['fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff', 'private'],
+    ['feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff', 'private'],
+    ['::ffff:192.168.255.255', 'private'],
+  ])('refuses %s, the last address of its range, as %s', (address, range) => {
+    expect(forbiddenRangeOf(address)).toBe(range);
+  });
+
   it.each(['2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '2001:4860:4860::8888', '2001:200::1'])(
     'accepts public IPv6 %s',
     (address) => {
