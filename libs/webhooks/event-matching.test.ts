@@ -19,6 +19,11 @@ describe('endpointReceives', () => {
     expect(endpointReceives(['order.*'], 'order')).toBe(false);
     expect(endpointReceives(['*'], 'invoice.paid')).toBe(false);
   });
+
+  it('gives a type with nothing before its dot no family, so no `.*` selector receives it', () => {
+    expect(endpointReceives(['.*'], '.paid')).toBe(false);
+    expect(endpointReceives(['.paid'], '.paid')).toBe(true);
+  });
 });
 
 describe('isKnownSelector', () => {
