@@ -24,6 +24,12 @@ describe('endpointReceives', () => {
     expect(endpointReceives(['.*'], '.paid')).toBe(false);
     expect(endpointReceives(['.paid'], '.paid')).toBe(true);
   });
+
+  it('gives a type without a dot no family: its name cut short is no selector of it', () => {
+    expect(endpointReceives(['orde.*'], 'order')).toBe(false);
+    expect(endpointReceives(['invoic.*'], 'invoice')).toBe(false);
+    expect(endpointReceives(['order'], 'order')).toBe(true);
+  });
 });
 
 describe('isKnownSelector', () => {

@@ -6,8 +6,12 @@ import { EVENT_TYPES, EVENT_WILDCARDS } from '../schemas/index.js';
  * prefixes, so an endpoint never receives a family it did not name.
  */
 export function endpointReceives(selectors: readonly string[], eventType: string): boolean {
-  const family = eventType.slice(0, eventType.indexOf('.'));
-  return selectors.some((selector) => selector === eventType || (family && selector === `${family}.*`));
+  // indexOf is -1 without a dot, and slice(0, -1) would make `orde` the family of `order`
+  const dot = eventType.indexOf('.');
+  const family = dot > 0 ? eventType.slice(0, dot) : undefined;
+  return selectors.some(
+    (selector) => selector === eventType || (family !== undefined && selector === `${family}.*`),
+  );
 }
 
 const KNOWN_SELECTORS: ReadonlySet<string> = new Set([...EVENT_TYPES, ...EVENT_WILDCARDS]);
