@@ -57,6 +57,30 @@ describe('outbox fan-out', () => {
     expect((await storedEvents(api.platform.db, theirs)).map((e) => e.event_type)).toEqual(['invoice.paid']);
   });
 
+  it('marks processed the events that no endpoint receives, so no batch reads them again', async () => {
+    await createEndpoint('invoices-only');
+    const unsubscribed = await emit(api.platform.db, org.orgId, 'subscription.created', {
+      id: 'unwanted',
+      object: 'subscription',
+    });
+    const lonely = await createTestOrg(api.platform.db);
+    const noEndpoint = await emit(api.platform.db, lonely.orgId, 'invoice.paid', {
+      id: 'nobody-listens',
+      object: 'invoice',
+    });
+    await fanOut();
+    // left unprocessed, they would fill every batch once there are batchSize of them
+    const { rows } = await api.platform.db.query<{ id: string; processed: boolean }>(
+      'SELECT id::text, processed_at IS NOT NULL AS processed FROM outbox WHERE id = ANY($1::bigint[]) ORDER BY id',
+      [[unsubscribed, noEndpoint]],
+    );
+    expect(rows).toEqual([
+      { id: String(unsubscribed), processed: true },
+      { id: String(noEndpoint), processed: true },
+    ]);
+    expect(await fanOut()).toEqual({ outboxRows: 0, webhookEvents: 0 });
+  });
+
   it('dates the payload when the event happened, and counts an endpoint made at that instant as existing', async () => {
     const endpoint = await createEndpoint('same-instant');
     const outboxId = await emit(api.platform.db, org.orgId, 'invoice.paid', { id: 'old', object: 'invoice' });
