@@ -309,6 +309,18 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     ]);
   });
 
+  it('a limit of 0 allows nothing: no access before any usage, nothing remaining', async () => {
+    // 0 is a limit, not "none": used 0 is already used == limit
+    const testApi = await start(mode);
+    const s = await customer(testApi, { limit: '0' });
+    expect(await check(testApi, s)).toMatchObject({
+      used: '0.00000000',
+      usage_limit: '0.00000000',
+      remaining: '0.00000000',
+      has_access: false,
+    });
+  });
+
   it('another organization’s customer, an unknown customer or product: 404', async () => {
     const testApi = await start(mode);
     const s = await customer(testApi);
