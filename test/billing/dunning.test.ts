@@ -127,6 +127,46 @@ describe('dunning at the boundary day', () => {
     expect(await statusOf(orgId, subscriptionId)).toBe('active');
   });
 
+  it("a payment restores its own invoice's subscription only, not another of the organization", async () => {
+    // restoreIfSettled moves the subscription of the invoice paid; the others wait for a run
+    const { orgId } = await createTestOrg(database.db);
+    const { seats } = await basicCatalog(database.db, orgId);
+    const customerId = await customerIn(database.db, orgId);
+    const subscriptionIds: number[] = [];
+    for (let n = 0; n < 2; n++) {
+      const subscription = await subscribe(database.db, orgId, {
+        customer_id: customerId,
+        items: [{ product_id: seats }],
+        start_date: at('2026-01-01T00:00:00Z'),
+      });
+      subscriptionIds.push(subscription.id);
+    }
+    const billed = await runBilling(database.db, { usage, orgId, now: at('2026-02-01T00:00:00Z') });
+    expect(billed.invoice_ids).toHaveLength(2);
+    await runBilling(database.db, { usage, orgId, now: at('2026-03-04T00:00:00Z') });
+    const [paidOne, other] = subscriptionIds as [number, number];
+    expect([await statusOf(orgId, paidOne), await statusOf(orgId, other)]).toEqual(['past_due', 'past_due']);
+    const invoiceOf = async (subscriptionId: number) =>
+      (
+        await database.db.query<{ id: string }>(
+          `SELECT id FROM invoices WHERE org_id = $1 AND subscription_id = $2 AND due_date = '2026-03-03'`,
+          [orgId, subscriptionId],
+        )
+      ).rows[0]!.id;
+    await settleByHand(orgId, await invoiceOf(other));
+    await database.db.transaction(async (tx) =>
+      recordPayment(tx, {
+        invoiceId: await invoiceOf(paidOne),
+        amount: '11.30',
+        now: at('2026-03-04T12:00:00Z'),
+      }),
+    );
+    expect([await statusOf(orgId, paidOne), await statusOf(orgId, other)]).toEqual(['active', 'past_due']);
+    const run = await runBilling(database.db, { usage, orgId, now: at('2026-03-04T13:00:00Z') });
+    expect(run.back_to_active).toBe(1);
+    expect(await statusOf(orgId, other)).toBe('active');
+  });
+
   it('a billing run brings an unpaid subscription with nothing overdue back to active as well', async () => {
     const { orgId, subscriptionId, invoiceId } = await billedSubscription();
     await database.db.query(`UPDATE subscriptions SET status = 'unpaid' WHERE org_id = $1 AND id = $2`, [

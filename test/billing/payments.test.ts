@@ -13,6 +13,7 @@ import {
 import { getCustomer } from '../../libs/customers/index.js';
 import { ApiError } from '../../libs/errors/index.js';
 import { getInvoice, listInvoiceTransactions } from '../../libs/invoices/index.js';
+import { changeSubscription } from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
@@ -135,6 +136,12 @@ describe('payments', () => {
     const other = await failure(pay({ invoiceId: id, amount: '5', method: 'CARD', reference: 'ch_once' }));
     expect(other.status).toBe(409);
     expect(other.message).toContain('already has a PAYMENT with reference ch_once (105.00000000 CAD, CARD)');
+    // the same amount by another method is another payment too, not a repeat of this one
+    const otherMethod = await failure(
+      pay({ invoiceId: id, amount: '105', method: 'BANK_TRANSFER', reference: 'ch_once' }),
+    );
+    expect(otherMethod.status).toBe(409);
+    expect(otherMethod.message).toContain('already has a PAYMENT with reference ch_once');
 
     const refunded = await refund({ invoiceId: id, amount: '5', method: 'CARD', reference: 're_once' });
     expect(await refund({ invoiceId: id, amount: '5', method: 'CARD', reference: 're_once' })).toEqual(
@@ -170,6 +177,28 @@ describe('payments', () => {
     expect(
       (await failure(pay({ invoiceId: '00000000-0000-4000-8000-000000000000', amount: '1' }))).code,
     ).toBe('NOT_FOUND');
+  });
+
+  it('takes the exact sub-cent balance, and refunds the exact sub-cent payment, of an invoice issued before the rule', async () => {
+    // an invoice issued before payable amounts were checked may owe below the cent: its exact
+    // balance settles it (nothing else below the cent does), and that payment can go back whole
+    const id = await invoice();
+    await database.db.query(
+      `UPDATE invoices SET subtotal = '100.005', total = '105.005' WHERE org_id = $1 AND id = $2`,
+      [orgId, id],
+    );
+    const near = await failure(pay({ invoiceId: id, amount: '105.004' }));
+    expect(near.details?.[0]).toMatchObject({ field: 'amount', code: 'invalid_format' });
+    const paid = await pay({ invoiceId: id, amount: '105.005' });
+    expect(paid.invoice).toMatchObject({
+      status: 'PAID',
+      amount_paid: '105.00500000',
+      balance: '0.00000000',
+    });
+    const part = await failure(refund({ invoiceId: id, amount: '0.005' }));
+    expect(part.details?.[0]).toMatchObject({ field: 'amount', code: 'invalid_format' });
+    const back = await refund({ invoiceId: id, amount: '105.005' });
+    expect(back.invoice).toMatchObject({ status: 'REFUNDED', amount_refunded: '105.00500000' });
   });
 
   it('a credit memo lowers the balance like a payment, without a payment event', async () => {
@@ -295,6 +324,46 @@ describe('payments', () => {
     );
   });
 
+  it('a POSTED invoice withdrawn stays final: the next invoice does not bill its proration lines again', async () => {
+    // only a DRAFT withdrawn before it was posted gives back what it carried (docs/decisions.md
+    // "A withdrawn draft's period is billed again"); a posted one withdrawn is an operator's decision
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 10 }],
+      start_date: new Date('2026-01-01T00:00:00Z'),
+    });
+    await changeSubscription(database.db, {
+      subscriptionId: subscription.id,
+      orgId,
+      change: { items: [{ id: subscription.items[0]!.id, quantity: 20 }] },
+      now: new Date('2026-01-16T00:00:00Z'),
+    });
+    const runAt = (now: string) =>
+      runBilling(database.db, {
+        usage: usageSource(new PostgresUsageAggregator(database.db)),
+        subscriptionIds: [subscription.id],
+        now: new Date(now),
+      });
+    const linesOf = async (invoiceId: string) =>
+      (
+        await database.db.query<{ description: string }>(
+          'SELECT description FROM invoice_items WHERE invoice_id = $1 ORDER BY position',
+          [invoiceId],
+        )
+      ).rows.map((row) => row.description);
+    const february = (await runAt('2026-02-01T00:00:00Z')).invoice_ids[0]!;
+    const carried = await linesOf(february);
+    expect(carried.length).toBeGreaterThan(1); // the seats and the change's proration lines
+    await database.db.transaction((tx) => withdrawInvoice(tx, { invoiceId: february, orgId }));
+    const march = (await runAt('2026-03-01T00:00:00Z')).invoice_ids[0]!;
+    expect(await linesOf(march)).toEqual([carried[0]]);
+    const { rows } = await database.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM subscription_proration_lines WHERE subscription_id = $1 AND invoice_id = $2',
+      [subscription.id, february],
+    );
+    expect(rows[0]!.n).toBe(carried.length - 1);
+  });
+
   it('finds an invoice only within the organization it is asked for', async () => {
     const id = await invoice();
     const other = await createTestOrg(database.db);
@@ -374,5 +443,22 @@ describe('payments', () => {
       { amount: '5.00000000', reference: null },
       { amount: '5.00000000', reference: null },
     ]);
+  });
+
+  it("never answers with another organization's customer for a legacy credit reference", async () => {
+    // a reference given before grants existed is kept in customer_credit_grants only
+    const customer = await customerIn(database.db, orgId, { state_province: 'AB' });
+    await database.db.query(
+      `INSERT INTO customer_credit_grants (org_id, customer_id, amount, reference) VALUES ($1, $2, 20, 'legacy-1')`,
+      [orgId, customer],
+    );
+    const add = (org: number) =>
+      database.db.transaction((tx) =>
+        addCustomerCredit(tx, { customerId: customer, orgId: org, amount: '20', reference: 'legacy-1' }),
+      );
+    // honoured in its organization: nothing added again
+    expect((await add(orgId)).id).toBe(customer);
+    const other = await createTestOrg(database.db);
+    expect((await failure(add(other.orgId))).code).toBe('NOT_FOUND');
   });
 });
