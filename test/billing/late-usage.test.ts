@@ -4,8 +4,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createCreditGrant,
+  createRefund,
   getSubscriptionUsage,
   previewUpcomingInvoice,
+  recordPayment,
   rerateDirtyDrafts,
   runBilling,
   type UsageForTransaction,
@@ -412,6 +414,33 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     ]);
   });
 
+  it('bills late usage of a period whose invoice was paid, then refunded in part or whole (the refund stands)', async () => {
+    // a refund gives money back; the invoice stays issued, so what came late is still owed
+    for (const [refunded, status] of [
+      ['40', 'PARTIALLY_REFUNDED'],
+      ['94.50', 'REFUNDED'],
+    ] as const) {
+      const { orgId, metered } = await setup();
+      await recordUsage(db, orgId, metered, '80', '2026-01-10T00:00:00Z');
+      const first = await runBilling(db, { usage, orgId, now: FEB });
+      const invoiceId = first.invoice_ids[0]!;
+      // 10 seats + 80 calls + GST 4.50 = 94.50
+      await db.transaction((tx) => recordPayment(tx, { invoiceId, orgId, amount: '94.50' }));
+      const back = await db.transaction((tx) => createRefund(tx, { invoiceId, orgId, amount: refunded }));
+      expect(back.invoice.status).toBe(status);
+
+      await recordUsage(db, orgId, metered, '40', '2026-01-31T00:00:00Z');
+      const feb = await runBilling(db, { usage, orgId, now: MAR });
+      expect(await lateLinesOf(db, feb.invoice_ids[0]!), status).toEqual([
+        {
+          description: 'API calls: late usage, Jan 1-31',
+          quantity: '40.0000',
+          line_total_pre_tax: '30.00000000',
+        },
+      ]);
+    }
+  });
+
   it('clears the mark of a posted period its comparison found nothing late in', async () => {
     const { orgId, metered } = await setup();
     await recordUsage(db, orgId, metered, '80', '2026-01-10T00:00:00Z');
@@ -683,6 +712,23 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     await recordUsage(db, orgId, metered, '4', '2026-01-20T00:00:00Z');
     const usageNow = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
     expect(usageNow.items[0]!.late_quantity).toBe('4.00000000');
+  });
+
+  it("posts only the asked organization's grace drafts whose grace has passed", async () => {
+    const asked = await setup({ graceHours: 24 });
+    const other = await setup({ graceHours: 24 });
+    const drafts: string[] = [];
+    for (const { orgId } of [asked, other]) {
+      const run = await runBilling(db, { usage, orgId, now: FEB });
+      drafts.push(run.invoice_ids[0]!);
+    }
+    const postAt = new Date(FEB.getTime() + 24 * 3_600_000);
+    const posting = await runBilling(db, { usage, orgId: asked.orgId, now: postAt });
+    expect(posting.grace_posted).toEqual([drafts[0]]);
+    expect([(await invoiceOf(db, drafts[0]!)).status, (await invoiceOf(db, drafts[1]!)).status]).toEqual([
+      'POSTED',
+      'DRAFT',
+    ]);
   });
 
   it('lets a void re-rate a DRAFT, and bills again a period whose draft was withdrawn', async () => {
