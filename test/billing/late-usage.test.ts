@@ -739,8 +739,13 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     const draftId = run.invoice_ids[0]!;
     expect((await invoiceOf(db, draftId)).subtotal).toBe('60.00000000');
     // compared once: nothing changed, and its periods are no longer dirty; only the void marks them
-    await rerateDirtyDrafts(db, { orgId });
+    expect(await rerateDirtyDrafts(db, { orgId })).toEqual([]);
     expect((await invoiceOf(db, draftId)).subtotal).toBe('60.00000000');
+    const { rows: marks } = await db.query<{ dirty: boolean }>(
+      'SELECT dirty FROM usage_billed_periods WHERE invoice_id = $1',
+      [draftId],
+    );
+    expect(marks.map((mark) => mark.dirty)).toEqual([false]);
     const { rows } = await db.query<{ id: string }>(
       'SELECT id FROM usage_events WHERE subscription_item_id = $1 AND quantity = 20',
       [metered],

@@ -148,6 +148,10 @@ describe('payments', () => {
       refunded,
     );
     expect(refunded.invoice.amount_refunded).toBe('5.00000000');
+    // a reference names one transaction of a type: a refund may carry its charge's reference
+    const sameRef = await refund({ invoiceId: id, amount: '5', method: 'CARD', reference: 'ch_once' });
+    expect(sameRef.transaction).toMatchObject({ type: 'REFUND', amount: '5.00000000' });
+    expect(sameRef.invoice.amount_refunded).toBe('10.00000000');
 
     const { rows } = await database.db.query(
       'SELECT type, count(*)::int AS n FROM invoice_transactions WHERE invoice_id = $1 GROUP BY type ORDER BY type',
@@ -155,7 +159,7 @@ describe('payments', () => {
     );
     expect(rows).toEqual([
       { type: 'PAYMENT', n: 1 },
-      { type: 'REFUND', n: 1 },
+      { type: 'REFUND', n: 2 },
     ]);
     expect(await eventsFor('payment.succeeded', id)).toHaveLength(1);
   });
@@ -458,6 +462,13 @@ describe('payments', () => {
       );
     // honoured in its organization: nothing added again
     expect((await add(orgId)).id).toBe(customer);
+    const another = await failure(
+      database.db.transaction((tx) =>
+        addCustomerCredit(tx, { customerId: customer, orgId, amount: '30', reference: 'legacy-1' }),
+      ),
+    );
+    expect(another.status).toBe(409);
+    expect(another.message).toContain('already has a credit with reference legacy-1 (20.00000000)');
     const other = await createTestOrg(database.db);
     expect((await failure(add(other.orgId))).code).toBe('NOT_FOUND');
   });
