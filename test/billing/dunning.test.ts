@@ -127,7 +127,7 @@ describe('dunning at the boundary day', () => {
     expect(await statusOf(orgId, subscriptionId)).toBe('active');
   });
 
-  it("a payment restores its own invoice's subscription only, not another of the organization", async () => {
+  it('a scoped run or a payment moves its own subscriptions only, not others of the organization', async () => {
     // restoreIfSettled moves the subscription of the invoice paid; the others wait for a run
     const { orgId } = await createTestOrg(database.db);
     const { seats } = await basicCatalog(database.db, orgId);
@@ -143,8 +143,17 @@ describe('dunning at the boundary day', () => {
     }
     const billed = await runBilling(database.db, { usage, orgId, now: at('2026-02-01T00:00:00Z') });
     expect(billed.invoice_ids).toHaveLength(2);
-    await runBilling(database.db, { usage, orgId, now: at('2026-03-04T00:00:00Z') });
     const [paidOne, other] = subscriptionIds as [number, number];
+    // a run for some subscriptions moves those only
+    const scoped = await runBilling(database.db, {
+      usage,
+      orgId,
+      subscriptionIds: [paidOne],
+      now: at('2026-03-04T00:00:00Z'),
+    });
+    expect(scoped.marked_past_due).toBe(1);
+    expect([await statusOf(orgId, paidOne), await statusOf(orgId, other)]).toEqual(['past_due', 'active']);
+    await runBilling(database.db, { usage, orgId, now: at('2026-03-04T00:00:00Z') });
     expect([await statusOf(orgId, paidOne), await statusOf(orgId, other)]).toEqual(['past_due', 'past_due']);
     const invoiceOf = async (subscriptionId: number) =>
       (
