@@ -88,6 +88,48 @@ describe('the portal invoice list', () => {
     expect(listed(page)).toEqual([november.invoiceNumber, october.invoiceNumber, august.invoiceNumber]);
   });
 
+  it('lists invoices of one date newest created first, whatever their ids', async () => {
+    const customer = (
+      await insertCustomer(api.platform.db, org.orgId, {
+        name: 'Same Day',
+        country: 'CA',
+        state_province: 'ON',
+      })
+    ).id;
+    const subscription = (
+      await insertSubscription(api.platform.db, org.orgId, {
+        customerId: customer,
+        items: [{ productId: product, quantity: 1, unitPrice: '40' }],
+      })
+    ).id;
+    const sameDay = [];
+    // one date, three periods (a subscription's period is invoiced once)
+    for (const periodStart of ['2026-06-15', '2026-07-15', '2026-08-15']) {
+      sameDay.push(
+        await insertInvoice(api.platform.db, org.orgId, {
+          customerId: customer,
+          subscriptionId: subscription,
+          status: 'POSTED',
+          invoiceDate: '2026-09-15',
+          periodStart,
+          dueDate: '2099-01-01',
+          items: [{ productId: product, description: 'Seats', quantity: '1', unitPrice: '40' }],
+        }),
+      );
+    }
+    // ids are random: created_at is made to run against them, so ordering by id alone lists them backwards
+    sameDay.sort((a, b) => (a.id < b.id ? 1 : -1));
+    for (const [i, invoice] of sameDay.entries()) {
+      await api.platform.db.query('UPDATE invoices SET created_at = $2 WHERE id = $1', [
+        invoice.id,
+        new Date(Date.UTC(2026, 8, 15, 12, i)),
+      ]);
+    }
+    const session = await createSession(api, org.apiKey, { customer_id: customer, locale: 'en' });
+    const page = (await open(api, session.url)).body;
+    expect(listed(page)).toEqual(sameDay.map((invoice) => invoice.invoiceNumber).reverse());
+  });
+
   it('never shows a draft withdrawn before it was posted, nor opens it from a session or its hosted link', async () => {
     const draft = await invoiceOf(customerId, subscriptionId, {
       invoiceDate: '2026-12-01',
