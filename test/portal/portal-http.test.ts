@@ -370,7 +370,7 @@ describe('the spend alerts form', () => {
     return response.json().data.id as string;
   };
 
-  it("refuses a form without this session's CSRF token with 403: none, a shorter one, a changed one, another session's", async () => {
+  it("refuses a form without this session's CSRF token with 403: none, empty, shorter, changed, another session's", async () => {
     const customerId = scenario.customers.quebec.id;
     const session = await createSession(api, org.apiKey, { customer_id: customerId, locale: 'en' });
     const csrf = await csrfOf(session.url);
@@ -381,6 +381,7 @@ describe('the spend alerts form', () => {
     const form = { subscription_id: String(scenario.subscriptions.active), threshold: '10' };
     for (const given of [
       undefined,
+      '',
       csrf.slice(0, -1),
       `${csrf}x`,
       `${csrf.slice(0, -1)}${csrf.endsWith('A') ? 'B' : 'A'}`,
@@ -475,6 +476,16 @@ describe('the spend alerts form', () => {
     expect(page).toContain('aria-labelledby="alerts"');
     expect(options(page)).toEqual([]);
     expect(page).not.toContain('class="alert-form"');
+    // an expired subscription has ended as surely as a canceled one: not offered either
+    const { db } = api.platform;
+    const lapsed = (
+      await insertCustomer(db, org.orgId, { name: 'Lapsed', country: 'CA', state_province: 'ON' })
+    ).id;
+    const items = [{ productId: scenario.products.seats, quantity: 1, unitPrice: '10' }];
+    await insertSubscription(db, org.orgId, { customerId: lapsed, status: 'expired', title: 'Ended', items });
+    const running = await insertSubscription(db, org.orgId, { customerId: lapsed, title: 'Running', items });
+    const lapsedSession = await createSession(api, org.apiKey, { customer_id: lapsed });
+    expect(options((await open(api, lapsedSession.url)).body)).toEqual([running.id]);
   });
 
   it("removes only the customer's own usage_amount alerts: another customer's, or another metric, is a 404", async () => {
