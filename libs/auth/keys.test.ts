@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { bearerToken, generateApiKey, hashApiKey, looksLikeApiKey } from './keys.js';
 
@@ -11,6 +12,14 @@ describe('API keys', () => {
     expect(live.prefix).toBe(live.key.slice(0, 12));
     expect(generateApiKey('test').key).toMatch(/^sk_test_/);
     expect(generateApiKey('live').key).not.toBe(live.key);
+  });
+
+  it('hash as the exact text: SHA-256 of every byte, case included', () => {
+    const key = `sk_live_${'Ab0_-'.repeat(8)}xYz`;
+    expect(hashApiKey(key)).toBe(createHash('sha256').update(key).digest('hex'));
+    // base64url is case-sensitive: a key with one letter's case changed is another key
+    expect(hashApiKey(key.replace('Ab0', 'ab0'))).not.toBe(hashApiKey(key));
+    expect(hashApiKey(`${key} `)).not.toBe(hashApiKey(key));
   });
 
   it('are recognised only in their exact shape', () => {

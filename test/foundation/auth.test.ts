@@ -71,6 +71,18 @@ describe('API key authentication', () => {
     expect(meta.statusCode).toBe(200);
   });
 
+  it("refuses a key with one letter's case changed: keys are compared exactly", async () => {
+    const key = (await createApiKey(api.platform.db, { orgId: orgA.orgId })).api_key;
+    const at = key.slice(8).search(/[A-Za-z]/) + 8;
+    const letter = key[at]!;
+    const flipped = `${key.slice(0, at)}${letter === letter.toLowerCase() ? letter.toUpperCase() : letter.toLowerCase()}${key.slice(at + 1)}`;
+    const authenticator = new ApiKeyAuthenticator(api.platform.db, { ttlSeconds: 30, maxEntries: 100 });
+    expect((await authenticator.authenticate(`Bearer ${key}`)).orgId).toBe(orgA.orgId);
+    await expect(authenticator.authenticate(`Bearer ${flipped}`)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+    });
+  });
+
   it('stores only a SHA-256 hash and a display prefix', async () => {
     const key = await createApiKey(api.platform.db, { orgId: orgA.orgId, name: 'audit' });
     const { rows } = await api.platform.db.query('SELECT * FROM api_keys WHERE id = $1', [key.id]);
