@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postInvoice, withdrawInvoice } from '../../libs/billing/index.js';
+import { openHostedInvoice } from '../../libs/portal/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import {
   insertCustomer,
@@ -153,6 +154,9 @@ describe('the portal invoice list', () => {
       expect(hosted.statusCode, suffix).toBe(404);
       expect(hosted.body).not.toContain(draft.invoiceNumber);
     }
+    // the link itself opens nothing: refusing it must not rest on the invoice query alone
+    const token = hostedUrl.split('/').pop()!;
+    expect((await openHostedInvoice(api.platform.db, token)).kind).toBe('unknown');
   });
 
   it('shows an invoice withdrawn after it was posted, with nothing due, on the list, its page and documents', async () => {
