@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listCustomers } from '../../libs/customers/index.js';
 import type { Queryable } from '../../libs/db/index.js';
+import { readPage } from '../../libs/list-pages/index.js';
 import { listOrganizations } from '../../libs/organizations/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { recordingQueries, type SentQuery } from '../helpers/database.js';
@@ -200,6 +201,42 @@ describe('paging the other lists the same way', () => {
         );
         expect(body.pagination.total).toBe(TOTAL);
       }
+    }
+  });
+
+  it('a list with its own tie-breaker: exactly each slice, deep pages included', async () => {
+    // credit notes order one instant's rows by number, not id; here the tie-breaker runs against
+    // the ids inside every trio, so a page cut by id anywhere would take the wrong rows of a trio
+    await api.platform.db.query(
+      `CREATE TABLE tie_broken (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, org_id bigint NOT NULL,
+         created_at timestamptz NOT NULL, seq bigint NOT NULL UNIQUE)`,
+    );
+    await api.platform.db.query(
+      `INSERT INTO tie_broken (org_id, created_at, seq)
+       SELECT $1, timestamptz '2026-01-01' + make_interval(mins => g / 3), -g FROM generate_series(1, $2) g`,
+      [org.orgId, TOTAL],
+    );
+    const { rows } = await api.platform.db.query<{ id: number }>(
+      'SELECT id FROM tie_broken WHERE org_id = $1 ORDER BY created_at DESC, seq DESC',
+      [org.orgId],
+    );
+    for (const [offset, limit] of EVERY_PLAN) {
+      const page = await readPage<{ id: number }>(
+        api.platform.db,
+        {
+          table: 'tie_broken',
+          alias: 't',
+          columns: 't.id, t.created_at, t.seq',
+          where: 'org_id = $1',
+          values: [org.orgId],
+          tieBreaker: 'seq',
+        },
+        { limit, offset },
+      );
+      expect(
+        page.rows.map((row) => Number(row.id)),
+        `offset ${offset}`,
+      ).toEqual(rows.slice(offset, offset + limit).map((row) => Number(row.id)));
     }
   });
 
