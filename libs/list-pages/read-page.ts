@@ -20,7 +20,10 @@ export interface ListSource {
   where: string;
   values: unknown[];
   total?: () => Promise<number>;
-  /** The instant the list is sorted by, newest first, then id or the tieBreaker (default: created_at). */
+  /**
+   * The instant the list is sorted by, newest first, then id or the tieBreaker (default:
+   * created_at); among `columns` too (the oldest-first read re-sorts the page by it).
+   */
   sortedBy?: string;
   /**
    * What orders the rows of one instant, highest first, instead of id: a column unique within the
