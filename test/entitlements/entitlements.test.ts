@@ -815,6 +815,42 @@ describe('an event the log refused', () => {
   });
 });
 
+describe('a void whose transaction fails at its commit (embedded: Postgres is its own)', () => {
+  it('puts the subtracted quantity back: used as before, and the retry takes it off once', async () => {
+    const testApi = await start('embedded');
+    const { db } = testApi.platform;
+    const s = await customer(testApi, { limit: '10' });
+    await post(testApi, s, 2);
+    const event = (await post(testApi, s, 4.5)).data as { id: string };
+    expect((await check(testApi, s)).used).toBe('6.50000000');
+    // A deferred constraint on this one event fails the void's COMMIT: after the counter
+    // subtracted it, the only point where the void can fail and its undo must run.
+    const name = uniqueName('fail_void').replace(/[^a-z0-9_]/gi, '_');
+    await db.query(
+      `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN RAISE EXCEPTION 'void refused at commit'; END $$`,
+    );
+    await db.query(
+      `CREATE CONSTRAINT TRIGGER ${name} AFTER UPDATE ON usage_events DEFERRABLE INITIALLY DEFERRED
+       FOR EACH ROW WHEN (NEW.id = '${event.id}' AND NEW.voided_at IS NOT NULL) EXECUTE FUNCTION ${name}()`,
+    );
+    const void_ = () =>
+      testApi.request({ method: 'POST', path: `/usage/events/${event.id}/void`, key: s.org.apiKey });
+    try {
+      const failed = await void_();
+      expect(failed.statusCode, failed.body).toBeGreaterThanOrEqual(500);
+      expect(await stored(testApi, s.item, new Date(0), new Date(Date.now() + DAY))).toBe('6.50000000');
+      expect(await check(testApi, s)).toMatchObject({ used: '6.50000000', remaining: '3.50000000' });
+    } finally {
+      await db.query(`DROP TRIGGER ${name} ON usage_events`);
+      await db.query(`DROP FUNCTION ${name}()`);
+    }
+    const voided = await void_();
+    expect(voided.statusCode, voided.body).toBe(200);
+    expect((await check(testApi, s)).used).toBe('2.00000000');
+  });
+});
+
 /** The api started again on the same platform with a fresh pipeline: a restart of the process. */
 async function restartedApi(testApi: TestApi, pipeline: UsagePipeline): Promise<TestApi> {
   const app = await buildApiApp({
