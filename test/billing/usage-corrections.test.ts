@@ -151,6 +151,20 @@ describe('voiding an invoiced event with a correcting credit note', () => {
     const second = await corrected(events[2]!);
     expect((await note(second.credit_note_id!)).subtotal).toBe('5.00000000');
 
+    // the voided events count nowhere, as a plain void leaves them: the daily series of their day
+    // (135 - 80 - 5), and the billed period's quantity the late-usage check compares with
+    const daily = await api.request({
+      path: `/subscriptions/${subscription.id}/usage/daily?from=2026-01-02&to=2026-01-02`,
+      key: org.apiKey,
+    });
+    expect(daily.statusCode, daily.body).toBe(200);
+    expect(daily.json().data.map((day: { quantity: string }) => day.quantity)).toEqual(['50.00000000']);
+    const { rows: billed } = await db().query<{ period_quantity: string }>(
+      'SELECT period_quantity::text AS period_quantity FROM usage_billed_periods WHERE subscription_item_id = $1',
+      [item],
+    );
+    expect(billed.map((row) => Number(row.period_quantity))).toEqual([50]);
+
     // again: the same event, the same note, nothing new
     expect((await corrected(events[1]!)).credit_note_id).toBe(first.credit_note_id);
     const list = (
