@@ -137,6 +137,14 @@ describe('usage event encodings', () => {
     expect(() => decodeLogMessage(text.replace(record.id, 'not-a-uuid'))).toThrow();
     expect(() => decodeLogMessage(text.replace('0.12345678', '0.123456789'))).toThrow();
     expect(() => decodeLogMessage(text.replace('\tkey|with|bars', '\t'))).toThrow();
+    // ids of at most 15 digits, as the compact format holds them (MAX_ID)
+    const largest = { ...record, orgId: 999_999_999_999_999, subscriptionItemId: 999_999_999_999_999 };
+    expect(decodeLogMessage(`usage/1\n${line(largest)}`)).toEqual([largest]);
+    for (const wide of [{ orgId: 1e15 }, { subscriptionItemId: 1e15 }]) {
+      expect(() => decodeLogMessage(`usage/1\n${line({ ...record, ...wide })}`)).toThrow('malformed');
+      const voided = encodeVoidMessages([{ event: { ...record, ...wide }, voidedAtMs: 1 }])[0]!.value;
+      expect(() => decodeLogEntries(voided)).toThrow('malformed');
+    }
   });
 
   it('fills a message up to exactly the size limit before it cuts', () => {
