@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultLocaleOf, localeFromAcceptLanguage } from './locale.js';
+import { defaultLocaleOf, isLocale, localeFromAcceptLanguage } from './locale.js';
 
 describe('defaultLocaleOf', () => {
   it('reads French in Quebec however the country and province are written, English elsewhere', () => {
@@ -28,6 +28,9 @@ describe('localeFromAcceptLanguage', () => {
       ['fr;q=0.4,en;q=0.5', 'en'],
       ['en;q=0.5,fr;q=0.5', 'en'],
       ['fr;q=0.5,en;q=0.5', 'fr-CA'],
+      // a language without q weighs 1, above any later one that has a q
+      ['en-US,fr;q=0.9', 'en'],
+      ['fr-CA,en;q=0.9', 'fr-CA'],
       // q=0 refuses a language
       ['fr;q=0,de', 'en'],
       ['fr;q=0.000', 'en'],
@@ -40,5 +43,15 @@ describe('localeFromAcceptLanguage', () => {
     ];
     for (const [header, locale] of cases)
       expect(localeFromAcceptLanguage(header), String(header)).toBe(locale);
+  });
+});
+
+describe('isLocale', () => {
+  it('takes exactly a locale we write, so a page asked in another falls back instead of failing', () => {
+    expect(isLocale('en')).toBe(true);
+    expect(isLocale('fr-CA')).toBe(true);
+    for (const other of ['fr', 'FR-CA', 'fr-ca', 'en-US', 'e', '', 'de', undefined, ['en']]) {
+      expect(isLocale(other), String(other)).toBe(false);
+    }
   });
 });

@@ -303,6 +303,21 @@ describe('invoice HTML details', () => {
     expect(html.match(/Tax ID:/g)).toHaveLength(2);
   });
 
+  it('names each tax component in French as Quebec does: TPS, then TVQ', () => {
+    const html = renderInvoiceHtml({
+      ...printable(),
+      locale: 'fr-CA',
+      taxLines: [
+        { name: 'GST', amount: '2.50000000' },
+        { name: 'QST', amount: '4.99000000' },
+      ],
+    });
+    const spaced = html.replace(/\u00a0/g, ' ');
+    expect(spaced).toContain('<tr><td>TPS</td><td class="num">2,50 $</td></tr>');
+    expect(spaced).toContain('<tr><td>TVQ</td><td class="num">4,99 $</td></tr>');
+    expect(spaced.indexOf('TPS')).toBeLessThan(spaced.indexOf('TVQ'));
+  });
+
   it("prints the totals to the currency's minor unit: no decimals in yen, three in dinars", () => {
     const yen = renderInvoiceHtml({
       ...printable({
@@ -372,6 +387,22 @@ describe('credit note HTML', () => {
     expect(html).toContain('Total credited</td><td class="num">10.500 BHD</td>');
     expect(html).toContain('Applied to the invoice</td><td class="num">4.250 BHD</td>');
     expect(html).toContain('Credited to your account</td><td class="num">6.250 BHD</td>');
+  });
+
+  it('escapes its memo and line descriptions, text a person typed', () => {
+    const html = renderCreditNoteHtml({
+      ...note,
+      note: {
+        ...note.note,
+        memo: '<script>alert(1)</script> & co',
+        lines: [{ ...note.note.lines[0]!, description: '<b>Seats</b> & <img src=x>' }],
+      },
+    });
+    expect(html).not.toContain('<script>');
+    expect(html).not.toContain('<b>Seats</b>');
+    expect(html).not.toContain('<img');
+    expect(html).toContain('</strong> &lt;script&gt;alert(1)&lt;/script&gt; &amp; co</p>');
+    expect(html).toContain('<td>&lt;b&gt;Seats&lt;/b&gt; &amp; &lt;img src=x&gt;</td>');
   });
 });
 

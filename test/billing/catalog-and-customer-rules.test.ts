@@ -141,6 +141,8 @@ describe("a customer's credit_balance", () => {
       ).grant;
     await grant('10.00');
     await grant('20.00', { effective_at: '2099-01-01T00:00:00Z' });
+    // effective later today is not effective now either
+    await grant('160.00', { effective_at: new Date(Date.now() + 10 * 60_000).toISOString() });
     const expired = await grant('40.00', { expires_at: '2099-01-01T00:00:00Z' });
     // expired since yesterday: credit_balance is the ACTIVE grants "effective and not expired" (docs/decisions.md, Credits)
     await database.db.query(
