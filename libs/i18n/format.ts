@@ -89,9 +89,14 @@ export function displayMoney(amount: string, currency: string, locale: Locale): 
     : `${englishDecimal(amount, digits)} ${currency}`;
 }
 
-/** A money amount without its currency, for tables whose heading names it: "1,234.56", "1 234,56". */
-export function displayAmount(amount: string, locale: Locale): string {
-  return locale === 'fr-CA' ? frenchDecimal(amount, null, 2) : englishDecimal(amount, 2);
+/**
+ * A money amount without its currency, for tables whose heading names it: "1,234.56", "1 234,56".
+ * Given the table's currency, at least its minor unit's digits, as the totals beside it print
+ * ("1,200" yen, "12.300" dinars); without one, cents.
+ */
+export function displayAmount(amount: string, locale: Locale, currency?: string): string {
+  const digits = currency === undefined ? 2 : minorDigitsOf(currency);
+  return locale === 'fr-CA' ? frenchDecimal(amount, null, digits) : englishDecimal(amount, digits);
 }
 
 /** A quantity: 2.0000 prints as 2, 12345.5000 as 12,345.5 (en) or 12 345,5 (fr-CA). */

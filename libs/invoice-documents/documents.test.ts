@@ -344,6 +344,70 @@ describe('invoice HTML details', () => {
   });
 });
 
+describe('item tables', () => {
+  const item = {
+    id: 1,
+    product_id: 2,
+    description: 'Seats',
+    quantity: '2.0000',
+    tax_type: null,
+  } as const;
+
+  it("print line amounts to the currency's minor unit, as the totals beside them", () => {
+    // docs/decisions.md: documents print at least the minor unit's digits
+    const yen = renderInvoiceHtml(
+      printable({
+        currency: 'JPY',
+        items: [
+          {
+            ...item,
+            unit_price: '600.00000000',
+            line_total_pre_tax: '1200.00000000',
+            tax_amount: '0.00000000',
+          },
+        ],
+      }),
+    );
+    expect(yen).toContain('<td class="num">600</td>');
+    expect(yen).toContain('<td class="num">1,200</td>');
+    expect(yen).not.toContain('1,200.00');
+    const dinars = renderInvoiceHtml({
+      ...printable({
+        currency: 'KWD',
+        items: [
+          {
+            ...item,
+            unit_price: '6.15000000',
+            line_total_pre_tax: '12.30000000',
+            tax_amount: '0.61500000',
+          },
+        ],
+      }),
+      locale: 'fr-CA',
+    });
+    expect(dinars).toContain('<td class="num">6,150</td>');
+    expect(dinars).toContain('<td class="num">12,300</td>');
+    expect(dinars).toContain('<td class="num">0,615</td>');
+    // a unit price keeps its precision beyond the minor unit
+    const subYen = renderInvoiceHtml(
+      printable({
+        currency: 'JPY',
+        items: [
+          { ...item, unit_price: '0.12500000', line_total_pre_tax: '0.00000000', tax_amount: '0.00000000' },
+        ],
+      }),
+    );
+    expect(subYen).toContain('<td class="num">0.125</td>');
+  });
+
+  it("writes a bare amount in cents, or to a given currency's minor unit", () => {
+    expect(displayAmount('12.30000000', 'en')).toBe('12.30');
+    expect(displayAmount('12.30000000', 'en', 'KWD')).toBe('12.300');
+    expect(displayAmount('1200.00000000', 'en', 'JPY')).toBe('1,200');
+    expect(displayAmount('5.00000000', 'en', 'XTS')).toBe('5.00');
+  });
+});
+
 describe('credit note HTML', () => {
   const note: PrintableCreditNote = {
     locale: 'en',
@@ -387,6 +451,9 @@ describe('credit note HTML', () => {
     expect(html).toContain('Total credited</td><td class="num">10.500 BHD</td>');
     expect(html).toContain('Applied to the invoice</td><td class="num">4.250 BHD</td>');
     expect(html).toContain('Credited to your account</td><td class="num">6.250 BHD</td>');
+    expect(html).toContain(
+      '<td>Seats</td>\n          <td class="num">0.500</td>\n          <td class="num">10.000</td>',
+    );
   });
 
   it('escapes its memo and line descriptions, text a person typed', () => {

@@ -135,7 +135,7 @@ export function renderInvoiceHtml({
   creditNotes = [],
 }: PrintableInvoice): string {
   const m = messagesFor(locale);
-  const amount = (value: string) => escapeHtml(displayAmount(value, locale));
+  const amount = (value: string) => escapeHtml(displayAmount(value, locale, invoice.currency));
   const money = (value: string) => escapeHtml(displayMoney(value, invoice.currency, locale));
   const date = (value: string) => escapeHtml(displayDate(value, locale));
   const currency = escapeHtml(invoice.currency);
@@ -225,7 +225,7 @@ export function renderCreditNoteHtml({
   customer,
 }: PrintableCreditNote): string {
   const m = messagesFor(locale);
-  const amount = (value: string) => escapeHtml(displayAmount(value, locale));
+  const amount = (value: string) => escapeHtml(displayAmount(value, locale, note.currency));
   const money = (value: string) => escapeHtml(displayMoney(value, note.currency, locale));
   const date = (value: string) => escapeHtml(displayDate(value, locale));
   const rows = note.lines

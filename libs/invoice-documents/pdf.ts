@@ -587,8 +587,8 @@ export function renderCreditNotePdf(printable: PrintableCreditNote): Promise<Buf
     [m.description, m.tax, m.amount],
     note.lines.map((line) => [
       line.description,
-      displayAmount(line.tax_amount, locale),
-      displayAmount(line.amount, locale),
+      displayAmount(line.tax_amount, locale, note.currency),
+      displayAmount(line.amount, locale, note.currency),
     ]),
   );
 
@@ -688,10 +688,10 @@ function drawItems(
   const rows = invoice.items.map((item, r) => [
     ts.print(item.description, descriptionFaces[r]!),
     displayQuantity(item.quantity, locale),
-    displayAmount(item.unit_price, locale),
+    displayAmount(item.unit_price, locale, invoice.currency),
     item.tax_type ?? '—',
-    displayAmount(item.tax_amount, locale),
-    displayAmount(item.line_total_pre_tax, locale),
+    displayAmount(item.tax_amount, locale, invoice.currency),
+    displayAmount(item.line_total_pre_tax, locale, invoice.currency),
   ]);
   const titles = [m.description, m.quantity, m.unitPrice, m.taxType, m.tax, m.amount].map((title) =>
     ts.print(title.toUpperCase(), BOLD),
