@@ -145,6 +145,53 @@ describe('the Postgres usage sink', () => {
     expect(otherItem).toEqual([{ dirty: false, period_quantity: '70.00000000' }]);
   });
 
+  it('credits a posted period, not a draft, by every voided event, equal quantities included', async () => {
+    const itemId = (await createUsageItems(database.db, orgId)).metered;
+    const { apiCalls } = await basicCatalog(database.db, orgId);
+    const customerId = await customerIn(database.db, orgId);
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: apiCalls }],
+    });
+    const { rows: invoices } = await database.db.query<{ id: string }>(
+      `INSERT INTO invoices (org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start,
+         period_end, due_date, status, currency, posted_at)
+       VALUES ($1, $2, $3, $4, '2026-02-01', '2026-01-01', '2026-02-01', '2026-02-01', 'POSTED', 'CAD', now()),
+              ($1, $5, $3, $4, '2026-03-01', '2026-02-01', '2026-03-01', '2026-03-01', 'DRAFT', 'CAD', NULL)
+       RETURNING id`,
+      [orgId, `INV-P-${itemId}`, customerId, subscription.id, `INV-D-${itemId}`],
+    );
+    // January on a posted invoice, February on a draft one: a draft is re-rated from the events, so
+    // a void only marks it, while a posted period keeps what it billed less what was voided since
+    await database.db.query(
+      `INSERT INTO usage_billed_periods (org_id, subscription_id, subscription_item_id, period_start, period_end,
+         window_start, window_end, invoice_id, period_quantity, included_units, unit_price, dirty)
+       VALUES ($1, $2, $3, '2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z', '2026-01-01T00:00:00Z',
+         '2026-02-01T00:00:00Z', $4, 100, 0, 1, false),
+              ($1, $2, $3, '2026-02-01T00:00:00Z', '2026-03-01T00:00:00Z', '2026-02-01T00:00:00Z',
+         '2026-03-01T00:00:00Z', $5, 80, 0, 1, false)`,
+      [orgId, subscription.id, itemId, invoices[0]!.id, invoices[1]!.id],
+    );
+    // two January events of one quantity, voided in one call: both leave what January billed (a
+    // sum over distinct quantities would credit one of them)
+    const january = [event(itemId, '3', '2026-01-05T00:00:00Z'), event(itemId, '3', '2026-01-06T00:00:00Z')];
+    const february = event(itemId, '5', '2026-02-05T00:00:00Z');
+    const sink = new PostgresUsageSink(database.db);
+    await sink.write([...january, february]);
+    await sink.writeVoids(
+      [...january, february].map((voided) => ({ event: voided, voidedAtMs: Date.now() })),
+    );
+    const { rows } = await database.db.query(
+      `SELECT period_start::date::text AS start, dirty, period_quantity::text AS period_quantity
+         FROM usage_billed_periods WHERE org_id = $1 AND subscription_item_id = $2 ORDER BY period_start`,
+      [orgId, itemId],
+    );
+    expect(rows).toEqual([
+      { start: '2026-01-01', dirty: true, period_quantity: '94.00000000' },
+      { start: '2026-02-01', dirty: true, period_quantity: '80.00000000' },
+    ]);
+  });
+
   it('finds the event stored under an identity: its item and key both, in its organization', async () => {
     const metered = 900_001;
     const other = 900_002;
