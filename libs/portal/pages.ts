@@ -242,8 +242,17 @@ ${rows}
 </section>`;
 }
 
-/** The customer's alerts; usage_amount ones can be removed, and one added on a subscription. */
-function alertsSection(view: PortalAlertsView, base: string, locale: Locale, m: Messages): string {
+/**
+ * The customer's alerts; usage_amount ones can be removed, and one added on a subscription. Money
+ * figures print in their currency's minor unit where it is known (`currencyOf`), else with cents.
+ */
+function alertsSection(
+  view: PortalAlertsView,
+  currencyOf: (alert: Alert) => string | undefined,
+  base: string,
+  locale: Locale,
+  m: Messages,
+): string {
   const csrf = `<input type="hidden" name="csrf" value="${html(view.csrf)}">`;
   const rows = view.list
     .map((alert) => {
@@ -251,7 +260,7 @@ function alertsSection(view: PortalAlertsView, base: string, locale: Locale, m: 
       const removable = alert.metric === 'usage_amount';
       const money = alert.metric !== 'usage_quantity';
       const shown = (value: string) =>
-        html(money ? displayAmount(value, locale) : displayQuantity(value, locale));
+        html(money ? displayAmount(value, locale, currencyOf(alert)) : displayQuantity(value, locale));
       return `<tr><td>${html(label)}</td><td>${html(m.alertMetric[alert.metric]!)}</td><td class="num">${shown(alert.threshold)}</td><td class="num">${alert.value === null ? '' : shown(alert.value)}</td><td>${html(m.alertStatus[alert.status]!)}</td><td>${
         removable
           ? `<form method="post" action="${html(pageLink(base, view.removePath(alert.id), locale))}">${csrf}<button type="submit" aria-label="${html(m.removeAlert(label))}">${html(m.remove)}</button></form>`
@@ -284,6 +293,12 @@ ${
 }
 
 /** The portal's one page: subscriptions and their usage, then every invoice with its documents. */
+/** A usage_amount alert's figures are its subscription's usage currency; credit_balance's the credits'. */
+function alertCurrency(view: PortalHome, alert: Alert): string | undefined {
+  if (alert.metric === 'credit_balance') return view.credits?.currency || undefined;
+  return view.usage === 'unavailable' ? undefined : view.usage.get(alert.subscription_id)?.usage.currency;
+}
+
 export function renderPortalHome(view: PortalHome): string {
   const { locale, base } = view;
   const m = messagesFor(locale);
@@ -331,7 +346,7 @@ ${invoiceRows}
 ${subscriptions}
 </section>
 ${view.credits ? creditsSection(view.credits, locale, m) : ''}
-${view.alerts ? alertsSection(view.alerts, base, locale, m) : ''}
+${view.alerts ? alertsSection(view.alerts, (alert) => alertCurrency(view, alert), base, locale, m) : ''}
 <section class="card" aria-labelledby="invoices"><h2 id="invoices">${html(m.invoices)}</h2>
 ${invoices}
 </section>
