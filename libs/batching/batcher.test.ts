@@ -264,5 +264,32 @@ describe('Batcher', () => {
       await flushing;
       expect(await Promise.all(outputs)).toEqual([1, 2]);
     });
+
+    it('flush waits for a batch that starts as the last one running settles, before the flush wakes', async () => {
+      const releases = new Map<number, () => void>();
+      const batcher = new Batcher<number, number>(
+        (items) => new Promise((resolve) => releases.set(items[0]!, () => resolve(items))),
+        { lingerMs: 10_000, maxWeight: 1 },
+      );
+      const outputs = [batcher.submit(1)];
+      // Stands for a caller whose follow-up write lands in the microtasks between the last batch's
+      // end and the flush waking up: woken first, it starts batch 2 before the flush looks again.
+      const running = (batcher as unknown as { running: { idle(): Promise<void> } }).running;
+      const followUp = running.idle().then(() => {
+        outputs.push(batcher.submit(2));
+      });
+      let flushed = false;
+      const flushing = batcher.flush().then(() => {
+        flushed = true;
+      });
+      releases.get(1)!();
+      await followUp;
+      await endOfTurn();
+      expect(releases.has(2)).toBe(true);
+      expect(flushed, 'the flush returned while batch 2 was running').toBe(false);
+      releases.get(2)!();
+      await flushing;
+      expect(await Promise.all(outputs)).toEqual([1, 2]);
+    });
   });
 });

@@ -163,6 +163,28 @@ describe('DependencyGuard', () => {
     expect(g.available).toBe(false);
   });
 
+  it('watches a call that starts after every earlier call answered', async () => {
+    probeAnswers = false;
+    const g = guard();
+    // the list of waiting calls is empty again: the next call must still join it as its first
+    await expect(g.run(async () => 'quick')).resolves.toBe('quick');
+    await vi.advanceTimersByTimeAsync(100);
+    const stuck = await outcomeOf(g.run(() => new Promise<string>(() => {})));
+    await vi.advanceTimersByTimeAsync(1200); // past 1000 ms at the watchdog's tick at 1250 ms
+    expect((stuck() as { error: unknown }).error).toBeInstanceOf(DependencyUnavailableError);
+    expect(g.available).toBe(false);
+  });
+
+  it('watches every waiting call with one timer, and leaves no timer once closed', async () => {
+    const g = guard();
+    const calls = [pending<string>(), pending<string>(), pending<string>()];
+    for (const call of calls) await outcomeOf(g.run(() => call.promise));
+    expect(vi.getTimerCount()).toBe(1);
+    g.close();
+    expect(vi.getTimerCount()).toBe(0);
+    for (const call of calls) call.resolve('done');
+  });
+
   it('summarizes a lasting outage once per interval, without a line per refused call', async () => {
     probeAnswers = false;
     const g = guard({ summaryIntervalMs: 10_000 });
@@ -259,6 +281,19 @@ describe('DependencyGuard', () => {
       expect(result()).toEqual({ value: 'done' });
       expect(g.available).toBe(true);
       expect(recorded.lines).toEqual([]);
+    });
+
+    it('probes once for several calls found slow at the same moment', async () => {
+      const g = guard({ whenSlow: 'probe', name: 'database' });
+      const calls = Array.from({ length: 5 }, () => pending<string>());
+      const outcomes = [];
+      for (const call of calls) outcomes.push(await outcomeOf(g.run(() => call.promise)));
+      await vi.advanceTimersByTimeAsync(1100); // all five waited past 1000 ms on the same tick
+      expect(probes).toBe(1);
+      for (const call of calls) call.resolve('done');
+      await vi.advanceTimersByTimeAsync(0);
+      expect(outcomes.map((outcome) => outcome())).toEqual(calls.map(() => ({ value: 'done' })));
+      expect(g.available).toBe(true);
     });
 
     it('gives up on every waiting call when the probe does not answer either', async () => {
