@@ -1,5 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import net from 'node:net';
+import { Redis as RedisClient } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BulkScript, connectRedis, type Redis, redisGuard } from '../../libs/redis/index.js';
 import { runLogger } from '../helpers/run-log.js';
 import { testServices } from '../helpers/services.js';
@@ -75,6 +77,27 @@ describe('connectRedis', () => {
       await expect(client.get('x')).rejects.toThrow(/enableOfflineQueue options is false/);
     } finally {
       client.disconnect();
+    }
+  });
+
+  it('fails a start against a Redis that refuses, naming why, and leaves no client reconnecting', async () => {
+    // a port nothing listens on: taken, then freed
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    // a spy that calls through, counting the client's connection attempts; the reconnect delay
+    // (ioredis' setTimeout) runs on a fake clock, so a retry can be waited out without sleeping
+    const connect = vi.spyOn(RedisClient.prototype, 'connect');
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      await expect(connectRedis(`redis://127.0.0.1:${port}`, 2000)).rejects.toThrow(/ECONNREFUSED/);
+      await vi.advanceTimersByTimeAsync(10_000); // past every retry delay (2 s at most)
+      expect(connect).toHaveBeenCalledTimes(1);
+    } finally {
+      vi.useRealTimers();
+      for (const client of connect.mock.contexts) (client as Redis).disconnect();
+      connect.mockRestore();
     }
   });
 });
