@@ -56,6 +56,19 @@ describe('BrokerConnection', () => {
     connection.destroy(new Error('done'));
   });
 
+  it('wraps its correlation ids from the largest int32 back to 1', async () => {
+    const closed = vi.fn();
+    const connection = new BrokerConnection(await fakeBroker('as sent'), Buffer.from('test'), 5000, closed);
+    // as after 2^31 - 2 requests on one connection (a long-lived one at ingest's rates)
+    (connection as unknown as { nextCorrelationId: number }).nextCorrelationId = 0x7fffffff;
+    await expect(
+      Promise.all([connection.request(Buffer.from('last')), connection.request(Buffer.from('wrapped'))]),
+    ).resolves.toEqual([undefined, undefined]);
+    expect((connection as unknown as { nextCorrelationId: number }).nextCorrelationId).toBe(2);
+    expect(closed).not.toHaveBeenCalled();
+    connection.destroy(new Error('done'));
+  });
+
   it("fails every request, and drops the connection, when an answer is not the oldest request's", async () => {
     const closed = vi.fn();
     const connection = new BrokerConnection(await fakeBroker('reversed'), Buffer.from('test'), 5000, closed);
