@@ -31,4 +31,21 @@ describe('InOrderQueue', () => {
     expect(queue.takeAll().map((item) => item.n)).toEqual(Array.from({ length: 500 }, (_, i) => 2500 + i));
     expect(queue.size).toBe(0);
   });
+
+  it('keeps its array bounded while it never empties: a steady flow starts it over on its own', () => {
+    const queue = new InOrderQueue<number>();
+    const held = () => (queue as unknown as { items: unknown[] }).items.length;
+    let next = 0;
+    let expected = 0;
+    for (let i = 0; i < 3; i++) queue.push(next++);
+    let longest = 0;
+    // three requests always in flight: the queue is never empty, so only compaction can shrink it
+    for (let round = 0; round < 50_000; round++) {
+      queue.push(next++);
+      expect(queue.shift()).toBe(expected++);
+      longest = Math.max(longest, held());
+    }
+    expect(queue.size).toBe(3);
+    expect(longest).toBeLessThanOrEqual(2 * 1024 + 3);
+  });
 });
