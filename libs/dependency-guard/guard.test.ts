@@ -185,6 +185,16 @@ describe('DependencyGuard', () => {
     for (const call of calls) call.resolve('done');
   });
 
+  it('once closed, logs and summarizes no outage a late call finds', async () => {
+    probeAnswers = false;
+    const g = guard({ isOutage: (error) => (error as Error).message === 'connection refused' });
+    g.close();
+    // a request still running at shutdown fails as the dependency goes: nothing is left ticking
+    await g.run(async () => Promise.reject(new Error('connection refused'))).catch(() => {});
+    expect(vi.getTimerCount()).toBe(0);
+    expect(recorded.lines).toEqual([]);
+  });
+
   it('summarizes a lasting outage once per interval, without a line per refused call', async () => {
     probeAnswers = false;
     const g = guard({ summaryIntervalMs: 10_000 });
