@@ -194,6 +194,12 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     await recordUsage(db, orgId, metered, '7', '2026-02-01T00:00:00.000Z');
     const previous = await getSubscriptionUsage(db, stores, orgId, subscription.id, { period: 'previous' });
     expect(previous.items[0]).toMatchObject({ quantity: '120.00000000', late_quantity: '40.00000000' });
+    // read at the very instant January ended: it has ended (and was billed), so its late usage shows
+    const atEnd = await getSubscriptionUsage(db, stores, orgId, subscription.id, {
+      period: 'previous',
+      now: FEB,
+    });
+    expect(atEnd.items[0]).toMatchObject({ quantity: '120.00000000', late_quantity: '40.00000000' });
     // the running period's usage is its own: January's late line is the upcoming invoice's, not February's
     const running = await getSubscriptionUsage(db, stores, orgId, subscription.id);
     expect(running.items[0]).toMatchObject({ quantity: '7.00000000', amount: '7.00000000' });

@@ -133,6 +133,21 @@ describe('usage read-back, embedded mode', () => {
     expect(usage.lag_seconds).toBeLessThan(1);
   });
 
+  it('never answers a negative lag: a reading clock behind as_of (another host) gives 0', async () => {
+    const behind = new Date(Date.now() - 60_000);
+    const usage = await getSubscriptionUsage(
+      api.platform.db,
+      api.usage.readStores,
+      org.orgId,
+      subscriptionId,
+      {
+        now: behind,
+      },
+    );
+    expect(Date.parse(usage.as_of)).toBeGreaterThan(behind.getTime());
+    expect(usage.lag_seconds).toBe(0);
+  });
+
   it('names the period before the first one empty, at the start: never before the subscription began', async () => {
     const previous = await get(`/subscriptions/${subscriptionId}/usage?period=previous`);
     expect(previous.statusCode, previous.body).toBe(200);
