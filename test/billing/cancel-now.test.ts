@@ -217,6 +217,24 @@ describe('cancel now', () => {
     expect(await creditBalance(database.db, customerId)).toBe('311.85000000');
   });
 
+  it("posts the final invoice at once though the organization's period invoices wait a grace", async () => {
+    const { orgId, subscription } = await upgradedWithUsage();
+    await database.db.query('UPDATE organizations SET invoice_grace_hours = 24 WHERE id = $1', [orgId]);
+    const canceled = await database.db.transaction((tx) =>
+      cancelSubscription(tx, { subscriptionId: subscription.id, now: at('2026-03-17T00:00:00Z') }),
+    );
+    // nothing of the subscription is billed later: a draft waiting for its grace would be its last word
+    expect(await lines(orgId, canceled.final_invoice_id!)).toMatchObject({
+      total: '188.15000000',
+      status: 'POSTED',
+    });
+    const { rows } = await database.db.query<{ post_at: Date | null }>(
+      'SELECT post_at FROM invoices WHERE id = $1',
+      [canceled.final_invoice_id],
+    );
+    expect(rows[0]!.post_at).toBeNull();
+  });
+
   it('nothing to bill: a trial, or the first instant of a period just invoiced', async () => {
     const { orgId } = await createTestOrg(database.db);
     const { seats } = await basicCatalog(database.db, orgId);
