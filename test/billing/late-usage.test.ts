@@ -180,6 +180,22 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     return { orgId, customerId, subscription, metered, make };
   }
 
+  it('a run catching up several periods puts the late line on the first of their invoices', async () => {
+    const { orgId, metered } = await setup();
+    await recordUsage(db, orgId, metered, '80', '2026-01-10T00:00:00Z');
+    expect((await runBilling(db, { usage, orgId, now: FEB })).invoice_ids).toHaveLength(1);
+    await recordUsage(db, orgId, metered, '40', '2026-01-20T00:00:00Z');
+    // no run on Mar 1: February and March are billed by one run, in one batch
+    const caughtUp = await runBilling(db, { usage, orgId, now: APR });
+    const invoices = await Promise.all(caughtUp.invoice_ids.map((id) => invoiceOf(db, id)));
+    expect(invoices.map((invoice) => invoice.period_start)).toEqual(['2026-02-01', '2026-03-01']);
+    const late = await Promise.all(caughtUp.invoice_ids.map((id) => lateLinesOf(db, id)));
+    expect(late.map((lines) => lines.map((line) => line.description))).toEqual([
+      ['API calls: late usage, Jan 1-31'],
+      [],
+    ]);
+  });
+
   it('bills late usage of a posted period once, on the next invoice, where its tiers left off', async () => {
     const { orgId, subscription, metered } = await setup();
     await recordUsage(db, orgId, metered, '80', '2026-01-10T00:00:00Z');
