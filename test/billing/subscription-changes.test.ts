@@ -135,6 +135,28 @@ async function billAt(orgId: number, now: string) {
 }
 
 describe('subscription changes, billed by the run', () => {
+  it("a batch whose periods end on different days carries every period's waiting lines", async () => {
+    const { orgId, customerId, seats, subscription } = await seatsFromMarch();
+    const item = subscription.items[0]!;
+    await change(orgId, subscription.id, { items: [{ id: item.id, quantity: 3 }] }, '2026-03-11T00:00:00Z');
+    // another subscription of the batch, not billed since February: its first period ends on Mar 1
+    await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 1 }],
+      start_date: at('2026-02-01T00:00:00Z'),
+    });
+    const summary = await billAt(orgId, '2026-04-01T00:00:00Z');
+    expect(summary.invoice_ids).toHaveLength(3);
+    const march = (
+      await database.db.query<{ id: string }>('SELECT id FROM invoices WHERE subscription_id = $1', [
+        subscription.id,
+      ])
+    ).rows;
+    expect(march).toHaveLength(1);
+    // seats, then the change's credit and charge: on the invoice of the period they belong to
+    expect((await invoiceLines(orgId, march[0]!.id)).lines).toHaveLength(3);
+  });
+
   it('upgrade mid-period: the preview equals what is applied, the next invoice carries both lines', async () => {
     const { orgId, subscription } = await seatsFromMarch();
     const item = subscription.items[0]!;
