@@ -167,6 +167,56 @@ describe('billing run', () => {
     expect(again.invoices_created).toBe(0);
   });
 
+  it('skips a subscription another run holds, without waiting for it or billing it twice', async () => {
+    const { orgId, customerId, seats } = await orgWithCatalog();
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }],
+      start_date: at('2026-01-01T00:00:00Z'),
+    });
+    const holder = new Database(database.url, { poolSize: 1 });
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let held = () => {};
+    const holding = new Promise<void>((resolve) => {
+      held = resolve;
+    });
+    // a batch of another run in flight: the row claimed as a claim locks it, its commit still to come
+    const inFlight = holder.transaction(async (tx) => {
+      await tx.query('SELECT id FROM subscriptions WHERE id = $1 FOR NO KEY UPDATE', [subscription.id]);
+      held();
+      await released;
+    });
+    try {
+      await holding;
+      const options = { usage, now: at('2026-02-01T00:00:00Z'), subscriptionIds: [subscription.id] };
+      const run = runBilling(database.db, options);
+      const outcome = await Promise.race([
+        run,
+        new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 5000)),
+      ]);
+      release();
+      await inFlight;
+      expect(outcome === 'waited' ? await run : outcome).toMatchObject({ invoices_created: 0 });
+      expect(outcome).not.toBe('waited');
+    } finally {
+      release();
+      await inFlight.catch(() => {});
+      await holder.close();
+    }
+    expect(
+      (
+        await runBilling(database.db, {
+          usage,
+          now: at('2026-02-01T00:00:00Z'),
+          subscriptionIds: [subscription.id],
+        })
+      ).invoices_created,
+    ).toBe(1);
+  });
+
   it('never charges a trial: the first invoice covers the first paid period, from the trial end', async () => {
     const { orgId, customerId, seats } = await orgWithCatalog();
     const subscription = await subscribe(database.db, orgId, {
