@@ -235,6 +235,36 @@ describe('cancel now', () => {
     expect(rows[0]!.post_at).toBeNull();
   });
 
+  it('canceled in the first paid period after a trial: the one-time items are on the final invoice', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const { seats } = await basicCatalog(database.db, orgId);
+    const setup = await productIn(database.db, orgId, {
+      name: 'Setup',
+      unit_price: '99',
+      pricing_type: 'one_time',
+    });
+    const customerId = await customerIn(database.db, orgId);
+    const subscription = await subscribe(
+      database.db,
+      orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: seats }, { product_id: setup }],
+        trial_days: 14,
+        start_date: at('2026-03-01T00:00:00Z'),
+      },
+      at('2026-03-01T00:00:00Z'),
+    );
+    // the trial ends Mar 15: the first paid period begins then, nothing is invoiced for the trial
+    const trialEnd = await runBilling(database.db, { usage, orgId, now: at('2026-03-15T00:00:00Z') });
+    expect(trialEnd.trials_ended).toBe(1);
+    const canceled = await database.db.transaction((tx) =>
+      cancelSubscription(tx, { subscriptionId: subscription.id, now: at('2026-03-20T00:00:00Z') }),
+    );
+    const final = await lines(orgId, canceled.final_invoice_id!);
+    expect(final.lines.map(([description]) => description)).toContain('Setup');
+  });
+
   it('nothing to bill: a trial, or the first instant of a period just invoiced', async () => {
     const { orgId } = await createTestOrg(database.db);
     const { seats } = await basicCatalog(database.db, orgId);
