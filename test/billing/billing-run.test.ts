@@ -167,6 +167,39 @@ describe('billing run', () => {
     expect(again.invoices_created).toBe(0);
   });
 
+  it("bills each organization's usage when one batch holds several organizations' periods alike", async () => {
+    const orgs = [await orgWithCatalog(), await orgWithCatalog()];
+    const subscriptions = [];
+    for (const [index, org] of orgs.entries()) {
+      const subscription = await subscribeFrom(
+        org.orgId,
+        org.customerId,
+        org.apiCalls,
+        '2026-01-01T00:00:00Z',
+      );
+      // the same window in both organizations: usage totals are still read per organization
+      await recordUsage(
+        database.db,
+        org.orgId,
+        subscription.items[0]!.id,
+        String(10 * (index + 1)),
+        '2026-01-10T00:00:00Z',
+      );
+      subscriptions.push(subscription);
+    }
+    const summary = await runBilling(database.db, {
+      usage,
+      now: at('2026-02-01T00:00:00Z'),
+      subscriptionIds: subscriptions.map((subscription) => subscription.id),
+    });
+    expect(summary.invoices_created).toBe(2);
+    // 10 and 20 calls at 1.00, HST 13 %
+    const totals = await Promise.all(
+      subscriptions.map(async (s) => (await invoicesOf(database.db, s.id))[0]!.total),
+    );
+    expect(totals).toEqual(['11.30000000', '22.60000000']);
+  });
+
   it('skips a subscription another run holds, without waiting for it or billing it twice', async () => {
     const { orgId, customerId, seats } = await orgWithCatalog();
     const subscription = await subscribe(database.db, orgId, {
