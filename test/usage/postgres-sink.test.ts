@@ -25,6 +25,18 @@ function event(itemId: number, quantity: string, occurredAt: string): UsageEvent
   return { ...usageEventRecord(orgId, itemId, quantity), occurredAtMs: Date.parse(occurredAt) };
 }
 
+/** A metered usage item, and a customer's subscription whose invoices the test writes itself. */
+async function itemWithSubscription() {
+  const itemId = (await createUsageItems(database.db, orgId)).metered;
+  const { apiCalls } = await basicCatalog(database.db, orgId);
+  const customerId = await customerIn(database.db, orgId);
+  const subscription = await subscribe(database.db, orgId, {
+    customer_id: customerId,
+    items: [{ product_id: apiCalls }],
+  });
+  return { itemId, customerId, subscription };
+}
+
 async function dailyTotals(itemId: number): Promise<Record<string, string>> {
   const { rows } = await database.db.query<{ day: string; quantity: string }>(
     `SELECT day::text AS day, quantity::text AS quantity FROM usage_daily_totals
@@ -80,13 +92,7 @@ describe('the Postgres usage sink', () => {
   });
 
   it("credits a void to a posted period over its item's window [start, end), and marks the period from its first instant", async () => {
-    const itemId = (await createUsageItems(database.db, orgId)).metered;
-    const { apiCalls } = await basicCatalog(database.db, orgId);
-    const customerId = await customerIn(database.db, orgId);
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: apiCalls }],
-    });
+    const { itemId, customerId, subscription } = await itemWithSubscription();
     const { rows: invoices } = await database.db.query<{ id: string }>(
       `INSERT INTO invoices (org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start,
          period_end, due_date, status, currency, posted_at)
@@ -146,13 +152,7 @@ describe('the Postgres usage sink', () => {
   });
 
   it('credits a posted period, not a draft, by every voided event, equal quantities included', async () => {
-    const itemId = (await createUsageItems(database.db, orgId)).metered;
-    const { apiCalls } = await basicCatalog(database.db, orgId);
-    const customerId = await customerIn(database.db, orgId);
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: apiCalls }],
-    });
+    const { itemId, customerId, subscription } = await itemWithSubscription();
     const { rows: invoices } = await database.db.query<{ id: string }>(
       `INSERT INTO invoices (org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start,
          period_end, due_date, status, currency, posted_at)
