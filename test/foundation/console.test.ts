@@ -144,6 +144,29 @@ describe('console', () => {
     expect(unknown.stderr).toMatch(/^unknown command: frobnicate\n/);
   });
 
+  it('customer show with --org finds the customer only within that organization', async () => {
+    const owner = (await console_('org', 'create', '--name', 'Owner Co')).json();
+    const other = (await console_('org', 'create', '--name', 'Other Co')).json();
+    const customer = (
+      await console_('customer', 'create', '--org', String(owner.id), '--name', 'Scoped')
+    ).json();
+    const own = await console_('customer', 'show', '--id', String(customer.id), '--org', String(owner.id));
+    expect(own.code).toBe(0);
+    expect(own.json()).toMatchObject({ id: customer.id, name: 'Scoped' });
+    // --org names the organization to look in: another one's customer is not found there
+    const elsewhere = await console_(
+      'customer',
+      'show',
+      '--id',
+      String(customer.id),
+      '--org',
+      String(other.id),
+    );
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stdout).toBe('');
+    expect(elsewhere.stderr).toMatch(/NOT_FOUND/);
+  });
+
   it('names the flag, not the body field, when the domain refuses a value (exit 2, with usage)', async () => {
     const org = (await console_('org', 'create', '--name', 'Fields Co')).json();
     const customer = await console_(

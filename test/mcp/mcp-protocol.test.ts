@@ -59,6 +59,12 @@ describe('MCP endpoint over plain HTTP', () => {
     expect(body.result.protocolVersion).toBe('2025-11-25');
   });
 
+  it('initialize: params that are not an object are -32602, with the request id', async () => {
+    const body = await rpc({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: ['2025-11-25'] });
+    expect(body).toMatchObject({ jsonrpc: '2.0', id: 'init', error: { code: -32602 } });
+    expect(body.result).toBeUndefined();
+  });
+
   it('answers any notification, notifications/initialized included, with 202 and no body', async () => {
     for (const method of ['notifications/initialized', 'notifications/cancelled', 'notifications/whatever']) {
       const response = await post({ jsonrpc: '2.0', method });
