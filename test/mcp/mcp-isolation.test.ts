@@ -198,30 +198,36 @@ describe('MCP tools are read-only', () => {
 
 describe('MCP tool failures', () => {
   it('reports a server-side failure inside a tool as a generic isError result, never its detail', async () => {
-    const failing: McpTool = {
-      name: 'down_tool',
-      title: 'Fails',
-      description: 'Its dependency is down.',
-      input: z.strictObject({}),
-      async run() {
-        throw ApiError.serviceUnavailable('redis at 10.0.0.7:6379 refused the connection');
-      },
-    };
-    const server = new McpServer({ db: api.platform.db, log: runLogger('mcp-test'), tools: [failing] });
-    const answer = await server.handleHttpBody(
-      JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'down_tool' } }),
-      { orgId: orgA.orgId },
-    );
-    expect(answer).toEqual({
-      status: 200,
-      body: {
-        jsonrpc: '2.0',
-        id: 2,
-        result: {
-          isError: true,
-          content: [{ type: 'text', text: 'The down_tool tool failed unexpectedly; try again later.' }],
+    // a 503 and a plain 500 alike: only a 4xx is the caller's to read
+    for (const error of [
+      ApiError.serviceUnavailable('redis at 10.0.0.7:6379 refused the connection'),
+      new ApiError('INTERNAL_SERVER_ERROR', 'pool at 10.0.0.7:5432 exhausted'),
+    ]) {
+      const failing: McpTool = {
+        name: 'down_tool',
+        title: 'Fails',
+        description: 'Its dependency is down.',
+        input: z.strictObject({}),
+        async run() {
+          throw error;
         },
-      },
-    });
+      };
+      const server = new McpServer({ db: api.platform.db, log: runLogger('mcp-test'), tools: [failing] });
+      const answer = await server.handleHttpBody(
+        JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'down_tool' } }),
+        { orgId: orgA.orgId },
+      );
+      expect(answer).toEqual({
+        status: 200,
+        body: {
+          jsonrpc: '2.0',
+          id: 2,
+          result: {
+            isError: true,
+            content: [{ type: 'text', text: 'The down_tool tool failed unexpectedly; try again later.' }],
+          },
+        },
+      });
+    }
   });
 });
