@@ -110,6 +110,22 @@ describe('the outbox', () => {
     }
   });
 
+  it('wakes nobody for a transaction that emits no events', async () => {
+    const listener = await database.db.pool.connect();
+    const notifications: string[] = [];
+    listener.on('notification', (message) => notifications.push(message.channel));
+    await listener.query('LISTEN outbox');
+    try {
+      // a billing run that posts nothing must not send the dispatcher looking for work
+      expect(await database.db.transaction((tx) => emitDomainEvents(tx, []))).toEqual([]);
+      expect(await emitDomainEvents(database.db, [])).toEqual([]);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(notifications).toEqual([]);
+    } finally {
+      listener.release();
+    }
+  });
+
   it('inserts, in a statement of its own, only the events whose gate holds, in the order given', async () => {
     const values: unknown[] = [];
     const insert = outboxInsert(
