@@ -19,6 +19,11 @@ describe('console argv', () => {
     ]);
   });
 
+  it('names a boolean flag given twice, whatever the value given first', () => {
+    expect(parseArgv(['--draft=false', '--draft']).repeated).toEqual(['draft']);
+    expect(parseArgv(['--draft', '--draft']).repeated).toEqual(['draft']);
+  });
+
   it('takes a value beginning with a single dash as the value', () => {
     expect(parseArgv(['--amount', '-5', '--note', '- see ticket', '--draft']).flags).toEqual({
       amount: '-5',
