@@ -276,6 +276,8 @@ describe('the official MCP SDK client against the endpoint', () => {
     // subscription_id filters too: the alert is of this subscription, none of another's
     expect((await call('list_alerts', { subscription_id: subscriptionId })).total).toBe(1);
     expect((await call('list_alerts', { subscription_id: data.subscriptions.ontario })).total).toBe(0);
+    // and customer_id: another customer of the organization has none
+    expect((await call('list_alerts', { customer_id: data.customers.ontario })).total).toBe(0);
 
     // entitlements: what GET /customers/{id}/entitlements answers, one product's too
     const entitlements = await call('get_entitlements', { customer_id: customerId });
