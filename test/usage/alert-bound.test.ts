@@ -15,6 +15,7 @@ import {
   PostgresUsageSink,
   type UsageEventRecord,
   type UsageReadStores,
+  type UsageSink,
 } from '../../libs/usage/index.js';
 import { basicCatalog, customerIn, outbox, subscribe } from '../billing/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
@@ -91,6 +92,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** billing_alert_reads_total of `reason` in this process. */
 const reads = async (reason: 'suspect' | 'refresh' | 'settle') =>
   (await alertReads.get()).values.find((value) => value.labels.reason === reason)?.value ?? 0;
+
+/** Counted in Postgres (as the pg-sink would), then handed to a sink of the alerts group. */
+async function countedThenHanded(sink: UsageSink, events: UsageEventRecord[]): Promise<void> {
+  await new PostgresUsageSink(database.db).write(events);
+  await sink.write(events);
+}
 
 /** A guardrails evaluator with only the alert policy, as the embedded mode runs it. */
 function evaluator() {
@@ -252,8 +259,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
       // (bound 10, far below 100: without the staleness it would wait for the sweep)
       await sleep(refreshMs + 100);
       const moved = event('10');
-      await new PostgresUsageSink(database.db).write([moved]);
-      await sink.write([moved]);
+      await countedThenHanded(sink, [moved]);
       expect(await state()).toMatchObject({ status: 'OK', value: '10.00000000' });
     } finally {
       await guardrails.stop();
@@ -293,8 +299,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await sleep(SETTLE_MS + 50);
       const { event, state } = await alertedItem('100');
       const skipped = event('60');
-      await new PostgresUsageSink(database.db).write([skipped]);
-      await sink.write([skipped]); // bound 60, a fresh reading: skipped
+      await countedThenHanded(sink, [skipped]); // bound 60, a fresh reading: skipped
       expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
       // no further usage: the sweep reads it, at the latest 1.5 refreshMs after it was skipped
       await eventually(async () => expect(await state()).toMatchObject({ value: '60.00000000' }), 2000);
@@ -429,15 +434,13 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await sink.write([]); // the first load: its reading at creation bounds it, so it is not read
       const pgSink = new PostgresUsageSink(database.db);
       const mine = event('60');
-      await pgSink.write([mine]);
-      await sink.write([mine]); // bound 60: skipped, the row keeps the reading made at creation
+      await countedThenHanded(sink, [mine]); // bound 60: skipped, the row keeps the reading made at creation
       expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
       // a second member joined: it takes some partitions, and reads this item's usage there
       sink.assigned?.(false);
       await pgSink.write([event('30')]);
       const next = event('10');
-      await pgSink.write([next]);
-      await sink.write([next]); // this member's bound would be 70: without the whole log, no bound
+      await countedThenHanded(sink, [next]); // this member's bound would be 70: without the whole log, no bound
       expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
       expect(await triggered()).toBe(1);
     } finally {
@@ -527,8 +530,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await sink.write([]); // the first load
       const pgSink = new PostgresUsageSink(database.db);
       const crossing = event('100');
-      await pgSink.write([crossing]);
-      await sink.write([crossing]);
+      await countedThenHanded(sink, [crossing]);
       expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
       expect(await triggered()).toBe(1);
       const voids = [{ event: crossing, voidedAtMs: Date.now() }];
@@ -580,15 +582,12 @@ describe('usage_quantity alerts read only near their threshold', () => {
       const { event, state, triggered } = await alertedItem('100');
       await sink.write([]); // the first load: its reading at creation bounds it, so it is not read
       const readAt = Date.now();
-      const pgSink = new PostgresUsageSink(database.db);
       // recorded before the reading's as_of, answered (and counted) after it: the bound must hold it
       const early = event('60', readAt - 2000);
-      await pgSink.write([early]);
-      await sink.write([early]); // bound 60: skipped
+      await countedThenHanded(sink, [early]); // bound 60: skipped
       expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
       const next = event('40');
-      await pgSink.write([next]);
-      await sink.write([next]); // bound 100: read, and fired
+      await countedThenHanded(sink, [next]); // bound 100: read, and fired
       expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
       expect(await triggered()).toBe(1);
     } finally {
@@ -609,8 +608,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
       ]);
       await sleep(1600); // the next reload is due: it reads what was written since the last, less the margin
       const crossing = event('100');
-      await new PostgresUsageSink(database.db).write([crossing]);
-      await sink.write([crossing]);
+      await countedThenHanded(sink, [crossing]);
       expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
       expect(await triggered()).toBe(1);
     } finally {
@@ -629,8 +627,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
     try {
       // its own bound would be 40, but the reading predates it: read, and fired
       const next = event('40');
-      await pgSink.write([next]);
-      await sink.write([next]);
+      await countedThenHanded(sink, [next]);
       expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
       expect(await triggered()).toBe(1);
     } finally {
@@ -647,8 +644,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
       // loaded by a reload since (every 200 ms): its reading at creation bounds it
       await sleep(600);
       const skipped = event('60');
-      await new PostgresUsageSink(database.db).write([skipped]);
-      await sink.write([skipped]); // bound 60: skipped
+      await countedThenHanded(sink, [skipped]); // bound 60: skipped
       expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
       await eventually(async () => expect(await state()).toMatchObject({ value: '60.00000000' }), 5000);
       expect((await state()).status).toBe('OK');
@@ -664,8 +660,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await sleep(SETTLE_MS + 50);
       const { event, state } = await alertedItem('100');
       const early = event('60');
-      await new PostgresUsageSink(database.db).write([early]);
-      await sink.write([early]); // no alert of the item in memory yet: nothing to decide
+      await countedThenHanded(sink, [early]); // no alert of the item in memory yet: nothing to decide
       // the next reload finds the alert new and skips it (bound 60); no event of the item follows
       expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
       await eventually(async () => expect(await state()).toMatchObject({ value: '60.00000000' }), 6000);
@@ -748,8 +743,7 @@ async function touchedByVoidThenEvent(voidedItem: number, laterItem: number): Pr
     // the void first
     await sink.writeVoids(voids);
     const after = record(laterItem, '1');
-    await pgSink.write([after]);
-    await sink.write([after]);
+    await countedThenHanded(sink, [after]);
     guardrails.attach(stores);
     await eventually(async () => expect(seen).toHaveLength(1), 10_000);
     return seen[0]!;
