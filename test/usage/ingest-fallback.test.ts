@@ -1,7 +1,13 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { runTs } from '../helpers/processes.js';
-import { createUsageItems, INGEST_LISTENING, serviceProcesses, type UsageItems } from './support.js';
+import {
+  createUsageItems,
+  eventually,
+  INGEST_LISTENING,
+  serviceProcesses,
+  type UsageItems,
+} from './support.js';
 
 /**
  * Which HTTP server the ingest service process runs on, and that it says so: uWebSockets.js'
@@ -75,7 +81,12 @@ describe('ingest service process', () => {
       INGEST_LISTENING,
     );
     try {
-      expect(ingest.output()).toMatch(/"level":"error".*no native binary.*serving on Node's HTTP server/);
+      // the logger's line travels apart from the plain "listening" line: it may come just after
+      await eventually(
+        async () =>
+          expect(ingest.output()).toMatch(/"level":"error".*no native binary.*serving on Node's HTTP server/),
+        5000,
+      );
       const base = `http://127.0.0.1:${ingest.match[1]}`;
       expect(await serving(base)).toEqual({ httpServer: 'node-http', gauge: 0 });
       const post = (body: unknown, key?: string) =>
