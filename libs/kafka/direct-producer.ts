@@ -58,12 +58,33 @@ export class KafkaProduceRefused extends Error {
   }
 }
 
-interface Route {
+export interface Route {
   /** Partition ids of the topic whose leader is known, in order. */
   partitions: number[];
   /** Leader node id by partition id. */
   leaders: Map<number, number>;
   brokers: Map<number, { host: string; port: number }>;
+}
+
+/**
+ * The route from the topic's metadata: each partition with a leader (node ids start at 0; -1 means
+ * none), in partition order. Undefined when no partition has a leader.
+ */
+export function routeOf(
+  partitions: readonly { partitionId: number; leader: number }[],
+  brokers: readonly { nodeId: number; host: string; port: number }[],
+): Route | undefined {
+  const leaders = new Map<number, number>();
+  // a leader is enough (a partition may report a replica down); a moved one refuses, see send
+  for (const { partitionId, leader } of partitions) {
+    if (leader >= 0) leaders.set(partitionId, leader);
+  }
+  if (!leaders.size) return undefined;
+  return {
+    partitions: [...leaders.keys()].sort((a, b) => a - b),
+    leaders,
+    brokers: new Map(brokers.map(({ nodeId, host, port }) => [nodeId, { host, port }])),
+  };
 }
 
 /** Which way a produce call went: straight to the leaders, or through kafkajs' producer. */
@@ -221,21 +242,7 @@ export class DirectProducer {
         this.admin.fetchTopicMetadata({ topics: [this.options.topic] }),
         this.admin.describeCluster(),
       ]);
-      const partitions = topics[0]?.partitions ?? [];
-      const leaders = new Map<number, number>();
-      // a leader is enough (a partition may report a replica down); a moved one refuses, see send
-      for (const { partitionId, leader } of partitions) {
-        if (leader >= 0) leaders.set(partitionId, leader);
-      }
-      if (!leaders.size) {
-        this.route = undefined;
-        return;
-      }
-      this.route = {
-        partitions: [...leaders.keys()].sort((a, b) => a - b),
-        leaders,
-        brokers: new Map(brokers.map(({ nodeId, host, port }) => [nodeId, { host, port }])),
-      };
+      this.route = routeOf(topics[0]?.partitions ?? [], brokers);
     } catch {
       // The topic is not there yet or the cluster does not answer: kafkajs' producer takes the
       // sends (and creates the topic, or reports the outage) until a later read succeeds.
