@@ -3,8 +3,8 @@ import type { BillingPeriod } from '../../schemas/index.js';
 import type { BillableItem, PriceTier } from '../pricing/index.js';
 
 /**
- * A subscription's item set (docs/decisions.md, "Subscription changes and payable amounts"): the one place where
- * items are kept, re-quantified, added and removed, for an immediate change and for a scheduled
+ * A subscription's item set (docs/decisions.md, "Subscription changes"): the one place where items
+ * are kept, re-quantified, added and removed, for an immediate change and for a scheduled
  * one the billing run applies at the boundary. Worked out in memory from what one statement read
  * (changeReadColumns), written by one statement (itemSetWriteCtes): a change is two round trips.
  *
