@@ -200,6 +200,26 @@ describe('noteTax', () => {
     ]);
   });
 
+  it('never gives back less than nothing: a component earlier notes took more of than it has left stays at zero', () => {
+    // earlier notes gave back 5.40 of GST (their split, from a rule since changed) though the invoice
+    // charged 5.39: the note completing the subtotal takes 0.00 of it, not -0.01, and the QST left
+    const last = noteTax({
+      components,
+      invoiceSubtotal: parseMoney('107.76'),
+      currency: 'CAD',
+      subtotal: parseMoney('7.76'),
+      creditedBefore: {
+        subtotal: parseMoney('100'),
+        tax: new Map([
+          ['GST', parseMoney('5.40')],
+          ['QST', parseMoney('10.70')],
+        ]),
+      },
+    });
+    expect(last.lines.map((l) => l.amount)).toEqual(['0.00000000', '0.05000000']);
+    expect(formatMoney(last.amount)).toBe('0.05000000');
+  });
+
   it("without a rate, each later note takes its own subtotal's share of the invoice's component", () => {
     // 13.00 over 100.00: a note of 30.00 takes 3.90, and so does the next one of 30.00 (not the
     // share of both notes' 60.00, nor a share of the 9.10 left)
