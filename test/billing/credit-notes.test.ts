@@ -151,6 +151,11 @@ function fieldsOf(response: { statusCode: number; body: string; json(): unknown 
   return body.details.map((d) => d.field);
 }
 
+function messagesOf(response: { statusCode: number; body: string; json(): unknown }): string[] {
+  expect(response.statusCode, response.body).toBe(422);
+  return (response.json() as { details: { message: string }[] }).details.map((d) => d.message);
+}
+
 const sum = (values: string[]) => formatMoney(addScaled(...values.map(parseMoney)));
 
 describe('issuing a credit note', () => {
@@ -434,10 +439,15 @@ describe('refusals', () => {
         ]),
       ),
     ).toEqual(['lines.1.amount']);
-    await note(inv, [[1, '7.77']]);
+    await note(inv, [[1, '3.00']]);
+    // the refusal says what is left of the line, earlier notes counted
+    expect(messagesOf(await creditRequest(inv, [[1, '4.78']]))).toEqual([
+      `Exceeds what is left to credit on item ${inv.items[1]!.id} (4.77000000 CAD of 7.77000000).`,
+    ]);
+    await note(inv, [[1, '4.77']]);
     expect(fieldsOf(await creditRequest(inv, [[1, '0.01']]))).toEqual(['lines.0.amount']);
     // nothing was written by the refusals
-    expect((await get(`/invoices/${inv.id}/credit-notes`)).json().data).toHaveLength(1);
+    expect((await get(`/invoices/${inv.id}/credit-notes`)).json().data).toHaveLength(2);
   });
 
   it('never credits more than the subtotal when the invoice has a credit line (a proration credit)', async () => {
@@ -450,9 +460,23 @@ describe('refusals', () => {
       [inv.id, inv.items[1]!.id],
     );
     expect(fieldsOf(await creditRequest(inv, [[0, '99.99']]))).toEqual(['lines']);
-    expect(fieldsOf(await creditRequest(inv, [[1, '1.00']]))).toEqual(['lines.0.amount']);
-    const all = await note(inv, [[0, '92.22']]);
-    expect(all).toMatchObject({ subtotal: '92.22000000', tax: '13.81000000', total: '106.03000000' });
+    expect(messagesOf(await creditRequest(inv, [[0, '99.99']]))).toEqual([
+      `Exceeds what is left to credit on invoice ${inv.invoice_number} before tax (92.22000000 CAD of its subtotal 92.22000000).`,
+    ]);
+    // a credit line has nothing to credit: what is left of it is nothing, not less
+    expect(messagesOf(await creditRequest(inv, [[1, '1.00']]))).toEqual([
+      `Exceeds what is left to credit on item ${inv.items[1]!.id} (0.00000000 CAD of -7.77000000).`,
+    ]);
+    const some = await note(inv, [[0, '90.00']]);
+    expect(some).toMatchObject({ subtotal: '90.00000000' });
+    // the first line has 9.99 left, the invoice's subtotal 2.22 only
+    expect(messagesOf(await creditRequest(inv, [[0, '2.23']]))).toEqual([
+      `Exceeds what is left to credit on invoice ${inv.invoice_number} before tax (2.22000000 CAD of its subtotal 92.22000000).`,
+    ]);
+    await note(inv, [[0, '2.22']]);
+    expect(messagesOf(await creditRequest(inv, [[0, '0.01']]))).toEqual([
+      `Exceeds what is left to credit on invoice ${inv.invoice_number} before tax (0.00000000 CAD of its subtotal 92.22000000).`,
+    ]);
     expect(await invoice(inv.id)).toMatchObject({ status: 'PAID', balance: '0.00000000' });
   });
 
