@@ -176,6 +176,10 @@ describe('credit note documents', () => {
       expect(pdf).toContain(displayMoney(note.total, 'CAD', 'en'));
       expect(frHtml).toContain(displayMoney(note.total, 'CAD', 'fr-CA'));
     }
+    // oldest first, as they were issued
+    const [first, second] = notes.map((note) => `<td>${note.number}</td>`);
+    expect(html.indexOf(first!)).toBeLessThan(html.indexOf(second!));
+    expect(pdf.indexOf(notes[0]!.number)).toBeLessThan(pdf.indexOf(notes[1]!.number));
   });
 
   it("404 for another organization's note; 422 for an unknown locale", async () => {
