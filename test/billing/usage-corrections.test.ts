@@ -355,6 +355,27 @@ describe('voiding an invoiced event with a correcting credit note', () => {
     );
   });
 
+  it('a correction of a period whose invoice was withdrawn is a 409 naming it; nothing is voided', async () => {
+    const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
+    const event = await usage(item, 3);
+    const run = await runBilling(db(), {
+      usage: usageSource(new PostgresUsageAggregator(db())),
+      orgId: org.orgId,
+      subscriptionIds: [subscription.id],
+      now: new Date('2026-02-01T00:00:00Z'),
+    });
+    expect(run.failures).toEqual([]);
+    await db().query(`UPDATE invoices SET status = 'WITHDRAWN' WHERE id = $1`, [run.invoice_ids[0]]);
+    const refused = await voidIt(event, { correction: 'credit_note' });
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect(refused.json().detail).toContain(
+      'which is WITHDRAWN: only a posted invoice takes a correcting credit note',
+    );
+    expect((await api.request({ path: `/usage/events/${event}`, key: org.apiKey })).json().data.status).toBe(
+      'ACTIVE',
+    );
+  });
+
   it('a correction of a period not invoiced yet is a 409; a bad correction is a 422', async () => {
     const { item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
     const open = await usage(item, 3, Date.now() - HOUR);
