@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockCreditCustomer } from '../../libs/billing/credits/index.js';
 import {
   checkTopUps,
+  createCreditGrant,
   postInvoice,
   recordPayment,
   runBilling,
@@ -678,6 +679,22 @@ describe('balance and top-up', () => {
     expect(await balanceWith('1 microsecond', '1 day')).toBe('0.00000000');
     expect(await balanceWith('-1 day', '0')).toBe('0.00000000');
     expect(await balanceWith('-1 day', '1 microsecond')).toBe('7.00000000');
+  });
+
+  it("a grant given no effective_at is effective from its transaction's now(), not the caller's clock", async () => {
+    // what the transaction reads after it (a posting, a balance) counts the grant, whatever instant
+    // the caller judged by (a top-up passes the instant of the balance it read)
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    await db().transaction(async (tx) => {
+      const { grant: made } = await createCreditGrant(tx, {
+        orgId: orgA.orgId,
+        customerId,
+        input: { amount: '2.00', category: 'promotional' },
+        now: new Date('2030-01-01T00:00:00Z'),
+      });
+      const { rows } = await tx.query<{ now: Date }>('SELECT now()');
+      expect(made.effective_at).toBe(rows[0]!.now.toISOString());
+    });
   });
 
   it('credit_balance counts a grant made effective after the reading transaction began', async () => {
