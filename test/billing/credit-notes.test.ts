@@ -581,6 +581,20 @@ describe.each([
       expect(isInMinorUnits(parseMoney(value), currency), value).toBe(true);
     }
   });
+
+  it("shares a note's tax over its lines in whole minor units", async () => {
+    // two lines of 1,001 and 1,000 (JPY: tax 300, a share of 150.07 and 149.93 -> 150 and 150)
+    const inv = await invoiceFor({ currency, prices: [price, price] });
+    const made = await note(inv, [
+      [0, amount],
+      [1, formatMoney(parseMoney(amount) - parseMoney(currency === 'JPY' ? '1' : '0.001'))],
+    ]);
+    expect(made.lines).toHaveLength(2);
+    for (const line of made.lines) {
+      expect(isInMinorUnits(parseMoney(line.tax_amount), currency), line.tax_amount).toBe(true);
+    }
+    expect(sum(made.lines.map((line) => line.tax_amount))).toBe(made.tax);
+  });
 });
 
 describe('reads', () => {
