@@ -58,6 +58,7 @@ const get = (path: string, key = orgA.apiKey) => api.request({ method: 'GET', pa
 
 interface Invoice {
   id: string;
+  subscription_id: number;
   invoice_number: string;
   status: string;
   total: string;
@@ -270,7 +271,18 @@ describe('issuing a credit note', () => {
     const inv = await invoiceFor({ prices: ['10.00'] });
     await db().transaction((tx) => recordPayment(tx, { invoiceId: inv.id, amount: inv.total }));
     const before = await creditBalance(db(), customerOf(inv));
+    // an alert on the customer's projected credit, evaluated now and again once the grant is made
+    const alert = await post('/alerts', {
+      subscription_id: inv.subscription_id,
+      metric: 'credit_balance',
+      threshold: '0',
+    });
+    expect(alert.statusCode, alert.body).toBe(201);
+    const projected = parseMoney(alert.json().data.value);
     const made = await note(inv, [[0, '10.00']], 'product_unsatisfactory');
+    expect((await get(`/alerts/${alert.json().data.id}`)).json().data.value).toBe(
+      formatMoney(projected + parseMoney('11.5')),
+    );
     // 10.00: GST 0.50, QST 0.9975 -> 1.00
     expect(made).toMatchObject({
       total: '11.50000000',
