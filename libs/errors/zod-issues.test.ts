@@ -123,3 +123,36 @@ describe('field errors from zod', () => {
     expect(many!.message).not.toMatch(/^Must be one of: a, b/);
   });
 });
+
+describe('field errors from zod: lists, formats and articles', () => {
+  it('reports a list with too many or too few items as too_long / too_short, naming the bound', () => {
+    const schema = z.strictObject({ many: z.array(z.number()).max(2), few: z.array(z.number()).min(3) });
+    const result = schema.safeParse({ many: [1, 2, 3], few: [1] }, ZOD_PARSE_OPTIONS);
+    expect(fieldErrorsFromZod(result.error!.issues)).toEqual([
+      { field: 'many', message: 'Must have at most 2 items.', code: 'too_long' },
+      { field: 'few', message: 'Must have at least 3 items.', code: 'too_short' },
+    ]);
+  });
+
+  it('says "e-mail address" only of an e-mail field; another format keeps its own message', () => {
+    const schema = z.strictObject({
+      email: z.email(),
+      id: z.uuid('Must be a UUID.'),
+    });
+    const result = schema.safeParse({ email: 'nope', id: 'nope' }, ZOD_PARSE_OPTIONS);
+    expect(fieldErrorsFromZod(result.error!.issues)).toEqual([
+      { field: 'email', message: 'Must be a valid e-mail address.', code: 'invalid_format' },
+      { field: 'id', message: 'Must be a UUID.', code: 'invalid_format' },
+    ]);
+  });
+
+  it('writes "an" before a type starting with any vowel, "a" before the others', () => {
+    const schema = z.strictObject({ o: z.object({}), u: z.undefined(), s: z.string() });
+    const result = schema.safeParse({ o: 1, u: 1, s: 1 }, ZOD_PARSE_OPTIONS);
+    expect(fieldErrorsFromZod(result.error!.issues).map((e) => e.message)).toEqual([
+      'Must be an object.',
+      'Must be an undefined.',
+      'Must be a string.',
+    ]);
+  });
+});
