@@ -1,5 +1,7 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { checkReadiness, type DependencyCheck } from './health.js';
+import { checkReadiness, clickhouseCheck, type DependencyCheck } from './health.js';
 import { answerOpsRequest, type OpsServer, startOpsServer } from './ops-server.js';
 
 /** The readiness logic alone, on plain probes (databaseCheck and the others run against real services under test/). */
@@ -113,5 +115,41 @@ describe('startOpsServer', () => {
     const head = await fetch(url('/readyz'), { method: 'HEAD' });
     expect(head.status).toBe(200);
     expect(await head.text()).toBe('');
+  });
+});
+
+describe('clickhouseCheck', () => {
+  let server: Server;
+  let status = 200;
+  const seen: { url?: string; authorization?: string }[] = [];
+  beforeAll(async () => {
+    server = createServer((request, response) => {
+      seen.push({ url: request.url, authorization: request.headers.authorization });
+      response.writeHead(status, { 'content-type': 'text/plain' });
+      response.end(status === 200 ? 'Ok.\n' : 'down');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it("pings /ping without the URL's user and password, which fetch would refuse and /readyz would show", async () => {
+    const { port } = server.address() as AddressInfo;
+    const check = clickhouseCheck(`http://billing:s3cret@127.0.0.1:${port}/?database=billing`);
+    status = 200;
+    const ready = await checkReadiness([check]);
+    expect(ready).toMatchObject({ ready: true, checks: { clickhouse: { status: 'ok' } } });
+    expect(seen.at(-1)).toEqual({ url: '/ping', authorization: undefined });
+    // a password alone is a credential too
+    const passwordOnly = await checkReadiness([clickhouseCheck(`http://:s3cret@127.0.0.1:${port}`)]);
+    expect(passwordOnly.ready).toBe(true);
+  });
+
+  it('is down while ClickHouse answers /ping with an error status, naming it', async () => {
+    const { port } = server.address() as AddressInfo;
+    status = 503;
+    const { ready, checks } = await checkReadiness([clickhouseCheck(`http://127.0.0.1:${port}`)]);
+    expect(ready).toBe(false);
+    expect(checks.clickhouse).toMatchObject({ status: 'down', error: 'ClickHouse /ping answered HTTP 503' });
+    expect(JSON.stringify(checks)).not.toContain('s3cret');
   });
 });
