@@ -173,4 +173,12 @@ describe('hot metrics', () => {
     expect(() => counter.labels().inc(Number.POSITIVE_INFINITY)).toThrow(TypeError);
     expect(() => histogram.labels().observe(Number.POSITIVE_INFINITY)).toThrow(TypeError);
   });
+
+  it('take an increment of 0, as prom-client does (a batch of no events counts nothing)', async () => {
+    const registry = new Registry();
+    const counter = new HotCounter({ name: 'c_total', help: 'C.', registers: [registry] });
+    counter.labels().inc(0);
+    counter.inc(0);
+    expect(await registry.metrics()).toContain('c_total 0');
+  });
 });
