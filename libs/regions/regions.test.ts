@@ -25,6 +25,56 @@ describe('regionCode', () => {
     }
   });
 
+  it("reads every state's AP style abbreviation, Montana's and West Virginia's too", () => {
+    const ap = {
+      AL: 'Ala.',
+      AZ: 'Ariz.',
+      AR: 'Ark.',
+      CA: 'Calif.',
+      CO: 'Colo.',
+      CT: 'Conn.',
+      DE: 'Del.',
+      FL: 'Fla.',
+      GA: 'Ga.',
+      IL: 'Ill.',
+      IN: 'Ind.',
+      KS: 'Kan.',
+      KY: 'Ky.',
+      LA: 'La.',
+      MD: 'Md.',
+      MA: 'Mass.',
+      MI: 'Mich.',
+      MN: 'Minn.',
+      MS: 'Miss.',
+      MO: 'Mo.',
+      MT: 'Mont.',
+      NE: 'Neb.',
+      NV: 'Nev.',
+      NH: 'N.H.',
+      NJ: 'N.J.',
+      NM: 'N.M.',
+      NY: 'N.Y.',
+      NC: 'N.C.',
+      ND: 'N.D.',
+      OK: 'Okla.',
+      OR: 'Ore.',
+      PA: 'Pa.',
+      RI: 'R.I.',
+      SC: 'S.C.',
+      SD: 'S.D.',
+      TN: 'Tenn.',
+      VT: 'Vt.',
+      VA: 'Va.',
+      WA: 'Wash.',
+      WV: 'W.Va.',
+      WI: 'Wis.',
+      WY: 'Wyo.',
+    };
+    for (const [code, abbreviation] of Object.entries(ap)) {
+      expect(knownRegion('US', abbreviation), abbreviation).toBe(code);
+    }
+  });
+
   it('reads names written with "&" or with dots and commas inside', () => {
     // "Newfoundland & Labrador" fell back to federal GST (5 %) instead of HST (15 %)
     expect(regionCode('CA', 'Newfoundland & Labrador')).toBe('NL');

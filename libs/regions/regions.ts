@@ -118,6 +118,7 @@ const US_ABBREVIATIONS: Record<string, string> = {
   MICH: 'MI',
   MINN: 'MN',
   MISS: 'MS',
+  MONT: 'MT',
   NEB: 'NE',
   NEV: 'NV',
   OKLA: 'OK',
@@ -127,6 +128,7 @@ const US_ABBREVIATIONS: Record<string, string> = {
   TEX: 'TX',
   WASH: 'WA',
   WIS: 'WI',
+  WVA: 'WV',
   WYO: 'WY',
   DC: 'DC',
 };
