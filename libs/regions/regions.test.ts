@@ -25,6 +25,82 @@ describe('regionCode', () => {
     }
   });
 
+  it('reads the name of every province, territory and state as its code, in French too for Canada', () => {
+    const canadian: Record<string, string[]> = {
+      AB: ['Alberta'],
+      BC: ['British Columbia', 'Colombie-Britannique'],
+      MB: ['Manitoba'],
+      NB: ['New Brunswick', 'Nouveau-Brunswick'],
+      NL: ['Newfoundland', 'Terre-Neuve-et-Labrador'],
+      NS: ['Nova Scotia', 'Nouvelle-Écosse'],
+      NT: ['Northwest Territories', 'Territoires du Nord-Ouest'],
+      NU: ['Nunavut'],
+      ON: ['Ontario'],
+      PE: ['Prince Edward Island', 'Île-du-Prince-Édouard'],
+      QC: ['Quebec'],
+      SK: ['Saskatchewan'],
+      YT: ['Yukon'],
+    };
+    for (const [code, names] of Object.entries(canadian)) {
+      for (const name of names) expect(knownRegion('CA', name), name).toBe(code);
+    }
+    const states = [
+      ['AL', 'Alabama'],
+      ['AK', 'Alaska'],
+      ['AZ', 'Arizona'],
+      ['AR', 'Arkansas'],
+      ['CA', 'California'],
+      ['CO', 'Colorado'],
+      ['CT', 'Connecticut'],
+      ['DE', 'Delaware'],
+      ['DC', 'District of Columbia'],
+      ['FL', 'Florida'],
+      ['GA', 'Georgia'],
+      ['HI', 'Hawaii'],
+      ['ID', 'Idaho'],
+      ['IL', 'Illinois'],
+      ['IN', 'Indiana'],
+      ['IA', 'Iowa'],
+      ['KS', 'Kansas'],
+      ['KY', 'Kentucky'],
+      ['LA', 'Louisiana'],
+      ['ME', 'Maine'],
+      ['MD', 'Maryland'],
+      ['MA', 'Massachusetts'],
+      ['MI', 'Michigan'],
+      ['MN', 'Minnesota'],
+      ['MS', 'Mississippi'],
+      ['MO', 'Missouri'],
+      ['MT', 'Montana'],
+      ['NE', 'Nebraska'],
+      ['NV', 'Nevada'],
+      ['NH', 'New Hampshire'],
+      ['NJ', 'New Jersey'],
+      ['NM', 'New Mexico'],
+      ['NY', 'New York'],
+      ['NC', 'North Carolina'],
+      ['ND', 'North Dakota'],
+      ['OH', 'Ohio'],
+      ['OK', 'Oklahoma'],
+      ['OR', 'Oregon'],
+      ['PA', 'Pennsylvania'],
+      ['RI', 'Rhode Island'],
+      ['SC', 'South Carolina'],
+      ['SD', 'South Dakota'],
+      ['TN', 'Tennessee'],
+      ['TX', 'Texas'],
+      ['UT', 'Utah'],
+      ['VT', 'Vermont'],
+      ['VA', 'Virginia'],
+      ['WA', 'Washington'],
+      ['WV', 'West Virginia'],
+      ['WI', 'Wisconsin'],
+      ['WY', 'Wyoming'],
+    ] as const;
+    for (const [code, name] of states) expect(knownRegion('US', name), name).toBe(code);
+    expect(new Set(states.map(([code]) => code))).toEqual(new Set(TAX_REGIONS.US));
+  });
+
   it("reads every state's AP style abbreviation, Montana's and West Virginia's too", () => {
     const ap = {
       AL: 'Ala.',
