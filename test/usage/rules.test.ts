@@ -1,5 +1,7 @@
+import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BASE_PATH } from '../../libs/schemas/index.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import {
   createUsageItems,
@@ -349,6 +351,12 @@ describe.each(MODES)('usage events, %s', (mode) => {
         contentType: 'application/json; charset=utf-8',
       });
       expect(charset.status).toBe(201);
+      const spaced = await post({
+        idempotencyKey: freshKey(),
+        rawBody: body,
+        contentType: 'application/json ; charset=utf-8',
+      });
+      expect(spaced.status).toBe(201);
     });
 
     it('answers 415 for another media type even when the body is empty, as Fastify decides', async () => {
@@ -358,6 +366,23 @@ describe.each(MODES)('usage events, %s', (mode) => {
         expect(response.body.error_code, contentType).toBe('UNSUPPORTED_MEDIA_TYPE');
         expect(response.headers['x-ratelimit-remaining'], contentType).toMatch(/^\d+$/);
       }
+    });
+
+    it('answers 415 for a chunked request without a Content-Type, even an empty one, as Fastify decides', async () => {
+      const key = freshKey();
+      const headers = { authorization: `Bearer ${org.apiKey}`, 'idempotency-key': key };
+      const status =
+        name === 'api'
+          ? (
+              await stack.api.app.inject({
+                method: 'POST',
+                url: `${BASE_PATH}/usage/events`,
+                headers: { ...headers, 'transfer-encoding': 'chunked' },
+              })
+            ).statusCode
+          : await emptyChunkedPost(name === 'uws' ? stack.ingest.port : stack.nodeIngest.port, headers);
+      expect(status).toBe(415);
+      expect(await storedWithKey(key)).toEqual([]);
     });
 
     it('answers a request without a body with one 422 on the body', async () => {
@@ -450,6 +475,7 @@ describe.each(MODES)('usage events, %s', (mode) => {
       });
       expect(response.status).toBe(401);
       expect(response.body.error_code).toBe('UNAUTHORIZED');
+      expect(response.headers['www-authenticate']).toBe('Bearer');
       expect(response.headers['x-ratelimit-limit']).toBeUndefined();
       expect(response.headers['x-request-id']).toMatch(UUID);
     });
@@ -711,3 +737,19 @@ describe.each(MODES)('usage events, %s', (mode) => {
     });
   });
 });
+
+/** A POST with `Transfer-Encoding: chunked`, no Content-Type and no body, written by hand (fetch sends neither); its status. */
+async function emptyChunkedPost(port: number, headers: Record<string, string>): Promise<number> {
+  const lines = [
+    `POST ${BASE_PATH}/usage/events HTTP/1.1`,
+    `Host: 127.0.0.1:${port}`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    'Transfer-Encoding: chunked',
+    'Connection: close',
+  ];
+  const socket = net.connect(port, '127.0.0.1');
+  socket.write(`${lines.join('\r\n')}\r\n\r\n0\r\n\r\n`);
+  const chunks: Buffer[] = [];
+  for await (const chunk of socket) chunks.push(chunk as Buffer);
+  return Number(Buffer.concat(chunks).toString('latin1').split(' ', 2)[1]);
+}
