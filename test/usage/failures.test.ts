@@ -153,10 +153,21 @@ describe('usage ingest when Kafka or Redis fail', () => {
       }).toEqual({ accepted: 2, deduplicated: 1, invalid: 1 });
     });
 
+    it('never lets its health, readiness or metrics answers be cached', async () => {
+      for (const path of ['/healthz', '/readyz', '/metrics']) {
+        const response = await ops(path);
+        await response.arrayBuffer();
+        expect(response.headers.get('cache-control'), path).toBe('no-store');
+      }
+    });
+
     it('keeps the operations routes outside the public base path, and answers unknown routes 404', async () => {
       const unknown = await ops('/api/public/v1/customers');
       expect(unknown.status).toBe(404);
-      expect(await unknown.json()).toMatchObject({ error_code: 'NOT_FOUND' });
+      expect(await unknown.json()).toMatchObject({
+        error_code: 'NOT_FOUND',
+        detail: 'No route GET /api/public/v1/customers.',
+      });
       const wrongMethod = await ops('/api/public/v1/usage/events');
       expect(wrongMethod.status).toBe(405);
       expect(wrongMethod.headers.get('allow')).toBe('POST');
@@ -190,6 +201,11 @@ describe('usage ingest when Kafka or Redis fail', () => {
       const over = await asked('/api/public/v1/usage/nope');
       expect(over.status).toBe(429);
       expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+      // counted in the metrics as the api names a method: upper case
+      const metrics = await (await ops('/metrics')).text();
+      expect(metrics).toMatch(
+        /billing_http_requests_total\{service="ingest",method="GET",route="unmatched",status="404"\} [1-9]/,
+      );
     });
   });
 
