@@ -75,6 +75,7 @@ describe.each(MODES)('usage events, %s', (mode) => {
       expect(event.timestamp).toBe(event.recorded_at);
       expect(Date.parse(event.recorded_at)).toBeGreaterThanOrEqual(before - 5);
       expect(response.headers['x-request-id']).toMatch(UUID);
+      expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
       expect(Number(response.headers['x-ratelimit-limit'])).toBeGreaterThan(0);
       expect(response.headers['x-ratelimit-remaining']).toMatch(/^\d+$/);
       expect(response.headers['ratelimit-policy']).toContain('"hourly"');
