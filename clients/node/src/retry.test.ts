@@ -16,6 +16,20 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('Fri, 20 Nov 2026 09:59:00 GMT', NOW)).toBe(0);
   });
 
+  it('reads an asctime date, which names no zone, as UTC whatever the zone of the process', () => {
+    const zone = process.env.TZ;
+    process.env.TZ = 'America/New_York';
+    try {
+      expect(parseRetryAfter('Fri Nov 20 10:00:30 2026', NOW)).toBe(30_000);
+      // asctime pads a day below 10 with a space
+      expect(parseRetryAfter('Sat Nov 21  9:00:00 2026', NOW)).toBe(82_800_000);
+      expect(parseRetryAfter('Fri, 20 Nov 2026 10:00:30 GMT', NOW)).toBe(30_000);
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
+
   it('refuses what is neither (a client must not read "1.5" as 1.5 s nor "-1" as now)', () => {
     for (const value of [
       '',

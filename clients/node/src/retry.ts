@@ -12,7 +12,9 @@ export function parseRetryAfter(value: string, nowMs = Date.now()): number | und
   if (/^\d+$/.test(text)) return Number(text) * 1000;
   // An HTTP-date starts with its day name (IMF-fixdate, RFC 850 and asctime alike).
   if (!/^[A-Za-z]{3,9},? /.test(text)) return undefined;
-  const at = Date.parse(text);
+  // asctime (`Sun Nov  6 08:49:37 1994`) names no zone: it is UTC, where Date.parse would read
+  // the process's local time.
+  const at = Date.parse(/^[A-Za-z]{3} /.test(text) ? `${text} GMT` : text);
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - nowMs);
 }
