@@ -161,6 +161,28 @@ describe('prepareUsageEvent', () => {
     ).toBe('2026-11-01T00:00:00.123Z');
   });
 
+  it('refuses a minute, second or zone offset past its range as a malformed date-time, as the service does', () => {
+    for (const timestamp of [
+      '2026-11-01T10:60:00Z',
+      '2026-11-01T10:00:60Z',
+      '2026-11-01T10:00:00+24:00',
+      '2026-11-01T10:00:00-23:60',
+    ]) {
+      expect(refusal({ subscription_item_id: 1, quantity: 1, timestamp }), timestamp).toEqual([
+        { field: 'timestamp', code: 'invalid_format' },
+      ]);
+    }
+    // the last minute and second of the day, in the widest zones
+    expect(
+      prepare({ subscription_item_id: 1, quantity: 1, timestamp: '2026-11-01T23:59:59+23:59' }).event
+        .timestamp,
+    ).toBe('2026-11-01T00:00:59.000Z');
+    expect(
+      prepare({ subscription_item_id: 1, quantity: 1, timestamp: '2026-11-01T00:00:00-23:59' }).event
+        .timestamp,
+    ).toBe('2026-11-01T23:59:00.000Z');
+  });
+
   it('takes a key with spaces and printable Latin-1, refusing C1 controls up to U+009F', () => {
     for (const key of ['order 42', 'caf\u00e9', 'nbsp\u00a0x', 'pair-\ud83d\ude00-end']) {
       expect(
