@@ -224,6 +224,19 @@ describe('prepareUsageEvent', () => {
     ]);
   });
 
+  it('refuses a null timestamp or key, as the service does, rather than filling in its own', () => {
+    expect(refusal({ subscription_item_id: 1, quantity: 1, timestamp: null })).toEqual([
+      { field: 'timestamp', code: 'invalid_type' },
+    ]);
+    expect(refusal({ subscription_item_id: 1, quantity: 1, idempotency_key: null })).toEqual([
+      { field: 'idempotency_key', code: 'invalid_type' },
+    ]);
+    expect(refusal({ subscription_item_id: null, quantity: null })).toEqual([
+      { field: 'subscription_item_id', code: 'invalid_type' },
+      { field: 'quantity', code: 'invalid_type' },
+    ]);
+  });
+
   it("throws an error with the service's VALIDATION_ERROR code, its message naming each field", () => {
     try {
       prepare({ subscription_item_id: 0, quantity: 0 });
