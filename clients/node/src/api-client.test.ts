@@ -198,6 +198,20 @@ describe('createBillingClient', () => {
     });
   });
 
+  it('throws a BillingApiError, not a TypeError, for an error answer whose JSON body is null or a list', async () => {
+    const { client } = clientAnswering((request) =>
+      request.url.endsWith('/meta')
+        ? new Response('null', { status: 502, headers: { 'content-type': 'application/json' } })
+        : Response.json([1, 2], { status: 500 }),
+    );
+    const nullBody = (await client.GET('/meta').catch((e) => e)) as BillingApiError;
+    expect(nullBody).toBeInstanceOf(BillingApiError);
+    expect(nullBody).toMatchObject({ status: 502, error_code: 'UNEXPECTED_RESPONSE', detail: 'null' });
+    const list = (await client.GET('/invoices').catch((e) => e)) as BillingApiError;
+    expect(list).toBeInstanceOf(BillingApiError);
+    expect(list).toMatchObject({ status: 500, error_code: 'UNEXPECTED_RESPONSE', detail: '[1,2]' });
+  });
+
   it('refuses, at compile time, paths, parameters and bodies the API does not have', () => {
     const { client } = clientAnswering(() => Response.json({}));
     const calls = () => {
