@@ -503,6 +503,31 @@ describe('UsageReporter', () => {
       expect(vi.getTimerCount()).toBe(0);
     });
 
+    it('sends nothing before Retry-After has passed, not even a batch filled the millisecond before', async () => {
+      vi.useFakeTimers();
+      vi.spyOn(Math, 'random').mockReturnValue(0);
+      let retriedAt: number | undefined;
+      const { reporter, requests } = scripted(
+        (request, index) =>
+          index === 0
+            ? errorBody(503, 'SERVICE_UNAVAILABLE', { 'Retry-After': '1' })
+            : recorded(request.events),
+        { maxBatchEvents: 1, metrics: { retried: () => (retriedAt ??= Date.now()) } },
+      );
+      const start = Date.now();
+      void reporter.report(event(1));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(retriedAt).toBe(start);
+      await vi.advanceTimersByTimeAsync(999);
+      // a full batch pumps at once: 1 ms of the pause is left
+      void reporter.report(event(2));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(requests).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(requests.map((r) => r.at - start)).toEqual([0, 1000, 1000]);
+      expect(keysOf(requests)).toEqual(['k-1', 'k-1', 'k-2']);
+    });
+
     it('holds at most 100,000 events', async () => {
       vi.useFakeTimers();
       const dropped: string[] = [];
