@@ -528,6 +528,27 @@ describe('UsageReporter', () => {
       expect(keysOf(requests)).toEqual(['k-1', 'k-1', 'k-2']);
     });
 
+    it('arms one timer for a pause however often it is woken in it, and leaves none once closed', async () => {
+      vi.useFakeTimers();
+      const { reporter, requests } = scripted(() =>
+        errorBody(503, 'SERVICE_UNAVAILABLE', { 'Retry-After': '60' }),
+      );
+      void reporter.report(event(1));
+      void reporter.flush();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(requests).toHaveLength(1);
+      // the request's timeout ended with it: the pause is the one timer left
+      expect(vi.getTimerCount()).toBe(1);
+      void reporter.flush();
+      void reporter.flush();
+      expect(vi.getTimerCount()).toBe(1);
+      const closing = reporter.close({ timeoutMs: 1000 });
+      await vi.advanceTimersByTimeAsync(1000);
+      expect((await closing).unsent.map((e) => e.idempotency_key)).toEqual(['k-1']);
+      // a pause timer left behind would keep the process alive for up to the pause
+      expect(vi.getTimerCount()).toBe(0);
+    });
+
     it('holds at most 100,000 events', async () => {
       vi.useFakeTimers();
       const dropped: string[] = [];
