@@ -294,6 +294,21 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
       remaining: null,
       used: '0.00000000',
     });
+    // listed together, each item shows its own usage: the licensed one none, the metered one its own
+    const running = await testApi.request({
+      method: 'GET',
+      path: `/customers/${s.customerId}/entitlements`,
+      key: s.org.apiKey,
+    });
+    expect(running.statusCode, running.body).toBe(200);
+    expect(
+      running
+        .json()
+        .data.map((e: Entitlement) => [e.subscription_item_id, e.used, e.remaining, e.has_access]),
+    ).toEqual([
+      [s.seatItem, '0.00000000', null, true],
+      [s.item, '5.00000000', '5.00000000', true],
+    ]);
     await testApi.platform.db.transaction((tx) =>
       cancelSubscription(tx, { subscriptionId: s.subscriptionId, orgId: s.org.orgId }),
     );
@@ -599,6 +614,32 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     // neither with access: the newest again
     await post(testApi, s, 10);
     expect(await check(testApi, s)).toMatchObject({ subscription_item_id: newest, has_access: false });
+  });
+
+  it('of two items of one product, the older at its limit, the check answers the newer, with access', async () => {
+    const testApi = await start(mode);
+    const s = await customer(testApi, { limit: '2' });
+    await post(testApi, s, 2);
+    const now = new Date();
+    const other = await subscribe(
+      testApi.platform.db,
+      s.org.orgId,
+      {
+        customer_id: s.customerId,
+        items: [{ product_id: s.apiCalls, usage_limit: '5' }],
+        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())),
+      },
+      now,
+    );
+    const newer = other.items[0]!.id;
+    expect(newer).toBeGreaterThan(s.item);
+    // the older item, read first, has none left: the newer one, which has access, is the answer
+    expect(await check(testApi, s)).toMatchObject({
+      subscription_item_id: newer,
+      has_access: true,
+      used: '0.00000000',
+      remaining: '5.00000000',
+    });
   });
 
   it('an item removed by a change is no longer listed', async () => {
