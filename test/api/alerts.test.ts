@@ -230,6 +230,46 @@ describe('alerts', () => {
     expect((await get(`/alerts/${alert.id}`)).json().data.status).toBe('TRIGGERED');
   });
 
+  it('an alert whose subscription cannot be invoiced is skipped; the others of its evaluation move', async () => {
+    const good = await running();
+    const bad = await running();
+    const alertOf = (subscriptionId: number) =>
+      createAlert({ subscription_id: subscriptionId, metric: 'usage_amount', threshold: '5' });
+    const fine = await alertOf(good.subscription.id);
+    const stuck = await alertOf(bad.subscription.id);
+    // a row stored before currencies were checked: its usage cannot be priced (UnbillableError);
+    // its alert sorts first, so it is met before the other in the evaluation
+    await db().query(`UPDATE subscriptions SET currency = 'XYZ' WHERE id = $1`, [bad.subscription.id]);
+    const stuckId = `00000000-0000-4000-8000-${stuck.id.slice(-12)}`;
+    await db().query('UPDATE alerts SET id = $2 WHERE id = $1', [stuck.id, stuckId]);
+    // the usage reaches Postgres without the guardrails seeing it: only the call below evaluates it
+    await new PostgresUsageSink(db()).write([
+      {
+        id: randomUUID(),
+        orgId: orgA.orgId,
+        subscriptionItemId: good.metered.id,
+        idempotencyKey: uniqueName('unbillable'),
+        quantity: '6',
+        occurredAtMs: Date.now(),
+        recordedAtMs: Date.now(),
+      },
+    ]);
+    const moved = await evaluateAlerts(db(), api.usage.readStores, {
+      alertIds: [stuckId, fine.id],
+    });
+    expect(moved.map((event) => [event.type, (event.data as Alert).id])).toEqual([
+      ['alert.triggered', fine.id],
+    ]);
+    expect((await get(`/alerts/${fine.id}`)).json().data).toMatchObject({
+      status: 'TRIGGERED',
+      value: '6.00000000',
+    });
+    expect((await get(`/alerts/${stuckId}`)).json().data).toMatchObject({
+      status: 'OK',
+      value: '0.00000000',
+    });
+  });
+
   it('a new period sets a triggered usage alert back to OK silently', async () => {
     const { subscription, alert } = await triggeredQuantityAlert();
     // the period ends: the run moves the subscription on, and the alert is evaluated in the new period
@@ -533,6 +573,31 @@ describe('alerts', () => {
         .statusCode,
     ).toBe(404);
     expect((await get(`/alerts/${theirAlert.id}`, orgB.apiKey)).statusCode).toBe(200);
+  });
+
+  it('usage_quantity refuses an item a change removed from the subscription', async () => {
+    const { subscription, metered, licensed } = await running();
+    const changed = await post(`/subscriptions/${subscription.id}/changes`, { items: [{ id: licensed.id }] });
+    expect(changed.statusCode, changed.body).toBe(200);
+    const response = await post('/alerts', {
+      subscription_id: subscription.id,
+      metric: 'usage_quantity',
+      subscription_item_id: metered.id,
+      threshold: '1',
+    });
+    expect(detailsOf(response)).toEqual(['subscription_item_id']);
+    expect((await get(`/alerts?subscription_id=${subscription.id}`)).json().data).toEqual([]);
+  });
+
+  it('an alert id that is no UUID is a 404 to read and to delete, like a missing one', async () => {
+    for (const id of ['not-an-alert', '12345']) {
+      const read = await get(`/alerts/${id}`);
+      expect(read.statusCode, read.body).toBe(404);
+      expect(read.json().error_code).toBe('NOT_FOUND');
+      const deleted = await api.request({ method: 'DELETE', path: `/alerts/${id}`, key: orgA.apiKey });
+      expect(deleted.statusCode, deleted.body).toBe(404);
+      expect(deleted.json().error_code).toBe('NOT_FOUND');
+    }
   });
 
   it("in a customer's scope (the portal): its subscriptions, usage_amount only, its alerts only", async () => {
