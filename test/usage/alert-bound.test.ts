@@ -342,7 +342,8 @@ describe('usage_quantity alerts read only near their threshold', () => {
     await setWatermark(topic, new Date(Date.now() - 60_000));
     // armed before the group starts: its reading (as_of a minute ago) is older than the process
     const { alert, event, state, triggered } = await alertedItem('100', readStores);
-    const alerts = await quantityAlerts(readStores, { keep: alert.id });
+    // a final wait far longer than the test's: only a reading that counts the event lets the batch go
+    const alerts = await quantityAlerts(readStores, { keep: alert.id, finalWaitMs: 60_000 });
     const sink = alerts.sink();
     try {
       const near = event('99.99999999');
@@ -355,7 +356,10 @@ describe('usage_quantity alerts read only near their threshold', () => {
       // read again while it waits (billing_alert_reads_total)
       expect((await reads('settle')) - settlesBefore).toBeGreaterThan(0);
       await setWatermark(topic, new Date());
-      await batch;
+      // that reading settles it at once, not the final wait
+      expect(await Promise.race([batch.then(() => 'done'), sleep(20_000).then(() => 'still waiting')])).toBe(
+        'done',
+      );
       expect(await state()).toMatchObject({ status: 'OK', value: '99.99999999' });
       expect(await triggered()).toBe(0);
     } finally {
@@ -814,6 +818,27 @@ describe('a reading older than the one an alert holds', () => {
 });
 
 describe('two evaluators reading at one as_of', () => {
+  it('a later reading at the same as_of that counted more writes its value', async () => {
+    // the watermark stays put: every reading below has the as_of the alert's first one has
+    const topic = uniqueName('alerts_topic');
+    const readStores = distributedStores(topic);
+    await setWatermark(topic, new Date(Date.now() - 1000));
+    try {
+      const { alert, event, state, triggered } = await alertedItem('100', readStores);
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      const pgSink = new PostgresUsageSink(database.db);
+      await pgSink.write([event('30')]);
+      await evaluateAlerts(database.db, readStores, { alertIds: [alert.id] });
+      expect(await state()).toMatchObject({ status: 'OK', value: '30.00000000' });
+      await pgSink.write([event('25')]);
+      await evaluateAlerts(database.db, readStores, { alertIds: [alert.id] });
+      expect(await state()).toMatchObject({ status: 'OK', value: '55.00000000' });
+      expect(await triggered()).toBe(0);
+    } finally {
+      await readStores.close();
+    }
+  });
+
   it("the one that read less, writing last, leaves the other's crossing and value be", async () => {
     // readings at the same as_of may count different usage (the totals hold more than as_of
     // vouches for): the one that saw the crossing moves the alert; the other's reading, written
