@@ -752,6 +752,11 @@ describe('billing console, end to end', () => {
       [paymentArgs('00000000-0000-4000-8000-000000000000', '1'), /NOT_FOUND/],
       [['credit', 'list', '--customer', '999999'], /NOT_FOUND.*Customer 999999 not found/],
       [['entitlement', 'list', '--customer', '999999'], /NOT_FOUND.*Customer 999999 not found/],
+      // without --org, the organization is the subscription's: none
+      [
+        ['alert', 'create', '--subscription', '999999', '--metric', 'usage_amount', '--threshold', '5'],
+        /NOT_FOUND.*Subscription 999999 not found/,
+      ],
     ];
     for (const [argv, message] of cases) {
       const result = await run(...argv);
