@@ -718,6 +718,38 @@ describe('the evaluator reads usage only once the read-back counts it', () => {
   });
 });
 
+describe("a quantity crossing the read-back does not count within the evaluator's wait", () => {
+  it('is read again until a reading counts it, and its batch holds until then', async () => {
+    const topic = uniqueName('alerts_topic');
+    const readStores = distributedStores(topic);
+    // the watermark lags a minute: no reading counts the crossing until it moves
+    await setWatermark(topic, new Date(Date.now() - 60_000));
+    const { event, state, triggered } = await alertedItem('10', readStores);
+    const guardrails = new UsageGuardrails({
+      db: database.db,
+      log: runLogger('alert-bound'),
+      policies: [alertPolicy(database.db, { settleMs: SETTLE_MS })],
+    });
+    guardrails.attach(readStores);
+    try {
+      const crossing = event('12');
+      const batch = guardrails.sink('evaluated').write([crossing]);
+      // past the evaluator's own wait for the read-back (5 s): the policy read it once, uncounted
+      await sleep(6000);
+      expect(await Promise.race([batch.then(() => 'done'), sleep(0).then(() => 'pending')])).toBe('pending');
+      expect(await state()).toMatchObject({ status: 'OK' });
+      await new PostgresUsageSink(database.db).write([crossing]);
+      await setWatermark(topic, new Date());
+      await batch;
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '12.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await guardrails.stop();
+      await readStores.close();
+    }
+  }, 30_000);
+});
+
 /**
  * What a recording policy is handed for one batch: a void of an event of `voidedItem`, then an
  * event of `laterItem`, both handed before the read-back is attached, so they go in one batch.
