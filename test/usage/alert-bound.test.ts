@@ -100,16 +100,18 @@ async function countedThenHanded(sink: UsageSink, events: UsageEventRecord[]): P
 }
 
 /** A guardrails evaluator with only the alert policy, as the embedded mode runs it. */
-function evaluator() {
+function evaluator(readStores = stores) {
   const guardrails = new UsageGuardrails({
     db: database.db,
     log: runLogger('alert-bound'),
     policies: [alertPolicy(database.db, { settleMs: SETTLE_MS })],
   });
-  guardrails.attach(stores);
+  guardrails.attach(readStores);
   const sink = guardrails.sink('evaluated');
   return {
     guardrails,
+    /** Handed to the evaluator only (the pg-sink, another consumer group, may not have it yet). */
+    sink,
     /** Counted (Postgres), then handed to the evaluator, which resolves once it ran over them. */
     async hand(events: UsageEventRecord[]) {
       await new PostgresUsageSink(database.db).write(events);
@@ -687,16 +689,11 @@ describe('the evaluator reads usage only once the read-back counts it', () => {
       metric: 'usage_amount',
       threshold: '3',
     });
-    const guardrails = new UsageGuardrails({
-      db: database.db,
-      log: runLogger('alert-bound'),
-      policies: [alertPolicy(database.db, { settleMs: SETTLE_MS })],
-    });
-    guardrails.attach(readStores);
+    const { guardrails, sink } = evaluator(readStores);
     try {
       const crossing = usageEventRecord(org.orgId, item, '5');
       // handed to the guardrails before the pg-sink counted it (another consumer group)
-      const batch = guardrails.sink('evaluated').write([crossing]);
+      const batch = sink.write([crossing]);
       await sleep(300);
       expect(await Promise.race([batch.then(() => 'done'), sleep(0).then(() => 'pending')])).toBe('pending');
       await new PostgresUsageSink(database.db).write([crossing]);
@@ -725,15 +722,10 @@ describe("a quantity crossing the read-back does not count within the evaluator'
     // the watermark lags a minute: no reading counts the crossing until it moves
     await setWatermark(topic, new Date(Date.now() - 60_000));
     const { event, state, triggered } = await alertedItem('10', readStores);
-    const guardrails = new UsageGuardrails({
-      db: database.db,
-      log: runLogger('alert-bound'),
-      policies: [alertPolicy(database.db, { settleMs: SETTLE_MS })],
-    });
-    guardrails.attach(readStores);
+    const { guardrails, sink } = evaluator(readStores);
     try {
       const crossing = event('12');
-      const batch = guardrails.sink('evaluated').write([crossing]);
+      const batch = sink.write([crossing]);
       // past the evaluator's own wait for the read-back (5 s): the policy read it once, uncounted
       await sleep(6000);
       expect(await Promise.race([batch.then(() => 'done'), sleep(0).then(() => 'pending')])).toBe('pending');
