@@ -182,6 +182,22 @@ describe('credit note documents', () => {
     expect(pdf.indexOf(notes[0]!.number)).toBeLessThan(pdf.indexOf(notes[1]!.number));
   });
 
+  it("the invoice's PDF is printed in the locale asked for, English by default", async () => {
+    const french = await get(`/invoices/${invoice.id}/pdf?locale=fr-CA`);
+    expect(french.statusCode).toBe(200);
+    const frText = (await pdfText(french.rawPayload)).replace(/\s+/g, ' ');
+    for (const label of ['FACTURE', 'Sous-total', 'NOTES DE CRÉDIT']) expect(frText).toContain(label);
+    expect(frText).not.toContain('Subtotal');
+    // pdftotext gives the no-break spaces of French amounts back as plain ones
+    expect(frText).toContain(displayMoney(notes[0]!.total, 'CAD', 'fr-CA').replace(/\s+/g, ' '));
+    const english = (await pdfText((await get(`/invoices/${invoice.id}/pdf`)).rawPayload)).replace(
+      /\s+/g,
+      ' ',
+    );
+    expect(english).toContain('Subtotal');
+    expect(english).not.toContain('Sous-total');
+  });
+
   it("404 for another organization's note; 422 for an unknown locale", async () => {
     expect((await get(`/credit-notes/${notes[0]!.id}/html`, other.apiKey)).statusCode).toBe(404);
     expect((await get(`/credit-notes/${notes[0]!.id}/pdf`, other.apiKey)).statusCode).toBe(404);
