@@ -354,6 +354,7 @@ describe('GET /invoices/{invoice_id}/transactions', () => {
     expect(first.pagination).toEqual({ limit: 3, offset: 0, total: 4, has_more: true });
     expect(first.data.map((t: InvoiceTransaction) => t.id)).toEqual([ids[3], ids[2], ids[1]]);
     const second = (await transactions(invoice.id, '?limit=3&offset=3')).json();
+    expect(second.pagination).toEqual({ limit: 3, offset: 3, total: 4, has_more: false });
     expect(second.data.map((t: InvoiceTransaction) => t.id)).toEqual([ids[0]]);
     expect(second.data[0]).toMatchObject({
       type: 'PAYMENT',
