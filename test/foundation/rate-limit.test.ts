@@ -209,5 +209,9 @@ describe('rate limits over HTTP', () => {
       limit: 100,
       remaining: remainingBefore - 1,
     });
+    // the same instant as X-RateLimit-Reset (epoch seconds): the top of the next UTC hour
+    const resetsAt = meta.json().data.organization.resets_at as string;
+    expect(resetsAt).toBe(new Date(Number(meta.headers['x-ratelimit-reset']) * 1000).toISOString());
+    expect(resetsAt).toMatch(/T\d\d:00:00\.000Z$/);
   });
 });
