@@ -140,6 +140,9 @@ describe('webhook delivery history API', () => {
     });
     const success = (await list('?status=SUCCESS&limit=1&offset=1')).json();
     expect(success.data).toHaveLength(1);
+    const bothSuccess = (await list('?status=SUCCESS')).json().data as { id: string }[];
+    expect(bothSuccess).toHaveLength(2);
+    expect(success.data[0].id).toBe(bothSuccess[1]!.id);
     expect(success.pagination).toEqual({ limit: 1, offset: 1, total: 2, has_more: false });
     const first = (await list('?limit=1')).json();
     expect(first.pagination).toEqual({ limit: 1, offset: 0, total: 4, has_more: true });
