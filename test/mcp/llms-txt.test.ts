@@ -56,6 +56,20 @@ describe('llms.txt', () => {
     expect(wrongKey.status).toBe(401);
   });
 
+  it('at the site root, checks and counts no key: a wrong one still gets the public document', async () => {
+    const limited = await createTestOrg(api.platform.db, { plan: 'beta', requestsPerHour: 5 });
+    for (const authorization of [`Bearer ${limited.apiKey}`, 'Bearer sk_test_not_a_key']) {
+      const response = await fetch(`${api.origin}/llms.txt`, { headers: { authorization } });
+      expect(response.status, authorization).toBe(200);
+      expect(response.headers.get('x-ratelimit-limit')).toBeNull();
+      expect(response.headers.get('cache-control')).toBe('public, max-age=300');
+    }
+    const counted = await fetch(`${api.origin}${BASE_PATH}/llms.txt`, {
+      headers: { authorization: `Bearer ${limited.apiKey}` },
+    });
+    expect(counted.headers.get('x-ratelimit-remaining')).toBe('4');
+  });
+
   it('follows the llms.txt convention: H1, summary blockquote, then H2 sections of links', async () => {
     const text = await (await fetch(`${api.origin}/llms.txt`)).text();
     const lines = text.split('\n');
