@@ -99,6 +99,16 @@ describe('POST /customers', () => {
     expect(read.body).not.toContain('VIP');
   });
 
+  it("creates the customer in the key's organization, whichever organization that is", async () => {
+    const response = await create({ name: 'Customer of B' }, orgB.apiKey);
+    expect(response.statusCode).toBe(201);
+    const id = response.json().data.id as number;
+    const mine = await api.request({ path: `/customers/${id}`, key: orgB.apiKey });
+    expect(mine.statusCode).toBe(200);
+    expect(mine.json().data.name).toBe('Customer of B');
+    expect((await api.request({ path: `/customers/${id}`, key: orgA.apiKey })).statusCode).toBe(404);
+  });
+
   it('defaults country to CA and tax_exempt to false, optional fields to null', async () => {
     const response = await create({ name: 'Minimal Co' });
     expect(response.statusCode).toBe(201);
