@@ -130,6 +130,12 @@ describe('GET /products/{product_id}', () => {
     });
   });
 
+  it("retrieves a product for its own organization's key, whichever organization that is", async () => {
+    const response = await api.request({ path: `/products/${productOfB}`, key: orgB.apiKey });
+    expect(response.statusCode).toBe(200);
+    expect(response.json().data).toMatchObject({ id: productOfB, name: 'Foreign product' });
+  });
+
   it('answers 404 for an id that is not a positive integer', async () => {
     const response = await api.request({ path: '/products/seats', key: orgA.apiKey });
     expect(response.statusCode).toBe(404);
