@@ -355,6 +355,33 @@ describe('voiding an invoiced event with a correcting credit note', () => {
     );
   });
 
+  it('a plain void of an event of a period on a DRAFT invoice re-rates the draft at once', async () => {
+    const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
+    const kept = await usage(item, 3);
+    const dropped = await usage(item, 4);
+    const run = await runBilling(db(), {
+      usage: usageSource(new PostgresUsageAggregator(db())),
+      orgId: org.orgId,
+      subscriptionIds: [subscription.id],
+      now: new Date('2026-02-01T00:00:00Z'),
+      post: false,
+    });
+    expect(run.failures).toEqual([]);
+    const draftTotal = async () => {
+      const read = await api.request({ path: `/invoices/${run.invoice_ids[0]}`, key: org.apiKey });
+      const invoice = read.json().data as { status: string; items: { line_total_pre_tax: string }[] };
+      expect(invoice.status).toBe('DRAFT');
+      return invoice.items.map((line) => line.line_total_pre_tax);
+    };
+    expect(await draftTotal()).toEqual(['7.00000000']);
+    const voided = await voidIt(dropped);
+    expect(voided.statusCode, voided.body).toBe(200);
+    expect(await draftTotal()).toEqual(['3.00000000']);
+    expect((await api.request({ path: `/usage/events/${kept}`, key: org.apiKey })).json().data.status).toBe(
+      'ACTIVE',
+    );
+  });
+
   it('a correction of a period whose invoice was withdrawn is a 409 naming it; nothing is voided', async () => {
     const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
     const event = await usage(item, 3);
