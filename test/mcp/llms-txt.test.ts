@@ -114,8 +114,9 @@ describe('llms.txt', () => {
 describe('/meta points at the MCP endpoint and llms.txt', () => {
   it('mcp_url answers MCP and llms_url answers the markdown', async () => {
     const { data: meta } = (await (await fetch(`${api.origin}${BASE_PATH}/meta`)).json()) as {
-      data: { mcp_url: string; llms_url: string };
+      data: { mcp_url: string; llms_url: string; openapi_url: string };
     };
+    expect(meta.openapi_url).toBe(`${api.origin}${BASE_PATH}/openapi.json`);
     expect(meta.mcp_url).toBe(`${api.origin}${BASE_PATH}/mcp`);
     expect(meta.llms_url).toBe(`${api.origin}${BASE_PATH}/llms.txt`);
     const llms = await fetch(meta.llms_url);
