@@ -201,6 +201,12 @@ describe('GET /subscriptions/{subscription_id}', () => {
     });
   });
 
+  it("retrieves a subscription for its own organization's key, whichever organization that is", async () => {
+    const response = await api.request({ path: `/subscriptions/${subscriptionOfB}`, key: orgB.apiKey });
+    expect(response.statusCode).toBe(200);
+    expect(response.json().data.id).toBe(subscriptionOfB);
+  });
+
   it('answers 404 for an id that is not a positive integer', async () => {
     const response = await api.request({ path: '/subscriptions/sub_123', key: orgA.apiKey });
     expect(response.statusCode).toBe(404);
