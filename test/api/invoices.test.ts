@@ -269,6 +269,15 @@ describe('GET /invoices/{invoice_id}', () => {
     ]);
   });
 
+  it("retrieves an invoice for its own organization's key, whichever organization that is", async () => {
+    const response = await api.request({ path: `/invoices/${invoiceOfB.id}`, key: orgB.apiKey });
+    expect(response.statusCode).toBe(200);
+    expect(response.json().data).toMatchObject({
+      id: invoiceOfB.id,
+      invoice_number: invoiceOfB.invoiceNumber,
+    });
+  });
+
   it('accepts an uppercase UUID and answers 404 for anything that is not a UUID', async () => {
     const { id } = scenario.invoices.DRAFT;
     const upper = await api.request({ path: `/invoices/${id.toUpperCase()}`, key: orgA.apiKey });
