@@ -136,6 +136,12 @@ describe('GET /products/{product_id}', () => {
     expect(response.json().data).toMatchObject({ id: productOfB, name: 'Foreign product' });
   });
 
+  it("lists a product for its own organization's key, whichever organization that is", async () => {
+    const response = await api.request({ path: '/products', key: orgB.apiKey });
+    expect(response.statusCode).toBe(200);
+    expect(response.json().data.map((p: { id: number }) => p.id)).toEqual([productOfB]);
+  });
+
   it('answers 404 for an id that is not a positive integer', async () => {
     const response = await api.request({ path: '/products/seats', key: orgA.apiKey });
     expect(response.statusCode).toBe(404);
