@@ -360,6 +360,8 @@ describe('webhook delivery history API', () => {
     const own = await api.request({ path: `/webhook-events/${foreignEvent}`, key: other.apiKey });
     expect(own.statusCode).toBe(200);
     expect(own.json().data.attempts).toBe(1);
+    const ownList = (await list('?limit=100', other.apiKey)).json().data.map((e: { id: string }) => e.id);
+    expect(ownList).toContain(foreignEvent);
   });
 
   describe('GET /webhook-events', () => {
