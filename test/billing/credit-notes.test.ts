@@ -462,6 +462,20 @@ describe('refusals', () => {
     expect((await get(`/invoices/${inv.id}/credit-notes`)).json().data).toHaveLength(2);
   });
 
+  it('422 for more than 100 lines or a memo over 1000 characters; a 1000-character memo is kept', async () => {
+    const inv = await invoiceFor();
+    const url = `/invoices/${inv.id}/credit-notes`;
+    const line = { invoice_item_id: inv.items[0]!.id, amount: '0.01' };
+    expect(fieldsOf(await post(url, { reason: 'other', lines: Array(101).fill(line) }))).toEqual(['lines']);
+    expect(fieldsOf(await post(url, { reason: 'other', lines: [line], memo: 'm'.repeat(1001) }))).toEqual([
+      'memo',
+    ]);
+    expect((await get(`/invoices/${inv.id}/credit-notes`)).json().data).toHaveLength(0);
+    const made = await post(url, { reason: 'other', lines: [line], memo: 'm'.repeat(1000) });
+    expect(made.statusCode, made.body).toBe(201);
+    expect(made.json().data.memo).toBe('m'.repeat(1000));
+  });
+
   it('never credits more than the subtotal when the invoice has a credit line (a proration credit)', async () => {
     const inv = await invoiceFor();
     // the second line made a credit of 7.77: subtotal 99.99 - 7.77 = 92.22; GST 4.611 -> 4.61,
