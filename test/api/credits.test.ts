@@ -271,6 +271,47 @@ describe('credit grants', () => {
     expect(detailsOf(await put({ enabled: true, threshold: '10', target: '50.001' }))).toEqual(['target']);
   });
 
+  it('bounds name and reference at 1 to 255 characters and priority at 0 to 100, both ends accepted', async () => {
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const path = `/customers/${customerId}/credit-grants`;
+    const codesOf = (response: { statusCode: number; body: string; json(): unknown }) => {
+      detailsOf(response);
+      return (response.json() as { details: { field: string; code: string }[] }).details.map((d) => [
+        d.field,
+        d.code,
+      ]);
+    };
+    const base = { amount: '1', category: 'promotional' };
+    for (const field of ['name', 'reference']) {
+      expect(codesOf(await post(path, { ...base, [field]: '' })), field).toEqual([[field, 'blank']]);
+      expect(codesOf(await post(path, { ...base, [field]: 'x'.repeat(256) })), field).toEqual([
+        [field, 'too_long'],
+      ]);
+    }
+    const longest = await grant(customerId, { ...base, name: 'n'.repeat(255), reference: 'r'.repeat(255) });
+    expect(longest.name).toBe('n'.repeat(255));
+    expect((await grant(customerId, { ...base, priority: 0 })).priority).toBe(0);
+    expect((await grant(customerId, { ...base, priority: 100 })).priority).toBe(100);
+    // an amount has at most 12 integer and 8 fractional digits; spaces around it are dropped
+    for (const amount of ['1000000000000', '1.000000000']) {
+      expect(codesOf(await post(path, { ...base, amount })), amount).toEqual([['amount', 'invalid_format']]);
+    }
+    expect((await grant(customerId, { ...base, amount: ' 999999999999.00000000 ' })).amount).toBe(
+      '999999999999.00000000',
+    );
+    // instants need a zone, Z or an offset, and a year from 0001 on
+    for (const [effective_at, code] of [
+      ['2026-06-01T00:00:00', 'invalid_format'],
+      ['0000-06-01T00:00:00Z', 'invalid_value'],
+    ]) {
+      expect(codesOf(await post(path, { ...base, effective_at })), effective_at).toEqual([
+        ['effective_at', code],
+      ]);
+    }
+    const offset = await grant(customerId, { ...base, effective_at: '2026-06-01T02:00:00+02:00' });
+    expect(offset.effective_at).toBe('2026-06-01T00:00:00.000Z');
+  });
+
   it.each([
     // JPY has no minor digit, KWD three: what is payable in CAD is not the measure
     { currency: 'JPY', good: '1000', bad: '10.5' },
