@@ -185,6 +185,48 @@ describe('POST /subscriptions/{id}/changes', () => {
     expect(unchanged.json().data.items.map((i: { quantity: number }) => i.quantity)).toEqual([2]);
   });
 
+  it('bounds a change: 1 to 100 items, quantity up to 1,000,000, decimals of 8 digits, not negative', async () => {
+    const subscription = await running();
+    const id = subscription.items[0]!.id;
+    const fieldsOf = async (payload: unknown) => {
+      const response = await post(subscription.id, { preview: true, ...(payload as object) });
+      expect(response.statusCode, response.body).toBe(422);
+      expect(response.json().error_code).toBe('VALIDATION_ERROR');
+      return (response.json().details as { field: string }[]).map((detail) => detail.field);
+    };
+    expect(await fieldsOf({ items: [] })).toEqual(['items']);
+    expect(await fieldsOf({ items: Array(101).fill({ product_id: apiCalls }) })).toEqual(['items']);
+    expect(await fieldsOf({ items: [{ id, quantity: 1_000_001 }] })).toEqual(['items.0.quantity']);
+    // an item kept twice is named where it repeats; two added items of one product are not a repeat
+    expect(await fieldsOf({ items: [{ product_id: apiCalls }, { id }, { id, quantity: 3 }] })).toEqual([
+      'items.2.id',
+    ]);
+    for (const [field, value] of [
+      ['included_units', '1.123456789'],
+      ['included_units', '-1'],
+      ['usage_limit', '1.123456789'],
+      ['usage_limit', '-1'],
+    ] as const) {
+      expect(await fieldsOf({ items: [{ id }, { product_id: apiCalls, [field]: value }] }), value).toEqual([
+        `items.1.${field}`,
+      ]);
+    }
+    // the bounds themselves are accepted, and a null usage_limit means none
+    const edge = await post(subscription.id, {
+      preview: true,
+      items: [
+        { id, quantity: 1_000_000 },
+        { product_id: apiCalls, included_units: ' 1.12345678 ', usage_limit: null },
+      ],
+    });
+    expect(edge.statusCode, edge.body).toBe(200);
+    const items = (edge.json().data as SubscriptionChange).subscription.items;
+    expect(items.map((i) => [i.quantity, i.included_units, i.usage_limit])).toEqual([
+      [1_000_000, '0.00000000', null],
+      [1, '1.12345678', null],
+    ]);
+  });
+
   it('the console answers what the API answers, from the same function', async () => {
     const subscription = await running(3);
     // an added item too: both doors show its provisional id (the console encodes it with the schema)
