@@ -575,6 +575,30 @@ describe('alerts', () => {
     expect((await get(`/alerts/${theirAlert.id}`, orgB.apiKey)).statusCode).toBe(200);
   });
 
+  it('bounds the name at 255 characters and the threshold at 30 integer and 8 fractional digits', async () => {
+    const { subscription } = await running();
+    const base = { subscription_id: subscription.id, metric: 'usage_amount' };
+    const codes = async (body: Record<string, unknown>) => {
+      const response = await post('/alerts', { ...base, ...body });
+      detailsOf(response);
+      return (response.json() as { details: { field: string; code: string }[] }).details.map(
+        (d) => `${d.field}:${d.code}`,
+      );
+    };
+    expect(await codes({ threshold: '5', name: 'x'.repeat(256) })).toEqual(['name:too_long']);
+    for (const threshold of ['1.000000001', '1'.repeat(31), 5.5]) {
+      expect(await codes({ threshold }), String(threshold)).toEqual([
+        expect.stringMatching(/^threshold:/),
+      ]);
+    }
+    const made = await post('/alerts', { ...base, threshold: ' 5.12345678 ', name: 'x'.repeat(255) });
+    expect(made.statusCode, made.body).toBe(201);
+    expect(made.json().data).toMatchObject({ threshold: '5.12345678', name: 'x'.repeat(255) });
+    const whole = await post('/alerts', { ...base, threshold: 7 });
+    expect(whole.statusCode, whole.body).toBe(201);
+    expect(whole.json().data.threshold).toBe('7.00000000');
+  });
+
   it('usage_quantity refuses an item a change removed from the subscription', async () => {
     const { subscription, metered, licensed } = await running();
     const changed = await post(`/subscriptions/${subscription.id}/changes`, { items: [{ id: licensed.id }] });
