@@ -587,9 +587,7 @@ describe('alerts', () => {
     };
     expect(await codes({ threshold: '5', name: 'x'.repeat(256) })).toEqual(['name:too_long']);
     for (const threshold of ['1.000000001', '1'.repeat(31), 5.5]) {
-      expect(await codes({ threshold }), String(threshold)).toEqual([
-        expect.stringMatching(/^threshold:/),
-      ]);
+      expect(await codes({ threshold }), String(threshold)).toEqual([expect.stringMatching(/^threshold:/)]);
     }
     const made = await post('/alerts', { ...base, threshold: ' 5.12345678 ', name: 'x'.repeat(255) });
     expect(made.statusCode, made.body).toBe(201);
