@@ -62,13 +62,14 @@ async function usage(item: number, quantity: number, at = JAN + 24 * HOUR): Prom
   return response.json().data.id;
 }
 
-/** The billing run of one subscription at `now`, which must fail nothing. */
-async function billAt(subscriptionId: number, now: string) {
+/** The billing run of one subscription at `now`, which must fail nothing; `post: false` leaves drafts. */
+async function billAt(subscriptionId: number, now: string, { post }: { post?: boolean } = {}) {
   const run = await runBilling(db(), {
     usage: usageSource(new PostgresUsageAggregator(db())),
     orgId: org.orgId,
     subscriptionIds: [subscriptionId],
     now: new Date(now),
+    ...(post === undefined ? {} : { post }),
   });
   expect(run.failures).toEqual([]);
   return run;
@@ -337,14 +338,7 @@ describe('voiding an invoiced event with a correcting credit note', () => {
   it('a correction of a period whose invoice is still a DRAFT is a 409 naming it; nothing is voided', async () => {
     const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
     const event = await usage(item, 3);
-    const run = await runBilling(db(), {
-      usage: usageSource(new PostgresUsageAggregator(db())),
-      orgId: org.orgId,
-      subscriptionIds: [subscription.id],
-      now: new Date('2026-02-01T00:00:00Z'),
-      post: false,
-    });
-    expect(run.failures).toEqual([]);
+    await billAt(subscription.id, '2026-02-01T00:00:00Z', { post: false });
     const refused = await voidIt(event, { correction: 'credit_note' });
     expect(refused.statusCode, refused.body).toBe(409);
     expect(refused.json().detail).toContain(
@@ -359,14 +353,7 @@ describe('voiding an invoiced event with a correcting credit note', () => {
     const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
     const kept = await usage(item, 3);
     const dropped = await usage(item, 4);
-    const run = await runBilling(db(), {
-      usage: usageSource(new PostgresUsageAggregator(db())),
-      orgId: org.orgId,
-      subscriptionIds: [subscription.id],
-      now: new Date('2026-02-01T00:00:00Z'),
-      post: false,
-    });
-    expect(run.failures).toEqual([]);
+    const run = await billAt(subscription.id, '2026-02-01T00:00:00Z', { post: false });
     const draftTotal = async () => {
       const read = await api.request({ path: `/invoices/${run.invoice_ids[0]}`, key: org.apiKey });
       const invoice = read.json().data as { status: string; items: { line_total_pre_tax: string }[] };
@@ -385,13 +372,7 @@ describe('voiding an invoiced event with a correcting credit note', () => {
   it('a correction of a period whose invoice was withdrawn is a 409 naming it; nothing is voided', async () => {
     const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
     const event = await usage(item, 3);
-    const run = await runBilling(db(), {
-      usage: usageSource(new PostgresUsageAggregator(db())),
-      orgId: org.orgId,
-      subscriptionIds: [subscription.id],
-      now: new Date('2026-02-01T00:00:00Z'),
-    });
-    expect(run.failures).toEqual([]);
+    const run = await billAt(subscription.id, '2026-02-01T00:00:00Z');
     await db().query(`UPDATE invoices SET status = 'WITHDRAWN' WHERE id = $1`, [run.invoice_ids[0]]);
     const refused = await voidIt(event, { correction: 'credit_note' });
     expect(refused.statusCode, refused.body).toBe(409);
