@@ -67,7 +67,10 @@ const amountText = z
 
 const instant = z.iso
   .datetime({ offset: true, error: 'Must be an ISO 8601 date-time with a time zone (Z or ±hh:mm).' })
-  .refine((value) => !value.startsWith('0000'), { message: 'Must be from year 0001 on.' })
+  .refine((value) => !value.startsWith('0000'), {
+    message: 'Must be from year 0001 on.',
+    params: { code: 'out_of_range' },
+  })
   .meta({ description: 'ISO 8601 date-time.' });
 
 export const CreateCreditGrant = z
