@@ -123,4 +123,50 @@ describe('MCP read models at their boundaries', () => {
       }),
     ]);
   });
+  it('revenue_summary: a currency with active subscriptions and no invoice is listed in order; every subscription counted', async () => {
+    const { db } = database;
+    const org = (await createTestOrg(db)).orgId;
+    const buyer = (
+      await insertCustomer(db, org, { name: 'Two currencies', country: 'CA', state_province: 'ON' })
+    ).id;
+    const product = (await insertProduct(db, org, { unitPrice: '10' })).id;
+    const subscribe = (currency: string) =>
+      insertSubscription(db, org, { customerId: buyer, currency, items: [{ productId: product }] });
+    const usd = await subscribe('USD');
+    await subscribe('USD');
+    await subscribe('CAD');
+    await insertSubscription(db, org, {
+      customerId: buyer,
+      status: 'canceled',
+      currency: 'EUR',
+      items: [{ productId: product }],
+    });
+    await insertInvoice(db, org, {
+      customerId: buyer,
+      subscriptionId: usd.id,
+      status: 'POSTED',
+      periodStart: '2026-02-01',
+      invoiceDate: '2026-03-01',
+      dueDate: '2026-03-31',
+      currency: 'USD',
+      items: [{ productId: product, unitPrice: '10' }],
+    });
+    const summary = await revenueSummary(db, org, { asOf: TODAY });
+    expect(summary.active_subscriptions).toBe(3);
+    expect(
+      summary.by_currency.map((row) => [
+        row.currency,
+        row.invoice_count,
+        row.active_subscriptions,
+        row.billed,
+      ]),
+    ).toEqual([
+      ['CAD', 0, 1, '0.00000000'],
+      ['USD', 1, 2, '10.00000000'],
+    ]);
+    expect((await customerActivity(db, org, buyer, TODAY)).subscriptions).toEqual({
+      total: 4,
+      by_status: { active: 3, canceled: 1 },
+    });
+  });
 });
