@@ -45,6 +45,12 @@ describe('tool input schemas', () => {
     );
     expect(input.safeParse({ country: 'CA', state_province: 'ON', amount: '-1' }).success).toBe(false);
     expect(input.safeParse({ country: 'CA', state_province: 'ON', amount: '19.99' }).success).toBe(true);
+    // at most 12 integer digits, as a credit grant's amount; a region names itself in 50 characters
+    const largest = '999999999999.99999999';
+    expect(input.safeParse({ country: 'FR', amount: largest }).success).toBe(true);
+    expect(input.safeParse({ country: 'FR', amount: `9${largest}` }).success).toBe(false);
+    expect(input.safeParse({ country: 'FR', state_province: 'x'.repeat(50) }).success).toBe(true);
+    expect(input.safeParse({ country: 'FR', state_province: 'x'.repeat(51) }).success).toBe(false);
   });
 
   it('tax_lookup asks for a region the table knows where tax depends on it', () => {
