@@ -293,7 +293,8 @@ describe('usage_quantity alerts read only near their threshold', () => {
     const guardrails = new UsageGuardrails({
       db: database.db,
       log: runLogger('alert-bound'),
-      policies: [alertPolicy(database.db, { settleMs: SETTLE_MS, refreshMs: 300 })],
+      // long enough that a loaded machine still sees the skip before the sweep
+      policies: [alertPolicy(database.db, { settleMs: SETTLE_MS, refreshMs: 1000 })],
     });
     guardrails.attach(stores);
     const sink = guardrails.sink('evaluated');
@@ -304,7 +305,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await countedThenHanded(sink, [skipped]); // bound 60, a fresh reading: skipped
       expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
       // no further usage: the sweep reads it, at the latest 1.5 refreshMs after it was skipped
-      await eventually(async () => expect(await state()).toMatchObject({ value: '60.00000000' }), 2000);
+      await eventually(async () => expect(await state()).toMatchObject({ value: '60.00000000' }), 3000);
       expect((await state()).status).toBe('OK');
     } finally {
       await guardrails.stop();
