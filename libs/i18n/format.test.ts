@@ -18,6 +18,12 @@ describe('French figures', () => {
     expect(spaced(displayMoney('0.00125000', 'JPY', 'fr-CA'))).toBe('0,00125 ¥');
     expect(spaced(displayMoney('1.50000000', 'CAD', 'fr-CA'))).toBe('1,50 $');
   });
+
+  it('keeps a code Intl refuses apart from its number by a no-break space, as Intl spaces its own', () => {
+    // a plain space would let a line break part "5,00" from "AB1" on a page or in the PDF
+    expect(displayMoney('5.00000000', 'AB1', 'fr-CA')).toBe('5,00\u00a0AB1');
+    expect(displayMoney('-1234.50000000', 'AB1', 'fr-CA')).toBe('-1\u00a0234,50\u00a0AB1');
+  });
 });
 
 describe('dates', () => {
@@ -31,6 +37,21 @@ describe('dates', () => {
       expect(displayDate('2026-03-01T00:00:00.000Z', 'fr-CA')).toBe('1 mars 2026');
       expect(displayShortDate('2026-03-01', 'en')).toBe('Mar 1');
       expect(displayShortDate('2026-03-01', 'fr-CA')).toBe('1 mars');
+    } finally {
+      if (zone === undefined) Reflect.deleteProperty(process.env, 'TZ');
+      else process.env.TZ = zone;
+    }
+  });
+
+  it('writes the UTC day east of UTC too, where local midnight is the day before in UTC', async () => {
+    const zone = process.env.TZ;
+    process.env.TZ = 'Asia/Tokyo'; // 2026-03-01T00:00 in Tokyo is 2026-02-28T15:00Z
+    try {
+      vi.resetModules();
+      const { displayDate, displayShortDate } = await import('./format.js');
+      expect(displayDate('2026-03-01', 'en')).toBe('March 1, 2026');
+      expect(displayDate('2026-03-01', 'fr-CA')).toBe('1 mars 2026');
+      expect(displayShortDate('2026-03-01T12:00:00Z', 'en')).toBe('Mar 1');
     } finally {
       if (zone === undefined) Reflect.deleteProperty(process.env, 'TZ');
       else process.env.TZ = zone;

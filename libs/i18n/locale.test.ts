@@ -37,6 +37,10 @@ describe('localeFromAcceptLanguage', () => {
       ['fr;q=0.001', 'fr-CA'],
       ['frr-DE,de;q=0.8', 'en'], // North Frisian, not French
       ['FR-ca ; Q=0.9', 'fr-CA'],
+      // the parameter's name in either case, spaces around its "="
+      ['fr;Q=0,en;q=0.1', 'en'],
+      ['fr;q = 0.4,en;q=0.5', 'en'],
+      ['en; q =0.3 ,fr;q=0.6', 'fr-CA'],
       ['*', 'en'],
       ['', 'en'],
       [undefined, 'en'],
