@@ -94,3 +94,45 @@ describe('usage chart', () => {
     ]);
   });
 });
+
+describe('usage chart geometry', () => {
+  it('places and sizes each bar to the hundredth: 70% of its day, centred, height in proportion', () => {
+    // 31 days share 576 units: a slot of 18.58, a bar of 13.01; 13 of an axis top of 100 is 21.06 high
+    const svg = renderUsageChart(month([13, 60, ...Array(29).fill(0)]), {
+      locale: 'en',
+      itemName: 'x',
+      id: 'g1',
+    });
+    const drawn = bars(svg);
+    expect(drawn[0]!.slice(1)).toEqual(['58.79', '150.94', '13.01', '21.06']);
+    expect(drawn[1]!.slice(1)).toEqual(['77.37', '74.8', '13.01', '97.2']);
+    expect(drawn[30]!.slice(1)).toEqual(['616.2', '172', '13.01', '0']);
+    expect(svg).toContain('<title>Jan 1: 13</title>');
+    expect(svg).toContain('<title>Jan 2: 60</title>');
+    // the middle day's label is centred under its slot: 56 + 15.5 x 18.58 = 344
+    expect(svg).toContain('<text class="axis" x="344" y="192" text-anchor="middle">Jan 16</text>');
+  });
+
+  it("escapes the item's name in the chart's description and in the table's summary", () => {
+    const svg = renderUsageChart(month(['1']), { locale: 'en', itemName: 'Storage <GB> & co', id: 'g4' });
+    expect(svg).toContain('<desc id="g4-desc">Daily usage of Storage &lt;GB&gt; &amp; co over 1 days');
+    expect(svg).toContain('<summary>Daily usage of Storage &lt;GB&gt; &amp; co</summary>');
+  });
+
+  it('takes the largest day as the peak, wherever it falls', () => {
+    const svg = renderUsageChart(month(['300', '10']), { locale: 'en', itemName: 'x', id: 'g2' });
+    expect(svg).toContain('over 2 days: 310 in all, at most 300 in one day.');
+    expect(svg).toContain('text-anchor="end">500</text>');
+  });
+
+  it('draws a bar at least one unit wide however many days there are', () => {
+    const start = Date.UTC(2024, 0, 1);
+    const series = Array.from({ length: 800 }, (_, i) => ({
+      date: new Date(start + i * 86_400_000).toISOString().slice(0, 10),
+      quantity: '1.00000000',
+    }));
+    const drawn = bars(renderUsageChart(series, { locale: 'en', itemName: 'x', id: 'g3' }));
+    expect(drawn).toHaveLength(800);
+    expect(new Set(drawn.map((bar) => bar[3]))).toEqual(new Set(['1']));
+  });
+});
