@@ -379,6 +379,10 @@ describe("the portal's alert rows and form", () => {
     expect(html).toContain('aria-label="Remove alert Usage amount this period"');
     expect(html.match(/<button type="submit" aria-label=/g)).toHaveLength(1);
     expect(html).toContain('<td>OK</td><td></td></tr>');
+    // a credit_balance alert is money: cents where its currency is not known
+    expect(html).toContain(
+      '<tr><td>low</td><td>Projected credit</td><td class="num">1,200.00</td><td class="num"></td>',
+    );
   });
 
   it('offers the form on the customer subscriptions, and says why the last add was refused', () => {
@@ -456,6 +460,9 @@ describe('the invoice page', () => {
     expect(html).toContain('<p class="lead">Buyer &lt;i&gt;</p>');
     expect(html).toContain('<span class="org">Seller &amp; Co</span>');
     expect(page({ taxLines: [] })).toContain('<tr><td>Tax</td><td class="num">7.50 CAD</td></tr>');
+    expect(page({ locale: 'fr-CA' }).replace(/\u00a0/g, ' ')).toContain(
+      '<tr><td>TPS</td><td class="num">2,50 $</td></tr><tr><td>TVQ</td><td class="num">5,00 $</td></tr>',
+    );
   });
 
   it('marks the status overdue or paid, and links back to the portal only from a session', () => {
