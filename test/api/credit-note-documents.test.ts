@@ -138,6 +138,39 @@ describe('credit note documents', () => {
     }
   });
 
+  it("names the seller's and the customer's countries in the document's language", async () => {
+    // both addresses are written in the locale asked for, as the labels around them
+    const db = api.platform.db;
+    const note = notes[0]!;
+    const before = await db.query<{ country: string; tax_id: string | null }>(
+      'SELECT country, tax_id FROM organizations WHERE id = $1',
+      [org.orgId],
+    );
+    await db.query(`UPDATE organizations SET country = 'US', tax_id = 'EIN-12' WHERE id = $1`, [org.orgId]);
+    await db.query(`UPDATE customers SET country = 'DE' WHERE org_id = $1 AND id = $2`, [
+      org.orgId,
+      note.customer_id,
+    ]);
+    try {
+      const html = unescapeHtml((await get(`/credit-notes/${note.id}/html?locale=fr-CA`)).body);
+      expect(html).toContain('<p>États-Unis</p>');
+      expect(html).toContain('<p>No de taxe : EIN-12</p>');
+      expect(html).toContain('<p>Allemagne</p>');
+      const invoiceHtml = unescapeHtml((await get(`/invoices/${invoice.id}/html?locale=fr-CA`)).body);
+      expect(invoiceHtml).toContain('<p>États-Unis</p>');
+    } finally {
+      await db.query('UPDATE organizations SET country = $2, tax_id = $3 WHERE id = $1', [
+        org.orgId,
+        before.rows[0]!.country,
+        before.rows[0]!.tax_id,
+      ]);
+      await db.query(`UPDATE customers SET country = 'CA' WHERE org_id = $1 AND id = $2`, [
+        org.orgId,
+        note.customer_id,
+      ]);
+    }
+  });
+
   it('PDF in English, named after the number', async () => {
     const note = notes[1]!;
     const response = await get(`/credit-notes/${note.id}/pdf`);
