@@ -277,6 +277,154 @@ describe('DependencyGuard', () => {
     expect(recorded.lines).toHaveLength(linesAtRecovery);
   });
 
+  /** A call that never answers, started `afterMs` after a quick one that starts the watchdog. */
+  const stuckAfter = async (g: DependencyGuard, afterMs: number) => {
+    await expect(g.run(async () => 'quick')).resolves.toBe('quick');
+    await vi.advanceTimersByTimeAsync(afterMs);
+    return outcomeOf(g.run(() => new Promise<string>(() => {})));
+  };
+  const givenUp = (outcome: () => unknown) =>
+    (outcome() as { error?: unknown } | undefined)?.error instanceof DependencyUnavailableError;
+
+  it('checks waits every quarter of waitMs: a call past the bound is given up on at the next tick', async () => {
+    probeAnswers = false;
+    const g = guard({ waitMs: 400 });
+    const stuck = await stuckAfter(g, 10); // ticks at 100, 200, ... ms; the bound passes at 410 ms
+    await vi.advanceTimersByTimeAsync(489); // 499 ms
+    expect(givenUp(stuck)).toBe(false);
+    await vi.advanceTimersByTimeAsync(1); // the tick at 500 ms
+    expect(givenUp(stuck)).toBe(true);
+  });
+
+  it('checks waits at least every 250 ms however long waitMs is', async () => {
+    probeAnswers = false;
+    const g = guard({ waitMs: 4000 });
+    const stuck = await stuckAfter(g, 10);
+    await vi.advanceTimersByTimeAsync(4239); // 4249 ms
+    expect(givenUp(stuck)).toBe(false);
+    await vi.advanceTimersByTimeAsync(1); // the tick at 4250 ms, not 4500 ms
+    expect(givenUp(stuck)).toBe(true);
+  });
+
+  it('checks waits at most every 10 ms however short waitMs is', async () => {
+    probeAnswers = false;
+    const g = guard({ waitMs: 20 });
+    const stuck = await stuckAfter(g, 1); // ticks at 10, 20, 30 ms; the bound passes at 21 ms
+    await vi.advanceTimersByTimeAsync(28); // 29 ms
+    expect(givenUp(stuck)).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(givenUp(stuck)).toBe(true);
+  });
+
+  /** A probe that answers or fails at once, as `probeAnswers` says. */
+  const quickProbe = async () => {
+    probes++;
+    if (!probeAnswers) throw new Error('still down');
+  };
+  const refusedIsOutage = (error: unknown) => (error as Error).message === 'connection refused';
+  const findOutage = (g: DependencyGuard) =>
+    g.run(async () => Promise.reject(new Error('connection refused'))).catch(() => {});
+
+  it('probes at once when the outage is found, then every 500 ms unless told otherwise', async () => {
+    const g = new DependencyGuard({
+      name: 'redis',
+      label: 'The cache',
+      waitMs: 1000,
+      whenSlow: 'fail',
+      probe: quickProbe,
+      isOutage: refusedIsOutage,
+      log: recorded.log,
+    });
+    guards.push(g);
+    probeAnswers = true;
+    await findOutage(g);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(g.available).toBe(true); // the first probe runs without waiting
+    probeAnswers = false;
+    await findOutage(g);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(probes).toBe(2);
+    probeAnswers = true;
+    await vi.advanceTimersByTimeAsync(399); // 499 ms after the failed probe
+    expect(g.available).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(g.available).toBe(true);
+    expect(probes).toBe(3);
+  });
+
+  it('summarizes a lasting outage every 60 s unless told otherwise, with its length in seconds', async () => {
+    probeAnswers = false;
+    const g = new DependencyGuard({
+      name: 'redis',
+      label: 'The cache',
+      waitMs: 1000,
+      whenSlow: 'fail',
+      probe: quickProbe,
+      isOutage: refusedIsOutage,
+      log: recorded.log,
+    });
+    guards.push(g);
+    await findOutage(g);
+    const summaries = () => recorded.lines.filter((line) => line.msg === 'redis still unavailable');
+    await vi.advanceTimersByTimeAsync(59_999);
+    expect(summaries()).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(summaries().map((line) => line.fields)).toEqual([
+      { dependency: 'redis', reason: 'connection refused', seconds: 60, refusedLastInterval: 0 },
+    ]);
+  });
+
+  it("counts in a second outage's first summary only the calls it refused, and its own seconds", async () => {
+    const g = guard({ probe: quickProbe, isOutage: refusedIsOutage, summaryIntervalMs: 10_000 });
+    probeAnswers = false;
+    await findOutage(g);
+    for (let i = 0; i < 3; i++) await g.run(async () => 0).catch(() => {});
+    probeAnswers = true;
+    await vi.advanceTimersByTimeAsync(200); // recovered before any summary
+    expect(g.available).toBe(true);
+    probeAnswers = false;
+    await findOutage(g);
+    for (let i = 0; i < 2; i++) await g.run(async () => 0).catch(() => {});
+    await vi.advanceTimersByTimeAsync(10_000);
+    const summaries = recorded.lines.filter((line) => line.msg === 'kafka still unavailable');
+    expect(summaries.map((line) => line.fields)).toEqual([
+      { dependency: 'kafka', reason: 'connection refused', seconds: 10, refusedLastInterval: 2 },
+    ]);
+  });
+
+  it('logs the end of an outage with its length to a tenth of a second', async () => {
+    const g = guard({ probe: quickProbe, isOutage: refusedIsOutage }); // probes every 200 ms
+    probeAnswers = false;
+    await findOutage(g);
+    await vi.advanceTimersByTimeAsync(1250);
+    probeAnswers = true;
+    await vi.advanceTimersByTimeAsync(150); // the probe at 1400 ms answers
+    expect(g.available).toBe(true);
+    expect(recorded.lines.at(-1)).toEqual({
+      level: 'info',
+      msg: 'kafka available again',
+      fields: { dependency: 'kafka', seconds: 1.4, refused: 0 },
+    });
+  });
+
+  it('stops probing once closed: neither a probe waiting to run nor one under way is followed', async () => {
+    for (const closeAtMs of [100, 1100]) {
+      // at 100 ms the first probe is under way (it fails at 1000 ms); at 1100 ms the next waits for 1200 ms
+      probeAnswers = false;
+      probes = 0;
+      recorded.lines.length = 0;
+      const g = guard({ isOutage: refusedIsOutage });
+      await findOutage(g);
+      await vi.advanceTimersByTimeAsync(closeAtMs);
+      g.close();
+      probeAnswers = true;
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(probes, `closed at ${closeAtMs} ms`).toBe(1);
+      expect(vi.getTimerCount()).toBe(0);
+      expect(recorded.lines.map((line) => line.msg)).toEqual(['kafka unavailable']);
+    }
+  });
+
   describe('when a slow call is probed', () => {
     it('keeps waiting for a slow call while the dependency answers its probe', async () => {
       const g = guard({ whenSlow: 'probe', name: 'database' });
@@ -291,6 +439,16 @@ describe('DependencyGuard', () => {
       expect(result()).toEqual({ value: 'done' });
       expect(g.available).toBe(true);
       expect(recorded.lines).toEqual([]);
+    });
+
+    it('probes again each waitMs the call still waits, the earlier probe answered', async () => {
+      const g = guard({ whenSlow: 'probe', name: 'database' });
+      const slow = pending<string>();
+      await outcomeOf(g.run(() => slow.promise));
+      await vi.advanceTimersByTimeAsync(3100); // suspected at 1000, 2000 and 3000 ms
+      expect(probes).toBe(3);
+      expect(g.available).toBe(true);
+      slow.resolve('done');
     });
 
     it('probes once for several calls found slow at the same moment', async () => {
