@@ -42,6 +42,11 @@ describe('forbiddenRangeOf', () => {
     '169.253.255.255',
     '192.169.0.1',
     '223.255.255.255',
+    // the first address past each range whose prefix one bit shorter would still cover it
+    '9.255.255.255',
+    '11.0.0.0',
+    '198.17.255.255',
+    '198.20.0.0',
   ])('accepts public IPv4 %s', (address) => {
     expect(forbiddenRangeOf(address)).toBeUndefined();
   });
@@ -87,6 +92,7 @@ describe('forbiddenRangeOf', () => {
     ['100::ffff:ffff:ffff:ffff', 'reserved'],
     ['2001:db8:ffff:ffff:ffff:ffff:ffff:ffff', 'reserved'],
     ['5f00:ffff:ffff:ffff:ffff:ffff:ffff:ffff', 'reserved'],
+    ['ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff', 'reserved'],
     ['fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff', 'private'],
     ['feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff', 'private'],
     ['::ffff:192.168.255.255', 'private'],
@@ -94,12 +100,16 @@ describe('forbiddenRangeOf', () => {
     expect(forbiddenRangeOf(address)).toBe(range);
   });
 
-  it.each(['2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '2001:4860:4860::8888', '2001:200::1'])(
-    'accepts public IPv6 %s',
-    (address) => {
-      expect(forbiddenRangeOf(address)).toBeUndefined();
-    },
-  );
+  it.each([
+    '2606:4700:4700::1111',
+    '2a00:1450:4001:80b::200e',
+    '2001:4860:4860::8888',
+    '2001:200::1',
+    // just past 3fff::/20, the documentation range
+    '3fff:1000::1',
+  ])('accepts public IPv6 %s', (address) => {
+    expect(forbiddenRangeOf(address)).toBeUndefined();
+  });
 
   it('checks the IPv4 address inside IPv4-mapped, NAT64 and 6to4 IPv6 addresses', () => {
     expect(forbiddenRangeOf('::ffff:10.0.0.1')).toBe('private');
@@ -125,6 +135,10 @@ describe('forbiddenRangeOf', () => {
     expect(forbiddenRangeOf('fe80::1%eth0')).toBe('link-local');
     expect(forbiddenRangeOf('[fe80::1%25en0]')).toBe('link-local');
     expect(forbiddenRangeOf('fd00::1%2')).toBe('private');
+    // the zone right after `::` and after a dotted IPv4 part: no group is read from it
+    expect(forbiddenRangeOf('fe80::%eth0')).toBe('link-local');
+    expect(forbiddenRangeOf('::ffff:10.0.0.1%eth0')).toBe('private');
+    expect(forbiddenRangeOf('::ffff:8.8.8.8%eth0')).toBeUndefined();
   });
 });
 
