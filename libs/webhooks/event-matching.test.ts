@@ -30,6 +30,11 @@ describe('endpointReceives', () => {
     expect(endpointReceives(['invoic.*'], 'invoice')).toBe(false);
     expect(endpointReceives(['order'], 'order')).toBe(true);
   });
+
+  it('gives a type without a dot no family at all, not even one spelled `undefined`', () => {
+    expect(endpointReceives(['undefined.*'], 'order')).toBe(false);
+    expect(endpointReceives(['undefined.*'], 'undefined.x')).toBe(true);
+  });
 });
 
 describe('isKnownSelector', () => {

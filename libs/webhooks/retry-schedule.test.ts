@@ -35,4 +35,15 @@ describe('afterFailedAttempt', () => {
     expect(afterFailedAttempt(failed(9, 10, 6), specDelays)).toEqual({ status: 'RETRYING', delayMs: 8000 });
     expect(afterFailedAttempt(failed(10, 10, 6), specDelays)).toEqual({ status: 'FAILED' });
   });
+
+  it('retries at once when no delays are configured', () => {
+    expect(afterFailedAttempt(failed(1, 5), [])).toEqual({ status: 'RETRYING', delayMs: 0 });
+    expect(afterFailedAttempt(failed(4, 5), [])).toEqual({ status: 'RETRYING', delayMs: 0 });
+  });
+
+  it('counts an attempt before its series start as the first of the series, never past the delays', () => {
+    // below the series' first attempt, the delay index is clamped to the first delay, not read as none
+    expect(afterFailedAttempt(failed(3, 10, 5), specDelays)).toEqual({ status: 'RETRYING', delayMs: 1000 });
+    expect(afterFailedAttempt(failed(4, 10, 5), specDelays)).toEqual({ status: 'RETRYING', delayMs: 1000 });
+  });
 });

@@ -4,6 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import {
   generateSigningSecret,
+  keyIdsMemo,
   signingKeyId,
   signPayload,
   signStandard,
@@ -36,6 +37,19 @@ describe('signing secrets', () => {
     );
     expect(signingKeyId(secret)).toMatch(/^key_[0-9a-f]{16}$/);
     expect(signingKeyId(generateSigningSecret())).not.toBe(signingKeyId(secret));
+  });
+});
+
+describe('keyIdsMemo', () => {
+  it('names each secret once per claim: the same entry again for the same secret, another for another', () => {
+    const named = keyIdsMemo();
+    const secret = generateSigningSecret();
+    const first = named(secret);
+    expect(first).toEqual({ secret, keyId: signingKeyId(secret) });
+    expect(named(secret)).toBe(first);
+    const other = generateSigningSecret();
+    expect(named(other)).toEqual({ secret: other, keyId: signingKeyId(other) });
+    expect(named(secret)).toBe(first);
   });
 });
 
