@@ -39,6 +39,14 @@ describe('endpointUrlProblem', () => {
     expect(endpointUrlProblem('javascript:alert(1)', true)).toMatch(/https/);
   });
 
+  it('allows only http besides https, even to this machine while localhost is allowed', () => {
+    const allowedOnly = 'Must use https (http only for localhost or a loopback address such as 127.0.0.1).';
+    expect(endpointUrlProblem('ftp://localhost/', true)).toBe(allowedOnly);
+    expect(endpointUrlProblem('ws://127.0.0.1:8080/', true)).toBe(allowedOnly);
+    expect(endpointUrlProblem('http://example.com/hook', true)).toBe(allowedOnly);
+    expect(endpointUrlProblem('http://localhost/', false)).toBe('Must use https.');
+  });
+
   it('refuses text that is not an absolute URL', () => {
     expect(endpointUrlProblem('example.com/hook', true)).toBe('Must be an absolute URL.');
     expect(endpointUrlProblem('', true)).toBe('Must be an absolute URL.');
