@@ -71,6 +71,34 @@ describe('guardedLookup', () => {
     );
   });
 
+  it('checks only the IPv4 addresses when asked for family 4', async () => {
+    const answers = {
+      'dual.example.com': [
+        { address: '::1', family: 6 },
+        { address: '93.184.216.34', family: 4 },
+      ],
+    };
+    expect(await lookup('https://dual.example.com/', false, answers, { family: 4 })).toEqual({
+      error: null,
+      address: '93.184.216.34',
+      family: 4,
+    });
+  });
+
+  it("passes the resolver's own failure on as it is", async () => {
+    const failure: NodeJS.ErrnoException = new Error('getaddrinfo EAI_AGAIN hooks.example.com');
+    failure.code = 'EAI_AGAIN';
+    const parsed = new URL('https://hooks.example.com/');
+    const outcome = await new Promise<{ error: Error | null; address: string | LookupAddress[] }>((resolve) =>
+      guardedLookup(parsed, false, async () => Promise.reject(failure))(
+        parsed.hostname,
+        {},
+        (error, address) => resolve({ error, address }),
+      ),
+    );
+    expect(outcome).toEqual({ error: failure, address: '' });
+  });
+
   it('lets loopback through only for an allowed localhost URL', async () => {
     const answers = {
       localhost: [{ address: '127.0.0.1', family: 4 }],
@@ -120,5 +148,17 @@ describe('literal addresses', () => {
       AddressRefusedError,
     );
     expect(refusalFor(new URL('https://8.8.8.8/'), '8.8.8.8', false)).toBeUndefined();
+    // an IPv6 literal is named without its brackets, as the address it is
+    const refused = refusalFor(new URL('https://[fd00::7]:8443/'), 'fd00::7', false);
+    expect(refused?.message).toBe(
+      'Refused: fd00::7 is a private address; webhooks are delivered to public addresses only.',
+    );
+    expect(refused).toMatchObject({
+      name: 'AddressRefusedError',
+      code: 'ERR_WEBHOOK_ADDRESS_REFUSED',
+      host: 'fd00::7',
+      address: 'fd00::7',
+      range: 'private',
+    });
   });
 });
