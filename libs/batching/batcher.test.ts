@@ -210,6 +210,49 @@ describe('Batcher', () => {
     expect(await Promise.all(outputs)).toEqual([1, 2, 3]);
   });
 
+  it('weighs each item with `weight`: one item of the whole weight closes its batch alone', async () => {
+    vi.useFakeTimers();
+    const { batches, batcher } = echoBatcher<string>({
+      lingerMs: 1000,
+      maxWeight: 5,
+      weight: (item) => item.length,
+    });
+    const outputs = [batcher.submit('ab'), batcher.submit('cd')];
+    expect(batches).toEqual([]);
+    outputs.push(batcher.submit('e')); // 2 + 2 + 1 reaches 5
+    expect(batches).toEqual([['ab', 'cd', 'e']]);
+    outputs.push(batcher.submit('fghij'));
+    expect(batches).toEqual([['ab', 'cd', 'e'], ['fghij']]);
+    expect(await Promise.all(outputs)).toEqual(['ab', 'cd', 'e', 'fghij']);
+  });
+
+  it('with lingerMs 0, closes at the end of the turn, not on a timer', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] }); // a timer would never fire here
+    const { batches, batcher } = echoBatcher<number>({ lingerMs: 0, maxWeight: 10 });
+    const outputs = [batcher.submit(1), batcher.submit(2)];
+    await endOfTurn();
+    expect(batches).toEqual([[1, 2]]);
+    expect(await Promise.all(outputs)).toEqual([1, 2]);
+  });
+
+  it('closes a batch once per turn: items of the next turn gather together', async () => {
+    const { batches, batcher } = echoBatcher<number>({ lingerMs: 0, maxWeight: 10 });
+    // 1, 2 and 3 close at the end of this turn; 4 and 5, submitted by callbacks of that same end
+    // of turn (queued between them), close together at the end of the next one
+    const outputs = [batcher.submit(1)];
+    setImmediate(() => outputs.push(batcher.submit(4)));
+    outputs.push(batcher.submit(2));
+    setImmediate(() => outputs.push(batcher.submit(5)));
+    outputs.push(batcher.submit(3));
+    await endOfTurn();
+    await endOfTurn();
+    expect(batches).toEqual([
+      [1, 2, 3],
+      [4, 5],
+    ]);
+    expect(await Promise.all(outputs)).toEqual([1, 2, 3, 4, 5]);
+  });
+
   /*
    * flush loops until the set of batches in flight is empty. A batch that stayed in it once settled
    * would make it spin on microtasks for ever, starving every timer (the test timeout's too): a run
