@@ -2,7 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { WebhookDeliveryHeaders } from '../schemas/index.js';
 import { buildPayload, deliveryHeaders } from './payload.js';
-import { generateSigningSecret, keyIdsMemo, signingKeyId, verifySignature } from './signing.js';
+import { generateSigningSecret, keyIdsMemo, signingKeyId, signStandard, verifySignature } from './signing.js';
 
 const named = keyIdsMemo();
 
@@ -72,5 +72,23 @@ describe('deliveryHeaders', () => {
       service: signingKeyId(current),
       standard: [signingKeyId(current), signingKeyId(previous)],
     });
+  });
+
+  it("stamps the attempt's own timestamp, and puts the previous secret's signature second (README)", () => {
+    const current = generateSigningSecret();
+    const previous = generateSigningSecret();
+    const stamped = 1_700_000_000; // long past: not the clock's now
+    const { headers } = deliveryHeaders({
+      deliveryId,
+      type: 'invoice.paid',
+      payload,
+      timestamp: stamped,
+      secrets: { current: named(current), previous: named(previous) },
+    });
+    const message = { id: deliveryId, timestamp: stamped, body: payload };
+    expect(headers['webhook-timestamp']).toBe('1700000000');
+    expect(headers['webhook-signature']).toBe(
+      `${signStandard(current, message)} ${signStandard(previous, message)}`,
+    );
   });
 });
