@@ -63,6 +63,37 @@ describe('webhook delivery across endpoints', () => {
     }
   });
 
+  it('looks ahead 4 x the limit, giving each endpoint its own room within one claim', async () => {
+    const [crowded, other] = [await createTestOrg(api.platform.db), await createTestOrg(api.platform.db)];
+    const endpointFor = async (org: TestOrg, path: string) =>
+      (
+        await registerEndpoint(api, org.apiKey, {
+          url: `http://127.0.0.1:9/${path}`,
+          events: ['invoice.posted'],
+        })
+      ).id;
+    const crowdedEndpoint = await endpointFor(crowded, 'crowded');
+    const otherEndpoint = await endpointFor(other, 'other');
+    // 7 events due at one endpoint, then 1 at another: the 8th in order, the last the window holds
+    for (let i = 0; i < 7; i++) await emit(api.platform.db, crowded.orgId, 'invoice.posted');
+    await fanOutOutbox(api.platform.db, { batchSize: 100, maxAttempts: 5 });
+    await emit(api.platform.db, other.orgId, 'invoice.posted');
+    await fanOutOutbox(api.platform.db, { batchSize: 100, maxAttempts: 5 });
+    try {
+      const claimed = await claimDueDeliveries(api.platform.db, 2, 60_000, {
+        perEndpoint: 1,
+        busy: new Map(),
+      });
+      expect(claimed.map((pending) => pending.endpointId).sort()).toEqual(
+        [crowdedEndpoint, otherEndpoint].sort(),
+      );
+    } finally {
+      await api.platform.db.query('DELETE FROM webhook_events WHERE endpoint_id = ANY($1::uuid[])', [
+        [crowdedEndpoint, otherEndpoint],
+      ]);
+    }
+  });
+
   it("claims an endpoint's due events oldest first when it has room for fewer than are due", async () => {
     const org = await createTestOrg(api.platform.db);
     const endpoint = (

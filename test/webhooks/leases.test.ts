@@ -140,6 +140,12 @@ describe('webhook delivery leases', () => {
         last_response_body: 'Not delivered: the endpoint was deleted.',
       });
       expect((await stored(lapsed.eventId, endpoint)).attemptRows).toEqual([1]);
+      // its failed attempt schedules no retry: the ended event is due never again
+      const { rows } = await api.platform.db.query<{ next_attempt_at: Date | null }>(
+        'SELECT next_attempt_at FROM webhook_events WHERE id = $1',
+        [lapsed.eventId],
+      );
+      expect(rows).toEqual([{ next_attempt_at: null }]);
     } finally {
       await answers.close();
     }
