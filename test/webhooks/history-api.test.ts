@@ -96,6 +96,10 @@ describe('webhook delivery history API', () => {
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
+    // one without attempts shows an empty history, not an attempt made of the join's empty row
+    const shown = await api.request({ path: `/webhook-events/${eventOfA}`, key: org.apiKey });
+    expect(shown.statusCode, shown.body).toBe(200);
+    expect(shown.json().data).toMatchObject({ id: eventOfA, status: 'PENDING', attempt_history: [] });
     const conflict = await retry(eventOfA);
     expect(conflict.statusCode).toBe(409);
     expect(conflict.json()).toMatchObject({
