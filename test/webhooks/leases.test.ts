@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AttemptRecorder } from '../../libs/webhooks/attempt-recorder.js';
 import {
   attempt,
   claimDueDeliveries,
@@ -91,6 +92,48 @@ describe('webhook delivery leases', () => {
     expect([...(await recordAttempts(api.platform.db, finished))]).toEqual([second.current.eventId]);
     expect((await stored(first.current.eventId)).attemptRows).toEqual([]);
     expect((await stored(second.current.eventId)).attemptRows).toEqual([1]);
+  });
+
+  it('records a batch once it holds maxBatch attempts, telling each caller about its own', async () => {
+    const first = await claimedTwice();
+    const second = await claimedTwice();
+    const finished = await Promise.all(
+      [first.lapsed, second.current].map(async (pending) =>
+        judge(await attempt(pending, sender, new Date()), [50]),
+      ),
+    );
+    // a delay of an hour: only reaching maxBatch writes the batch within the test
+    const recorder = new AttemptRecorder(api.platform.db, 2, 3_600_000);
+    expect(await Promise.all(finished.map((delivery) => recorder.record(delivery)))).toEqual([false, true]);
+    expect((await stored(second.current.eventId)).attemptRows).toEqual([1]);
+  });
+
+  it('ends a RETRYING event as soon as its endpoint is disabled, not at its next due time', async () => {
+    const owner = await createTestOrg(api.platform.db);
+    const endpoint = await endpointOf(owner, 'http://127.0.0.1:9/refused');
+    await emit(api.platform.db, owner.orgId, 'invoice.posted');
+    await fanOutOutbox(api.platform.db, { batchSize: 100, maxAttempts: 5 });
+    const claimed = await claimDueDeliveries(api.platform.db, 10, 60_000, NO_BUSY);
+    const [pending] = claimed.filter((delivery) => delivery.endpointId === endpoint);
+    // the connection is refused: the next attempt would be an hour away
+    const failed = judge(await attempt(pending!, sender, new Date()), [3_600_000]);
+    expect(failed).toMatchObject({ kind: 'failed', next: { status: 'RETRYING', delayMs: 3_600_000 } });
+    expect([...(await recordAttempts(api.platform.db, [failed]))]).toEqual([pending!.eventId]);
+    const disabled = await api.request({
+      method: 'PATCH',
+      path: `/webhook-endpoints/${endpoint}`,
+      key: owner.apiKey,
+      payload: { status: 'DISABLED' },
+    });
+    expect(disabled.statusCode, disabled.body).toBe(200);
+    expect(await storedEvents(api.platform.db, endpoint)).toMatchObject([
+      {
+        id: pending!.eventId,
+        status: 'FAILED',
+        attempts: 1,
+        last_response_body: 'Not delivered: the endpoint was disabled.',
+      },
+    ]);
   });
 
   it('does not end as undeliverable an event whose lease was taken over', async () => {
