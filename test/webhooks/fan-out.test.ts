@@ -57,6 +57,19 @@ describe('outbox fan-out', () => {
     expect((await storedEvents(api.platform.db, theirs)).map((e) => e.event_type)).toEqual(['invoice.paid']);
   });
 
+  it('counts only the webhook events it created: an outbox row fanned out twice adds none', async () => {
+    const alone = await createTestOrg(api.platform.db);
+    const twice = (
+      await registerEndpoint(api, alone.apiKey, { url: 'http://127.0.0.1:9/twice', events: ['invoice.*'] })
+    ).id;
+    await emit(api.platform.db, alone.orgId, 'invoice.posted', { id: 'fanned-twice', object: 'invoice' });
+    expect(await fanOut()).toEqual({ outboxRows: 1, webhookEvents: 1 });
+    // as if the row had been read again (UNIQUE (outbox_id, endpoint_id) stops the repeat)
+    await api.platform.db.query('UPDATE outbox SET processed_at = NULL WHERE org_id = $1', [alone.orgId]);
+    expect(await fanOut()).toEqual({ outboxRows: 1, webhookEvents: 0 });
+    expect(await storedEvents(api.platform.db, twice)).toHaveLength(1);
+  });
+
   it('marks processed the events that no endpoint receives, so no batch reads them again', async () => {
     await createEndpoint('invoices-only');
     const unsubscribed = await emit(api.platform.db, org.orgId, 'subscription.created', {

@@ -136,6 +136,33 @@ describe('webhook delivery leases', () => {
     ]);
   });
 
+  it('claims a recovered event with the first attempt of its new series, so its delays start over', async () => {
+    const owner = await createTestOrg(api.platform.db);
+    const endpoint = await endpointOf(owner, 'http://127.0.0.1:9/recovered');
+    const since = new Date(Date.now() - 60_000).toISOString();
+    await emit(api.platform.db, owner.orgId, 'invoice.posted');
+    await fanOutOutbox(api.platform.db, { batchSize: 100, maxAttempts: 1 });
+    const claimOne = async () =>
+      (await claimDueDeliveries(api.platform.db, 10, 60_000, NO_BUSY)).filter(
+        (delivery) => delivery.endpointId === endpoint,
+      );
+    const [first] = await claimOne();
+    const ended = judge(await attempt(first!, sender, new Date()), [50]);
+    expect(ended).toMatchObject({ kind: 'failed', next: { status: 'FAILED' } });
+    await recordAttempts(api.platform.db, [ended]);
+    const recovered = await api.request({
+      method: 'POST',
+      path: `/webhook-endpoints/${endpoint}/recover`,
+      key: owner.apiKey,
+      payload: { since },
+    });
+    expect(recovered.statusCode, recovered.body).toBe(202);
+    const [again] = await claimOne();
+    expect(again).toMatchObject({ attempt: 2, seriesFirstAttempt: 2 });
+    const retried = judge(await attempt(again!, sender, new Date()), [1000, 2000]);
+    expect(retried).toMatchObject({ kind: 'failed', next: { status: 'RETRYING', delayMs: 1000 } });
+  });
+
   it('does not end as undeliverable an event whose lease was taken over', async () => {
     const { lapsed, current } = await claimedTwice();
     const reason = 'Not delivered: the endpoint was disabled.';
