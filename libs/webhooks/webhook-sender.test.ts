@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lastCharacters } from './webhook-sender.js';
+import { lastCharacters, WebhookSender } from './webhook-sender.js';
 
 describe('lastCharacters', () => {
   it('keeps a text of exactly `count` code points, or fewer, as it is', () => {
@@ -18,5 +18,26 @@ describe('lastCharacters', () => {
     expect(lastCharacters('😀😁😂😃', 3)).toBe('😁😂😃');
     expect(lastCharacters('a😀😁😂', 2)).toBe('😁😂');
     expect(lastCharacters('😀😁', 2)).toBe('😀😁');
+  });
+});
+
+describe('WebhookSender', () => {
+  it('answers a URL it cannot send to with a connection error, before any request', async () => {
+    const sender = new WebhookSender({ timeoutMs: 1000, allowLocalhost: false });
+    try {
+      const send = (url: string) => sender.send({ url, body: '{}', headers: {} });
+      expect(await send('ftp://hooks.example.com/')).toEqual({
+        result: 'connection_error',
+        responseCode: 0,
+        responseBody: 'Connection error: unsupported scheme ftp:',
+        durationMs: expect.any(Number),
+      });
+      expect(await send('not a url')).toMatchObject({
+        result: 'connection_error',
+        responseBody: 'Connection error: the endpoint URL is invalid.',
+      });
+    } finally {
+      sender.close();
+    }
   });
 });

@@ -370,7 +370,8 @@ describe('webhook delivery', () => {
   });
 
   it('keeps the last 1000 characters of a long response body', async () => {
-    const tail = `${'é'.repeat(400)}${'😀'.repeat(100)}${'0123456789'.repeat(50)}`;
+    // 3500 bytes of UTF-8: the bytes kept must allow 4 per character, not fewer
+    const tail = `${'é'.repeat(100)}${'😀'.repeat(800)}${'0123456789'.repeat(10)}`;
     const body = `${'x'.repeat(4000)}${tail}`;
     expect([...tail]).toHaveLength(1000);
     const target = await receiver(() => ({
