@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DependencyGuard } from '../../libs/dependency-guard/index.js';
 import {
   MemoryRateLimitStore,
   RateLimiter,
@@ -93,6 +94,15 @@ function storeContract(name: string, makeStore: () => RateLimitStore) {
       expect((await limiter.consume(raised)).allowed).toBe(false);
     });
 
+    it('reports the count it found, not the limit, when a lowered limit refuses', async () => {
+      const store = makeStore();
+      const bucket = uniqueName('rl-lowered');
+      for (let i = 1; i <= 5; i++)
+        expect(await store.consume(bucket, 5, 60)).toEqual({ count: i, allowed: true });
+      expect(await store.consume(bucket, 2, 60)).toEqual({ count: 5, allowed: false });
+      expect(await store.consume(bucket, 6, 60)).toEqual({ count: 6, allowed: true });
+    });
+
     it('uses the plan limit when there is no override', async () => {
       const limiter = new RateLimiter(makeStore(), { keyPrefix: uniqueName('rl'), now: () => T0 });
       expect(await limiter.consume({ orgId: 9, plan: 'growth', rateLimitOverride: null })).toMatchObject({
@@ -136,6 +146,34 @@ describe('rate limiter across replicas', () => {
     const ttl = await redis.ttl(bucket!);
     expect(ttl).toBeGreaterThan(3600);
     expect(ttl).toBeLessThanOrEqual(3600 + 300);
+  });
+
+  it('sets the expiry of a bucket once, when it is made: later counts leave it as it is', async () => {
+    const prefix = uniqueName('rl');
+    const limiter = new RateLimiter(new RedisRateLimitStore(redis), { keyPrefix: prefix, now: () => T0 });
+    await limiter.consume(orgA);
+    const [bucket] = await redis.keys(`${prefix}*`);
+    await redis.expire(bucket!, 100);
+    expect(await limiter.consume(orgA)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await redis.get(bucket!)).toBe('2');
+    expect(await redis.ttl(bucket!)).toBeLessThanOrEqual(100);
+  });
+
+  it("sends each turn's counts through Redis' outage guard, in one call", async () => {
+    let runs = 0;
+    const guard = {
+      run: <T>(call: () => Promise<T>) => {
+        runs++;
+        return call();
+      },
+    } as unknown as DependencyGuard;
+    const limiter = new RateLimiter(new RedisRateLimitStore(redis, guard), {
+      keyPrefix: uniqueName('rl'),
+      now: () => T0,
+    });
+    const outcomes = await Promise.all([limiter.consume(orgA), limiter.consume(orgB), limiter.consume(orgA)]);
+    expect(outcomes.map((o) => o.remaining)).toEqual([2, 2, 1]);
+    expect(runs).toBe(1);
   });
 
   it('the headers follow the contract (docs/architecture.md)', () => {
