@@ -35,4 +35,12 @@ describe('console argv', () => {
   it('keeps JSON values whole', () => {
     expect(parseArgv(['--items', '[{"product_id": 1}]']).flags.items).toBe('[{"product_id": 1}]');
   });
+
+  it('reads a word beginning with a single dash as a word, and a value after = whole', () => {
+    expect(parseArgv(['refund', '-5', '--note=a=b', '--x=', '-y'])).toEqual({
+      words: ['refund', '-5', '-y'],
+      flags: { note: 'a=b', x: '' },
+      repeated: [],
+    });
+  });
 });
