@@ -39,6 +39,14 @@ describe('planPage', () => {
     expect(planPage({ limit: 10, offset: 5 }, 0)).toEqual({ direction: 'none' });
   });
 
+  it('reads a page at its own offset, newest first, when the total is not known', () => {
+    expect(planPage({ limit: 10, offset: 30 }, undefined)).toEqual({
+      direction: 'newest-first',
+      limit: 10,
+      offset: 30,
+    });
+  });
+
   it('never skips more than half the list', () => {
     const total = 1001;
     for (let offset = 0; offset < total; offset += 7) {
