@@ -51,4 +51,26 @@ describe('API keys', () => {
     expect(bearerToken('Bearer a b')).toBeUndefined();
     expect(bearerToken(undefined)).toBeUndefined();
   });
+
+  it('need a space between the scheme and the token, and a token', () => {
+    expect(bearerToken('Bearerabc')).toBeUndefined();
+    expect(bearerToken('Bearer ')).toBeUndefined();
+    expect(bearerToken('Bearer')).toBeUndefined();
+    expect(bearerToken('')).toBeUndefined();
+    expect(bearerToken(' Bearer abc')).toBe('abc');
+  });
+
+  it('are exactly 43 characters of base64url after the environment, no more and no fewer', () => {
+    expect(looksLikeApiKey(`sk_live_${'a'.repeat(42)}`)).toBe(false);
+    expect(looksLikeApiKey(`sk_live_${'a'.repeat(44)}`)).toBe(false);
+    expect(looksLikeApiKey(`sk_live_${'a'.repeat(42)}.`)).toBe(false);
+    expect(looksLikeApiKey(`sk_live_${'a'.repeat(42)}+`)).toBe(false);
+    expect(looksLikeApiKey(`sk_live_${'-_'.repeat(21)}Z`)).toBe(true);
+  });
+
+  it('show a 12-character prefix: the scheme, the environment and 4 characters of the key', () => {
+    const { key, prefix } = generateApiKey('test');
+    expect(prefix).toHaveLength(12);
+    expect(prefix).toBe(`sk_test_${key.slice(8, 12)}`);
+  });
 });

@@ -8,6 +8,7 @@ import {
 } from '../../libs/auth/index.js';
 import { ApiError } from '../../libs/errors/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
+import { recordingQueries, type SentQuery } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 
 let api: TestApi;
@@ -201,6 +202,56 @@ describe('API key authentication', () => {
       code: 'UNAUTHORIZED',
     });
     expect([...cache.keys()].sort()).toEqual([hashApiKey(known.api_key), hashApiKey(unknown)].sort());
+  });
+
+  it('looks a key up once for requests that miss the cache together, and again after it expires', async () => {
+    let now = 4_000_000;
+    const sent: SentQuery[] = [];
+    const authenticator = new ApiKeyAuthenticator(recordingQueries(api.platform.db, sent), {
+      ttlSeconds: 30,
+      maxEntries: 100,
+      now: () => now,
+    });
+    // nothing cached, nothing to evict: revocations are not even read
+    expect(await authenticator.evictRevoked()).toBe(0);
+    expect(sent).toHaveLength(0);
+    const key = await createApiKey(api.platform.db, { orgId: orgB.orgId });
+    const header = `Bearer ${key.api_key}`;
+    const contexts = await Promise.all([1, 2, 3].map(() => authenticator.authenticate(header)));
+    expect(contexts.map((context) => context.keyId)).toEqual([key.id, key.id, key.id]);
+    expect(sent).toHaveLength(1);
+    now += 30_000;
+    await authenticator.authenticate(header);
+    expect(sent).toHaveLength(2);
+  });
+
+  it('counts as evicted only keys it had cached as valid, not one it already refuses', async () => {
+    const authenticator = new ApiKeyAuthenticator(api.platform.db, { ttlSeconds: 3600, maxEntries: 100 });
+    const key = await createApiKey(api.platform.db, { orgId: orgA.orgId });
+    await revokeApiKey(api.platform.db, key.id);
+    // first seen revoked: cached as unknown, which a read of revocations leaves as it is
+    await expect(authenticator.authenticate(`Bearer ${key.api_key}`)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+    });
+    expect(await authenticator.evictRevoked()).toBe(0);
+  });
+
+  it('remembers an unknown key no longer than the TTL of known keys when that is under 5 s', async () => {
+    let now = 5_000_000;
+    const authenticator = new ApiKeyAuthenticator(api.platform.db, {
+      ttlSeconds: 2,
+      maxEntries: 100,
+      now: () => now,
+    });
+    const fresh = generateApiKey('live');
+    const header = `Bearer ${fresh.key}`;
+    await expect(authenticator.authenticate(header)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    await api.platform.db.query(
+      `INSERT INTO api_keys (org_id, name, environment, key_hash, prefix) VALUES ($1, '', 'live', $2, $3)`,
+      [orgA.orgId, fresh.hash, fresh.prefix],
+    );
+    now += 2000;
+    expect((await authenticator.authenticate(header)).orgId).toBe(orgA.orgId);
   });
 
   it('keeps the cache bounded', async () => {
