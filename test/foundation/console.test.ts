@@ -1,5 +1,10 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ConfigError } from '../../libs/config/index.js';
+import { PARTIAL_FAILURE } from '../../libs/console/command.js';
+import { type Command, runConsole } from '../../libs/console/index.js';
+import { ApiError } from '../../libs/errors/index.js';
 import { inProcessConsole } from '../helpers/console.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { runTs } from '../helpers/processes.js';
@@ -298,5 +303,110 @@ describe('console', () => {
     expect(failed.code).toBe(1);
     expect(failed.stdout).toBe('');
     expect(failed.stderr).toMatch(/API key 987654 not found/);
+  });
+});
+
+/** Commands of the tests' own: each ends one way, so each way out of runConsole is seen. */
+describe('console outcomes of a command run', () => {
+  const flags = z.strictObject({ 'contact-full-name': z.string().optional(), start: z.string().optional() });
+  const outcome = (name: string, run: Command['run'], extra: Partial<Command> = {}): Command =>
+    ({ name, summary: name, usage: '[--contact-full-name N] [--start S]', flags, run, ...extra }) as Command;
+  const refusal = ApiError.validation([
+    { field: 'contact_full_name', message: 'Too long.', code: 'too_long' },
+    { field: 'start_date.0', message: 'Not a date.', code: 'invalid' },
+    { field: 'items', message: 'Unknown.', code: 'invalid' },
+  ]);
+  const commands = [
+    outcome('partial', async () => ({ failed: 1 }), { exitCode: () => PARTIAL_FAILURE }),
+    outcome('whole', async () => ({ failed: 0 })),
+    outcome('unset', async () => {
+      throw new ConfigError(['CLICKHOUSE_URL: not set']);
+    }),
+    outcome(
+      'refuse',
+      async () => {
+        throw refusal;
+      },
+      { flagOfField: { start_date: 'start' } },
+    ),
+    outcome(
+      'refuse-read',
+      async ({ db }) => {
+        await db.transaction((tx) => tx.query('SELECT 1'));
+        throw refusal;
+      },
+      { flagOfField: { start_date: 'start' } },
+    ),
+    outcome('refuse-outside', async ({ db }) => {
+      await db.query('SELECT 1');
+      throw refusal;
+    }),
+    outcome('conflict', async () => {
+      throw ApiError.conflict('Not now.');
+    }),
+    outcome('no-schema', async () => {
+      throw Object.assign(new Error('relation "x" does not exist'), { code: '42P01' });
+    }),
+    outcome('broken', async () => {
+      throw new Error('boom');
+    }),
+  ];
+  const run = async (...argv: string[]) => {
+    let stdout = '';
+    let stderr = '';
+    const code = await runConsole(
+      argv,
+      { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) },
+      env,
+      commands,
+    );
+    return { code, stdout, stderr };
+  };
+
+  it("exits with the command's own code when it has one, else 0, its JSON on stdout", async () => {
+    expect(await run('partial')).toEqual({
+      code: PARTIAL_FAILURE,
+      stdout: '{\n  "failed": 1\n}\n',
+      stderr: '',
+    });
+    expect(await run('whole')).toEqual({ code: 0, stdout: '{\n  "failed": 0\n}\n', stderr: '' });
+  });
+
+  it('exits 2 for a setting the command lacks, naming it', async () => {
+    expect(await run('unset')).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'Invalid configuration:\n  - CLICKHOUSE_URL: not set\n',
+    });
+  });
+
+  it('exits 2 naming the flags for a refusal before any transaction read, 1 after one', async () => {
+    const before = await run('refuse');
+    expect(before).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        "invalid flags for 'refuse':\n  --contact-full-name: Too long.\n  --start.0: Not a date.\n  items: Unknown.\n" +
+        'usage: refuse [--contact-full-name N] [--start S]\n',
+    });
+    // a read outside any transaction (an existence check) is not a read of stored records
+    expect((await run('refuse-outside')).code).toBe(2);
+    expect(await run('refuse-read')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        'error (VALIDATION_ERROR): The request has invalid fields; see details.\n' +
+        '  --contact-full-name: Too long.\n  --start.0: Not a date.\n  items: Unknown.\n',
+    });
+  });
+
+  it('exits 1 with the error code for other failures, and says when the schema is missing', async () => {
+    expect(await run('conflict')).toEqual({ code: 1, stdout: '', stderr: 'error (CONFLICT): Not now.\n' });
+    expect(await run('no-schema')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'error: the database schema is missing; run `console migrate` first\n',
+    });
+    expect(await run('broken')).toEqual({ code: 1, stdout: '', stderr: 'error: boom\n' });
   });
 });
