@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   ApiKeyAuthenticator,
   createApiKey,
@@ -142,6 +142,39 @@ describe('API key authentication', () => {
     }
     expect(status).toBe(401);
     expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  it('reads revocations every second, one read at a time, until told to stop', async () => {
+    const authenticator = new ApiKeyAuthenticator(api.platform.db, { ttlSeconds: 30, maxEntries: 100 });
+    let finish = () => {};
+    const evict = vi.spyOn(authenticator, 'evictRevoked').mockImplementation(
+      () =>
+        new Promise<number>((resolve) => {
+          finish = () => resolve(0);
+        }),
+    );
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const stop = authenticator.watchRevocations(() => {});
+      vi.advanceTimersByTime(999);
+      expect(evict).toHaveBeenCalledTimes(0);
+      vi.advanceTimersByTime(1);
+      expect(evict).toHaveBeenCalledTimes(1);
+      // a slow read is not overtaken by the next ones
+      vi.advanceTimersByTime(3000);
+      expect(evict).toHaveBeenCalledTimes(1);
+      finish();
+      await new Promise((resolve) => setImmediate(resolve));
+      vi.advanceTimersByTime(1000);
+      expect(evict).toHaveBeenCalledTimes(2);
+      finish();
+      await new Promise((resolve) => setImmediate(resolve));
+      stop();
+      vi.advanceTimersByTime(5000);
+      expect(evict).toHaveBeenCalledTimes(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('refuses a revoked key over HTTP once the cache entry expires', async () => {
