@@ -325,7 +325,8 @@ describe('DependencyGuard', () => {
   const findOutage = (g: DependencyGuard) =>
     g.run(async () => Promise.reject(new Error('connection refused'))).catch(() => {});
 
-  it('probes at once when the outage is found, then every 500 ms unless told otherwise', async () => {
+  /** A guard with the default probe interval and summary period. */
+  const defaultedGuard = () => {
     const g = new DependencyGuard({
       name: 'redis',
       label: 'The cache',
@@ -336,6 +337,11 @@ describe('DependencyGuard', () => {
       log: recorded.log,
     });
     guards.push(g);
+    return g;
+  };
+
+  it('probes at once when the outage is found, then every 500 ms unless told otherwise', async () => {
+    const g = defaultedGuard();
     probeAnswers = true;
     await findOutage(g);
     await vi.advanceTimersByTimeAsync(0);
@@ -354,16 +360,7 @@ describe('DependencyGuard', () => {
 
   it('summarizes a lasting outage every 60 s unless told otherwise, with its length in seconds', async () => {
     probeAnswers = false;
-    const g = new DependencyGuard({
-      name: 'redis',
-      label: 'The cache',
-      waitMs: 1000,
-      whenSlow: 'fail',
-      probe: quickProbe,
-      isOutage: refusedIsOutage,
-      log: recorded.log,
-    });
-    guards.push(g);
+    const g = defaultedGuard();
     await findOutage(g);
     const summaries = () => recorded.lines.filter((line) => line.msg === 'redis still unavailable');
     await vi.advanceTimersByTimeAsync(59_999);

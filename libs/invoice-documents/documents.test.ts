@@ -8,10 +8,11 @@ import {
   displayShortDate,
 } from '../i18n/index.js';
 import type { InvoiceRecord as Invoice } from '../schemas/index.js';
+import { sampleCreditNote, sampleInvoice } from './document-fixtures.js';
 import { countryName } from './format.js';
 import { escapeHtml, renderCreditNoteHtml, renderInvoiceHtml } from './html.js';
 import { invoicePdfFilename, renderInvoicePdf, toDejaVu, toNotoSansSc, toWinAnsi } from './pdf.js';
-import { creditNotePdfFilename, type PrintableCreditNote, taxNameOf } from './printable-credit-note.js';
+import { creditNotePdfFilename, taxNameOf } from './printable-credit-note.js';
 import {
   addressLines,
   amountDueOf,
@@ -21,39 +22,7 @@ import {
 } from './printable-invoice.js';
 
 function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
-  const invoice: Invoice = {
-    id: '7d1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
-    object: 'invoice',
-    invoice_number: 'INV-000042',
-    customer_id: 7,
-    subscription_id: 3,
-    invoice_date: '2026-03-01',
-    period_start: '2026-03-01',
-    period_end: '2026-03-31',
-    due_date: '2026-03-31',
-    status: 'POSTED',
-    total: '57.49000000',
-    amount_paid: '0.00000000',
-    amount_refunded: '0.00000000',
-    balance: '57.49000000',
-    tax_amount: '7.50000000',
-    currency: 'CAD',
-    items: [
-      {
-        id: 1,
-        product_id: 2,
-        description: 'Seats',
-        quantity: '1.0000',
-        unit_price: '49.99000000',
-        line_total_pre_tax: '49.99000000',
-        tax_amount: '7.50000000',
-        tax_type: 'GST_QST',
-      },
-    ],
-    created_at: '2026-03-01T00:00:00.000Z',
-    updated_at: '2026-03-01T00:00:00.000Z',
-    ...overrides,
-  };
+  const invoice = sampleInvoice(overrides);
   return {
     locale: 'en',
     invoice,
@@ -409,32 +378,12 @@ describe('item tables', () => {
 });
 
 describe('credit note HTML', () => {
-  const note: PrintableCreditNote = {
-    locale: 'en',
-    note: {
-      id: '9c1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
-      object: 'credit_note',
-      number: 'CN-000003',
-      invoice_id: '7d1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
-      customer_id: 7,
-      currency: 'BHD',
-      reason: 'duplicate',
-      memo: null,
-      lines: [{ invoice_item_id: 1, description: 'Seats', amount: '10.00000000', tax_amount: '0.50000000' }],
-      subtotal: '10.00000000',
-      tax: '0.50000000',
-      tax_lines: [{ name: 'STATE_SALES_TAX', jurisdiction: 'NY', rate: '0.05', amount: '0.50000000' }],
-      total: '10.50000000',
-      applied_to_invoice: '4.25000000',
-      credited_to_customer: '6.25000000',
-      credit_grant_id: null,
-      usage_event_id: null,
-      created_at: '2026-04-09T23:30:00.000Z',
-    },
-    invoice: { invoice_number: 'INV-000042', invoice_date: '2026-03-01' },
-    seller: { name: 'Seller', contactName: null, addressLines: [], email: null, taxId: null },
-    customer: { name: 'Buyer', contactName: null, addressLines: [], email: null, taxId: null },
-  };
+  const note = sampleCreditNote({
+    currency: 'BHD',
+    reason: 'duplicate',
+    applied_to_invoice: '4.25000000',
+    credited_to_customer: '6.25000000',
+  });
 
   it("prints its own date, the credited invoice's number and date, and the reason in words", () => {
     const html = renderCreditNoteHtml(note);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { InvoiceRecord as Invoice } from '../schemas/index.js';
+import { sampleCreditNote, sampleInvoice, sampleItem } from './document-fixtures.js';
 import { INVOICE_HTML_HEADERS, renderCreditNoteHtml, renderInvoiceHtml } from './html.js';
-import type { PrintableCreditNote } from './printable-credit-note.js';
 import type { PrintableInvoice } from './printable-invoice.js';
 
 /*
@@ -14,39 +14,10 @@ function invoiceDocument(
   overrides: Partial<Invoice> = {},
   rest: Partial<PrintableInvoice> = {},
 ): PrintableInvoice {
-  const invoice: Invoice = {
-    id: '7d1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
-    object: 'invoice',
-    invoice_number: 'INV-000042',
-    customer_id: 7,
-    subscription_id: 3,
-    invoice_date: '2026-03-01',
-    period_start: '2026-03-01',
-    period_end: '2026-03-31',
-    due_date: '2026-03-31',
-    status: 'POSTED',
-    total: '57.49000000',
-    amount_paid: '0.00000000',
-    amount_refunded: '0.00000000',
-    balance: '57.49000000',
-    tax_amount: '7.50000000',
-    currency: 'CAD',
-    items: [
-      {
-        id: 1,
-        product_id: 2,
-        description: 'Seats',
-        quantity: '2.5000',
-        unit_price: '19.99600000',
-        line_total_pre_tax: '49.99000000',
-        tax_amount: '7.50000000',
-        tax_type: null,
-      },
-    ],
-    created_at: '2026-03-01T00:00:00.000Z',
-    updated_at: '2026-03-01T00:00:00.000Z',
+  const invoice = sampleInvoice({
+    items: [sampleItem({ quantity: '2.5000', unit_price: '19.99600000', tax_type: null })],
     ...overrides,
-  };
+  });
   return {
     locale: 'en',
     invoice,
@@ -149,36 +120,7 @@ describe('the printable invoice', () => {
 });
 
 describe('the printable credit note', () => {
-  const note = (
-    over: Partial<PrintableCreditNote['note']> = {},
-    locale: 'en' | 'fr-CA' = 'en',
-  ): PrintableCreditNote => ({
-    locale,
-    note: {
-      id: '9c1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
-      object: 'credit_note',
-      number: 'CN-000003',
-      invoice_id: '7d1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
-      customer_id: 7,
-      currency: 'USD',
-      reason: 'order_change',
-      memo: null,
-      lines: [{ invoice_item_id: 1, description: 'Seats', amount: '10.00000000', tax_amount: '0.50000000' }],
-      subtotal: '10.00000000',
-      tax: '0.50000000',
-      tax_lines: [{ name: 'STATE_SALES_TAX', jurisdiction: 'NY', rate: '0.05', amount: '0.50000000' }],
-      total: '10.50000000',
-      applied_to_invoice: '10.50000000',
-      credited_to_customer: '0.00000000',
-      credit_grant_id: null,
-      usage_event_id: null,
-      created_at: '2026-04-09T23:30:00.000Z',
-      ...over,
-    },
-    invoice: { invoice_number: 'INV-000042', invoice_date: '2026-03-01' },
-    seller: { name: 'Seller', contactName: null, addressLines: [], email: null, taxId: null },
-    customer: { name: 'Buyer', contactName: null, addressLines: [], email: null, taxId: null },
-  });
+  const note = sampleCreditNote;
 
   it('heads the page as a credit note, with its number and currency', () => {
     const html = renderCreditNoteHtml(note());

@@ -1,43 +1,17 @@
 import { inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { InvoiceRecord as Invoice } from '../schemas/index.js';
+import { sampleInvoice } from './document-fixtures.js';
 import { renderInvoicePdf, toDejaVu, toWinAnsi } from './pdf.js';
 import type { PrintableInvoice } from './printable-invoice.js';
 
 function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
-  const invoice: Invoice = {
-    id: '7d1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
-    object: 'invoice',
-    invoice_number: 'INV-000042',
-    customer_id: 7,
-    subscription_id: 3,
-    invoice_date: '2026-03-01',
-    period_start: '2026-03-01',
-    period_end: '2026-03-31',
-    due_date: '2026-03-31',
+  const invoice = sampleInvoice({
     status: 'PAID',
-    total: '57.49000000',
     amount_paid: '57.49000000',
-    amount_refunded: '0.00000000',
     balance: '0.00000000',
-    tax_amount: '7.50000000',
-    currency: 'CAD',
-    items: [
-      {
-        id: 1,
-        product_id: 2,
-        description: 'Seats',
-        quantity: '1.0000',
-        unit_price: '49.99000000',
-        line_total_pre_tax: '49.99000000',
-        tax_amount: '7.50000000',
-        tax_type: 'GST_QST',
-      },
-    ],
-    created_at: '2026-03-01T00:00:00.000Z',
-    updated_at: '2026-03-01T00:00:00.000Z',
     ...overrides,
-  };
+  });
   return {
     locale: 'en',
     invoice,

@@ -1,42 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import type { Customer, InvoiceRecord as Invoice } from '../schemas/index.js';
+import { type InvoiceItem, sampleInvoice, sampleItem } from './document-fixtures.js';
 import { amountDueOf, customerParty, taxLinesOf } from './printable-invoice.js';
 
-type Item = Invoice['items'][number];
+type Item = InvoiceItem;
 
-const item = (over: Partial<Item>): Item => ({
-  id: 1,
-  product_id: 2,
-  description: 'Seats',
-  quantity: '1.0000',
-  unit_price: '100.00000000',
-  line_total_pre_tax: '100.00000000',
-  tax_amount: '0.00000000',
-  tax_type: null,
-  ...over,
-});
+const item = (over: Partial<Item>): Item =>
+  sampleItem({
+    unit_price: '100.00000000',
+    line_total_pre_tax: '100.00000000',
+    tax_amount: '0.00000000',
+    tax_type: null,
+    ...over,
+  });
 
-const invoiceOf = (items: Item[], currency = 'CAD'): Invoice => ({
-  id: '7d1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f',
-  object: 'invoice',
-  invoice_number: 'INV-000042',
-  customer_id: 7,
-  subscription_id: 3,
-  invoice_date: '2026-03-01',
-  period_start: '2026-03-01',
-  period_end: '2026-03-31',
-  due_date: '2026-03-31',
-  status: 'POSTED',
-  total: '0.00000000',
-  amount_paid: '0.00000000',
-  amount_refunded: '0.00000000',
-  balance: '0.00000000',
-  tax_amount: '0.00000000',
-  currency,
-  items,
-  created_at: '2026-03-01T00:00:00.000Z',
-  updated_at: '2026-03-01T00:00:00.000Z',
-});
+const invoiceOf = (items: Item[], currency = 'CAD'): Invoice =>
+  sampleInvoice({
+    total: '0.00000000',
+    balance: '0.00000000',
+    tax_amount: '0.00000000',
+    currency,
+    items,
+  });
 
 describe('taxLinesOf, the tax rows under the subtotal', () => {
   it('names US sales tax "Sales tax" and a tax of no known type "Tax", after the Canadian ones', () => {
