@@ -1,6 +1,6 @@
 /** Escapes one value for ClickHouse's TabSeparated format (backslash, tab, newline, carriage return). */
 export function tabSeparatedField(value: string): string {
-  return /[\\\t\n\r]/.test(value) ? value.replace(/[\\\t\n\r\0]/g, escapeCharacter) : value;
+  return /[\\\t\n\r\0]/.test(value) ? value.replace(/[\\\t\n\r\0]/g, escapeCharacter) : value;
 }
 
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r', '\0': '\\0' };

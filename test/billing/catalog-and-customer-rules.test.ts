@@ -73,6 +73,41 @@ describe('updateCustomer: the region is checked as it will be', () => {
       ),
     ).resolves.toMatchObject({ country: 'US', state_province: null });
   });
+
+  it('a new country alone is checked with the region kept, a new region with the country kept', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const customer = await createCustomer(
+      database.db,
+      orgId,
+      CreateCustomer.parse({ name: 'Half mover', country: 'CA', state_province: 'ON' }),
+    );
+    const ref = { customerId: customer.id, orgId };
+    await expect(updateCustomer(database.db, ref, { country: 'US' })).rejects.toMatchObject({
+      status: 422,
+      details: [expect.objectContaining({ field: 'state_province' })],
+    });
+    // and a new region alone is checked against the country kept
+    await expect(updateCustomer(database.db, ref, { state_province: 'NY' })).rejects.toMatchObject({
+      status: 422,
+      details: [expect.objectContaining({ field: 'state_province' })],
+    });
+    const american = await createCustomer(
+      database.db,
+      orgId,
+      CreateCustomer.parse({ name: 'Stayer', country: 'US', state_province: 'NY' }),
+    );
+    await expect(
+      updateCustomer(database.db, { customerId: american.id, orgId }, { state_province: 'ON' }),
+    ).rejects.toMatchObject({ status: 422, details: [expect.objectContaining({ field: 'state_province' })] });
+    expect(await getCustomer(database.db, orgId, customer.id)).toMatchObject({
+      country: 'CA',
+      state_province: 'ON',
+    });
+    await expect(updateCustomer(database.db, ref, { state_province: 'QC' })).resolves.toMatchObject({
+      country: 'CA',
+      state_province: 'QC',
+    });
+  });
 });
 
 describe('updateProduct', () => {
