@@ -187,4 +187,34 @@ describe('dunning at the boundary day', () => {
     expect(run.back_to_active).toBe(1);
     expect(await statusOf(orgId, subscriptionId)).toBe('active');
   });
+
+  it('only an active subscription becomes past due; paying makes an unpaid one active again', async () => {
+    // the subscription state machine has no move from unpaid to past_due (docs/architecture.md);
+    // all that is overdue paid, unpaid goes back to active
+    const { orgId, subscriptionId, invoiceId } = await billedSubscription();
+    await database.db.query(`UPDATE subscriptions SET status = 'unpaid' WHERE org_id = $1 AND id = $2`, [
+      orgId,
+      subscriptionId,
+    ]);
+    const run = await runBilling(database.db, { usage, orgId, now: at('2026-03-04T00:00:00Z') });
+    expect([run.marked_past_due, run.back_to_active]).toEqual([0, 0]);
+    expect(await statusOf(orgId, subscriptionId)).toBe('unpaid');
+    await database.db.transaction((tx) =>
+      recordPayment(tx, { invoiceId, amount: '11.30', now: at('2026-03-04T12:00:00Z') }),
+    );
+    expect(await statusOf(orgId, subscriptionId)).toBe('active');
+  });
+
+  it('an invoice past its due date with nothing left owed is not overdue, whatever its status says', async () => {
+    // overdue needs a balance left (docs/architecture.md, "Rules of the contract"): total = amount_paid is none
+    const { orgId, subscriptionId, invoiceId } = await billedSubscription();
+    await database.db.query(`UPDATE invoices SET amount_paid = total WHERE org_id = $1 AND id = $2`, [
+      orgId,
+      invoiceId,
+    ]);
+    expect((await getInvoice(database.db, orgId, invoiceId)).status).toBe('POSTED');
+    const run = await runBilling(database.db, { usage, orgId, now: at('2026-03-04T00:00:00Z') });
+    expect(run.marked_past_due).toBe(0);
+    expect(await statusOf(orgId, subscriptionId)).toBe('active');
+  });
 });
