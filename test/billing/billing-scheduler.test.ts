@@ -25,7 +25,7 @@ beforeAll(async () => {
 afterAll(() => database.drop());
 
 function capturingLogger() {
-  const lines: { level: string; msg: string; billingRun?: { invoices_created: number } }[] = [];
+  const lines: { level: string; msg: string; time: string; billingRun?: { invoices_created: number } }[] = [];
   const log = createLogger({
     level: 'info',
     service: 'billing',
@@ -84,6 +84,8 @@ describe('billing on an interval (npm start)', () => {
     const runs = lines.filter((l) => l.msg === 'billing run finished');
     expect(runs[0]!.billingRun!.invoices_created).toBe(1);
     expect(runs[1]!.billingRun!.invoices_created).toBe(0);
+    // the next run comes an interval (1 s) after the one before ended, not sooner
+    expect(Date.parse(runs[1]!.time) - Date.parse(runs[0]!.time)).toBeGreaterThanOrEqual(990);
     expect(await invoicesOf(database.db, subscription.id)).toHaveLength(1);
     const count = lines.length;
     await new Promise((resolve) => setTimeout(resolve, 1300));
@@ -277,5 +279,53 @@ describe('billing on an interval (npm start)', () => {
       await unreachable.close();
     }
     expect(lines.every((l) => l.level === 'error')).toBe(true);
+  });
+
+  it('stop() waits for the jobs in progress to end', async () => {
+    const db = new Database(database.url, { poolSize: 2 });
+    // every statement is held at a gate until released: the jobs that started are in progress
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered = 0;
+    const query = db.query.bind(db);
+    db.query = (async (text: string, values?: unknown[]) => {
+      entered++;
+      await gate;
+      return query(text, values);
+    }) as typeof db.query;
+    const transaction = db.transaction.bind(db);
+    db.transaction = (async (fn, options) => {
+      entered++;
+      await gate;
+      return transaction(fn, options);
+    }) as typeof db.transaction;
+    const scheduler = startBillingScheduler({
+      db,
+      config,
+      stores: storesOver(db),
+      intervalSeconds: 3600,
+      log: capturingLogger().log,
+      firstRunDelayMs: 3_600_000,
+      expirySweepMs: 1,
+    });
+    try {
+      await until(() => entered > 0);
+      let stopped = false;
+      const stopping = scheduler.stop().then(() => {
+        stopped = true;
+      });
+      // every promise that can settle without the gate has settled by then
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(stopped).toBe(false);
+      release();
+      await stopping;
+      expect(stopped).toBe(true);
+    } finally {
+      release();
+      await scheduler.stop();
+      await db.close();
+    }
   });
 });
