@@ -28,6 +28,17 @@ describe('isConnectionFailure', () => {
     expect(isConnectionFailure(new Error('Connection terminated unexpectedly'))).toBe(true);
     expect(isConnectionFailure(new Error('timeout exceeded when trying to connect'))).toBe(true);
     expect(isConnectionFailure(new Error('Query read timeout'))).toBe(true);
+    expect(
+      isConnectionFailure(new Error('Client has encountered a connection error and is not queryable')),
+    ).toBe(true);
+  });
+
+  it('is false for the other classes starting with 0, and for those words inside another message', () => {
+    // only class 08 is a connection exception; 0A (feature not supported) and 0B would recur on retry
+    for (const code of ['0A000', '0B000', '09000', '00000']) {
+      expect(isConnectionFailure(withCode(code)), code).toBe(false);
+    }
+    expect(isConnectionFailure(new Error('relation "Connection terminated" does not exist'))).toBe(false);
   });
 
   it('is false for a refusal of the statement itself, which a retry would meet again', () => {
