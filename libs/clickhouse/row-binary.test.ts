@@ -10,6 +10,8 @@ describe('RowBinaryWriter', () => {
     );
     expect(hex(new RowBinaryWriter().uint64(2 ** 32 + 5))).toBe('0500000001000000');
     expect(hex(new RowBinaryWriter().uint64(2 ** 53 - 1))).toBe('ffffffffffff1f00');
+    expect(hex(new RowBinaryWriter().uint64(0))).toBe('0000000000000000');
+    expect(hex(new RowBinaryWriter().uint64(2 ** 32 - 1))).toBe('ffffffff00000000');
     expect(() => new RowBinaryWriter().uint64(-1)).toThrow();
     expect(() => new RowBinaryWriter().uint64(2 ** 53)).toThrow();
   });
@@ -27,11 +29,14 @@ describe('RowBinaryWriter', () => {
       '€'.repeat(43),
       '🚀'.repeat(40),
       'x'.repeat(300),
+      // 5462 characters: at most 16386 bytes, a length of three bytes (the middle one exactly 128)
+      '€'.repeat(5462),
     ]) {
       const bytes = new RowBinaryWriter(4).string(text).bytes();
       let length = 0;
       let at = 0;
-      for (let scale = 1; ; scale *= 128) {
+      // at most 10 length bytes: a corrupt length fails here instead of reading on forever
+      for (let scale = 1; at < 10; scale *= 128) {
         const byte = bytes[at++]!;
         length += (byte & 0x7f) * scale;
         if (byte < 0x80) break;
