@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { registry, requestInstruments, secondsSince } from './metrics.js';
+import {
+  ingestEvents,
+  kafkaProduceBatchSize,
+  registry,
+  requestInstruments,
+  secondsSince,
+  sinkLagSeconds,
+} from './metrics.js';
 
 describe('requestInstruments', () => {
   it('hands out one child per method, route pattern and status, each counting apart', async () => {
@@ -35,5 +42,19 @@ describe('secondsSince', () => {
     const elapsed = secondsSince(process.hrtime.bigint() - 1_500_000_000n);
     expect(elapsed).toBeGreaterThanOrEqual(1.5);
     expect(elapsed).toBeLessThan(2.5);
+  });
+});
+
+describe('instrument names, labels and buckets (what dashboards query)', () => {
+  it('exposes the sink lag gauges, ingest outcomes and produce batch sizes under their names', async () => {
+    sinkLagSeconds.set({ sink: 'names-test' }, 1.5);
+    ingestEvents.inc({ outcome: 'rejected', reason: 'names-test' });
+    kafkaProduceBatchSize.observe(2000);
+    const text = await registry.metrics();
+    expect(text).toContain('billing_sink_lag_seconds{sink="names-test"} 1.5');
+    expect(text).toContain('billing_ingest_events_total{outcome="rejected",reason="names-test"} 1');
+    // 2000 falls past the 1000 bucket and into the 2500 one
+    expect(text).toMatch(/billing_kafka_produce_batch_size_bucket\{le="1000"\} 0\n/);
+    expect(text).toMatch(/billing_kafka_produce_batch_size_bucket\{le="2500"\} 1\n/);
   });
 });
