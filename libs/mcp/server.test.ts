@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { describeTool, LATEST_PROTOCOL_VERSION, negotiateProtocolVersion } from './server.js';
+import { describeTool, LATEST_PROTOCOL_VERSION, McpServer, negotiateProtocolVersion } from './server.js';
 import { MCP_TOOLS } from './tools/index.js';
 
 describe('negotiateProtocolVersion', () => {
@@ -34,5 +34,48 @@ describe('tool descriptions', () => {
       run: async () => ({}),
     });
     expect(described.inputSchema.required).toEqual(['id']);
+  });
+});
+
+describe('McpServer protocol errors (no tool runs, so no database is reached)', () => {
+  const server = new McpServer({
+    db: {
+      transaction: () => {
+        throw new Error('boom');
+      },
+    } as unknown as ConstructorParameters<typeof McpServer>[0]['db'],
+    log: { error: () => undefined } as unknown as ConstructorParameters<typeof McpServer>[0]['log'],
+    tools: [{ name: 't', title: 'T', description: 'd', input: z.strictObject({}), run: async () => ({}) }],
+  });
+  const post = (body: unknown) => server.handleHttpBody(JSON.stringify(body), { orgId: 1 });
+
+  it('-32601 names the method and the supported ones', async () => {
+    expect(await post({ jsonrpc: '2.0', id: 9, method: 'nope' })).toEqual({
+      status: 200,
+      body: {
+        jsonrpc: '2.0',
+        id: 9,
+        error: {
+          code: -32601,
+          message: 'Method not found: nope.',
+          data: { supported: ['initialize', 'ping', 'tools/list', 'tools/call'] },
+        },
+      },
+    });
+  });
+
+  it('-32602 for an empty tool name; a tool that throws is an isError result', async () => {
+    const empty = await post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: '' } });
+    expect(empty.body).toMatchObject({ id: 1, error: { code: -32602 } });
+    const failed = await post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 't' } });
+    expect(failed.body).toMatchObject({ id: 2, result: { isError: true } });
+  });
+
+  it('says which batch it refuses: an empty one, or one of a single message is fine', async () => {
+    expect((await post([])).body).toMatchObject({ error: { message: 'An empty batch is not accepted.' } });
+    expect(await post([{ jsonrpc: '2.0', id: 1, method: 'ping' }])).toEqual({
+      status: 200,
+      body: [{ jsonrpc: '2.0', id: 1, result: {} }],
+    });
   });
 });
