@@ -25,6 +25,17 @@ describe('tool descriptions', () => {
     }
   });
 
+  it('tell a client every tool only reads, within this service', () => {
+    for (const tool of MCP_TOOLS) {
+      expect(describeTool(tool).annotations, tool.name).toEqual({
+        title: tool.title,
+        readOnlyHint: true,
+        destructiveHint: false,
+        openWorldHint: false,
+      });
+    }
+  });
+
   it('describe defaults as optional: limit is never required', () => {
     const described = describeTool({
       name: 't',
