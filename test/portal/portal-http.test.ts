@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { displayMoney } from '../../libs/i18n/index.js';
+import { formatMoney, parseMoney } from '../../libs/money/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import {
   type BillingScenario,
@@ -194,6 +196,14 @@ describe('the portal page', () => {
     expect(page).toContain('Prochaine facture');
     const english = await open(api, `${session.url}?locale=en`);
     expect(english.body).toContain('<html lang="en">');
+    // a partly paid invoice's row: its total, then what is left to pay
+    const partly = scenario.invoices.PARTIALLY_PAID;
+    const left = formatMoney(parseMoney(partly.total) - parseMoney(partly.amountPaid));
+    expect(parseMoney(partly.amountPaid) > 0n && parseMoney(left) > 0n).toBe(true);
+    const row = english.body.slice(english.body.indexOf(`>${partly.invoiceNumber}<`)).split('</tr>')[0]!;
+    expect(row).toContain(
+      `<td class="num">${displayMoney(partly.total, 'CAD', 'en')}</td>\n<td class="num">${displayMoney(left, 'CAD', 'en')}</td>`,
+    );
     expect(english.body).toContain('Subscriptions');
     expect(english.body).toMatch(/\d\.\d{2,8} CAD/);
   });
