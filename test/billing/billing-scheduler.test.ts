@@ -42,6 +42,20 @@ const until = async (condition: () => boolean | Promise<boolean>, timeoutMs = 10
   }
 };
 
+/** Runs `before` ahead of every statement `db` sends, whether a query or a transaction. */
+function beforeEachStatement(db: Database, before: () => void | Promise<void>): void {
+  const query = db.query.bind(db);
+  db.query = (async (text: string, values?: unknown[]) => {
+    await before();
+    return query(text, values);
+  }) as typeof db.query;
+  const transaction = db.transaction.bind(db);
+  db.transaction = (async (fn, options) => {
+    await before();
+    return transaction(fn, options);
+  }) as typeof db.transaction;
+}
+
 const config = {
   CLICKHOUSE_URL: undefined,
   CLICKHOUSE_DATABASE: 'billing',
@@ -55,6 +69,19 @@ const config = {
 function storesOver(db: Database) {
   const eventLog = new InProcessUsageEventLog(new PostgresUsageSink(db), [], { lingerMs: 0 });
   return openUsageReadStores(config, db, eventLog, createLogger({ level: 'silent', service: 'test' }));
+}
+
+/** A scheduler over `db` whose billing run is an hour off: only its expiry sweep runs, at once. */
+function sweepingSoon(db: Database) {
+  return startBillingScheduler({
+    db,
+    config,
+    stores: storesOver(db),
+    intervalSeconds: 3600,
+    log: capturingLogger().log,
+    firstRunDelayMs: 3_600_000,
+    expirySweepMs: 1,
+  });
 }
 
 describe('billing on an interval (npm start)', () => {
@@ -230,26 +257,11 @@ describe('billing on an interval (npm start)', () => {
     let stopping: Promise<void> | undefined;
     let scheduler: ReturnType<typeof startBillingScheduler> | undefined;
     // stop() is called while a job's statement is in flight
-    const query = db.query.bind(db);
-    db.query = ((text: string, values?: unknown[]) => {
+    beforeEachStatement(db, () => {
       if (++statements === 3) stopping = scheduler!.stop();
-      return query(text, values);
-    }) as typeof db.query;
-    const transaction = db.transaction.bind(db);
-    db.transaction = ((fn, options) => {
-      if (++statements === 3) stopping = scheduler!.stop();
-      return transaction(fn, options);
-    }) as typeof db.transaction;
+    });
     try {
-      scheduler = startBillingScheduler({
-        db,
-        config,
-        stores: storesOver(db),
-        intervalSeconds: 3600,
-        log: capturingLogger().log,
-        firstRunDelayMs: 3_600_000,
-        expirySweepMs: 1,
-      });
+      scheduler = sweepingSoon(db);
       await until(() => stopping !== undefined);
       await stopping;
       const after = statements;
@@ -289,27 +301,11 @@ describe('billing on an interval (npm start)', () => {
       release = resolve;
     });
     let entered = 0;
-    const query = db.query.bind(db);
-    db.query = (async (text: string, values?: unknown[]) => {
+    beforeEachStatement(db, async () => {
       entered++;
       await gate;
-      return query(text, values);
-    }) as typeof db.query;
-    const transaction = db.transaction.bind(db);
-    db.transaction = (async (fn, options) => {
-      entered++;
-      await gate;
-      return transaction(fn, options);
-    }) as typeof db.transaction;
-    const scheduler = startBillingScheduler({
-      db,
-      config,
-      stores: storesOver(db),
-      intervalSeconds: 3600,
-      log: capturingLogger().log,
-      firstRunDelayMs: 3_600_000,
-      expirySweepMs: 1,
     });
+    const scheduler = sweepingSoon(db);
     try {
       await until(() => entered > 0);
       let stopped = false;
