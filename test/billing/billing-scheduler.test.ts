@@ -8,14 +8,10 @@ import {
 import { Database } from '../../libs/db/index.js';
 import { createLogger } from '../../libs/log/index.js';
 import { setOrganizationSettings } from '../../libs/organizations/index.js';
-import {
-  InProcessUsageEventLog,
-  openUsageReadStores,
-  PostgresUsageAggregator,
-  PostgresUsageSink,
-} from '../../libs/usage/index.js';
+import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
+import { readStoresOver } from '../helpers/read-stores.js';
 import { basicCatalog, customerIn, invoicesOf, recordUsage, subscribe } from './fixtures.js';
 
 let database: TestDatabase;
@@ -65,18 +61,12 @@ const config = {
   KAFKA_CONSUMER_GROUP_PREFIX: '',
 };
 
-/** The read-back's stores over `db` (embedded mode), which top-up checks read balances through. */
-function storesOver(db: Database) {
-  const eventLog = new InProcessUsageEventLog(new PostgresUsageSink(db), [], { lingerMs: 0 });
-  return openUsageReadStores(config, db, eventLog, createLogger({ level: 'silent', service: 'test' }));
-}
-
 /** A scheduler over `db` whose billing run is an hour off: only its expiry sweep runs, at once. */
 function sweepingSoon(db: Database) {
   return startBillingScheduler({
     db,
     config,
-    stores: storesOver(db),
+    stores: readStoresOver(db),
     intervalSeconds: 3600,
     log: capturingLogger().log,
     firstRunDelayMs: 3_600_000,
@@ -98,7 +88,7 @@ describe('billing on an interval (npm start)', () => {
     const scheduler = startBillingScheduler({
       db: database.db,
       config,
-      stores: storesOver(database.db),
+      stores: readStoresOver(database.db),
       intervalSeconds: 1,
       log,
       firstRunDelayMs: 10,
@@ -169,7 +159,7 @@ describe('billing on an interval (npm start)', () => {
     const scheduler = startBillingScheduler({
       db: database.db,
       config,
-      stores: storesOver(database.db),
+      stores: readStoresOver(database.db),
       intervalSeconds: 3600,
       log,
       firstRunDelayMs: 3_600_000,
@@ -210,7 +200,7 @@ describe('billing on an interval (npm start)', () => {
     const scheduler = startBillingScheduler({
       db: database.db,
       config,
-      stores: storesOver(database.db),
+      stores: readStoresOver(database.db),
       intervalSeconds: 3600,
       log: capturingLogger().log,
       firstRunDelayMs: 3_600_000,
@@ -236,7 +226,7 @@ describe('billing on an interval (npm start)', () => {
     const scheduler = startBillingScheduler({
       db: database.db,
       config,
-      stores: storesOver(database.db),
+      stores: readStoresOver(database.db),
       intervalSeconds: 40 * 86_400,
       log,
       firstRunDelayMs: 10,
@@ -279,7 +269,7 @@ describe('billing on an interval (npm start)', () => {
     const scheduler = startBillingScheduler({
       db: unreachable,
       config,
-      stores: storesOver(unreachable),
+      stores: readStoresOver(unreachable),
       intervalSeconds: 1,
       log,
       firstRunDelayMs: 10,

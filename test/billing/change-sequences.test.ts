@@ -6,18 +6,12 @@ import {
   usageSource,
 } from '../../libs/billing/index.js';
 import type { NewProduct } from '../../libs/catalog/index.js';
-import { createLogger } from '../../libs/log/index.js';
 import { formatMoney, parseMoney } from '../../libs/money/index.js';
 import { changeSubscription } from '../../libs/subscriptions/index.js';
-import {
-  InProcessUsageEventLog,
-  openUsageReadStores,
-  PostgresUsageAggregator,
-  PostgresUsageSink,
-  type UsageReadStores,
-} from '../../libs/usage/index.js';
+import { PostgresUsageAggregator, type UsageReadStores } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
+import { readStoresOver } from '../helpers/read-stores.js';
 import { customerIn, productIn, subscribe } from './fixtures.js';
 
 /*
@@ -34,20 +28,7 @@ let stores: UsageReadStores;
 beforeAll(async () => {
   database = await createTestDatabase('change_sequences');
   usage = usageSource(new PostgresUsageAggregator(database.db));
-  const eventLog = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 });
-  stores = openUsageReadStores(
-    {
-      CLICKHOUSE_URL: undefined,
-      CLICKHOUSE_DATABASE: 'billing',
-      KAFKA_BROKERS: undefined,
-      KAFKA_CLIENT_ID: 'test',
-      KAFKA_USAGE_TOPIC: 'usage.events',
-      KAFKA_CONSUMER_GROUP_PREFIX: '',
-    },
-    database.db,
-    eventLog,
-    createLogger({ level: 'silent', service: 'test' }),
-  );
+  stores = readStoresOver(database.db);
 });
 afterAll(async () => {
   await stores.close();

@@ -2,15 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { createProduct, type NewProduct } from '../../libs/catalog/index.js';
 import { createCustomer, getCustomer } from '../../libs/customers/index.js';
 import type { Queryable } from '../../libs/db/index.js';
-import { createLogger } from '../../libs/log/index.js';
 import { CreateCustomer } from '../../libs/schemas/index.js';
 import { createSubscription, type NewSubscription } from '../../libs/subscriptions/index.js';
-import {
-  InProcessUsageEventLog,
-  openUsageReadStores,
-  PostgresUsageSink,
-  type UsageReadStores,
-} from '../../libs/usage/index.js';
+import { PostgresUsageSink } from '../../libs/usage/index.js';
 
 /** Building blocks of the billing tests, all through the domain functions the console uses. */
 
@@ -146,22 +140,4 @@ export async function creditBalance(db: Queryable, customerId: number): Promise<
     customerId,
   ]);
   return (await getCustomer(db, rows[0]!.org_id, customerId)).credit_balance;
-}
-
-/** The usage read stores of the embedded mode (in-process log, Postgres totals) on `db`. */
-export function embeddedReadStores(db: Queryable): UsageReadStores {
-  const eventLog = new InProcessUsageEventLog(new PostgresUsageSink(db), [], { lingerMs: 0 });
-  return openUsageReadStores(
-    {
-      CLICKHOUSE_URL: undefined,
-      CLICKHOUSE_DATABASE: 'billing',
-      KAFKA_BROKERS: undefined,
-      KAFKA_CLIENT_ID: 'test',
-      KAFKA_USAGE_TOPIC: 'usage.events',
-      KAFKA_CONSUMER_GROUP_PREFIX: '',
-    },
-    db,
-    eventLog,
-    createLogger({ level: 'silent', service: 'test' }),
-  );
 }

@@ -16,7 +16,8 @@ import { createOrganization, setOrganizationSettings } from '../../libs/organiza
 import { PostgresUsageAggregator, type UsageReadStores, voidUsageEvent } from '../../libs/usage/index.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { freePort } from '../helpers/processes.js';
-import { basicCatalog, customerIn, embeddedReadStores, recordUsage, subscribe } from './fixtures.js';
+import { readStoresOver } from '../helpers/read-stores.js';
+import { basicCatalog, customerIn, recordUsage, subscribe } from './fixtures.js';
 
 /**
  * The invariant of late usage (docs/decisions.md "Late usage"): for every period of every
@@ -73,7 +74,7 @@ describe.each([
   beforeAll(async () => {
     ({ db, close } = await openDatabase(mode));
     usage = usageSource(new PostgresUsageAggregator(db));
-    stores = embeddedReadStores(db);
+    stores = readStoresOver(db);
   }, 60_000);
   afterAll(() => close?.());
 

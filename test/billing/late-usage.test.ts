@@ -26,10 +26,10 @@ import {
 import { inProcessConsole } from '../helpers/console.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { freePort } from '../helpers/processes.js';
+import { readStoresOver } from '../helpers/read-stores.js';
 import {
   basicCatalog,
   customerIn,
-  embeddedReadStores,
   expectPayableInvoices,
   outbox,
   productIn,
@@ -147,7 +147,7 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     mode = await openMode(modeName);
     db = mode.db;
     usage = usageSource(new PostgresUsageAggregator(db));
-    stores = embeddedReadStores(db);
+    stores = readStoresOver(db);
   }, 60_000);
   afterAll(() => mode?.close());
 

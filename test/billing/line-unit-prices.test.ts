@@ -10,7 +10,8 @@ import { cancelSubscription, changeSubscription } from '../../libs/subscriptions
 import { PostgresUsageAggregator, type UsageReadStores } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
-import { customerIn, embeddedReadStores, productIn, subscribe } from './fixtures.js';
+import { readStoresOver } from '../helpers/read-stores.js';
+import { customerIn, productIn, subscribe } from './fixtures.js';
 
 /*
  * A line's unit price is the price its amount was computed with, wherever lines are built: the
@@ -32,7 +33,7 @@ let stores: UsageReadStores;
 beforeAll(async () => {
   database = await createTestDatabase('line_unit_prices');
   usage = usageSource(new PostgresUsageAggregator(database.db));
-  stores = embeddedReadStores(database.db);
+  stores = readStoresOver(database.db);
 });
 afterAll(async () => {
   await stores.close();

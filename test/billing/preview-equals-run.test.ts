@@ -1,16 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { previewUpcomingInvoice, runBilling, usageSource } from '../../libs/billing/index.js';
 import { getInvoice } from '../../libs/invoices/index.js';
-import { createLogger } from '../../libs/log/index.js';
-import {
-  InProcessUsageEventLog,
-  openUsageReadStores,
-  PostgresUsageAggregator,
-  PostgresUsageSink,
-  type UsageReadStores,
-} from '../../libs/usage/index.js';
+import { PostgresUsageAggregator, type UsageReadStores } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
+import { readStoresOver } from '../helpers/read-stores.js';
 import { customerIn, productIn, recordUsage, subscribe } from './fixtures.js';
 
 /**
@@ -24,20 +18,7 @@ let stores: UsageReadStores;
 
 beforeAll(async () => {
   database = await createTestDatabase('preview_run');
-  const eventLog = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 });
-  stores = openUsageReadStores(
-    {
-      CLICKHOUSE_URL: undefined,
-      CLICKHOUSE_DATABASE: 'billing',
-      KAFKA_BROKERS: undefined,
-      KAFKA_CLIENT_ID: 'test',
-      KAFKA_USAGE_TOPIC: 'usage.events',
-      KAFKA_CONSUMER_GROUP_PREFIX: '',
-    },
-    database.db,
-    eventLog,
-    createLogger({ level: 'silent', service: 'test' }),
-  );
+  stores = readStoresOver(database.db);
 });
 afterAll(async () => {
   await stores.close();

@@ -7,18 +7,12 @@ import {
 } from '../../libs/billing/index.js';
 import { Database, type Queryable } from '../../libs/db/index.js';
 import { getInvoice } from '../../libs/invoices/index.js';
-import { createLogger } from '../../libs/log/index.js';
 import { SubscriptionUpdatedEventData } from '../../libs/schemas/index.js';
 import { changeSubscription, getSubscription } from '../../libs/subscriptions/index.js';
-import {
-  InProcessUsageEventLog,
-  openUsageReadStores,
-  PostgresUsageAggregator,
-  PostgresUsageSink,
-  type UsageReadStores,
-} from '../../libs/usage/index.js';
+import { PostgresUsageAggregator, type UsageReadStores } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase, withoutIndexOrder } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
+import { readStoresOver } from '../helpers/read-stores.js';
 import {
   basicCatalog,
   customerIn,
@@ -42,20 +36,7 @@ let stores: UsageReadStores;
 beforeAll(async () => {
   database = await createTestDatabase('subscription_changes');
   usage = usageSource(new PostgresUsageAggregator(database.db));
-  const eventLog = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 });
-  stores = openUsageReadStores(
-    {
-      CLICKHOUSE_URL: undefined,
-      CLICKHOUSE_DATABASE: 'billing',
-      KAFKA_BROKERS: undefined,
-      KAFKA_CLIENT_ID: 'test',
-      KAFKA_USAGE_TOPIC: 'usage.events',
-      KAFKA_CONSUMER_GROUP_PREFIX: '',
-    },
-    database.db,
-    eventLog,
-    createLogger({ level: 'silent', service: 'test' }),
-  );
+  stores = readStoresOver(database.db);
 });
 afterAll(async () => {
   await stores.close();

@@ -18,8 +18,9 @@ import { getInvoice } from '../../libs/invoices/index.js';
 import { createOrganization } from '../../libs/organizations/index.js';
 import type { CreditNote, InvoiceRecord } from '../../libs/schemas/index.js';
 import { PostgresUsageAggregator, PostgresUsageSink } from '../../libs/usage/index.js';
-import { basicCatalog, customerIn, embeddedReadStores, subscribe } from '../billing/fixtures.js';
+import { basicCatalog, customerIn, subscribe } from '../billing/fixtures.js';
 import { freePort } from '../helpers/processes.js';
+import { readStoresOver } from '../helpers/read-stores.js';
 
 /**
  * Credit notes on the embedded database (PGlite behind its socket, the in-process usage log):
@@ -157,7 +158,7 @@ describe('credit notes on embedded PGlite', { timeout: 180_000 }, () => {
   it('voids an invoiced event with a correcting note (graduated tiers)', async () => {
     // 1-100 at 1.00, beyond at 0.50: 90 + 40 = 130: 100 + 15 = 115.00; without the 40: 90.00
     const { invoice, eventIds } = await januaryInvoice(1, [90, 40]);
-    const stores = embeddedReadStores(db);
+    const stores = readStoresOver(db);
     const voided = await voidUsageWithCreditNote(db, stores, orgId, eventIds[1]!);
     expect(voided.status).toBe('VOIDED');
     const note = await getCreditNote(db, orgId, voided.credit_note_id!);

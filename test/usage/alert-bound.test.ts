@@ -7,11 +7,8 @@ import {
   type TouchedSubscription,
   UsageGuardrails,
 } from '../../libs/guardrails/index.js';
-import { createLogger } from '../../libs/log/index.js';
 import { alertReads } from '../../libs/observability/index.js';
 import {
-  InProcessUsageEventLog,
-  openUsageReadStores,
   PostgresUsageSink,
   type UsageEventRecord,
   type UsageReadStores,
@@ -20,6 +17,7 @@ import {
 import { basicCatalog, customerIn, outbox, subscribe } from '../billing/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { readStoresOver, setSinkWatermark } from '../helpers/read-stores.js';
 import { runLogger } from '../helpers/run-log.js';
 import { uniqueName } from '../helpers/services.js';
 import { eventually, meteredSubscriptionThisMonth, usageEventRecord } from './support.js';
@@ -38,19 +36,7 @@ const SETTLE_MS = 2500;
 
 beforeAll(async () => {
   database = await createTestDatabase('alert_bound');
-  stores = openUsageReadStores(
-    {
-      CLICKHOUSE_URL: undefined,
-      CLICKHOUSE_DATABASE: 'billing',
-      KAFKA_BROKERS: undefined,
-      KAFKA_CLIENT_ID: 'test',
-      KAFKA_USAGE_TOPIC: 'unused',
-      KAFKA_CONSUMER_GROUP_PREFIX: '',
-    },
-    database.db,
-    new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 }),
-    createLogger({ level: 'silent', service: 'test' }),
-  );
+  stores = readStoresOver(database.db);
   org = await createTestOrg(database.db);
 });
 afterAll(async () => {
@@ -58,34 +44,10 @@ afterAll(async () => {
   await database?.drop();
 });
 
-/**
- * The read-back of the distributed mode, whose as_of is the pg-sink's watermark row in Postgres:
- * set here as the pg-sink's recorder would (a topic of this test's own).
- */
-function distributedStores(topic: string): UsageReadStores {
-  return openUsageReadStores(
-    {
-      CLICKHOUSE_URL: undefined,
-      CLICKHOUSE_DATABASE: 'billing',
-      KAFKA_BROKERS: ['127.0.0.1:1'],
-      KAFKA_CLIENT_ID: 'test',
-      KAFKA_USAGE_TOPIC: topic,
-      KAFKA_CONSUMER_GROUP_PREFIX: '',
-    },
-    database.db,
-    new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 }),
-    createLogger({ level: 'silent', service: 'test' }),
-  );
-}
-
-async function setWatermark(topic: string, coveredUntil: Date) {
-  await database.db.query(
-    `INSERT INTO usage_sink_watermarks (sink, topic, log_partition, committed_offset, covered_until)
-     VALUES ('pg-sink', $1, 0, 0, $2)
-     ON CONFLICT (sink, topic, log_partition) DO UPDATE SET covered_until = excluded.covered_until`,
-    [topic, coveredUntil],
-  );
-}
+/** The distributed read-back: as_of is the pg-sink's watermark of `topic` (a topic of the test's own). */
+const distributedStores = (topic: string) => readStoresOver(database.db, topic);
+const setWatermark = (topic: string, coveredUntil: Date) =>
+  setSinkWatermark(database.db, topic, coveredUntil);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

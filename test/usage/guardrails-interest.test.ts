@@ -7,17 +7,11 @@ import {
   topUpPolicy,
   UsageGuardrails,
 } from '../../libs/guardrails/index.js';
-import { createLogger } from '../../libs/log/index.js';
-import {
-  InProcessUsageEventLog,
-  openUsageReadStores,
-  PostgresUsageSink,
-  type UsageEventRecord,
-  type UsageReadStores,
-} from '../../libs/usage/index.js';
+import { PostgresUsageSink, type UsageEventRecord, type UsageReadStores } from '../../libs/usage/index.js';
 import { basicCatalog, outbox, subscribe } from '../billing/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
+import { readStoresOver, setSinkWatermark } from '../helpers/read-stores.js';
 import { runLogger } from '../helpers/run-log.js';
 import { uniqueName } from '../helpers/services.js';
 import { eventually, meteredSubscriptionThisMonth, usageEventRecord } from './support.js';
@@ -41,34 +35,12 @@ afterAll(async () => {
   await database?.drop();
 });
 
-const silent = createLogger({ level: 'silent', service: 'test' });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The read-back: embedded (as_of now), or distributed (as_of the pg-sink's watermark row). */
-function readStores(topic?: string): UsageReadStores {
-  return openUsageReadStores(
-    {
-      CLICKHOUSE_URL: undefined,
-      CLICKHOUSE_DATABASE: 'billing',
-      KAFKA_BROKERS: topic ? ['127.0.0.1:1'] : undefined,
-      KAFKA_CLIENT_ID: 'test',
-      KAFKA_USAGE_TOPIC: topic ?? 'unused',
-      KAFKA_CONSUMER_GROUP_PREFIX: '',
-    },
-    database.db,
-    new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], { lingerMs: 0 }),
-    silent,
-  );
-}
-
-async function setWatermark(topic: string, coveredUntil: Date) {
-  await database.db.query(
-    `INSERT INTO usage_sink_watermarks (sink, topic, log_partition, committed_offset, covered_until)
-     VALUES ('pg-sink', $1, 0, 0, $2)
-     ON CONFLICT (sink, topic, log_partition) DO UPDATE SET covered_until = excluded.covered_until`,
-    [topic, coveredUntil],
-  );
-}
+/** The read-back: embedded (as_of now), or distributed (as_of the pg-sink's watermark of `topic`). */
+const readStores = (topic?: string) => readStoresOver(database.db, topic);
+const setWatermark = (topic: string, coveredUntil: Date) =>
+  setSinkWatermark(database.db, topic, coveredUntil);
 
 /** The sinks' policies: all but usage_quantity alerts, skipping what none of them watches. */
 function evaluator(stores: UsageReadStores, sweepMs?: number) {

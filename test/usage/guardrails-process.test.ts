@@ -1,15 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { createAlert } from '../../libs/guardrails/index.js';
 import { createKafka } from '../../libs/kafka/index.js';
-import { createLogger } from '../../libs/log/index.js';
-import {
-  encodeLogMessages,
-  InProcessUsageEventLog,
-  openUsageReadStores,
-  PostgresUsageSink,
-} from '../../libs/usage/index.js';
+import { encodeLogMessages } from '../../libs/usage/index.js';
 import { outbox } from '../billing/fixtures.js';
 import { createTestOrg } from '../helpers/fixtures.js';
+import { readStoresOver } from '../helpers/read-stores.js';
 import { testServices, uniqueName } from '../helpers/services.js';
 import { eventually, meteredSubscriptionThisMonth, serviceProcesses, usageEventRecord } from './support.js';
 
@@ -40,19 +35,7 @@ describe('guardrails in the sinks process', () => {
     const { subscription } = await meteredSubscriptionThisMonth(db, org.orgId);
     const item = subscription.items[0]!.id;
     // made through the embedded read stores: nothing is counted yet, the alert starts OK
-    const stores = openUsageReadStores(
-      {
-        CLICKHOUSE_URL: undefined,
-        CLICKHOUSE_DATABASE: 'billing',
-        KAFKA_BROKERS: undefined,
-        KAFKA_CLIENT_ID: 'test',
-        KAFKA_USAGE_TOPIC: topic,
-        KAFKA_CONSUMER_GROUP_PREFIX: '',
-      },
-      db,
-      new InProcessUsageEventLog(new PostgresUsageSink(db), [], { lingerMs: 0 }),
-      createLogger({ level: 'silent', service: 'test' }),
-    );
+    const stores = readStoresOver(db);
     const alert = await createAlert(
       db,
       stores,
