@@ -2,10 +2,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { getCreditNote, issueCreditNote, listCreditNotes } from '../../../libs/billing/index.js';
 import { afterCreditsMoved } from '../../../libs/guardrails/index.js';
-import { LOCALES } from '../../../libs/i18n/index.js';
 import {
   creditNotePdfFilename,
-  INVOICE_HTML_HEADERS,
   loadPrintableCreditNote,
   renderCreditNoteHtml,
   renderCreditNotePdf,
@@ -22,6 +20,7 @@ import {
 } from '../../../libs/schemas/index.js';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
 import { orgIdOf } from '../types.js';
+import { printableDocumentRoutes } from './printable-documents.js';
 
 /**
  * Credit notes (docs/decisions.md, "Credit notes"): issued against an invoice's lines, tax
@@ -32,16 +31,6 @@ import { orgIdOf } from '../types.js';
 const tags = ['Credit notes'];
 const InvoicePath = z.object({ invoice_id: uuidPathId });
 const NotePath = z.object({ credit_note_id: uuidPathId });
-const DocumentQuery = z.object({
-  locale: z
-    .enum(LOCALES)
-    .default('en')
-    .meta({ description: 'The language of the document: labels, dates and number formats.' }),
-});
-/** Sent as raw bytes: Fastify never serializes a Buffer. */
-const PdfBytes = z
-  .custom<Buffer>((value) => Buffer.isBuffer(value))
-  .meta({ type: 'string', format: 'binary' });
 
 export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db } = app.deps.platform;
@@ -121,70 +110,16 @@ export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => ({ data: await getCreditNote(db, orgIdOf(request), request.params.credit_note_id) }),
   );
 
-  app.get(
-    '/credit-notes/:credit_note_id/html',
-    {
-      schema: {
-        operationId: 'getCreditNoteHtml',
-        tags,
-        summary: 'The printable credit note as an HTML document',
-        params: NotePath,
-        querystring: DocumentQuery,
-        response: {
-          200: {
-            description: 'A self-contained printable credit note (no script, inline styles).',
-            content: { 'text/html': { schema: z.string() } },
-          },
-          ...errorResponses(...AUTHENTICATED_ERRORS, 404, 422),
-        },
-      },
-    },
-    async (request, reply) => {
-      const printable = await loadPrintableCreditNote(db, orgIdOf(request), request.params.credit_note_id, {
-        locale: request.query.locale,
-      });
-      return reply
-        .headers(INVOICE_HTML_HEADERS)
-        .type('text/html; charset=utf-8')
-        .send(renderCreditNoteHtml(printable));
-    },
-  );
-
-  app.get(
-    '/credit-notes/:credit_note_id/pdf',
-    {
-      schema: {
-        operationId: 'getCreditNotePdf',
-        tags,
-        summary: 'The printable credit note as a PDF',
-        description: 'Content-Disposition names the file `<number>.pdf`.',
-        params: NotePath,
-        querystring: DocumentQuery,
-        response: {
-          200: {
-            description: 'The credit note as a PDF document.',
-            headers: {
-              'Content-Disposition': { type: 'string', description: 'attachment; filename="<number>.pdf"' },
-            },
-            content: { 'application/pdf': { schema: PdfBytes } },
-          },
-          ...errorResponses(...AUTHENTICATED_ERRORS, 404, 422),
-        },
-      },
-    },
-    async (request, reply) => {
-      const printable = await loadPrintableCreditNote(db, orgIdOf(request), request.params.credit_note_id, {
-        locale: request.query.locale,
-      });
-      const pdf = await renderCreditNotePdf(printable);
-      return reply
-        .header('Cache-Control', 'private, no-store')
-        .header(
-          'Content-Disposition',
-          `attachment; filename="${creditNotePdfFilename(printable.note.number)}"`,
-        )
-        .type('application/pdf')
-        .send(pdf);
-    },
-  );
+  printableDocumentRoutes(app, db, {
+    collection: '/credit-notes',
+    idParam: 'credit_note_id',
+    operationName: 'CreditNote',
+    noun: 'credit note',
+    tags,
+    fileShown: '<number>.pdf',
+    load: loadPrintableCreditNote,
+    renderHtml: renderCreditNoteHtml,
+    renderPdf: renderCreditNotePdf,
+    pdfFilename: (printable) => creditNotePdfFilename(printable.note.number),
+  });
 };

@@ -1,9 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { LOCALES } from '../../../libs/i18n/index.js';
 import {
-  INVOICE_HTML_HEADERS,
   invoicePdfFilename,
   loadPrintableInvoice,
   renderInvoiceHtml,
@@ -31,6 +29,7 @@ import {
 import { AUTHENTICATED_ERRORS, errorResponses } from '../plugins/openapi.js';
 import { pagesBaseUrlOf } from '../public-url.js';
 import { orgIdOf } from '../types.js';
+import { printableDocumentRoutes } from './printable-documents.js';
 
 const InvoiceListQuery = paginationQuery.extend({
   customer_id: integerIdQuery.optional().meta({ description: "Only this customer's invoices." }),
@@ -40,18 +39,6 @@ const InvoiceListQuery = paginationQuery.extend({
     .meta({ description: 'Only invoices in this status (uppercase).' }),
 });
 const InvoicePath = z.object({ invoice_id: uuidPathId });
-const DocumentQuery = z.object({
-  locale: z
-    .enum(LOCALES)
-    .default('en')
-    .meta({ description: 'The language of the document: labels, dates and number formats.' }),
-});
-/** Sent as raw bytes: Fastify never serializes a Buffer. */
-const PdfBytes = z
-  .custom<Buffer>((value) => Buffer.isBuffer(value))
-  .meta({ type: 'string', format: 'binary' });
-
-const documentErrors = errorResponses(...AUTHENTICATED_ERRORS, 404, 422);
 
 export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db } = app.deps.platform;
@@ -120,75 +107,18 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
     }),
   );
 
-  app.get(
-    '/invoices/:invoice_id/html',
-    {
-      schema: {
-        operationId: 'getInvoiceHtml',
-        tags: ['Invoices'],
-        summary: 'The printable invoice as an HTML document',
-        params: InvoicePath,
-        querystring: DocumentQuery,
-        response: {
-          200: {
-            description: 'A self-contained printable invoice (no script, inline styles).',
-            content: { 'text/html': { schema: z.string() } },
-          },
-          ...documentErrors,
-        },
-      },
-    },
-    async (request, reply) => {
-      const printable = await loadPrintableInvoice(db, orgIdOf(request), request.params.invoice_id, {
-        locale: request.query.locale,
-      });
-      return reply
-        .headers(INVOICE_HTML_HEADERS)
-        .type('text/html; charset=utf-8')
-        .send(renderInvoiceHtml(printable));
-    },
-  );
-
-  app.get(
-    '/invoices/:invoice_id/pdf',
-    {
-      schema: {
-        operationId: 'getInvoicePdf',
-        tags: ['Invoices'],
-        summary: 'The printable invoice as a PDF',
-        description: 'Content-Disposition names the file `<invoice_number>.pdf`.',
-        params: InvoicePath,
-        querystring: DocumentQuery,
-        response: {
-          200: {
-            description: 'The invoice as a PDF document.',
-            headers: {
-              'Content-Disposition': {
-                type: 'string',
-                description: 'attachment; filename="<invoice_number>.pdf"',
-              },
-            },
-            content: { 'application/pdf': { schema: PdfBytes } },
-          },
-          ...documentErrors,
-        },
-      },
-    },
-    async (request, reply) => {
-      const printable = await loadPrintableInvoice(db, orgIdOf(request), request.params.invoice_id, {
-        locale: request.query.locale,
-      });
-      const pdf = await renderInvoicePdf(printable);
-      return reply
-        .header('Cache-Control', 'private, no-store')
-        .header(
-          'Content-Disposition',
-          `attachment; filename="${invoicePdfFilename(printable.invoice.invoice_number)}"`,
-        )
-        .type('application/pdf')
-        .send(pdf);
-    },
-  );
+  printableDocumentRoutes(app, db, {
+    collection: '/invoices',
+    idParam: 'invoice_id',
+    operationName: 'Invoice',
+    noun: 'invoice',
+    tags: ['Invoices'],
+    fileShown: '<invoice_number>.pdf',
+    load: loadPrintableInvoice,
+    renderHtml: renderInvoiceHtml,
+    renderPdf: renderInvoicePdf,
+    pdfFilename: (printable) => invoicePdfFilename(printable.invoice.invoice_number),
+  });
 
   app.get(
     '/invoices/:invoice_id/transactions',
