@@ -382,6 +382,41 @@ export function freePort(): Promise<number> {
 }
 
 /**
+ * The api service (services/api/main.ts) as one process in production mode on a free port, over
+ * `database` and a Redis key prefix of the run's own, ready once /readyz answers; problems only in
+ * its output. BENCH_PROFILE_DIR: it writes a V8 CPU profile there when it exits;
+ * BENCH_API_NODE_FLAGS: more Node flags for it (`--trace-gc-nvp`, a semi-space size).
+ */
+export async function startApiProcess(options: {
+  databaseUrl: string;
+  poolSize: number;
+  redisUrl: string;
+  redisPrefix: string;
+}): Promise<{ child: ChildProcess; base: string }> {
+  const port = await freePort();
+  const profileDir = process.env.BENCH_PROFILE_DIR;
+  const child = spawnEntry('services/api/main.ts', {
+    nodeArgs: [
+      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []),
+      ...(process.env.BENCH_API_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+    ],
+    env: {
+      DATABASE_URL: options.databaseUrl,
+      DATABASE_POOL_SIZE: String(options.poolSize),
+      REDIS_URL: options.redisUrl,
+      REDIS_KEY_PREFIX: options.redisPrefix,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      APP_ENV: 'production',
+    },
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitUntilReady(`${base}/readyz`, child);
+  return { child, base };
+}
+
+/**
  * A project entry point as ONE process (spawnEntry), its output written to
  * bench/results/<logName>-<entry>.log (LOG_LEVEL=warn: problems only), ready once
  * http://127.0.0.1:<port>/healthz answers, or (`readyWhen: 'port-line'`, the bare routes) once it

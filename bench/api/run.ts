@@ -25,9 +25,8 @@
  * DATABASE_POOL_SIZE, default 20), DATABASE_URL (an admin URL; a database bench_api_<pid> is
  * created in it and dropped afterwards unless BENCH_KEEP_DATABASE=true), REDIS_URL, BENCH_PROFILE_DIR
  * (the api process writes a V8 CPU profile there), BENCH_API_NODE_FLAGS (more Node flags for the
- * api, e.g. `--trace-gc-nvp`; ignored with BENCH_PROFILE_DIR).
+ * api, e.g. `--trace-gc-nvp`).
  */
-import path from 'node:path';
 import { createApiKey } from '../../libs/auth/index.js';
 import { Database, migrate } from '../../libs/db/index.js';
 import { setRateLimitOverride } from '../../libs/organizations/index.js';
@@ -39,7 +38,6 @@ import {
   cpuSnapshot,
   createDatabase,
   dropDatabase,
-  freePort,
   intEnv,
   logger,
   printBars,
@@ -48,9 +46,9 @@ import {
   requestBytes,
   scenariosEnv,
   spawnEntry,
+  startApiProcess,
   stopChildren,
   waitForLine,
-  waitUntilReady,
   writeReport,
 } from '../support.js';
 import { type BenchData, loadBenchData } from './load-data.js';
@@ -129,26 +127,12 @@ async function main(): Promise<void> {
 
   const hello = spawnEntry('bench/api/hello-server.ts', { stdio: ['ignore', 'pipe', 'inherit'] });
   const helloPort = (JSON.parse(await waitForLine(hello)) as { port: number }).port;
-  const apiPort = await freePort();
-  const api = spawnEntry('services/api/main.ts', {
-    // BENCH_PROFILE_DIR: the api process writes a V8 CPU profile there when it exits.
-    // BENCH_API_NODE_FLAGS: more Node flags for it (`--trace-gc-nvp`, a semi-space size).
-    nodeArgs: process.env.BENCH_PROFILE_DIR
-      ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
-      : (process.env.BENCH_API_NODE_FLAGS ?? '').split(' ').filter(Boolean),
-    env: {
-      DATABASE_URL: databaseUrl,
-      DATABASE_POOL_SIZE: String(settings.poolSize),
-      REDIS_URL: settings.redisUrl,
-      REDIS_KEY_PREFIX: redisPrefix,
-      HOST: '127.0.0.1',
-      PORT: String(apiPort),
-      LOG_LEVEL: 'warn',
-      APP_ENV: 'production',
-    },
+  const { child: api, base: apiBase } = await startApiProcess({
+    databaseUrl,
+    poolSize: settings.poolSize,
+    redisUrl: settings.redisUrl,
+    redisPrefix,
   });
-  const apiBase = `http://127.0.0.1:${apiPort}`;
-  await waitUntilReady(`${apiBase}/readyz`, api);
 
   const deepOffset = Math.max(0, data.invoices - 100);
   const middleOffset = Math.floor(data.invoices / 2);

@@ -20,8 +20,8 @@
  *
  * Other settings (env): BENCH_SCENARIOS (comma list, default all), BENCH_DB_POOL_SIZE (the api's
  * DATABASE_POOL_SIZE, default 20), DATABASE_URL (an admin URL; a database bench_changes_<pid> is
- * created in it and dropped afterwards), REDIS_URL, BENCH_CPU_PROF (a directory: the api writes a V8
- * CPU profile of its run there).
+ * created in it and dropped afterwards), REDIS_URL, BENCH_PROFILE_DIR (a directory: the api
+ * writes a V8 CPU profile of its run there), BENCH_API_NODE_FLAGS (more Node flags for the api).
  */
 import { createApiKey } from '../../libs/auth/index.js';
 import { createProduct } from '../../libs/catalog/index.js';
@@ -35,7 +35,6 @@ import {
   cpuSnapshot,
   createDatabase,
   dropDatabase,
-  freePort,
   intEnv,
   logger,
   printBars,
@@ -44,9 +43,9 @@ import {
   requestBytes,
   scenariosEnv,
   spawnEntry,
+  startApiProcess,
   stopChildren,
   waitForLine,
-  waitUntilReady,
   writeReport,
 } from '../support.js';
 
@@ -141,24 +140,12 @@ async function main(): Promise<void> {
 
   const hello = spawnEntry('bench/api/hello-server.ts', { stdio: ['ignore', 'pipe', 'inherit'] });
   const helloPort = (JSON.parse(await waitForLine(hello)) as { port: number }).port;
-  const apiPort = await freePort();
-  const api = spawnEntry('services/api/main.ts', {
-    ...(process.env.BENCH_CPU_PROF
-      ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] }
-      : {}),
-    env: {
-      DATABASE_URL: databaseUrl,
-      DATABASE_POOL_SIZE: String(settings.poolSize),
-      REDIS_URL: settings.redisUrl,
-      REDIS_KEY_PREFIX: redisPrefix,
-      HOST: '127.0.0.1',
-      PORT: String(apiPort),
-      LOG_LEVEL: 'warn',
-      APP_ENV: 'production',
-    },
+  const { child: api, base: apiBase } = await startApiProcess({
+    databaseUrl,
+    poolSize: settings.poolSize,
+    redisUrl: settings.redisUrl,
+    redisPrefix,
   });
-  const apiBase = `http://127.0.0.1:${apiPort}`;
-  await waitUntilReady(`${apiBase}/readyz`, api);
 
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
   // three quantities per subscription: most requests change the quantity, so write two lines

@@ -19,7 +19,8 @@
  *
  * Other settings (env): BENCH_DB_POOL_SIZE (the api's DATABASE_POOL_SIZE, default 20),
  * DATABASE_URL (an admin URL; a database bench_credit_notes_<pid> is created in it and dropped
- * afterwards), REDIS_URL, BENCH_CPU_PROF (a directory: the api writes a V8 CPU profile there).
+ * afterwards), REDIS_URL, BENCH_PROFILE_DIR (a directory: the api writes a V8 CPU profile there),
+ * BENCH_API_NODE_FLAGS (more Node flags for the api).
  */
 import { performance } from 'node:perf_hooks';
 import { createApiKey } from '../../libs/auth/index.js';
@@ -34,7 +35,6 @@ import {
   cpuSnapshot,
   createDatabase,
   dropDatabase,
-  freePort,
   intEnv,
   logger,
   postgresCpuSeconds,
@@ -42,9 +42,8 @@ import {
   printTable,
   randomRequest,
   requestBytes,
-  spawnEntry,
+  startApiProcess,
   stopChildren,
-  waitUntilReady,
   writeReport,
 } from '../support.js';
 
@@ -162,24 +161,12 @@ async function main(): Promise<void> {
     await db.close();
   }
 
-  const apiPort = await freePort();
-  const api = spawnEntry('services/api/main.ts', {
-    ...(process.env.BENCH_CPU_PROF
-      ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] }
-      : {}),
-    env: {
-      DATABASE_URL: databaseUrl,
-      DATABASE_POOL_SIZE: String(settings.poolSize),
-      REDIS_URL: settings.redisUrl,
-      REDIS_KEY_PREFIX: redisPrefix,
-      HOST: '127.0.0.1',
-      PORT: String(apiPort),
-      LOG_LEVEL: 'warn',
-      APP_ENV: 'production',
-    },
+  const { child: api, base } = await startApiProcess({
+    databaseUrl,
+    poolSize: settings.poolSize,
+    redisUrl: settings.redisUrl,
+    redisPrefix,
   });
-  const base = `http://127.0.0.1:${apiPort}`;
-  await waitUntilReady(`${base}/readyz`, api);
 
   if (settings.warmupNotes > 0) {
     log(`warm-up: ${settings.warmupNotes} notes in a second organization`);
