@@ -7,18 +7,20 @@ import {
   toBurnableGrant,
 } from '../../libs/billing/credits/grants.js';
 import { planCreditsOnPosting } from '../../libs/billing/credits/posting.js';
-import {
-  createCreditGrant,
-  runBilling,
-  type UsageForTransaction,
-  voidCreditGrant,
-} from '../../libs/billing/index.js';
+import { runBilling, type UsageForTransaction, voidCreditGrant } from '../../libs/billing/index.js';
 import type { Queryable } from '../../libs/db/index.js';
 import { ApiError } from '../../libs/errors/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
-import { customerIn, outbox, productIn, subscribe } from './fixtures.js';
+import {
+  customerIn,
+  customerWithSubscriptions,
+  outbox,
+  productIn,
+  promotionalGrant,
+  subscribe,
+} from './fixtures.js';
 
 /*
  * How a posting writes what its burn-down used (recordGrantUses, one statement per billing run
@@ -37,34 +39,8 @@ afterAll(async () => {
   await database.drop();
 });
 
-/** A customer (Alberta: 10.00 + GST = 10.50 an invoice) with `count` monthly subscriptions. */
-async function customerWithSubscriptions(count: number) {
-  const { orgId } = await createTestOrg(database.db);
-  const plan = await productIn(database.db, orgId, {
-    name: 'Plan',
-    unit_price: '10.00',
-    pricing_type: 'recurring',
-    currency: 'CAD',
-  });
-  const customerId = await customerIn(database.db, orgId, { state_province: 'AB' });
-  const subscriptionIds: number[] = [];
-  for (let n = 0; n < count; n++) {
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: plan }],
-      start_date: new Date('2026-01-01T00:00:00Z'),
-    });
-    subscriptionIds.push(subscription.id);
-  }
-  return { orgId, customerId, subscriptionIds };
-}
-
-async function grant(customerId: number, amount: string, extra: Record<string, unknown> = {}) {
-  const { grant: made } = await database.db.transaction((tx) =>
-    createCreditGrant(tx, { customerId, input: { amount, category: 'promotional', ...extra } }),
-  );
-  return made;
-}
+const grant = (customerId: number, amount: string, extra: Record<string, unknown> = {}) =>
+  promotionalGrant(database.db, customerId, amount, extra);
 
 /** The DRAFT invoices of the customer's subscriptions (a run that does not post). */
 async function drafts(orgId: number, subscriptionIds: number[]): Promise<string[]> {
@@ -107,7 +83,7 @@ async function ledgerAndMemos(grantId: string) {
 
 describe('recording grant uses', () => {
   it('refuses a burn-down planned from a grant that was spent since, and writes nothing of it', async () => {
-    const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(2);
+    const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(database.db, 2);
     const [first, second] = await drafts(orgId, subscriptionIds);
     const held = await grant(customerId, '10.00');
     // two postings planned from the same read of the grant (10.00 left): each uses 4.00
@@ -144,7 +120,7 @@ describe('recording grant uses', () => {
   });
 
   it('updates a grant used by several invoices of a batch once, by their sum; the ledger in burn-down order', async () => {
-    const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(3);
+    const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(database.db, 3);
     const invoices = await drafts(orgId, subscriptionIds);
     const small = await grant(customerId, '5.00', { priority: 10 });
     const large = await grant(customerId, '100.00');
@@ -200,7 +176,7 @@ describe('recording grant uses', () => {
   });
 
   it('a billing run batch of one customer spends its grants in order; ledger, memos and grants agree', async () => {
-    const { orgId, customerId } = await customerWithSubscriptions(3);
+    const { orgId, customerId } = await customerWithSubscriptions(database.db, 3);
     const first = await grant(customerId, '12.00', { priority: 10 });
     const then = await grant(customerId, '20.00', { priority: 20 });
     // one batch: three invoices of 10.50 (31.50) against 32.00 of credit
@@ -241,7 +217,7 @@ describe('recording grant uses', () => {
   });
 
   it('reads held grants for posting as the preview reads them', async () => {
-    const { orgId, customerId } = await customerWithSubscriptions(0);
+    const { orgId, customerId } = await customerWithSubscriptions(database.db, 0);
     await grant(customerId, '5.00', { priority: 10, expires_at: '2027-03-01T12:34:56.789Z' });
     await grant(customerId, '20.00', { priority: 20, applies_to: 'usage' });
     await grant(customerId, '1000.00', { effective_at: '2026-01-15T08:00:00.5Z' });
@@ -284,7 +260,7 @@ describe('recording grant uses', () => {
   });
 
   it("plans each customer's invoices of a batch from that customer's grants, in the order given", async () => {
-    const { orgId, customerId: first } = await customerWithSubscriptions(0);
+    const { orgId, customerId: first } = await customerWithSubscriptions(database.db, 0);
     const second = await customerIn(database.db, orgId, { state_province: 'AB' });
     const firstGrant = await grant(first, '15.00');
     const secondGrant = await grant(second, '5.00');

@@ -2,7 +2,6 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  createCreditGrant,
   expireCreditGrants,
   postInvoice,
   runBilling,
@@ -12,9 +11,8 @@ import {
 import { Database, type Queryable } from '../../libs/db/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
-import { createTestOrg } from '../helpers/fixtures.js';
 import { PROJECT_ROOT } from '../helpers/processes.js';
-import { customerIn, productIn, subscribe } from './fixtures.js';
+import { customerWithSubscriptions, promotionalGrant } from './fixtures.js';
 
 /*
  * The money invariants of prepaid credits, under concurrency (docs/decisions.md, "Credits"):
@@ -82,38 +80,12 @@ async function usedOf(grantId: string): Promise<string> {
   return rows[0]!.used;
 }
 
-/** One customer with `subscriptions` monthly subscriptions of 10.00 (Alberta: 10.50 with GST). */
-async function customerWithSubscriptions(count: number) {
-  const { orgId } = await createTestOrg(database.db);
-  const plan = await productIn(database.db, orgId, {
-    name: 'Plan',
-    unit_price: '10.00',
-    pricing_type: 'recurring',
-    currency: 'CAD',
-  });
-  const customerId = await customerIn(database.db, orgId, { state_province: 'AB' });
-  const ids: number[] = [];
-  for (let n = 0; n < count; n++) {
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: plan }],
-      start_date: new Date('2026-01-01T00:00:00Z'),
-    });
-    ids.push(subscription.id);
-  }
-  return { orgId, customerId, subscriptionIds: ids };
-}
-
-async function grant(customerId: number, amount: string, extra: Record<string, unknown> = {}) {
-  const { grant: made } = await database.db.transaction((tx) =>
-    createCreditGrant(tx, { customerId, input: { amount, category: 'promotional', ...extra } }),
-  );
-  return made;
-}
+const grant = (customerId: number, amount: string, extra: Record<string, unknown> = {}) =>
+  promotionalGrant(database.db, customerId, amount, extra);
 
 describe('credit invariants', () => {
   it('two processes posting for one customer never spend one cent twice', async () => {
-    const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(8);
+    const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(database.db, 8);
     const only = await grant(customerId, '42.00'); // four invoices' worth of 10.50
     const now = new Date('2026-02-01T00:00:00Z');
     await Promise.all(
@@ -131,7 +103,7 @@ describe('credit invariants', () => {
   });
 
   it('two processes posting drafts by hand split the grant, never more than it holds', async () => {
-    const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(6);
+    const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(database.db, 6);
     await runBilling(database.db, {
       usage,
       orgId,
@@ -155,7 +127,7 @@ describe('credit invariants', () => {
 
   it('a posting racing a void uses the grant whole or not at all', async () => {
     for (let round = 0; round < 6; round++) {
-      const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(2);
+      const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(database.db, 2);
       const racing = await grant(customerId, '15.00');
       const [billed] = await Promise.allSettled([
         runBilling(database.db, { usage, orgId, now: new Date('2026-02-01T00:00:00Z'), subscriptionIds }),
@@ -183,7 +155,7 @@ describe('credit invariants', () => {
   });
 
   it('a posting racing the expiry sweep at the expiry instant never uses the expired grant', async () => {
-    const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(3);
+    const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(database.db, 3);
     const expiring = await grant(customerId, '30.00', {
       effective_at: '2026-01-01T00:00:00Z',
       expires_at: '2026-03-01T00:00:00Z',
@@ -210,7 +182,7 @@ describe('credit invariants', () => {
   it('the expiry sweep lapses a grant at its expires_at instant, not a millisecond before', async () => {
     // docs/decisions.md, "Credits": usable to `expires_at` exclusive; at expiry its remainder lapses.
     // An instant before every other grant of this file's, so the sweep touches this one only.
-    const { customerId } = await customerWithSubscriptions(1);
+    const { customerId } = await customerWithSubscriptions(database.db, 1);
     const expiring = await grant(customerId, '12.34', {
       effective_at: '2025-01-01T00:00:00Z',
       expires_at: '2025-06-01T00:00:00.250Z',
@@ -231,7 +203,7 @@ describe('credit invariants', () => {
   });
 
   it('a billing run killed mid-way and run again uses no grant twice and loses none', async () => {
-    const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(60);
+    const { orgId, customerId, subscriptionIds } = await customerWithSubscriptions(database.db, 60);
     const big = await grant(customerId, '300.00');
     const env = {
       DATABASE_URL: database.url,

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { createCreditGrant } from '../../libs/billing/index.js';
 import { createProduct, type NewProduct } from '../../libs/catalog/index.js';
 import { createCustomer, getCustomer } from '../../libs/customers/index.js';
-import type { Queryable } from '../../libs/db/index.js';
+import type { Database, Queryable } from '../../libs/db/index.js';
 import { CreateCustomer } from '../../libs/schemas/index.js';
 import { createSubscription, type NewSubscription } from '../../libs/subscriptions/index.js';
 import { PostgresUsageSink } from '../../libs/usage/index.js';
+import { createTestOrg } from '../helpers/fixtures.js';
 
 /** Building blocks of the billing tests, all through the domain functions the console uses. */
 
@@ -140,4 +142,39 @@ export async function creditBalance(db: Queryable, customerId: number): Promise<
     customerId,
   ]);
   return (await getCustomer(db, rows[0]!.org_id, customerId)).credit_balance;
+}
+
+/** A customer in Alberta (10.00 + 5 % GST = 10.50 an invoice) with `count` monthly subscriptions of 10.00. */
+export async function customerWithSubscriptions(db: Database, count: number) {
+  const { orgId } = await createTestOrg(db);
+  const plan = await productIn(db, orgId, {
+    name: 'Plan',
+    unit_price: '10.00',
+    pricing_type: 'recurring',
+    currency: 'CAD',
+  });
+  const customerId = await customerIn(db, orgId, { state_province: 'AB' });
+  const subscriptionIds: number[] = [];
+  for (let n = 0; n < count; n++) {
+    const subscription = await subscribe(db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: plan }],
+      start_date: new Date('2026-01-01T00:00:00Z'),
+    });
+    subscriptionIds.push(subscription.id);
+  }
+  return { orgId, customerId, subscriptionIds };
+}
+
+/** A promotional credit grant of `amount` to the customer, as POST /credit-grants makes it. */
+export async function promotionalGrant(
+  db: Database,
+  customerId: number,
+  amount: string,
+  extra: Record<string, unknown> = {},
+) {
+  const { grant } = await db.transaction((tx) =>
+    createCreditGrant(tx, { customerId, input: { amount, category: 'promotional', ...extra } }),
+  );
+  return grant;
 }
