@@ -108,6 +108,20 @@ describe('planBurnDown', () => {
     ]);
   });
 
+  it('what an "all" grant paid first leaves the usage cap as it was: usage grants still pay all usage', () => {
+    // 100.00 owed, 50.00 of it usage: the "all" grant pays 30.00 of something, the usage grant then
+    // pays the whole 50.00 of usage (not 20.00), and 20.00 is left owed
+    const grants = [
+      grant('all', { priority: 1, remaining: '30.00000000' }),
+      grant('usage', { priority: 2, applies_to: 'usage', remaining: '100.00000000' }),
+    ];
+    const uses = planBurnDown(invoice({ balance: '100.00000000', usage_amount: '50.00000000' }), grants, at);
+    expect(pairs(uses)).toEqual([
+      ['all', '30.00000000'],
+      ['usage', '50.00000000'],
+    ]);
+  });
+
   it('never pays a prepaid-credits invoice', () => {
     expect(planBurnDown(invoice({ prepaid_credits: true }), [grant('a')], at)).toEqual([]);
   });
