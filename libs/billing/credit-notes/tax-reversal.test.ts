@@ -173,6 +173,15 @@ describe('noteTax', () => {
       creditedBefore: none,
     });
     expect(formatMoney(dinar.amount)).toBe('0.03400000');
+    // the share itself, not a hair more: 0.01 x 0.49999999 / 1.00 is just under half a cent -> 0.00
+    const underHalf = noteTax({
+      components: [{ name: 'HST', jurisdiction: null, rate: null, amount: '0.01' }],
+      invoiceSubtotal: parseMoney('1.00'),
+      currency: 'CAD',
+      subtotal: parseMoney('0.49999999'),
+      creditedBefore: none,
+    });
+    expect(formatMoney(underHalf.amount)).toBe('0.00000000');
   });
 
   it("rounds to the invoice currency's minor unit, components and note alike: yen", () => {
