@@ -296,6 +296,40 @@ describe('recording grant uses', () => {
     ]);
   });
 
+  it('keeps each invoice in its place: one credits may not pay gets none, the ones after it theirs', async () => {
+    const { orgId, customerId } = await customerWithSubscriptions(database.db, 0);
+    const held = await grant(customerId, '15.00');
+    const invoice = (id: string, overrides: { balance?: string; prepaid_credits?: boolean } = {}) => ({
+      id,
+      org_id: orgId,
+      customer_id: customerId,
+      currency: 'CAD',
+      balance: '10.00000000',
+      usage_amount: '0.00000000',
+      prepaid_credits: false,
+      ...overrides,
+    });
+    const planned = await database.db.transaction(async (tx) => {
+      await lockCreditCustomer(tx, customerId, orgId);
+      return planCreditsOnPosting(
+        tx,
+        [
+          invoice('prepaid', { prepaid_credits: true }),
+          invoice('settled', { balance: '0.00000000' }),
+          invoice('first'),
+          invoice('second'),
+        ],
+        new Date(),
+      );
+    });
+    expect(planned.uses).toEqual([
+      [],
+      [],
+      [{ credit_grant_id: held.id, amount: '10.00000000', remaining_after: '5.00000000' }],
+      [{ credit_grant_id: held.id, amount: '5.00000000', remaining_after: '0.00000000' }],
+    ]);
+  });
+
   it("claims a customer's subscriptions due together in one batch: its grants are written once", async () => {
     const { orgId } = await createTestOrg(database.db);
     const plan = await productIn(database.db, orgId, {
