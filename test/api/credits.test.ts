@@ -147,6 +147,19 @@ describe('credit grants', () => {
     expect(created.map((e) => e.data.id)).toContain(made.id);
   });
 
+  it('a grant answers the instants it was given, to the millisecond, when made and when read', async () => {
+    const { customerId } = await customerWithPlan();
+    const made = await grant(customerId, {
+      amount: '5.00',
+      category: 'promotional',
+      effective_at: '2026-01-02T03:04:05.678Z',
+      expires_at: '2099-12-31T23:59:59.999+00:00',
+    });
+    const instants = { effective_at: '2026-01-02T03:04:05.678Z', expires_at: '2099-12-31T23:59:59.999Z' };
+    expect(made).toMatchObject(instants);
+    expect(await ledgerOf(made.id)).toMatchObject(instants);
+  });
+
   it('a paid grant is PENDING with a POSTED EXEMPT "Prepaid credits" invoice; paying it activates the grant', async () => {
     const { customerId } = await customerWithPlan();
     const made = await grant(customerId, { amount: '100.00', category: 'paid' });
