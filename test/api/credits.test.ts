@@ -157,7 +157,12 @@ describe('credit grants', () => {
     });
     const instants = { effective_at: '2026-01-02T03:04:05.678Z', expires_at: '2099-12-31T23:59:59.999Z' };
     expect(made).toMatchObject(instants);
-    expect(await ledgerOf(made.id)).toMatchObject(instants);
+    const read = await ledgerOf(made.id);
+    expect(read).toMatchObject(instants);
+    // the ledger's instants as every other instant of the API: UTC, to the millisecond
+    expect(read.ledger.map((entry) => entry.created_at)).toEqual([
+      expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+    ]);
   });
 
   it('a paid grant is PENDING with a POSTED EXEMPT "Prepaid credits" invoice; paying it activates the grant', async () => {
