@@ -188,6 +188,10 @@ describe('credit grants', () => {
     );
     expect(invoice.due_date).not.toBe(invoice.invoice_date);
     expect(invoice.due_date).toBe(terms[0]!.due);
+    // a sale of one day, announced as any posted invoice is
+    expect([invoice.period_start, invoice.period_end]).toEqual([invoice.invoice_date, invoice.invoice_date]);
+    const posted = await outbox(db(), orgA.orgId, 'invoice.posted');
+    expect(posted.filter((event) => event.data.id === made.invoice_id)).toHaveLength(1);
     // pending credits are not spendable
     expect((await get(`/customers/${customerId}`)).json().data.credit_balance).toBe('0.00000000');
     await db().transaction((tx) =>
