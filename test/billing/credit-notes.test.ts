@@ -577,7 +577,16 @@ describe('numbers past CN-999999', () => {
 describe.each([
   // 3 x 1,234 = 3,702; tax GST 185.1 -> 185, QST 369.27 -> 369; a note of 1,001: GST 50.05 -> 50,
   // QST 99.85 -> 100
-  { currency: 'JPY', price: '1234', amount: '1001', bad: '1.5', gst: '50', qst: '100', total: '1151' },
+  {
+    currency: 'JPY',
+    price: '1234',
+    amount: '1001',
+    bad: '1.5',
+    gst: '50',
+    qst: '100',
+    total: '1151',
+    refusal: 'Must be in whole JPY minor units (no decimals).',
+  },
   // 3 x 1.234 = 3.702; a note of 1.001: GST 0.05005 -> 0.050, QST 0.09985 -> 0.100
   {
     currency: 'KWD',
@@ -587,11 +596,14 @@ describe.each([
     gst: '0.05',
     qst: '0.1',
     total: '1.151',
+    refusal: 'Must be in whole KWD minor units (at most 3 decimals).',
   },
-])('in $currency', ({ currency, price, amount, bad, gst, qst, total }) => {
+])('in $currency', ({ currency, price, amount, bad, gst, qst, total, refusal }) => {
   it('takes whole minor units only and rounds each tax component to them', async () => {
     const inv = await invoiceFor({ currency, prices: [price] });
-    expect(fieldsOf(await creditRequest(inv, [[0, bad]]))).toEqual(['lines.0.amount']);
+    const refused = await creditRequest(inv, [[0, bad]]);
+    expect(fieldsOf(refused)).toEqual(['lines.0.amount']);
+    expect(messagesOf(refused)).toEqual([refusal]);
     const made = await note(inv, [[0, amount]]);
     expect(made.currency).toBe(currency);
     expect(made.tax_lines.map((line) => parseMoney(line.amount))).toEqual([parseMoney(gst), parseMoney(qst)]);
