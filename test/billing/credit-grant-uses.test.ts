@@ -6,7 +6,7 @@ import {
   recordGrantUses,
   toBurnableGrant,
 } from '../../libs/billing/credits/grants.js';
-import { planCreditsOnPosting } from '../../libs/billing/credits/posting.js';
+import { type PostingInvoice, planCreditsOnPosting } from '../../libs/billing/credits/posting.js';
 import { runBilling, type UsageForTransaction, voidCreditGrant } from '../../libs/billing/index.js';
 import type { Queryable } from '../../libs/db/index.js';
 import { ApiError } from '../../libs/errors/index.js';
@@ -38,6 +38,25 @@ beforeAll(async () => {
 afterAll(async () => {
   await database.drop();
 });
+
+/** An invoice of 10.00 CAD owed, no usage, as a posting passes it to planCreditsOnPosting. */
+function postingInvoice(
+  id: string,
+  orgId: number,
+  customerId: number,
+  overrides: Partial<PostingInvoice> = {},
+): PostingInvoice {
+  return {
+    id,
+    org_id: orgId,
+    customer_id: customerId,
+    currency: 'CAD',
+    balance: '10.00000000',
+    usage_amount: '0.00000000',
+    prepaid_credits: false,
+    ...overrides,
+  };
+}
 
 const grant = (customerId: number, amount: string, extra: Record<string, unknown> = {}) =>
   promotionalGrant(database.db, customerId, amount, extra);
@@ -265,15 +284,7 @@ describe('recording grant uses', () => {
     const firstGrant = await grant(first, '15.00');
     const secondGrant = await grant(second, '5.00');
     // the two customers' invoices interleaved, as a batch of several customers passes them
-    const invoice = (id: string, customerId: number) => ({
-      id,
-      org_id: orgId,
-      customer_id: customerId,
-      currency: 'CAD',
-      balance: '10.00000000',
-      usage_amount: '0.00000000',
-      prepaid_credits: false,
-    });
+    const invoice = (id: string, customerId: number) => postingInvoice(id, orgId, customerId);
     const planned = await database.db.transaction(async (tx) => {
       await lockCreditCustomer(tx, first, orgId);
       await lockCreditCustomer(tx, second, orgId);
@@ -299,16 +310,8 @@ describe('recording grant uses', () => {
   it('keeps each invoice in its place: one credits may not pay gets none, the ones after it theirs', async () => {
     const { orgId, customerId } = await customerWithSubscriptions(database.db, 0);
     const held = await grant(customerId, '15.00');
-    const invoice = (id: string, overrides: { balance?: string; prepaid_credits?: boolean } = {}) => ({
-      id,
-      org_id: orgId,
-      customer_id: customerId,
-      currency: 'CAD',
-      balance: '10.00000000',
-      usage_amount: '0.00000000',
-      prepaid_credits: false,
-      ...overrides,
-    });
+    const invoice = (id: string, overrides: Partial<PostingInvoice> = {}) =>
+      postingInvoice(id, orgId, customerId, overrides);
     const planned = await database.db.transaction(async (tx) => {
       await lockCreditCustomer(tx, customerId, orgId);
       return planCreditsOnPosting(
