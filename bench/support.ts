@@ -382,10 +382,24 @@ export function freePort(): Promise<number> {
 }
 
 /**
+ * The run's Node flags for a process it starts, after those of its package.json script:
+ * BENCH_PROFILE_DIR (it writes a V8 CPU profile there when it exits), BENCH_SERVICE_NODE_FLAGS
+ * (every service: `--trace-gc-nvp`) and, for the api alone, BENCH_API_NODE_FLAGS.
+ */
+export function benchNodeFlags(entry: string): string[] {
+  const words = (name: string) => (process.env[name] ?? '').split(' ').filter(Boolean);
+  const profileDir = process.env.BENCH_PROFILE_DIR;
+  return [
+    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []),
+    ...words('BENCH_SERVICE_NODE_FLAGS'),
+    ...(entry === 'services/api/main.ts' ? words('BENCH_API_NODE_FLAGS') : []),
+  ];
+}
+
+/**
  * The api service (services/api/main.ts) as one process in production mode on a free port, over
  * `database` and a Redis key prefix of the run's own, ready once /readyz answers; problems only in
- * its output. BENCH_PROFILE_DIR: it writes a V8 CPU profile there when it exits;
- * BENCH_API_NODE_FLAGS: more Node flags for it (`--trace-gc-nvp`, a semi-space size).
+ * its output, with the run's flags (benchNodeFlags).
  */
 export async function startApiProcess(options: {
   databaseUrl: string;
@@ -394,12 +408,9 @@ export async function startApiProcess(options: {
   redisPrefix: string;
 }): Promise<{ child: ChildProcess; base: string }> {
   const port = await freePort();
-  const profileDir = process.env.BENCH_PROFILE_DIR;
-  const child = spawnEntry('services/api/main.ts', {
-    nodeArgs: [
-      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []),
-      ...(process.env.BENCH_API_NODE_FLAGS ?? '').split(' ').filter(Boolean),
-    ],
+  const entry = 'services/api/main.ts';
+  const child = spawnEntry(entry, {
+    nodeArgs: benchNodeFlags(entry),
     env: {
       DATABASE_URL: options.databaseUrl,
       DATABASE_POOL_SIZE: String(options.poolSize),
@@ -420,8 +431,7 @@ export async function startApiProcess(options: {
  * A project entry point as ONE process (spawnEntry), its output written to
  * bench/results/<logName>-<entry>.log (LOG_LEVEL=warn: problems only), ready once
  * http://127.0.0.1:<port>/healthz answers, or (`readyWhen: 'port-line'`, the bare routes) once it
- * printed its port. BENCH_PROFILE_DIR: it writes a V8 CPU profile there when it exits.
- * BENCH_SERVICE_NODE_FLAGS: more Node flags for it (`--trace-gc-nvp`: its log gets the lines).
+ * printed its port; with the run's flags (benchNodeFlags).
  */
 export async function startLoggedProcess(
   entry: string,
@@ -435,12 +445,7 @@ export async function startLoggedProcess(
 ): Promise<ChildProcess> {
   const child = spawnEntry(entry, {
     env: options.env,
-    nodeArgs: [
-      ...(process.env.BENCH_PROFILE_DIR
-        ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
-        : []),
-      ...(process.env.BENCH_SERVICE_NODE_FLAGS ?? '').split(' ').filter(Boolean),
-    ],
+    nodeArgs: benchNodeFlags(entry),
     lowPriority: options.lowPriority,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

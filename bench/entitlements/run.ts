@@ -30,7 +30,6 @@
  * BENCH_API_NODE_FLAGS (more Node flags for the api, after its own: `--trace-gc`, a semi-space size).
  */
 import type { ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { Redis } from 'ioredis';
 import { createApiKey } from '../../libs/auth/index.js';
 import { Database, migrate } from '../../libs/db/index.js';
@@ -40,6 +39,7 @@ import { pacedLoad } from '../pipeline/paced-load.js';
 import {
   type AutocannonOptions,
   autocannon,
+  benchNodeFlags,
   cpuSeconds,
   createDatabase,
   dropDatabase,
@@ -269,14 +269,9 @@ async function prepare(databaseUrl: string): Promise<Setup> {
 
 async function startService(entry: string, env: Record<string, string | undefined>, portVar: string) {
   const port = await freePort();
-  const profileDir = process.env.BENCH_PROFILE_DIR;
-  const apiFlags = entry === 'services/api/main.ts' ? (process.env.BENCH_API_NODE_FLAGS ?? '') : '';
   const child = spawnEntry(entry, {
     env: { ...env, [portVar]: String(port) },
-    nodeArgs: [
-      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : []),
-      ...apiFlags.split(' ').filter(Boolean),
-    ],
+    nodeArgs: benchNodeFlags(entry),
   });
   await waitUntilReady(`http://127.0.0.1:${port}/readyz`, child);
   return { port, child };

@@ -70,6 +70,7 @@ import { createSubscription } from '../../libs/subscriptions/index.js';
 import {
   type AutocannonRequestEntry,
   autocannon,
+  benchNodeFlags,
   commandCpuSeconds,
   consumerGroupsCaughtUp,
   cpuSeconds,
@@ -823,9 +824,7 @@ async function runEmbedded(): Promise<void> {
       BILLING_INTERVAL_SECONDS: '86400',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
-    nodeArgs: process.env.BENCH_PROFILE_DIR
-      ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`]
-      : [],
+    nodeArgs: benchNodeFlags('bin/start-embedded.ts'),
   });
   try {
     const keyLine = await waitForLine(child, (line) => line.includes('API key:'));
