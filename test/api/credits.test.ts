@@ -14,6 +14,7 @@ import { CREDIT_BALANCE_SQL } from '../../libs/customers/customers.js';
 import { getCustomer } from '../../libs/customers/index.js';
 import { formatMoney, parseMoney } from '../../libs/money/index.js';
 import type { CreditGrant, CreditGrantWithLedger } from '../../libs/schemas/index.js';
+import { cancelSubscription } from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { basicCatalog, customerIn, outbox, recordUsage, subscribe } from '../billing/fixtures.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
@@ -700,6 +701,30 @@ describe('balance and top-up', () => {
       next_expiry: { amount: '20.00000000', expires_at: '2099-01-01T00:00:00.000Z' },
     });
     expect(Date.parse(balance.as_of)).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('a subscription with no upcoming invoice adds nothing pending: a trial canceled at its end', async () => {
+    const { seats } = await basicCatalog(db(), orgA.orgId);
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const now = new Date();
+    const trial = await subscribe(
+      db(),
+      orgA.orgId,
+      { customer_id: customerId, items: [{ product_id: seats }], start_date: now, trial_days: 14 },
+      now,
+    );
+    await db().transaction((tx) =>
+      cancelSubscription(tx, { subscriptionId: trial.id, orgId: orgA.orgId, atPeriodEnd: true }),
+    );
+    expect((await get(`/subscriptions/${trial.id}/upcoming-invoice`)).statusCode).toBe(404);
+    await grant(customerId, { amount: '6.00', category: 'promotional' });
+    const balance = await get(`/customers/${customerId}/credit-balance`);
+    expect(balance.statusCode, balance.body).toBe(200);
+    expect(balance.json().data).toMatchObject({
+      available: '6.00000000',
+      pending: '0.00000000',
+      projected: '6.00000000',
+    });
   });
 
   it('available counts the effective grants only; next_expiry is the soonest expiry', async () => {
