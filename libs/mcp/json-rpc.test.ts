@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyMessage, parseJson } from './json-rpc.js';
+import { classifyMessage, errorResponse, parseJson } from './json-rpc.js';
 
 describe('classifyMessage', () => {
   it('tells requests (with an id) from notifications (without)', () => {
@@ -52,5 +52,22 @@ describe('parseJson', () => {
     expect(parseJson('null')).toEqual({ ok: true, value: null });
     expect(parseJson('')).toEqual({ ok: false });
     expect(parseJson('{a:1}')).toEqual({ ok: false });
+  });
+});
+
+describe('errorResponse', () => {
+  it('carries data only when there is some', () => {
+    expect(errorResponse(1, -32600, 'm')).toStrictEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      error: { code: -32600, message: 'm' },
+    });
+    expect(Object.keys(errorResponse(null, -32700, 'm'))).toEqual(['jsonrpc', 'id', 'error']);
+    expect('data' in (errorResponse(null, -32700, 'm') as { error: object }).error).toBe(false);
+    expect(errorResponse('a', -32601, 'm', { x: 1 })).toStrictEqual({
+      jsonrpc: '2.0',
+      id: 'a',
+      error: { code: -32601, message: 'm', data: { x: 1 } },
+    });
   });
 });

@@ -112,4 +112,63 @@ describe('renderLlmsTxt', () => {
       '- [POST /things](https://api.example.com/v1/things): Create a thing\n  Example answer: `{"data":{"id":1}}`\n',
     );
   });
+
+  it('names a document without title or version plainly, and trims its summary to one line', () => {
+    const bare = renderLlmsTxt({ info: { description: '  Does\tthings.\n' } }, []);
+    expect(bare.split('\n').slice(0, 3)).toEqual(['# API', '', '> Does things.']);
+    expect(bare).toContain('Base URL:  (API version unknown).');
+  });
+
+  it('marks only an operation that needs no key, and writes each summary on one line', () => {
+    const secured = renderLlmsTxt(
+      {
+        paths: {
+          '/open': { get: { summary: 'Open', tags: ['T'], security: [] } },
+          '/keyed': { get: { summary: ' Needs\n  a key ', tags: ['T'], security: [{ bearer: [] }] } },
+          '/default': { get: { summary: 'Default', tags: ['T'] } },
+        },
+      },
+      [],
+    );
+    expect(secured).toContain(
+      '## T\n\n- [GET /open](/open): Open (no key)\n- [GET /keyed](/keyed): Needs a key\n- [GET /default](/default): Default\n',
+    );
+  });
+
+  it('lists a webhook without a summary by its type alone', () => {
+    const bare = renderLlmsTxt({ webhooks: { 'thing.gone': {} } }, []);
+    expect(bare).toContain('\n- [thing.gone](/openapi.json)\n');
+  });
+
+  it('points the MCP section at the endpoint under the base URL', () => {
+    expect(text).toContain('POST https://api.example.com/v1/mcp speaks JSON-RPC 2.0');
+  });
+
+  it("takes the 200 answer's first example, even a falsy one, before a 201", () => {
+    const json = (schema: object) => ({ content: { 'application/json': { schema } } });
+    const answered = renderLlmsTxt(
+      {
+        paths: {
+          '/count': {
+            get: {
+              tags: ['T'],
+              responses: {
+                '200': json({ properties: { data: { examples: [0, 5] } } }),
+                '201': json({ properties: { data: { examples: [9] } } }),
+              },
+            },
+          },
+          '/pair': {
+            get: {
+              tags: ['T'],
+              responses: { '200': json({ properties: { data: { examples: ['a', 'b'] } } }) },
+            },
+          },
+        },
+      },
+      [],
+    );
+    expect(answered).toContain('- [GET /count](/count)\n  Example answer: `{"data":0}`\n');
+    expect(answered).toContain('- [GET /pair](/pair)\n  Example answer: `{"data":"a"}`\n');
+  });
 });

@@ -27,5 +27,16 @@ describe('customerLocale', () => {
     expect(customerLocale('MX', null)).toBe('es-MX');
     expect(customerLocale('BE', null)).toBe('en');
     expect(customerLocale('ZZ', 'QC')).toBe('en');
+    // Norwegian is written Bokmål (nb), not the macrolanguage code
+    expect(customerLocale('NO', null)).toBe('nb-NO');
+    expect(customerLocale('AT', null)).toBe('de-AT');
+    expect(customerLocale('BR', null)).toBe('pt-BR');
+    expect(customerLocale('TW', null)).toBe('zh-TW');
+  });
+
+  it('reads a country code with stray spaces or in lower case', () => {
+    expect(customerLocale(' fr ', null)).toBe('fr-FR');
+    expect(customerLocale('de\n', '')).toBe('de-DE');
+    expect(customerLocale(' CA', 'QC')).toBe('fr-CA');
   });
 });

@@ -82,11 +82,114 @@ describe('McpServer protocol errors (no tool runs, so no database is reached)', 
     expect(failed.body).toMatchObject({ id: 2, result: { isError: true } });
   });
 
+  it('reads absent params as empty: initialize answers, tools/call asks for params.name', async () => {
+    const initialized = await post({ jsonrpc: '2.0', id: 3, method: 'initialize' });
+    expect(initialized.body).toMatchObject({ id: 3, result: { protocolVersion: LATEST_PROTOCOL_VERSION } });
+    const noParams = await post({ jsonrpc: '2.0', id: 4, method: 'tools/call' });
+    expect(noParams.body).toMatchObject({
+      id: 4,
+      error: { code: -32602, data: { details: [{ field: 'params.name', code: 'required' }] } },
+    });
+  });
+
   it('says which batch it refuses: an empty one, or one of a single message is fine', async () => {
     expect((await post([])).body).toMatchObject({ error: { message: 'An empty batch is not accepted.' } });
     expect(await post([{ jsonrpc: '2.0', id: 1, method: 'ping' }])).toEqual({
       status: 200,
       body: [{ jsonrpc: '2.0', id: 1, result: {} }],
     });
+  });
+});
+
+describe('McpServer failures outside the protocol', () => {
+  const logged: { fields: Record<string, unknown>; message: string }[] = [];
+  const log = {
+    error: (fields: Record<string, unknown>, message: string) => logged.push({ fields, message }),
+  } as unknown as ConstructorParameters<typeof McpServer>[0]['log'];
+  const tools = [
+    {
+      name: 'pair',
+      title: 'Pair',
+      description: 'd',
+      input: z.strictObject({ x: z.number(), y: z.string() }),
+      run: async () => ({}),
+    },
+  ];
+  const db = {
+    transaction: () => {
+      throw new Error('boom');
+    },
+  } as unknown as ConstructorParameters<typeof McpServer>[0]['db'];
+
+  it('names every invalid argument, one sentence after the other', async () => {
+    const server = new McpServer({ db, log, tools });
+    const answer = await server.handleHttpBody(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'pair', arguments: {} },
+      }),
+      { orgId: 1 },
+    );
+    expect(answer.body).toMatchObject({
+      result: { content: [{ type: 'text', text: 'Invalid arguments for pair: x: Required. y: Required.' }] },
+    });
+  });
+
+  it('a tool that throws is logged with its name and the organization', async () => {
+    logged.length = 0;
+    const server = new McpServer({ db, log, tools });
+    const answer = await server.handleHttpBody(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'pair', arguments: { x: 1, y: 'a' } },
+      }),
+      { orgId: 41 },
+    );
+    expect(answer.body).toMatchObject({
+      id: 2,
+      result: { isError: true, content: [{ text: 'The pair tool failed unexpectedly; try again later.' }] },
+    });
+    expect(logged).toEqual([
+      { fields: { err: expect.any(Error), tool: 'pair', orgId: 41 }, message: 'mcp tool failed' },
+    ]);
+  });
+
+  it('anything else that throws is -32603 with the request id, and is logged', async () => {
+    logged.length = 0;
+    const clockError = new Error('no clock');
+    const server = new McpServer({
+      db,
+      log,
+      tools,
+      now: () => {
+        throw clockError;
+      },
+    });
+    const call = { method: 'tools/call', params: { name: 'pair', arguments: { x: 1, y: 'a' } } };
+    expect(
+      await server.handleHttpBody(JSON.stringify({ jsonrpc: '2.0', id: 'c-7', ...call }), { orgId: 42 }),
+    ).toEqual({
+      status: 200,
+      body: { jsonrpc: '2.0', id: 'c-7', error: { code: -32603, message: 'Internal error.' } },
+    });
+    expect(logged).toEqual([
+      { fields: { err: clockError, method: 'tools/call', orgId: 42 }, message: 'mcp request failed' },
+    ]);
+    // in a batch too, each reply keeps its own id
+    const batch = await server.handleHttpBody(
+      JSON.stringify([
+        { jsonrpc: '2.0', id: 1, ...call },
+        { jsonrpc: '2.0', id: 2, method: 'ping' },
+      ]),
+      { orgId: 42 },
+    );
+    expect(batch.body).toEqual([
+      { jsonrpc: '2.0', id: 1, error: { code: -32603, message: 'Internal error.' } },
+      { jsonrpc: '2.0', id: 2, result: {} },
+    ]);
   });
 });

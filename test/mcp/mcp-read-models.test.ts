@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { customerActivity } from '../../libs/mcp/read-models/customer-activity.js';
 import { revenueSummary } from '../../libs/mcp/read-models/revenue-summary.js';
+import { McpServer } from '../../libs/mcp/server.js';
 import type { InvoiceStatus } from '../../libs/schemas/index.js';
 import {
   insertCustomer,
@@ -10,6 +12,7 @@ import {
 } from '../helpers/billing-fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
+import { runLogger } from '../helpers/run-log.js';
 
 /**
  * The read models behind get_customer and revenue_summary at their date boundaries: overdue is
@@ -168,5 +171,49 @@ describe('MCP read models at their boundaries', () => {
       total: 4,
       by_status: { active: 3, canceled: 1 },
     });
+  });
+});
+
+describe('McpServer runs a tool', () => {
+  it('in a read-only transaction with a short statement timeout, on the caller organization and the clock date', async () => {
+    const server = new McpServer({
+      db: database.db,
+      log: runLogger(),
+      // the last second of a UTC day: the tool still sees that day
+      now: () => new Date('2026-03-15T23:59:59.999Z'),
+      tools: [
+        {
+          name: 'session',
+          title: 'Session',
+          description: 'd',
+          input: z.strictObject({}),
+          run: async (_input, { db, orgId: caller, today }) => {
+            const timeout = await db.query<{ statement_timeout: string }>('SHOW statement_timeout');
+            const readOnly = await db.query<{ transaction_read_only: string }>('SHOW transaction_read_only');
+            return {
+              timeout: timeout.rows[0]?.statement_timeout,
+              readOnly: readOnly.rows[0]?.transaction_read_only,
+              caller,
+              today,
+            };
+          },
+        },
+      ],
+    });
+    const answer = await server.handleHttpBody(
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'session' } }),
+      // any organization: the tool reads none, it only reports whose it runs for
+      { orgId: 424_242 },
+    );
+    const text = (answer.body as { result: { content: { text: string }[] } }).result.content[0]?.text;
+    expect(JSON.parse(text ?? 'null')).toEqual({
+      timeout: '10s',
+      readOnly: 'on',
+      caller: 424_242,
+      today: TODAY,
+    });
+    // SET LOCAL: the pool's own sessions keep their timeout
+    const outside = await database.db.query<{ statement_timeout: string }>('SHOW statement_timeout');
+    expect(outside.rows[0]?.statement_timeout).not.toBe('10s');
   });
 });
