@@ -92,6 +92,28 @@ describe('McpServer protocol errors (no tool runs, so no database is reached)', 
     });
   });
 
+  it('lists the tools it was given, and names the protocol versions it speaks when refusing one', async () => {
+    expect((await post({ jsonrpc: '2.0', id: 5, method: 'tools/list' })).body).toMatchObject({
+      result: { tools: [{ name: 't', title: 'T', description: 'd' }] },
+    });
+    const refused = await server.handleHttpBody(JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'ping' }), {
+      orgId: 1,
+      protocolVersionHeader: '2099-01-01',
+    });
+    expect(refused).toEqual({
+      status: 400,
+      body: {
+        jsonrpc: '2.0',
+        id: null,
+        error: {
+          code: -32600,
+          message:
+            'Unsupported MCP-Protocol-Version "2099-01-01"; supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05.',
+        },
+      },
+    });
+  });
+
   it('says which batch it refuses: an empty one, or one of a single message is fine', async () => {
     expect((await post([])).body).toMatchObject({ error: { message: 'An empty batch is not accepted.' } });
     expect(await post([{ jsonrpc: '2.0', id: 1, method: 'ping' }])).toEqual({
