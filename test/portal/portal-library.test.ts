@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCreditNote } from '../../libs/billing/index.js';
 import { hostedInvoiceToken, hostedLinksOf } from '../../libs/invoices/index.js';
 import {
   HOSTED_INVOICE_DAYS_AFTER_CLOSE,
@@ -235,6 +236,29 @@ describe('the portal pages of one customer', () => {
     });
     expect(page).not.toContain(`>${numbers[0]}<`);
     for (const number of numbers.slice(1)) expect(page).toContain(`>${number}<`);
+  });
+
+  it("links each credit note's printable document and PDF under the session", async () => {
+    const { db } = database;
+    const { rows } = await db.query<{ id: number }>('SELECT id FROM invoice_items WHERE invoice_id = $1', [
+      due.id,
+    ]);
+    const note = await db.transaction((tx) =>
+      createCreditNote(tx, {
+        orgId,
+        invoiceId: due.id,
+        input: {
+          reason: 'product_unsatisfactory',
+          lines: [{ invoice_item_id: rows[0]!.id, amount: '1.00' }],
+        },
+      }),
+    );
+    const page = await portalHomePage(db, access, token, { base, locale: 'en', usageSource: undefined });
+    const links = [...page.matchAll(/href="([^"]+)"/g)].map((match) => match[1]!.replace(/&amp;/g, '&'));
+    const notePath = `${base}/portal/${token}/credit-notes/${note.id}`;
+    expect(links).toContain(`${notePath}/print?locale=en`);
+    expect(links).toContain(`${notePath}/pdf?locale=en`);
+    expect(await portalPrintableCreditNote(db, access, note.id, { base, locale: 'en' })).toBeDefined();
   });
 
   it('finds no credit note for an id that is not a UUID', async () => {
