@@ -8,10 +8,12 @@ import {
 } from '../../libs/billing/index.js';
 import { type PortalUsageSource, portalUsageSource } from '../../libs/portal/index.js';
 import type { CreateCreditGrant } from '../../libs/schemas/index.js';
+import { cancelSubscription } from '../../libs/subscriptions/index.js';
 import type { UsageReadStores } from '../../libs/usage/index.js';
-import { basicCatalog, customerIn, embeddedReadStores, recordUsage, subscribe } from '../billing/fixtures.js';
+import { basicCatalog, customerIn, recordUsage, subscribe } from '../billing/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
+import { readStoresOver } from '../helpers/read-stores.js';
 
 /**
  * The portal's usage source (libs/portal/usage-source.ts) on the read-back the public API uses, on
@@ -26,7 +28,7 @@ let catalog: { seats: number; apiCalls: number };
 
 beforeAll(async () => {
   database = await createTestDatabase('portal-usage-source');
-  stores = embeddedReadStores(database.db);
+  stores = readStoresOver(database.db);
   source = portalUsageSource(database.db, stores);
   orgId = (await createTestOrg(database.db)).orgId;
   catalog = await basicCatalog(database.db, orgId);
@@ -152,9 +154,9 @@ describe('read', () => {
       },
       start,
     );
-    await db.query(`UPDATE subscriptions SET status = 'canceled', canceled_at = now() WHERE id = $1`, [
-      canceled.id,
-    ]);
+    await db.transaction((tx) =>
+      cancelSubscription(tx, { subscriptionId: canceled.id, orgId, withoutInvoicing: true }),
+    );
     const ended = await source.read(orgId, canceled.id);
     expect(ended?.usage.items).toHaveLength(1);
     expect(ended?.upcoming).toBeNull();
