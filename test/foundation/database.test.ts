@@ -2,6 +2,7 @@ import { type AddressInfo, connect, createServer, type Server, type Socket } fro
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { afterCommit, Database } from '../../libs/db/index.js';
+import { DependencyUnavailableError } from '../../libs/dependency-guard/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { runLogger } from '../helpers/run-log.js';
 
@@ -137,6 +138,9 @@ describe('Database on Postgres with preparedStatements', () => {
       await vi.waitFor(() => expect(heard).toHaveLength(2), { timeout: 5000, interval: 10 });
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(heard).toEqual(['folded_wakeups', 'folded_wakeups']);
+      // the window has closed with nothing folded into it: the next call is sent at once again
+      db.notify('folded_wakeups');
+      await vi.waitFor(() => expect(heard).toHaveLength(3), { timeout: 500, interval: 5 });
     } finally {
       await listener.end();
     }
@@ -145,6 +149,131 @@ describe('Database on Postgres with preparedStatements', () => {
   it('a failing prepared statement leaves the connection usable', async () => {
     await expect(db.query('SELECT 1 / $1::int AS n', [0])).rejects.toThrow(/division by zero/);
     expect((await db.query<{ n: number }>('SELECT 1 / $1::int AS n', [1])).rows).toEqual([{ n: 1 }]);
+  });
+
+  it("runs a transaction's text without values on the simple protocol: several statements, nothing prepared", async () => {
+    const before = (await prepared()).length;
+    const results = await db.transaction((tx) => tx.query('SELECT 1 AS a; SELECT 2 AS b'));
+    expect((results as unknown as { rows: unknown[] }[]).map((result) => result.rows)).toEqual([
+      [{ a: 1 }],
+      [{ b: 2 }],
+    ]);
+    expect((await prepared()).length).toBe(before);
+  });
+
+  it('runs the statements queued behind a failed one in a transaction: a savepoint recovers it', async () => {
+    const settled = await db.transaction((tx) =>
+      Promise.allSettled([
+        tx.query('SAVEPOINT before_failure'),
+        tx.query('SELECT 1 / $1::int AS n', [0]),
+        tx.query('ROLLBACK TO SAVEPOINT before_failure'),
+        tx.query<{ n: number }>('SELECT $1::int AS n', [7]),
+      ]),
+    );
+    expect(settled.map((outcome) => outcome.status)).toEqual([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+    ]);
+    expect((settled[1] as PromiseRejectedResult).reason).toMatchObject({ code: '22012' });
+    expect((settled[3] as PromiseFulfilledResult<pg.QueryResult<{ n: number }>>).value.rows).toEqual([
+      { n: 7 },
+    ]);
+  });
+
+  it('takes no commit hook for a transaction once it has committed', async () => {
+    const runs: string[] = [];
+    let finished: pg.PoolClient | undefined;
+    await db.transaction(async (tx) => {
+      finished = tx;
+    });
+    expect(afterCommit(finished!, () => runs.push('late'))).toBe(false);
+    await db.transaction(async (tx) => {
+      await tx.query('SELECT 1');
+    });
+    expect(runs).toEqual([]);
+  });
+
+  it("hands a transaction's other members through bound to its client", async () => {
+    const notices: string[] = [];
+    const listen = (notice: { message?: string }) => notices.push(notice.message ?? '');
+    await db.transaction(async (tx) => {
+      // taken off the client, as a callback would be
+      const { on, off } = tx;
+      on('notice', listen);
+      try {
+        await tx.query("DO $$ BEGIN RAISE NOTICE 'from the transaction'; END $$");
+      } finally {
+        off('notice', listen);
+      }
+    });
+    expect(notices).toEqual(['from the transaction']);
+  });
+
+  const backendPid = async (on: Database) =>
+    (await on.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+
+  it('keeps the connection of a transaction that rolled back; drops the one of a failed guarded statement', async () => {
+    const plain = new Database(database.url, { poolSize: 1 });
+    const guarded = new Database(database.url, { poolSize: 1, stall: { waitMs: 10_000, log: runLogger() } });
+    try {
+      const before = await backendPid(plain);
+      await expect(
+        plain.transaction(async (tx) => {
+          await tx.query('SELECT 1');
+          throw new Error('the change fails');
+        }),
+      ).rejects.toThrow('the change fails');
+      expect(await backendPid(plain)).toBe(before);
+
+      // as pool.query does unguarded: a connection whose statement failed is not trusted again
+      const first = await backendPid(guarded);
+      await expect(guarded.query('SELECT 1 / $1::int AS n', [0])).rejects.toThrow(/division by zero/);
+      expect(await backendPid(guarded)).not.toBe(first);
+    } finally {
+      await Promise.all([plain.close(), guarded.close()]);
+    }
+  });
+
+  it('leaves no listener behind on a connection it gives back', async () => {
+    const plain = new Database(database.url, { poolSize: 1 });
+    const guarded = new Database(database.url, { poolSize: 1, stall: { waitMs: 10_000, log: runLogger() } });
+    const errorListeners = (on: Database) => on.transaction(async (tx) => tx.listenerCount('error'));
+    try {
+      for (const on of [plain, guarded]) {
+        const first = await errorListeners(on);
+        for (let i = 0; i < 3; i++) {
+          await on.query('SELECT $1::int AS n', [i]);
+          await on.transaction((tx) => tx.query('SELECT 1'));
+        }
+        expect(await errorListeners(on)).toBe(first);
+      }
+    } finally {
+      await Promise.all([plain.close(), guarded.close()]);
+    }
+  });
+
+  it('opens at most poolSize connections, named applicationName (billing unless given)', async () => {
+    const sized = new Database(database.url, { poolSize: 2, applicationName: 'billing-pool-check' });
+    const plain = new Database(database.url);
+    try {
+      const answers = await Promise.all(
+        [1, 2, 3, 4].map(() =>
+          sized.query<{ pid: number; name: string }>(
+            "SELECT pg_backend_pid() AS pid, current_setting('application_name') AS name, pg_sleep(0.05)",
+          ),
+        ),
+      );
+      expect(new Set(answers.map((result) => result.rows[0]!.pid)).size).toBe(2);
+      expect(answers.map((result) => result.rows[0]!.name)).toEqual(Array(4).fill('billing-pool-check'));
+      const { rows } = await plain.query<{ name: string }>(
+        "SELECT current_setting('application_name') AS name",
+      );
+      expect(rows).toEqual([{ name: 'billing' }]);
+    } finally {
+      await Promise.all([sized.close(), plain.close()]);
+    }
   });
 });
 
@@ -222,19 +351,51 @@ describe('Database when its server stops answering after the connections were ma
     // The one pooled connection was stuck behind a query that never ended: dropped, not reused.
     expect((await db.query<{ n: number }>('SELECT $1::int AS n', [2])).rows).toEqual([{ n: 2 }]);
 
-    // The same inside a transaction: no ROLLBACK waits behind the stuck statement.
+    // The same inside a transaction: no ROLLBACK waits behind the stuck statement (pg would queue
+    // it there, to time out in its turn), the connection is dropped at once.
     const started = Date.now();
+    let timedOutAt = 0;
     await expect(
       db.transaction(async (tx) => {
         await tx.query('SELECT 1');
         frozen = true;
-        await tx.query('SELECT 2');
+        await tx.query('SELECT 2').catch((error: unknown) => {
+          timedOutAt = performance.now();
+          throw error;
+        });
       }),
     ).rejects.toThrow('Query read timeout');
+    const answeredAt = performance.now();
     frozen = false;
     expect(Date.now() - started).toBeLessThan(3000);
+    expect(timedOutAt).toBeGreaterThan(0);
+    expect(answeredAt - timedOutAt).toBeLessThan(200);
     await db.transaction(async (tx) => expect((await tx.query('SELECT 3 AS n')).rows).toEqual([{ n: 3 }]));
     await db.close();
+  });
+
+  it('drops the connection of a transaction whose ROLLBACK got no answer', async () => {
+    const url = new URL(database.url);
+    url.host = `127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const db = new Database(url.toString(), { poolSize: 1, queryTimeoutMs: 300 });
+    try {
+      const pid = async () =>
+        (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const before = await pid();
+      await expect(
+        db.transaction(async (tx) => {
+          await tx.query('SELECT 1');
+          frozen = true;
+          throw new Error('the change fails');
+        }),
+      ).rejects.toThrow('the change fails');
+      frozen = false;
+      // the ROLLBACK never reached the server: that connection is not lent out again
+      expect(await pid()).not.toBe(before);
+    } finally {
+      frozen = false;
+      await db.close();
+    }
   });
 });
 
@@ -257,18 +418,116 @@ describe('Database under the stall guard, when a connection it has lent out is c
     relayed.hostname = '127.0.0.1';
     relayed.port = String((relay.address() as AddressInfo).port);
     const db = new Database(relayed.toString(), { poolSize: 1, stall: { waitMs: 10_000, log: runLogger() } });
+    // unguarded, in a transaction: the same, the transaction's own listener keeping the process alive
+    const plain = new Database(relayed.toString(), { poolSize: 1 });
     try {
       await db.query('SELECT 1');
       const sleeping = db.query('SELECT pg_sleep(30)');
+      const sleepingInTransaction = plain.transaction((tx) => tx.query('SELECT pg_sleep(30)'));
       await new Promise((resolve) => setTimeout(resolve, 100));
       for (const socket of cut) socket.destroy();
       // pg emits 'error' on the lent-out client in the same tick as it fails the statement: with
       // nobody listening, that is an uncaught exception, which vitest reports as a failed run.
-      await expect(sleeping).rejects.toThrow(/Connection terminated/);
+      await Promise.all([
+        expect(sleeping).rejects.toThrow(/Connection terminated/),
+        expect(sleepingInTransaction).rejects.toThrow(/Connection terminated/),
+      ]);
     } finally {
+      await plain.close().catch(() => {});
       await db.close().catch(() => {});
       relay.close();
       await database.drop();
+    }
+  });
+});
+
+describe('Database under the stall guard, when the database is found down', () => {
+  let database: TestDatabase;
+  /** Holds the lock; `watcher` reads pg_stat_activity outside any transaction. */
+  let direct: pg.Client;
+  let watcher: pg.Client;
+  beforeAll(async () => {
+    database = await createTestDatabase('stall-outage');
+    direct = new pg.Client({ connectionString: database.url, application_name: 'billing-test-direct' });
+    watcher = new pg.Client({ connectionString: database.url, application_name: 'billing-test-watcher' });
+    await Promise.all([direct.connect(), watcher.connect()]);
+    await direct.query('CREATE TABLE given_up (n int)');
+  });
+  afterAll(async () => {
+    await Promise.all([direct.end(), watcher.end()]);
+    await database.drop();
+  });
+
+  /** The backends of this database opened under `applicationName`. */
+  const backends = async (applicationName: string) =>
+    (
+      await watcher.query<{ pid: number; state: string; query: string }>(
+        'SELECT pid, state, query FROM pg_stat_activity WHERE datname = $1 AND application_name = $2',
+        [database.name, applicationName],
+      )
+    ).rows;
+
+  it('gives up every waiting call at once, and none of them writes later', async () => {
+    const name = 'billing-outage';
+    const db = new Database(database.url, {
+      poolSize: 2,
+      applicationName: name,
+      stall: { waitMs: 10_000, log: runLogger() },
+    });
+    try {
+      await direct.query('BEGIN');
+      await direct.query('LOCK TABLE given_up');
+      // a transaction stuck behind the lock, a long statement, and a call waiting for a connection
+      const stuck = db.transaction((tx) => tx.query('INSERT INTO given_up VALUES ($1)', [1]));
+      const sleeping = db.query('SELECT pg_sleep(30)');
+      await vi.waitFor(
+        async () => expect((await backends(name)).map((b) => b.state)).toEqual(['active', 'active']),
+        {
+          timeout: 5000,
+          interval: 20,
+        },
+      );
+      const waiting = db.query('INSERT INTO given_up VALUES ($1)', [2]);
+      const outcomes = Promise.allSettled([stuck, sleeping, waiting]);
+      const sleeper = (await backends(name)).find((b) => b.query.includes('pg_sleep'))!;
+      // the server ends one connection (as at a shutdown): an outage, not a failed statement
+      await direct.query('SELECT pg_terminate_backend($1)', [sleeper.pid]);
+      const settled = await outcomes;
+      await direct.query('COMMIT');
+      expect(settled.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      for (const outcome of settled) {
+        expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(DependencyUnavailableError);
+      }
+      // Every connection it held or was getting is dropped; the stuck INSERT, let through by the
+      // COMMIT above, finds its connection gone and never commits.
+      await vi.waitFor(
+        async () => {
+          expect(await backends(name)).toEqual([]);
+          expect([db.pool.totalCount, db.pool.waitingCount]).toEqual([0, 0]);
+        },
+        { timeout: 5000, interval: 20 },
+      );
+      expect((await direct.query('SELECT n FROM given_up')).rows).toEqual([]);
+    } finally {
+      await direct.query('ROLLBACK').catch(() => {});
+      await db.close();
+    }
+  });
+
+  it('lets a slow statement run on while the database answers, and closes its probe', async () => {
+    const name = 'billing-slow';
+    const db = new Database(database.url, {
+      poolSize: 1,
+      applicationName: name,
+      stall: { waitMs: 400, log: runLogger() },
+    });
+    try {
+      const { rows } = await db.query<{ n: number }>('SELECT $1::int AS n FROM pg_sleep(1)', [1]);
+      expect(rows).toEqual([{ n: 1 }]);
+      // the probe ran on a connection of its own (no application name), closed once it answered
+      await vi.waitFor(async () => expect(await backends('')).toEqual([]), { timeout: 2000, interval: 20 });
+    } finally {
+      await db.close();
     }
   });
 });
