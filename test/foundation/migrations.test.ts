@@ -54,6 +54,9 @@ describe('migrations', () => {
       '902_child.sql': 'CREATE TABLE order_child (parent int REFERENCES order_parent (id));',
       '901_parent.sql': 'CREATE TABLE order_parent (id int PRIMARY KEY);',
       'README.txt': 'not a migration',
+      // an editor's lock file and a backup copy: names that hold a migration's name, not one
+      '.#900_lock.sql': 'CREATE TABLE from_lock_file (id int);',
+      '900_old.sql.bak': 'CREATE TABLE from_backup (id int);',
       '903_broken.sql': 'CREATE TABLE half_done (id int);\nSELECT 1 / 0;',
       '904_after.sql': 'CREATE TABLE after_broken (id int);',
     });
@@ -67,6 +70,15 @@ describe('migrations', () => {
     expect(await tableExists(database.db, 'order_child')).toBe(true);
     expect(await tableExists(database.db, 'half_done')).toBe(false);
     expect(await tableExists(database.db, 'after_broken')).toBe(false);
+    expect(await tableExists(database.db, 'from_lock_file')).toBe(false);
+    expect(await tableExists(database.db, 'from_backup')).toBe(false);
+    // a file and its record commit together, in one transaction
+    const { rows: writers } = await database.db.query<{ table: string; record: string }>(
+      `SELECT (SELECT xmin::text FROM pg_class WHERE oid = 'order_child'::regclass) AS table,
+              (SELECT xmin::text FROM schema_migrations WHERE version = $1) AS record`,
+      ['902_child'],
+    );
+    expect(writers[0]!.record).toBe(writers[0]!.table);
   });
 
   it('apply each file once when two processes start at the same time', async () => {
