@@ -60,10 +60,12 @@ describe('RowBinary and TabSeparated rows, as ClickHouse reads them', () => {
   beforeAll(async () => {
     clickhouse = openClickHouse({ url: testServices().clickhouseUrl, database });
     await clickhouse.command(`CREATE DATABASE ${database}`);
+    expect(clickhouse.database).toBe(database);
+    // The table's columns in another order than the inserts name them: each value goes by name.
     for (const table of ['binary', 'text']) {
       await clickhouse.command(
-        `CREATE TABLE ${database}.${table} (n UInt8, u16 UInt16, u32 UInt32, u64 UInt64, id UUID,
-           amount Decimal(38, 8), at DateTime, key String) ENGINE = Memory`,
+        `CREATE TABLE ${database}.${table} (key String, at DateTime, amount Decimal(38, 8), id UUID,
+           u64 UInt64, u32 UInt32, u16 UInt16, n UInt8) ENGINE = Memory`,
       );
     }
   });
