@@ -49,6 +49,10 @@ describe('RowBinaryWriter', () => {
   it('writes a UUID as its two halves, high first, each little-endian', () => {
     const bytes = new RowBinaryWriter().uuid('00112233-4455-6677-8899-aabbccddeeff').bytes();
     expect(bytes.toString('hex')).toBe('7766554433221100' + 'ffeeddccbbaa9988');
+    // past the end of a small buffer: it grows first
+    expect(hex(new RowBinaryWriter(4).uint16(0x0102).uuid('00112233-4455-6677-8899-aabbccddeeff'))).toBe(
+      '0201' + '7766554433221100' + 'ffeeddccbbaa9988',
+    );
     for (const bad of [
       '00112233-4455-6677-8899-aabbccddeefz',
       '00112233-4455-6677-8899-aabbccddeeff0',

@@ -164,6 +164,21 @@ describe('hot metrics', () => {
     expect(text).toContain('c_total{a="y"} 2');
   });
 
+  it('read label values left out of a positional labels() call as empty, one child with the full call', async () => {
+    const registry = new Registry();
+    const counter = new HotCounter({
+      name: 'c_total',
+      help: 'C.',
+      labelNames: ['a', 'b'],
+      registers: [registry],
+    });
+    counter.labels('x').inc();
+    counter.labels('x', '').inc(2);
+    counter.inc(3);
+    const lines = (await registry.metrics()).split('\n').filter((line) => line.startsWith('c_total'));
+    expect(lines).toEqual(['c_total{a="x",b=""} 3', 'c_total{a="",b=""} 3']);
+  });
+
   it('refuse what prom-client refuses', () => {
     const registry = new Registry();
     const counter = new HotCounter({ name: 'c_total', help: 'C.', registers: [registry] });
