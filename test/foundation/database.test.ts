@@ -182,6 +182,43 @@ describe('Database on Postgres with preparedStatements', () => {
     ]);
   });
 
+  it('rolls back what a failed transaction wrote, whatever it threw', async () => {
+    for (const thrown of [new Error('the change fails'), undefined, 'a string']) {
+      await expect(
+        db.transaction(async (tx) => {
+          await tx.query('CREATE TEMP TABLE rolled_back (n int)');
+          await tx.query('INSERT INTO rolled_back VALUES ($1)', [1]);
+          throw thrown;
+        }),
+      ).rejects.toBe(thrown);
+      // one connection: this session is the one the transaction ran in
+      const { rows } = await db.query<{ t: string | null }>(
+        "SELECT to_regclass('pg_temp.rolled_back')::text AS t",
+      );
+      expect(rows).toEqual([{ t: null }]);
+    }
+  });
+
+  it("passes a query config through to the transaction's client as pg takes it", async () => {
+    const rows = await db.transaction(
+      async (tx) =>
+        (await tx.query({ text: 'SELECT $1::int AS n, 2 AS m', values: [1], rowMode: 'array' })).rows,
+    );
+    expect(rows).toEqual([[1, 2]]);
+  });
+
+  it('lets the statements under way finish before close() resolves', async () => {
+    const closing = new Database(database.url, { poolSize: 1 });
+    await closing.query('SELECT 1');
+    const finished: string[] = [];
+    const running = closing.query('SELECT pg_sleep(0.1)').then(() => finished.push('statement'));
+    await vi.waitFor(() => expect(closing.pool.idleCount).toBe(0), { timeout: 2000, interval: 1 });
+    await closing.close();
+    finished.push('close');
+    await running;
+    expect(finished).toEqual(['statement', 'close']);
+  });
+
   it('takes no commit hook for a transaction once it has committed', async () => {
     const runs: string[] = [];
     let finished: pg.PoolClient | undefined;
