@@ -200,11 +200,15 @@ describe('Database on Postgres with preparedStatements', () => {
   });
 
   it("passes a query config through to the transaction's client as pg takes it", async () => {
-    const rows = await db.transaction(
-      async (tx) =>
-        (await tx.query({ text: 'SELECT $1::int AS n, 2 AS m', values: [1], rowMode: 'array' })).rows,
-    );
-    expect(rows).toEqual([[1, 2]]);
+    const rows = await db.transaction(async (tx) => [
+      ...(await tx.query({ text: 'SELECT $1::int AS n, 2 AS m', values: [1], rowMode: 'array' })).rows,
+      // a config and the values beside it
+      ...(await tx.query({ text: 'SELECT $1::int AS n, 4 AS m', rowMode: 'array' }, [3])).rows,
+    ]);
+    expect(rows).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
   });
 
   it('lets the statements under way finish before close() resolves', async () => {
@@ -534,6 +538,7 @@ describe('Database under the stall guard, when the database is found down', () =
       expect(settled.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected', 'rejected']);
       for (const outcome of settled) {
         expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(DependencyUnavailableError);
+        expect((outcome as PromiseRejectedResult).reason).toMatchObject({ dependency: 'database' });
       }
       // Every connection it held or was getting is dropped; the stuck INSERT, let through by the
       // COMMIT above, finds its connection gone and never commits.
