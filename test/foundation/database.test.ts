@@ -561,10 +561,10 @@ describe('Database under the stall guard, when the database is found down', () =
     const db = new Database(database.url, {
       poolSize: 1,
       applicationName: name,
-      stall: { waitMs: 400, log: runLogger() },
+      stall: { waitMs: 500, log: runLogger() },
     });
     try {
-      const { rows } = await db.query<{ n: number }>('SELECT $1::int AS n FROM pg_sleep(1)', [1]);
+      const { rows } = await db.query<{ n: number }>('SELECT $1::int AS n FROM pg_sleep(1.2)', [1]);
       expect(rows).toEqual([{ n: 1 }]);
       // the probe ran on a connection of its own (no application name), closed once it answered
       await vi.waitFor(async () => expect(await backends('')).toEqual([]), { timeout: 2000, interval: 20 });
