@@ -142,18 +142,15 @@ describe('McpServer failures outside the protocol', () => {
       throw new Error('boom');
     },
   } as unknown as ConstructorParameters<typeof McpServer>[0]['db'];
+  /** tools/call of `pair` on a server whose database fails, as organization `orgId`. */
+  const callPair = (id: number, args: Record<string, unknown>, orgId: number) =>
+    new McpServer({ db, log, tools }).handleHttpBody(
+      JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'pair', arguments: args } }),
+      { orgId },
+    );
 
   it('names every invalid argument, one sentence after the other', async () => {
-    const server = new McpServer({ db, log, tools });
-    const answer = await server.handleHttpBody(
-      JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/call',
-        params: { name: 'pair', arguments: {} },
-      }),
-      { orgId: 1 },
-    );
+    const answer = await callPair(1, {}, 1);
     expect(answer.body).toMatchObject({
       result: { content: [{ type: 'text', text: 'Invalid arguments for pair: x: Required. y: Required.' }] },
     });
@@ -161,16 +158,7 @@ describe('McpServer failures outside the protocol', () => {
 
   it('a tool that throws is logged with its name and the organization', async () => {
     logged.length = 0;
-    const server = new McpServer({ db, log, tools });
-    const answer = await server.handleHttpBody(
-      JSON.stringify({
-        jsonrpc: '2.0',
-        id: 2,
-        method: 'tools/call',
-        params: { name: 'pair', arguments: { x: 1, y: 'a' } },
-      }),
-      { orgId: 41 },
-    );
+    const answer = await callPair(2, { x: 1, y: 'a' }, 41);
     expect(answer.body).toMatchObject({
       id: 2,
       result: { isError: true, content: [{ text: 'The pair tool failed unexpectedly; try again later.' }] },

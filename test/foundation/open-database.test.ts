@@ -145,19 +145,22 @@ describe('openDatabase without DATABASE_URL, when another process serves the emb
 
   const lockedBy = (owner: { pid: number; port: number }) =>
     writeFile(path.join(dataDir, 'pgdata.lock'), JSON.stringify(owner));
-
-  it('joins it on EMBEDDED_DB_PORT, with at most 4 connections and the query timeout', async () => {
-    await lockedBy({ pid: process.pid, port });
-    const opened = await openDatabase(
+  /** The database of the process holding the lock, joined as `npm start`'s second process would. */
+  const joined = (poolSize: number) =>
+    openDatabase(
       {
         ...settings,
         DATABASE_URL: undefined,
         DATA_DIR: dataDir,
         EMBEDDED_DB_PORT: port,
-        DATABASE_POOL_SIZE: 10,
+        DATABASE_POOL_SIZE: poolSize,
       },
       'billing-joined',
     );
+
+  it('joins it on EMBEDDED_DB_PORT, with at most 4 connections and the query timeout', async () => {
+    await lockedBy({ pid: process.pid, port });
+    const opened = await joined(10);
     try {
       expect(opened.mode).toBe('embedded-client');
       expect(opened.direct).toBeUndefined();
@@ -175,16 +178,7 @@ describe('openDatabase without DATABASE_URL, when another process serves the emb
 
   it('joins with fewer connections when DATABASE_POOL_SIZE asks for fewer than 4', async () => {
     await lockedBy({ pid: process.pid, port });
-    const opened = await openDatabase(
-      {
-        ...settings,
-        DATABASE_URL: undefined,
-        DATA_DIR: dataDir,
-        EMBEDDED_DB_PORT: port,
-        DATABASE_POOL_SIZE: 2,
-      },
-      'billing-joined',
-    );
+    const opened = await joined(2);
     try {
       expect((await backendsAtOnce(opened.db, 4)).size).toBe(2);
     } finally {

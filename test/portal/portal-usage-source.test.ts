@@ -43,24 +43,31 @@ const today = () => new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000);
 const grant = (customerId: number, input: CreateCreditGrant) =>
   database.db.transaction((tx) => createCreditGrant(tx, { orgId, customerId, input }));
 
+/** A subscription of the customer to API calls from today, with `quantity` calls a second in. */
+async function usedToday(customerId: number, quantity: string) {
+  const { db } = database;
+  const start = today();
+  const subscription = await subscribe(
+    db,
+    orgId,
+    { customer_id: customerId, items: [{ product_id: catalog.apiCalls }], start_date: start },
+    start,
+  );
+  await recordUsage(
+    db,
+    orgId,
+    subscription.items[0]!.id,
+    quantity,
+    new Date(start.getTime() + 1000).toISOString(),
+  );
+  return subscription;
+}
+
 describe('read', () => {
   it("answers the subscription's usage, daily series and upcoming invoice as the API reads them", async () => {
     const { db } = database;
     const customerId = await customerIn(db, orgId);
-    const start = today();
-    const subscription = await subscribe(
-      db,
-      orgId,
-      { customer_id: customerId, items: [{ product_id: catalog.apiCalls }], start_date: start },
-      start,
-    );
-    await recordUsage(
-      db,
-      orgId,
-      subscription.items[0]!.id,
-      '150',
-      new Date(start.getTime() + 1000).toISOString(),
-    );
+    const subscription = await usedToday(customerId, '150');
     const read = await source.read(orgId, subscription.id);
     const usage = await getSubscriptionUsage(db, stores, orgId, subscription.id);
     const upcoming = await previewUpcomingInvoice(db, stores, orgId, subscription.id);
@@ -93,20 +100,7 @@ describe('read', () => {
   it('says what credits would pay of the upcoming invoice, and reads usage as of the moment it is asked', async () => {
     const { db } = database;
     const customerId = await customerIn(db, orgId);
-    const start = today();
-    const subscription = await subscribe(
-      db,
-      orgId,
-      { customer_id: customerId, items: [{ product_id: catalog.apiCalls }], start_date: start },
-      start,
-    );
-    await recordUsage(
-      db,
-      orgId,
-      subscription.items[0]!.id,
-      '10',
-      new Date(start.getTime() + 1000).toISOString(),
-    );
+    const subscription = await usedToday(customerId, '10');
     await grant(customerId, { amount: '4.00', category: 'promotional' });
     const before = Date.now();
     const read = await source.read(orgId, subscription.id);
@@ -123,27 +117,15 @@ describe('read', () => {
 
   it('shows usage without an upcoming invoice for a subscription that cannot be invoiced, or will not be', async () => {
     const { db } = database;
-    const start = today();
     const unbillable = await customerIn(db, orgId);
-    const subscription = await subscribe(
-      db,
-      orgId,
-      { customer_id: unbillable, items: [{ product_id: catalog.apiCalls }], start_date: start },
-      start,
-    );
-    await recordUsage(
-      db,
-      orgId,
-      subscription.items[0]!.id,
-      '3',
-      new Date(start.getTime() + 1000).toISOString(),
-    );
+    const subscription = await usedToday(unbillable, '3');
     // a region the tax table does not know: usage is priced before tax, the invoice waits
     await db.query(`UPDATE customers SET state_province = 'ZZ' WHERE id = $1`, [unbillable]);
     const read = await source.read(orgId, subscription.id);
     expect(read?.usage.items).toHaveLength(1);
     expect(read?.upcoming).toBeNull();
 
+    const start = today();
     const canceled = await subscribe(
       db,
       orgId,
