@@ -17,19 +17,28 @@ describe('DirectProducer', () => {
   let broker: KafkaTestBroker;
   let kafka: Kafka;
   let admin: Admin;
+  /**
+   * The test's own reads of the topics' offsets, on a client of their own: kafkajs keeps one
+   * metadata set per client, and a producer's route read on `admin` (fetchTopicMetadata of a
+   * topic it has not seen) replaces that set with its own topic's alone. One landing between the
+   * two ListOffsets of fetchTopicOffsets left the second without the topic's partitions (CI).
+   */
+  let observer: Admin;
   beforeAll(async () => {
     broker = await startKafkaTestBroker(3);
     kafka = createKafka({ brokers: broker.brokers, clientId: 'direct-test' });
     admin = kafka.admin();
-    await admin.connect();
+    observer = kafka.admin();
+    await Promise.all([admin.connect(), observer.connect()]);
   });
   afterAll(async () => {
     await admin?.disconnect();
+    await observer?.disconnect();
     await broker?.stop();
   });
 
   const highWatermarks = async (topic: string) =>
-    (await admin.fetchTopicOffsets(topic))
+    (await observer.fetchTopicOffsets(topic))
       .sort((a, b) => a.partition - b.partition)
       .map((partition) => Number(partition.high));
   const sum = (numbers: number[]) => numbers.reduce((a, b) => a + b, 0);
