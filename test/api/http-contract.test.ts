@@ -1,11 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { STATUS_CODES } from 'node:http';
-import { createConnection, createServer, type Socket } from 'node:net';
+import { createConnection } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BASE_PATH } from '../../libs/schemas/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { type BillingScenario, insertBillingScenario } from '../helpers/billing-fixtures.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase, relayTo } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { startOwnRedisServer } from '../helpers/redis-server.js';
 import { testServices } from '../helpers/services.js';
@@ -349,27 +349,12 @@ describe('a dependency that is down (docs/architecture.md, "Rules of the contrac
   it('answers 503 SERVICE_UNAVAILABLE with Retry-After while Postgres cannot be reached, not 500', async () => {
     // The api reaches its database through a TCP relay the test can cut: a real lost connection.
     const database = await createTestDatabase('outage');
-    const target = new URL(database.url);
-    const sockets = new Set<Socket>();
-    const relay = createServer((client) => {
-      const server = createConnection(Number(target.port || 5432), target.hostname);
-      for (const socket of [client, server]) {
-        sockets.add(socket);
-        socket.on('error', () => socket.destroy());
-        socket.on('close', () => sockets.delete(socket));
-      }
-      client.pipe(server).pipe(client);
-    });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    const relayed = new URL(database.url);
-    relayed.hostname = '127.0.0.1';
-    relayed.port = String((relay.address() as { port: number }).port);
-    const own = await startTestApi({ env: { DATABASE_URL: relayed.toString() } });
+    const relay = await relayTo(database.url);
+    const own = await startTestApi({ env: { DATABASE_URL: relay.url } });
     try {
       const owner = await createTestOrg(own.platform.db);
       expect((await own.request({ path: '/customers', key: owner.apiKey })).statusCode).toBe(200);
-      relay.close();
-      for (const socket of sockets) socket.destroy();
+      await relay.close();
       expectUnavailable(await own.request({ path: '/customers', key: owner.apiKey }));
     } finally {
       await own.close().catch(() => {});

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { afterCommit, Database } from '../../libs/db/index.js';
 import { DependencyUnavailableError } from '../../libs/dependency-guard/index.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestDatabase, relayTo, type TestDatabase } from '../helpers/database.js';
 import { runLogger } from '../helpers/run-log.js';
 
 describe('Database on Postgres with preparedStatements', () => {
@@ -443,30 +443,17 @@ describe('Database when its server stops answering after the connections were ma
 describe('Database under the stall guard, when a connection it has lent out is cut', () => {
   it('fails that statement and keeps the process alive', async () => {
     const database = await createTestDatabase('lost-connection');
-    const target = new URL(database.url);
     // A TCP relay the test can cut: the connection ends with no message from the server.
-    const cut = new Set<Socket>();
-    const relay = createServer((client) => {
-      const server = connect(Number(target.port || 5432), target.hostname);
-      for (const socket of [client, server]) {
-        cut.add(socket);
-        socket.on('error', () => socket.destroy());
-      }
-      client.pipe(server).pipe(client);
-    });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    const relayed = new URL(database.url);
-    relayed.hostname = '127.0.0.1';
-    relayed.port = String((relay.address() as AddressInfo).port);
-    const db = new Database(relayed.toString(), { poolSize: 1, stall: { waitMs: 10_000, log: runLogger() } });
+    const relay = await relayTo(database.url);
+    const db = new Database(relay.url, { poolSize: 1, stall: { waitMs: 10_000, log: runLogger() } });
     // unguarded, in a transaction: the same, the transaction's own listener keeping the process alive
-    const plain = new Database(relayed.toString(), { poolSize: 1 });
+    const plain = new Database(relay.url, { poolSize: 1 });
     try {
       await db.query('SELECT 1');
       const sleeping = db.query('SELECT pg_sleep(30)');
       const sleepingInTransaction = plain.transaction((tx) => tx.query('SELECT pg_sleep(30)'));
       await new Promise((resolve) => setTimeout(resolve, 100));
-      for (const socket of cut) socket.destroy();
+      relay.cut();
       // pg emits 'error' on the lent-out client in the same tick as it fails the statement: with
       // nobody listening, that is an uncaught exception, which vitest reports as a failed run.
       await Promise.all([
@@ -476,7 +463,7 @@ describe('Database under the stall guard, when a connection it has lent out is c
     } finally {
       await plain.close().catch(() => {});
       await db.close().catch(() => {});
-      relay.close();
+      await relay.close();
       await database.drop();
     }
   });

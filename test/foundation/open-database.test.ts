@@ -1,12 +1,12 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, type OpenedDatabase, openDatabase } from '../../libs/db/index.js';
 import { DependencyUnavailableError } from '../../libs/dependency-guard/index.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestDatabase, type DatabaseRelay, relayTo, type TestDatabase } from '../helpers/database.js';
 import { runLogger } from '../helpers/run-log.js';
 import { testServices } from '../helpers/services.js';
 
@@ -118,28 +118,16 @@ describe('openDatabase with DATABASE_URL', () => {
 describe('openDatabase without DATABASE_URL, when another process serves the embedded database', () => {
   // Postgres itself, behind a port of the test's own, plays the embedded database that another
   // process serves; the lock file in DATA_DIR names that process (this one) and that port.
-  let relay: Server;
+  let relay: DatabaseRelay;
   let port: number;
   let dataDir: string;
-  const sockets = new Set<Socket>();
   beforeAll(async () => {
-    const target = new URL(testServices().databaseUrl);
-    relay = createServer((client) => {
-      const server = connect(Number(target.port || 5432), target.hostname);
-      for (const socket of [client, server]) {
-        sockets.add(socket);
-        socket.on('error', () => socket.destroy());
-        socket.on('close', () => sockets.delete(socket));
-      }
-      client.pipe(server).pipe(client);
-    });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    port = (relay.address() as AddressInfo).port;
+    relay = await relayTo(testServices().databaseUrl);
+    port = relay.port;
     dataDir = await mkdtemp(path.join(tmpdir(), 'open-database-'));
   });
   afterAll(async () => {
-    for (const socket of sockets) socket.destroy();
-    await new Promise((resolve) => relay.close(resolve));
+    await relay?.close();
     await rm(dataDir, { recursive: true, force: true });
   });
 

@@ -1,3 +1,4 @@
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { Database, type Queryable } from '../../libs/db/index.js';
 import { testServices, uniqueName } from './services.js';
@@ -79,4 +80,47 @@ export function withoutIndexOrder<T>(db: Database, work: (tx: Queryable) => Prom
     await tx.query('SET LOCAL enable_bitmapscan = off');
     return work(tx);
   });
+}
+
+/** A TCP relay to a Postgres server that a test can cut: a real lost connection, no message sent. */
+export interface DatabaseRelay {
+  port: number;
+  /** `databaseUrl` reached through the relay. */
+  url: string;
+  /** Ends every relayed connection at once; the relay still takes new ones. */
+  cut(): void;
+  /** Cuts, then stops listening. */
+  close(): Promise<void>;
+}
+
+export async function relayTo(databaseUrl: string): Promise<DatabaseRelay> {
+  const target = new URL(databaseUrl);
+  const sockets = new Set<Socket>();
+  const relay = createServer((client) => {
+    const server = connect(Number(target.port || 5432), target.hostname);
+    for (const socket of [client, server]) {
+      sockets.add(socket);
+      socket.on('error', () => socket.destroy());
+      socket.on('close', () => sockets.delete(socket));
+    }
+    client.pipe(server).pipe(client);
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  const port = (relay.address() as AddressInfo).port;
+  const relayed = new URL(databaseUrl);
+  relayed.hostname = '127.0.0.1';
+  relayed.port = String(port);
+  const cut = () => {
+    for (const socket of sockets) socket.destroy();
+  };
+  return {
+    port,
+    url: relayed.toString(),
+    cut,
+    close: async () => {
+      const closed = new Promise((resolve) => relay.close(resolve));
+      cut();
+      await closed;
+    },
+  };
 }

@@ -43,23 +43,22 @@ const today = () => new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000);
 const grant = (customerId: number, input: CreateCreditGrant) =>
   database.db.transaction((tx) => createCreditGrant(tx, { orgId, customerId, input }));
 
-/** A subscription of the customer to API calls from today, with `quantity` calls a second in. */
-async function usedToday(customerId: number, quantity: string) {
-  const { db } = database;
+/** The customer's subscription to `productId` from the start of today (UTC), made today. */
+function subscribedToday(customerId: number, productId: number) {
   const start = today();
-  const subscription = await subscribe(
-    db,
+  return subscribe(
+    database.db,
     orgId,
-    { customer_id: customerId, items: [{ product_id: catalog.apiCalls }], start_date: start },
+    { customer_id: customerId, items: [{ product_id: productId }], start_date: start },
     start,
   );
-  await recordUsage(
-    db,
-    orgId,
-    subscription.items[0]!.id,
-    quantity,
-    new Date(start.getTime() + 1000).toISOString(),
-  );
+}
+
+/** A subscription of the customer to API calls from today, with `quantity` calls a second in. */
+async function usedToday(customerId: number, quantity: string) {
+  const subscription = await subscribedToday(customerId, catalog.apiCalls);
+  const at = new Date(today().getTime() + 1000).toISOString();
+  await recordUsage(database.db, orgId, subscription.items[0]!.id, quantity, at);
   return subscription;
 }
 
@@ -125,17 +124,7 @@ describe('read', () => {
     expect(read?.usage.items).toHaveLength(1);
     expect(read?.upcoming).toBeNull();
 
-    const start = today();
-    const canceled = await subscribe(
-      db,
-      orgId,
-      {
-        customer_id: await customerIn(db, orgId),
-        items: [{ product_id: catalog.apiCalls }],
-        start_date: start,
-      },
-      start,
-    );
+    const canceled = await subscribedToday(await customerIn(db, orgId), catalog.apiCalls);
     await db.transaction((tx) =>
       cancelSubscription(tx, { subscriptionId: canceled.id, orgId, withoutInvoicing: true }),
     );
@@ -163,14 +152,8 @@ describe('credits', () => {
   it('lists the pending and active grants newest first, with what is available and projected', async () => {
     const { db } = database;
     const customerId = await customerIn(db, orgId);
-    const start = today();
     // a seat a month: the upcoming invoice is what the credits are projected to pay
-    await subscribe(
-      db,
-      orgId,
-      { customer_id: customerId, items: [{ product_id: catalog.seats }], start_date: start },
-      start,
-    );
+    await subscribedToday(customerId, catalog.seats);
     await grant(customerId, {
       amount: '40.00',
       category: 'promotional',
@@ -210,13 +193,7 @@ describe('credits', () => {
   it('shows the grants without a balance for a customer whose subscription cannot be invoiced', async () => {
     const { db } = database;
     const customerId = await customerIn(db, orgId);
-    const start = today();
-    await subscribe(
-      db,
-      orgId,
-      { customer_id: customerId, items: [{ product_id: catalog.seats }], start_date: start },
-      start,
-    );
+    await subscribedToday(customerId, catalog.seats);
     await grant(customerId, { amount: '7.00', category: 'promotional', name: 'Welcome' });
     // a region the tax table does not know: nothing can be priced for it
     await db.query(`UPDATE customers SET state_province = 'ZZ' WHERE id = $1`, [customerId]);
