@@ -16,6 +16,23 @@ describe('afterCommit outside a transaction', () => {
     expect(runs).toEqual([db]);
   });
 
+  it('answers true and runs the hooks after one that throws, reporting it as a warning', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      expect(
+        afterCommit(db, () => {
+          throw new Error('the hook fails');
+        }),
+      ).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.map((warning) => warning.name)).toEqual(['CommitHookWarning']);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('is false and runs nothing for a client this module did not open', () => {
     const runs: string[] = [];
     const foreign = { query: () => Promise.reject(new Error('not used')) } as unknown as pg.PoolClient;

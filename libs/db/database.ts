@@ -28,11 +28,12 @@ const commitHooks = new WeakMap<object, Set<(db: Database) => void>>();
  * Runs `hook` once the work done through `queryable` is committed: after the COMMIT of the
  * transaction whose client it is, at once for the Database itself (each of its statements commits
  * alone). A hook given twice in one transaction runs once. False for a client this module did not
- * open: the caller then does without. Nothing runs for a transaction that rolls back.
+ * open: the caller then does without. Nothing runs for a transaction that rolls back. A hook that
+ * throws does not fail the committed work (see runCommitHooks).
  */
 export function afterCommit(queryable: Queryable, hook: (db: Database) => void): boolean {
   if (queryable instanceof Database) {
-    hook(queryable);
+    runCommitHooks([hook], queryable);
     return true;
   }
   const hooks = commitHooks.get(queryable);
@@ -265,6 +266,8 @@ export class Database implements Queryable {
     client.on('error', ignoreLostConnection);
     // Set when the connection cannot be trusted any more: release() then drops it from the pool.
     let broken: Error | undefined;
+    let result: T;
+    const hooks = new Set<(db: Database) => void>();
     try {
       const modes = [
         options.isolation ? `ISOLATION LEVEL ${options.isolation.toUpperCase()}` : '',
@@ -274,13 +277,10 @@ export class Database implements Queryable {
         .join(' ');
       await client.query(`BEGIN ${modes}`);
       const tx = this.transactionClient(client);
-      const hooks = new Set<(db: Database) => void>();
       commitHooks.set(tx, hooks);
-      const result = await fn(tx);
+      result = await fn(tx);
       await client.query('COMMIT');
       commitHooks.delete(tx);
-      for (const hook of hooks) hook(this);
-      return result;
     } catch (error) {
       // A statement past the query timeout may still run on this connection: a ROLLBACK would wait
       // behind it. Dropping the connection ends the transaction on the server instead.
@@ -290,6 +290,8 @@ export class Database implements Queryable {
       client.off('error', ignoreLostConnection);
       release(broken);
     }
+    runCommitHooks(hooks, this);
+    return result;
   }
 
   /**
@@ -323,6 +325,22 @@ export class Database implements Queryable {
   async close(): Promise<void> {
     this.guard?.close();
     await this.pool.end();
+  }
+}
+
+/**
+ * Runs every hook of a committed transaction. A hook that throws is reported as a process warning
+ * and the others still run: the transaction has committed, and answering its caller with an error
+ * would invite a retry that writes it twice.
+ */
+function runCommitHooks(hooks: Iterable<(db: Database) => void>, db: Database): void {
+  for (const hook of hooks) {
+    try {
+      hook(db);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      process.emitWarning(`a commit hook failed: ${message}`, { type: 'CommitHookWarning' });
+    }
   }
 }
 

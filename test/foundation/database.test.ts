@@ -124,6 +124,37 @@ describe('Database on Postgres with preparedStatements', () => {
     expect(runs).toEqual(['committed']);
   });
 
+  it('keeps a committed transaction answered as committed when one of its commit hooks throws', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const runs: string[] = [];
+      await db.query('CREATE TABLE IF NOT EXISTS hook_writes (n int)');
+      const answer = await db.transaction(async (tx) => {
+        await tx.query('INSERT INTO hook_writes VALUES (7)');
+        afterCommit(tx, () => runs.push('before the failing one'));
+        afterCommit(tx, () => {
+          throw new Error('the hook fails');
+        });
+        afterCommit(tx, () => runs.push('after the failing one'));
+        return 'written';
+      });
+      expect(answer).toBe('written');
+      expect(runs).toEqual(['before the failing one', 'after the failing one']);
+      expect((await db.query('SELECT n FROM hook_writes')).rows).toEqual([{ n: 7 }]);
+      // the warning is emitted on the next tick
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.map((warning) => [warning.name, warning.message])).toEqual([
+        ['CommitHookWarning', 'a commit hook failed: the hook fails'],
+      ]);
+      // the connection went back to the pool usable, outside any transaction
+      expect((await db.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('folds NOTIFYs of one channel within its window into one more at the window end', async () => {
     const listener = new pg.Client({ connectionString: database.url });
     await listener.connect();
