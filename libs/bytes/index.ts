@@ -1,1 +1,2 @@
+export { equalInConstantTime } from './constant-time.js';
 export { decimalLength, writeDecimal } from './decimal.js';

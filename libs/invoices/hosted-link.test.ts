@@ -1,12 +1,21 @@
-import { createHmac } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import crypto, { createHmac } from 'node:crypto';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { hostedInvoiceToken, invoiceIdOfHostedToken, isHostedTokenOf } from './hosted-link.js';
 
 const invoiceId = '7d1f4a0e-2b9c-4c55-9d0e-1a2b3c4d5e6f';
 const key = Buffer.alloc(32, 7);
 const idBytes = Buffer.from(invoiceId.replace(/-/g, ''), 'hex');
 
+afterEach(() => vi.restoreAllMocks());
+
 describe('hosted invoice links', () => {
+  it('checks a token in constant time', () => {
+    const compare = vi.spyOn(crypto, 'timingSafeEqual');
+    const token = hostedInvoiceToken(invoiceId, { key, generation: 1 });
+    expect(isHostedTokenOf(token, { key, generation: 1 })).toBe(true);
+    expect(compare).toHaveBeenCalledTimes(1);
+  });
+
   it('signs the id alone at generation 0, so links made before any rotation still open', () => {
     // libs/invoices/hosted-link.ts: generation 0 signs the id alone, as links always were
     const mac = createHmac('sha256', key).update('hosted-invoice\0').update(idBytes).digest();

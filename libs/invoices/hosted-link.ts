@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { equalInConstantTime } from '../bytes/index.js';
 
 /*
  * A hosted invoice link names one invoice and proves it was made by its organization:
@@ -54,9 +55,7 @@ export function invoiceIdOfHostedToken(token: string): string | undefined {
 export function isHostedTokenOf(token: string, signing: HostedLinkSigning): boolean {
   const invoiceId = invoiceIdOfHostedToken(token);
   if (!invoiceId) return false;
-  const expected = Buffer.from(hostedInvoiceToken(invoiceId, signing));
-  const given = Buffer.from(token);
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return equalInConstantTime(token, hostedInvoiceToken(invoiceId, signing));
 }
 
 export const HOSTED_TOKEN_BYTES = ID_BYTES + MAC_BYTES;

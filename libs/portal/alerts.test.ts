@@ -1,14 +1,8 @@
-import * as crypto from 'node:crypto';
-import { describe, expect, it, vi } from 'vitest';
+import crypto from 'node:crypto';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { isPortalCsrfToken, portalCsrfToken } from './alerts.js';
 
-// The real timingSafeEqual, watched: whether the comparison is constant time shows in no answer,
-// only in which function compares.
-vi.mock('node:crypto', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('node:crypto')>();
-  return { ...actual, timingSafeEqual: vi.fn(actual.timingSafeEqual) };
-});
-
-const { isPortalCsrfToken, portalCsrfToken } = await import('./alerts.js');
+afterEach(() => vi.restoreAllMocks());
 
 const session = `pst_${'a'.repeat(43)}`;
 const another = `pst_${'b'.repeat(43)}`;
@@ -33,8 +27,8 @@ describe('the portal CSRF token', () => {
   });
 
   it('is compared in constant time, not with ===', () => {
-    const compare = vi.mocked(crypto.timingSafeEqual);
-    compare.mockClear();
+    // whether the comparison is constant time shows in no answer, only in which function compares
+    const compare = vi.spyOn(crypto, 'timingSafeEqual');
     const token = portalCsrfToken(session);
     expect(isPortalCsrfToken(session, `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`)).toBe(false);
     expect(isPortalCsrfToken(session, token)).toBe(true);

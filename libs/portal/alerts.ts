@@ -1,4 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { equalInConstantTime } from '../bytes/index.js';
 import type { Database, Queryable } from '../db/index.js';
 import { ApiError } from '../errors/index.js';
 import { createAlert, deleteAlert, getAlert, listAlerts } from '../guardrails/index.js';
@@ -21,10 +22,7 @@ export function portalCsrfToken(sessionToken: string): string {
 
 /** Whether `given` is this session's CSRF token (constant time). */
 export function isPortalCsrfToken(sessionToken: string, given: unknown): boolean {
-  if (typeof given !== 'string') return false;
-  const expected = Buffer.from(portalCsrfToken(sessionToken));
-  const actual = Buffer.from(given);
-  return actual.length === expected.length && timingSafeEqual(actual, expected);
+  return typeof given === 'string' && equalInConstantTime(given, portalCsrfToken(sessionToken));
 }
 
 export async function customerAlerts(db: Queryable, access: Granted<PortalAccess>): Promise<Alert[]> {

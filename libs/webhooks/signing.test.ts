@@ -1,7 +1,7 @@
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import crypto, { createHash, createHmac, randomBytes } from 'node:crypto';
 import { verify } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   generateSigningSecret,
   keyIdsMemo,
@@ -11,6 +11,8 @@ import {
   standardKeyOf,
   verifySignature,
 } from './signing.js';
+
+afterEach(() => vi.restoreAllMocks());
 
 describe('signing secrets', () => {
   it('are whsec_ + 32 random bytes in standard base64, different every time', () => {
@@ -119,6 +121,9 @@ describe('signPayload', () => {
 
   it('is checked in constant time, rejecting any change or a header of another length', () => {
     const signature = signPayload(secret, body);
+    const compare = vi.spyOn(crypto, 'timingSafeEqual');
+    expect(verifySignature(secret, body, signature)).toBe(true);
+    expect(compare).toHaveBeenCalledTimes(1);
     expect(verifySignature(secret, body, signature)).toBe(true);
     expect(verifySignature(secret, body.replace('paid', 'pair'), signature)).toBe(false);
     expect(verifySignature(secret, body, signature.slice(0, -1))).toBe(false);

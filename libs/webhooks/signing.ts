@@ -1,4 +1,5 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { equalInConstantTime } from '../bytes/index.js';
 
 export const SECRET_PREFIX = 'whsec_';
 export const SIGNATURE_PREFIX = 'sha256=';
@@ -50,9 +51,7 @@ export function signPayload(secret: string, body: string | Buffer): string {
 
 /** What a receiver does: recompute over the raw body and compare in constant time. */
 export function verifySignature(secret: string, body: string | Buffer, signature: string): boolean {
-  const expected = Buffer.from(signPayload(secret, body));
-  const given = Buffer.from(signature);
-  return expected.length === given.length && timingSafeEqual(expected, given);
+  return equalInConstantTime(signature, signPayload(secret, body));
 }
 
 /**
