@@ -24,6 +24,9 @@ export default defineConfig({
             'clients/*/src/**/*.test.ts',
           ],
           environment: 'node',
+          // Shared modules, as the integration project (test/architecture/shared-workers.test.ts
+          // holds both to the rules that makes safe)
+          isolate: false,
           sequence: { groupOrder: 0 },
         },
       },
