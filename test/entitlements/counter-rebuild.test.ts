@@ -9,7 +9,8 @@ import { testServices, uniqueName } from '../helpers/services.js';
  * UsageCounter's rebuild on the real Redis store, driven by a clock of the test's own: how long a
  * reader waits for another process's rebuild (30 s), how long its own lease holds (30 s), and what
  * a failed rebuild leaves behind (no lease: the next reader starts at once). Postgres holds no
- * event of these periods, so a rebuild of this process sets base 0.
+ * event of these periods, so a rebuild of this process sets base 0. Last, the counter switched off
+ * (USAGE_COUNTER=false), which sums the events of organization 7 stored here instead.
  */
 
 const ONE = 10n ** 8n;
@@ -231,5 +232,94 @@ describe("UsageCounter: this process's own rebuild", () => {
     expectUnavailable(error);
     expect((error as ApiError).cause).toBe(failure);
     expect((await state()).lease).toBeNull();
+  });
+});
+
+describe('UsageCounter with USAGE_COUNTER=false (the ingest benchmark baseline)', () => {
+  /** A disabled counter over the real Redis store, summing this file's Postgres. */
+  function disabled(eventsCaughtUp: (timeoutMs: number) => Promise<boolean>) {
+    const store = new CountingStore(redis, prefix);
+    const counter = new UsageCounter({
+      store,
+      db: database.db,
+      items: { item: async () => undefined },
+      keyPrefix: prefix,
+      enabled: false,
+      eventsCaughtUp,
+      settleMs: 0,
+    });
+    return { store, counter };
+  }
+  const store = (item: number, key: string, quantity: string, at: string, voided = false) =>
+    database.db.query(
+      `INSERT INTO usage_events (id, org_id, subscription_item_id, idempotency_key, quantity, occurred_at,
+         recorded_at, voided_at)
+       VALUES (gen_random_uuid(), 7, $1, $2, $3, $4, now(), CASE WHEN $5 THEN now() END)`,
+      [item, key, quantity, at, voided],
+    );
+
+  it("sums the period's stored events once the pg-sink caught up, and touches no counter", async () => {
+    const stored = 900_000 + ++item * 2;
+    const other = stored + 1;
+    await store(stored, 'first-instant', '0.1', '2026-03-01T00:00:00Z');
+    await store(stored, 'last-ms', '0.20000001', '2026-03-31T23:59:59.999Z');
+    await store(stored, 'next-period', '5', '2026-04-01T00:00:00Z');
+    await store(stored, 'voided', '7', '2026-03-15T00:00:00Z', true);
+    await store(other, 'other-item', '11', '2026-03-15T00:00:00Z');
+    const waits: number[] = [];
+    const { store: counters, counter } = disabled(async (timeoutMs) => {
+      waits.push(timeoutMs);
+      return true;
+    });
+    const period = (subscriptionItemId: number) => ({
+      orgId: 7,
+      subscriptionItemId,
+      startMs: Date.UTC(2026, 2, 1),
+      endMs: Date.UTC(2026, 3, 1),
+    });
+    expect(await counter.used([period(stored), period(other)])).toEqual([30_000_001n, 11n * ONE]);
+    expect(waits).toEqual([10_000]);
+    const counting = await counter.usedCounting([period(stored)], {
+      key: `${prefix}bucket:${stored}`,
+      limit: 10,
+      ttlSeconds: 60,
+    });
+    expect(counting.allowed).toBe(true);
+    expect(await counting.used()).toEqual([30_000_001n]);
+    expect(counters.begins).toBe(0);
+    expect(await redis.keys(`${prefix}*${stored}*`)).toEqual([`${prefix}bucket:${stored}`]);
+  });
+
+  it('answers no items at once, without asking the pg-sink (which is behind here)', async () => {
+    const { counter } = disabled(async () => false);
+    expect(await counter.used([])).toEqual([]);
+    const counting = await counter.usedCounting([], {
+      key: `${prefix}bucket:none`,
+      limit: 10,
+      ttlSeconds: 60,
+    });
+    expect(counting.allowed).toBe(true);
+    expect(await counting.used()).toEqual([]);
+  });
+
+  it('answers 503 while the pg-sink is behind, or when asking it fails', async () => {
+    const period = {
+      orgId: 7,
+      subscriptionItemId: 1,
+      startMs: Date.UTC(2026, 2, 1),
+      endMs: Date.UTC(2026, 3, 1),
+    };
+    await expect(disabled(async () => false).counter.used([period])).rejects.toSatisfy((error) => {
+      expectUnavailable(error);
+      return true;
+    });
+    await expect(
+      disabled(async () => {
+        throw new Error('the broker is away');
+      }).counter.used([period]),
+    ).rejects.toSatisfy((error) => {
+      expectUnavailable(error);
+      return true;
+    });
   });
 });
