@@ -276,6 +276,30 @@ describe('errors and headers across the REST routes (docs/architecture.md, "Rule
     }
   });
 
+  it('answers a malformed URL or a body shorter than its Content-Length with 400 BAD_REQUEST', async () => {
+    for (const path of ['/customers/%E0%A4%A', '/invoices/%zz/pdf']) {
+      const response = await api.request({ path, key: org.apiKey });
+      expect(response.statusCode, path).toBe(400);
+      expect(response.json(), path).toMatchObject({
+        error_code: 'BAD_REQUEST',
+        detail: 'The request URL is malformed.',
+        request_id: response.headers['x-request-id'],
+      });
+    }
+    const short = await api.request({
+      method: 'POST',
+      path: '/customers',
+      key: org.apiKey,
+      headers: { 'content-type': 'application/json', 'content-length': '40' },
+      payload: '{"name":"Short"}',
+    });
+    expect(short.statusCode, short.body).toBe(400);
+    expect(short.json()).toMatchObject({
+      error_code: 'BAD_REQUEST',
+      detail: 'Content-Length does not match the body.',
+    });
+  });
+
   it('pages every list route with limit and offset in digits only, one details entry per bad value', async () => {
     const lists = [
       '/customers',

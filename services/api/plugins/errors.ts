@@ -7,19 +7,19 @@ import { ApiError, toErrorBody } from '../../../libs/errors/index.js';
 import { newRequestId } from '../../../libs/schemas/index.js';
 import type { ApiInstance } from '../types.js';
 
-/** Fastify's own request errors, mapped to the spec's codes. */
+/**
+ * Fastify's own request errors, mapped to the spec's codes: those a request can raise (its
+ * registration-time errors, such as FST_ERR_CTP_INVALID_TYPE, never reach a client).
+ */
 const FASTIFY_CODES: Record<string, (error: FastifyError) => ApiError> = {
   FST_ERR_CTP_INVALID_JSON_BODY: () => ApiError.invalidJson(),
   FST_ERR_CTP_EMPTY_JSON_BODY: () => ApiError.emptyJsonBody(),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => ApiError.badRequest('Content-Length does not match the body.'),
   FST_ERR_CTP_BODY_TOO_LARGE: () => ApiError.payloadTooLarge(),
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () => ApiError.unsupportedMediaType(),
-  FST_ERR_CTP_INVALID_TYPE: () =>
-    new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The Content-Type header is invalid.'),
   FST_ERR_BAD_URL: () => ApiError.badRequest('The request URL is malformed.'),
   // a path segment longer than any id names nothing, like any other unknown id
   FST_ERR_MAX_PARAM_LENGTH: () => new ApiError('NOT_FOUND', 'No record has this id.'),
-  FST_ERR_ASYNC_CONSTRAINT: () => ApiError.badRequest('The request could not be routed.'),
 };
 
 export function toApiError(error: unknown): ApiError | undefined {
@@ -27,10 +27,6 @@ export function toApiError(error: unknown): ApiError | undefined {
   const fastifyError = error as Partial<FastifyError> | null;
   const mapped = fastifyError?.code ? FASTIFY_CODES[fastifyError.code] : undefined;
   if (mapped) return mapped(fastifyError as FastifyError);
-  // A JSON body that fails to parse surfaces as a SyntaxError with status 400.
-  if (error instanceof SyntaxError && fastifyError?.statusCode === 400) {
-    return ApiError.invalidJson();
-  }
   if (error instanceof DependencyUnavailableError) {
     return ApiError.serviceUnavailable(`${error.label} is unavailable; retry shortly.`, 1, error);
   }
