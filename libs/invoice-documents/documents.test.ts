@@ -11,11 +11,12 @@ import type { InvoiceRecord as Invoice } from '../schemas/index.js';
 import { sampleCreditNote, sampleInvoice } from './document-fixtures.js';
 import { countryName } from './format.js';
 import { escapeHtml, renderCreditNoteHtml, renderInvoiceHtml } from './html.js';
-import { invoicePdfFilename, renderInvoicePdf, toDejaVu, toNotoSansSc, toWinAnsi } from './pdf.js';
+import { renderInvoicePdf, toDejaVu, toNotoSansSc, toWinAnsi } from './pdf.js';
 import { creditNotePdfFilename, taxNameOf } from './printable-credit-note.js';
 import {
   addressLines,
   amountDueOf,
+  invoicePdfFilename,
   isOverdue,
   type PrintableInvoice,
   taxLinesOf,

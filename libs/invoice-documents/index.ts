@@ -1,3 +1,6 @@
+import type { PrintableCreditNote } from './printable-credit-note.js';
+import type { PrintableInvoice } from './printable-invoice.js';
+
 export {
   escapeHtml,
   INVOICE_HTML_HEADERS,
@@ -5,7 +8,6 @@ export {
   renderCreditNoteHtml,
   renderInvoiceHtml,
 } from './html.js';
-export { invoicePdfFilename, renderCreditNotePdf, renderInvoicePdf, toWinAnsi } from './pdf.js';
 export {
   creditNotePdfFilename,
   loadPrintableCreditNote,
@@ -14,7 +16,23 @@ export {
 export {
   amountDueOf,
   type InvoiceParty,
+  invoicePdfFilename,
   isOverdue,
   loadPrintableInvoice,
   type PrintableInvoice,
 } from './printable-invoice.js';
+
+/*
+ * PDFs are drawn with pdfkit and fontkit, loaded with the first PDF a process renders: most
+ * processes never render one, and the two libraries' code and tables would otherwise stay in the
+ * old generation that every full collection walks.
+ */
+const pdf = () => import('./pdf.js');
+
+export async function renderInvoicePdf(printable: PrintableInvoice): Promise<Buffer> {
+  return (await pdf()).renderInvoicePdf(printable);
+}
+
+export async function renderCreditNotePdf(printable: PrintableCreditNote): Promise<Buffer> {
+  return (await pdf()).renderCreditNotePdf(printable);
+}

@@ -755,12 +755,3 @@ function ensureRoom(doc: PDFKit.PDFDocument, height: number): boolean {
   doc.addPage();
   return true;
 }
-
-/**
- * `<invoice_number>.pdf`, safe inside a quoted Content-Disposition filename whatever the number
- * holds (numbers are INV-000001 today; nothing else may reach the header).
- */
-export function invoicePdfFilename(invoiceNumber: string): string {
-  const safe = invoiceNumber.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._]+/, '');
-  return `${safe || 'invoice'}.pdf`;
-}

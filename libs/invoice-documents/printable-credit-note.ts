@@ -3,6 +3,7 @@ import { getCustomer } from '../customers/index.js';
 import type { Queryable } from '../db/index.js';
 import type { Locale } from '../i18n/index.js';
 import type { CreditNote } from '../schemas/index.js';
+import { pdfFilename } from './format.js';
 import { addressLines, customerParty, type InvoiceParty, type SellerRow } from './printable-invoice.js';
 
 /** Everything a credit note's HTML and PDF print, from one load (as PrintableInvoice). */
@@ -61,6 +62,5 @@ export async function loadPrintableCreditNote(
 
 /** `<number>.pdf`, safe inside a quoted Content-Disposition filename. */
 export function creditNotePdfFilename(number: string): string {
-  const safe = number.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._]+/, '');
-  return `${safe || 'credit-note'}.pdf`;
+  return pdfFilename(number, 'credit-note');
 }

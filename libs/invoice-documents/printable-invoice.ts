@@ -11,7 +11,7 @@ import type { Locale } from '../i18n/index.js';
 import { getInvoice } from '../invoices/index.js';
 import { addScaled, formatMoney, isBillableCurrency, isInMinorUnits, parseMoney } from '../money/index.js';
 import type { Customer, InvoiceRecord as Invoice, InvoiceItem } from '../schemas/index.js';
-import { countryName } from './format.js';
+import { countryName, pdfFilename } from './format.js';
 
 /** A seller or a buyer as the document prints them: every line is raw database text. */
 export interface InvoiceParty {
@@ -203,4 +203,9 @@ export async function loadPrintableInvoice(
     amountDue: amountDueOf(invoice),
     creditNotes,
   };
+}
+
+/** `<invoice_number>.pdf`, safe inside a quoted Content-Disposition filename. */
+export function invoicePdfFilename(invoiceNumber: string): string {
+  return pdfFilename(invoiceNumber, 'invoice');
 }
