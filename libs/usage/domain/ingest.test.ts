@@ -80,6 +80,7 @@ function ingestWith(
     idempotencyTtlSeconds?: number;
     items?: (subscriptionItemId: number) => ItemLifetime;
     rateLimitStore?: MemoryRateLimitStore;
+    logged?: string[];
   } = {},
 ): UsageIngest {
   const rateLimitStore = options.rateLimitStore ?? new MemoryRateLimitStore();
@@ -95,7 +96,13 @@ function ingestWith(
     rateLimiter: new RateLimiter(rateLimitStore),
     keyPrefix: 'test:',
     idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? 86_400,
-    logger: createLogger({ level: 'silent', service: 'test' }),
+    logger: options.logged
+      ? createLogger({
+          level: 'warn',
+          service: 'test',
+          destination: { write: (line) => options.logged!.push(line) },
+        })
+      : createLogger({ level: 'silent', service: 'test' }),
     ...(options.now ? { now: options.now } : {}),
   });
 }
@@ -189,6 +196,106 @@ describe('a repeat that finds the key changing under it', () => {
     expect(await outcome(send(ingestWith(log, store), 2))).toBe('SERVICE_UNAVAILABLE');
     expect(store.replaces).toBe(4);
     expect(log.appended).toEqual([]);
+  });
+});
+
+describe('an idempotency store that fails between two steps', () => {
+  /** The memory store, whose replace (adopt, then commit) fails at the calls given, counted from 1. */
+  class FailingReplaceStore extends MemoryUsageDedupStore {
+    replaces = 0;
+    failing = new Set<number>();
+    override async replace(key: string, expected: string, next: string, ttlSeconds: number) {
+      if (this.failing.has(++this.replaces)) throw new Error('store down');
+      return super.replace(key, expected, next, ttlSeconds);
+    }
+  }
+  const failure = async (reply: ReturnType<typeof send>) => {
+    const error = await reply.then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(ApiError);
+    return { code: (error as ApiError).code, message: (error as ApiError).message };
+  };
+
+  it("answers 503 when adopting another process's pending event fails, appending nothing", async () => {
+    const store = new FailingReplaceStore(new MemoryRateLimitStore());
+    await send(ingestWith(scriptedLog([]), store), 1);
+    store.failing.add(1);
+    const log = scriptedLog([]);
+    expect(await failure(send(ingestWith(log, store), 2))).toEqual({
+      code: 'SERVICE_UNAVAILABLE',
+      message: 'The idempotency store is unavailable.',
+    });
+    expect(log.appended).toEqual([]);
+  });
+
+  it('answers the adopted event when only its commit fails, logging it; the next repeat completes it', async () => {
+    const store = new FailingReplaceStore(new MemoryRateLimitStore());
+    const first = await send(ingestWith(scriptedLog([]), store), 1);
+    store.failing.add(2); // the commit after the adopted event's append
+    const logged: string[] = [];
+    const log = scriptedLog([]);
+    const adopted = await send(ingestWith(log, store, { logged }), 2);
+    expect(adopted.value).toEqual({ event: first.value.event, deduplicated: true });
+    expect(log.appended.map((events) => events.map((event) => event.id))).toEqual([[first.value.event.id]]);
+    expect(logged.map((line) => JSON.parse(line).msg)).toEqual(['could not commit a usage idempotency key']);
+    // still adopted, not committed: a later repeat elsewhere appends it again (the sinks keep it once)
+    const later = scriptedLog([]);
+    expect((await send(ingestWith(later, store), 3)).value.event).toEqual(first.value.event);
+    expect(later.appended.map((events) => events.map((event) => event.id))).toEqual([[first.value.event.id]]);
+  });
+
+  it("answers 503 when a repeat with an invalid body cannot read the key's record", async () => {
+    class FailingGetStore extends MemoryUsageDedupStore {
+      override async get(): Promise<string | null> {
+        throw new Error('store down');
+      }
+    }
+    const ingest = ingestWith(scriptedLog([]), new FailingGetStore(new MemoryRateLimitStore()));
+    const invalid = ingest.recordEvent(AUTH, {
+      body: { subscription_item_id: 7, quantity: 'lots' },
+      idempotencyKey: 'order-1',
+    });
+    expect(await failure(invalid)).toEqual({
+      code: 'SERVICE_UNAVAILABLE',
+      message: 'The idempotency store is unavailable.',
+    });
+  });
+
+  it('answers the failed write with 503 when releasing its key fails too, logging the release', async () => {
+    class FailingReleaseStore extends MemoryUsageDedupStore {
+      override async release(): Promise<void> {
+        throw new Error('store down');
+      }
+    }
+    const logged: string[] = [];
+    const ingest = ingestWith(scriptedLog(['fail']), new FailingReleaseStore(new MemoryRateLimitStore()), {
+      logged,
+    });
+    expect(await failure(send(ingest, 1))).toEqual({
+      code: 'SERVICE_UNAVAILABLE',
+      message: 'The usage log is unavailable.',
+    });
+    expect(logged.map((line) => JSON.parse(line).msg)).toEqual(['could not release usage idempotency keys']);
+  });
+});
+
+describe('a refused request whose count the rate-limit store cannot take', () => {
+  it("answers 503 naming the store, not the body's 422", async () => {
+    class DownRateLimitStore extends MemoryRateLimitStore {
+      override async consume(): Promise<{ count: number; allowed: boolean }> {
+        throw new Error('store down');
+      }
+    }
+    const ingest = ingestWith(scriptedLog([]), new MemoryUsageDedupStore(new MemoryRateLimitStore()), {
+      rateLimitStore: new DownRateLimitStore(),
+    });
+    const invalid = ingest.recordEvent(AUTH, { body: { quantity: 1 }, idempotencyKey: undefined });
+    await expect(invalid).rejects.toMatchObject({
+      code: 'SERVICE_UNAVAILABLE',
+      message: 'The rate-limit store is unavailable.',
+    });
   });
 });
 
