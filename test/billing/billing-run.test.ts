@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   addCustomerCredit,
   postInvoice,
@@ -512,6 +512,40 @@ describe('billing run', () => {
       status: 'active',
       next_billing_date: '2026-04-01T00:00:00.000Z',
     });
+  });
+
+  it('reports its progress at most once a second while it runs, and once at its end', async () => {
+    const org = await orgWithCatalog();
+    const subscriptionIds: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      subscriptionIds.push(
+        (await subscribeFrom(org.orgId, org.customerId, org.seats, '2026-01-01T00:00:00Z')).id,
+      );
+    }
+    // each batch's transaction asks for its usage once: 500 ms of the run's clock go by per batch
+    let clock = Date.now();
+    const spy = vi.spyOn(Date, 'now').mockImplementation(() => clock);
+    const progress: string[] = [];
+    try {
+      await runBilling(database.db, {
+        usage: (tx) => {
+          clock += 500;
+          return new PostgresUsageAggregator(tx);
+        },
+        now: at('2026-02-01T00:00:00Z'),
+        subscriptionIds,
+        batchSize: 1,
+        progress: (message) => progress.push(message),
+      });
+    } finally {
+      spy.mockRestore();
+    }
+    // committed at 500, 1000 (a second since the start, exactly: reported), 1500, 2000 (reported), 2500 ms
+    expect(progress).toEqual([
+      'billing run: 2 subscriptions processed, 2 invoices created',
+      'billing run: 4 subscriptions processed, 4 invoices created',
+      'billing run: 5 subscriptions processed, 5 invoices created',
+    ]);
   });
 
   it('--org bills one organization only', async () => {
