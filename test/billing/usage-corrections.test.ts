@@ -384,6 +384,35 @@ describe('voiding an invoiced event with a correcting credit note', () => {
     );
   });
 
+  it("a correction of a trial's usage is a 409 once later periods are invoiced: no invoice charged it", async () => {
+    const product = await productIn(db(), org.orgId, {
+      name: 'API calls',
+      pricing_type: 'usage',
+      pricing_mode: 'graduated',
+      currency: 'CAD',
+      unit_label: 'calls',
+      tiers: [{ up_to: null, unit_price: '1.00' }],
+    });
+    const customerId = await customerIn(db(), org.orgId, { state_province: 'QC' });
+    const subscription = await subscribe(db(), org.orgId, {
+      customer_id: customerId,
+      items: [{ product_id: product }],
+      trial_days: 14,
+      start_date: new Date(JAN),
+    });
+    const inTrial = await usage(subscription.items[0]!.id, 3, JAN + 24 * HOUR);
+    // the trial ends on Jan 15; the first paid period (Jan 15 - Feb 15) is invoiced and posted
+    await billAt(subscription.id, '2026-02-15T00:00:00Z');
+    const refused = await voidIt(inTrial, { correction: 'credit_note' });
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect(refused.json().detail).toBe(
+      `Usage event ${inTrial} belongs to a period not invoiced yet: void it without a correction.`,
+    );
+    expect(
+      (await api.request({ path: `/usage/events/${inTrial}`, key: org.apiKey })).json().data.status,
+    ).toBe('ACTIVE');
+  });
+
   it('a correction of a period not invoiced yet is a 409; a bad correction is a 422', async () => {
     const { item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
     const open = await usage(item, 3, Date.now() - HOUR);
