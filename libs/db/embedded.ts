@@ -1,8 +1,6 @@
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
 import type { Queryable } from './database.js';
-import { servePglite } from './pglite-socket-adapter.js';
 
 export interface EmbeddedPostgres {
   url: string;
@@ -15,7 +13,8 @@ export interface EmbeddedPostgres {
  * Serves a PGlite database (files under dataDir) on a loopback port, so every process (the
  * services and the console) talks to it with `pg` exactly as to Postgres. All connections share
  * PGlite's one backend, given to one connection at a time for as long as that connection needs it
- * whole (pglite-socket-adapter.ts).
+ * whole (pglite-socket-adapter.ts). PGlite and its adapter are loaded here, on the first start: a
+ * process on Postgres (distributed mode) never holds the WASM database's code.
  */
 export async function startEmbeddedPostgres(options: {
   dataDir: string;
@@ -29,6 +28,10 @@ export async function startEmbeddedPostgres(options: {
   chmodSync(directory, 0o700);
   const releaseLock = lockDataDirectory(`${directory}.lock`, options.port);
   try {
+    const [{ PGlite }, { servePglite }] = await Promise.all([
+      import('@electric-sql/pglite'),
+      import('./pglite-socket-adapter.js'),
+    ]);
     const db = await PGlite.create({ dataDir: directory });
     const server = await servePglite(db, { host: options.host, port: options.port, maxConnections: 64 });
     return {
