@@ -1,5 +1,6 @@
+import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { lastCharacters, WebhookSender } from './webhook-sender.js';
+import { lastCharacters, RESPONSE_BODY_CHARACTERS, WebhookSender } from './webhook-sender.js';
 
 describe('lastCharacters', () => {
   it('keeps a text of exactly `count` code points, or fewer, as it is', () => {
@@ -38,6 +39,31 @@ describe('WebhookSender', () => {
       });
     } finally {
       sender.close();
+    }
+  });
+
+  it('keeps the end of a long response body whose pieces arrive apart, without NUL, whole characters', async () => {
+    // a long first piece the last 1,000 characters reach into, then a short one; é is two bytes
+    const pieces = [`${'0123456789'.repeat(399)}é\u0000é`, `${'z'.repeat(99)}é`];
+    const server = createServer(async (_request, response) => {
+      response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+      for (const piece of pieces) {
+        response.write(piece);
+        await new Promise((resolve) => setTimeout(resolve, 30));
+      }
+      response.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    const sender = new WebhookSender({ timeoutMs: 5000, allowLocalhost: true });
+    try {
+      const outcome = await sender.send({ url: `http://127.0.0.1:${port}/hook`, body: '{}', headers: {} });
+      const whole = pieces.join('').replaceAll('\u0000', '');
+      expect(outcome).toMatchObject({ result: 'failure', responseCode: 500 });
+      expect(outcome.responseBody).toBe(whole.slice(-RESPONSE_BODY_CHARACTERS));
+    } finally {
+      sender.close();
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });
