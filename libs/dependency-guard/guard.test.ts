@@ -148,6 +148,18 @@ describe('DependencyGuard', () => {
     }
   });
 
+  it('forgets every call that answered, in whatever order: none is found slow afterwards', async () => {
+    probeAnswers = false;
+    const g = guard();
+    const calls = [pending<string>(), pending<string>(), pending<string>()];
+    for (const call of calls) await outcomeOf(g.run(() => call.promise));
+    // the middle one first, then the newest, then the oldest: each leaves the list whole
+    for (const i of [1, 2, 0]) calls[i]!.resolve('done');
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(g.available).toBe(true);
+    expect(recorded.lines).toEqual([]);
+  });
+
   it('still watches a waiting call after the newest one answered and another started', async () => {
     probeAnswers = false;
     const g = guard();
@@ -387,6 +399,26 @@ describe('DependencyGuard', () => {
     expect(summaries.map((line) => line.fields)).toEqual([
       { dependency: 'kafka', reason: 'connection refused', seconds: 10, refusedLastInterval: 2 },
     ]);
+  });
+
+  it('summarizes with the length rounded to the second, and ends with every call the outage refused', async () => {
+    const g = guard({ probe: quickProbe, isOutage: refusedIsOutage, summaryIntervalMs: 1600 });
+    probeAnswers = false;
+    await findOutage(g);
+    for (let i = 0; i < 3; i++) await g.run(async () => 0).catch(() => {});
+    await vi.advanceTimersByTimeAsync(1600); // the first summary: 1.6 s
+    for (let i = 0; i < 2; i++) await g.run(async () => 0).catch(() => {});
+    probeAnswers = true;
+    await vi.advanceTimersByTimeAsync(200);
+    expect(g.available).toBe(true);
+    expect(recorded.lines.map((line) => [line.msg, line.fields.seconds])).toEqual([
+      ['kafka unavailable', undefined],
+      ['kafka still unavailable', 2],
+      ['kafka available again', 1.8],
+    ]);
+    // the summary counts its interval's refusals; the end, the whole outage's
+    expect(recorded.lines[1]!.fields.refusedLastInterval).toBe(3);
+    expect(recorded.lines[2]!.fields.refused).toBe(5);
   });
 
   it('logs the end of an outage with its length to a tenth of a second', async () => {

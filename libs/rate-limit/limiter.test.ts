@@ -51,6 +51,21 @@ describe('RateLimiter', () => {
     expect(store.calls).toBe(0);
   });
 
+  it('forgets a refusal once the store allows the organization again within the hour (a lost bucket)', async () => {
+    const store = countingStore(() => AT);
+    const limiter = new RateLimiter(store, { now: () => AT });
+    const planned = limiter.plan(subject);
+    expect(limiter.decide(planned, { count: 2, allowed: false }).allowed).toBe(false);
+    // the count made elsewhere (ingest's script) found the bucket fresh: a Redis failover lost it
+    expect(limiter.decide(planned, { count: 1, allowed: true })).toMatchObject({
+      allowed: true,
+      remaining: 1,
+    });
+    // so the next request goes to the store, not to the memory of the refusal
+    expect(await limiter.consume(subject)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(store.calls).toBe(1);
+  });
+
   it('counts in its store until the limit, then refuses from memory until the hour ends', async () => {
     let now = AT;
     const store = countingStore(() => now);
