@@ -642,6 +642,50 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     });
   });
 
+  it('a check after a second item of the product appeared counts each item, whatever the last check read', async () => {
+    const testApi = await start(mode);
+    const s = await customer(testApi, { limit: '10' });
+    await post(testApi, s, 3);
+    // these checks leave one metered item behind: the next ones read its counter while they query
+    expect(await check(testApi, s)).toMatchObject({ subscription_item_id: s.item, used: '3.00000000' });
+    const list = async () => {
+      const response = await testApi.request({
+        method: 'GET',
+        path: `/customers/${s.customerId}/entitlements`,
+        key: s.org.apiKey,
+      });
+      expect(response.statusCode, response.body).toBe(200);
+      return response.json().data.map((e: Entitlement) => [e.subscription_item_id, e.used]);
+    };
+    expect(await list()).toEqual([
+      [s.seatItem, '0.00000000'],
+      [s.item, '3.00000000'],
+    ]);
+    const now = new Date();
+    const other = await subscribe(
+      testApi.platform.db,
+      s.org.orgId,
+      {
+        customer_id: s.customerId,
+        items: [{ product_id: s.apiCalls, usage_limit: '5' }],
+        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())),
+      },
+      now,
+    );
+    const newest = other.items[0]!.id;
+    await post(testApi, { ...s, item: newest }, 1);
+    expect(await check(testApi, s)).toMatchObject({
+      subscription_item_id: newest,
+      used: '1.00000000',
+      remaining: '4.00000000',
+    });
+    expect(await list()).toEqual([
+      [s.seatItem, '0.00000000'],
+      [s.item, '3.00000000'],
+      [newest, '1.00000000'],
+    ]);
+  });
+
   it('an item removed by a change is no longer listed', async () => {
     const testApi = await start(mode);
     const s = await customer(testApi, { limit: '10' });
