@@ -230,6 +230,42 @@ describe('alerts', () => {
     expect((await get(`/alerts/${alert.id}`)).json().data.status).toBe('TRIGGERED');
   });
 
+  it('alerts crossed in one evaluation emit their events in alert id order, in the outbox too', async () => {
+    const { subscription, metered } = await running();
+    const alerts: Alert[] = [];
+    for (const threshold of ['5', '10', '15']) {
+      alerts.push(
+        await createAlert({
+          subscription_id: subscription.id,
+          metric: 'usage_quantity',
+          subscription_item_id: metered.id,
+          threshold,
+        }),
+      );
+    }
+    // the usage reaches Postgres without the guardrails seeing it: only the call below evaluates it
+    await new PostgresUsageSink(db()).write([
+      {
+        id: randomUUID(),
+        orgId: orgA.orgId,
+        subscriptionItemId: metered.id,
+        idempotencyKey: uniqueName('three'),
+        quantity: '20',
+        occurredAtMs: Date.now(),
+        recordedAtMs: Date.now(),
+      },
+    ]);
+    const moved = await evaluateAlerts(db(), api.usage.readStores, {
+      subscriptions: [{ orgId: orgA.orgId, subscriptionId: subscription.id }],
+    });
+    const ids = alerts.map((alert) => alert.id).sort();
+    expect(moved.map((event) => [event.type, (event.data as Alert).id])).toEqual(
+      ids.map((id) => ['alert.triggered', id]),
+    );
+    const outboxed = (await outbox(db(), orgA.orgId, 'alert.triggered')).map((event) => event.data.id);
+    expect(outboxed.filter((id) => ids.includes(id as string))).toEqual(ids);
+  });
+
   it('an alert whose subscription cannot be invoiced is skipped; the others of its evaluation move', async () => {
     const good = await running();
     const bad = await running();

@@ -85,8 +85,9 @@ describe('the guardrails skip what no policy watches', () => {
   it('an unwatched item neither waits for the read-back nor is read; a watched one waits', async () => {
     const topic = uniqueName('usage');
     const stores = readStores(topic);
-    // the pg-sink's watermark far behind: a batch that waits for it waits
-    await setWatermark(topic, new Date(Date.now() - 3_600_000));
+    // the watermark ahead while the load that finds the alert evaluates it: it does not wait
+    // (not too far: a reading older than the one the alert holds is not written)
+    await setWatermark(topic, new Date(Date.now() + 2000));
     const { guardrails, hand } = evaluator(stores);
     try {
       const unwatched = await meteredItem();
@@ -97,6 +98,8 @@ describe('the guardrails skip what no policy watches', () => {
         threshold: '1000',
       });
       await sleep(2 * RELOAD_MS);
+      // then the pg-sink's watermark far behind: a batch that waits for it waits
+      await setWatermark(topic, new Date(Date.now() - 3_600_000));
       const started = Date.now();
       await hand([unwatched.event('5')]);
       // the wait for the watermark is 5 s at most
@@ -108,13 +111,42 @@ describe('the guardrails skip what no policy watches', () => {
       });
       await sleep(1000);
       expect(done).toBe(false);
-      await setWatermark(topic, new Date(Date.now() + 1000));
+      await setWatermark(topic, new Date(Date.now() + 60_000));
       await waiting;
       const { rows } = await database.db.query<{ value: string }>(
         'SELECT value::text FROM alerts WHERE org_id = $1 AND subscription_id = $2',
         [org.orgId, watched.subscriptionId],
       );
       expect(rows[0]!.value).toBe('5.00000000');
+    } finally {
+      await guardrails.stop();
+      await stores.close();
+    }
+  });
+
+  it('reads a subscription the load finds watched once the read-back counts what was recorded before', async () => {
+    const topic = uniqueName('usage');
+    const stores = readStores(topic);
+    await setWatermark(topic, new Date(Date.now() - 3_600_000));
+    const { guardrails } = evaluator(stores);
+    try {
+      const { subscriptionId, event } = await meteredItem();
+      // recorded (answered 201) before the alert, not yet written by the pg-sink: read 0 at creation
+      const crossing = event('5');
+      const alert = await createAlert(database.db, stores, org.orgId, {
+        subscription_id: subscriptionId,
+        metric: 'usage_amount',
+        threshold: '3',
+      });
+      expect(alert.status).toBe('OK');
+      // the next load finds the subscription watched; its reading waits for the watermark
+      await sleep(3 * RELOAD_MS);
+      await new PostgresUsageSink(database.db).write([crossing]);
+      await setWatermark(topic, new Date(Date.now() + 1000));
+      const fired = async () =>
+        (await outbox(database.db, org.orgId, 'alert.triggered')).filter((e) => e.data.id === alert.id)
+          .length;
+      await eventually(async () => expect(await fired()).toBe(1), 4000);
     } finally {
       await guardrails.stop();
       await stores.close();
