@@ -225,6 +225,12 @@ describe('usage_quantity alerts read only near their threshold', () => {
       const moved = event('10');
       await countedThenHanded(sink, [moved]);
       expect(await state()).toMatchObject({ status: 'OK', value: '10.00000000' });
+      // so is a TRIGGERED one's: its period's usage still moves its value
+      await countedThenHanded(sink, [event('90')]);
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      await sleep(refreshMs + 100);
+      await countedThenHanded(sink, [event('5')]);
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '105.00000000' });
     } finally {
       await guardrails.stop();
     }

@@ -8,7 +8,7 @@ import {
   UsageGuardrails,
 } from '../../libs/guardrails/index.js';
 import { PostgresUsageSink, type UsageEventRecord, type UsageReadStores } from '../../libs/usage/index.js';
-import { basicCatalog, outbox, subscribe } from '../billing/fixtures.js';
+import { basicCatalog, customerIn, outbox, subscribe } from '../billing/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { readStoresOver, setSinkWatermark } from '../helpers/read-stores.js';
@@ -157,7 +157,10 @@ describe('the guardrails skip what no policy watches', () => {
     const stores = readStores();
     const { guardrails, hand } = evaluator(stores);
     try {
-      const { customerId, event } = await meteredItem();
+      // a customer without a subscription first: the customer's id is not its subscription's
+      await customerIn(database.db, org.orgId);
+      const { customerId, subscriptionId, event } = await meteredItem();
+      expect(customerId).not.toBe(subscriptionId);
       await sleep(2 * RELOAD_MS);
       // nothing watches it yet: 5 calls, projected -5.25, skipped
       await hand([event('5')]);

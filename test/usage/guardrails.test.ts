@@ -3,6 +3,7 @@ import { getSubscriptionUsage, setCreditTopUp } from '../../libs/billing/index.j
 import { topUpPolicy, UsageGuardrails } from '../../libs/guardrails/index.js';
 import type { CreditGrant } from '../../libs/schemas/index.js';
 import { startUsageSinks, type UsageSinks } from '../../libs/usage/index.js';
+import { customerIn } from '../billing/fixtures.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg } from '../helpers/fixtures.js';
 import { runLogger } from '../helpers/run-log.js';
@@ -31,7 +32,10 @@ afterEach(async () => {
 async function customerWithTopUp(testApi: TestApi) {
   const db = testApi.platform.db;
   const org = await createTestOrg(db);
+  // another customer first: the customer's id is not its subscription's (a fresh database)
+  await customerIn(db, org.orgId);
   const { customerId, subscription } = await meteredSubscriptionThisMonth(db, org.orgId);
+  expect(customerId).not.toBe(subscription.id);
   await setCreditTopUp(db, org.orgId, customerId, { enabled: true, threshold: '10', target: '100' });
   return { org, customerId, item: subscription.items[0]!.id };
 }
