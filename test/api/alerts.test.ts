@@ -306,6 +306,24 @@ describe('alerts', () => {
     });
   });
 
+  it('a credit alert whose customer cannot be invoiced is made unread: OK, value null', async () => {
+    const { subscription, metered } = await running();
+    // a row stored before currencies were checked: an item priced in another currency than its
+    // subscription, so the upcoming invoice (and the credit balance) cannot be worked out
+    await db().query(
+      `UPDATE products SET currency = 'USD'
+        WHERE id = (SELECT product_id FROM subscription_items WHERE id = $1)`,
+      [metered.id],
+    );
+    const alert = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'credit_balance',
+      threshold: '20',
+    });
+    expect(alert).toMatchObject({ status: 'OK', value: null, triggered_at: null });
+    expect((await get(`/alerts/${alert.id}`)).json().data).toMatchObject({ status: 'OK', value: null });
+  });
+
   it('a new period sets a triggered usage alert back to OK silently', async () => {
     const { subscription, alert } = await triggeredQuantityAlert();
     // the period ends: the run moves the subscription on, and the alert is evaluated in the new period

@@ -307,6 +307,27 @@ describe('usage_quantity alerts read only near their threshold', () => {
     }
   });
 
+  it('alerts group: an alert a load reads while no batch comes is read again until a reading counts up to the load', async () => {
+    const topic = uniqueName('alerts_topic');
+    const readStores = distributedStores(topic);
+    // the watermark lags a minute: no reading counts up to the load
+    await setWatermark(topic, new Date(Date.now() - 60_000));
+    const { alert, event, state, triggered } = await alertedItem('100', readStores);
+    // no batch at all: the idle reload loads the alert and reads it (0)
+    const alerts = await quantityAlerts(readStores, { keep: alert.id, reloadMs: 200 });
+    try {
+      await sleep(600);
+      // a crossing recorded before that load, handed to another member of the group, is written
+      // by the pg-sink only after the load's first reading
+      await new PostgresUsageSink(database.db).write([event('100')]);
+      await eventually(async () => expect((await state()).status).toBe('TRIGGERED'), 3000);
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await alerts.stop();
+    }
+  });
+
   it('alerts group: a suspect that does not cross holds its batch until a reading counts it', async () => {
     const topic = uniqueName('alerts_topic');
     const readStores = distributedStores(topic);
@@ -518,6 +539,30 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await alerts.stop();
     }
   });
+  it('alerts group: a void handed before its transaction committed is read once it did', async () => {
+    // no reload but the first: only the void can make the group read the alert again
+    const alerts = await quantityAlerts(stores, { reloadMs: 600_000 });
+    const sink = alerts.sink();
+    try {
+      const { alert, event, state } = await alertedItem('100');
+      await sink.write([]); // the first load
+      const crossing = event('100');
+      await countedThenHanded(sink, [crossing]);
+      expect((await state()).status).toBe('TRIGGERED');
+      // the log carries a void before the transaction that voids its row commits
+      const voids = [{ event: crossing, voidedAtMs: Date.now() }];
+      const batch = sink.writeVoids(voids);
+      await sleep(300);
+      await new PostgresUsageSink(database.db).writeVoids(voids);
+      await batch;
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      const resolved = await outbox(database.db, org.orgId, 'alert.resolved');
+      expect(resolved.filter((e) => e.data.id === alert.id)).toHaveLength(1);
+    } finally {
+      await alerts.stop();
+    }
+  });
+
   it('alerts group: a void holds its batch until a reading counts it, then resolves the alert once', async () => {
     const topic = uniqueName('alerts_topic');
     const readStores = distributedStores(topic);
