@@ -118,6 +118,22 @@ async function customer(
   };
 }
 
+/** A second subscription of the customer, from today, to the metered product (limit `limit`): its item. */
+async function anotherItemOfTheProduct(testApi: TestApi, s: Setup, limit: string): Promise<number> {
+  const now = new Date();
+  const other = await subscribe(
+    testApi.platform.db,
+    s.org.orgId,
+    {
+      customer_id: s.customerId,
+      items: [{ product_id: s.apiCalls, usage_limit: limit }],
+      start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())),
+    },
+    now,
+  );
+  return other.items[0]!.id;
+}
+
 /**
  * The end of the subscription's stored period, and a check of its metered product at any instant:
  * for tests that check on both sides of that boundary.
@@ -593,18 +609,7 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
   it('of two items of one product, the check answers one with access first, then the newest', async () => {
     const testApi = await start(mode);
     const s = await customer(testApi, { limit: '10' });
-    const now = new Date();
-    const other = await subscribe(
-      testApi.platform.db,
-      s.org.orgId,
-      {
-        customer_id: s.customerId,
-        items: [{ product_id: s.apiCalls, usage_limit: '1' }],
-        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())),
-      },
-      now,
-    );
-    const newest = other.items[0]!.id;
+    const newest = await anotherItemOfTheProduct(testApi, s, '1');
     expect(newest).toBeGreaterThan(s.item);
     // both with access: the newest
     expect(await check(testApi, s)).toMatchObject({ subscription_item_id: newest, has_access: true });
@@ -620,18 +625,7 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     const testApi = await start(mode);
     const s = await customer(testApi, { limit: '2' });
     await post(testApi, s, 2);
-    const now = new Date();
-    const other = await subscribe(
-      testApi.platform.db,
-      s.org.orgId,
-      {
-        customer_id: s.customerId,
-        items: [{ product_id: s.apiCalls, usage_limit: '5' }],
-        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())),
-      },
-      now,
-    );
-    const newer = other.items[0]!.id;
+    const newer = await anotherItemOfTheProduct(testApi, s, '5');
     expect(newer).toBeGreaterThan(s.item);
     // the older item, read first, has none left: the newer one, which has access, is the answer
     expect(await check(testApi, s)).toMatchObject({
@@ -661,18 +655,7 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
       [s.seatItem, '0.00000000'],
       [s.item, '3.00000000'],
     ]);
-    const now = new Date();
-    const other = await subscribe(
-      testApi.platform.db,
-      s.org.orgId,
-      {
-        customer_id: s.customerId,
-        items: [{ product_id: s.apiCalls, usage_limit: '5' }],
-        start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())),
-      },
-      now,
-    );
-    const newest = other.items[0]!.id;
+    const newest = await anotherItemOfTheProduct(testApi, s, '5');
     await post(testApi, { ...s, item: newest }, 1);
     expect(await check(testApi, s)).toMatchObject({
       subscription_item_id: newest,

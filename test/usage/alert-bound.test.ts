@@ -128,6 +128,18 @@ async function alertedItem(threshold: string, readStores = stores) {
   return { alert, event, state, triggered };
 }
 
+/**
+ * An alert at 100 read by a read-back whose pg-sink watermark lags a minute (until the test moves
+ * it): armed before a group starts, its reading (as_of a minute ago) is older than the process, and
+ * no reading counts what came since.
+ */
+async function alertOnLaggingReadBack() {
+  const topic = uniqueName('alerts_topic');
+  const readStores = distributedStores(topic);
+  await setWatermark(topic, new Date(Date.now() - 60_000));
+  return { topic, readStores, ...(await alertedItem('100', readStores)) };
+}
+
 describe('usage_quantity alerts read only near their threshold', () => {
   it('skips the read while the bound is below the threshold, and reads and fires at the threshold itself', async () => {
     const { guardrails, hand } = evaluator();
@@ -281,12 +293,8 @@ describe('usage_quantity alerts read only near their threshold', () => {
   });
 
   it('alerts group: a crossing handed before the pg-sink wrote it is read again until it fires, in its batch', async () => {
-    const topic = uniqueName('alerts_topic');
-    const readStores = distributedStores(topic);
     // the watermark lags a minute: the alerts group must not wait for it
-    await setWatermark(topic, new Date(Date.now() - 60_000));
-    // armed before the group starts: its reading (as_of a minute ago) is older than the process
-    const { alert, event, state, triggered } = await alertedItem('100', readStores);
+    const { readStores, alert, event, state, triggered } = await alertOnLaggingReadBack();
     const alerts = await quantityAlerts(readStores, { keep: alert.id });
     const sink = alerts.sink();
     try {
@@ -308,11 +316,8 @@ describe('usage_quantity alerts read only near their threshold', () => {
   });
 
   it('alerts group: an alert a load reads while no batch comes is read again until a reading counts up to the load', async () => {
-    const topic = uniqueName('alerts_topic');
-    const readStores = distributedStores(topic);
     // the watermark lags a minute: no reading counts up to the load
-    await setWatermark(topic, new Date(Date.now() - 60_000));
-    const { alert, event, state, triggered } = await alertedItem('100', readStores);
+    const { readStores, alert, event, state, triggered } = await alertOnLaggingReadBack();
     // no batch at all: the idle reload loads the alert and reads it (0)
     const alerts = await quantityAlerts(readStores, { keep: alert.id, reloadMs: 200 });
     try {
@@ -325,15 +330,12 @@ describe('usage_quantity alerts read only near their threshold', () => {
       expect(await triggered()).toBe(1);
     } finally {
       await alerts.stop();
+      await readStores.close();
     }
   });
 
   it('alerts group: a suspect that does not cross holds its batch until a reading counts it', async () => {
-    const topic = uniqueName('alerts_topic');
-    const readStores = distributedStores(topic);
-    await setWatermark(topic, new Date(Date.now() - 60_000));
-    // armed before the group starts: its reading (as_of a minute ago) is older than the process
-    const { alert, event, state, triggered } = await alertedItem('100', readStores);
+    const { topic, readStores, alert, event, state, triggered } = await alertOnLaggingReadBack();
     // a final wait far longer than the test's: only a reading that counts the event lets the batch go
     const alerts = await quantityAlerts(readStores, { keep: alert.id, finalWaitMs: 60_000 });
     const sink = alerts.sink();
@@ -361,10 +363,8 @@ describe('usage_quantity alerts read only near their threshold', () => {
   });
 
   it('alerts group: a crossing the pg-sink writes after its batch stopped waiting is read at each reload until it fires', async () => {
-    const topic = uniqueName('alerts_topic');
-    const readStores = distributedStores(topic);
-    await setWatermark(topic, new Date(Date.now() - 60_000)); // and it stays there
-    const { alert, event, state, triggered } = await alertedItem('100', readStores);
+    // the watermark lags a minute, and stays there
+    const { readStores, alert, event, state, triggered } = await alertOnLaggingReadBack();
     // refreshMs far off: only the reads of the unsettled alert can find the crossing
     const alerts = await quantityAlerts(readStores, {
       keep: alert.id,
@@ -389,11 +389,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
   });
 
   it('alerts group: a suspect whose new reading bounds it below its threshold lets its batch go before the watermark', async () => {
-    const topic = uniqueName('alerts_topic');
-    const readStores = distributedStores(topic);
-    await setWatermark(topic, new Date(Date.now() - 60_000));
-    // armed before the group starts: its reading (as_of a minute ago) is older than the process
-    const { alert, event, state, triggered } = await alertedItem('100', readStores);
+    const { topic, readStores, alert, event, state, triggered } = await alertOnLaggingReadBack();
     const alerts = await quantityAlerts(readStores, { keep: alert.id, reloadMs: 600_000 });
     const sink = alerts.sink();
     try {
@@ -516,7 +512,7 @@ describe('usage_quantity alerts read only near their threshold', () => {
     }
   });
 
-  it('alerts group: a void of its item reads the alert at once, and resolves it once', async () => {
+  it('alerts group: a void of its item reads the alert once its row is voided, and resolves it once', async () => {
     // no reload but the first: only the void can make the group read the alert again
     const alerts = await quantityAlerts(stores, { reloadMs: 600_000 });
     const sink = alerts.sink();
@@ -529,31 +525,12 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await countedThenHanded(sink, [crossing]);
       expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
       expect(await triggered()).toBe(1);
-      const voids = [{ event: crossing, voidedAtMs: Date.now() }];
-      await pgSink.writeVoids(voids);
-      await sink.writeVoids(voids);
-      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
-      const resolved = await outbox(database.db, org.orgId, 'alert.resolved');
-      expect(resolved.filter((e) => e.data.id === alert.id)).toHaveLength(1);
-    } finally {
-      await alerts.stop();
-    }
-  });
-  it('alerts group: a void handed before its transaction committed is read once it did', async () => {
-    // no reload but the first: only the void can make the group read the alert again
-    const alerts = await quantityAlerts(stores, { reloadMs: 600_000 });
-    const sink = alerts.sink();
-    try {
-      const { alert, event, state } = await alertedItem('100');
-      await sink.write([]); // the first load
-      const crossing = event('100');
-      await countedThenHanded(sink, [crossing]);
-      expect((await state()).status).toBe('TRIGGERED');
-      // the log carries a void before the transaction that voids its row commits
+      // the log carries a void before the transaction that voids its row commits: the group
+      // reads the alert once it has
       const voids = [{ event: crossing, voidedAtMs: Date.now() }];
       const batch = sink.writeVoids(voids);
       await sleep(300);
-      await new PostgresUsageSink(database.db).writeVoids(voids);
+      await pgSink.writeVoids(voids);
       await batch;
       expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
       const resolved = await outbox(database.db, org.orgId, 'alert.resolved');
@@ -564,11 +541,8 @@ describe('usage_quantity alerts read only near their threshold', () => {
   });
 
   it('alerts group: a void holds its batch until a reading counts it, then resolves the alert once', async () => {
-    const topic = uniqueName('alerts_topic');
-    const readStores = distributedStores(topic);
     // the watermark lags a minute: every reading's as_of is before the void is handed
-    await setWatermark(topic, new Date(Date.now() - 60_000));
-    const { alert, event, state } = await alertedItem('100', readStores);
+    const { topic, readStores, alert, event, state } = await alertOnLaggingReadBack();
     const pgSink = new PostgresUsageSink(database.db);
     const crossing = event('100');
     await pgSink.write([crossing]);
