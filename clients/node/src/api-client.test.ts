@@ -212,6 +212,26 @@ describe('createBillingClient', () => {
     expect(list).toMatchObject({ status: 500, error_code: 'UNEXPECTED_RESPONSE', detail: '[1,2]' });
   });
 
+  it('throws a 3xx answer as well (only 2xx is success), and an error answer of Content-Length 0', async () => {
+    const { client } = clientAnswering((request) =>
+      request.url.endsWith('/meta')
+        ? new Response(null, { status: 304 })
+        : new Response(null, { status: 503, headers: { 'content-length': '0', 'retry-after': '3' } }),
+    );
+    const notModified = (await client.GET('/meta').catch((e) => e)) as BillingApiError;
+    expect(notModified).toBeInstanceOf(BillingApiError);
+    expect(notModified).toMatchObject({ status: 304, error_code: 'UNEXPECTED_RESPONSE' });
+    // openapi-fetch hands over no body at all (undefined) when Content-Length is 0
+    const empty = (await client.GET('/invoices').catch((e) => e)) as BillingApiError;
+    expect(empty).toBeInstanceOf(BillingApiError);
+    expect(empty).toMatchObject({
+      status: 503,
+      error_code: 'UNEXPECTED_RESPONSE',
+      detail: 'HTTP 503 without an error body',
+      retryAfterMs: 3000,
+    });
+  });
+
   it('refuses, at compile time, paths, parameters and bodies the API does not have', () => {
     const { client } = clientAnswering(() => Response.json({}));
     const calls = () => {
