@@ -68,6 +68,18 @@ describe('API key authentication', () => {
     const authenticator = new ApiKeyAuthenticator(api.platform.db, { ttlSeconds: 30, maxEntries: 100 });
     expect((await authenticator.authenticate(`Bearer ${orgA.apiKey}`)).orgId).toBe(orgA.orgId);
     expect((await authenticator.authenticate(`Bearer ${orgB.apiKey}`)).orgId).toBe(orgB.orgId);
+    // with the organization's plan and rate-limit override, which the limiter reads from it
+    const limited = await createTestOrg(api.platform.db, { plan: 'starter', requestsPerHour: 777 });
+    expect(await authenticator.authenticate(`Bearer ${limited.apiKey}`)).toEqual({
+      orgId: limited.orgId,
+      keyId: limited.keyId,
+      plan: 'starter',
+      rateLimitOverride: 777,
+    });
+    expect(await authenticator.authenticate(`Bearer ${orgA.apiKey}`)).toMatchObject({
+      plan: 'scale',
+      rateLimitOverride: null,
+    });
     const meta = await api.request({ method: 'GET', path: '/meta', key: orgB.apiKey });
     expect(meta.statusCode).toBe(200);
   });
@@ -88,6 +100,7 @@ describe('API key authentication', () => {
     const key = await createApiKey(api.platform.db, { orgId: orgA.orgId, name: 'audit' });
     const { rows } = await api.platform.db.query('SELECT * FROM api_keys WHERE id = $1', [key.id]);
     expect(key.api_key).toMatch(/^sk_live_[A-Za-z0-9_-]{43}$/);
+    expect(key).toMatchObject({ org_id: orgA.orgId, name: 'audit', prefix: key.api_key.slice(0, 12) });
     expect(JSON.stringify(rows[0]!)).not.toContain(key.api_key);
     expect(rows[0]!.key_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(rows[0]!.prefix).toBe(key.api_key.slice(0, 12));
