@@ -569,6 +569,28 @@ describe('subscription changes, billed by the run', () => {
     expect(Math.abs(Number(rows[0]!.sum) - exact)).toBeLessThanOrEqual(0.02);
   });
 
+  it('a burst of changes of one subscription from one process: each waits its turn, none gives up', async () => {
+    const { orgId, subscription } = await seatsFromMarch();
+    const id = subscription.items[0]!.id;
+    // more than the rounds a change may lose: the process lines them up instead of racing them
+    const quantities = [3, 4, 5, 6, 7, 8, 9];
+    const results = await Promise.all(
+      quantities.map((quantity) =>
+        change(orgId, subscription.id, { items: [{ id, quantity }] }, '2026-03-11T00:00:00Z'),
+      ),
+    );
+    expect(results.map((result) => result.subscription.items[0]!.quantity)).toEqual(quantities);
+    const { rows } = await database.db.query<{ quantity: string }>(
+      'SELECT quantity FROM subscription_proration_lines WHERE subscription_id = $1 ORDER BY id',
+      [subscription.id],
+    );
+    expectChainedLines(
+      rows.map((row) => row.quantity),
+      quantities.length,
+      '2.0000',
+    );
+  });
+
   it('many changes at once share statements; each applies once, on what the one before left', async () => {
     const { orgId, customerId, seats } = await setUp();
     const subscriptions = await Promise.all(

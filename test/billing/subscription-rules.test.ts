@@ -259,6 +259,18 @@ describe('changing items: refusals (409, nothing changed)', () => {
     expect(await quantities(subscription.id)).toEqual([1]);
   });
 
+  it('not for a paused subscription past its period end: it bills no period, so it changes, unprorated', async () => {
+    const subscription = await running();
+    await database.db.query(`UPDATE subscriptions SET status = 'paused' WHERE id = $1`, [subscription.id]);
+    const changed = await change(
+      subscription.id,
+      { items: [{ id: subscription.items[0]!.id, quantity: 4 }] },
+      '2026-04-15T00:00:00Z',
+    );
+    expect(changed.proration_lines).toEqual([]);
+    expect(await quantities(subscription.id)).toEqual([4]);
+  });
+
   it('before its current period begins; at its very first instant it changes', async () => {
     const subscription = await running();
     const item = subscription.items[0]!.id;
@@ -404,5 +416,22 @@ describe('unparking', () => {
       [subscription.id],
     );
     expect(rows).toEqual([{ billing_parked_reason: 'test' }]);
+  });
+
+  it('takes a parked subscription back whole: neither the mark nor its reason stays to refuse a cancel', async () => {
+    const subscription = await running();
+    await database.db.query(
+      `UPDATE subscriptions SET billing_parked_at = now(), billing_parked_reason = 'test' WHERE id = $1`,
+      [subscription.id],
+    );
+    await database.db.transaction((tx) => unparkSubscription(tx, { subscriptionId: subscription.id, orgId }));
+    const { rows } = await database.db.query(
+      'SELECT billing_parked_at, billing_parked_reason FROM subscriptions WHERE id = $1',
+      [subscription.id],
+    );
+    expect(rows).toEqual([{ billing_parked_at: null, billing_parked_reason: null }]);
+    expect(
+      await cancel({ subscriptionId: subscription.id, orgId, atPeriodEnd: true }, at('2026-03-15T00:00:00Z')),
+    ).toMatchObject({ status: 'active', cancel_at_period_end: true });
   });
 });
