@@ -226,6 +226,22 @@ describe('withTimeout', () => {
     await expect(withTimeout(new Promise(() => {}), 10)).rejects.toThrow('no answer within 10 ms');
   });
 
+  it('fails at the very millisecond given, not before', async () => {
+    vi.useFakeTimers();
+    try {
+      let failed: unknown;
+      void withTimeout(new Promise(() => {}), 1000).catch((error: unknown) => {
+        failed = error;
+      });
+      await vi.advanceTimersByTimeAsync(999);
+      expect(failed).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(1);
+      expect(failed).toMatchObject({ message: 'no answer within 1000 ms' });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('clears its timer once the promise settles: nothing keeps the process waiting', async () => {
     vi.useFakeTimers();
     try {

@@ -13,14 +13,18 @@ function problemsOf(run: () => unknown): string[] {
 
 describe('KAFKA_BROKERS validation', () => {
   it('refuses a broker port outside 1-65535, naming the variable', () => {
-    for (const value of ['kafka:99999', 'kafka:0', 'kafka-1:9092,kafka-2:70000']) {
+    for (const value of ['kafka:99999', 'kafka:0', 'kafka:65536', 'kafka-1:9092,kafka-2:70000']) {
       const problems = problemsOf(() => loadConfig(ingestSettings, { KAFKA_BROKERS: value }));
       expect(problems.join('\n'), value).toMatch(/^KAFKA_BROKERS\.\d+: .*1 to 65535/);
       expect(problems, value).toHaveLength(1);
     }
-    expect(problemsOf(() => loadConfig(sinkSettings, { KAFKA_BROKERS: 'kafka' }))).toEqual([
-      'KAFKA_BROKERS.0: must be host:port',
-    ]);
+    // nothing after the port: not a second port, not a suffix
+    for (const value of ['kafka', 'kafka:9092:9093', 'kafka:9092x']) {
+      expect(
+        problemsOf(() => loadConfig(sinkSettings, { KAFKA_BROKERS: value })),
+        value,
+      ).toEqual(['KAFKA_BROKERS.0: must be host:port']);
+    }
   });
 
   it('accepts host:port lists', () => {
