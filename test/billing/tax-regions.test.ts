@@ -128,6 +128,24 @@ describe('a region the tax table does not know is refused at every door', () => 
         },
       ],
     });
+    // a region stored before regions were checked at the door: named as it is stored
+    const stored = await createCustomer(db, org.orgId, CreateCustomer.parse({ name: 'Stored before' }));
+    await db.query(`UPDATE customers SET state_province = ' ZZ ' WHERE id = $1`, [stored.id]);
+    await expect(
+      subscribe(db, org.orgId, { customer_id: stored.id, items: [{ product_id: seats }] }),
+    ).rejects.toMatchObject({
+      status: 422,
+      details: [
+        expect.objectContaining({
+          field: 'customer_id',
+          message: expect.stringMatching(
+            new RegExp(
+              `^Customer ${stored.id} is in CA with state_province "ZZ", which the tax table does not know, so its invoices cannot be taxed`,
+            ),
+          ),
+        }),
+      ],
+    });
     const exempt = await createCustomer(
       db,
       org.orgId,
