@@ -640,6 +640,9 @@ describe('billing console, end to end', () => {
     expect(atEnd.effective_at).toBe(subscription.current_period_end);
     expect(atEnd.proration_lines).toEqual([]);
     expect((await preview('--proration', 'none')).proration_lines).toEqual([]);
+    // as of --now: from the period's very first instant, the whole period is prorated
+    const asOfStart = await preview('--now', subscription.current_period_start);
+    expect(asOfStart.effective_at).toBe(subscription.current_period_start);
     // a preview changes nothing
     const shown = await ok('subscription', 'show', '--id', String(subscription.id));
     expect(shown.items.map((item: { quantity: number }) => item.quantity)).toEqual([1]);

@@ -47,8 +47,10 @@ describe('console command flags', () => {
     });
   });
 
-  it('key create: a live key without a name when left out', () => {
+  it('key create: a live key without a name when left out; a name of at most 255 characters', () => {
     expect(flagsOf('key create', { org: '3' })).toEqual({ value: { org: 3, name: '', environment: 'live' } });
+    expect(flagsOf('key create', { org: '3', name: 'k'.repeat(255) })).toHaveProperty('value');
+    expect(flagsOf('key create', { org: '3', name: 'k'.repeat(256) })).toEqual({ refused: ['name'] });
   });
 
   it('seed: 2 organizations when left out, from 1 to 50', () => {
