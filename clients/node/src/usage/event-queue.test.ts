@@ -38,6 +38,16 @@ describe('EventQueue', () => {
     expect(ids(queue.drain())).toEqual([8, 9, 7]);
   });
 
+  it('keeps every item, in order, when a take moves its head past half of a long array', () => {
+    const queue = new EventQueue<{ id: number; bytes: number }>();
+    for (let i = 0; i < 3000; i++) queue.push(item(i, 1));
+    expect(queue.take(1100, 10_000)).toHaveLength(1100);
+    // 1,600 of 3,000 read: the array is compacted, the 1,400 left stay
+    expect(queue.take(500, 10_000)).toHaveLength(500);
+    expect(queue.length).toBe(1400);
+    expect(ids(queue.drain())).toEqual(Array.from({ length: 1400 }, (_, n) => 1600 + n));
+  });
+
   it('behaves as a plain array under a long random mix of operations (compaction included)', () => {
     const queue = new EventQueue<{ id: number; bytes: number }>();
     let model: { id: number; bytes: number }[] = [];
