@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setCreditTopUp } from '../../libs/billing/index.js';
 import { inProcessConsole } from '../helpers/console.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { runTs } from '../helpers/processes.js';
@@ -380,6 +381,25 @@ describe('billing console, end to end', () => {
     expect(posted.items[0]).toMatchObject({ tax_type: 'US_SALES_TAX' });
     const withdrawn = await ok('invoice', 'withdraw', '--id', second, '--org', String(org));
     expect(withdrawn.status).toBe('WITHDRAWN');
+  });
+
+  it('billing run checks the automatic top-up of each customer whose invoice it posted', async () => {
+    const product = await createProduct('Topped plan', '10', 'recurring');
+    const customer = await createCustomer('Topped', '--country', 'US', '--state-province', 'OR');
+    await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-05-01');
+    await setCreditTopUp(database.db, org, customer.id, {
+      enabled: true,
+      threshold: '1.00',
+      target: '50.00',
+    });
+    const paidGrants = async () =>
+      (await ok('credit', 'list', '--customer', String(customer.id))).data.filter(
+        (grant: { category: string }) => grant.category === 'paid',
+      );
+    expect(await paidGrants()).toEqual([]);
+    // the posted 10.00 takes projected to -10.00, below the threshold: one paid grant of 50 - (-10)
+    await ok('billing', 'run', '--now', '2026-06-01', '--org', String(org));
+    expect((await paidGrants()).map((grant: { amount: string }) => grant.amount)).toEqual(['60.00000000']);
   });
 
   it('termed subscriptions from flags: period, term, auto-renew', async () => {
