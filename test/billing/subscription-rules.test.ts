@@ -222,6 +222,13 @@ describe('canceling subscriptions: refusals', () => {
     expect(canceled).toMatchObject({ status: 'canceled', ended_at: '2026-03-15T00:00:00.000Z' });
   });
 
+  it('a paused subscription past its period end bills no period: a cancel now is not refused for it', async () => {
+    const subscription = await running();
+    await database.db.query(`UPDATE subscriptions SET status = 'paused' WHERE id = $1`, [subscription.id]);
+    const canceled = await cancel({ subscriptionId: subscription.id, orgId }, at('2026-04-15T00:00:00Z'));
+    expect(canceled).toMatchObject({ status: 'canceled', ended_at: '2026-04-15T00:00:00.000Z' });
+  });
+
   it('without invoicing ends it now: with at period end it is a 422 naming without_invoicing', async () => {
     const subscription = await running();
     const refused = await failure(
