@@ -616,7 +616,7 @@ describe('billing console, end to end', () => {
     expect(rows).toEqual([{ total: '105.00000000' }]);
   });
 
-  it('a repeated --reference records nothing new: refund create, credit grant', async () => {
+  it('a repeated --reference records nothing new: refund create, credit grant, customer add-credit', async () => {
     const product = await createProduct('Refunded plan', '10', 'recurring');
     const customer = await createCustomer('Refunded', '--state-province', 'AB');
     await subscribe(customer.id, [{ product_id: product.id }], '--start', '2026-03-01');
@@ -642,6 +642,12 @@ describe('billing console, end to end', () => {
     expect(grants[1].id).toBe(grants[0].id);
     const listed = await ok('credit', 'list', '--customer', String(customer.id));
     expect(listed.data.map((g: { id: string }) => g.id)).toEqual([grants[0].id]);
+
+    const addCredit = ['customer', 'add-credit', '--id', String(customer.id), '--amount', '7'];
+    await ok(...addCredit, '--reference', 'goodwill-1');
+    const again = await ok(...addCredit, '--reference', 'goodwill-1');
+    // the 5.00 grant and one 7.00: the second run with the same reference added nothing
+    expect(again.credit_balance).toBe('12.00000000');
   });
 
   it('subscription update previews the change asked for: --effective period_end, --proration none', async () => {
@@ -881,6 +887,10 @@ describe('billing console, end to end', () => {
         /invalid flags for 'product create':\n {2}--currency: /,
       ],
       [subscriptionArgs(own, '1', '[]'), /invalid flags for 'subscription create':\n {2}--items: /],
+      [
+        [...subscriptionArgs(own, '1', '[{"product_id":1}]'), '--start', '2100-01-01T00:00:00Z'],
+        /invalid flags for 'subscription create':\n {2}--start: Must be before 2100/,
+      ],
       [
         ['credit-memo', 'create', '--invoice', '00000000-0000-4000-8000-000000000000', '--amount', '0'],
         /invalid flags for 'credit-memo create':\n {2}--amount: /,
