@@ -28,7 +28,10 @@ describe('console', () => {
   });
 
   it('org create, set-plan and set-limit print the organization', async () => {
-    const created = await console_('org', 'create', '--name', 'Acme Corp', '--plan', 'starter');
+    const created = await console_(
+      ...['org', 'create', '--name', 'Acme Corp', '--plan', 'starter'],
+      ...['--payment-terms-days', '45', '--currency', 'USD'],
+    );
     expect(created.code).toBe(0);
     const org = created.json();
     expect(org).toMatchObject({
@@ -36,6 +39,8 @@ describe('console', () => {
       name: 'Acme Corp',
       plan: 'starter',
       requests_per_hour: 10_000,
+      payment_terms_days: 45,
+      default_currency: 'USD',
     });
 
     const plan = await console_('org', 'set-plan', '--org', String(org.id), '--plan', 'growth');

@@ -53,6 +53,16 @@ describe('console command flags', () => {
     expect(flagsOf('key create', { org: '3', name: 'k'.repeat(256) })).toEqual({ refused: ['name'] });
   });
 
+  it('payment record, refund create, credit-memo create: a note of at most 1,000 characters', () => {
+    const invoice = '0b6f3ad4-2a53-4f6e-9a38-5d0e4e2c3f01';
+    for (const name of ['payment record', 'refund create', 'credit-memo create']) {
+      expect(flagsOf(name, { invoice, amount: '1', note: 'n'.repeat(1000) }), name).toHaveProperty('value');
+      expect(flagsOf(name, { invoice, amount: '1', note: 'n'.repeat(1001) }), name).toEqual({
+        refused: ['note'],
+      });
+    }
+  });
+
   it('seed: 2 organizations when left out, from 1 to 50', () => {
     expect(flagsOf('seed', {})).toEqual({ value: { orgs: 2 } });
     expect(flagsOf('seed', { orgs: '50' })).toEqual({ value: { orgs: 50 } });
