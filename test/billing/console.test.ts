@@ -117,12 +117,18 @@ describe('billing console, end to end', () => {
       'promotional',
       '--priority',
       '10',
+      ...['--applies-to', 'usage', '--effective-at', '2026-01-01T00:00:00Z'],
+      ...['--expires-at', '2099-01-01T00:00:00Z', '--name', 'Welcome credits'],
     );
     expect(grant).toMatchObject({
       object: 'credit_grant',
       status: 'ACTIVE',
       amount: '25.00000000',
       priority: 10,
+      name: 'Welcome credits',
+      applies_to: 'usage',
+      effective_at: '2026-01-01T00:00:00.000Z',
+      expires_at: '2099-01-01T00:00:00.000Z',
     });
     const refused = await run(
       'credit',
