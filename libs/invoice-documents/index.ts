@@ -24,8 +24,8 @@ export {
 
 /*
  * PDFs are drawn with pdfkit and fontkit, loaded with the first PDF a process renders: most
- * processes never render one, and the two libraries' code and tables would otherwise stay in the
- * old generation that every full collection walks.
+ * processes never render one, and would otherwise pay for loading and holding the two libraries'
+ * code and tables at every start (docs/decisions.md).
  */
 const pdf = () => import('./pdf.js');
 

@@ -8,8 +8,8 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 /*
  * What a fresh api process loads: the PDF drawing (pdfkit, fontkit) comes with the first PDF it
  * renders (libs/invoice-documents/index.ts) and the embedded database (PGlite) with an embedded
- * start (libs/db/embedded.ts), so an api on Postgres that renders no PDF keeps neither in the old
- * generation every full collection walks. Checked in a process of its own, whose module resolution
+ * start (libs/db/embedded.ts), so an api on Postgres that renders no PDF neither loads nor holds
+ * them (docs/decisions.md). Checked in a process of its own, whose module resolution
  * a hook records: this worker's modules are shared with other files, which load both.
  */
 const PROBE = `
