@@ -34,6 +34,21 @@ function urlFor(adminUrl: string, database: string): string {
   return url.toString();
 }
 
+/**
+ * Lets `database` take connections again, or refuses new ones and ends those it has: Postgres
+ * down for its clients, the server itself still up.
+ */
+export async function setConnectionsAllowed(database: TestDatabase, allowed: boolean): Promise<void> {
+  const { databaseUrl } = testServices();
+  await adminQuery(databaseUrl, `ALTER DATABASE "${database.name}" WITH ALLOW_CONNECTIONS ${allowed}`);
+  if (!allowed) {
+    await adminQuery(
+      databaseUrl,
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${database.name}'`,
+    );
+  }
+}
+
 async function adminQuery(url: string, sql: string): Promise<void> {
   // Concurrent copies of one template can collide ("source database is being accessed"): retry.
   for (let attempt = 0; ; attempt++) {

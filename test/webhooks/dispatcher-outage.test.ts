@@ -1,17 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { Database } from '../../libs/db/index.js';
 import { createLogger } from '../../libs/log/index.js';
-import { createTestDatabase } from '../helpers/database.js';
+import { createTestDatabase, setConnectionsAllowed } from '../helpers/database.js';
 import { eventually, sleep, startDispatcher } from './support.js';
 
 function capturedLog() {
-  const lines: { level: number; msg: string }[] = [];
+  const lines: { level: number; msg: string; failures?: number; ms?: number }[] = [];
   const log = createLogger({
     level: 'info',
     service: 'dispatcher',
     destination: { write: (line: string) => lines.push(JSON.parse(line)) },
   });
-  return { log, messages: () => lines.map((line) => line.msg) };
+  return { log, lines, messages: () => lines.map((line) => line.msg) };
 }
 
 describe('dispatcher while Postgres is unreachable', () => {
@@ -39,6 +39,51 @@ async function listeningPids(db: Database): Promise<number[]> {
   );
   return rows.map((row) => row.pid);
 }
+
+describe('dispatcher whose database goes away and comes back', () => {
+  it('logs the outage once when it starts and once when it ends, with the failed turns counted', async () => {
+    const database = await createTestDatabase('dispatcher_back');
+    const { log, lines, messages } = capturedLog();
+    const dispatcher = startDispatcher(database.db, { pollMs: 50 }, log);
+    try {
+      await eventually(
+        () => listeningPids(database.db),
+        (pids) => pids.length === 1,
+      );
+      // two outages in a row: the second is logged as new, not as the first going on
+      for (const outage of [1, 2]) {
+        await setConnectionsAllowed(database, false);
+        // several failed turns, then the database takes connections again
+        await eventually(
+          async () => messages().filter((msg) => msg === 'dispatcher loop failed; retrying').length,
+          (count) => count === outage,
+        );
+        await sleep(300);
+        await setConnectionsAllowed(database, true);
+        await eventually(
+          async () => messages().filter((msg) => msg === 'dispatcher loop recovered').length,
+          (count) => count === outage,
+        );
+      }
+    } finally {
+      await dispatcher.stop();
+      await database.drop();
+    }
+    const loop = lines.filter((line) => line.msg.startsWith('dispatcher loop'));
+    expect(loop.map((line) => line.msg)).toEqual([
+      'dispatcher loop failed; retrying',
+      'dispatcher loop recovered',
+      'dispatcher loop failed; retrying',
+      'dispatcher loop recovered',
+    ]);
+    for (const recovered of [loop[1]!, loop[3]!]) {
+      expect(recovered.failures).toBeGreaterThanOrEqual(3);
+      // the outage's length: from its first failed turn, at least the 300 ms waited
+      expect(recovered.ms).toBeGreaterThanOrEqual(300);
+      expect(recovered.ms).toBeLessThan(30_000);
+    }
+  });
+});
 
 describe('dispatcher whose LISTEN connection is lost', () => {
   it('logs the loss once, gives the connection back once, and listens again on a fresh one', async () => {

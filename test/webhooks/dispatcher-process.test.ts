@@ -1,11 +1,9 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emitDomainEvent } from '../../libs/events/index.js';
 import { createEndpoint } from '../../libs/webhooks/index.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestDatabase, setConnectionsAllowed, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg, type TestOrg } from '../helpers/fixtures.js';
 import { type ServiceProcess, startTs } from '../helpers/processes.js';
-import { testServices } from '../helpers/services.js';
 import { eventually, type Receiver, startReceiver, storedEvents } from './support.js';
 
 /**
@@ -147,7 +145,7 @@ describe('the dispatcher process', { timeout: 90_000 }, () => {
     }
     expect(successes).toBeGreaterThanOrEqual(150 - deliveredBeforeKill);
 
-    await setConnectionsAllowed(false);
+    await setConnectionsAllowed(database, false);
     try {
       const down = await fetch(`${base}/readyz`);
       expect(down.status).toBe(503);
@@ -157,7 +155,7 @@ describe('the dispatcher process', { timeout: 90_000 }, () => {
       });
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
     } finally {
-      await setConnectionsAllowed(true);
+      await setConnectionsAllowed(database, true);
     }
     await eventually(
       async () => (await fetch(`${base}/readyz`)).status,
@@ -230,20 +228,4 @@ describe('the dispatcher process', { timeout: 90_000 }, () => {
     );
     expect(rows[0]!.pending).toBe(1);
   });
-
-  /** Refuses (and cuts) every connection to the test database, as if its server went away. */
-  async function setConnectionsAllowed(allowed: boolean): Promise<void> {
-    const admin = new pg.Client({ connectionString: testServices().databaseUrl });
-    await admin.connect();
-    try {
-      await admin.query(`ALTER DATABASE "${database.name}" WITH ALLOW_CONNECTIONS ${allowed}`);
-      if (!allowed) {
-        await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [
-          database.name,
-        ]);
-      }
-    } finally {
-      await admin.end();
-    }
-  }
 });
