@@ -46,18 +46,28 @@ class CountingStore extends RedisUsageDedupStore {
   }
 }
 
-let item = 0;
-function setUp(options: { eventsCaughtUp?: (timeoutMs: number) => Promise<boolean> } = {}) {
-  const store = new CountingStore(redis, prefix);
-  const clock = { ms: Date.now() };
-  const counter = new UsageCounter({
+/** A counter on the real Redis store and this file's Postgres, its item lookups answering none. */
+function counterOn(
+  store: CountingStore,
+  options: Pick<ConstructorParameters<typeof UsageCounter>[0], 'enabled' | 'eventsCaughtUp' | 'now'>,
+): UsageCounter {
+  return new UsageCounter({
     store,
     db: database.db,
     items: { item: async () => undefined },
     keyPrefix: prefix,
+    settleMs: 0,
+    ...options,
+  });
+}
+
+let item = 0;
+function setUp(options: { eventsCaughtUp?: (timeoutMs: number) => Promise<boolean> } = {}) {
+  const store = new CountingStore(redis, prefix);
+  const clock = { ms: Date.now() };
+  const counter = counterOn(store, {
     enabled: true,
     eventsCaughtUp: options.eventsCaughtUp ?? (async () => true),
-    settleMs: 0,
     now: () => clock.ms,
   });
   const period = {
@@ -239,16 +249,7 @@ describe('UsageCounter with USAGE_COUNTER=false (the ingest benchmark baseline)'
   /** A disabled counter over the real Redis store, summing this file's Postgres. */
   function disabled(eventsCaughtUp: (timeoutMs: number) => Promise<boolean>) {
     const store = new CountingStore(redis, prefix);
-    const counter = new UsageCounter({
-      store,
-      db: database.db,
-      items: { item: async () => undefined },
-      keyPrefix: prefix,
-      enabled: false,
-      eventsCaughtUp,
-      settleMs: 0,
-    });
-    return { store, counter };
+    return { store, counter: counterOn(store, { enabled: false, eventsCaughtUp }) };
   }
   const store = (item: number, key: string, quantity: string, at: string, voided = false) =>
     database.db.query(

@@ -133,18 +133,20 @@ describe('openDatabase without DATABASE_URL, when another process serves the emb
 
   const lockedBy = (owner: { pid: number; port: number }) =>
     writeFile(path.join(dataDir, 'pgdata.lock'), JSON.stringify(owner));
-  /** The database of the process holding the lock, joined as `npm start`'s second process would. */
-  const joined = (poolSize: number) =>
+  /** Opens DATA_DIR's database on `embeddedPort`, as `npm start`'s second process would. */
+  const joinOn = (embeddedPort: number, poolSize = settings.DATABASE_POOL_SIZE) =>
     openDatabase(
       {
         ...settings,
         DATABASE_URL: undefined,
         DATA_DIR: dataDir,
-        EMBEDDED_DB_PORT: port,
+        EMBEDDED_DB_PORT: embeddedPort,
         DATABASE_POOL_SIZE: poolSize,
       },
       'billing-joined',
     );
+  /** The database of the process holding the lock, joined with `poolSize` connections asked for. */
+  const joined = (poolSize: number) => joinOn(port, poolSize);
 
   it('joins it on EMBEDDED_DB_PORT, with at most 4 connections and the query timeout', async () => {
     await lockedBy({ pid: process.pid, port });
@@ -176,12 +178,7 @@ describe('openDatabase without DATABASE_URL, when another process serves the emb
 
   it('refuses to join when the process serving DATA_DIR does so on another port', async () => {
     await lockedBy({ pid: process.pid, port: port + 1 });
-    await expect(
-      openDatabase(
-        { ...settings, DATABASE_URL: undefined, DATA_DIR: dataDir, EMBEDDED_DB_PORT: port },
-        'test',
-      ),
-    ).rejects.toThrow(
+    await expect(joinOn(port)).rejects.toThrow(
       new RegExp(
         `port ${port} \\(EMBEDDED_DB_PORT\\) is in use, but not by the embedded database of DATA_DIR .*that one is served on port ${port + 1}`,
       ),
@@ -198,12 +195,7 @@ describe('openDatabase without DATABASE_URL, when another process serves the emb
     const strayPort = (stray.address() as AddressInfo).port;
     try {
       await lockedBy({ pid: process.pid, port: strayPort });
-      await expect(
-        openDatabase(
-          { ...settings, DATABASE_URL: undefined, DATA_DIR: dataDir, EMBEDDED_DB_PORT: strayPort },
-          'test',
-        ),
-      ).rejects.toThrow(
+      await expect(joinOn(strayPort)).rejects.toThrow(
         new RegExp(
           `port ${strayPort} \\(EMBEDDED_DB_PORT\\) is in use, but not by the embedded database \\(.+\\); free it`,
         ),
@@ -216,11 +208,8 @@ describe('openDatabase without DATABASE_URL, when another process serves the emb
   it('refuses to join when no live process serves DATA_DIR', async () => {
     // a pid no process has (past the kernel's pid_max)
     await lockedBy({ pid: 2 ** 22 + 1, port });
-    await expect(
-      openDatabase(
-        { ...settings, DATABASE_URL: undefined, DATA_DIR: dataDir, EMBEDDED_DB_PORT: port },
-        'test',
-      ),
-    ).rejects.toThrow(/is in use, but not by the embedded database of DATA_DIR .*\(no process serves it\)/);
+    await expect(joinOn(port)).rejects.toThrow(
+      /is in use, but not by the embedded database of DATA_DIR .*\(no process serves it\)/,
+    );
   });
 });
