@@ -1,6 +1,6 @@
 /**
  * `npm run bench:pipeline`: the whole usage pipeline on this one machine (issue 38), every process
- * measured. Three parts (BENCH_PARTS, comma list, default all three, in this order):
+ * measured. Parts (BENCH_PARTS, comma list, default the first three, in this order):
  *
  *   pipeline  distributed mode with everything running: the ingest service (uWS), the sinks
  *             (pg-sink and ch-sink), the api (for /usage), a Kafka test broker and a redis-server of
@@ -24,6 +24,8 @@
  *   embedded  `npm start` (bin/start-embedded.ts, a fresh DATA_DIR), single events on its ingest
  *             port at each of BENCH_EMBEDDED_CONNECTIONS: events/s, p50/p99, CPU of the process, and
  *             every 201 found in its database.
+ *   insert    asked for by name only: the pg-sink's write alone, Postgres CPU per event with the
+ *             ingest's time-ordered event ids against random ones, alternated (insert-order.ts).
  *
  * Bars (issue 38): end to end, single events, >= 20,000 events/s accepted and counted exactly with
  * the sinks running and <= 70 µs of CPU per event over every process but the load generator;
@@ -97,9 +99,10 @@ import {
   waitForQuietMachine,
   writeReport,
 } from '../support.js';
+import { type InsertOrderResult, printInsertOrder, runInsertOrder } from './insert-order.js';
 import { pacedLoad } from './paced-load.js';
 
-const PARTS = ['pipeline', 'alone', 'embedded'] as const;
+const PARTS = ['pipeline', 'alone', 'embedded', 'insert'] as const;
 const KINDS = ['single', 'batch'] as const;
 type Kind = (typeof KINDS)[number];
 
@@ -117,14 +120,14 @@ function listEnv(name: string, fallback: number[]): number[] {
 }
 
 /** The names of `all` a comma list names (unset: all), in the order of `all`. */
-function listOf<T extends string>(name: string, all: readonly T[]): T[] {
-  const names = (process.env[name] || all.join(',')).split(',').map((part) => part.trim());
+function listOf<T extends string>(name: string, all: readonly T[], fallback: readonly T[] = all): T[] {
+  const names = (process.env[name] || fallback.join(',')).split(',').map((part) => part.trim());
   return all.filter((value) => names.includes(value));
 }
 
 const settings = {
   short,
-  parts: listOf('BENCH_PARTS', PARTS),
+  parts: listOf('BENCH_PARTS', PARTS, ['pipeline', 'alone', 'embedded']),
   durationSeconds: intEnv('BENCH_DURATION_SECONDS', short ? 4 : 15, 1),
   warmupSeconds: intEnv('BENCH_WARMUP_SECONDS', short ? 1 : 3),
   rates: listEnv('BENCH_RATES', short ? [5000, 0] : [2000, 5000, 10_000, 0]),
@@ -250,8 +253,9 @@ const report: {
   alone: AloneResult[];
   embedded: EmbeddedResult[];
   embeddedStored?: { sent: number; found: number };
+  insertOrder: InsertOrderResult[];
   truncatedPartitions: string[];
-} = { pipeline: [], alone: [], embedded: [], truncatedPartitions: [] };
+} = { pipeline: [], alone: [], embedded: [], insertOrder: [], truncatedPartitions: [] };
 
 try {
   await main();
@@ -266,6 +270,7 @@ async function main(): Promise<void> {
     if (part === 'pipeline') await runPipeline();
     if (part === 'alone') await runAlone();
     if (part === 'embedded') await runEmbedded();
+    if (part === 'insert') report.insertOrder = await runInsertOrder(runId, log);
   }
   printResults();
   const bars = evaluate();
@@ -908,6 +913,7 @@ async function runEmbedded(): Promise<void> {
 // --- output -----------------------------------------------------------------------------------
 
 function printResults(): void {
+  if (report.insertOrder.length) printInsertOrder(report.insertOrder);
   if (report.pipeline.length) {
     console.log('\npipeline (distributed, sinks running; CPU µs per event accepted, load and catch-up)');
     printTable(

@@ -315,7 +315,7 @@ export class UsageIngest {
 
   private candidate(orgId: number, valid: ValidUsageEvent, receivedAtMs: number): UsageEventRecord {
     return {
-      id: newEventId(),
+      id: newEventId(receivedAtMs),
       orgId,
       subscriptionItemId: valid.subscriptionItemId,
       idempotencyKey: valid.idempotencyKey,
@@ -522,7 +522,7 @@ export class UsageIngest {
     if (record) return { record, deduplicated: true };
     // The first request failed and released the key: this one proceeds as new (counted already).
     if (attempt >= MAX_ATTEMPTS) throw unavailable('The usage event could not be recorded; retry.');
-    const retried = await this.record(auth, [{ ...candidate, id: newEventId() }], {
+    const retried = await this.record(auth, [{ ...candidate, id: newEventId(candidate.recordedAtMs) }], {
       countRequest: false,
       attempt: attempt + 1,
     });
