@@ -110,6 +110,10 @@ describe('payable amounts in the minor unit', () => {
     expect(isInMinorUnits(parseMoney('1200'), 'JPY')).toBe(true);
     expect(isInMinorUnits(parseMoney('1200.5'), 'JPY')).toBe(false);
     expect(isInMinorUnits(parseMoney('-0.125'), 'KWD')).toBe(true);
+    // a negative amount (a credit) with digits below the minor unit is not payable either
+    expect(isInMinorUnits(parseMoney('-333.6592'), 'CAD')).toBe(false);
+    expect(isInMinorUnits(parseMoney('-1200.5'), 'JPY')).toBe(false);
+    expect(isInMinorUnits(parseMoney('-0.1255'), 'KWD')).toBe(false);
     expect(() => isInMinorUnits(parseMoney('1'), 'XYZ')).toThrow(UnknownCurrencyError);
   });
 });

@@ -60,4 +60,13 @@ describe('what an invoice can hold', () => {
     });
     expect(fixedChargeProblems([half, metered])).toEqual([]);
   });
+
+  it('judges a one-time item at its quantity too, alone and with the others', () => {
+    const setup = (quantity: number) =>
+      item({ pricing_type: 'one_time', quantity, unit_price: '500000000000.00000000' });
+    expect(fixedChargeProblems([setup(2)]).map((p) => p.field)).toEqual(['items.0.quantity']);
+    expect(fixedChargeProblems([setup(1)])).toEqual([]);
+    const half = item({ quantity: 1, unit_price: '500000000000.00000000' });
+    expect(fixedChargeProblems([half, setup(1)]).map((p) => p.field)).toEqual(['items']);
+  });
 });

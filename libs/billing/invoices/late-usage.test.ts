@@ -105,6 +105,15 @@ describe('late usage lines', () => {
       unit_price: '0.00000000',
       amount: '0.00000000',
     });
+    // 10.00005 billed (priced as 10.0000, half to even) and 10.00009 counted (priced as 10.0001):
+    // 0.00004 late shows as 0.0000 yet costs 0.01 at 100 a call; still no unit price, not 0.01 a unit
+    expect(
+      lateUsageLine(linear, { ...billed('10.00005'), unit_price: '100' }, '10.00009', 'CAD'),
+    ).toMatchObject({
+      quantity: '0.0000',
+      unit_price: '0.00000000',
+      amount: '0.01000000',
+    });
   });
 
   it("span the item's whole period, even when its usage counted for part of it", () => {

@@ -57,6 +57,16 @@ describe('linear prices', () => {
     });
     expect(priceQuantity(linear('flat_fee', '250'), '0').amount).toBe('0.00000000');
   });
+
+  it('flat_fee: the smallest quantity shown is a use and costs the whole fee', () => {
+    expect(priceQuantity(linear('flat_fee', '250'), '0.0001')).toEqual({
+      quantity: '1.0000',
+      unit_price: '250.00000000',
+      amount: '250.00000000',
+    });
+    // 0.00005 shows as 0.0000 (half to even): nothing was used
+    expect(priceQuantity(linear('flat_fee', '250'), '0.00005').amount).toBe('0.00000000');
+  });
 });
 
 describe('graduated tiers', () => {

@@ -384,6 +384,11 @@ describe('included units prorated like the time they cover', () => {
     expect(
       proratedIncludedUnits('1000', { start: utc('2026-04-11T00:00:00.999Z'), end: april.end }, april),
     ).toBe('666.66666667');
+    // removed at Apr 11 00:00:00.999: the cover ends at its second, 10 d of 30, not one second more
+    // (1000 x 864,001 / 2,592,000 = 333.33371914)
+    expect(
+      proratedIncludedUnits('1000', { start: april.start, end: utc('2026-04-11T00:00:00.999Z') }, april),
+    ).toBe('333.33333333');
   });
 
   it('only the part of the cover inside the period counts', () => {
