@@ -734,6 +734,12 @@ describe('balance and top-up', () => {
     await grant(customerId, { amount: '4.00', category: 'promotional', expires_at: '2099-01-01T00:00:00Z' });
     await grant(customerId, { amount: '10.00', category: 'promotional', expires_at: '2098-01-01T00:00:00Z' });
     await grant(customerId, { amount: '1.50', category: 'promotional', expires_at: '2098-01-01T00:00:00Z' });
+    // half a second later is a later expiry: part of the balance, not of the next expiry
+    await grant(customerId, {
+      amount: '2.00',
+      category: 'promotional',
+      expires_at: '2098-01-01T00:00:00.500Z',
+    });
     // not effective yet: no part of the balance, nor of its next expiry
     await grant(customerId, {
       amount: '3.00',
@@ -743,9 +749,9 @@ describe('balance and top-up', () => {
     });
     const balance = (await get(`/customers/${customerId}/credit-balance`)).json().data;
     expect(balance).toMatchObject({
-      available: '15.50000000',
+      available: '17.50000000',
       pending: '0.00000000',
-      projected: '15.50000000',
+      projected: '17.50000000',
       next_expiry: { amount: '11.50000000', expires_at: '2098-01-01T00:00:00.000Z' },
     });
   });

@@ -20,6 +20,12 @@ describe('decimal inputs', () => {
     expect(() => parseInput(Price, { unit_price: '1', up_to: '1.000000001' })).toThrow(ApiError);
   });
 
+  it('refuses a negative price or quantity, as text or as a JSON number', () => {
+    for (const input of [{ unit_price: '-1' }, { unit_price: -5 }, { unit_price: '1', up_to: '-0.5' }]) {
+      expect(() => parseInput(Price, input), JSON.stringify(input)).toThrow(ApiError);
+    }
+  });
+
   it('refuses JSON numbers that may have lost digits, naming the field', () => {
     // 99999999999.99999999 has already become 100000000000 when JSON.parse hands it over
     for (const input of [{ unit_price: 0.5 }, { unit_price: 1, up_to: 2 ** 53 + 2 }]) {

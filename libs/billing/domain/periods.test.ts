@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { addDays, addMonthsAnchored, invoicePeriodDates, periodEndAfter } from './periods.js';
+import {
+  addDays,
+  addDaysToInstant,
+  addMonthsAnchored,
+  invoicePeriodDates,
+  periodEndAfter,
+} from './periods.js';
 
 const at = (iso: string) => new Date(iso);
 const iso = (d: Date) => d.toISOString();
@@ -101,5 +107,12 @@ describe('billing periods', () => {
     expect(addDays('2026-01-31', 30)).toBe('2026-03-02');
     expect(addDays('2028-02-28', 1)).toBe('2028-02-29');
     expect(addDays('2026-03-01', -1)).toBe('2026-02-28');
+  });
+
+  it('adds whole days of 86,400 s to an instant (a trial end), to the millisecond', () => {
+    const start = new Date('2026-02-20T10:15:30.250Z');
+    expect(addDaysToInstant(start, 14).toISOString()).toBe('2026-03-06T10:15:30.250Z');
+    expect(addDaysToInstant(start, 1).getTime() - start.getTime()).toBe(86_400_000);
+    expect(addDaysToInstant(start, 0)).toEqual(start);
   });
 });

@@ -50,6 +50,31 @@ describe('composePeriodInvoice', () => {
     });
   });
 
+  it('bills only the items on in the period, and no tax to an exempt customer', () => {
+    const input: PeriodInvoiceInput = {
+      items: [seat, seats(2, { subscription_item_id: 2, removed_at: new Date('2025-03-01T00:00:00Z') })],
+      currency: 'CAD',
+      usage: new Map(),
+      firstPeriod: false,
+      periodStart: new Date('2025-03-01T00:00:00Z'),
+      periodEnd: new Date('2025-04-01T00:00:00Z'),
+      prorationLines: [],
+      customer: { country: 'CA', state_province: 'NS', tax_exempt: false },
+    };
+    // the item removed at the period's start is not billed in it
+    expect(composePeriodInvoice(input)).toMatchObject({
+      subtotal: '100.00000000',
+      tax_amount: '14.00000000',
+    });
+    const exempt = composePeriodInvoice({ ...input, customer: { ...input.customer, tax_exempt: true } });
+    expect(exempt).toMatchObject({
+      subtotal: '100.00000000',
+      tax_amount: '0.00000000',
+      total: '100.00000000',
+    });
+    expect(exempt.lines.map((line) => line.tax_type)).toEqual(['EXEMPT']);
+  });
+
   it('takes a currency code padded with blanks (a fixed-width column) as the code itself', () => {
     expect(compose(['2025-02-01T00:00:00Z', '2025-03-01T00:00:00Z'], undefined, 'CAD ')).toEqual({
       invoice_date: '2025-03-01',

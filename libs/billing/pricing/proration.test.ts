@@ -199,6 +199,12 @@ describe('proration to the second', () => {
     expect(amounts(seat(1, '10'), seat(3, '10'), period, '2026-05-01T00:00:00Z')).toEqual([]);
   });
 
+  it('gives no line in a period that ended where it began (stopped at its start), even for a change before it', () => {
+    const empty: [string, string] = ['2026-04-01T00:00:00Z', '2026-04-01T00:00:00Z'];
+    expect(amounts(seat(1, '10'), seat(3, '10'), empty, '2026-03-20T00:00:00Z')).toEqual([]);
+    expect(amounts(undefined, seat(3, '10'), empty, '2026-03-20T00:00:00Z')).toEqual([]);
+  });
+
   it('a price change at the same quantity is prorated like a quantity change', () => {
     // 2 seats, 10.00 -> 16.00 each, 10 d of 30 left: credit 20 x 1/3 = 6.67, charge 32 x 1/3 = 10.67
     expect(
