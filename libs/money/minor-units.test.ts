@@ -95,6 +95,9 @@ describe('payable amounts in the minor unit', () => {
     expect(() => roundToMinorUnit(1n, 'CAD', { numerator: 1n, denominator: -2n })).toThrow(
       /positive denominator/,
     );
+    // an unknown code is refused by name, the reason a parked subscription records
+    expect(() => roundToMinorUnit(1n, 'XYZ')).toThrow(UnknownCurrencyError);
+    expect(() => roundToMinorUnit(1n, 'XYZ')).toThrow(/no ISO 4217 minor unit known for "XYZ"/);
   });
 
   it('rounds the sign of the product, whichever factor carries it', () => {
