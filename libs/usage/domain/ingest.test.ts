@@ -653,6 +653,9 @@ describe('every refusal of a counted request carries the rate-limit headers', ()
       throw new Error('database down');
     };
     const ingest = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
+    const unavailable = ingestEvents.labels('rejected', 'SERVICE_UNAVAILABLE');
+    const refused = ingestEvents.labels('rejected', 'VALIDATION_ERROR');
+    const before = { unavailable: unavailable.value, refused: refused.value };
     const unknown = await refusal(send(ingest, -1, 'never-recorded'));
     expect(unknown.code).toBe('SERVICE_UNAVAILABLE');
     expect(unknown.headers).toHaveProperty('X-RateLimit-Remaining');
@@ -661,6 +664,11 @@ describe('every refusal of a counted request carries the rate-limit headers', ()
     expect(invalid.code).toBe('VALIDATION_ERROR');
     expect(invalid.details).toEqual([expect.objectContaining({ field: 'quantity' })]);
     expect(invalid.headers).toHaveProperty('X-RateLimit-Remaining');
+    // each counted once, as what it was answered
+    expect({ unavailable: unavailable.value, refused: refused.value }).toEqual({
+      unavailable: before.unavailable + 1,
+      refused: before.refused + 1,
+    });
   });
 });
 

@@ -106,6 +106,19 @@ describe('usage event validation', () => {
     ).toHaveLength(255);
   });
 
+  it('refuses an empty body key with 422 on idempotency_key, alone and in a batch, and takes one character', () => {
+    // an empty key would make every keyless retry of an item one event
+    const body = { subscription_item_id: 7, quantity: 1, idempotency_key: '' };
+    for (const error of [
+      failure(() => parseUsageEvent(body, undefined, NOW)),
+      failure(() => parseBatchedUsageEvent(body, NOW)),
+    ]) {
+      expect(error.code).toBe('VALIDATION_ERROR');
+      expect(error.details).toEqual([expect.objectContaining({ field: 'idempotency_key' })]);
+    }
+    expect(parseBatchedUsageEvent({ ...body, idempotency_key: 'k' }, NOW).idempotencyKey).toBe('k');
+  });
+
   it('refuses keys with control characters or lone surrogates', () => {
     for (const key of ['a\u0000b', 'tab\there', 'bad\ud800']) {
       expect(failure(() => parseUsageEvent({ subscription_item_id: 7, quantity: 1 }, key, NOW)).code).toBe(
