@@ -550,6 +550,51 @@ describe('usage read-back, embedded mode', () => {
   });
 });
 
+describe('a void at the boundary of an invoiced period', () => {
+  it('is a 409 at the last millisecond of the invoiced period (its last day), and voids the first of the next', async () => {
+    const db = api.platform.db;
+    const { apiCalls } = await basicCatalog(db, org.orgId);
+    const customerId = await customerIn(db, org.orgId, { country: 'CA', state_province: 'QC' });
+    const subscription = await subscribe(
+      db,
+      org.orgId,
+      { customer_id: customerId, items: [{ product_id: apiCalls }], start_date: start },
+      start,
+    );
+    const item = subscription.items[0]!.id;
+    await runBilling(db, {
+      usage: usageSource(new PostgresUsageAggregator(db)),
+      orgId: org.orgId,
+      subscriptionIds: [subscription.id],
+      now: new Date(start.getTime() + 40 * DAY),
+    });
+    const { rows } = await db.query<{ current_period_start: Date }>(
+      'SELECT current_period_start FROM subscriptions WHERE id = $1',
+      [subscription.id],
+    );
+    const boundary = rows[0]!.current_period_start.getTime();
+    expect(boundary).toBeGreaterThan(start.getTime());
+    const event = async (ms: number) => {
+      const response = await api.request({
+        method: 'POST',
+        path: '/usage/events',
+        key: org.apiKey,
+        headers: { 'idempotency-key': randomUUID() },
+        payload: { subscription_item_id: item, quantity: 1, timestamp: new Date(ms).toISOString() },
+      });
+      expect(response.statusCode, response.body).toBe(201);
+      return response.json().data.id as string;
+    };
+    const voidOf = (id: string) =>
+      api.request({ method: 'POST', path: `/usage/events/${id}/void`, key: org.apiKey });
+    const last = await voidOf(await event(boundary - 1));
+    expect(last.statusCode, last.body).toBe(409);
+    const first = await voidOf(await event(boundary));
+    expect(first.statusCode, first.body).toBe(200);
+    expect(first.json().data.status).toBe('VOIDED');
+  });
+});
+
 describe('the read-back in the documents', () => {
   it('llms.txt lists every new route with an example of its answer', async () => {
     const text = (await api.request({ method: 'GET', path: '/llms.txt' })).body;
