@@ -64,14 +64,16 @@ describe('the in-process usage log', () => {
     const first = log.append([event(`a-${randomUUID()}`)]);
     // later turns, while the first write is running
     await nextTurn();
-    const second = log.append([event(`b-${randomUUID()}`)]);
+    const windows = [[event(`b-${randomUUID()}`), event(`c-${randomUUID()}`)], [event(`d-${randomUUID()}`)]];
+    const second = log.append(windows[0]!);
     await nextTurn();
-    const third = log.append([event(`c-${randomUUID()}`), event(`d-${randomUUID()}`)]);
+    const third = log.append(windows[1]!);
     const started = Date.now();
     const results = await Promise.all([first, second, third]);
     expect(Date.now() - started).toBeLessThan(10_000);
-    expect(results.map((r) => r.length)).toEqual([1, 1, 2]);
     expect(writes).toEqual([1, 3]);
+    // each append answered with its own events, a window of two before one of one
+    expect(results.slice(1).map((r) => r.map((e) => e.id))).toEqual(windows.map((w) => w.map((e) => e.id)));
     const { rows } = await database.db.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM usage_events WHERE id = ANY($1::uuid[])',
       [results.flat().map((r) => r.id)],
@@ -209,6 +211,30 @@ describe('the in-process log and its listeners', () => {
     await log.close();
     expect(failing.heard).toEqual([[`event ${first}`], [`event ${second}`]]);
     expect(next.heard).toEqual([[`event ${first}`], [`event ${second}`]]);
+  }, 30_000);
+
+  it('hands a repeat of an identity as the event Postgres holds, not the repeat', async () => {
+    const heard: UsageEventRecord[] = [];
+    const listener: UsageSink = {
+      name: 'keeping',
+      async write(events) {
+        heard.push(...events);
+      },
+      async writeVoids() {},
+    };
+    const log = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], {
+      lingerMs: 0,
+      listeners: [listener],
+      listenerIntervalMs: 0,
+    });
+    const key = `repeat-${randomUUID()}`;
+    const [first] = await log.append([event(key)]);
+    await log.append([{ ...event(key), quantity: '9' }]);
+    await log.close();
+    expect(heard.map((e) => [e.id, Number(e.quantity)])).toEqual([
+      [first!.id, 1.5],
+      [first!.id, 1.5],
+    ]);
   }, 30_000);
 
   it('writes what was appended before close() and hands it to the listeners before close() resolves', async () => {
