@@ -271,6 +271,24 @@ describe('a note refused inside a group', () => {
   });
 });
 
+describe("another organization's note of an invoice in the owner's group", () => {
+  it("is a 404 that credits nothing, while the owner's note of it is issued", async () => {
+    const other = await createTestOrg(db());
+    const inv = await invoiceFor();
+    const before = await numbersOf(other.orgId);
+    // the owner's request makes the group read the invoice: the other's must still not reach it
+    const outcomes = await inOneGroup([
+      request(inv, '1.00', other),
+      request(inv, '2.00'),
+      request(inv, '3.00', other),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'fulfilled', 'rejected']);
+    expect([0, 2].map((i) => refusal(outcomes[i]).code)).toEqual(['NOT_FOUND', 'NOT_FOUND']);
+    expect(await creditedOn(inv.id)).toMatchObject({ subtotal: '2.00000000', lines: '2.00000000' });
+    expect(await numbersOf(other.orgId)).toEqual(before);
+  });
+});
+
 describe('numbers in one group', () => {
   it("follow the group's order, whichever invoices its notes are of", async () => {
     const owner = await createTestOrg(db());
