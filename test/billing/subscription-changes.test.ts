@@ -879,6 +879,33 @@ describe('subscription changes, billed by the run', () => {
     expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
   });
 
+  it('a change scheduled for a boundary a catch-up run passes is dropped when the term ends there too', async () => {
+    const { orgId, customerId, seats } = await setUp();
+    // a two-month term, no renewal: billed late, one run invoices March and April and expires it
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+      term_type: 'termed',
+      initial_term_months: 2,
+      auto_renew: false,
+    });
+    const id = subscription.items[0]!.id;
+    await change(
+      orgId,
+      subscription.id,
+      { items: [{ id, quantity: 5 }], effective: 'period_end' },
+      '2026-03-10T00:00:00Z',
+    );
+    const run = await billAt(orgId, '2026-05-01T00:00:00Z');
+    expect([run.invoices_created, run.expired]).toEqual([2, 1]);
+    const after = await getSubscription(database.db, orgId, subscription.id);
+    expect([after.status, after.pending_change]).toEqual(['expired', null]);
+    // an expired subscription's items stay as they ended: the change is not applied, and says nothing
+    expect(after.items.map((item) => [item.id, item.quantity])).toEqual([[id, 2]]);
+    expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
+  });
+
   it('a preview draws no id: the items it would add have provisional ids, the sequence is untouched', async () => {
     const { orgId, customerId, seats, storage } = await setUp();
     const setup = await productIn(database.db, orgId, {
