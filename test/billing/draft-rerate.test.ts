@@ -1,0 +1,179 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  addCustomerCredit,
+  postDraft,
+  rerateDirtyDrafts,
+  runBilling,
+  type UsageForTransaction,
+  usageSource,
+} from '../../libs/billing/index.js';
+import { setOrganizationSettings } from '../../libs/organizations/index.js';
+import { changeSubscription } from '../../libs/subscriptions/index.js';
+import { PostgresUsageAggregator } from '../../libs/usage/index.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestOrg } from '../helpers/fixtures.js';
+import { basicCatalog, customerIn, productIn, recordUsage, subscribe } from './fixtures.js';
+
+/*
+ * A DRAFT period invoice re-rated over what is counted now (libs/billing/run/drafts.ts,
+ * docs/decisions.md "Grace drafts"): it stays the invoice of the period it was made for, first
+ * period's one-time items and the late-usage lines it carries included; `invoice post` re-rates
+ * before it posts; a grace draft's credit is judged when it posts. Seats 10.00 a month, API calls
+ * 1-100 at 1.00 (graduated), a one-time Setup of 90.00; the customer is in Ontario (HST 13 %).
+ */
+
+let database: TestDatabase;
+let usage: UsageForTransaction;
+
+beforeAll(async () => {
+  database = await createTestDatabase('draft_rerate');
+  usage = usageSource(new PostgresUsageAggregator(database.db));
+});
+afterAll(() => database.drop());
+
+const JAN = new Date('2026-01-01T00:00:00Z');
+const FEB = new Date('2026-02-01T00:00:00Z');
+const MAR = new Date('2026-03-01T00:00:00Z');
+
+async function setUp(options: { setup?: boolean; graceHours?: number } = {}) {
+  const { orgId } = await createTestOrg(database.db);
+  if (options.graceHours) {
+    await setOrganizationSettings(database.db, orgId, { invoiceGraceHours: options.graceHours });
+  }
+  const { seats, apiCalls } = await basicCatalog(database.db, orgId);
+  const items = [{ product_id: seats }, { product_id: apiCalls }];
+  if (options.setup) {
+    const setup = await productIn(database.db, orgId, {
+      name: 'Setup',
+      pricing_type: 'one_time',
+      unit_price: '90.00',
+      currency: 'CAD',
+    });
+    items.push({ product_id: setup });
+  }
+  const customerId = await customerIn(database.db, orgId);
+  const subscription = await subscribe(
+    database.db,
+    orgId,
+    { customer_id: customerId, items, start_date: JAN },
+    JAN,
+  );
+  const metered = subscription.items.find((item) => item.usage_type === 'metered')!.id;
+  return { orgId, customerId, subscription, metered };
+}
+
+async function stored(invoiceId: string) {
+  const { rows } = await database.db.query<{
+    status: string;
+    subtotal: string;
+    total: string;
+    amount_paid: string;
+  }>(
+    `SELECT status, subtotal::text AS subtotal, total::text AS total, amount_paid::text AS amount_paid
+       FROM invoices WHERE id = $1`,
+    [invoiceId],
+  );
+  const { rows: lines } = await database.db.query<{ description: string; line_total_pre_tax: string }>(
+    `SELECT description, line_total_pre_tax::text AS line_total_pre_tax
+       FROM invoice_items WHERE invoice_id = $1 ORDER BY position`,
+    [invoiceId],
+  );
+  return { ...rows[0]!, lines: lines.map((line) => [line.description, line.line_total_pre_tax]) };
+}
+
+async function draftAt(orgId: number, now: Date): Promise<string> {
+  const run = await runBilling(database.db, { usage, orgId, now, post: false });
+  expect(run.failures).toEqual([]);
+  expect(run.invoice_ids).toHaveLength(1);
+  return run.invoice_ids[0]!;
+}
+
+describe('a DRAFT re-rated by a late event', () => {
+  it("keeps the first period's one-time items", async () => {
+    const { orgId, metered } = await setUp({ setup: true });
+    await recordUsage(database.db, orgId, metered, '10', '2026-01-10T00:00:00Z');
+    const draftId = await draftAt(orgId, FEB);
+    const before = await stored(draftId);
+    expect(before.subtotal).toBe('110.00000000'); // Setup 90 + seats 10 + 10 calls
+    expect(before.lines.map(([description]) => description)).toContain('Setup');
+
+    await recordUsage(database.db, orgId, metered, '5', '2026-01-20T00:00:00Z');
+    expect(await rerateDirtyDrafts(database.db, { orgId })).toEqual([draftId]);
+    const after = await stored(draftId);
+    expect(after.subtotal).toBe('115.00000000');
+    expect(after.lines).toEqual([
+      ['Seats', '10.00000000'],
+      ['API calls (usage: 15 calls)', '15.00000000'],
+      ['Setup', '90.00000000'],
+    ]);
+  });
+
+  it('keeps the late-usage lines of an earlier posted period it carries', async () => {
+    const { orgId, metered } = await setUp();
+    await recordUsage(database.db, orgId, metered, '10', '2026-01-10T00:00:00Z');
+    const january = await runBilling(database.db, { usage, orgId, now: FEB });
+    expect((await stored(january.invoice_ids[0]!)).subtotal).toBe('20.00000000');
+    // late for January (posted): 4 calls at 1.00 on February's invoice, a DRAFT
+    await recordUsage(database.db, orgId, metered, '4', '2026-01-20T00:00:00Z');
+    const draftId = await draftAt(orgId, MAR);
+    const before = await stored(draftId);
+    expect(before.subtotal).toBe('14.00000000');
+
+    await recordUsage(database.db, orgId, metered, '3', '2026-02-10T00:00:00Z');
+    expect(await rerateDirtyDrafts(database.db, { orgId })).toEqual([draftId]);
+    const after = await stored(draftId);
+    expect(after.subtotal).toBe('17.00000000'); // seats 10 + 3 February calls + the 4 late ones
+    expect(after.lines.filter(([description]) => description!.includes('late'))).toEqual(
+      before.lines.filter(([description]) => description!.includes('late')),
+    );
+  });
+});
+
+describe('a DRAFT re-rated after a change of its item', () => {
+  it('prices the period at the terms it was billed at, not the ones the change set since', async () => {
+    const { orgId, subscription, metered } = await setUp();
+    await recordUsage(database.db, orgId, metered, '10', '2026-01-10T00:00:00Z');
+    const draftId = await draftAt(orgId, FEB);
+    expect((await stored(draftId)).subtotal).toBe('20.00000000');
+    // February: the calls item now includes 100 units; January's draft was billed with none
+    const seatItem = subscription.items.find((item) => item.id !== metered)!.id;
+    await changeSubscription(database.db, {
+      subscriptionId: subscription.id,
+      orgId,
+      change: { items: [{ id: seatItem }, { id: metered, included_units: '100' }] },
+      now: new Date('2026-02-10T00:00:00Z'),
+    });
+    await recordUsage(database.db, orgId, metered, '5', '2026-01-20T00:00:00Z');
+    expect(await rerateDirtyDrafts(database.db, { orgId })).toEqual([draftId]);
+    expect((await stored(draftId)).subtotal).toBe('25.00000000');
+  });
+});
+
+describe('posting a DRAFT', () => {
+  it('`invoice post` re-rates it over what is counted at that moment', async () => {
+    const { orgId, metered } = await setUp();
+    const draftId = await draftAt(orgId, FEB);
+    expect((await stored(draftId)).subtotal).toBe('10.00000000');
+    await recordUsage(database.db, orgId, metered, '7', '2026-01-05T00:00:00Z');
+    const posted = await database.db.transaction((tx) => postDraft(tx, { invoiceId: draftId, orgId }));
+    expect(posted.status).toBe('POSTED');
+    expect(await stored(draftId)).toMatchObject({ status: 'POSTED', subtotal: '17.00000000' });
+  });
+
+  it('a grace draft posted by a run billing as of an earlier instant uses the credit effective when it posts', async () => {
+    const { orgId, customerId } = await setUp({ graceHours: 24 });
+    const run = await runBilling(database.db, { usage, orgId, now: FEB });
+    const draftId = run.invoice_ids[0]!;
+    expect((await stored(draftId)).status).toBe('DRAFT');
+    // a grant made now (effective from now): a run billing as of February still posts with it
+    await addCustomerCredit(database.db, { customerId, orgId, amount: '500.00' });
+    const posting = await runBilling(database.db, {
+      usage,
+      orgId,
+      now: new Date(FEB.getTime() + 24 * 3_600_000),
+    });
+    expect(posting.grace_posted).toEqual([draftId]);
+    const after = await stored(draftId);
+    expect(after).toMatchObject({ status: 'PAID', total: '11.30000000', amount_paid: '11.30000000' });
+  });
+});
