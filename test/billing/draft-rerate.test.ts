@@ -6,6 +6,7 @@ import {
   runBilling,
   type UsageForTransaction,
   usageSource,
+  withdrawInvoice,
 } from '../../libs/billing/index.js';
 import { setOrganizationSettings } from '../../libs/organizations/index.js';
 import { changeSubscription } from '../../libs/subscriptions/index.js';
@@ -146,6 +147,38 @@ describe('a DRAFT re-rated after a change of its item', () => {
     await recordUsage(database.db, orgId, metered, '5', '2026-01-20T00:00:00Z');
     expect(await rerateDirtyDrafts(database.db, { orgId })).toEqual([draftId]);
     expect((await stored(draftId)).subtotal).toBe('25.00000000');
+  });
+});
+
+describe('periods whose drafts were withdrawn', () => {
+  it('are billed again in period order, withdrawn in any order: the lines of a change go on their own period', async () => {
+    const { orgId, subscription } = await setUp();
+    const seatItem = subscription.items.find((item) => item.usage_type === 'licensed')!.id;
+    // January: a second seat from Jan 11 (its lines wait for January's invoice)
+    await changeSubscription(database.db, {
+      subscriptionId: subscription.id,
+      orgId,
+      change: {
+        items: [{ id: seatItem, quantity: 2 }, { id: subscription.items.find((i) => i.id !== seatItem)!.id }],
+      },
+      now: new Date('2026-01-11T00:00:00Z'),
+    });
+    const january = await draftAt(orgId, FEB);
+    const february = await draftAt(orgId, MAR);
+    const januaryLines = (await stored(january)).lines;
+    expect(januaryLines.length).toBeGreaterThan((await stored(february)).lines.length);
+    for (const id of [february, january]) {
+      await database.db.transaction((tx) => withdrawInvoice(tx, { invoiceId: id, orgId }));
+    }
+    const rebill = await runBilling(database.db, { usage, orgId, now: new Date('2026-03-02T00:00:00Z') });
+    expect(rebill.invoice_ids).toHaveLength(2);
+    const { rows } = await database.db.query<{ id: string; period_start: string; invoice_number: string }>(
+      `SELECT id, period_start::text AS period_start, invoice_number FROM invoices
+        WHERE id = ANY($1::uuid[]) ORDER BY invoice_number`,
+      [rebill.invoice_ids],
+    );
+    expect(rows.map((row) => row.period_start)).toEqual(['2026-01-01', '2026-02-01']);
+    expect((await stored(rows[0]!.id)).lines).toEqual(januaryLines);
   });
 });
 

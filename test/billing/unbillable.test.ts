@@ -4,7 +4,7 @@ import { createProduct } from '../../libs/catalog/index.js';
 import type { Queryable } from '../../libs/db/index.js';
 import { ApiError } from '../../libs/errors/index.js';
 import { createOrganization } from '../../libs/organizations/index.js';
-import { changeSubscription } from '../../libs/subscriptions/index.js';
+import { cancelSubscription, changeSubscription } from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { insertInvoice, insertProduct, insertSubscription } from '../helpers/billing-fixtures.js';
@@ -230,6 +230,23 @@ describe('rows stored in an unbillable currency', () => {
     );
     expect(gone.code, gone.stderr).toBe(0);
     expect(gone.json()).toMatchObject({ id: legacy.id, status: 'canceled' });
+  });
+
+  it('a parked subscription canceled without invoicing is no longer listed by the runs', async () => {
+    const db = api.platform.db;
+    const legacy = await legacySubscription('XYZ', new Date('2026-01-01T00:00:00Z'));
+    const billAt = (now: string) =>
+      runBilling(db, { usage, orgId: org.orgId, subscriptionIds: [legacy.id], now: new Date(now) });
+    expect((await billAt('2026-02-02T00:00:00Z')).parked.map((p) => p.subscription_id)).toEqual([legacy.id]);
+    await db.transaction((tx) =>
+      cancelSubscription(tx, {
+        subscriptionId: legacy.id,
+        withoutInvoicing: true,
+        now: new Date('2026-02-10T00:00:00Z'),
+      }),
+    );
+    // the operator's way out was taken: nothing is left for anyone to act on
+    expect((await billAt('2026-02-11T00:00:00Z')).parked).toEqual([]);
   });
 
   it('a cancel now of one whose running period cannot be invoiced is a 409 that cancels nothing', async () => {
