@@ -182,6 +182,46 @@ describe('periods whose drafts were withdrawn', () => {
   });
 });
 
+describe('withdrawing', () => {
+  it('a DRAFT carrying late usage gives it back: the period billed again carries it once more', async () => {
+    const { orgId, metered } = await setUp();
+    await recordUsage(database.db, orgId, metered, '10', '2026-01-10T00:00:00Z');
+    await runBilling(database.db, { usage, orgId, now: FEB });
+    await recordUsage(database.db, orgId, metered, '4', '2026-01-20T00:00:00Z');
+    const draftId = await draftAt(orgId, MAR);
+    const late = (await stored(draftId)).lines.filter(([description]) => description!.includes('late'));
+    expect(late).toHaveLength(1);
+    await database.db.transaction((tx) => withdrawInvoice(tx, { invoiceId: draftId, orgId }));
+    const rebill = await runBilling(database.db, { usage, orgId, now: new Date('2026-03-02T00:00:00Z') });
+    expect(rebill.invoice_ids).toHaveLength(1);
+    const again = await stored(rebill.invoice_ids[0]!);
+    expect(again.subtotal).toBe('14.00000000');
+    expect(again.lines.filter(([description]) => description!.includes('late'))).toEqual(late);
+  });
+
+  it('a POSTED invoice bills nothing again: its change lines and its period stay billed', async () => {
+    const { orgId, subscription } = await setUp();
+    const seatItem = subscription.items.find((item) => item.usage_type === 'licensed')!.id;
+    const calls = subscription.items.find((item) => item.id !== seatItem)!.id;
+    await changeSubscription(database.db, {
+      subscriptionId: subscription.id,
+      orgId,
+      change: { items: [{ id: seatItem, quantity: 2 }, { id: calls }] },
+      now: new Date('2026-01-11T00:00:00Z'),
+    });
+    const january = await runBilling(database.db, { usage, orgId, now: FEB });
+    const posted = january.invoice_ids[0]!;
+    await database.db.transaction((tx) => withdrawInvoice(tx, { invoiceId: posted, orgId }));
+    const february = await runBilling(database.db, { usage, orgId, now: MAR });
+    // February alone: two seats, none of January's lines again
+    expect(february.invoice_ids).toHaveLength(1);
+    expect((await stored(february.invoice_ids[0]!)).lines).toEqual([
+      ['Seats', '20.00000000'],
+      ['API calls (usage: 0 calls)', '0.00000000'],
+    ]);
+  });
+});
+
 describe('posting a DRAFT', () => {
   it('`invoice post` re-rates it over what is counted at that moment', async () => {
     const { orgId, metered } = await setUp();
