@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  createRefund,
   recordPayment,
   runBilling,
   type UsageForTransaction,
@@ -125,6 +126,29 @@ describe('dunning at the boundary day', () => {
       recordPayment(tx, { invoiceId, amount: '6.30', now: at('2026-03-04T12:00:00Z') }),
     );
     expect(await statusOf(orgId, subscriptionId)).toBe('active');
+  });
+
+  it('a refunded invoice with a balance is not overdue until paid again in part (docs/decisions.md)', async () => {
+    const { orgId, subscriptionId, invoiceId } = await billedSubscription();
+    await database.db.transaction((tx) =>
+      recordPayment(tx, { invoiceId, amount: '5.00', now: at('2026-03-01T12:00:00Z') }),
+    );
+    await database.db.transaction((tx) =>
+      createRefund(tx, { invoiceId, amount: '2.00', now: at('2026-03-02T12:00:00Z') }),
+    );
+    expect(await getInvoice(database.db, orgId, invoiceId)).toMatchObject({
+      status: 'PARTIALLY_REFUNDED',
+      balance: '6.30000000',
+    });
+    const run = await runBilling(database.db, { usage, orgId, now: at('2026-03-04T00:00:00Z') });
+    expect(run.marked_past_due).toBe(0);
+    expect(await statusOf(orgId, subscriptionId)).toBe('active');
+    // paid again in part: PARTIALLY_PAID past its due date, overdue like any other
+    await database.db.transaction((tx) =>
+      recordPayment(tx, { invoiceId, amount: '1.00', now: at('2026-03-04T12:00:00Z') }),
+    );
+    const again = await runBilling(database.db, { usage, orgId, now: at('2026-03-05T00:00:00Z') });
+    expect(again.marked_past_due).toBe(1);
   });
 
   it('a scoped run or a payment moves its own subscriptions only, not others of the organization', async () => {
