@@ -181,6 +181,37 @@ describe('billing on an interval (npm start)', () => {
     expect([draft!.status, draft!.total]).toEqual(['DRAFT', '24.86000000']);
   });
 
+  it('says whose invoices its billing run posted, so their top-ups are looked at', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const { seats } = await basicCatalog(database.db, orgId);
+    const customerId = await customerIn(database.db, orgId);
+    const subscription = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }],
+      start_date: new Date(Date.now() - 40 * 86_400_000),
+    });
+    const moved: { orgId: number; customerId: number }[] = [];
+    const scheduler = startBillingScheduler({
+      db: database.db,
+      config,
+      stores: readStoresOver(database.db),
+      intervalSeconds: 3600,
+      log: capturingLogger().log,
+      firstRunDelayMs: 10,
+      // the drafts job and the expiry sweep an hour off: only the billing run says anything
+      expirySweepMs: 3_600_000,
+      afterCustomersMoved: async (customers) => {
+        moved.push(...customers);
+      },
+    });
+    try {
+      await until(() => moved.some((c) => c.orgId === orgId && c.customerId === customerId));
+    } finally {
+      await scheduler.stop();
+    }
+    expect(await invoicesOf(database.db, subscription.id)).toHaveLength(1);
+  });
+
   it('lapses a grant once its expiry has come, and says whose credit moved', async () => {
     const { orgId } = await createTestOrg(database.db);
     const customerId = await customerIn(database.db, orgId);
