@@ -124,6 +124,38 @@ describe('billing run', () => {
     expect(await invoicesOf(database.db, subscription.id)).toHaveLength(1);
   });
 
+  it('a run skips a subscription another transaction holds instead of waiting for it; the next run bills it', async () => {
+    const { orgId, customerId, seats } = await orgWithCatalog();
+    const held = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }],
+      start_date: at('2026-01-01T00:00:00Z'),
+    });
+    const free = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats }],
+      start_date: at('2026-01-01T00:00:00Z'),
+    });
+    const client = await database.db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT id FROM subscriptions WHERE id = $1 FOR NO KEY UPDATE', [held.id]);
+      const run = runBilling(database.db, { usage, orgId, now: at('2026-02-01T00:00:00Z') });
+      const waited = new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 5_000).unref());
+      const first = await Promise.race([run, waited]);
+      expect(first).not.toBe('waited');
+      expect((await invoicesOf(database.db, free.id)).length).toBe(1);
+      expect(await invoicesOf(database.db, held.id)).toEqual([]);
+      await client.query('COMMIT');
+    } finally {
+      await client.query('ROLLBACK').catch(() => {}); // a failed expectation must not leave the row held
+      client.release();
+    }
+    const next = await runBilling(database.db, { usage, orgId, now: at('2026-02-01T00:00:00Z') });
+    expect(next.invoices_created).toBe(1);
+    expect(await invoicesOf(database.db, held.id)).toHaveLength(1);
+  });
+
   it('two runs at once on separate pools bill every period exactly once, with gapless numbers', async () => {
     const orgs = [await orgWithCatalog(), await orgWithCatalog()];
     const subscriptionIds: number[] = [];
