@@ -74,6 +74,25 @@ function sweepingSoon(db: Database) {
   });
 }
 
+/** A scheduler over the test database that records whose invoices or credit its jobs moved. */
+function recordingMoves(timing: { firstRunDelayMs: number; expirySweepMs: number }) {
+  const moved: { orgId: number; customerId: number }[] = [];
+  const scheduler = startBillingScheduler({
+    db: database.db,
+    config,
+    stores: readStoresOver(database.db),
+    intervalSeconds: 3600,
+    log: capturingLogger().log,
+    ...timing,
+    afterCustomersMoved: async (customers) => {
+      moved.push(...customers);
+    },
+  });
+  const hasMoved = (orgId: number, customerId: number) =>
+    moved.some((c) => c.orgId === orgId && c.customerId === customerId);
+  return { scheduler, hasMoved };
+}
+
 describe('billing on an interval (npm start)', () => {
   it('runs shortly after start, then on every interval, and stops cleanly', async () => {
     const { orgId } = await createTestOrg(database.db);
@@ -154,24 +173,11 @@ describe('billing on an interval (npm start)', () => {
       '12',
       new Date(start.getTime() + 86_400_000).toISOString(),
     );
-    const { log } = capturingLogger();
-    const moved: { orgId: number; customerId: number }[] = [];
-    const scheduler = startBillingScheduler({
-      db: database.db,
-      config,
-      stores: readStoresOver(database.db),
-      intervalSeconds: 3600,
-      log,
-      firstRunDelayMs: 3_600_000,
-      expirySweepMs: 50,
-      afterCustomersMoved: async (customers) => {
-        moved.push(...customers);
-      },
-    });
+    const { scheduler, hasMoved } = recordingMoves({ firstRunDelayMs: 3_600_000, expirySweepMs: 50 });
     try {
       await until(async () => (await invoicesOf(database.db, due.id))[0]!.status === 'POSTED');
       // what a customer owes moved: its automatic top-ups and alerts are looked at
-      await until(() => moved.some((c) => c.orgId === orgId && c.customerId === customerId));
+      await until(() => hasMoved(orgId, customerId));
       await until(async () => (await invoicesOf(database.db, waiting.id))[0]!.total !== '10.00000000');
     } finally {
       await scheduler.stop();
@@ -190,22 +196,10 @@ describe('billing on an interval (npm start)', () => {
       items: [{ product_id: seats }],
       start_date: new Date(Date.now() - 40 * 86_400_000),
     });
-    const moved: { orgId: number; customerId: number }[] = [];
-    const scheduler = startBillingScheduler({
-      db: database.db,
-      config,
-      stores: readStoresOver(database.db),
-      intervalSeconds: 3600,
-      log: capturingLogger().log,
-      firstRunDelayMs: 10,
-      // the drafts job and the expiry sweep an hour off: only the billing run says anything
-      expirySweepMs: 3_600_000,
-      afterCustomersMoved: async (customers) => {
-        moved.push(...customers);
-      },
-    });
+    // the drafts job and the expiry sweep an hour off: only the billing run says anything
+    const { scheduler, hasMoved } = recordingMoves({ firstRunDelayMs: 10, expirySweepMs: 3_600_000 });
     try {
-      await until(() => moved.some((c) => c.orgId === orgId && c.customerId === customerId));
+      await until(() => hasMoved(orgId, customerId));
     } finally {
       await scheduler.stop();
     }
@@ -227,21 +221,9 @@ describe('billing on an interval (npm start)', () => {
         WHERE id = $1`,
       [grant.id],
     );
-    const moved: { orgId: number; customerId: number }[] = [];
-    const scheduler = startBillingScheduler({
-      db: database.db,
-      config,
-      stores: readStoresOver(database.db),
-      intervalSeconds: 3600,
-      log: capturingLogger().log,
-      firstRunDelayMs: 3_600_000,
-      expirySweepMs: 50,
-      afterCustomersMoved: async (customers) => {
-        moved.push(...customers);
-      },
-    });
+    const { scheduler, hasMoved } = recordingMoves({ firstRunDelayMs: 3_600_000, expirySweepMs: 50 });
     try {
-      await until(() => moved.some((c) => c.orgId === orgId && c.customerId === customerId));
+      await until(() => hasMoved(orgId, customerId));
     } finally {
       await scheduler.stop();
     }
