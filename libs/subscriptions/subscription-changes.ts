@@ -390,6 +390,18 @@ function itemOrder(a: number, b: number): number {
   return Math.abs(a) - Math.abs(b);
 }
 
+/** Whether the running period is the subscription's last: canceled at its end, or its term's last. */
+function endsAtPeriodEnd(subscription: ChangeState): boolean {
+  if (subscription.cancel_at_period_end) return true;
+  const renews = subscription.auto_renew && subscription.initial_term_months !== null;
+  return (
+    subscription.term_type === 'termed' &&
+    !renews &&
+    subscription.subscription_end_date !== null &&
+    subscription.subscription_end_date <= subscription.current_period_end
+  );
+}
+
 function assertChangeable(subscription: ChangeState, now: Date, effective: 'now' | 'period_end'): void {
   if (subscription.status === 'canceled' || subscription.status === 'expired') {
     throw ApiError.conflict(
@@ -409,6 +421,12 @@ function assertChangeable(subscription: ChangeState, now: Date, effective: 'now'
     throw ApiError.conflict(
       `Subscription ${subscription.id} has a period that ended ${subscription.next_billing_date.toISOString()} and is ` +
         'not invoiced yet; the billing run must bill it before the items change.',
+    );
+  }
+  if (effective === 'period_end' && endsAtPeriodEnd(subscription)) {
+    throw ApiError.conflict(
+      `Subscription ${subscription.id} ends at the end of its period (${subscription.current_period_end.toISOString()}); ` +
+        'a change scheduled for then would never apply.',
     );
   }
   if (effective === 'period_end' && subscription.status === 'pending') {

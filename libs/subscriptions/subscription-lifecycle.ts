@@ -517,7 +517,19 @@ async function cancelAtPeriodEnd(
       WHERE org_id = $1 AND id = $2`,
     [subscription.org_id, subscription.id, now],
   );
+  await dropPendingChange(tx, subscription);
   return getSubscription(tx, subscription.org_id, subscription.id);
+}
+
+/**
+ * A change scheduled for the period end never applies once the subscription stops by then: it is
+ * dropped with the cancel, so the subscription no longer shows it.
+ */
+async function dropPendingChange(tx: Queryable, subscription: SubscriptionToCancel): Promise<void> {
+  await tx.query('DELETE FROM subscription_pending_changes WHERE org_id = $1 AND subscription_id = $2', [
+    subscription.org_id,
+    subscription.id,
+  ]);
 }
 
 /** Canceled now: the running period's used part invoiced (unless without invoicing), then ended. */
@@ -536,6 +548,7 @@ async function cancelNow(
       WHERE org_id = $1 AND id = $2`,
     [subscription.org_id, subscription.id, now, input.withoutInvoicing === true],
   );
+  await dropPendingChange(tx, subscription);
   await emitDomainEvent(tx, {
     orgId: subscription.org_id,
     type: 'subscription.canceled',

@@ -8,7 +8,7 @@ import {
 import { Database, type Queryable } from '../../libs/db/index.js';
 import { getInvoice } from '../../libs/invoices/index.js';
 import { SubscriptionUpdatedEventData } from '../../libs/schemas/index.js';
-import { changeSubscription, getSubscription } from '../../libs/subscriptions/index.js';
+import { cancelSubscription, changeSubscription, getSubscription } from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator, type UsageReadStores } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase, withoutIndexOrder } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
@@ -879,7 +879,40 @@ describe('subscription changes, billed by the run', () => {
     expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
   });
 
-  it('a change scheduled for a boundary a catch-up run passes is dropped when the term ends there too', async () => {
+  it("a run catching up several periods bills those from a change's boundary at the new items", async () => {
+    const { orgId, subscription } = await seatsFromMarch();
+    const id = subscription.items[0]!.id;
+    await change(
+      orgId,
+      subscription.id,
+      { items: [{ id, quantity: 5 }], effective: 'period_end' },
+      '2026-03-10T00:00:00Z',
+    );
+    // no run on April 1 nor May 1: one run bills March, April and May
+    const run = await billAt(orgId, '2026-06-01T00:00:00Z');
+    const totals = await Promise.all(
+      run.invoice_ids.map(async (invoiceId) => (await invoiceLines(orgId, invoiceId)).total),
+    );
+    // March at 2 seats (20 + 13 %), April and May at 5 (50 + 13 %): as runs on time would have
+    expect(totals).toEqual(['22.60000000', '56.50000000', '56.50000000']);
+    const after = await getSubscription(database.db, orgId, subscription.id);
+    expect([after.items.map((item) => [item.id, item.quantity]), after.pending_change]).toEqual([
+      [[id, 5]],
+      null,
+    ]);
+    const updated = await outbox(database.db, orgId, 'subscription.updated');
+    expect(updated.map((event) => event.data)).toMatchObject([
+      {
+        previous_items: [{ quantity: 2 }],
+        items: [{ quantity: 5 }],
+        effective_at: '2026-04-01T00:00:00.000Z',
+      },
+    ]);
+    const june = await billAt(orgId, '2026-07-01T00:00:00Z');
+    expect((await invoiceLines(orgId, june.invoice_ids[0]!)).total).toBe('56.50000000');
+  });
+
+  it('a catch-up run applies a change before the term ends, and a change for the term end is refused', async () => {
     const { orgId, customerId, seats } = await setUp();
     // a two-month term, no renewal: billed late, one run invoices March and April and expires it
     const subscription = await subscribe(database.db, orgId, {
@@ -899,10 +932,84 @@ describe('subscription changes, billed by the run', () => {
     );
     const run = await billAt(orgId, '2026-05-01T00:00:00Z');
     expect([run.invoices_created, run.expired]).toEqual([2, 1]);
+    const totals = await Promise.all(
+      run.invoice_ids.map(async (invoiceId) => (await invoiceLines(orgId, invoiceId)).total),
+    );
+    expect(totals).toEqual(['22.60000000', '56.50000000']);
     const after = await getSubscription(database.db, orgId, subscription.id);
     expect([after.status, after.pending_change]).toEqual(['expired', null]);
-    // an expired subscription's items stay as they ended: the change is not applied, and says nothing
-    expect(after.items.map((item) => [item.id, item.quantity])).toEqual([[id, 2]]);
+    expect(after.items.map((item) => [item.id, item.quantity])).toEqual([[id, 5]]);
+    expect(await outbox(database.db, orgId, 'subscription.updated')).toHaveLength(1);
+
+    // April is the term's last period: a change for its end would never apply
+    const last = await subscribe(database.db, orgId, {
+      customer_id: customerId,
+      items: [{ product_id: seats, quantity: 2 }],
+      start_date: at('2026-03-01T00:00:00Z'),
+      term_type: 'termed',
+      initial_term_months: 2,
+      auto_renew: false,
+    });
+    const lastSeat = { items: [{ id: last.items[0]!.id, quantity: 5 }], effective: 'period_end' };
+    await billAt(orgId, '2026-04-01T00:00:00Z');
+    await expect(change(orgId, last.id, lastSeat, '2026-04-10T00:00:00Z')).rejects.toMatchObject({
+      status: 409,
+    });
+    // one stored for that end anyway (before this refusal existed) is dropped when the term ends
+    await database.db.query(
+      `INSERT INTO subscription_pending_changes (subscription_id, org_id, items, effective_at)
+       VALUES ($1, $2, $3, '2026-05-01T00:00:00Z')`,
+      [
+        last.id,
+        orgId,
+        JSON.stringify([{ id: last.items[0]!.id, product_id: seats, quantity: 5, included_units: '0' }]),
+      ],
+    );
+    const expiry = await billAt(orgId, '2026-05-01T00:00:00Z');
+    expect([expiry.invoices_created, expiry.expired]).toEqual([1, 1]);
+    const ended = await getSubscription(database.db, orgId, last.id);
+    expect([ended.status, ended.pending_change, ended.items[0]!.quantity]).toEqual(['expired', null, 2]);
+    expect(await outbox(database.db, orgId, 'subscription.updated')).toHaveLength(1);
+  });
+
+  it('a cancel drops the change scheduled for the period end; once set to cancel, none is taken', async () => {
+    const { orgId, subscription } = await seatsFromMarch();
+    const id = subscription.items[0]!.id;
+    const fiveSeats = { items: [{ id, quantity: 5 }], effective: 'period_end' };
+    await change(orgId, subscription.id, fiveSeats, '2026-03-10T00:00:00Z');
+    const marked = await database.db.transaction((tx) =>
+      cancelSubscription(tx, {
+        subscriptionId: subscription.id,
+        atPeriodEnd: true,
+        now: at('2026-03-12T00:00:00Z'),
+      }),
+    );
+    expect([marked.cancel_at_period_end, marked.pending_change]).toEqual([true, null]);
+    await expect(change(orgId, subscription.id, fiveSeats, '2026-03-13T00:00:00Z')).rejects.toMatchObject({
+      status: 409,
+    });
+    const run = await billAt(orgId, '2026-04-01T00:00:00Z');
+    expect([run.canceled, (await invoiceLines(orgId, run.invoice_ids[0]!)).total]).toEqual([
+      1,
+      '22.60000000',
+    ]);
+    const ended = await getSubscription(database.db, orgId, subscription.id);
+    expect([ended.status, ended.pending_change, ended.items[0]!.quantity]).toEqual(['canceled', null, 2]);
+
+    // canceled now: the change it had scheduled goes with it
+    const other = await seatsFromMarch();
+    const otherSeats = {
+      items: [{ id: other.subscription.items[0]!.id, quantity: 5 }],
+      effective: 'period_end',
+    };
+    await change(other.orgId, other.subscription.id, otherSeats, '2026-03-10T00:00:00Z');
+    const canceled = await database.db.transaction((tx) =>
+      cancelSubscription(tx, { subscriptionId: other.subscription.id, now: at('2026-03-16T00:00:00Z') }),
+    );
+    expect([canceled.status, canceled.pending_change]).toEqual(['canceled', null]);
+    expect(await getSubscription(database.db, other.orgId, other.subscription.id)).toMatchObject({
+      pending_change: null,
+    });
     expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
   });
 

@@ -42,6 +42,7 @@ import {
 import {
   claimDueSubscriptions,
   claimEndedWithLateUsage,
+  type DueChange,
   type DueSubscription,
   markProrationLinesInvoiced,
   type ParkedSubscription,
@@ -62,7 +63,7 @@ import {
   unique,
   usageKey,
 } from './invoice-inputs.js';
-import { BILLABLE_STATUSES, planBilling, type SubscriptionSchedule } from './schedule.js';
+import { BILLABLE_STATUSES, planBilling, type ScheduleStep, type SubscriptionSchedule } from './schedule.js';
 
 /**
  * The billing run (docs/architecture.md, "A billing run's way"): every subscription whose next_billing_date has passed is
@@ -340,10 +341,35 @@ async function billBatch(
   const result: BatchResult = { ...emptyBatchResult(), claimed: claimed.length, postedFor: [] };
   if (claimed.length === 0) return result;
 
-  const plans = claimed.map((subscription) => ({ subscription, ...planBilling(subscription, context.now) }));
+  const plans: BillingPlan[] = claimed.map((subscription) => ({
+    subscription,
+    ...planBilling(subscription, context.now),
+  }));
   // periods whose draft was withdrawn before it was posted come first (they are the older ones)
   const rebills = await takeRebillPeriods(tx, claimed);
-  const toInvoice: InvoiceTarget[] = [
+  const changes = await takeDueChanges(
+    tx,
+    plans.map(({ subscription, next }) => ({
+      id: subscription.id,
+      org_id: subscription.org_id,
+      // a subscription that stops takes every change it has: none outlives it
+      boundary: stops(next) ? 'infinity' : next.current_period_start.toISOString(),
+    })),
+  );
+  const changeOf = new Map(changes.map((change) => [change.subscription_id, change]));
+  const periods = plans.flatMap(({ subscription, steps }) =>
+    steps
+      .filter((step): step is InvoiceStep => step.kind === 'invoice')
+      .map((step) => ({ subscription, step })),
+  );
+  // A run catching up several periods bills those before a change's boundary at the old items and
+  // those from it at the new ones, as runs on time would have: first the periods before any
+  // boundary, then the changes, then the periods after them.
+  const afterChange = ({ subscription, step }: InvoiceTarget) => {
+    const change = changeOf.get(subscription.id);
+    return change !== undefined && step.periodStart >= change.effective_at;
+  };
+  const before: InvoiceTarget[] = [
     ...rebills.map((rebill) => ({
       subscription: claimed.find((s) => s.id === rebill.subscription_id)!,
       step: {
@@ -353,15 +379,12 @@ async function billBatch(
         firstPeriod: rebill.first_period,
       },
     })),
-    ...plans.flatMap(({ subscription, steps }) =>
-      steps
-        .filter((step): step is InvoiceStep => step.kind === 'invoice')
-        .map((step) => ({ subscription, step })),
-    ),
+    ...periods.filter((target) => !afterChange(target)),
   ];
-  const { invoices, events: creditEvents } = toInvoice.length
-    ? await createInvoices(tx, context, toInvoice)
-    : { invoices: [], events: [] };
+  const first = await createInvoices(tx, context, before);
+  const changeEvents = await applyDueChanges(tx, plans, changes);
+  const second = await createInvoices(tx, context, periods.filter(afterChange));
+  const invoices = [...first.invoices, ...second.invoices];
 
   await updateSubscriptions(
     tx,
@@ -377,8 +400,12 @@ async function billBatch(
     })),
   );
 
-  const events: DomainEvent[] = await applyDueChanges(tx, plans);
-  events.push(...invoices.flatMap(postingEvents), ...creditEvents);
+  const events: DomainEvent[] = [
+    ...changeEvents,
+    ...invoices.flatMap(postingEvents),
+    ...first.events,
+    ...second.events,
+  ];
   for (const { subscription, steps } of plans) {
     for (const step of steps) {
       if (step.kind === 'renewed') result.renewed++;
@@ -602,6 +629,7 @@ async function createInvoices(
   context: BatchContext,
   targets: InvoiceTarget[],
 ): Promise<{ invoices: NewInvoice[]; events: DomainEvent[] }> {
+  if (targets.length === 0) return { invoices: [], events: [] };
   const inputs = await loadInvoiceInputs(
     tx,
     { usage: context.usage(tx), lockCustomers: context.post, lockBilled: true },
@@ -770,34 +798,43 @@ function composeInvoice(
   };
 }
 
+/** A claimed subscription and what the run does to it (planBilling). */
+interface BillingPlan {
+  subscription: DueSubscription;
+  steps: ScheduleStep[];
+  next: SubscriptionSchedule;
+}
+
+/** Whether the run ends the subscription (canceled at its period end, a term run out). */
+function stops(next: SubscriptionSchedule): boolean {
+  return !(BILLABLE_STATUSES as readonly string[]).includes(next.status);
+}
+
 /**
- * Scheduled changes (effective "period_end") whose boundary this batch passed: applied as they
- * were asked for, on the new period (nothing of the ended period is touched: its invoice is made),
- * with subscription.updated. A subscription that stopped drops its change.
+ * Scheduled changes (effective "period_end") whose boundary this batch passed (takeDueChanges):
+ * each applied as it was asked for, on the period that begins at its boundary (nothing of the
+ * periods before is touched: they are invoiced at the old items), with subscription.updated. A
+ * change at or after the instant its subscription stops is dropped: no period of it is left.
  */
 async function applyDueChanges(
   tx: Queryable,
-  plans: { subscription: DueSubscription; next: SubscriptionSchedule }[],
+  plans: readonly BillingPlan[],
+  changes: readonly DueChange[],
 ): Promise<DomainEvent[]> {
-  const changes = await takeDueChanges(
-    tx,
-    plans.map(({ subscription, next }) => ({
-      id: subscription.id,
-      org_id: subscription.org_id,
-      boundary: next.current_period_start.toISOString(),
-    })),
-  );
   const events: DomainEvent[] = [];
   for (const change of changes) {
-    const { subscription, next } = plans.find((plan) => plan.subscription.id === change.subscription_id)!;
-    if (!(BILLABLE_STATUSES as readonly string[]).includes(next.status)) continue;
+    const { subscription, steps, next } = plans.find(
+      (plan) => plan.subscription.id === change.subscription_id,
+    )!;
+    const period = periodFrom(change.effective_at, steps, next);
+    if (!period) continue;
     const changing = {
       id: subscription.id,
       org_id: subscription.org_id,
       currency: subscription.currency,
       billing_period: subscription.billing_period,
-      current_period_start: next.current_period_start,
-      current_period_end: next.current_period_end,
+      current_period_start: period.start,
+      current_period_end: period.end,
     };
     const current = (
       (await loadBillableItems(tx, [subscription.org_id], [subscription.id])).get(subscription.id) ?? []
@@ -811,10 +848,7 @@ async function applyDueChanges(
     ) {
       continue;
     }
-    const applied = await applyItemSet(tx, changing, current, resolved, {
-      at: next.current_period_start,
-      mode: 'direct',
-    });
+    const applied = await applyItemSet(tx, changing, current, resolved, { at: period.start, mode: 'direct' });
     // a set that keeps the items as they are wrote nothing: no event says they changed
     if (changesNothing(applied)) continue;
     events.push({
@@ -825,6 +859,25 @@ async function applyDueChanges(
   }
   return events;
 }
+
+/**
+ * The period of the subscription beginning at `at` within this run: one it invoices, or the one
+ * it runs into. None when the subscription stops at or before `at`.
+ */
+function periodFrom(
+  at: Date,
+  steps: readonly ScheduleStep[],
+  next: SubscriptionSchedule,
+): { start: Date; end: Date } | undefined {
+  const invoiced = steps.find(
+    (step): step is InvoiceStep => step.kind === 'invoice' && step.periodStart.getTime() === at.getTime(),
+  );
+  if (invoiced) return { start: invoiced.periodStart, end: invoiced.periodEnd };
+  // a subscription that stops keeps the start of its last period: a boundary at its end finds none
+  if (next.current_period_start.getTime() !== at.getTime()) return undefined;
+  return { start: next.current_period_start, end: next.current_period_end };
+}
+
 function isDatabase(db: Database | Queryable): db is Database {
   return typeof (db as Partial<Database>).transaction === 'function';
 }
