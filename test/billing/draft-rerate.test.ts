@@ -9,7 +9,7 @@ import {
   withdrawInvoice,
 } from '../../libs/billing/index.js';
 import { setOrganizationSettings } from '../../libs/organizations/index.js';
-import { changeSubscription } from '../../libs/subscriptions/index.js';
+import { cancelSubscription, changeSubscription, getSubscription } from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
@@ -179,6 +179,32 @@ describe('periods whose drafts were withdrawn', () => {
     );
     expect(rows.map((row) => row.period_start)).toEqual(['2026-01-01', '2026-02-01']);
     expect((await stored(rows[0]!.id)).lines).toEqual(januaryLines);
+  });
+});
+
+describe('a withdrawn draft of a subscription that ended since', () => {
+  it('is billed again: the period was run, whatever the status now', async () => {
+    const { orgId, subscription } = await setUp();
+    await database.db.transaction((tx) =>
+      cancelSubscription(tx, {
+        subscriptionId: subscription.id,
+        atPeriodEnd: true,
+        now: new Date('2026-01-20T00:00:00Z'),
+      }),
+    );
+    // the run drafts January, its last period, and ends the subscription
+    const draftId = await draftAt(orgId, FEB);
+    const drafted = await stored(draftId);
+    expect((await getSubscription(database.db, orgId, subscription.id)).status).toBe('canceled');
+    await database.db.transaction((tx) => withdrawInvoice(tx, { invoiceId: draftId, orgId }));
+
+    const rebill = await runBilling(database.db, { usage, orgId, now: new Date('2026-02-02T00:00:00Z') });
+    expect([rebill.failures, rebill.invoice_ids.length, rebill.canceled]).toEqual([[], 1, 0]);
+    const again = await stored(rebill.invoice_ids[0]!);
+    expect([again.status, again.subtotal, again.lines]).toEqual(['POSTED', drafted.subtotal, drafted.lines]);
+    // billed once: the next run finds nothing more to bill
+    const next = await runBilling(database.db, { usage, orgId, now: new Date('2026-03-02T00:00:00Z') });
+    expect(next.invoice_ids).toEqual([]);
   });
 });
 

@@ -21,7 +21,9 @@ const DUE_SUBSCRIPTION_COLUMNS = `id, org_id, customer_id, status, currency, sta
   auto_renew, subscription_end_date, cancel_at_period_end, ended_at`;
 
 /**
- * Claims up to `limit` due subscriptions for this transaction. SKIP LOCKED lets concurrent runs
+ * Claims up to `limit` due subscriptions for this transaction: billable ones whose period ended,
+ * and any with a period to bill again (a withdrawn draft's, whatever the subscription's status
+ * since: a subscription that ended still owes the periods it ran). SKIP LOCKED lets concurrent runs
  * share the work without waiting on each other; the lock is held until the batch commits, and the
  * row's next_billing_date moves past `now` in that commit, so no two runs bill one period.
  * A customer's subscriptions due together are claimed together (customer_id before id): their
@@ -41,8 +43,8 @@ export async function claimDueSubscriptions(
   const { rows } = await tx.query<DueSubscription>(
     `SELECT ${DUE_SUBSCRIPTION_COLUMNS}
        FROM subscriptions s
-      WHERE status = ANY($1::text[]) AND billing_parked_at IS NULL
-        AND (next_billing_date <= $2 OR EXISTS (
+      WHERE billing_parked_at IS NULL
+        AND ((status = ANY($1::text[]) AND next_billing_date <= $2) OR EXISTS (
               SELECT 1 FROM subscription_rebill_periods r WHERE r.org_id = s.org_id AND r.subscription_id = s.id))
         AND ($3::bigint IS NULL OR org_id = $3)
         AND ($4::bigint[] IS NULL OR id = ANY($4::bigint[]))
