@@ -208,6 +208,108 @@ describe('a withdrawn draft of a subscription that ended since', () => {
   });
 });
 
+describe('a draft of a period before a change', () => {
+  /**
+   * January's DRAFT after a second seat from Jan 11 (its lines on January's invoice), then a third
+   * seat from Feb 10: the items' own terms moved twice since January began.
+   */
+  async function januaryDraftThenChanges() {
+    const setup = await setUp();
+    const { orgId, subscription, metered } = setup;
+    const seatItem = subscription.items.find((item) => item.id !== metered)!.id;
+    const seats = (quantity: number, now: string) =>
+      changeSubscription(database.db, {
+        subscriptionId: subscription.id,
+        orgId,
+        change: { items: [{ id: seatItem, quantity }, { id: metered }] },
+        now: new Date(now),
+      });
+    await seats(2, '2026-01-11T00:00:00Z');
+    const draftId = await draftAt(orgId, FEB);
+    const drafted = await stored(draftId);
+    await seats(3, '2026-02-10T00:00:00Z');
+    return { ...setup, draftId, drafted };
+  }
+
+  it('withdrawn, is billed again at the terms the period had', async () => {
+    const { orgId, draftId, drafted } = await januaryDraftThenChanges();
+    // 1 seat for January and the second seat's lines; neither 3 seats nor 2 seats plus the lines
+    expect(drafted.lines.find(([description]) => description === 'Seats')).toEqual(['Seats', '10.00000000']);
+    await database.db.transaction((tx) => withdrawInvoice(tx, { invoiceId: draftId, orgId }));
+    const rebill = await runBilling(database.db, { usage, orgId, now: new Date('2026-02-11T00:00:00Z') });
+    expect(rebill.invoice_ids).toHaveLength(1);
+    const again = await stored(rebill.invoice_ids[0]!);
+    expect([again.lines, again.subtotal]).toEqual([drafted.lines, drafted.subtotal]);
+  });
+
+  it('withdrawn, bills an item added within the period by its lines alone, as the draft did', async () => {
+    const { orgId, subscription } = await setUp();
+    const support = await productIn(database.db, orgId, {
+      name: 'Support',
+      pricing_type: 'recurring',
+      unit_price: '31.00',
+      currency: 'CAD',
+    });
+    const kept = subscription.items.map((item) => ({ id: item.id }));
+    const change = (items: unknown[], now: string) =>
+      changeSubscription(database.db, {
+        subscriptionId: subscription.id,
+        orgId,
+        change: { items },
+        now: new Date(now),
+      });
+    // Support from Jan 11: January bills its charge for the 21 days left, not the whole month
+    const added = await change([...kept, { product_id: support }], '2026-01-11T00:00:00Z');
+    const supportItem = added.subscription.items.find((item) => item.product_id === support)!.id;
+    const draftId = await draftAt(orgId, FEB);
+    const drafted = await stored(draftId);
+    expect(drafted.lines.filter(([description]) => description === 'Support')).toEqual([]);
+    // February's change records February's terms on the item: January's are no longer on it
+    await change([...kept, { id: supportItem, quantity: 2 }], '2026-02-10T00:00:00Z');
+    await database.db.transaction((tx) => withdrawInvoice(tx, { invoiceId: draftId, orgId }));
+    const rebill = await runBilling(database.db, { usage, orgId, now: new Date('2026-02-11T00:00:00Z') });
+    expect((await stored(rebill.invoice_ids[0]!)).lines).toEqual(drafted.lines);
+  });
+
+  it("withdrawn and billed again, prices the period's late usage at the terms the period had", async () => {
+    const { orgId, subscription, metered } = await setUp();
+    await recordUsage(database.db, orgId, metered, '10', '2026-01-10T00:00:00Z');
+    const draftId = await draftAt(orgId, FEB);
+    // from Feb 10 the calls item includes 100 units; January included none
+    const seatItem = subscription.items.find((item) => item.id !== metered)!.id;
+    await changeSubscription(database.db, {
+      subscriptionId: subscription.id,
+      orgId,
+      change: { items: [{ id: seatItem }, { id: metered, included_units: '100' }] },
+      now: new Date('2026-02-10T00:00:00Z'),
+    });
+    await database.db.transaction((tx) => withdrawInvoice(tx, { invoiceId: draftId, orgId }));
+    const rebill = await runBilling(database.db, { usage, orgId, now: new Date('2026-02-11T00:00:00Z') });
+    expect((await stored(rebill.invoice_ids[0]!)).subtotal).toBe('20.00000000'); // seat 10 + 10 calls
+    // 5 calls of January arrive late: March's invoice bills them at January's terms, 1.00 each
+    await recordUsage(database.db, orgId, metered, '5', '2026-01-20T00:00:00Z');
+    const march = await runBilling(database.db, { usage, orgId, now: MAR });
+    const late = (await stored(march.invoice_ids[0]!)).lines.filter(([description]) =>
+      description!.includes('late'),
+    );
+    expect(late.map(([, amount]) => amount)).toEqual(['5.00000000']);
+  });
+
+  it('re-rated by a late event, keeps the terms the period had', async () => {
+    const { orgId, metered, draftId, drafted } = await januaryDraftThenChanges();
+    await recordUsage(database.db, orgId, metered, '5', '2026-01-20T00:00:00Z');
+    expect(await rerateDirtyDrafts(database.db, { orgId })).toEqual([draftId]);
+    const after = await stored(draftId);
+    expect(after.lines).toEqual(
+      drafted.lines.map(([description, amount]) =>
+        description!.startsWith('API calls')
+          ? ['API calls (usage: 5 calls)', '5.00000000']
+          : [description, amount],
+      ),
+    );
+  });
+});
+
 describe('withdrawing', () => {
   it('a DRAFT carrying late usage gives it back: the period billed again carries it once more', async () => {
     const { orgId, metered } = await setUp();

@@ -133,8 +133,9 @@ export async function withdrawLocked(tx: Queryable, invoice: LockedInvoice, now:
 async function releaseDraftPeriod(tx: Queryable, invoice: LockedInvoice): Promise<void> {
   const params = [invoice.org_id, invoice.id];
   await tx.query(
-    `INSERT INTO subscription_rebill_periods (org_id, subscription_id, period_start, period_end, first_period)
-     SELECT org_id, subscription_id, billed_from, billed_until, coalesce(first_period, false)
+    `INSERT INTO subscription_rebill_periods (org_id, subscription_id, period_start, period_end, first_period,
+       billed_terms)
+     SELECT org_id, subscription_id, billed_from, billed_until, coalesce(first_period, false), billed_terms
        FROM invoices WHERE org_id = $1 AND id = $2 AND billed_from IS NOT NULL AND posted_at IS NULL
      ON CONFLICT DO NOTHING`,
     params,

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/index.js';
-import type { BillableItem, Period, ProrationLine } from '../pricing/index.js';
+import type { BillableItem, ItemBase, Period, ProrationLine } from '../pricing/index.js';
 
 /**
  * What a subscription's item bills in a period: at the terms the period began with (its base,
@@ -27,6 +27,44 @@ export function itemForPeriod(item: BillableItem, period: Period): BillableItem 
     unit_price: base.unit_price,
     included_units: base.included_units,
   };
+}
+
+/**
+ * The terms a period's invoice billed its items at, by subscription item id: what a DRAFT keeps, so
+ * that re-rating it or billing its period again after it was withdrawn bills the period as it was,
+ * whatever a change has moved the items' own terms to since (they change in place).
+ */
+export type BilledTerms = Record<string, Pick<ItemBase, 'quantity' | 'unit_price' | 'included_units'>>;
+
+/** What `items` bill for `period` (itemForPeriod), as BilledTerms. */
+export function billedTermsOf(items: readonly BillableItem[], period: Period): BilledTerms {
+  const terms: BilledTerms = {};
+  for (const item of items) {
+    const billed = itemForPeriod(item, period);
+    if (!billed) continue;
+    terms[item.subscription_item_id] = {
+      quantity: billed.quantity,
+      unit_price: billed.unit_price,
+      included_units: billed.included_units,
+    };
+  }
+  return terms;
+}
+
+/**
+ * `items` as a period billed at `terms` bills them again: each at its terms, and one without any
+ * left out (the period billed it nothing). Without terms (an invoice made before they were kept),
+ * the items as they are.
+ */
+export function atBilledTerms(
+  items: readonly BillableItem[],
+  terms: BilledTerms | null | undefined,
+): BillableItem[] {
+  if (!terms) return [...items];
+  return items.flatMap((item) => {
+    const billed = terms[item.subscription_item_id];
+    return billed ? [{ ...item, ...billed, base: null }] : [];
+  });
 }
 
 /** The part of `period` a metered item's usage counts for: from its start to its removal. */

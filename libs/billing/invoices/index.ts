@@ -1,4 +1,7 @@
 export {
+  atBilledTerms,
+  type BilledTerms,
+  billedTermsOf,
   itemForPeriod,
   type PendingProrationLine,
   pendingProrationLines,

@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/index.js';
 import type { InvoiceStatus } from '../../schemas/index.js';
+import type { BilledTerms } from './billable-items.js';
 import type { InvoiceLine } from './invoice-lines.js';
 
 /** Writing invoices: numbers reserved per organization, invoices and their lines inserted. */
@@ -62,6 +63,8 @@ export interface NewInvoice {
   first_period?: boolean | null;
   /** A grace draft: when the scheduler posts it. */
   post_at?: string | null;
+  /** A DRAFT period invoice: the terms it billed its items at. */
+  billed_terms?: BilledTerms | null;
 }
 
 /** A line as stored: a Prepaid credits line sells no product of no subscription item. */
@@ -75,15 +78,15 @@ export async function insertInvoices(tx: Queryable, invoices: readonly NewInvoic
   await tx.query(
     `INSERT INTO invoices (id, org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start,
        period_end, due_date, status, subtotal, tax_amount, total, amount_paid, currency, posted_at, billed_from,
-       billed_until, first_period, post_at)
+       billed_until, first_period, post_at, billed_terms)
      SELECT id, org_id, invoice_number, customer_id, subscription_id, invoice_date, period_start, period_end,
             due_date, status, subtotal, tax_amount, total, amount_paid, currency, CASE WHEN posted THEN now() END,
-            billed_from, billed_until, first_period, post_at
+            billed_from, billed_until, first_period, post_at, billed_terms
        FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, org_id bigint, invoice_number text, customer_id bigint,
             subscription_id bigint, invoice_date date, period_start date, period_end date, due_date date,
             status text, subtotal numeric, tax_amount numeric, total numeric, amount_paid numeric,
             currency text, posted boolean, billed_from timestamptz, billed_until timestamptz,
-            first_period boolean, post_at timestamptz)`,
+            first_period boolean, post_at timestamptz, billed_terms jsonb)`,
     [JSON.stringify(invoices.map(({ lines: _lines, ...invoice }) => invoice))],
   );
   await insertInvoiceLines(tx, invoices);

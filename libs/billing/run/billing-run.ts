@@ -22,6 +22,7 @@ import {
   utcDate,
 } from '../domain/index.js';
 import {
+  billedTermsOf,
   composePeriodInvoice,
   formatInvoiceNumber,
   insertInvoices,
@@ -60,6 +61,7 @@ import {
   loadInvoiceInputs,
   periodInvoiceInput,
   type SubscriptionEnd,
+  targetItems,
   unique,
   usageKey,
 } from './invoice-inputs.js';
@@ -378,6 +380,7 @@ async function billBatch(
         periodEnd: rebill.period_end,
         firstPeriod: rebill.first_period,
       },
+      terms: rebill.billed_terms,
     })),
     ...periods.filter((target) => !afterChange(target)),
   ];
@@ -689,7 +692,7 @@ function billedPeriodsOf(target: InvoiceTarget, inputs: InvoiceInputs, invoiceId
   if (target.lateUsageOnly) return [];
   const period = { start: step.periodStart, end: step.periodEnd };
   const usage = inputs.usage.get(usageKey(subscription, step));
-  return (inputs.items.get(subscription.id) ?? []).flatMap((item) => {
+  return targetItems(target, inputs).flatMap((item) => {
     const billed = item.usage_type === 'metered' ? itemForPeriod(item, period) : undefined;
     if (!billed) return [];
     const window = usageWindow(billed, period);
@@ -767,10 +770,12 @@ function composeInvoice(
   // a late-usage-only invoice is billed until the run's instant, like a cancel's final invoice
   const end = target.end ?? lateUsageOnly;
   const org = numbering.get(subscription.org_id)!;
-  const draft = composePeriodInvoice(periodInvoiceInput(target, inputs));
+  const input = periodInvoiceInput(target, inputs);
+  const draft = composePeriodInvoice(input);
   // a grace period keeps a period's invoice a DRAFT until it ends (docs/decisions.md "Grace drafts");
   // the final invoice of a cancel is posted at once
   const grace = context.post && !end && org.graceHours > 0;
+  const posted = context.post && !grace;
   return {
     id: randomUUID(),
     org_id: subscription.org_id,
@@ -789,12 +794,16 @@ function composeInvoice(
     total: draft.total,
     amount_paid: formatMoney(0n),
     currency: subscription.currency.trim(),
-    posted: context.post && !grace,
+    posted,
     lines: draft.lines,
     billed_from: step.periodStart.toISOString(),
     billed_until: (end?.at ?? step.periodEnd).toISOString(),
     first_period: step.firstPeriod,
     post_at: grace ? new Date(step.periodEnd.getTime() + org.graceHours * 3_600_000).toISOString() : null,
+    // a draft keeps what it billed each item at: a change since must not reprice its period
+    billed_terms: posted
+      ? null
+      : billedTermsOf(input.items, { start: step.periodStart, end: step.periodEnd }),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/index.js';
 import type { SubscriptionStatus } from '../../schemas/index.js';
+import type { BilledTerms } from '../invoices/index.js';
 import type { SubscriptionSchedule } from './schedule.js';
 import { BILLABLE_STATUSES } from './schedule.js';
 
@@ -276,18 +277,27 @@ export async function takeDueChanges(
 export async function takeRebillPeriods(
   tx: Queryable,
   subscriptions: readonly { id: number; org_id: number }[],
-): Promise<{ subscription_id: number; period_start: Date; period_end: Date; first_period: boolean }[]> {
+): Promise<
+  {
+    subscription_id: number;
+    period_start: Date;
+    period_end: Date;
+    first_period: boolean;
+    billed_terms: BilledTerms | null;
+  }[]
+> {
   if (subscriptions.length === 0) return [];
   const { rows } = await tx.query<{
     subscription_id: number | string;
     period_start: Date;
     period_end: Date;
     first_period: boolean;
+    billed_terms: BilledTerms | null;
   }>(
     `DELETE FROM subscription_rebill_periods r
       USING unnest($1::bigint[], $2::bigint[]) AS x(org_id, id)
       WHERE r.org_id = x.org_id AND r.subscription_id = x.id
-      RETURNING r.subscription_id, r.period_start, r.period_end, r.first_period`,
+      RETURNING r.subscription_id, r.period_start, r.period_end, r.first_period, r.billed_terms`,
     [subscriptions.map((s) => s.org_id), subscriptions.map((s) => s.id)],
   );
   return rows

@@ -2,7 +2,12 @@ import type { Database, Queryable } from '../../db/index.js';
 import { parseScaled } from '../../money/index.js';
 import { PostgresUsageAggregator } from '../../usage/index.js';
 import { lockInvoice, postInvoice } from '../collection/index.js';
-import { composePeriodInvoice, insertInvoiceLines } from '../invoices/index.js';
+import {
+  atBilledTerms,
+  type BilledTerms,
+  composePeriodInvoice,
+  insertInvoiceLines,
+} from '../invoices/index.js';
 import { loadBillableItemsSince } from '../item-set/index.js';
 import type { ProrationLine } from '../pricing/index.js';
 import {
@@ -30,6 +35,7 @@ interface DraftRow {
   billed_from: Date | null;
   billed_until: Date | null;
   first_period: boolean | null;
+  billed_terms: BilledTerms | null;
 }
 
 /**
@@ -42,7 +48,7 @@ interface DraftRow {
 export async function rerateDraft(tx: Queryable, orgId: number, invoiceId: string): Promise<boolean> {
   await lockInvoice(tx, { invoiceId, orgId });
   const { rows } = await tx.query<DraftRow>(
-    `SELECT id, org_id, subscription_id, status, currency, billed_from, billed_until, first_period
+    `SELECT id, org_id, subscription_id, status, currency, billed_from, billed_until, first_period, billed_terms
        FROM invoices WHERE org_id = $1 AND id = $2`,
     [orgId, invoiceId],
   );
@@ -64,16 +70,19 @@ export async function rerateDraft(tx: Queryable, orgId: number, invoiceId: strin
   const periodStart = draft.billed_from;
   const periodEnd = periods[0]?.period_end ?? draft.billed_until!;
   const items = await loadBillableItemsSince(tx, [orgId], [subscription.id], periodStart);
-  // the terms the period was billed at (a change since may have moved the item's own)
+  // the terms the period was billed at (a change since may have moved the item's own); a draft made
+  // before they were kept has its metered items' in their billed periods
   const terms = new Map(periods.map((period) => [period.subscription_item_id, period]));
   items.set(
     subscription.id,
-    (items.get(subscription.id) ?? []).map((item) => {
-      const billed = terms.get(item.subscription_item_id);
-      return billed
-        ? { ...item, included_units: billed.included_units, unit_price: billed.unit_price, base: null }
-        : item;
-    }),
+    draft.billed_terms
+      ? atBilledTerms(items.get(subscription.id) ?? [], draft.billed_terms)
+      : (items.get(subscription.id) ?? []).map((item) => {
+          const billed = terms.get(item.subscription_item_id);
+          return billed
+            ? { ...item, included_units: billed.included_units, unit_price: billed.unit_price, base: null }
+            : item;
+        }),
   );
   const step = {
     kind: 'invoice' as const,

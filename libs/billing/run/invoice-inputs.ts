@@ -2,7 +2,9 @@ import type { Queryable } from '../../db/index.js';
 import { parseScaled } from '../../money/index.js';
 import type { UsageAggregator } from '../../usage/index.js';
 import {
+  atBilledTerms,
   type BilledPeriod,
+  type BilledTerms,
   itemForPeriod,
   type LateUsageLine,
   lateUsageLine,
@@ -29,6 +31,8 @@ export interface InvoiceTarget {
    * billed for the step's period, only the late-usage lines of its posted periods.
    */
   lateUsageOnly?: { at: Date };
+  /** A period billed again (its draft withdrawn): the terms that draft billed its items at. */
+  terms?: BilledTerms | null;
 }
 
 /** Where a subscription canceled now stops being billed, and how its licensed items are credited. */
@@ -220,7 +224,7 @@ export function periodInvoiceInput(target: InvoiceTarget, inputs: InvoiceInputs)
   }
   const key = usageKey(subscription, step);
   return {
-    items: inputs.items.get(subscription.id) ?? [],
+    items: targetItems(target, inputs),
     currency: subscription.currency,
     usage: inputs.usage.get(key) ?? new Map(),
     firstPeriod: step.firstPeriod,
@@ -234,6 +238,11 @@ export function periodInvoiceInput(target: InvoiceTarget, inputs: InvoiceInputs)
     customer,
     endsAt: end?.at ?? target.lateUsageOnly?.at,
   };
+}
+
+/** The items `target`'s invoice bills: at the terms its period was billed at before, if it was. */
+export function targetItems(target: InvoiceTarget, inputs: Pick<InvoiceInputs, 'items'>): BillableItem[] {
+  return atBilledTerms(inputs.items.get(target.subscription.id) ?? [], target.terms);
 }
 
 export const usageKey = (subscription: DueSubscription, step: InvoiceStep) =>
