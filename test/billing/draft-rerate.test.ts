@@ -89,6 +89,22 @@ async function draftAt(orgId: number, now: Date): Promise<string> {
   return run.invoice_ids[0]!;
 }
 
+/** From `now` the calls item of setUp's subscription includes 100 units (it included none). */
+async function includeHundredCallsFrom(
+  orgId: number,
+  subscription: Awaited<ReturnType<typeof setUp>>['subscription'],
+  metered: number,
+  now: string,
+) {
+  const seatItem = subscription.items.find((item) => item.id !== metered)!.id;
+  await changeSubscription(database.db, {
+    subscriptionId: subscription.id,
+    orgId,
+    change: { items: [{ id: seatItem }, { id: metered, included_units: '100' }] },
+    now: new Date(now),
+  });
+}
+
 describe('a DRAFT re-rated by a late event', () => {
   it("keeps the first period's one-time items", async () => {
     const { orgId, metered } = await setUp({ setup: true });
@@ -137,13 +153,7 @@ describe('a DRAFT re-rated after a change of its item', () => {
     const draftId = await draftAt(orgId, FEB);
     expect((await stored(draftId)).subtotal).toBe('20.00000000');
     // February: the calls item now includes 100 units; January's draft was billed with none
-    const seatItem = subscription.items.find((item) => item.id !== metered)!.id;
-    await changeSubscription(database.db, {
-      subscriptionId: subscription.id,
-      orgId,
-      change: { items: [{ id: seatItem }, { id: metered, included_units: '100' }] },
-      now: new Date('2026-02-10T00:00:00Z'),
-    });
+    await includeHundredCallsFrom(orgId, subscription, metered, '2026-02-10T00:00:00Z');
     await recordUsage(database.db, orgId, metered, '5', '2026-01-20T00:00:00Z');
     expect(await rerateDirtyDrafts(database.db, { orgId })).toEqual([draftId]);
     expect((await stored(draftId)).subtotal).toBe('25.00000000');
@@ -276,13 +286,7 @@ describe('a draft of a period before a change', () => {
     await recordUsage(database.db, orgId, metered, '10', '2026-01-10T00:00:00Z');
     const draftId = await draftAt(orgId, FEB);
     // from Feb 10 the calls item includes 100 units; January included none
-    const seatItem = subscription.items.find((item) => item.id !== metered)!.id;
-    await changeSubscription(database.db, {
-      subscriptionId: subscription.id,
-      orgId,
-      change: { items: [{ id: seatItem }, { id: metered, included_units: '100' }] },
-      now: new Date('2026-02-10T00:00:00Z'),
-    });
+    await includeHundredCallsFrom(orgId, subscription, metered, '2026-02-10T00:00:00Z');
     await database.db.transaction((tx) => withdrawInvoice(tx, { invoiceId: draftId, orgId }));
     const rebill = await runBilling(database.db, { usage, orgId, now: new Date('2026-02-11T00:00:00Z') });
     expect((await stored(rebill.invoice_ids[0]!)).subtotal).toBe('20.00000000'); // seat 10 + 10 calls

@@ -109,6 +109,22 @@ async function invoiceLines(orgId: number, invoiceId: string) {
   };
 }
 
+async function invoiceTotals(orgId: number, invoiceIds: readonly string[]) {
+  return Promise.all(invoiceIds.map(async (invoiceId) => (await invoiceLines(orgId, invoiceId)).total));
+}
+
+/** Two seats from March 1 for a two-month term that does not renew. */
+function twoMonthTerm(orgId: number, customerId: number, seats: number) {
+  return subscribe(database.db, orgId, {
+    customer_id: customerId,
+    items: [{ product_id: seats, quantity: 2 }],
+    start_date: at('2026-03-01T00:00:00Z'),
+    term_type: 'termed',
+    initial_term_months: 2,
+    auto_renew: false,
+  });
+}
+
 async function billAt(orgId: number, now: string) {
   const summary = await runBilling(database.db, { usage, orgId, now: at(now) });
   expect(summary.failures).toEqual([]);
@@ -890,9 +906,7 @@ describe('subscription changes, billed by the run', () => {
     );
     // no run on April 1 nor May 1: one run bills March, April and May
     const run = await billAt(orgId, '2026-06-01T00:00:00Z');
-    const totals = await Promise.all(
-      run.invoice_ids.map(async (invoiceId) => (await invoiceLines(orgId, invoiceId)).total),
-    );
+    const totals = await invoiceTotals(orgId, run.invoice_ids);
     // March at 2 seats (20 + 13 %), April and May at 5 (50 + 13 %): as runs on time would have
     expect(totals).toEqual(['22.60000000', '56.50000000', '56.50000000']);
     const after = await getSubscription(database.db, orgId, subscription.id);
@@ -915,14 +929,7 @@ describe('subscription changes, billed by the run', () => {
   it('a catch-up run applies a change before the term ends, and a change for the term end is refused', async () => {
     const { orgId, customerId, seats } = await setUp();
     // a two-month term, no renewal: billed late, one run invoices March and April and expires it
-    const subscription = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats, quantity: 2 }],
-      start_date: at('2026-03-01T00:00:00Z'),
-      term_type: 'termed',
-      initial_term_months: 2,
-      auto_renew: false,
-    });
+    const subscription = await twoMonthTerm(orgId, customerId, seats);
     const id = subscription.items[0]!.id;
     await change(
       orgId,
@@ -932,9 +939,7 @@ describe('subscription changes, billed by the run', () => {
     );
     const run = await billAt(orgId, '2026-05-01T00:00:00Z');
     expect([run.invoices_created, run.expired]).toEqual([2, 1]);
-    const totals = await Promise.all(
-      run.invoice_ids.map(async (invoiceId) => (await invoiceLines(orgId, invoiceId)).total),
-    );
+    const totals = await invoiceTotals(orgId, run.invoice_ids);
     expect(totals).toEqual(['22.60000000', '56.50000000']);
     const after = await getSubscription(database.db, orgId, subscription.id);
     expect([after.status, after.pending_change]).toEqual(['expired', null]);
@@ -942,14 +947,7 @@ describe('subscription changes, billed by the run', () => {
     expect(await outbox(database.db, orgId, 'subscription.updated')).toHaveLength(1);
 
     // April is the term's last period: a change for its end would never apply
-    const last = await subscribe(database.db, orgId, {
-      customer_id: customerId,
-      items: [{ product_id: seats, quantity: 2 }],
-      start_date: at('2026-03-01T00:00:00Z'),
-      term_type: 'termed',
-      initial_term_months: 2,
-      auto_renew: false,
-    });
+    const last = await twoMonthTerm(orgId, customerId, seats);
     const lastSeat = { items: [{ id: last.items[0]!.id, quantity: 5 }], effective: 'period_end' };
     await billAt(orgId, '2026-04-01T00:00:00Z');
     await expect(change(orgId, last.id, lastSeat, '2026-04-10T00:00:00Z')).rejects.toMatchObject({
