@@ -280,6 +280,14 @@ describe('the sink watermark (as_of)', () => {
       const balance = await getCreditBalance(database.db, stores, orgId, customerId);
       expect(Number(balance.pending)).toBeGreaterThan(0);
       expect(balance.as_of).toBe(new Date(0).toISOString());
+      // each preview reads the watermark on its own: when it moved between them, the balance
+      // vouches only for the oldest reading
+      const oldest = Date.now() - 60_000;
+      const readings = [oldest + 59_000, oldest];
+      const moving = { ...stores, asOf: async () => new Date(readings.shift() ?? 0) };
+      const lagging = await getCreditBalance(database.db, moving, orgId, customerId);
+      expect(readings).toEqual([]);
+      expect(lagging.as_of).toBe(new Date(oldest).toISOString());
     } finally {
       await stores.close();
     }
