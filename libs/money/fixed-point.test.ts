@@ -64,6 +64,18 @@ describe('fixed-point money', () => {
     expect(rescale(135n, 2, 1)).toBe(14n);
   });
 
+  it('rounds less than a half toward zero and more than a half away, whatever the parity', () => {
+    // 1.3 -> 1 and 3.3 -> 3 (odd quotients stay), 1.7 -> 2, in both signs
+    expect(divideRoundHalfEven(13n, 10n)).toBe(1n);
+    expect(divideRoundHalfEven(33n, 10n)).toBe(3n);
+    expect(divideRoundHalfEven(-13n, 10n)).toBe(-1n);
+    expect(divideRoundHalfEven(17n, 10n)).toBe(2n);
+    expect(divideRoundHalfEven(-17n, 10n)).toBe(-2n);
+    // 12.34 -> 12.3; 0.000000013 -> 0.00000001
+    expect(rescale(1234n, 2, 1)).toBe(123n);
+    expect(parseScaled('0.000000013', 8, 'half-even')).toBe(1n);
+  });
+
   it('multiplies at mixed scales without a float', () => {
     // 0.1 x 0.2 = 0.02 exactly, unlike 0.1 * 0.2 in floating point
     expect(formatMoney(multiplyScaled(parseMoney('0.1'), 8, parseScaled('0.2', 4), 4, 8))).toBe('0.02000000');

@@ -416,6 +416,23 @@ describe('included units prorated like the time they cover', () => {
     ).toBe('0.00000000');
   });
 
+  it('rounds a prorated allowance half-up at 8 digits: a half unit of the last digit goes up', () => {
+    // 0.00000003 units x 15 d / 30 d = 0.000000015: a half, up to 0.00000002 (not down to 0.00000001)
+    expect(
+      proratedIncludedUnits('0.00000003', { start: utc('2026-04-16T00:00:00Z'), end: april.end }, april),
+    ).toBe('0.00000002');
+    // 0.00000001 x 1/2 = 0.000000005 -> 0.00000001, not 0
+    expect(
+      proratedIncludedUnits('0.00000001', { start: april.start, end: utc('2026-04-16T00:00:00Z') }, april),
+    ).toBe('0.00000001');
+  });
+
+  it('gives the whole allowance for a period that ended where it began, without dividing by zero', () => {
+    // a subscription stopped at its period start: the cover spans all (none) of the period
+    const empty = { start: april.start, end: april.start };
+    expect(proratedIncludedUnits('1000', april, empty)).toBe('1000.00000000');
+  });
+
   it('a change of included units at or after the period end leaves the allowance as it was', () => {
     expect(blendIncludedUnits('1000', { before: '1000', after: '400', at: april.end }, april)).toBe(
       '1000.00000000',
