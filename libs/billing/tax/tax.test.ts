@@ -6,6 +6,7 @@ import {
   CANADIAN_PROVINCES,
   computeTax,
   federalGstOf,
+  federalGstOfSubtotal,
   taxRuleFor,
   UnknownRegionError,
   US_STATE_RATES,
@@ -43,6 +44,25 @@ describe('destination sales tax', () => {
     expect(taxRuleFor({ country: 'CA', stateProvince: 'QC' }).rate).toBe('0.14975');
   });
 
+  it('levies each component where its rule says: GST in CA, HST, PST and state tax in their region', () => {
+    const jurisdictions = (country: string, region: string) =>
+      taxOn(country, region).lines.map((line) => [line.name, line.jurisdiction, line.rate]);
+    expect(jurisdictions('CA', 'ON')).toEqual([['HST', 'ON', '0.13']]);
+    expect(jurisdictions('CA', 'NB')).toEqual([['HST', 'NB', '0.15']]);
+    expect(jurisdictions('CA', 'NS')).toEqual([['HST', 'NS', '0.14']]);
+    expect(jurisdictions('CA', 'BC')).toEqual([
+      ['GST', 'CA', '0.05'],
+      ['PST', 'BC', '0.07'],
+    ]);
+    expect(jurisdictions('CA', 'SK')).toEqual([
+      ['GST', 'CA', '0.05'],
+      ['PST', 'SK', '0.06'],
+    ]);
+    expect(jurisdictions('CA', 'AB')).toEqual([['GST', 'CA', '0.05']]);
+    expect(jurisdictions('US', 'NY')).toEqual([['STATE_SALES_TAX', 'NY', '0.04']]);
+    expect(jurisdictions('US', 'OR')).toEqual([['STATE_SALES_TAX', 'OR', '0']]);
+  });
+
   it('applies the Nova Scotia rate in force on the invoice date', () => {
     expect(taxOn('CA', 'NS', '100', '2025-03-31').amount).toBe('15.00000000');
     expect(taxOn('CA', 'NS', '100', '2025-04-01').amount).toBe('14.00000000');
@@ -68,6 +88,11 @@ describe('destination sales tax', () => {
       `the customer's state_province "ZZ" is no CA province or territory the tax table knows`,
     );
     expect(() => taxRuleFor({ country: 'US' })).toThrow('the customer is in US without a state_province');
+    // a region of spaces only is no region: the customer is told to set one, not that "" is unknown
+    expect(() => taxRuleFor({ country: 'CA', stateProvince: '   ' })).toThrow(
+      'the customer is in CA without a state_province',
+    );
+
     // a tax-exempt customer owes none wherever it is, and other countries have no rule here
     expect(taxRuleFor({ country: 'CA', stateProvince: 'ZZ', taxExempt: true }).taxType).toBe('EXEMPT');
     expect(taxRuleFor({ country: 'FR', stateProvince: 'Bretagne' }).taxType).toBeNull();
@@ -209,6 +234,29 @@ describe('destination sales tax', () => {
     // on the amount given, not on it rounded to the cent first: 0.099 x 0.05 = 0.00495 -> 0.00
     // (0.10 x 0.05 = 0.005 would be 0.01); the tax_lookup tool takes amounts of 8 digits
     expect(taxOn('CA', 'AB', '0.099').amount).toBe('0.00000000');
+  });
+
+  it("rounds each component to the currency's minor unit: whole yen, thousandths of a dinar", () => {
+    const qc = taxRuleFor({ country: 'CA', stateProvince: 'QC' }, '2026-01-15');
+    // 3,702 yen: GST 185.1 -> 185, QST 369.2745 -> 369 (in cents they would be 185.10 and 369.27)
+    expect(computeTax(qc, '3702', 'JPY')).toMatchObject({
+      lines: [{ amount: '185.00000000' }, { amount: '369.00000000' }],
+      amount: '554.00000000',
+    });
+    // 10.005 dinars in Ontario: 1.30065 -> 1.301 (in cents 1.30); 0.013 at GST: 0.00065 -> 0.001, a half up
+    const on = taxRuleFor({ country: 'CA', stateProvince: 'ON' }, '2026-01-15');
+    expect(computeTax(on, '10.005', 'KWD').amount).toBe('1.30100000');
+    const ab = taxRuleFor({ country: 'CA', stateProvince: 'AB' }, '2026-01-15');
+    expect(computeTax(ab, '0.013', 'KWD').amount).toBe('0.00100000');
+  });
+
+  it("gives the federal GST of a subtotal half-up in the currency's minor unit", () => {
+    // 10.01 x 0.05 = 0.5005: 0.50 in cents, 0.501 in thousandths of a dinar (a half, up)
+    expect(federalGstOfSubtotal('10.01', 'CAD')).toBe('0.50000000');
+    expect(federalGstOfSubtotal('10.01', 'KWD')).toBe('0.50100000');
+    // 3,702 x 0.05 = 185.1 -> 185 yen; 0.10 x 0.05 = 0.005 -> 0.01, not half-even 0.00500000
+    expect(federalGstOfSubtotal('3702', 'JPY')).toBe('185.00000000');
+    expect(federalGstOfSubtotal('0.10', 'CAD')).toBe('0.01000000');
   });
 
   it('splits the GST of an invoice issued before payable amounts as it was stored: half-even at 8 digits', () => {
