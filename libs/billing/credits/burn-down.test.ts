@@ -142,6 +142,15 @@ describe('planBurnDown', () => {
     expect(isUsable(grant('cent', { remaining: '0.01000000' }), 'CAD', at)).toBe(true);
   });
 
+  it('matches the currency of a grant and of an invoice whatever spaces a stored row pads them with', () => {
+    // a currency read back from a fixed-width column may carry trailing spaces: CAD is still CAD
+    expect(isUsable(grant('padded', { currency: 'CAD ' }), 'CAD', at)).toBe(true);
+    expect(isUsable(grant('plain'), ' CAD', at)).toBe(true);
+    expect(
+      pairs(planBurnDown(invoice({ currency: 'CAD  ' }), [grant('padded', { currency: 'CAD ' })], at)),
+    ).toEqual([['padded', '100.00000000']]);
+  });
+
   it('a grant is usable from its effective instant and not at its expiry instant', () => {
     const from = grant('from', { effective_at: at });
     const notYet = grant('not-yet', { effective_at: new Date(at.getTime() + 1) });

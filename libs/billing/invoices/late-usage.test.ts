@@ -124,9 +124,41 @@ describe('late usage lines', () => {
     });
   });
 
+  it("span the item's whole period when its usage stopped counting before the period end (removed)", () => {
+    const removed = { ...billed('80'), window_end: new Date('2026-10-21T00:00:00Z') };
+    expect(lateUsageLine(item, removed, '90', 'CAD')).toMatchObject({
+      description: 'API calls: late usage, Oct 1-31',
+      period_start: '2026-10-01T00:00:00.000Z',
+      period_end: '2026-11-01T00:00:00.000Z',
+    });
+  });
+
+  it('bill the item and its product: the subscription item id and the product id, each its own', () => {
+    expect(lateUsageLine(item, billed('80'), '90', 'CAD')).toMatchObject({
+      subscription_item_id: 7,
+      product_id: 3,
+    });
+  });
+
   it('make no line when nothing more is counted than was billed (a void of a billed period)', () => {
     expect(lateUsageLine(item, billed('80', '10'), '90', 'CAD')).toBeUndefined();
     expect(lateUsageLine(item, billed('80'), '70', 'CAD')).toBeUndefined();
+  });
+
+  it("name the period by its UTC days whatever the process's time zone", () => {
+    const zone = process.env.TZ;
+    process.env.TZ = 'America/Vancouver'; // 2026-10-01T00:00Z is still September 30 there
+    try {
+      expect(periodLabel(new Date('2026-10-01T00:00:00Z'), new Date('2026-11-01T00:00:00Z'))).toBe(
+        'Oct 1-31',
+      );
+      expect(periodLabel(new Date('2026-01-01T00:00:00Z'), new Date('2027-01-01T00:00:00Z'))).toBe(
+        'Jan 1-Dec 31',
+      );
+    } finally {
+      if (zone === undefined) Reflect.deleteProperty(process.env, 'TZ');
+      else process.env.TZ = zone;
+    }
   });
 
   it('name the period by its days', () => {
