@@ -43,7 +43,8 @@
  * [1,2,8,50,100; short 1,8,50], BENCH_EMBEDDED_CONNECTIONS [1,4,50; short 1,4], BENCH_PARTITIONS
  * [12], BENCH_ITEMS [500 metered items per scenario], BENCH_MARKER_MS [100], BENCH_POLL_MS [50],
  * BENCH_CATCHUP_TIMEOUT_SECONDS [600], BENCH_QUIET_SECONDS [30: the longest wait for the machine to
- * quieten before a load], KAFKA_LINGER_MS, SINK_BATCH_SIZE, SINK_FLUSH_MS (passed to the
+ * quieten before a load], BENCH_IDLE_SECONDS [5: each process's CPU with the pipeline's services
+ * started and no load, measured once before the first scenario; 0 skips it], KAFKA_LINGER_MS, SINK_BATCH_SIZE, SINK_FLUSH_MS (passed to the
  * services), DATABASE_URL (admin URL; a database bench_pipeline_<pid> is created and dropped),
  * CLICKHOUSE_URL (a database of the same name is created and dropped), BENCH_SERVICES_FROM (see
  * bench/support.ts), BENCH_PROFILE_DIR (each service writes a V8 CPU profile there). Report:
@@ -144,6 +145,7 @@ const settings = {
   pollMs: intEnv('BENCH_POLL_MS', 50, 1),
   catchupTimeoutSeconds: intEnv('BENCH_CATCHUP_TIMEOUT_SECONDS', 600, 1),
   quietSeconds: intEnv('BENCH_QUIET_SECONDS', 30),
+  idleSeconds: intEnv('BENCH_IDLE_SECONDS', 5),
   lingerMs: process.env.KAFKA_LINGER_MS,
   sinkBatchSize: process.env.SINK_BATCH_SIZE,
   sinkFlushMs: process.env.SINK_FLUSH_MS,
@@ -253,6 +255,7 @@ const report: {
   alone: AloneResult[];
   embedded: EmbeddedResult[];
   embeddedStored?: { sent: number; found: number };
+  idle?: Record<keyof Cpu, number>;
   insertOrder: InsertOrderResult[];
   truncatedPartitions: string[];
 } = { pipeline: [], alone: [], embedded: [], insertOrder: [], truncatedPartitions: [] };
@@ -310,6 +313,7 @@ async function runPipeline(): Promise<void> {
   const pids = { ingest: ingest.pid, sinks: sinks.pid, api: api.pid, broker: broker.pid, redis: redis.pid };
   const warmup = setups.get('warmup')!;
   try {
+    report.idle = await idleCpu(pids);
     for (const scenario of scenarios) {
       const setup = setups.get(scenario.name)!;
       log(`${scenario.name}: warm-up ${settings.warmupSeconds} s`);
@@ -600,6 +604,33 @@ function startMarkers(apiPort: number, ingestPort: number, setup: ScenarioSetup,
       await poll;
       return { lags, accepted: answeredAt.length };
     },
+  };
+}
+
+/**
+ * What each process costs doing nothing: CPU ms per second over BENCH_IDLE_SECONDS with the
+ * services started and no load (timers, heartbeats, consumers' empty fetches, watermark polls).
+ */
+async function idleCpu(
+  pids: Record<'ingest' | 'sinks' | 'api' | 'broker' | 'redis', number | undefined>,
+): Promise<Record<keyof Cpu, number> | undefined> {
+  if (settings.idleSeconds === 0) return undefined;
+  log(`idle: ${settings.idleSeconds} s with no load`);
+  const before = await cpu(pids, runId);
+  const started = Date.now();
+  await sleep(settings.idleSeconds * 1000);
+  const after = await cpu(pids, runId);
+  const seconds = (Date.now() - started) / 1000;
+  const perSecond = (key: keyof Cpu) => round(((after[key] - before[key]) * 1000) / seconds);
+  return {
+    ingest: perSecond('ingest'),
+    sinks: perSecond('sinks'),
+    broker: perSecond('broker'),
+    redis: perSecond('redis'),
+    postgres: perSecond('postgres'),
+    clickhouse: perSecond('clickhouse'),
+    api: perSecond('api'),
+    load: perSecond('load'),
   };
 }
 
@@ -914,6 +945,11 @@ async function runEmbedded(): Promise<void> {
 
 function printResults(): void {
   if (report.insertOrder.length) printInsertOrder(report.insertOrder);
+  if (report.idle) {
+    console.log('\nidle (distributed, the services started and no load; CPU ms per second)');
+    const { load: _load, ...processes } = report.idle;
+    printTable(Object.keys(processes), [Object.values(processes)]);
+  }
   if (report.pipeline.length) {
     console.log('\npipeline (distributed, sinks running; CPU µs per event accepted, load and catch-up)');
     printTable(
