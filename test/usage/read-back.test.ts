@@ -8,7 +8,7 @@ import {
   usageSource,
 } from '../../libs/billing/index.js';
 import { changeSubscription } from '../../libs/subscriptions/index.js';
-import { PostgresUsageAggregator } from '../../libs/usage/index.js';
+import { PostgresUsageAggregator, type UsageReadStores } from '../../libs/usage/index.js';
 import {
   basicCatalog,
   customerIn,
@@ -188,6 +188,41 @@ describe('usage read-back, embedded mode', () => {
       expect(Date.parse(many.get(id)!.as_of)).toBeLessThanOrEqual(Date.parse(one.as_of));
     }
     expect(many.get(subscriptionId)!.items[0]!.quantity).toBe('77.50000000');
+  });
+
+  it('reads as_of before any total, so every event it vouches for is counted', async () => {
+    const db = api.platform.db;
+    const stores = api.usage.readStores;
+    let calls: string[] = [];
+    const recording: UsageReadStores = {
+      ...stores,
+      async asOf() {
+        const at = await stores.asOf();
+        calls.push('as_of');
+        return at;
+      },
+      aggregator: {
+        totals(...args) {
+          calls.push('totals');
+          return stores.aggregator.totals(...args);
+        },
+        daily(...args) {
+          calls.push('daily');
+          return stores.aggregator.daily(...args);
+        },
+      },
+    };
+    const key = [{ orgId: org.orgId, subscriptionId }];
+    const reads = [
+      () => getSubscriptionUsage(db, recording, org.orgId, subscriptionId),
+      () => getSubscriptionsUsage(db, recording, key),
+      () => getSubscriptionsItemQuantities(db, recording, key),
+    ];
+    for (const read of reads) {
+      calls = [];
+      await read();
+      expect(calls).toEqual(['as_of', 'totals']);
+    }
   });
 
   it("reads items' quantities alone as the read-back counts them: an item added or removed within the period counts its time on it", async () => {

@@ -110,10 +110,12 @@ export async function getSubscriptionUsage(
   subscriptionId: number | string,
   options: { period?: 'current' | 'previous'; now?: Date } = {},
 ): Promise<SubscriptionUsage> {
-  const subscription = await loadSubscription(db, orgId, subscriptionId);
+  // as_of before the totals: every event it vouches for is in the store when they are read.
+  const [subscription, asOf] = await Promise.all([
+    loadSubscription(db, orgId, subscriptionId),
+    stores.asOf(),
+  ]);
   const { start, end } = periodOf(subscription, options.period ?? 'current');
-  // as_of first: every event it vouches for is in the store before the totals are read.
-  const asOf = await stores.asOf();
   const target = usageTarget(subscription, start, end);
   // a period's usage: the late-usage lines of earlier periods are the upcoming invoice's, not its
   const inputs = await loadPeriodInputs(db, stores, [target], { lateUsage: false });
@@ -122,16 +124,15 @@ export async function getSubscriptionUsage(
 }
 
 /**
- * The subscriptions of `keys` found, as targets over their current period, and `as_of`, read after
- * them and before any total (as getSubscriptionUsage does: every event it vouches for is counted).
+ * The subscriptions of `keys` found, as targets over their current period, and `as_of`, read
+ * before any total (as getSubscriptionUsage does: every event it vouches for is counted).
  */
 async function currentPeriodTargets(
   db: Queryable,
   stores: UsageReadStores,
   keys: readonly { orgId: number; subscriptionId: number }[],
 ): Promise<{ asOf: Date; targets: InvoiceTarget[] }> {
-  const subscriptions = await loadSubscriptionSchedules(db, keys);
-  const asOf = await stores.asOf();
+  const [subscriptions, asOf] = await Promise.all([loadSubscriptionSchedules(db, keys), stores.asOf()]);
   const targets = subscriptions.map((subscription) => {
     const { start, end } = periodOf(subscription, 'current');
     return usageTarget(subscription, start, end);
