@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { seats } from '../item-set/item-set-fixtures.js';
+import { calls, seats } from '../item-set/item-set-fixtures.js';
 import type { BillableItem } from '../pricing/index.js';
-import { itemForPeriod, usageWindow } from './billable-items.js';
+import { atBilledTerms, billedTermsOf, itemForPeriod, usageWindow } from './billable-items.js';
 
 /*
  * What an item bills in a period [start, end) (docs/decisions.md, "Subscription changes"): an item
@@ -69,5 +69,47 @@ describe('usageWindow', () => {
         april,
       ),
     ).toEqual(april);
+  });
+});
+
+describe('billedTermsOf', () => {
+  it("keeps each billed item's terms of the period by its id, leaving out an item the period does not bill", () => {
+    const base = { period_start: april.start, quantity: 2, unit_price: '10.00000000', included_units: '0' };
+    const terms = billedTermsOf(
+      [
+        // changed in April: billed at the terms April began with
+        seat({ subscription_item_id: 7, base }),
+        // removed before April: not billed
+        seat({ subscription_item_id: 9, removed_at: ms(april.start, -1) }),
+        // a meter at its own terms
+        calls('100.00000000', { subscription_item_id: 8, quantity: 1 }),
+      ],
+      april,
+    );
+    expect(terms).toEqual({
+      7: { quantity: 2, unit_price: '10.00000000', included_units: '0' },
+      8: { quantity: 1, unit_price: '0.01000000', included_units: '100.00000000' },
+    });
+  });
+});
+
+describe('atBilledTerms', () => {
+  it('bills each item again at the terms its period billed, its base dropped, and leaves out an item without terms', () => {
+    const base = { period_start: april.start, quantity: 2, unit_price: '10.00000000', included_units: '0' };
+    const items = [seat({ subscription_item_id: 7, base }), seat({ subscription_item_id: 9, quantity: 3 })];
+    const again = atBilledTerms(items, {
+      7: { quantity: 4, unit_price: '11.00000000', included_units: '0' },
+    });
+    expect(again).toEqual([
+      { ...items[0], quantity: 4, unit_price: '11.00000000', included_units: '0', base: null },
+    ]);
+    // the terms are what the period bills: billed again, they bill it at them, whatever the base says
+    expect(itemForPeriod(again[0]!, april)).toMatchObject({ quantity: 4, unit_price: '11.00000000' });
+  });
+
+  it('without terms (an invoice made before they were kept) bills the items as they are', () => {
+    const items = [seat({ subscription_item_id: 7 }), seat({ subscription_item_id: 9, quantity: 3 })];
+    expect(atBilledTerms(items, null)).toEqual(items);
+    expect(atBilledTerms(items, undefined)).toEqual(items);
   });
 });

@@ -250,6 +250,39 @@ describe('invoice lines', () => {
     ).toThrow(/Events: the unit price 9000000000000\.00000000 CAD exceeds the largest amount stored/);
   });
 
+  it('refuses an invoice whose tax takes its total beyond the largest amount stored, though its subtotal fits', () => {
+    // 9 x 100,000,000,000.00 = 900,000,000,000.00 fits NUMERIC(20, 8); with Ontario's 13 % it is 1,017,000,000,000.00
+    expect(() =>
+      buildInvoiceLines([item({ quantity: 9, unit_price: '100000000000.00000000' })], {
+        currency: 'CAD',
+        usage: new Map(),
+        firstPeriod: false,
+        taxRule: ontario,
+      }),
+    ).toThrow(/the invoice total 1017000000000\.00000000 CAD exceeds the largest amount stored/);
+  });
+
+  it('names fractional included units in a metered description, half a unit included', () => {
+    const draft = buildInvoiceLines(
+      [
+        item({
+          pricing_type: 'usage',
+          usage_type: 'metered',
+          product_name: 'Storage',
+          unit_label: 'GB',
+          unit_price: '2.00000000',
+          included_units: '0.50000000',
+        }),
+      ],
+      { currency: 'CAD', usage: new Map([[1, '3.25000000']]), firstPeriod: false, taxRule: ontario },
+    );
+    expect(draft.lines[0]).toMatchObject({
+      description: 'Storage (usage: 3.25 GB, 0.5 included)',
+      quantity: '2.7500',
+      line_total_pre_tax: '5.50000000',
+    });
+  });
+
   it('rounds a carried line stored with digits below the minor unit, half-up, as every line', () => {
     // subscription_proration_lines keeps 8 digits: a line stored before payable amounts (or in
     // another rounding) is billed in the minor unit, a half away from zero, as its own lines are
