@@ -463,6 +463,33 @@ describe.each(['postgres', 'pglite'] as const)('late usage (%s)', (modeName) => 
     }
   });
 
+  it('adds each late billing of a period to what was billed late of it: a later late event is billed alone', async () => {
+    const { orgId, metered } = await setup();
+    await recordUsage(db, orgId, metered, '80', '2026-01-10T00:00:00Z');
+    await runBilling(db, { usage, orgId, now: FEB });
+    // January's late usage billed twice: 40 on February's invoice, then 10 on March's
+    await recordUsage(db, orgId, metered, '40', '2026-01-20T00:00:00Z');
+    await runBilling(db, { usage, orgId, now: MAR });
+    await recordUsage(db, orgId, metered, '10', '2026-01-21T00:00:00Z');
+    await runBilling(db, { usage, orgId, now: APR });
+    const { rows } = await db.query<{ late_quantity: string }>(
+      `SELECT late_quantity::text AS late_quantity FROM usage_billed_periods
+        WHERE subscription_item_id = $1 AND period_start = $2`,
+      [metered, JAN],
+    );
+    expect(rows.map((row) => Number(row.late_quantity))).toEqual([50]);
+    // 2 more: billed 80 + 50 before, so the 2 alone, in the 0.50 tier
+    await recordUsage(db, orgId, metered, '2', '2026-01-22T00:00:00Z');
+    const may = await runBilling(db, { usage, orgId, now: new Date('2026-05-01T00:00:00Z') });
+    expect(await lateLinesOf(db, may.invoice_ids[0]!)).toEqual([
+      {
+        description: 'API calls: late usage, Jan 1-31',
+        quantity: '2.0000',
+        line_total_pre_tax: '1.00000000',
+      },
+    ]);
+  });
+
   it('clears the mark of a posted period its comparison found nothing late in', async () => {
     const { orgId, metered } = await setup();
     await recordUsage(db, orgId, metered, '80', '2026-01-10T00:00:00Z');

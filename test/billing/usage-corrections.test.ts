@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runBilling, usageSource } from '../../libs/billing/index.js';
+import { runBilling, usageSource, withdrawInvoice } from '../../libs/billing/index.js';
 import type { CreditNote } from '../../libs/schemas/index.js';
 import { changeSubscription } from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
@@ -251,6 +251,62 @@ describe('voiding an invoiced event with a correcting credit note', () => {
     const invoiceId = await invoiceAfterFebruary(subscription.id, '2026-01-01');
     const made = await note((await corrected(january)).credit_note_id!);
     expect(made).toMatchObject({ invoice_id: invoiceId, subtotal: '5.00000000' });
+  });
+
+  it("an event of a period whose invoice also carries the previous period's late usage is credited on that period's usage line", async () => {
+    // January billed 5 calls on its own invoice; 3 more January calls arrive late and go on
+    // February's invoice after February's own line (7 + 4 = 11.00): voiding the 7 credits 7.00 on
+    // February's usage line of its item, not on the late line nor on January's invoice
+    const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
+    await usage(item, 5);
+    const january = await billJanuary(subscription.id);
+    await usage(item, 3, JAN + 48 * HOUR);
+    const seven = await usage(item, 7, Date.parse('2026-02-02T00:00:00Z'));
+    await usage(item, 4, Date.parse('2026-02-03T00:00:00Z'));
+    const run = await billAt(subscription.id, '2026-03-01T00:00:00Z');
+    const february = (await api.request({ path: `/invoices/${run.invoice_ids[0]}`, key: org.apiKey })).json()
+      .data as { id: string; items: { id: number; line_total_pre_tax: string }[] };
+    expect(february.id).not.toBe(january.id);
+    expect(february.items.map((line) => line.line_total_pre_tax)).toEqual(['11.00000000', '3.00000000']);
+    const made = await note((await corrected(seven)).credit_note_id!);
+    expect(made).toMatchObject({ invoice_id: february.id, subtotal: '7.00000000' });
+    expect(made.lines).toEqual([
+      expect.objectContaining({ invoice_item_id: february.items[0]!.id, amount: '7.00000000' }),
+    ]);
+  });
+
+  it("an event is corrected on its own period's posted invoice, whatever invoices were made after it", async () => {
+    // made in this order: January's DRAFT (withdrawn), February's invoice, January billed again
+    // (migration 019: a period whose only invoice was withdrawn unposted is billed again), March's
+    const { subscription, item } = await meteredPlan([{ up_to: null, unit_price: '1.00' }], 'graduated');
+    await usage(item, 2);
+    const four = await usage(item, 4, JAN + 48 * HOUR);
+    const five = await usage(item, 5, Date.parse('2026-02-02T00:00:00Z'));
+    const draft = await billAt(subscription.id, '2026-02-01T00:00:00Z', { post: false });
+    const february = await billAt(subscription.id, '2026-03-01T00:00:00Z');
+    await db().transaction((tx) =>
+      withdrawInvoice(tx, { invoiceId: draft.invoice_ids[0]!, orgId: org.orgId }),
+    );
+    const january = await billAt(subscription.id, '2026-03-02T00:00:00Z');
+    await billAt(subscription.id, '2026-04-01T00:00:00Z');
+    const { rows } = await db().query<{ id: string; period_start: string; status: string }>(
+      `SELECT id, period_start::text AS period_start, status FROM invoices
+        WHERE subscription_id = $1 ORDER BY invoice_number`,
+      [subscription.id],
+    );
+    expect(rows.map((row) => [row.period_start, row.status])).toEqual([
+      ['2026-01-01', 'WITHDRAWN'],
+      ['2026-02-01', 'POSTED'],
+      ['2026-01-01', 'POSTED'],
+      // nothing used in March: 0.00, paid as it is posted
+      ['2026-03-01', 'PAID'],
+    ]);
+    // February's 5 on February's invoice, not on January's made after it
+    const onFebruary = await note((await corrected(five)).credit_note_id!);
+    expect(onFebruary).toMatchObject({ invoice_id: february.invoice_ids[0], subtotal: '5.00000000' });
+    // January's 4 on the invoice that billed January again, not on the withdrawn draft nor March's
+    const onJanuary = await note((await corrected(four)).credit_note_id!);
+    expect(onJanuary).toMatchObject({ invoice_id: january.invoice_ids[0], subtotal: '4.00000000' });
   });
 
   it('late usage of the invoiced period makes its line no longer match: a 409, nothing voided', async () => {
