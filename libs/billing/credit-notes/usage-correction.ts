@@ -69,9 +69,13 @@ async function correct(tx: Queryable, orgId: number, event: VoidingEvent): Promi
     );
   }
   const period = periodAt(subscription, event.occurred_at);
+  // A period may have two invoices: a draft withdrawn unposted and the one that billed it again
+  // (invoices_period_once allows one of the latter kind): that one, whenever it was made.
   const { rows: invoices } = await tx.query<{ id: string; invoice_number: string; status: string }>(
     `SELECT id, invoice_number, status FROM invoices
-      WHERE org_id = $1 AND subscription_id = $2 AND period_start = $3::date`,
+      WHERE org_id = $1 AND subscription_id = $2 AND period_start = $3::date
+      ORDER BY (status = 'WITHDRAWN' AND posted_at IS NULL), created_at DESC
+      LIMIT 1`,
     [orgId, subscription.id, utcDate(period.start)],
   );
   const invoice = invoices[0];
