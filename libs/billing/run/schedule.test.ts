@@ -239,6 +239,93 @@ describe('planning a billing run for one subscription', () => {
     expect(plan.steps.map(describeStep).at(-1)).toBe('past_due->canceled (term_ended)');
   });
 
+  it('an unpaid termed subscription cannot expire either: its term end cancels it', () => {
+    const plan = planBilling({ ...termed(false), status: 'unpaid' }, d('2026-10-01T00:00:00Z'));
+    expect(plan.steps.map(describeStep)).toEqual([
+      'invoice 2026-01-01..2026-04-01 first',
+      'invoice 2026-04-01..2026-07-01',
+      'unpaid->canceled (term_ended)',
+    ]);
+    expect(plan.next.status).toBe('canceled');
+    expect(plan.next.ended_at?.toISOString()).toBe('2026-07-01T00:00:00.000Z');
+  });
+
+  const datedMoves = (steps: ScheduleStep[]) =>
+    steps.flatMap((step) =>
+      step.kind === 'invoice' ? [] : [`${describeStep(step)} at ${step.at.toISOString().slice(0, 10)}`],
+    );
+
+  it('a pending subscription starts at its start date and its trial ends at the trial end', () => {
+    const pending = subscription({
+      status: 'pending',
+      start_date: d('2026-01-10T00:00:00Z'),
+      trial_end_date: d('2026-01-20T00:00:00Z'),
+      billing_anchor_day: 20,
+      current_period_start: d('2026-01-10T00:00:00Z'),
+      current_period_end: d('2026-01-20T00:00:00Z'),
+      next_billing_date: d('2026-01-10T00:00:00Z'),
+    });
+    expect(datedMoves(planBilling(pending, d('2026-01-25T00:00:00Z')).steps)).toEqual([
+      'pending->trialing (started) at 2026-01-10',
+      'trialing->active (trial_ended) at 2026-01-20',
+    ]);
+  });
+
+  it('a trial canceled at period end is canceled at the trial end, not at its start', () => {
+    const plan = planBilling(
+      subscription({
+        status: 'trialing',
+        trial_end_date: d('2026-02-14T00:00:00Z'),
+        current_period_end: d('2026-02-14T00:00:00Z'),
+        next_billing_date: d('2026-02-14T00:00:00Z'),
+        cancel_at_period_end: true,
+      }),
+      d('2026-06-01T00:00:00Z'),
+    );
+    expect(datedMoves(plan.steps)).toEqual(['trialing->canceled (canceled_at_period_end) at 2026-02-14']);
+  });
+
+  it('a cancel at period end is dated at the end of the invoiced period', () => {
+    const plan = planBilling(subscription({ cancel_at_period_end: true }), d('2026-04-01T00:00:00Z'));
+    expect(datedMoves(plan.steps)).toEqual(['active->canceled (canceled_at_period_end) at 2026-02-28']);
+  });
+
+  it('a term end and a renewal are dated at the end of the period that passed the term, not at the term end', () => {
+    // quarterly periods, a 4-month term ending May 1: the period Apr 1 -> Jul 1 passes it
+    const expires = planBilling(
+      { ...termed(false), initial_term_months: 4, subscription_end_date: d('2026-05-01T00:00:00Z') },
+      d('2026-10-01T00:00:00Z'),
+    );
+    expect(datedMoves(expires.steps)).toEqual(['active->expired (term_ended) at 2026-07-01']);
+    const renews = planBilling(
+      { ...termed(true), initial_term_months: 4, subscription_end_date: d('2026-05-01T00:00:00Z') },
+      d('2026-07-01T00:00:00Z'),
+    );
+    expect(datedMoves(renews.steps)).toEqual(['renewed until 2026-09-01 at 2026-07-01']);
+  });
+
+  it('only a termed subscription has a term to end: an evergreen one bills on past any end date it holds', () => {
+    const plan = planBilling(
+      { ...termed(false), term_type: 'evergreen', initial_term_months: null },
+      d('2026-10-01T00:00:00Z'),
+    );
+    expect(plan.steps.map(describeStep)).toEqual([
+      'invoice 2026-01-01..2026-04-01 first',
+      'invoice 2026-04-01..2026-07-01',
+      'invoice 2026-07-01..2026-10-01',
+    ]);
+    expect(plan.next.status).toBe('active');
+  });
+
+  it('refuses to catch up more than 1200 periods at once (a corrupt row, not a loop)', () => {
+    // 200 years of monthly periods behind: 2400 invoices
+    expect(() => planBilling(subscription(), d('2226-03-01T00:00:00Z'))).toThrow(
+      /subscription 1: too many periods to bill at once/,
+    );
+    // 90 years behind is still caught up
+    expect(planBilling(subscription(), d('2116-01-01T00:00:00Z')).steps).toHaveLength(1079);
+  });
+
   it('leaves canceled, expired and paused subscriptions alone', () => {
     for (const status of ['canceled', 'expired', 'paused'] as const) {
       expect(planBilling(subscription({ status }), d('2030-01-01T00:00:00Z')).steps).toEqual([]);
