@@ -965,6 +965,16 @@ describe('balance and top-up', () => {
     ]);
   });
 
+  it('a check asked for another organization leaves the customer alone: a top-up is checked in its own organization only', async () => {
+    // no subscription: projected 0.00, below 10.00
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    await setCreditTopUp(db(), orgA.orgId, customerId, { enabled: true, threshold: '10', target: '100' });
+    expect(await checkTopUps(db(), api.usage.readStores, [{ orgId: orgB.orgId, customerId }])).toEqual([]);
+    expect((await get(`/customers/${customerId}/credit-grants`)).json().data).toEqual([]);
+    const made = await checkTopUps(db(), api.usage.readStores, [{ orgId: orgA.orgId, customerId }]);
+    expect(made.map((g) => [g.customer_id, g.amount])).toEqual([[customerId, '100.00000000']]);
+  });
+
   it('tops up only below the threshold: projected at it exactly is no top-up', async () => {
     // docs/decisions.md, "Credits": a top-up is made when `projected` falls below `threshold`
     const { customerId, metered } = await customerWithPlan();
