@@ -161,6 +161,20 @@ describe('usage_quantity alerts read only near their threshold', () => {
     }
   });
 
+  it('a bound one 1e-8 short of the threshold is read all the same: a reading is rounded to 1e-8', async () => {
+    const { guardrails, hand } = evaluator();
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { event, state, triggered } = await alertedItem('100');
+      // bound 0 + 99.99999999: within the reading's rounding of 100, so it is read (below: OK)
+      await hand([event('99.99999999')]);
+      expect(await state()).toMatchObject({ status: 'OK', value: '99.99999999' });
+      expect(await triggered()).toBe(0);
+    } finally {
+      await guardrails.stop();
+    }
+  });
+
   it('counts an event recorded before the reading but not counted by it (the settle window)', async () => {
     const { guardrails, hand } = evaluator();
     try {
@@ -440,6 +454,27 @@ describe('usage_quantity alerts read only near their threshold', () => {
     }
   });
 
+  it('alerts group: a member reading only some partitions draws no bound, even on a reading made after it was told', async () => {
+    const alerts = await quantityAlerts(stores, { reloadMs: 200 });
+    const sink = alerts.sink();
+    try {
+      const { alert, event, state, triggered } = await alertedItem('100');
+      await sink.write([]); // the first load
+      sink.assigned?.(false);
+      // another process reads the alert well after the assignment; a reload brings that reading here
+      await sleep(SETTLE_MS + 50);
+      await evaluateAlerts(database.db, stores, { alertIds: [alert.id] });
+      await sleep(600);
+      // another member reads 60 of this item's usage on its partitions; this one is handed 40
+      await new PostgresUsageSink(database.db).write([event('60')]);
+      await countedThenHanded(sink, [event('40')]); // its own bound would be 40: no bound, read, and fired
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await alerts.stop();
+    }
+  });
+
   it('alerts group: a reload reads the alerts written since the last one, and all of them each refreshMs', async () => {
     await database.db.query('DELETE FROM alerts');
     const armed = [await alertedItem('100'), await alertedItem('100'), await alertedItem('100')];
@@ -583,6 +618,28 @@ describe('usage_quantity alerts read only near their threshold', () => {
       const next = event('40');
       await countedThenHanded(sink, [next]); // bound 100: read, and fired
       expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.00000000' });
+      expect(await triggered()).toBe(1);
+    } finally {
+      await alerts.stop();
+    }
+  });
+
+  it('alerts group: a bound 1e-8 short of the threshold is read; a TRIGGERED alert is not read again in its period', async () => {
+    // no reload but the first (a reload reads alerts changed since the last one, whatever the bound)
+    const alerts = await quantityAlerts(stores, { reloadMs: 600_000 });
+    const sink = alerts.sink();
+    try {
+      await sleep(SETTLE_MS + 50);
+      const { event, state, triggered } = await alertedItem('100');
+      await sink.write([]); // the first load: its reading at creation bounds it, so it is not read
+      // bound 0 + 99.99999999: within the reading's rounding of 100, so it is read (below: OK)
+      await countedThenHanded(sink, [event('99.99999999')]);
+      expect(await state()).toMatchObject({ status: 'OK', value: '99.99999999' });
+      await countedThenHanded(sink, [event('1')]);
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.99999999' });
+      // TRIGGERED in its period: only a void or a new period moves it back, so usage is not read
+      await countedThenHanded(sink, [event('1')]);
+      expect(await state()).toMatchObject({ status: 'TRIGGERED', value: '100.99999999' });
       expect(await triggered()).toBe(1);
     } finally {
       await alerts.stop();
