@@ -87,7 +87,8 @@ describe('planning a billing run for one subscription', () => {
       }),
       d('2026-06-01T00:00:00Z'),
     );
-    expect(plan.steps.map(describeStep)).toEqual(['trialing->canceled (canceled_at_period_end)']);
+    // at the trial end, not at its start
+    expect(datedMoves(plan.steps)).toEqual(['trialing->canceled (canceled_at_period_end) at 2026-02-14']);
     expect(plan.next.ended_at?.toISOString()).toBe('2026-02-14T00:00:00.000Z');
   });
 
@@ -269,20 +270,6 @@ describe('planning a billing run for one subscription', () => {
       'pending->trialing (started) at 2026-01-10',
       'trialing->active (trial_ended) at 2026-01-20',
     ]);
-  });
-
-  it('a trial canceled at period end is canceled at the trial end, not at its start', () => {
-    const plan = planBilling(
-      subscription({
-        status: 'trialing',
-        trial_end_date: d('2026-02-14T00:00:00Z'),
-        current_period_end: d('2026-02-14T00:00:00Z'),
-        next_billing_date: d('2026-02-14T00:00:00Z'),
-        cancel_at_period_end: true,
-      }),
-      d('2026-06-01T00:00:00Z'),
-    );
-    expect(datedMoves(plan.steps)).toEqual(['trialing->canceled (canceled_at_period_end) at 2026-02-14']);
   });
 
   it('a cancel at period end is dated at the end of the invoiced period', () => {
