@@ -30,4 +30,21 @@ describe('eventTimesWithin', () => {
     expect(eventTimesWithin(at('2026-10-01T00:00:00Z'), at('2026-10-01T00:00:00Z'))).toBeUndefined();
     expect(eventTimesWithin(new Date(Number.NaN), at('2026-10-01T00:00:00Z'))).toBeUndefined();
   });
+
+  it('spans from 1970-01-01T00:00:00Z to 2100-01-01T00:00:00Z, both exact to the millisecond', () => {
+    expect(EARLIEST_EVENT_MS).toBe(Date.parse('1970-01-01T00:00:00.000Z'));
+    expect(LATEST_EVENT_MS).toBe(Date.parse('2100-01-01T00:00:00.000Z'));
+    // the first and the last instant an event can have are each a window of their own
+    expect(eventTimesWithin(new Date(-5), new Date(1))).toEqual({ fromMs: 0, toMs: 1 });
+    const last = Date.parse('2099-12-31T23:59:59.999Z');
+    expect(eventTimesWithin(new Date(last), new Date(last + 10))).toEqual({
+      fromMs: last,
+      toMs: Date.parse('2100-01-01T00:00:00.000Z'),
+    });
+  });
+
+  it('is a window of a single millisecond', () => {
+    const ms = Date.UTC(2026, 9, 1);
+    expect(eventTimesWithin(new Date(ms), new Date(ms + 1))).toEqual({ fromMs: ms, toMs: ms + 1 });
+  });
 });
