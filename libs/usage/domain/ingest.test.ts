@@ -426,6 +426,26 @@ describe('an identity across processes and over time', () => {
   });
 });
 
+describe('an identity of another organization', () => {
+  it('is its own event: the same item and key in two organizations are recorded twice, each under its organization', async () => {
+    const log = scriptedLog([]);
+    const ingest = ingestWith(log, new MemoryUsageDedupStore(new MemoryRateLimitStore()));
+    const body = { subscription_item_id: 7, quantity: 1 };
+    const first = await ingest.recordEvent(AUTH, { body, idempotencyKey: 'shared' });
+    const other = await ingest.recordEvent({ ...AUTH, orgId: 2 }, { body, idempotencyKey: 'shared' });
+    expect(first.value.deduplicated).toBe(false);
+    expect(other.value.deduplicated).toBe(false);
+    expect(other.value.event.id).not.toBe(first.value.event.id);
+    expect(log.appended.flat().map((event) => event.orgId)).toEqual([1, 2]);
+    const batch = await ingest.recordBatch(
+      { ...AUTH, orgId: 3 },
+      { events: [{ ...body, idempotency_key: 'shared' }] },
+    );
+    expect(batch.value[0]).toEqual({ event: expect.objectContaining({ quantity: 1 }) });
+    expect(log.appended.flat().map((event) => event.orgId)).toEqual([1, 2, 3]);
+  });
+});
+
 /** The error an ingest call threw (fails the test if it answered). */
 async function refusal(reply: Promise<unknown>): Promise<ApiError> {
   try {
@@ -472,6 +492,25 @@ describe("an event's item and its lifetime", () => {
   it('answers 400 for an item that is not metered, and 404 for an unknown one', async () => {
     expect((await refusal(at(STARTED, 8))).code).toBe('BAD_REQUEST');
     expect((await refusal(at(STARTED, 9))).code).toBe('NOT_FOUND');
+  });
+
+  it('answers a recorded key the stored event despite a timestamp outside the lifetime, but not once the item is unknown or not metered', async () => {
+    let lifetime: ItemLifetime = ITEMS[7]!;
+    const core = ingestWith(scriptedLog([]), new MemoryUsageDedupStore(new MemoryRateLimitStore()), {
+      items: () => lifetime,
+    });
+    const repeat = (ms: number) =>
+      core.recordEvent(AUTH, {
+        body: { subscription_item_id: 7, quantity: 1, timestamp: new Date(ms).toISOString() },
+        idempotencyKey: 'recorded',
+      });
+    const stored = (await repeat(STARTED)).value.event;
+    // a 422 of the body (its timestamp): the stored event, whatever the new body says
+    expect((await repeat(STARTED - 1)).value).toEqual({ event: stored, deduplicated: true });
+    lifetime = { usageType: undefined };
+    expect((await refusal(repeat(STARTED))).code).toBe('NOT_FOUND');
+    lifetime = { usageType: 'licensed' };
+    expect((await refusal(repeat(STARTED))).code).toBe('BAD_REQUEST');
   });
 
   it('answers each event of a batch in request order, its refusal or its stored event', async () => {
@@ -562,6 +601,32 @@ describe('the ingest outcome counts', () => {
       deduplicated: before.deduplicated + 2,
       invalid: before.invalid + 1,
     });
+  });
+
+  it('count an event of a batch refused for its item under its refusal code', async () => {
+    const refused = (code: string) => ingestEvents.labels('rejected', code).value;
+    const before = ['BAD_REQUEST', 'NOT_FOUND', 'VALIDATION_ERROR'].map(refused);
+    const items: Record<number, ItemLifetime> = {
+      7: { usageType: 'metered', startedAtMs: Date.UTC(2026, 10, 1) },
+      8: { usageType: 'licensed' },
+    };
+    const ingest = ingestWith(scriptedLog([]), new MemoryUsageDedupStore(new MemoryRateLimitStore()), {
+      items: (id) => items[id] ?? { usageType: undefined },
+    });
+    await ingest.recordBatch(AUTH, {
+      events: [
+        { subscription_item_id: 8, quantity: 1, idempotency_key: 'licensed' },
+        { subscription_item_id: 9, quantity: 1, idempotency_key: 'unknown' },
+        { subscription_item_id: 9, quantity: 1, idempotency_key: 'unknown-2' },
+        { subscription_item_id: 7, quantity: 1, timestamp: '2026-10-31T23:59:59Z', idempotency_key: 'early' },
+        { subscription_item_id: 7, quantity: 1, idempotency_key: 'counted-new' },
+      ],
+    });
+    expect(['BAD_REQUEST', 'NOT_FOUND', 'VALIDATION_ERROR'].map(refused)).toEqual([
+      before[0]! + 1,
+      before[1]! + 2,
+      before[2]! + 1,
+    ]);
   });
 });
 
@@ -720,6 +785,36 @@ describe('the item check', () => {
       body: { subscription_item_id: 8, quantity: 1 },
       idempotencyKey: 'read',
     });
+    expect(lookedUp).toEqual([8]);
+  });
+  it('asks the database only about the items of a batch the cache does not know', async () => {
+    const lookedUp: number[] = [];
+    const ingest = new UsageIngest({
+      store: new MemoryUsageDedupStore(new MemoryRateLimitStore()),
+      log: scriptedLog([]),
+      items: {
+        cached: (_orgId, id) => (id === 7 ? ITEM : undefined),
+        lifetime: async (_orgId, id) => {
+          lookedUp.push(id);
+          return ITEM;
+        },
+        item: async () => undefined,
+      },
+      rateLimiter: new RateLimiter(new MemoryRateLimitStore()),
+      keyPrefix: 'test:',
+      idempotencyTtlSeconds: 86_400,
+      logger: createLogger({ level: 'silent', service: 'test' }),
+    });
+    const reply = await ingest.recordBatch(AUTH, {
+      events: [
+        { subscription_item_id: 7, quantity: 1, idempotency_key: 'cached' },
+        { subscription_item_id: 8, quantity: 2, idempotency_key: 'read' },
+        { subscription_item_id: 7, quantity: 3, idempotency_key: 'cached-2' },
+      ],
+    });
+    expect(reply.value.map((outcome) => ('event' in outcome ? outcome.event.quantity : undefined))).toEqual([
+      1, 2, 3,
+    ]);
     expect(lookedUp).toEqual([8]);
   });
 });
