@@ -19,11 +19,30 @@ describe('parseUsageBody', () => {
     expect(other.events.map(quantityIsInexact)).toEqual([false, false]);
   });
 
+  it('reads an escaped quote as part of its string, so brackets inside a string move no event', () => {
+    const body = parse(
+      '{"events":[{"idempotency_key":"\\"}\\"","quantity":1.00000000000000001},' +
+        '{"idempotency_key":"\\"]\\"","quantity":1.5},{"quantity":0.100000000000000001}]}',
+    ) as { events: object[] };
+    expect(body.events.map(quantityIsInexact)).toEqual([true, false, true]);
+    const single = parse('{"idempotency_key":"a\\"{\\"b","quantity":1.00000000000000001}');
+    expect(quantityIsInexact(single)).toBe(true);
+  });
+
   it('marks a single event, and leaves short numbers alone without walking the text', () => {
     expect(quantityIsInexact(parse('{"subscription_item_id":1,"quantity":999999999999999.99}'))).toBe(true);
     expect(quantityIsInexact(parse('{"subscription_item_id":1,"quantity":12345678.12345678}'))).toBe(false);
     expect(quantityIsInexact(parse('{"subscription_item_id":1,"quantity":0.1}'))).toBe(false);
     expect(quantityIsInexact({ quantity: 1 })).toBe(false);
+  });
+
+  it('reads a quantity with its exponent: one a double overflows or underflows is marked, one it holds is not', () => {
+    for (const text of ['1e400', '-1E+400', '1e-400', '1.00000000000000001e5']) {
+      expect(quantityIsInexact(parse(`{"subscription_item_id":1,"quantity":${text}}`)), text).toBe(true);
+    }
+    for (const text of ['1e5', '2.5E-1', '1.5e+300', '100000000000000000000e-20']) {
+      expect(quantityIsInexact(parse(`{"subscription_item_id":1,"quantity":${text}}`)), text).toBe(false);
+    }
   });
 
   it('skips a byte-order mark and refuses prototype keys, empty and malformed bodies with a 400', () => {
