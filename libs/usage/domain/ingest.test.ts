@@ -8,9 +8,11 @@ import { MemoryRateLimitStore, RateLimiter } from '../../rate-limit/index.js';
 import { MemoryUsageDedupStore } from '../dedup-store/memory.js';
 import type { Reservation } from '../dedup-store/store.js';
 import type { UsageEventLog } from '../event-log/log.js';
+import { UsageCounter } from './counter.js';
 import { dedupKey, type UsageEventRecord } from './event.js';
 import { UsageIngest } from './ingest.js';
 import type { ItemLifetime } from './items.js';
+import type { ItemSchedule } from './periods.js';
 
 /**
  * A failed log write releases the key and answers 503; a duplicate whose first request failed
@@ -816,5 +818,53 @@ describe('the item check', () => {
       1, 2, 3,
     ]);
     expect(lookedUp).toEqual([8]);
+  });
+});
+
+describe('the period counter of a new event', () => {
+  it("counts it in its item's period, the schedule read again when the cache no longer holds it", async () => {
+    const store = new MemoryUsageDedupStore(new MemoryRateLimitStore());
+    const schedule: ItemSchedule = {
+      startDateMs: Date.UTC(2026, 10, 1),
+      billingPeriod: 'monthly',
+      anchorDay: 1,
+      currentPeriodStartMs: Date.UTC(2026, 10, 1),
+      currentPeriodEndMs: Date.UTC(2026, 11, 1),
+    };
+    const counter = new UsageCounter({
+      store,
+      db: undefined as never,
+      items: { item: async () => undefined },
+      keyPrefix: 'test:',
+      enabled: true,
+      eventsCaughtUp: async () => true,
+      settleMs: 0,
+    });
+    const ingest = new UsageIngest({
+      store,
+      log: scriptedLog([]),
+      // item 7's schedule is cached; item 8's was evicted and is read again
+      items: {
+        cached: (_orgId, id) => (id === 7 ? { ...ITEM, schedule } : ITEM),
+        lifetime: async () => ITEM,
+        item: async () => ({ schedule }) as never,
+      },
+      counter,
+      rateLimiter: new RateLimiter(new MemoryRateLimitStore()),
+      keyPrefix: 'test:',
+      idempotencyTtlSeconds: 86_400,
+      logger: createLogger({ level: 'silent', service: 'test' }),
+    });
+    for (const subscription_item_id of [7, 8]) {
+      await ingest.recordEvent(AUTH, {
+        body: { subscription_item_id, quantity: 5, timestamp: '2026-11-20T00:00:00Z' },
+        idempotencyKey: 'counted',
+      });
+    }
+    const states = await store.readCounters([
+      counter.keyOf(1, 7, Date.UTC(2026, 10, 1)),
+      counter.keyOf(1, 8, Date.UTC(2026, 10, 1)),
+    ]);
+    expect(states.map((state) => state?.whole)).toEqual([5n, 5n]);
   });
 });
