@@ -29,6 +29,15 @@ describe('parseUsageBody', () => {
     expect(quantityIsInexact(single)).toBe(true);
   });
 
+  it('keeps counting the entries after an empty object, whatever kind the next entry is', () => {
+    // an empty object closes while a key is still expected: the string after it is an entry
+    const body = parse(
+      '{"events":[{"quantity":1,"metadata":{}},"oops",{"quantity":12345678901234.12345678},{}, 7,' +
+        '"x",{"quantity":0.100000000000000001}]}',
+    ) as { events: unknown[] };
+    expect(body.events.map(quantityIsInexact)).toEqual([false, false, true, false, false, false, true]);
+  });
+
   it('marks a single event, and leaves short numbers alone without walking the text', () => {
     expect(quantityIsInexact(parse('{"subscription_item_id":1,"quantity":999999999999999.99}'))).toBe(true);
     expect(quantityIsInexact(parse('{"subscription_item_id":1,"quantity":12345678.12345678}'))).toBe(false);

@@ -122,6 +122,8 @@ function markInexactQuantities(json: string, root: unknown): void {
     } else if (c === '}' || c === ']') {
       containers.pop();
       path.pop();
+      // a value of the container around it ends here (an empty object expected a key until now)
+      expectingKey = false;
       i++;
     } else if (c === ',') {
       const top = containers.length - 1;
