@@ -205,6 +205,35 @@ describe('payments', () => {
     expect(back.invoice).toMatchObject({ status: 'REFUNDED', amount_refunded: '105.00500000' });
   });
 
+  it('refunds the exact sub-cent rest of a payment after a part of it was refunded', async () => {
+    // 105.005 paid on an invoice issued before the rule, 100.00 refunded: 5.005 is left to refund,
+    // and that exact rest goes back (what was refunded before is not part of it)
+    const id = await invoice();
+    await database.db.query(
+      `UPDATE invoices SET subtotal = '100.005', total = '105.005' WHERE org_id = $1 AND id = $2`,
+      [orgId, id],
+    );
+    await pay({ invoiceId: id, amount: '100' });
+    expect((await pay({ invoiceId: id, amount: '5.005' })).invoice).toMatchObject({
+      status: 'PAID',
+      balance: '0.00000000',
+    });
+    expect((await refund({ invoiceId: id, amount: '100' })).invoice.status).toBe('PARTIALLY_REFUNDED');
+    const near = await failure(refund({ invoiceId: id, amount: '5.004' }));
+    expect(near.details?.[0]).toMatchObject({ field: 'amount', code: 'invalid_format' });
+    const back = await refund({ invoiceId: id, amount: '5.005' });
+    expect(back.invoice).toMatchObject({ status: 'REFUNDED', amount_refunded: '105.00500000' });
+  });
+
+  it('a payment repeated with its reference and no method finds the EXTERNAL one it recorded', async () => {
+    const id = await invoice();
+    const first = await pay({ invoiceId: id, amount: '40', reference: 'bank_0042' });
+    expect(first.transaction).toMatchObject({ method: 'EXTERNAL', reference: 'bank_0042' });
+    expect(await pay({ invoiceId: id, amount: '40', reference: 'bank_0042' })).toEqual(first);
+    expect(first.invoice).toMatchObject({ status: 'PARTIALLY_PAID', amount_paid: '40.00000000' });
+    expect(await eventsFor('payment.succeeded', id)).toHaveLength(1);
+  });
+
   it('a credit memo lowers the balance like a payment, without a payment event', async () => {
     const id = await invoice();
     const memo = await credit({ invoiceId: id, amount: '5', note: 'Goodwill' });

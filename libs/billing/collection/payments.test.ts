@@ -98,6 +98,13 @@ describe('money applied to an invoice', () => {
     expect(refusal(old, '1200.4').details?.[0]?.code).toBe('invalid_format');
   });
 
+  it('takes the exact sub-minor-unit balance left after a part payment, not the exact total', () => {
+    // 105.005 owed, 100.00 paid: the 5.005 left is the exact balance, so it settles the invoice
+    const old = held({ status: 'PARTIALLY_PAID', total: '105.00500000', amount_paid: '100.00000000' });
+    expect(planCreditMemo(old, parseMoney('5.005'))).toEqual({ status: 'PAID', amountPaid: '105.00500000' });
+    expect(refusal(old, '5.004').details?.[0]?.code).toBe('invalid_format');
+  });
+
   it('refuses an invoice that is not payable, saying why', () => {
     const paid = refusal(held({ status: 'PAID', amount_paid: '105.00000000' }), '1');
     expect(paid.code).toBe('CONFLICT');
