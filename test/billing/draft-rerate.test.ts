@@ -158,6 +158,18 @@ describe('a DRAFT re-rated after a change of its item', () => {
     expect(await rerateDirtyDrafts(database.db, { orgId })).toEqual([draftId]);
     expect((await stored(draftId)).subtotal).toBe('25.00000000');
   });
+
+  it('a draft made before billed terms were kept prices its metered item at its billed period', async () => {
+    const { orgId, subscription, metered } = await setUp();
+    await recordUsage(database.db, orgId, metered, '10', '2026-01-10T00:00:00Z');
+    const draftId = await draftAt(orgId, FEB);
+    await database.db.query('UPDATE invoices SET billed_terms = NULL WHERE id = $1', [draftId]);
+    await includeHundredCallsFrom(orgId, subscription, metered, '2026-02-10T00:00:00Z');
+    await recordUsage(database.db, orgId, metered, '5', '2026-01-20T00:00:00Z');
+    expect(await rerateDirtyDrafts(database.db, { orgId })).toEqual([draftId]);
+    // 15 calls at 1.00, none included as January was billed, and the seats
+    expect((await stored(draftId)).subtotal).toBe('25.00000000');
+  });
 });
 
 describe('periods whose drafts were withdrawn', () => {
@@ -380,5 +392,65 @@ describe('posting a DRAFT', () => {
     expect(posting.grace_posted).toEqual([draftId]);
     const after = await stored(draftId);
     expect(after).toMatchObject({ status: 'PAID', total: '11.30000000', amount_paid: '11.30000000' });
+  });
+});
+
+describe('choosing the drafts a pass touches', () => {
+  it('re-rates only the dirty drafts of the organization, subscriptions and items asked', async () => {
+    const asked = await setUp();
+    const other = await setUp();
+    const drafts: string[] = [];
+    for (const { orgId, metered } of [asked, other]) {
+      const draftId = await draftAt(orgId, FEB);
+      // the first comparison finds nothing changed and clears the marks the run left
+      await rerateDirtyDrafts(database.db, { orgId });
+      await recordUsage(database.db, orgId, metered, '6', '2026-01-15T00:00:00Z');
+      drafts.push(draftId);
+    }
+    const seatItem = asked.subscription.items.find((item) => item.id !== asked.metered)!.id;
+    // none of the asked subscription's, none of another item's, none of another organization's
+    expect(
+      await rerateDirtyDrafts(database.db, { orgId: asked.orgId, subscriptionIds: [other.subscription.id] }),
+    ).toEqual([]);
+    expect(
+      await rerateDirtyDrafts(database.db, { orgId: asked.orgId, subscriptionItemIds: [seatItem] }),
+    ).toEqual([]);
+    expect(await rerateDirtyDrafts(database.db, { orgId: other.orgId })).toEqual([drafts[1]]);
+    expect((await stored(drafts[0]!)).subtotal).toBe('10.00000000');
+    expect(
+      await rerateDirtyDrafts(database.db, {
+        orgId: asked.orgId,
+        subscriptionIds: [asked.subscription.id],
+        subscriptionItemIds: [asked.metered],
+      }),
+    ).toEqual([drafts[0]]);
+    expect((await stored(drafts[0]!)).subtotal).toBe('16.00000000');
+  });
+
+  it('a run for some subscriptions posts only their grace drafts whose grace has passed', async () => {
+    const { orgId, customerId, subscription, metered } = await setUp({ graceHours: 24 });
+    const seats = subscription.items.find((item) => item.id !== metered)!.product_id;
+    const second = await subscribe(
+      database.db,
+      orgId,
+      { customer_id: customerId, items: [{ product_id: seats }], start_date: JAN },
+      JAN,
+    );
+    const run = await runBilling(database.db, { usage, orgId, now: FEB });
+    expect(run.invoice_ids).toHaveLength(2);
+    const { rows } = await database.db.query<{ id: string; subscription_id: string }>(
+      'SELECT id, subscription_id::text FROM invoices WHERE org_id = $1 ORDER BY subscription_id',
+      [orgId],
+    );
+    const draftOf = (id: number) => rows.find((row) => row.subscription_id === String(id))!.id;
+    const posting = await runBilling(database.db, {
+      usage,
+      orgId,
+      subscriptionIds: [subscription.id],
+      now: new Date(FEB.getTime() + 24 * 3_600_000),
+    });
+    expect(posting.grace_posted).toEqual([draftOf(subscription.id)]);
+    expect((await stored(draftOf(subscription.id))).status).toBe('POSTED');
+    expect((await stored(draftOf(second.id))).status).toBe('DRAFT');
   });
 });
