@@ -234,6 +234,16 @@ describe('payments', () => {
     expect(await eventsFor('payment.succeeded', id)).toHaveLength(1);
   });
 
+  it('a reference names a payment of one invoice: the same one on another invoice records its own', async () => {
+    const first = await invoice();
+    const second = await invoice();
+    const paid = await pay({ invoiceId: first, amount: '105', method: 'CARD', reference: 'batch_7' });
+    const other = await pay({ invoiceId: second, amount: '105', method: 'CARD', reference: 'batch_7' });
+    expect(other.transaction.id).not.toBe(paid.transaction.id);
+    expect(other.transaction).toMatchObject({ invoice_id: second, reference: 'batch_7' });
+    expect(other.invoice).toMatchObject({ id: second, status: 'PAID', balance: '0.00000000' });
+  });
+
   it('a credit memo lowers the balance like a payment, without a payment event', async () => {
     const id = await invoice();
     const memo = await credit({ invoiceId: id, amount: '5', note: 'Goodwill' });
