@@ -73,6 +73,26 @@ async function commitVoid(event: UsageEventRecord) {
   ]);
 }
 
+/**
+ * `body` with a recording evaluator attached to read-back stores (over `topic`'s watermark, if
+ * given); both closed after it, whatever it did.
+ */
+async function withRecordingEvaluator(
+  body: (run: { evaluations: TouchedSubscription[][]; guardrails: UsageGuardrails }) => Promise<void>,
+  topic?: string,
+) {
+  const stores = readStoresOver(database.db, topic);
+  const { evaluations, policy } = recorder();
+  const guardrails = evaluatorOver(policy);
+  guardrails.attach(stores);
+  try {
+    await body({ evaluations, guardrails });
+  } finally {
+    await guardrails.stop();
+    await stores.close();
+  }
+}
+
 describe('the guardrails evaluator', () => {
   it('hands each touched subscription of a batch once, with its customer, voided if any void touched it', async () => {
     const stores = readStoresOver(database.db);
@@ -115,26 +135,15 @@ describe('the guardrails evaluator', () => {
   });
 
   it('calls no policy when no touched item belongs to a subscription', async () => {
-    const stores = readStoresOver(database.db);
-    const { evaluations, policy } = recorder();
-    const guardrails = evaluatorOver(policy);
-    guardrails.attach(stores);
-    try {
+    await withRecordingEvaluator(async ({ evaluations, guardrails }) => {
       await guardrails.sink('evaluated').write([usageEventRecord(org.orgId, 2_000_000_001, '1')]);
       expect(evaluations).toEqual([]);
-    } finally {
-      await guardrails.stop();
-      await stores.close();
-    }
+    });
   });
 
   it('waits for the read-back to count the newest event handed, and not for one it counts already', async () => {
     const topic = uniqueName('usage');
-    const stores = readStoresOver(database.db, topic);
-    const { evaluations, policy } = recorder();
-    const guardrails = evaluatorOver(policy);
-    guardrails.attach(stores);
-    try {
+    await withRecordingEvaluator(async ({ evaluations, guardrails }) => {
       const item = await meteredItem();
       const recordedAtMs = Date.now();
       await setSinkWatermark(database.db, topic, new Date(recordedAtMs - 60_000));
@@ -161,18 +170,11 @@ describe('the guardrails evaluator', () => {
       await sink.writeVoids([voidOf(counted)]);
       expect(Date.now() - started).toBeLessThan(1000);
       expect(evaluations).toHaveLength(3);
-    } finally {
-      await guardrails.stop();
-      await stores.close();
-    }
+    }, topic);
   });
 
   it('waits for a void until the transaction that voids its row committed', async () => {
-    const stores = readStoresOver(database.db);
-    const { evaluations, policy } = recorder();
-    const guardrails = evaluatorOver(policy);
-    guardrails.attach(stores);
-    try {
+    await withRecordingEvaluator(async ({ evaluations, guardrails }) => {
       const item = await meteredItem();
       const event = item.event();
       await new PostgresUsageSink(database.db).write([event]);
@@ -197,19 +199,12 @@ describe('the guardrails evaluator', () => {
           },
         ],
       ]);
-    } finally {
-      await guardrails.stop();
-      await stores.close();
-    }
+    });
   });
 
   it('goes on after 5 s when the read-back never counts what it was handed', async () => {
     const topic = uniqueName('usage');
-    const stores = readStoresOver(database.db, topic);
-    const { evaluations, policy } = recorder();
-    const guardrails = evaluatorOver(policy);
-    guardrails.attach(stores);
-    try {
+    await withRecordingEvaluator(async ({ evaluations, guardrails }) => {
       const item = await meteredItem();
       await setSinkWatermark(database.db, topic, new Date(Date.now() - 3_600_000));
       const started = Date.now();
@@ -218,10 +213,7 @@ describe('the guardrails evaluator', () => {
       expect(waited).toBeGreaterThanOrEqual(4900);
       expect(waited).toBeLessThan(7000);
       expect(evaluations).toHaveLength(1);
-    } finally {
-      await guardrails.stop();
-      await stores.close();
-    }
+    }, topic);
   }, 15_000);
 
   it('once stopped, takes no more usage: a write resolves at once and evaluates nothing', async () => {

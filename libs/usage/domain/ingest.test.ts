@@ -764,7 +764,8 @@ describe('a request whose reservation the store refuses', () => {
 });
 
 describe('the item check', () => {
-  it('asks the database only about items the cache does not know', async () => {
+  /** An ingest whose item cache knows item 7 only; the items it asks the database about, in order. */
+  function ingestWithItem7Cached() {
     const lookedUp: number[] = [];
     const ingest = new UsageIngest({
       store: new MemoryUsageDedupStore(new MemoryRateLimitStore()),
@@ -782,6 +783,11 @@ describe('the item check', () => {
       idempotencyTtlSeconds: 86_400,
       logger: createLogger({ level: 'silent', service: 'test' }),
     });
+    return { ingest, lookedUp };
+  }
+
+  it('asks the database only about items the cache does not know', async () => {
+    const { ingest, lookedUp } = ingestWithItem7Cached();
     await send(ingest, 1, 'cached');
     await ingest.recordEvent(AUTH, {
       body: { subscription_item_id: 8, quantity: 1 },
@@ -790,23 +796,7 @@ describe('the item check', () => {
     expect(lookedUp).toEqual([8]);
   });
   it('asks the database only about the items of a batch the cache does not know', async () => {
-    const lookedUp: number[] = [];
-    const ingest = new UsageIngest({
-      store: new MemoryUsageDedupStore(new MemoryRateLimitStore()),
-      log: scriptedLog([]),
-      items: {
-        cached: (_orgId, id) => (id === 7 ? ITEM : undefined),
-        lifetime: async (_orgId, id) => {
-          lookedUp.push(id);
-          return ITEM;
-        },
-        item: async () => undefined,
-      },
-      rateLimiter: new RateLimiter(new MemoryRateLimitStore()),
-      keyPrefix: 'test:',
-      idempotencyTtlSeconds: 86_400,
-      logger: createLogger({ level: 'silent', service: 'test' }),
-    });
+    const { ingest, lookedUp } = ingestWithItem7Cached();
     const reply = await ingest.recordBatch(AUTH, {
       events: [
         { subscription_item_id: 7, quantity: 1, idempotency_key: 'cached' },
