@@ -2,7 +2,7 @@ import { Kafka, type LogEntry, logLevel } from 'kafkajs';
 import { isSocketErrorCode } from '../dependency-guard/index.js';
 import type { Logger } from '../log/index.js';
 // before any client is made: see the file
-import './request-queue-idle-fix.js';
+import './kafkajs-adapter.js';
 
 export interface KafkaSettings {
   brokers: string[];

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 
 /**
  * The one workaround this project carries for kafkajs (docs/decisions.md, "kafkajs' idle timer
- * loop"), written against the exact version package.json pins; request-queue-idle-fix.test.ts fails
+ * loop"), written against the exact version package.json pins; kafkajs-adapter.test.ts fails
  * when the installed kafkajs is another, so an upgrade is a decision, not an accident.
  *
  * kafkajs 2.2.4's RequestQueue (one per broker connection) reschedules its pending-request check

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { afterEach, describe, expect, it } from 'vitest';
-import { KAFKAJS_VERSION, requestQueueIdleFixApplied } from './request-queue-idle-fix.js';
+import { KAFKAJS_VERSION, requestQueueIdleFixApplied } from './kafkajs-adapter.js';
 
 const require = createRequire(import.meta.url);
 
@@ -63,7 +63,7 @@ describe('the kafkajs idle timer loop workaround', () => {
     const installed = (require('kafkajs/package.json') as { version: string }).version;
     expect(
       installed,
-      'kafkajs changed: check https://github.com/tulios/kafkajs/issues/1556 and the workaround in request-queue-idle-fix.ts',
+      'kafkajs changed: check https://github.com/tulios/kafkajs/issues/1556 and the workaround in kafkajs-adapter.ts',
     ).toBe(KAFKAJS_VERSION);
     expect(requestQueueIdleFixApplied).toBe(true);
   });
