@@ -427,6 +427,51 @@ describe('choosing the drafts a pass touches', () => {
     expect((await stored(drafts[0]!)).subtotal).toBe('16.00000000');
   });
 
+  it('takes the dirty drafts in (organization, id) order, whatever order their late events came in', async () => {
+    const first = await setUp();
+    const second = await setUp();
+    expect(first.orgId).toBeLessThan(second.orgId);
+    const firstDraft = await draftAt(first.orgId, FEB);
+    const calls = second.subscription.items.find((item) => item.id === second.metered)!.product_id;
+    // the second organization's drafts until one sorts before the first's by id alone
+    const secondDrafts = [await draftAt(second.orgId, FEB)];
+    const subscriptionIds = [first.subscription.id, second.subscription.id];
+    const meteredItems = [first.metered, second.metered];
+    while (secondDrafts.every((id) => id > firstDraft) && secondDrafts.length < 30) {
+      const more = await subscribe(
+        database.db,
+        second.orgId,
+        {
+          customer_id: await customerIn(database.db, second.orgId),
+          items: [{ product_id: calls }],
+          start_date: JAN,
+        },
+        JAN,
+      );
+      const run = await runBilling(database.db, {
+        usage,
+        orgId: second.orgId,
+        subscriptionIds: [more.id],
+        now: FEB,
+        post: false,
+      });
+      secondDrafts.push(run.invoice_ids[0]!);
+      subscriptionIds.push(more.id);
+      meteredItems.push(more.items[0]!.id);
+    }
+    expect(secondDrafts.some((id) => id < firstDraft)).toBe(true);
+    // the first comparison clears the marks the runs left
+    await rerateDirtyDrafts(database.db, { subscriptionIds });
+    for (const item of [...meteredItems].reverse()) {
+      const orgId = item === first.metered ? first.orgId : second.orgId;
+      await recordUsage(database.db, orgId, item, '3', '2026-01-15T00:00:00Z');
+    }
+    expect(await rerateDirtyDrafts(database.db, { subscriptionIds })).toEqual([
+      firstDraft,
+      ...secondDrafts.sort(),
+    ]);
+  });
+
   it('a run for some subscriptions posts only their grace drafts whose grace has passed', async () => {
     const { orgId, customerId, subscription, metered } = await setUp({ graceHours: 24 });
     const seats = subscription.items.find((item) => item.id !== metered)!.product_id;

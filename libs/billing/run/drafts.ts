@@ -157,7 +157,10 @@ export interface DraftFilter {
   subscriptionItemIds?: readonly number[] | undefined;
 }
 
-/** DRAFT invoices some of whose billed periods are dirty: what a late event or a void touched. */
+/**
+ * DRAFT invoices some of whose billed periods are dirty: what a late event or a void touched, in
+ * (organization, id) order, so every pass and every process takes them in the same order.
+ */
 async function dirtyDrafts(db: Queryable, filter: DraftFilter): Promise<{ id: string; org_id: number }[]> {
   const { rows } = await db.query<{ id: string; org_id: number }>(
     `SELECT DISTINCT i.id, i.org_id
@@ -165,7 +168,8 @@ async function dirtyDrafts(db: Queryable, filter: DraftFilter): Promise<{ id: st
       WHERE b.dirty AND i.status = 'DRAFT'
         AND ($1::bigint IS NULL OR b.org_id = $1)
         AND ($2::bigint[] IS NULL OR b.subscription_id = ANY($2::bigint[]))
-        AND ($3::bigint[] IS NULL OR b.subscription_item_id = ANY($3::bigint[]))`,
+        AND ($3::bigint[] IS NULL OR b.subscription_item_id = ANY($3::bigint[]))
+      ORDER BY i.org_id, i.id`,
     [filter.orgId ?? null, filter.subscriptionIds ?? null, filter.subscriptionItemIds ?? null],
   );
   return rows.map((row) => ({ ...row, org_id: Number(row.org_id) }));
