@@ -96,6 +96,17 @@ describe('usage_limit on subscription create', () => {
     ]);
     expect(none.items.map((item) => item.usage_limit)).toEqual([null, null]);
   });
+
+  it('takes 30 whole digits and 8 decimals; refuses a bare point either side and a 31st digit', async () => {
+    const widest = `${'9'.repeat(30)}.12345678`;
+    const stored = await create([{ product_id: apiCalls, usage_limit: widest }]);
+    expect(stored.items[0]!.usage_limit).toBe(widest);
+    for (const bad of ['.5', '5.', '1'.repeat(31)]) {
+      const error = await refusal(create([{ product_id: apiCalls, usage_limit: bad }]));
+      expect(error.code, bad).toBe('VALIDATION_ERROR');
+      expect(error.details?.map((detail) => detail.field)).toEqual(['items.0.usage_limit']);
+    }
+  });
 });
 
 describe('usage_limit on subscription changes', () => {
