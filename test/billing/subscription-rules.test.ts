@@ -125,6 +125,33 @@ describe('creating subscriptions: boundaries', () => {
     expect(refused.details).toEqual([expect.objectContaining({ field: 'initial_term_months' })]);
   });
 
+  it('a start at the horizon itself is a 422 naming start_date; the instant before is pending', async () => {
+    const now = at('2026-03-10T00:00:00Z');
+    const refused = await failure(
+      create(
+        {
+          customer_id: customerId,
+          items: [{ product_id: catalog.seats }],
+          start_date: at('2100-01-01T00:00:00Z'),
+        },
+        now,
+      ),
+    );
+    expect(refused.code).toBe('VALIDATION_ERROR');
+    expect(refused.details).toEqual([
+      { field: 'start_date', message: 'Must be before 2100-01-01T00:00:00Z.', code: 'out_of_range' },
+    ]);
+    const last = await create(
+      {
+        customer_id: customerId,
+        items: [{ product_id: catalog.seats }],
+        start_date: at('2099-12-31T23:59:59.999Z'),
+      },
+      now,
+    );
+    expect(last).toMatchObject({ status: 'pending', start_date: '2099-12-31T00:00:00.000Z' });
+  });
+
   it('after a trial, periods and the term anchor on the day the trial ends, not the start', async () => {
     const { orgId: org } = await createTestOrg(database.db);
     const { seats } = await basicCatalog(database.db, org);
