@@ -324,6 +324,47 @@ describe('changing items: refusals (409, nothing changed)', () => {
     expect(await quantities(subscription.id)).toEqual([4]);
   });
 
+  it("at its term's last period end only if it renews then: one that ends there is a 409", async () => {
+    const lastPeriod = (auto_renew: boolean) =>
+      create(
+        {
+          customer_id: customerId,
+          items: [{ product_id: catalog.seats }],
+          start_date: at('2026-03-01T00:00:00Z'),
+          term_type: 'termed',
+          initial_term_months: 1,
+          auto_renew,
+        },
+        at('2026-03-01T00:00:00Z'),
+      );
+    const atTheEnd = (subscription: Awaited<ReturnType<typeof lastPeriod>>) =>
+      change(
+        subscription.id,
+        { items: [{ id: subscription.items[0]!.id, quantity: 4 }], effective: 'period_end' },
+        '2026-03-10T00:00:00Z',
+      );
+    const renewing = await lastPeriod(true);
+    expect(renewing.subscription_end_date).toBe('2026-04-01T00:00:00.000Z');
+    const scheduled = await atTheEnd(renewing);
+    expect(scheduled.subscription.pending_change).toMatchObject({
+      effective_at: '2026-04-01T00:00:00.000Z',
+      items: [expect.objectContaining({ quantity: 4 })],
+    });
+    const ending = await lastPeriod(false);
+    const refused = await failure(atTheEnd(ending));
+    expect(refused.code).toBe('CONFLICT');
+    expect(refused.message).toMatch(/ends at the end of its period \(2026-04-01T00:00:00.000Z\)/);
+    expect((await getSubscription(database.db, orgId, ending.id)).pending_change).toBeNull();
+    // its items still change now, for the rest of that last period
+    const now = await change(
+      ending.id,
+      { items: [{ id: ending.items[0]!.id, quantity: 4 }] },
+      '2026-03-10T00:00:00Z',
+    );
+    expect(now.subscription.items.map((item) => item.quantity)).toEqual([4]);
+    expect(await quantities(ending.id)).toEqual([4]);
+  });
+
   it('a pending subscription changes now, never at a period end it has not begun', async () => {
     const pending = await create(
       {
