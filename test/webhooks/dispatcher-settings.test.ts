@@ -82,6 +82,67 @@ describe('the dispatcher service takes its settings', () => {
     }
   });
 
+  it('sends one endpoint at most DISPATCHER_ENDPOINT_CONCURRENCY attempts at once', async () => {
+    const own = await createTestOrg(database.db);
+    // each answer takes 300 ms: attempts one at a time arrive at least that far apart
+    const slow = await startReceiver(() => ({ status: 200, delayMs: 300 }));
+    try {
+      const endpoint = await createEndpoint(
+        database.db,
+        own.orgId,
+        { url: slow.url, events: ['invoice.*'], description: '', status: 'ACTIVE' },
+        { allowLocalhost: true },
+      );
+      for (let i = 0; i < 3; i++) await emit(database.db, own.orgId, 'invoice.posted');
+      const dispatcher = dispatcherWith({ DISPATCHER_CONCURRENCY: 4, DISPATCHER_ENDPOINT_CONCURRENCY: 1 });
+      dispatcher.start();
+      try {
+        await eventually(
+          () => storedEvents(database.db, endpoint.id),
+          (rows) => rows.length === 3 && rows.every((row) => row.status === 'SUCCESS'),
+          10_000,
+        );
+      } finally {
+        await dispatcher.stop();
+      }
+      const arrivals = slow.deliveries.map((delivery) => delivery.receivedAt);
+      expect(arrivals).toHaveLength(3);
+      expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(250);
+      expect(arrivals[2]! - arrivals[1]!).toBeGreaterThanOrEqual(250);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('gives up on a receiver that answers later than WEBHOOK_TIMEOUT_MS: 408', async () => {
+    const own = await createTestOrg(database.db);
+    const hanging = await startReceiver(() => ({ status: 200, delayMs: 1500 }));
+    try {
+      const endpoint = await createEndpoint(
+        database.db,
+        own.orgId,
+        { url: hanging.url, events: ['invoice.*'], description: '', status: 'ACTIVE' },
+        { allowLocalhost: true },
+      );
+      const dispatcher = dispatcherWith({ WEBHOOK_MAX_ATTEMPTS: 1, WEBHOOK_TIMEOUT_MS: 300 });
+      dispatcher.start();
+      try {
+        await emit(database.db, own.orgId, 'invoice.posted');
+        const [ended] = await eventually(
+          () => storedEvents(database.db, endpoint.id),
+          (rows) => rows[0]?.status === 'FAILED' || rows[0]?.status === 'SUCCESS',
+          10_000,
+        );
+        expect(ended).toMatchObject({ status: 'FAILED', attempts: 1, last_response_code: 408 });
+        expect(ended!.last_response_body).toBe('Timed out: no complete response within 300 ms.');
+      } finally {
+        await dispatcher.stop();
+      }
+    } finally {
+      await hanging.close();
+    }
+  });
+
   it('refuses loopback receivers when WEBHOOK_ALLOW_LOCALHOST is false', async () => {
     const own = await createTestOrg(database.db);
     const local = await startReceiver();
