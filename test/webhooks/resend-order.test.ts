@@ -5,6 +5,7 @@ import { startTestApi, type TestApi } from '../helpers/api.js';
 import { createTestOrg } from '../helpers/fixtures.js';
 import { freeTcpPort } from '../helpers/redis-server.js';
 import {
+  emit,
   eventually,
   type Receiver,
   registerEndpoint,
@@ -128,5 +129,59 @@ describe('events sent again', () => {
       delivered.map((delivery) => (JSON.parse(delivery.body) as { data: { id: string } }).data.id),
     ).toEqual(['retried-1', 'retried-2', 'retried-3']);
     expect(overlapped).toBe(false);
+  });
+
+  it('wait only for earlier events sent again to their own endpoint and still under way', async () => {
+    // every attempt fails and its automatic retry is an hour away: only a retry by hand sends again
+    await dispatcher.stop();
+    dispatcher = startDispatcher(api.platform.db, { maxAttempts: 3, retryDelaysMs: [3_600_000] });
+    const org = await createTestOrg(api.platform.db);
+    const receiver = await startReceiver(() => ({ status: 500 }));
+    receivers.push(receiver);
+    const elsewhere = await registerEndpoint(api, org.apiKey, {
+      url: `${receiver.url}?to=elsewhere`,
+      events: ['invoice.paid'],
+    });
+    const endpoint = await registerEndpoint(api, org.apiKey, {
+      url: receiver.url,
+      events: ['invoice.posted'],
+    });
+    await emit(api.platform.db, org.orgId, 'invoice.paid', { id: 'elsewhere' });
+    for (let i = 1; i <= 3; i++) await emit(api.platform.db, org.orgId, 'invoice.posted', { id: `own-${i}` });
+    const [other] = await eventually(
+      () => storedEvents(api.platform.db, elsewhere.id),
+      (rows) => rows[0]?.status === 'RETRYING',
+    );
+    const [first, second, third] = await eventually(
+      () => storedEvents(api.platform.db, endpoint.id),
+      (rows) => rows.length === 3 && rows.every((row) => row.status === 'RETRYING'),
+    );
+    /** Retries the event by hand and waits for the attempt it makes: `attempts` in all, then `status`. */
+    const retried = async (eventId: string, endpointId: string, attempts: number, status: string) => {
+      const response = await api.request({
+        method: 'POST',
+        path: `/webhook-events/${eventId}/retry`,
+        key: org.apiKey,
+      });
+      expect(response.statusCode).toBe(202);
+      await eventually(
+        async () => (await storedEvents(api.platform.db, endpointId)).find((row) => row.id === eventId),
+        (row) => row?.attempts === attempts && row.status === status,
+        5000,
+      );
+    };
+
+    // sent again and still RETRYING: the first event sent again, at another endpoint
+    await retried(other!.id, elsewhere.id, 2, 'RETRYING');
+    // neither it nor an earlier event of the endpoint that only waits for its automatic retry holds it back
+    await retried(second!.id, endpoint.id, 2, 'RETRYING');
+    await retried(second!.id, endpoint.id, 3, 'FAILED');
+    // an earlier event sent again that ended FAILED holds nothing back either
+    await retried(third!.id, endpoint.id, 2, 'RETRYING');
+    expect((await storedEvents(api.platform.db, endpoint.id)).map((row) => [row.id, row.attempts])).toEqual([
+      [first!.id, 1],
+      [second!.id, 3],
+      [third!.id, 2],
+    ]);
   });
 });
