@@ -94,6 +94,30 @@ describe('outbox fan-out', () => {
     expect(await fanOut()).toEqual({ outboxRows: 0, webhookEvents: 0 });
   });
 
+  it('fans out the oldest outbox rows first when more are waiting than one batch holds', async () => {
+    const owner = await createTestOrg(api.platform.db);
+    const endpoint = (
+      await registerEndpoint(api, owner.apiKey, { url: 'http://127.0.0.1:9/oldest', events: ['invoice.*'] })
+    ).id;
+    const first = await emit(api.platform.db, owner.orgId, 'invoice.posted', {
+      id: 'first',
+      object: 'invoice',
+    });
+    await emit(api.platform.db, owner.orgId, 'invoice.paid', { id: 'second', object: 'invoice' });
+    // the first row rewritten since (as any update does): stored after the second, still the older
+    await api.platform.db.query('UPDATE outbox SET data = data WHERE id = $1', [first]);
+    const oneByOne = () => fanOutOutbox(api.platform.db, { batchSize: 1, maxAttempts: 1 });
+    expect(await oneByOne()).toEqual({ outboxRows: 1, webhookEvents: 1 });
+    expect((await storedEvents(api.platform.db, endpoint)).map((e) => e.event_type)).toEqual([
+      'invoice.posted',
+    ]);
+    expect(await oneByOne()).toEqual({ outboxRows: 1, webhookEvents: 1 });
+    expect((await storedEvents(api.platform.db, endpoint)).map((e) => e.event_type)).toEqual([
+      'invoice.posted',
+      'invoice.paid',
+    ]);
+  });
+
   it('dates the payload when the event happened, and counts an endpoint made at that instant as existing', async () => {
     const endpoint = await createEndpoint('same-instant');
     const outboxId = await emit(api.platform.db, org.orgId, 'invoice.paid', { id: 'old', object: 'invoice' });
