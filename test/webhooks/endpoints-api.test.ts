@@ -527,6 +527,44 @@ describe('webhook endpoints API', () => {
       }
       expect((await storedEvents(api.platform.db, kept)).map((e) => e.status)).toEqual(['PENDING']);
     });
+
+    it('leave delivered events as they were, and end nothing when the endpoint stays in service', async () => {
+      const owner = await createTestOrg(api.platform.db);
+      const id = (
+        await create({ url: 'https://hooks.example.com/history', events: ['invoice.*'] }, owner.apiKey)
+      ).json().data.id as string;
+      await emit(api.platform.db, owner.orgId, 'invoice.posted');
+      await emit(api.platform.db, owner.orgId, 'invoice.paid');
+      await fanOutOutbox(api.platform.db, { batchSize: 100, maxAttempts: 5 });
+      const [delivered, pending] = await storedEvents(api.platform.db, id);
+      // the first was delivered, as a dispatcher records it
+      await api.platform.db.query(
+        `UPDATE webhook_events SET status = 'SUCCESS', attempts = 1, next_attempt_at = NULL,
+           last_response_code = 200, last_response_body = 'ok' WHERE id = $1`,
+        [delivered!.id],
+      );
+      const patch = (payload: object) =>
+        api.request({ method: 'PATCH', path: `/webhook-endpoints/${id}`, key: owner.apiKey, payload });
+      for (const payload of [{ status: 'ACTIVE' }, { description: 'renamed' }]) {
+        expect((await patch(payload)).statusCode, JSON.stringify(payload)).toBe(200);
+      }
+      expect((await storedEvents(api.platform.db, id)).map((e) => e.status)).toEqual(['SUCCESS', 'PENDING']);
+
+      expect((await patch({ status: 'DISABLED' })).statusCode).toBe(200);
+      expect(await storedEvents(api.platform.db, id)).toEqual([
+        expect.objectContaining({
+          id: delivered!.id,
+          status: 'SUCCESS',
+          last_response_code: 200,
+          last_response_body: 'ok',
+        }),
+        expect.objectContaining({
+          id: pending!.id,
+          status: 'FAILED',
+          last_response_body: 'Not delivered: the endpoint was disabled.',
+        }),
+      ]);
+    });
   });
 
   describe('a previous secret whose overlap ended', () => {
