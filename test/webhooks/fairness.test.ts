@@ -118,6 +118,43 @@ describe('webhook delivery across endpoints', () => {
     }
   });
 
+  it("claims each endpoint's oldest due event first, however the due events of endpoints interleave", async () => {
+    const org = await createTestOrg(api.platform.db);
+    const endpoints = [];
+    for (const path of ['first', 'second', 'third']) {
+      endpoints.push(
+        (
+          await registerEndpoint(api, org.apiKey, {
+            url: `http://127.0.0.1:9/${path}`,
+            events: ['invoice.posted'],
+          })
+        ).id,
+      );
+    }
+    // one fan-out per event: 30 events falling due one after another, taking turns between the endpoints
+    for (let i = 0; i < 10; i++) {
+      await emit(api.platform.db, org.orgId, 'invoice.posted', { id: `inv-${i}`, object: 'invoice' });
+      await fanOutOutbox(api.platform.db, { batchSize: 100, maxAttempts: 5 });
+    }
+    try {
+      // room for one each, and a look-ahead (4 x 10) that holds every due event
+      const claimed = await claimDueDeliveries(api.platform.db, 10, 60_000, {
+        perEndpoint: 1,
+        busy: new Map(),
+      });
+      expect(claimed.map((pending) => JSON.parse(pending.payload).data.id)).toEqual([
+        'inv-0',
+        'inv-0',
+        'inv-0',
+      ]);
+      expect(claimed.map((pending) => pending.endpointId).sort()).toEqual([...endpoints].sort());
+    } finally {
+      await api.platform.db.query('DELETE FROM webhook_events WHERE endpoint_id = ANY($1::uuid[])', [
+        endpoints,
+      ]);
+    }
+  });
+
   it("lets no endpoint hold every slot: one that hangs does not hold up another tenant's events", async () => {
     const [stuck, other] = [await createTestOrg(api.platform.db), await createTestOrg(api.platform.db)];
     const hanging = await startReceiver(() => ({ status: 200, delayMs: 5000 }));
