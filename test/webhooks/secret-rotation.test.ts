@@ -113,6 +113,8 @@ describe('webhook secret rotation', () => {
       previous_secret_key_id: created.secret_key_id,
     });
     expect(after.secret).not.toBe(created.secret);
+    // a new secret is a change of the endpoint: updated_at moves, as for a PATCH
+    expect(Date.parse(after.updated_at)).toBeGreaterThanOrEqual(before);
     const expires = Date.parse(after.previous_secret_expires_at!);
     expect(expires - before).toBeGreaterThan(3590_000);
     expect(expires - before).toBeLessThan(3610_000);
