@@ -394,6 +394,19 @@ describe("the portal's alert rows and form", () => {
     expect(html).toContain('<p class="note">No alerts.</p>');
     expect(view([], { subscriptions: [] })).not.toContain('<form');
   });
+
+  it("carries the session's CSRF token in every form, the add form and each remove form", () => {
+    const html = view([alert({}), alert({ id: 'a2', name: 'other' })], { csrf: 'csrf<&>' });
+    const forms = html.match(/<form [^>]*>[\s\S]*?<\/form>/g)!;
+    expect(forms).toHaveLength(3);
+    for (const form of forms) {
+      expect(form).toContain('<input type="hidden" name="csrf" value="csrf&lt;&amp;&gt;">');
+    }
+  });
+
+  it("heads the name column without the form's (optional)", () => {
+    expect(view([alert({})])).toContain('<table><thead><tr><th scope="col">Name</th>');
+  });
 });
 
 describe('the invoice page', () => {
@@ -463,6 +476,31 @@ describe('the invoice page', () => {
     expect(page({ locale: 'fr-CA' }).replace(/\u00a0/g, ' ')).toContain(
       '<tr><td>TPS</td><td class="num">2,50 $</td></tr><tr><td>TVQ</td><td class="num">5,00 $</td></tr>',
     );
+  });
+
+  it('states the due date, the period, the total with its taxes and where the PDF is', () => {
+    const html = page({ taxLines: [{ name: 'HST', amount: '7.50000000' }] });
+    expect(html).toContain('<dt>Due date</dt><dd>October 31, 2026</dd>');
+    expect(html).toContain('<dt>Period</dt><dd>October 1, 2026 to October 31, 2026</dd>');
+    expect(html).toContain('<dt>Total</dt><dd>57.49 CAD</dd>');
+    // one tax line is still a total of the taxes above it
+    expect(html).toContain(
+      '<tr><td>HST</td><td class="num">7.50 CAD</td></tr>\n<tr><td>Total tax</td><td class="num">7.50 CAD</td></tr>\n<tr class="grand"><td>Total</td><td class="num">57.49 CAD</td></tr>',
+    );
+    expect(html).toContain(
+      `<p class="actions"><a href="${base}/i/tok/pdf?locale=en" download>Download PDF</a><a class="secondary" href="${base}/i/tok/html?locale=en">`,
+    );
+  });
+
+  it('escapes its footer', () => {
+    const html = renderInvoicePage({
+      base,
+      path: '/i/tok',
+      printable: printable(),
+      links: { page: '/i/tok', printable: '/i/tok/html', pdf: '/i/tok/pdf' },
+      footer: 'Until <b>May</b> & after',
+    });
+    expect(html).toContain('<footer class="bottom">Until &lt;b&gt;May&lt;/b&gt; &amp; after</footer>');
   });
 
   it('marks the status overdue or paid, and links back to the portal only from a session', () => {
