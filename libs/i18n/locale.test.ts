@@ -50,11 +50,24 @@ describe('localeFromAcceptLanguage', () => {
   });
 });
 
+describe('localeFromAcceptLanguage, given a weight RFC 9110 does not allow', () => {
+  it('reads no weight from it: the language weighs 1, as if no q were given', () => {
+    const cases: [string, string][] = [
+      // above 1, more than three decimals, trailing text, another parameter ending in q
+      ['en,fr;q=5', 'en'],
+      ['fr;q=0.9999,en', 'fr-CA'],
+      ['fr;q=0x,en', 'fr-CA'],
+      ['fr;xq=0,en', 'fr-CA'],
+    ];
+    for (const [header, locale] of cases) expect(localeFromAcceptLanguage(header), header).toBe(locale);
+  });
+});
+
 describe('isLocale', () => {
   it('takes exactly a locale we write, so a page asked in another falls back instead of failing', () => {
     expect(isLocale('en')).toBe(true);
     expect(isLocale('fr-CA')).toBe(true);
-    for (const other of ['fr', 'FR-CA', 'fr-ca', 'en-US', 'e', '', 'de', undefined, ['en']]) {
+    for (const other of ['fr', 'FR-CA', 'fr-ca', 'en-US', ' en', 'e', '', 'de', undefined, ['en']]) {
       expect(isLocale(other), String(other)).toBe(false);
     }
   });
