@@ -55,6 +55,7 @@ describe('localeFromAcceptLanguage, given a weight RFC 9110 does not allow', () 
     const cases: [string, string][] = [
       // above 1, more than three decimals, trailing text, another parameter ending in q
       ['en,fr;q=5', 'en'],
+      ['fr,en;q=1.5', 'fr-CA'],
       ['fr;q=0.9999,en', 'fr-CA'],
       ['fr;q=0x,en', 'fr-CA'],
       ['fr;xq=0,en', 'fr-CA'],

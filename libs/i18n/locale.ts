@@ -31,7 +31,9 @@ export function localeFromAcceptLanguage(header: string | undefined): Locale {
     const language = tag.trim().toLowerCase().split('-')[0];
     const locale = language === 'fr' ? 'fr-CA' : language === 'en' ? 'en' : undefined;
     if (!locale) continue;
-    const q = parameters.map((p) => /^\s*q\s*=\s*([01](?:\.\d{0,3})?)\s*$/i.exec(p)).find(Boolean);
+    const q = parameters
+      .map((p) => /^\s*q\s*=\s*(0(?:\.\d{0,3})?|1(?:\.0{0,3})?)\s*$/i.exec(p))
+      .find(Boolean);
     const weight = q ? Number(q[1]) : 1;
     if (weight > 0 && (!best || weight > best.weight)) best = { locale, weight };
   }
