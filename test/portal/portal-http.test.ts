@@ -472,6 +472,22 @@ describe('the spend alerts form', () => {
     expect(refused.body).toContain('threshold');
   });
 
+  it('names the alert as the form does, without its surrounding spaces; a blank name is no name', async () => {
+    const customerId = scenario.customers.quebec.id;
+    const session = await createSession(api, org.apiKey, { customer_id: customerId, locale: 'en' });
+    const csrf = await csrfOf(session.url);
+    const form = { csrf, subscription_id: String(scenario.subscriptions.active), threshold: '5' };
+    const namesAfter = async (name: string) => {
+      const before = await alertsOf(customerId);
+      expect((await post(session.url, '/alerts', { ...form, name })).statusCode).toBe(303);
+      const made = (await alertsOf(customerId)).find((alert) => !before.some((old) => old.id === alert.id))!;
+      const read = await api.request({ path: `/alerts/${made.id}`, key: org.apiKey });
+      return read.json().data.name as string;
+    };
+    expect(await namesAfter('  Budget  ')).toBe('Budget');
+    expect(await namesAfter('   ')).toBe('');
+  });
+
   it('offers only subscriptions still running in the add form: none for a customer whose one is canceled', async () => {
     const quebec = await createSession(api, org.apiKey, { customer_id: scenario.customers.quebec.id });
     const options = (body: string) =>
