@@ -142,6 +142,21 @@ describe('API key authentication', () => {
     expect(await authenticator.evictRevoked()).toBe(0);
   });
 
+  it('drops a cached key whose revocation committed a minute and a half late', async () => {
+    const authenticator = new ApiKeyAuthenticator(api.platform.db, { ttlSeconds: 3600, maxEntries: 100 });
+    const key = await createApiKey(api.platform.db, { orgId: orgA.orgId });
+    await authenticator.authenticate(`Bearer ${key.api_key}`);
+    // revoked_at is the revoking transaction's start: a slow transaction (or failed reads) makes it old when seen
+    await api.platform.db.query(
+      `UPDATE api_keys SET revoked_at = now() - interval '90 seconds' WHERE id = $1`,
+      [key.id],
+    );
+    expect(await authenticator.evictRevoked()).toBe(1);
+    await expect(authenticator.authenticate(`Bearer ${key.api_key}`)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+    });
+  });
+
   it('refuses a key revoked by another process within seconds over HTTP', async () => {
     const key = await createApiKey(api.platform.db, { orgId: orgA.orgId });
     const get = () => api.request({ method: 'GET', path: '/customers', key: key.api_key });
