@@ -73,8 +73,8 @@ describe.each([
 
   it('while a rebuild runs: changes are journaled, a release takes its journal entry back, the base is set under the lease', async () => {
     const counter = fresh();
-    // counted before the cut (no base): the cut drops it, the stored events hold it
-    await reserve(entry(counter, 'before', '7', '0'));
+    // counted before the cut (no base): the cut drops it, whole units and 1e-8ths, the stored events hold it
+    await reserve(entry(counter, 'before', '7', '30'));
     expect(await store.beginRebuild(counter, 'mine', Date.now() + 10_000, Date.now())).toBe('started');
     expect(await store.beginRebuild(counter, 'other', Date.now() + 10_000, Date.now())).toBe('building');
     expect(await state(counter)).toMatchObject({ base: null, whole: 0n, fraction: 0n });
@@ -87,12 +87,12 @@ describe.each([
       ['v:some-event', '-1:-25000000'],
     ]);
     // a change after the journal was read: journaled too
-    await reserve(entry(counter, 'late', '1', '0'));
-    // a release of a journaled event (appended nowhere): out of the journal and the delta
-    await store.release([entry(counter, 'late', '1', '0')]);
+    await reserve(entry(counter, 'late', '1', '40'));
+    // a release of a journaled event (appended nowhere): out of the journal and the delta, 1e-8ths included
+    await store.release([entry(counter, 'late', '1', '40')]);
     await store.flush();
     // a release of an event counted before the cut: the cut dropped it already, nothing to take back
-    await store.release([entry(counter, 'before', '7', '0')]);
+    await store.release([entry(counter, 'before', '7', '30')]);
     await store.flush();
     const again = await store.readJournal(counter);
     expect(again.count).toBe('4');
@@ -118,6 +118,8 @@ describe.each([
     const journal = await store.readJournal(counter);
     expect(journal.count).toBe('1');
     expect([...journal.entries]).toEqual([['v:first', '-5000:-50000000']]);
+    // read while leased: the delta itself, below zero, not the lease's offset
+    expect(await state(counter)).toMatchObject({ base: null, whole: -5000n, fraction: -50000000n });
     expect(await store.finishRebuild(counter, 'mine', '10.00000000')).toBe('done');
     expect(await state(counter)).toMatchObject({ base: '10.00000000', whole: -5000n, lease: null });
     // built: the next event counts in the delta and is journaled nowhere
@@ -178,7 +180,11 @@ describe.each([
   it('a lapsed lease is taken over: the holder that died can no longer set a base', async () => {
     const counter = fresh();
     expect(await store.beginRebuild(counter, 'dead', Date.now() - 1, Date.now() - 10)).toBe('started');
+    await reserve(entry(counter, 'in-dead-lease', '3', '0'));
     expect(await store.beginRebuild(counter, 'alive', Date.now() + 10_000, Date.now())).toBe('started');
+    // a new cut: the journal of the lapsed rebuild is not the new one's
+    expect(await store.readJournal(counter)).toEqual({ count: '0', entries: new Map() });
+    expect(await state(counter)).toMatchObject({ whole: 0n, fraction: 0n });
     expect(await store.finishRebuild(counter, 'dead', '1.00000000')).toBe('lost');
     expect(await store.finishRebuild(counter, 'alive', '2.00000000')).toBe('done');
     expect((await state(counter)).base).toBe('2.00000000');
