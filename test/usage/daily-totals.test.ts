@@ -45,6 +45,8 @@ describe('daily totals', () => {
       events.push(event(`k-${i}`, `${(i % 17) + 0.125}`, at, 1, i % 2 ? 10 : 11));
     }
     events.push(event('other-org', '1000', base + DAY, 2, 10));
+    // another organization's, in a partial day that windows below read from the events
+    events.push(event('other-org-hour', '1000', base + DAY + 5_000_000, 2, 10));
     // on the instant the ten days end (outside [base, base + 10 days)), and on a window's end below
     events.push(event('at-the-end', '41', base + 10 * DAY, 1, 10));
     events.push(event('at-an-hour', '43', base + 4 * DAY + 5 * 3_600_000, 1, 11));
