@@ -340,6 +340,40 @@ describe('usage sinks', () => {
     expect(fromClickHouse).toEqual(fromPostgres);
   });
 
+  it("sums only the organization's own events, to the millisecond at both ends, in ClickHouse as in Postgres", async () => {
+    const item = 17;
+    const at = Date.UTC(2026, 9, 10, 8, 0, 0);
+    const events = [
+      // in the window's first second, before its first millisecond
+      usageEvent('ms-before', '1', { subscriptionItemId: item, occurredAtMs: at + 100 }),
+      usageEvent('ms-from', '2', { subscriptionItemId: item, occurredAtMs: at + 500 }),
+      // in the window's last second, before its end, and at its end
+      usageEvent('ms-last', '4', { subscriptionItemId: item, occurredAtMs: at + 60_499 }),
+      usageEvent('ms-to', '8', { subscriptionItemId: item, occurredAtMs: at + 60_500 }),
+      // another organization's event on an item of the same id, inside the window
+      usageEvent('ms-other-org', '16', {
+        orgId: ORG + 1,
+        subscriptionItemId: item,
+        occurredAtMs: at + 30_000,
+      }),
+    ];
+    await postgresSink.write(events);
+    await clickhouseSink.write(events);
+    const window = [new Date(at + 500), new Date(at + 60_500)] as const;
+    const day = [new Date(Date.UTC(2026, 9, 10)), new Date(Date.UTC(2026, 9, 11))] as const;
+    for (const [name, aggregator] of Object.entries({
+      clickhouse: clickhouseTotals,
+      postgres: postgresTotals,
+    })) {
+      expect(Object.fromEntries(await aggregator.totals(ORG, [item], ...window)), name).toEqual({
+        [item]: '6.00000000',
+      });
+      expect(await aggregator.daily(ORG, [item], ...day), name).toEqual([
+        { date: '2026-10-10', subscription_item_id: item, quantity: '15.00000000' },
+      ]);
+    }
+  });
+
   it('gives the same daily series from ClickHouse as from Postgres: [from, to) by UTC day, voids left out', async () => {
     const item = 16;
     const day = (d: number, ms = 0) => Date.UTC(2026, 9, d) + ms;
