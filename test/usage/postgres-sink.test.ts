@@ -192,6 +192,18 @@ describe('the Postgres usage sink', () => {
     ]);
   });
 
+  it("voids an event only in the organization the void names, not another organization's", async () => {
+    const itemId = (await createUsageItems(database.db, orgId)).metered;
+    const stored = event(itemId, '5', '2026-02-03T10:00:00Z');
+    const sink = new PostgresUsageSink(database.db);
+    await sink.write([stored]);
+    // the event's id under another organization: not this event
+    await sink.writeVoids([{ event: { ...stored, orgId: orgId + 1 }, voidedAtMs: Date.now() }]);
+    const { rows } = await database.db.query('SELECT voided_at FROM usage_events WHERE id = $1', [stored.id]);
+    expect(rows).toEqual([{ voided_at: null }]);
+    expect(await dailyTotals(itemId)).toEqual({ '2026-02-03': '5.00000000' });
+  });
+
   it('finds the event stored under an identity: its item and key both, in its organization', async () => {
     const metered = 900_001;
     const other = 900_002;
