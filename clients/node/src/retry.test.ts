@@ -63,6 +63,17 @@ describe('retryDelayMs', () => {
     expect(retryDelayMs(-3, undefined, policy, () => 0.999999)).toBe(500);
   });
 
+  it('keeps doubling its ceiling up to maxDelayMs, however many steps above baseDelayMs that is', () => {
+    const wide = { baseDelayMs: 1, maxDelayMs: 2 ** 20 };
+    expect([11, 15, 20, 21, 25].map((failures) => retryDelayMs(failures, undefined, wide, () => 0))).toEqual([
+      2 ** 9,
+      2 ** 13,
+      2 ** 18,
+      2 ** 19,
+      2 ** 19,
+    ]);
+  });
+
   it('never exceeds maxDelayMs without Retry-After, however many failures', () => {
     expect(retryDelayMs(60, undefined, policy, () => 0.999999)).toBe(30_000);
     expect(retryDelayMs(1000, undefined, policy, () => 0)).toBe(15_000);
