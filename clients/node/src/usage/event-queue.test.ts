@@ -38,6 +38,19 @@ describe('EventQueue', () => {
     expect(ids(queue.drain())).toEqual([8, 9, 7]);
   });
 
+  it('counts no bytes once drained, only those pushed after', () => {
+    const queue = new EventQueue<{ id: number; bytes: number }>();
+    for (let i = 0; i < 3; i++) queue.push(item(i, 25));
+    queue.take(1, 1000);
+    expect(ids(queue.drain())).toEqual([1, 2]);
+    expect(queue.length).toBe(0);
+    expect(queue.bytes).toBe(0);
+    queue.push(item(3, 7));
+    expect(queue.bytes).toBe(7);
+    expect(ids(queue.take(10, 7))).toEqual([3]);
+    expect(queue.bytes).toBe(0);
+  });
+
   it('keeps every item, in order, when a take moves its head past half of a long array', () => {
     const queue = new EventQueue<{ id: number; bytes: number }>();
     for (let i = 0; i < 3000; i++) queue.push(item(i, 1));
