@@ -203,6 +203,21 @@ describe('prepareUsageEvent', () => {
     }
   });
 
+  it('takes the first and last characters beyond U+FFFF as pairs, and refuses a lone surrogate at either end of its range', () => {
+    for (const key of ['first-\u{10000}', 'last-\u{10ffff}', '\ud800\udfff', '\udbff\udc00']) {
+      expect(
+        prepare({ subscription_item_id: 1, quantity: 1, idempotency_key: key }).event.idempotency_key,
+        JSON.stringify(key),
+      ).toBe(key);
+    }
+    for (const key of ['lone-low-\udfff', 'lone-high-\udbff', 'high-before-high\udbff\ud800', 'x\udc00']) {
+      expect(
+        refusal({ subscription_item_id: 1, quantity: 1, idempotency_key: key }),
+        JSON.stringify(key),
+      ).toEqual([{ field: 'idempotency_key', code: 'invalid_format' }]);
+    }
+  });
+
   it('says which kind of problem a field has: a wrong type, or a value out of range', () => {
     expect(refusal({ subscription_item_id: '7', quantity: 1 })).toEqual([
       { field: 'subscription_item_id', code: 'invalid_type' },
