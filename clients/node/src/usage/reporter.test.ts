@@ -128,6 +128,20 @@ describe('UsageReporter', () => {
     expect(keysOf(requests)).toHaveLength(30);
   });
 
+  it('posts to the batch path under a base URL given with several trailing slashes', async () => {
+    const urls: string[] = [];
+    const { reporter } = scripted(undefined, {
+      baseUrl: 'http://billing.test/api/public/v1//',
+      fetch: async (url, init) => {
+        urls.push(url);
+        return recorded(JSON.parse(String(init.body)).events);
+      },
+    });
+    void reporter.report(event(1));
+    await reporter.flush();
+    expect(urls).toEqual(['http://billing.test/api/public/v1/usage/events/batch']);
+  });
+
   it('POSTs JSON with its user agent, the key as a bearer token', async () => {
     const inits: RequestInit[] = [];
     const { reporter } = scripted(undefined, {
@@ -240,6 +254,24 @@ describe('UsageReporter', () => {
     for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(4);
     expect(rejections).toEqual([]);
     expect(reporter.stats).toMatchObject({ sent: 1, retried: 5 });
+  });
+
+  it('retries a batch answered with more results than it had events, as an answer it cannot match', async () => {
+    const reasons: string[] = [];
+    const { reporter, requests } = scripted(
+      (request, index) =>
+        index === 0
+          ? Response.json({
+              data: [...request.events, event(99)].map((e) => ({ status: 201, data: e })),
+            })
+          : recorded(request.events),
+      { metrics: { retried: (_, reason) => reasons.push(reason) } },
+    );
+    void reporter.report(event(1));
+    await reporter.flush();
+    expect(keysOf(requests)).toEqual(['k-1', 'k-1']);
+    expect(reasons).toEqual(['bad_response']);
+    expect(reporter.stats).toMatchObject({ sent: 1, retried: 1 });
   });
 
   it('names why a batch is retried: 408 a timeout, 429 rate-limited, 503 unavailable, any other 5xx a server error', async () => {
@@ -445,6 +477,19 @@ describe('UsageReporter', () => {
     expect(rejections.map((r) => r.event.idempotency_key[0]).sort()).toEqual(['x', 'y']);
     const sent = requests.filter((r) => r.body.length <= 350);
     expect(keysOf(sent).sort()).toEqual(Array.from({ length: 8 }, (_, n) => `k-${n}`).sort());
+  });
+
+  it('sends the batch a 413 refused again as two halves, each event once', async () => {
+    // ten events of the same size; the service takes at most five at a time
+    const { reporter, requests, rejections } = scripted((request) =>
+      request.events.length > 5 ? errorBody(413, 'PAYLOAD_TOO_LARGE') : recorded(request.events),
+    );
+    for (let n = 0; n < 10; n++) void reporter.report(event(n));
+    await reporter.flush();
+    expect(requests.map((r) => r.events.length)).toEqual([10, 5, 5]);
+    expect(keysOf(requests.slice(1))).toEqual(Array.from({ length: 10 }, (_, n) => `k-${n}`));
+    expect(rejections).toEqual([]);
+    expect(reporter.stats).toMatchObject({ sent: 10, rejected: 0 });
   });
 
   describe('its defaults (on a fake clock)', () => {
