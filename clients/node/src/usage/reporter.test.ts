@@ -2,7 +2,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BillingApiError, UsageEventValidationError } from '../errors.js';
 import { prepareUsageEvent, type ReportedUsageEvent } from './event.js';
-import { type UsageRejection, UsageReporter, type UsageReporterOptions } from './reporter.js';
+import {
+  type CloseResult,
+  type UsageRejection,
+  UsageReporter,
+  type UsageReporterOptions,
+} from './reporter.js';
 
 /**
  * The reporter's states and policies against a scripted transport (the `fetch` option): each
@@ -311,6 +316,38 @@ describe('UsageReporter', () => {
     expect(reasons).toEqual(['rate_limited', 'unavailable']);
   });
 
+  it('names a retry by the first retryable result, not by an event of the batch refused before it', async () => {
+    const reasons: string[] = [];
+    const { reporter, requests, rejections } = scripted(
+      (request, index) =>
+        Response.json({
+          data: request.events.map((e) =>
+            index === 0 && e.idempotency_key !== 'k-3'
+              ? {
+                  status: e.idempotency_key === 'k-1' ? 404 : 429,
+                  error: {
+                    error_code: e.idempotency_key === 'k-1' ? 'NOT_FOUND' : 'RATE_LIMITED',
+                    detail: 'no',
+                    request_id: 'r',
+                  },
+                }
+              : { status: 201, data: e },
+          ),
+        }),
+      { metrics: { retried: (_, reason) => reasons.push(reason) } },
+    );
+    for (let n = 1; n <= 3; n++) void reporter.report(event(n));
+    await reporter.flush();
+    expect(reasons).toEqual(['rate_limited']);
+    expect(rejections.map((r) => [r.event.idempotency_key, r.error.error_code])).toEqual([
+      ['k-1', 'NOT_FOUND'],
+    ]);
+    expect(requests.map((r) => r.events.map((e) => e.idempotency_key))).toEqual([
+      ['k-1', 'k-2', 'k-3'],
+      ['k-2'],
+    ]);
+  });
+
   it('retries an event whose own result is 503 or 429 with its key, and rejects none of them', async () => {
     const { reporter, requests, rejections } = scripted((request, index) =>
       Response.json({
@@ -594,6 +631,34 @@ describe('UsageReporter', () => {
       expect((await closing).unsent.map((e) => e.idempotency_key)).toEqual(['k-1', 'k-2']);
       // a pause timer left behind would keep the process alive for up to the pause
       expect(vi.getTimerCount()).toBe(0);
+    });
+
+    it('gives close() 30 s to send what it holds, then returns the rest unsent', async () => {
+      vi.useFakeTimers();
+      const { reporter } = scripted(() => new Promise<Response>(() => {}), { requestTimeoutMs: 60_000 });
+      void reporter.report(event(1));
+      let result: CloseResult | undefined;
+      void reporter.close().then((r) => {
+        result = r;
+      });
+      await vi.advanceTimersByTimeAsync(29_999);
+      expect(result).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(1);
+      expect(result?.unsent.map((e) => e.idempotency_key)).toEqual(['k-1']);
+    });
+
+    it("keeps each request under the service's 1 MiB body limit, even 1,000 events of long keys", async () => {
+      vi.useFakeTimers();
+      const { reporter, requests } = scripted();
+      // 250 emoji (1,000 UTF-8 bytes) per key: 1,000 such events pass 1 MiB together
+      const key = (n: number) => `${'\u{1f600}'.repeat(250)}-${n}`;
+      for (let n = 0; n < 1000; n++)
+        void reporter.report({ subscription_item_id: 1, quantity: 1, idempotency_key: key(n) });
+      await reporter.flush();
+      expect(requests.length).toBeGreaterThan(1);
+      for (const request of requests)
+        expect(Buffer.byteLength(request.body)).toBeLessThanOrEqual(1_000_000 + 1000);
+      expect(keysOf(requests)).toEqual(Array.from({ length: 1000 }, (_, n) => key(n)));
     });
 
     it('holds at most 100,000 events', async () => {
