@@ -1061,6 +1061,32 @@ describe('UsageReporter', () => {
     expect(reporter.stats).toMatchObject({ sent: 3, rejected: 1, retried: 3, dropped: 1, buffered: 0 });
   });
 
+  it('calls no metrics hook for a move of no events: a batch all refused was sent none', async () => {
+    const calls: string[] = [];
+    const { reporter } = scripted(
+      (request) =>
+        Response.json({
+          data: request.events.map(() => ({
+            status: 404,
+            error: { error_code: 'NOT_FOUND', detail: 'no item', request_id: 'r' },
+          })),
+        }),
+      {
+        metrics: {
+          sent: (n) => calls.push(`sent ${n}`),
+          retried: (n) => calls.push(`retried ${n}`),
+          rejected: (n) => calls.push(`rejected ${n}`),
+          buffered: (n) => calls.push(`buffered ${n}`),
+        },
+      },
+    );
+    void reporter.report(event(1, 404));
+    void reporter.report(event(2, 404));
+    await reporter.flush();
+    expect(calls).toEqual(['buffered 1', 'buffered 2', 'rejected 1', 'rejected 1', 'buffered 0']);
+    expect(reporter.stats).toMatchObject({ sent: 0, rejected: 2 });
+  });
+
   it('survives metrics hooks and callbacks that throw', async () => {
     const { reporter, requests } = scripted(undefined, {
       metrics: {
