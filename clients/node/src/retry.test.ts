@@ -16,6 +16,10 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('Fri, 20 Nov 2026 09:59:00 GMT', NOW)).toBe(0);
   });
 
+  it('reads an RFC 850 date of the longest day name, Wednesday', () => {
+    expect(parseRetryAfter('Wednesday, 25-Nov-26 10:00:00 GMT', NOW)).toBe(5 * 86_400_000);
+  });
+
   it('reads an asctime date, which names no zone, as UTC whatever the zone of the process', () => {
     const zone = process.env.TZ;
     process.env.TZ = 'America/New_York';
