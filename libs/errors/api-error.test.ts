@@ -65,6 +65,18 @@ describe('ApiError', () => {
     });
   });
 
+  it('asks a client to retry a dependency outage after 1 second unless told otherwise, keeping its cause', () => {
+    const cause = new Error('connect ECONNREFUSED 10.0.0.5:5432');
+    const outage = ApiError.serviceUnavailable('The database is unavailable; retry.', undefined, cause);
+    expect(outage).toMatchObject({
+      code: 'SERVICE_UNAVAILABLE',
+      status: 503,
+      headers: { 'Retry-After': '1' },
+    });
+    expect(outage.cause).toBe(cause);
+    expect(ApiError.serviceUnavailable('down')).not.toHaveProperty('cause');
+  });
+
   it('names the bearer scheme on a 401', () => {
     expect(ApiError.unauthorized()).toMatchObject({ status: 401, headers: { 'WWW-Authenticate': 'Bearer' } });
   });

@@ -44,6 +44,29 @@ describe('field errors from zod', () => {
     ]);
   });
 
+  it('keeps each code a client can see when a refinement names it', () => {
+    const codes = [
+      'required',
+      'invalid_type',
+      'invalid_format',
+      'invalid_value',
+      'too_long',
+      'too_short',
+      'blank',
+      'out_of_range',
+      'unknown_field',
+    ];
+    const schema = z.strictObject(
+      Object.fromEntries(
+        codes.map((code) => [code, z.number().refine(() => false, { message: 'No.', params: { code } })]),
+      ),
+    );
+    const result = schema.safeParse(Object.fromEntries(codes.map((code) => [code, 1])), ZOD_PARSE_OPTIONS);
+    expect(fieldErrorsFromZod(result.error!.issues)).toEqual(
+      codes.map((code) => ({ field: code, message: 'No.', code })),
+    );
+  });
+
   it('reports a missing required field as required', () => {
     const result = CreateCustomer.safeParse({}, ZOD_PARSE_OPTIONS);
     expect(fieldErrorsFromZod(result.error!.issues)).toEqual([
