@@ -53,6 +53,9 @@ describe('parseIntegerId', () => {
   it('names a positive safe integer, or nothing', () => {
     expect(parseIntegerId('42')).toBe(42);
     expect(parseIntegerId(42)).toBe(42);
+    // the largest safe integer has 16 digits: still an id a record can have
+    expect(parseIntegerId('9007199254740991')).toBe(Number.MAX_SAFE_INTEGER);
+    expect(parseIntegerId(Number.MAX_SAFE_INTEGER)).toBe(Number.MAX_SAFE_INTEGER);
     for (const other of ['0', '042', '-1', '1.0', '9007199254740993', 0, 1.5]) {
       expect(parseIntegerId(other), String(other)).toBeUndefined();
     }
