@@ -44,10 +44,10 @@ const decimalText = z
 
 export const CreateAlert = z
   .strictObject({
-    subscription_id: integerId.max(Number.MAX_SAFE_INTEGER),
+    // .int() is the safe-integer range in zod 4: a max of its own would report the same twice.
+    subscription_id: integerId,
     metric: z.enum(ALERT_METRICS),
     subscription_item_id: integerId
-      .max(Number.MAX_SAFE_INTEGER)
       .optional()
       .meta({ description: 'Required for usage_quantity: a metered item of the subscription.' }),
     threshold: decimalText.meta({

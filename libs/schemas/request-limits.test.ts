@@ -25,6 +25,11 @@ describe('a subscription change', () => {
     expect(change([])).toEqual([['items', 'too_short']]);
   });
 
+  it('names an id past 2^53 once, as out of range', () => {
+    expect(change([{ id: 2 ** 60 }])).toEqual([['items.0.id', 'out_of_range']]);
+    expect(change([{ product_id: 2 ** 60 }])).toEqual([['items.0.product_id', 'out_of_range']]);
+  });
+
   it('names an item kept twice at its second place, and an item with both or neither id', () => {
     expect(change([{ id: 7 }, { id: 8 }, { id: 7 }])).toEqual([['items.2.id', 'invalid_value']]);
     expect(change([{ id: 7, product_id: 3 }])).toEqual([['items.0.id', 'invalid_value']]);

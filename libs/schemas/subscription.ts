@@ -82,8 +82,6 @@ export const Subscription = z
   .meta({ id: 'PublicSubscription' });
 export type Subscription = z.output<typeof Subscription>;
 
-const MAX_ID = Number.MAX_SAFE_INTEGER;
-
 /**
  * A usage limit as a request gives it: a non-negative decimal (a string, or a whole JSON number),
  * like included_units, or null for no limit.
@@ -100,8 +98,8 @@ export const usageLimitInput = z
 
 export const SubscriptionChangeItem = z
   .strictObject({
-    id: integerId.max(MAX_ID).optional().meta({ description: 'Keeps this item of the subscription.' }),
-    product_id: integerId.max(MAX_ID).optional().meta({ description: 'Adds an item of this product.' }),
+    id: integerId.optional().meta({ description: 'Keeps this item of the subscription.' }),
+    product_id: integerId.optional().meta({ description: 'Adds an item of this product.' }),
     quantity: z
       .number()
       .int()

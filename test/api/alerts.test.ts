@@ -640,6 +640,13 @@ describe('alerts', () => {
       );
     };
     expect(await codes({ threshold: '5', name: 'x'.repeat(256) })).toEqual(['name:too_long']);
+    // an id past 2^53 is refused once, naming its field
+    expect(await codes({ subscription_id: 2 ** 60, threshold: '5' })).toEqual([
+      'subscription_id:out_of_range',
+    ]);
+    expect(await codes({ metric: 'usage_quantity', subscription_item_id: 2 ** 60, threshold: '5' })).toEqual([
+      'subscription_item_id:out_of_range',
+    ]);
     for (const threshold of ['1.000000001', '1'.repeat(31), 5.5]) {
       expect(await codes({ threshold }), String(threshold)).toEqual([expect.stringMatching(/^threshold:/)]);
     }
