@@ -578,6 +578,12 @@ describe('alerts', () => {
         threshold: '1',
       }),
     ).toEqual(['subscription_item_id:invalid_value']);
+    // a negative threshold is out of range for every metric, not a malformed decimal
+    for (const metric of ['credit_balance', 'usage_amount']) {
+      expect(await codes({ subscription_id: subscription.id, metric, threshold: '-1' }), metric).toEqual([
+        'threshold:out_of_range',
+      ]);
+    }
     // only a usage_quantity alert names an item
     expect(
       detailsOf(
@@ -640,6 +646,8 @@ describe('alerts', () => {
       );
     };
     expect(await codes({ threshold: '5', name: 'x'.repeat(256) })).toEqual(['name:too_long']);
+    // text Postgres cannot store is refused before it reaches the database
+    expect(await codes({ threshold: '5', name: 'a\u0000b' })).toEqual(['name:invalid_value']);
     // an id past 2^53 is refused once, naming its field
     expect(await codes({ subscription_id: 2 ** 60, threshold: '5' })).toEqual([
       'subscription_id:out_of_range',
