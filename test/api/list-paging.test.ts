@@ -116,12 +116,16 @@ describe('paging a long list', () => {
   });
 
   it('reads the total once for a page past the first: before the page, to plan it', async () => {
-    const sent: SentQuery[] = [];
-    const page = await listCustomers(recording(sent), org.orgId, { limit: 100, offset: 700 });
-    expect(page.total).toBe(TOTAL);
-    expect(sent).toHaveLength(2);
-    expect(sent[0]!.text).not.toMatch(/\bLIMIT\b/); // the total first, then the page
-    expect(sent[1]!.text).toMatch(/\bLIMIT \$\d+ OFFSET \$\d+/);
+    // offset 1 is the first page past the first
+    for (const offset of [1, 700]) {
+      const sent: SentQuery[] = [];
+      const page = await listCustomers(recording(sent), org.orgId, { limit: 100, offset });
+      expect(page.total).toBe(TOTAL);
+      expect(page.data.map((customer) => customer.id)).toEqual(expected.slice(offset, offset + 100));
+      expect(sent, `offset ${offset}`).toHaveLength(2);
+      expect(sent[0]!.text, `offset ${offset}`).not.toMatch(/\bLIMIT\b/); // the total first, then the page
+      expect(sent[1]!.text).toMatch(/\bLIMIT \$\d+ OFFSET \$\d+/);
+    }
   });
 });
 
