@@ -223,6 +223,18 @@ describe('webhook endpoints API', () => {
       }
     });
 
+    it('takes a list of up to 50 entries, repeats included, and refuses a 51st', async () => {
+      const fifty = await create({ url: 'https://h.example.com', events: Array(50).fill('invoice.paid') });
+      expect(fifty.statusCode, fifty.body).toBe(201);
+      expect(fifty.json().data.events).toEqual(['invoice.paid']);
+      expect(
+        expectValidationError(
+          await create({ url: 'https://h.example.com', events: Array(51).fill('invoice.paid') }),
+          'events',
+        ).code,
+      ).toBe('too_long');
+    });
+
     it('validates description and status, and rejects unknown fields', async () => {
       const base = { url: 'https://h.example.com', events: ['invoice.paid'] };
       expect(
