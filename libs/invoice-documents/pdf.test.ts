@@ -1,8 +1,9 @@
 import { inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { InvoiceRecord as Invoice } from '../schemas/index.js';
-import { sampleInvoice } from './document-fixtures.js';
-import { renderInvoicePdf, toDejaVu, toWinAnsi } from './pdf.js';
+import { sampleCreditNote, sampleInvoice } from './document-fixtures.js';
+import { renderCreditNotePdf, renderInvoicePdf, toDejaVu, toWinAnsi } from './pdf.js';
+import type { PrintableCreditNote } from './printable-credit-note.js';
 import type { PrintableInvoice } from './printable-invoice.js';
 
 function printable(overrides: Partial<Invoice> = {}): PrintableInvoice {
@@ -88,5 +89,78 @@ describe('the invoice PDF', () => {
     document.customer = { ...document.customer, name: 'やまだ' };
     const pdf = (await renderInvoicePdf(document)).toString('latin1');
     expect(pdf).toMatch(/\/BaseFont \/[A-Z]{6}\+NotoSansSC-Bold/);
+  });
+});
+
+describe('the invoice PDF status and tax rows', () => {
+  /** The shown lines of a posted invoice's PDF with `rest` applied to its printable. */
+  const linesOf = async (rest: Partial<PrintableInvoice>) => {
+    const document = printable({ status: 'POSTED', amount_paid: '0.00000000', balance: '57.49000000' });
+    return shownText(await renderInvoicePdf({ ...document, ...rest })).split('\n');
+  };
+
+  it('marks the status overdue, in the words of its language, and only when it is', async () => {
+    expect(await linesOf({ overdue: true })).toContain('Posted (OVERDUE)');
+    expect(await linesOf({ overdue: true, locale: 'fr-CA' })).toContain('Émise (EN RETARD)');
+    const onTime = await linesOf({ overdue: false });
+    expect(onTime).toContain('Posted');
+    expect(onTime.join('\n')).not.toContain('OVERDUE');
+  });
+
+  it('names the tax total "Total tax" under its components, named in its language, and "Tax" alone', async () => {
+    const taxLines = [
+      { name: 'GST', amount: '2.50000000' },
+      { name: 'QST', amount: '5.00000000' },
+    ];
+    const split = await linesOf({ taxLines });
+    expect(split).toEqual(
+      expect.arrayContaining(['GST', '2.50 CAD', 'QST', '5.00 CAD', 'Total tax', '7.50 CAD']),
+    );
+    expect(split.indexOf('Total tax')).toBeGreaterThan(split.indexOf('QST'));
+    const french = await linesOf({ taxLines, locale: 'fr-CA' });
+    expect(french).toEqual(expect.arrayContaining(['TPS', 'TVQ', 'Total des taxes']));
+    const alone = await linesOf({});
+    expect(alone).toContain('Tax');
+    expect(alone).not.toContain('Total tax');
+  });
+});
+
+describe('the credit note PDF', () => {
+  const linesOf = async (document: PrintableCreditNote) =>
+    shownText(await renderCreditNotePdf(document)).split('\n');
+  /** The shown text right after `label`: the amount printed on its row. */
+  const amountAfter = (lines: string[], label: string) => lines[lines.indexOf(label) + 1];
+
+  it("splits the total between the invoice and the customer's account, each to the currency's minor unit", async () => {
+    const lines = await linesOf(
+      sampleCreditNote({
+        currency: 'BHD',
+        applied_to_invoice: '4.25000000',
+        credited_to_customer: '6.25000000',
+      }),
+    );
+    expect(amountAfter(lines, 'Total credited')).toBe('10.500 BHD');
+    expect(amountAfter(lines, 'Applied to the invoice')).toBe('4.250 BHD');
+    expect(amountAfter(lines, 'Credited to your account')).toBe('6.250 BHD');
+  });
+
+  it("prints the credited invoice's number and date, and the memo only when there is one", async () => {
+    const lines = await linesOf(sampleCreditNote({ memo: 'Two seats returned' }));
+    expect(lines).toContain('INV-000042 (March 1, 2026)');
+    expect(lines).toContain('Memo: Two seats returned');
+    expect((await linesOf(sampleCreditNote())).join('\n')).not.toContain('Memo');
+  });
+
+  it('names each tax component in the words of its language, then the total tax', async () => {
+    const english = await linesOf(sampleCreditNote());
+    expect(amountAfter(english, 'Sales tax')).toBe('0.50 USD');
+    expect(english.indexOf('Total tax')).toBeGreaterThan(english.indexOf('Sales tax'));
+    expect(english).not.toContain('STATE_SALES_TAX');
+    expect(await linesOf(sampleCreditNote({}, 'fr-CA'))).toEqual(
+      expect.arrayContaining(['Taxe de vente', 'Total des taxes']),
+    );
+    const untyped = await linesOf(sampleCreditNote({ tax_lines: [] }));
+    expect(amountAfter(untyped, 'Tax')).toBe('0.50 USD');
+    expect(untyped).not.toContain('Total tax');
   });
 });
