@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { ApiError } from '../errors/index.js';
 import { describeTool, LATEST_PROTOCOL_VERSION, McpServer, negotiateProtocolVersion } from './server.js';
 import { MCP_TOOLS } from './tools/index.js';
 
@@ -165,6 +166,36 @@ describe('McpServer failures outside the protocol', () => {
     });
     expect(logged).toEqual([
       { fields: { err: expect.any(Error), tool: 'pair', orgId: 41 }, message: 'mcp tool failed' },
+    ]);
+  });
+
+  it("hides a server-side ApiError's detail from the assistant, and logs it, as any failure", async () => {
+    logged.length = 0;
+    const unavailable = new ApiError('SERVICE_UNAVAILABLE', 'pool exhausted on db-7');
+    const server = new McpServer({
+      db: {
+        transaction: async () => {
+          throw unavailable;
+        },
+      } as unknown as ConstructorParameters<typeof McpServer>[0]['db'],
+      log,
+      tools,
+    });
+    const answer = await server.handleHttpBody(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'tools/call',
+        params: { name: 'pair', arguments: { x: 1, y: 'a' } },
+      }),
+      { orgId: 43 },
+    );
+    expect(answer.body).toMatchObject({
+      id: 3,
+      result: { isError: true, content: [{ text: 'The pair tool failed unexpectedly; try again later.' }] },
+    });
+    expect(logged).toEqual([
+      { fields: { err: unavailable, tool: 'pair', orgId: 43 }, message: 'mcp tool failed' },
     ]);
   });
 
