@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { displayMoney } from '../../libs/i18n/index.js';
+import { loadPrintableInvoice } from '../../libs/invoice-documents/index.js';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import {
   type BillingScenario,
@@ -121,6 +122,29 @@ async function pdfText(bytes: Buffer): Promise<string> {
 
 const get = (invoiceId: string, kind: 'html' | 'pdf') =>
   api.request({ path: `/invoices/${invoiceId}/${kind}`, key: orgA.apiKey });
+
+describe('loadPrintableInvoice', () => {
+  it('marks an invoice overdue from the first instant after its due date, not during it', async () => {
+    const { db } = api.platform;
+    const customer = await insertCustomer(db, orgA.orgId, { name: 'Due mid-month', country: 'CA' });
+    const subscription = await insertSubscription(db, orgA.orgId, {
+      customerId: customer.id,
+      items: [{ productId: scenario.products.seats }],
+    });
+    const invoice = await insertInvoice(db, orgA.orgId, {
+      customerId: customer.id,
+      subscriptionId: subscription.id,
+      status: 'POSTED',
+      invoiceDate: '2026-02-14',
+      dueDate: '2026-03-14',
+      items: [{ productId: scenario.products.seats, unitPrice: '10' }],
+    });
+    const overdueAt = async (now: string) =>
+      (await loadPrintableInvoice(db, orgA.orgId, invoice.id, { now: new Date(now) })).overdue;
+    expect(await overdueAt('2026-03-14T23:59:59.999Z')).toBe(false);
+    expect(await overdueAt('2026-03-15T00:00:00.000Z')).toBe(true);
+  });
+});
 
 describe('GET /invoices/{invoice_id}/html', () => {
   it('is a printable document with seller, customer, dates, status, items and totals', async () => {
