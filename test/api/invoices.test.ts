@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listInvoiceTransactions } from '../../libs/invoices/index.js';
 import { parseMoney } from '../../libs/money/index.js';
@@ -397,6 +398,27 @@ describe('GET /invoices/{invoice_id}/transactions', () => {
     const first = (await transactions(invoice.id, '?limit=2')).json();
     const second = (await transactions(invoice.id, '?limit=1&offset=2')).json();
     expect([...first.data, ...second.data].map((t: InvoiceTransaction) => t.id)).toEqual(expected);
+  });
+
+  it('orders tied transactions by id even when Postgres sorts the rows instead of reading its index', async () => {
+    const { db } = api.platform;
+    const invoice = scenario.invoices.POSTED;
+    // later than every other transaction of the invoice, and written in ascending id order
+    const ids = [randomUUID(), randomUUID(), randomUUID()].sort();
+    for (const id of ids) {
+      await db.query(
+        `INSERT INTO invoice_transactions (id, org_id, invoice_id, type, amount, method, status, created_at, updated_at)
+         VALUES ($1, $2, $3, 'PAYMENT', 2, 'CARD', 'FAILED', '2026-07-01T00:00:00Z', '2026-07-01T00:00:00Z')`,
+        [id, orgA.orgId, invoice.id],
+      );
+    }
+    // what a large organization's timeline may get: a sequential scan and a sort, not the index order
+    const page = await db.transaction(async (tx) => {
+      await tx.query('SET LOCAL enable_indexscan = off');
+      await tx.query('SET LOCAL enable_bitmapscan = off');
+      return listInvoiceTransactions(tx, orgA.orgId, invoice.id, { limit: 3, offset: 0 });
+    });
+    expect(page.data.map((t) => t.id)).toEqual([...ids].reverse());
   });
 
   it('counts the timeline only when a page cannot tell its total', async () => {
