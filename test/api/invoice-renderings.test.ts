@@ -186,6 +186,15 @@ describe('invoice pages from kept renderings', () => {
     for (const url of first) expect(url.startsWith(`${BASE}/portal/invoice/hinv_`)).toBe(true);
     expect(other).toEqual(first.map((url) => url.replace(BASE, 'https://other.example')));
   });
+
+  it('keeps the rendering of the host last read at the same version, and counts only its bytes', async () => {
+    const pages = new RenderedInvoicePages(api.platform.db, 1024 * 1024);
+    const heldBytes = (items: Buffer[]) => items.reduce((sum, json) => sum + json.length + 100, 0);
+    const first = await pages.list(org.orgId, {}, page, BASE);
+    const other = await pages.list(org.orgId, {}, page, 'https://other.example');
+    expect(heldBytes(other.items)).not.toBe(heldBytes(first.items));
+    expect(pages.stats).toEqual({ invoices: other.items.length, bytes: heldBytes(other.items) });
+  });
 });
 
 /** The PDF's text as pdftotext (poppler) reads it, laid out as printed. */
