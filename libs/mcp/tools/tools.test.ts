@@ -85,7 +85,10 @@ describe('tool input schemas', () => {
       });
     expect(await lookup({}, '2025-03-31')).toMatchObject({ date: '2025-03-31', rate: '0.15' });
     expect(await lookup({}, '2025-04-01')).toMatchObject({ date: '2025-04-01', rate: '0.14' });
-    expect(await lookup({ date: '2025-03-31' }, '2026-01-01')).toMatchObject({ rate: '0.15' });
+    expect(await lookup({ date: '2025-03-31' }, '2026-01-01')).toMatchObject({
+      date: '2025-03-31',
+      rate: '0.15',
+    });
     expect(tool.input.safeParse({ country: 'CA', date: '2025-02-30' }).success).toBe(false);
   });
 
