@@ -17,7 +17,6 @@ import {
   addressLines,
   amountDueOf,
   invoicePdfFilename,
-  isOverdue,
   type PrintableInvoice,
   taxLinesOf,
 } from './printable-invoice.js';
@@ -84,18 +83,6 @@ describe('amount formatting', () => {
     expect(displayMoney('5.00000000', 'AB1', 'fr-CA').replace(/\u00a0/g, ' ')).toBe('5,00 AB1');
     expect(displayShortDate('2026-03-01', 'en')).toBe('Mar 1');
     expect(displayShortDate('2026-03-01T23:59:59Z', 'fr-CA')).toBe('1 mars');
-  });
-});
-
-describe('overdue', () => {
-  it('is derived: POSTED or PARTIALLY_PAID, due date passed, balance left', () => {
-    const { invoice } = printable();
-    expect(isOverdue(invoice, '2026-04-01')).toBe(true);
-    expect(isOverdue(invoice, '2026-03-31')).toBe(false);
-    expect(isOverdue({ ...invoice, status: 'PARTIALLY_PAID' }, '2026-04-01')).toBe(true);
-    expect(isOverdue({ ...invoice, status: 'PAID', balance: '0.00000000' }, '2026-04-01')).toBe(false);
-    expect(isOverdue({ ...invoice, status: 'DRAFT' }, '2026-04-01')).toBe(false);
-    expect(isOverdue({ ...invoice, balance: '0.00000000' }, '2026-04-01')).toBe(false);
   });
 });
 

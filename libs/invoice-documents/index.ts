@@ -17,7 +17,6 @@ export {
   amountDueOf,
   type InvoiceParty,
   invoicePdfFilename,
-  isOverdue,
   loadPrintableInvoice,
   type PrintableInvoice,
 } from './printable-invoice.js';

@@ -8,7 +8,7 @@ import {
 import { getCustomer } from '../customers/index.js';
 import type { Queryable } from '../db/index.js';
 import type { Locale } from '../i18n/index.js';
-import { getInvoice } from '../invoices/index.js';
+import { getInvoice, isOverdue } from '../invoices/index.js';
 import { addScaled, formatMoney, isBillableCurrency, isInMinorUnits, parseMoney } from '../money/index.js';
 import type { Customer, InvoiceRecord as Invoice, InvoiceItem } from '../schemas/index.js';
 import { countryName, pdfFilename } from './format.js';
@@ -154,14 +154,6 @@ export function taxLinesOf(invoice: Invoice): TaxLine[] {
 export function amountDueOf(invoice: Pick<Invoice, 'status' | 'balance'>): string {
   const collectible = canMoveInvoice(invoice.status, 'PAID') && parseMoney(invoice.balance) > 0n;
   return collectible ? invoice.balance : formatMoney(0n);
-}
-
-export function isOverdue(invoice: Pick<Invoice, 'status' | 'due_date' | 'balance'>, today: string): boolean {
-  return (
-    (invoice.status === 'POSTED' || invoice.status === 'PARTIALLY_PAID') &&
-    invoice.due_date < today &&
-    parseMoney(invoice.balance) > 0n
-  );
 }
 
 /**

@@ -16,5 +16,6 @@ export {
   rotateHostedLink,
   toPublicInvoice,
 } from './invoices.js';
+export { isOverdue } from './overdue.js';
 export { RenderedInvoicePages } from './rendered-pages.js';
 export { listInvoiceTransactions, TRANSACTION_COLUMNS, toInvoiceTransaction } from './transactions.js';

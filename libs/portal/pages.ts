@@ -7,7 +7,8 @@ import {
   type Messages,
   messagesFor,
 } from '../i18n/index.js';
-import { amountDueOf, escapeHtml, isOverdue, type PrintableInvoice } from '../invoice-documents/index.js';
+import { amountDueOf, escapeHtml, type PrintableInvoice } from '../invoice-documents/index.js';
+import { isOverdue } from '../invoices/index.js';
 import type { Alert, CreditNote, InvoiceRecord, Subscription } from '../schemas/index.js';
 import { renderUsageChart } from './chart.js';
 import { PORTAL_CSS_PATH, PORTAL_ICON_PATH } from './stylesheet.js';

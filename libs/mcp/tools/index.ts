@@ -27,5 +27,4 @@ export const MCP_TOOLS: readonly McpTool[] = [
   getEntitlementsTool,
 ];
 
-export { isOverdue } from './invoices.js';
 export type { McpTool, ToolContext } from './tool.js';

@@ -1,21 +1,11 @@
 import { z } from 'zod';
-import { listInvoices } from '../../invoices/index.js';
-import { parseMoney } from '../../money/index.js';
-import { type InvoiceRecord as Invoice, integerId } from '../../schemas/index.js';
+import { isOverdue, listInvoices } from '../../invoices/index.js';
+import { integerId } from '../../schemas/index.js';
 import { recentPayments } from '../read-models/payments.js';
 import { defineTool, toolLimit } from './tool.js';
 
 /** The statuses an assistant filters on (spec: MCP endpoint). */
 const LISTABLE_STATUSES = ['POSTED', 'PARTIALLY_PAID', 'PAID'] as const;
-
-/** The spec's derivation: collectible, past its due date and not fully paid. */
-export function isOverdue(invoice: Pick<Invoice, 'status' | 'due_date' | 'balance'>, today: string): boolean {
-  return (
-    (invoice.status === 'POSTED' || invoice.status === 'PARTIALLY_PAID') &&
-    invoice.due_date < today &&
-    parseMoney(invoice.balance) > 0n
-  );
-}
 
 export const listInvoicesTool = defineTool({
   name: 'list_invoices',

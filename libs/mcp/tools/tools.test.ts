@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isOverdue, MCP_TOOLS } from './index.js';
+import { MCP_TOOLS } from './index.js';
 
 const inputOf = (name: string) => MCP_TOOLS.find((tool) => tool.name === name)!.input;
 
@@ -97,17 +97,5 @@ describe('tool input schemas', () => {
     expect(input.safeParse({ from: '2026-01-01', to: '2026-01-31' }).success).toBe(true);
     expect(input.safeParse({ from: '2026-02-01', to: '2026-01-31' }).success).toBe(false);
     expect(input.safeParse({ from: 'last month' }).success).toBe(false);
-  });
-});
-
-describe('isOverdue', () => {
-  const invoice = { status: 'POSTED' as const, due_date: '2026-03-01', balance: '10.00000000' };
-  it('is open, past due and unpaid, exactly as the spec derives it', () => {
-    expect(isOverdue(invoice, '2026-03-02')).toBe(true);
-    expect(isOverdue({ ...invoice, status: 'PARTIALLY_PAID' }, '2026-03-02')).toBe(true);
-    expect(isOverdue(invoice, '2026-03-01')).toBe(false);
-    expect(isOverdue({ ...invoice, balance: '0.00000000' }, '2026-03-02')).toBe(false);
-    expect(isOverdue({ ...invoice, status: 'PAID' }, '2026-03-02')).toBe(false);
-    expect(isOverdue({ ...invoice, status: 'DRAFT' }, '2026-03-02')).toBe(false);
   });
 });
