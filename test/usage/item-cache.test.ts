@@ -194,6 +194,29 @@ describe('subscription item cache', () => {
     expect(queries).toBe(1);
   });
 
+  it('forgets an item whose change committed after a poll though it is dated before it (the margin)', async () => {
+    // items of their own: their change rows below concern no other test
+    const own = await createUsageItems(database.db, orgId);
+    const cache = new SubscriptionItemCache(database.db, { ...SETTINGS, maxEntries: 100 });
+    expect(await cache.usageType(orgId, own.metered)).toBe('metered');
+    expect(await cache.usageType(orgId, own.otherMetered)).toBe('metered');
+    cache.watchChanges(20);
+    try {
+      // a few polls have read past the row's time when its transaction commits
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await database.db.query(
+        `INSERT INTO usage_item_changes (org_id, subscription_item_id, changed_at)
+         VALUES ($1, $2, clock_timestamp() - interval '10 seconds')`,
+        [orgId, own.metered],
+      );
+      await until(() => cache.cached(orgId, own.metered) === undefined);
+      // the other item of the subscription had no change: still cached
+      expect(cache.cached(orgId, own.otherMetered)?.usageType).toBe('metered');
+    } finally {
+      await cache.stopWatching();
+    }
+  });
+
   it('deletes the change rows older than an hour as it polls, and keeps the recent ones', async () => {
     const { rows } = await database.db.query<{ id: string }>(
       `INSERT INTO usage_item_changes (org_id, subscription_item_id, changed_at)
