@@ -251,12 +251,12 @@ describe('UsageCounter with USAGE_COUNTER=false (the ingest benchmark baseline)'
     const store = new CountingStore(redis, prefix);
     return { store, counter: counterOn(store, { enabled: false, eventsCaughtUp }) };
   }
-  const store = (item: number, key: string, quantity: string, at: string, voided = false) =>
+  const store = (item: number, key: string, quantity: string, at: string, voided = false, orgId = 7) =>
     database.db.query(
       `INSERT INTO usage_events (id, org_id, subscription_item_id, idempotency_key, quantity, occurred_at,
          recorded_at, voided_at)
-       VALUES (gen_random_uuid(), 7, $1, $2, $3, $4, now(), CASE WHEN $5 THEN now() END)`,
-      [item, key, quantity, at, voided],
+       VALUES (gen_random_uuid(), $6, $1, $2, $3, $4, now(), CASE WHEN $5 THEN now() END)`,
+      [item, key, quantity, at, voided, orgId],
     );
 
   it("sums the period's stored events once the pg-sink caught up, and touches no counter", async () => {
@@ -267,6 +267,8 @@ describe('UsageCounter with USAGE_COUNTER=false (the ingest benchmark baseline)'
     await store(stored, 'next-period', '5', '2026-04-01T00:00:00Z');
     await store(stored, 'voided', '7', '2026-03-15T00:00:00Z', true);
     await store(other, 'other-item', '11', '2026-03-15T00:00:00Z');
+    // another organization's row under the same item id counts in neither
+    await store(stored, 'other-org', '13', '2026-03-15T00:00:00Z', false, 8);
     const waits: number[] = [];
     const { store: counters, counter } = disabled(async (timeoutMs) => {
       waits.push(timeoutMs);
