@@ -90,7 +90,7 @@ export class UsageCounter {
     return `${this.options.keyPrefix}usage:counter:${orgId}:${subscriptionItemId}:${periodStartMs}`;
   }
 
-  /** The counting of a new event (reserve's), or undefined when counters are off. */
+  /** The counting of a new event (reserve's); asked only while counters are on (`enabled`). */
   eventChange(
     event: {
       orgId: number;
@@ -100,8 +100,7 @@ export class UsageCounter {
       occurredAtMs: number;
     },
     schedule: ItemSchedule,
-  ): CounterChange | undefined {
-    if (!this.options.enabled) return undefined;
+  ): CounterChange {
     const key = this.periodKey(event.orgId, event.subscriptionItemId, schedule, event.occurredAtMs);
     const field = `e:${event.idempotencyKey}`;
     // a whole quantity (the usual) is its own whole part: no BigInt on the hot path

@@ -812,7 +812,8 @@ describe('the item check', () => {
 });
 
 describe('the period counter of a new event', () => {
-  it("counts it in its item's period, the schedule read again when the cache no longer holds it", async () => {
+  /** Items 7 and 8 each get an event of 5; their November counters, as the store holds them. */
+  async function countersAfterAnEventEach(options: { enabled: boolean }) {
     const store = new MemoryUsageDedupStore(new MemoryRateLimitStore());
     const schedule: ItemSchedule = {
       startDateMs: Date.UTC(2026, 10, 1),
@@ -826,7 +827,7 @@ describe('the period counter of a new event', () => {
       db: undefined as never,
       items: { item: async () => undefined },
       keyPrefix: 'test:',
-      enabled: true,
+      enabled: options.enabled,
       eventsCaughtUp: async () => true,
       settleMs: 0,
     });
@@ -851,10 +852,19 @@ describe('the period counter of a new event', () => {
         idempotencyKey: 'counted',
       });
     }
-    const states = await store.readCounters([
+    return store.readCounters([
       counter.keyOf(1, 7, Date.UTC(2026, 10, 1)),
       counter.keyOf(1, 8, Date.UTC(2026, 10, 1)),
     ]);
+  }
+
+  it("counts it in its item's period, the schedule read again when the cache no longer holds it", async () => {
+    const states = await countersAfterAnEventEach({ enabled: true });
     expect(states.map((state) => state?.whole)).toEqual([5n, 5n]);
+  });
+
+  it('counts it nowhere when the counters are off (USAGE_COUNTER=false)', async () => {
+    const states = await countersAfterAnEventEach({ enabled: false });
+    expect(states.map((state) => state?.whole ?? 0n)).toEqual([0n, 0n]);
   });
 });
