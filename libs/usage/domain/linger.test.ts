@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
-import { ThinTurnLinger } from './linger.js';
+import { PROBE_EVERY, ThinTurnLinger } from './linger.js';
 
 const OPTIONS = { maxMs: 1, thinEvents: 16 };
 
@@ -62,7 +62,7 @@ describe('ThinTurnLinger', () => {
     linger.leave();
     // the bound lowered the target to the one client that came: the next is not held
     linger.enter();
-    expect(linger.target).toBe(1);
+    expect(linger.concurrency).toBe(1);
     expect(linger.hold(1)).toBeUndefined();
   });
 
@@ -122,7 +122,7 @@ describe('ThinTurnLinger', () => {
       expect(gone).toEqual(['a', 'b', 'c']);
       // the bound of the group's first request would lower the target if it still ran
       vi.advanceTimersByTime(50);
-      expect(linger.target).toBe(3);
+      expect(linger.concurrency).toBe(3);
     } finally {
       vi.useRealTimers();
     }
@@ -165,5 +165,121 @@ describe('ThinTurnLinger', () => {
     expect(linger.hold(1)).toBeUndefined();
     linger.leave();
     expect(linger.hold(1)).toBeDefined();
+  });
+
+  describe('clients out of step', () => {
+    /** A turn: promises resolved in this one have run their callbacks. */
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+    /**
+     * Four clients answered as one group; then two of them come back while the other two are
+     * still on their way, and their group waits out the bound for the two.
+     */
+    async function splitInTwo() {
+      const linger = new ThinTurnLinger({ maxMs: 5, thinEvents: 16 });
+      const { gone, go } = recorder();
+      for (let i = 0; i < 4; i++) linger.enter();
+      await Promise.all(['a', 'b', 'c', 'd'].map((name) => go(linger, name)));
+      await turn();
+      // a and b are answered and send again; c and d are still with the store and the log
+      linger.leave();
+      linger.leave();
+      linger.enter();
+      linger.enter();
+      const early = [go(linger, 'a2'), go(linger, 'b2')];
+      await turn();
+      expect(gone).toEqual(['a', 'b', 'c', 'd']);
+      vi.advanceTimersByTime(5);
+      await Promise.all(early);
+      expect(gone).toEqual(['a', 'b', 'c', 'd', 'a2', 'b2']);
+      await turn();
+      return { linger, gone, go };
+    }
+
+    it('stops waiting for clients a group behind once a group waited the bound for them', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      try {
+        const { linger, gone, go } = await splitInTwo();
+        // the two that were on their way did not go away: the concurrency stays four
+        expect(linger.concurrency).toBe(4);
+        expect(linger.waitsForEveryClient).toBe(false);
+        // c and d come back while a2 and b2 are on their way: their group goes when both are
+        // there, without the bound
+        linger.leave();
+        linger.leave();
+        linger.enter();
+        const c2 = go(linger, 'c2');
+        await turn();
+        expect(gone).not.toContain('c2');
+        linger.enter();
+        const d2 = go(linger, 'd2');
+        await Promise.all([c2, d2]);
+        expect(gone.slice(-2)).toEqual(['c2', 'd2']);
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+
+    it(`waits for every client again after ${PROBE_EVERY} groups out of step`, async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      try {
+        const { linger, go } = await splitInTwo();
+        // the two halves take turns, each group going as soon as its two are there
+        for (let group = 0; group < PROBE_EVERY - 1; group++) {
+          expect(linger.waitsForEveryClient).toBe(false);
+          linger.leave();
+          linger.leave();
+          linger.enter();
+          const x = go(linger, 'x');
+          linger.enter();
+          await Promise.all([x, go(linger, 'y')]);
+          await turn();
+        }
+        expect(linger.waitsForEveryClient).toBe(true);
+        // this half now waits for the other half to come round again
+        const { gone, go: goNow } = recorder();
+        const comeBack = (name: string) => {
+          linger.enter();
+          return goNow(linger, name);
+        };
+        linger.leave();
+        linger.leave();
+        const half = [comeBack('p'), comeBack('q')];
+        await turn();
+        expect(gone).toEqual([]);
+        linger.leave();
+        linger.leave();
+        const whole = [...half, comeBack('r'), comeBack('s')];
+        await Promise.all(whole);
+        expect(gone).toEqual(['p', 'q', 'r', 's']);
+        // gathered whole: it keeps waiting for every client
+        expect(linger.waitsForEveryClient).toBe(true);
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+
+    it('waits for every client again as soon as one group holds them all', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      try {
+        const { linger } = await splitInTwo();
+        // all four are answered, then all four send again: nobody is on the way, so the group waits
+        // for all four and goes whole
+        linger.leave();
+        linger.leave();
+        linger.leave();
+        linger.leave();
+        const { gone, go: goNow } = recorder();
+        const all = ['e', 'f', 'g', 'h'].map((name) => {
+          linger.enter();
+          return goNow(linger, name);
+        });
+        await Promise.all(all);
+        expect(gone).toEqual(['e', 'f', 'g', 'h']);
+        expect(linger.waitsForEveryClient).toBe(true);
+      } finally {
+        vi.useRealTimers();
+      }
+    });
   });
 });

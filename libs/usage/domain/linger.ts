@@ -24,10 +24,20 @@ export const DEFAULT_LINGER: LingerOptions = { maxMs: 1, thinEvents: 16 };
  * once); the group goes as soon as it reaches either, or after `maxMs`. A lone client (peak 1) is
  * never held, nor a request while `thinEvents` others are already on their way to the store or the
  * log (a busy turn: holding would only split it), nor one in the turn a group went (it joins that
- * group's store call). A group that had to wait out `maxMs` lowers `peak` to the requests that came,
- * so a client that went away costs one bounded wait, not one per request. Holding changes only
- * when a request reaches the store, never what it is answered.
+ * group's store call). Holding changes only when a request reaches the store, never what it is
+ * answered.
+ *
+ * A group that waits out `maxMs` tells one of two things. If none of the others was recording, fewer
+ * clients than `peak` are sending now: `peak` drops to the requests that came, so a client that
+ * went away costs one bounded wait. If some were on their way (`passed`: out of step, in a group
+ * of their own), their round trip is longer than the bound, and waiting for them would cost every
+ * group the whole bound: the linger then stops waiting for requests that passed it (a group goes
+ * once the others came), and tries to gather everyone again every `PROBE_EVERY` groups, or as soon
+ * as a group holds all of `peak` by itself.
  */
+/** Groups let go while out of step before the linger waits for every client again. */
+export const PROBE_EVERY = 32;
+
 export class ThinTurnLinger {
   private held: (() => void)[] = [];
   private heldEvents = 0;
@@ -36,6 +46,8 @@ export class ThinTurnLinger {
   private timer: NodeJS.Timeout | undefined;
   /** Set from a group's release to the end of that turn. */
   private releasedThisTurn = false;
+  /** Groups still to go without waiting for requests that passed (0: waits for every client). */
+  private outOfStep = 0;
 
   constructor(private readonly options: LingerOptions) {}
 
@@ -55,28 +67,33 @@ export class ThinTurnLinger {
    */
   hold(events: number): Promise<void> | undefined {
     const { thinEvents, maxMs } = this.options;
+    // this one is counted in `active`, the held ones too: the others are further on
+    const passed = this.active - 1 - this.held.length;
     if (
       this.held.length === 0 &&
-      (this.peak <= 1 ||
-        events >= thinEvents ||
-        this.releasedThisTurn ||
-        // this one is counted in `active`: the others are further on
-        this.active - 1 >= thinEvents)
+      (this.target(passed) <= 1 || events >= thinEvents || this.releasedThisTurn || passed >= thinEvents)
     ) {
+      this.went(1);
       return undefined;
     }
     return new Promise<void>((resolve) => {
       this.held.push(resolve);
       this.heldEvents += events;
-      if (this.heldEvents >= thinEvents || this.held.length >= this.peak) this.release();
+      if (this.heldEvents >= thinEvents || this.held.length >= this.target(passed)) this.release();
       else this.timer ??= setTimeout(this.expire, maxMs);
     });
   }
 
-  /** The group waited out the bound: fewer clients than `peak` are sending now. */
+  /** How many requests a group waits for, `passed` of the others being on their way. */
+  private target(passed: number): number {
+    return this.outOfStep > 0 ? this.peak - passed : this.peak;
+  }
+
+  /** The group waited out the bound: clients went away, or the others are a group behind. */
   private readonly expire = () => {
     this.timer = undefined;
-    this.peak = Math.max(1, this.held.length);
+    if (this.active > this.held.length) this.outOfStep = PROBE_EVERY;
+    else this.peak = Math.max(1, this.held.length);
     this.release();
   };
 
@@ -86,6 +103,7 @@ export class ThinTurnLinger {
       this.timer = undefined;
     }
     const group = this.held;
+    this.went(group.length);
     this.held = [];
     this.heldEvents = 0;
     if (!this.releasedThisTurn) {
@@ -95,12 +113,23 @@ export class ThinTurnLinger {
     for (const resolve of group) resolve();
   }
 
+  /** A group of `size` requests goes to the store. */
+  private went(size: number): void {
+    if (size >= this.peak) this.outOfStep = 0;
+    else if (this.outOfStep > 0) this.outOfStep--;
+  }
+
   private readonly endTurn = () => {
     this.releasedThisTurn = false;
   };
 
   /** For tests and metrics: the concurrency the linger aims at. */
-  get target(): number {
+  get concurrency(): number {
     return this.peak;
+  }
+
+  /** For tests and metrics: whether groups go without waiting for requests that passed. */
+  get waitsForEveryClient(): boolean {
+    return this.outOfStep === 0;
   }
 }
