@@ -279,6 +279,25 @@ describe('UsageReporter', () => {
     expect(reporter.stats).toMatchObject({ sent: 1, retried: 1 });
   });
 
+  it('retries a batch answered 202 or 204: a success without results leaves its events unknown', async () => {
+    const reasons: string[] = [];
+    const { reporter, requests, rejections } = scripted(
+      (request, index) =>
+        index === 0
+          ? new Response(null, { status: 204 })
+          : index === 1
+            ? Response.json({ data: request.events.map((e) => ({ status: 201, data: e })) }, { status: 202 })
+            : recorded(request.events),
+      { metrics: { retried: (_, reason) => reasons.push(reason) } },
+    );
+    void reporter.report(event(1));
+    await reporter.flush();
+    expect(keysOf(requests)).toEqual(['k-1', 'k-1', 'k-1']);
+    expect(reasons).toEqual(['bad_response', 'bad_response']);
+    expect(rejections).toEqual([]);
+    expect(reporter.stats).toMatchObject({ sent: 1, retried: 2 });
+  });
+
   it('names why a batch is retried: 408 a timeout, 429 rate-limited, 503 unavailable, any other 5xx a server error', async () => {
     const statuses = [408, 429, 503, 504, 501];
     const reasons: string[] = [];

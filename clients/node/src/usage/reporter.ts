@@ -368,11 +368,13 @@ export class UsageReporter {
     } catch {
       parsed = text;
     }
-    if (response.status === 200) {
+    if (response.ok) {
       const results = (parsed as { data?: unknown } | undefined)?.data;
-      // One result per event, in order: anything else cannot be matched to the events (retried
-      // whole: the keys make that safe).
-      if (!Array.isArray(results) || results.length !== batch.length)
+      // The service answers a batch 200 with one result per event, in order. Any other success (a
+      // 202 or 204 from something in between) or other results cannot be matched to the events:
+      // their fate is unknown, so the batch is retried whole (the keys make that safe), not
+      // rejected as if it had not been recorded.
+      if (response.status !== 200 || !Array.isArray(results) || results.length !== batch.length)
         return { kind: 'retry', reason: 'bad_response' };
       return { kind: 'answered', results: results as BatchItemResult[] };
     }
