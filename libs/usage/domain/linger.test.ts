@@ -259,6 +259,40 @@ describe('ThinTurnLinger', () => {
       }
     });
 
+    it('lets two clients a step apart go one by one, and tries to gather them again later', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      try {
+        const linger = new ThinTurnLinger({ maxMs: 5, thinEvents: 16 });
+        // two clients go together once
+        linger.enter();
+        linger.enter();
+        await Promise.all([linger.hold(1), linger.hold(1)]);
+        await turn();
+        // one is answered and sends again while the other is still on its way: it waits the
+        // bound for the other, in vain
+        linger.leave();
+        linger.enter();
+        const waiting = linger.hold(1);
+        expect(waiting).toBeDefined();
+        vi.advanceTimersByTime(5);
+        await waiting;
+        await turn();
+        expect(linger.concurrency).toBe(2);
+        // from now on each goes alone while the other is on its way: a request, then its answer
+        for (let request = 1; request < PROBE_EVERY; request++) {
+          linger.leave();
+          linger.enter();
+          expect(linger.hold(1)).toBeUndefined();
+        }
+        // the probe: the next one waits for the other again
+        linger.leave();
+        linger.enter();
+        expect(linger.hold(1)).toBeDefined();
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+
     it('waits for every client again as soon as one group holds them all', async () => {
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
       try {
