@@ -55,6 +55,51 @@ describe('produceRequestBytes against kafkajs', () => {
       expect(ours === theirs, `seed ${seed}`).toBe(true);
     }
   });
+
+  it('writes lengths at each varint byte boundary as kafkajs does (zigzag 127, 128, 16383, 16384)', async () => {
+    vi.spyOn(Date, 'now').mockReturnValue(1_763_900_000_123);
+    // a length n is written as zigzag 2n: 63 and 64 bytes sit either side of the first boundary
+    for (const length of [63, 64, 8191, 8192]) {
+      const options = {
+        acks: -1,
+        timeout: 1000,
+        topicData: [
+          {
+            topic: 't',
+            partitions: [{ partition: 0, messages: [{ key: null, value: 'v'.repeat(length) }] }],
+          },
+        ],
+      };
+      const ours = produceRequestBytes(options)?.toString('hex');
+      const theirs = (await kafkajsProduceRequestV3(options).encode()).buffer.toString('hex');
+      expect(ours === theirs, `value of ${length} bytes`).toBe(true);
+    }
+  });
+
+  it('takes a null timestamp for none, as kafkajs does', async () => {
+    vi.spyOn(Date, 'now').mockReturnValue(1_763_900_000_123);
+    const options = {
+      acks: -1,
+      timeout: 1000,
+      topicData: [
+        {
+          topic: 't',
+          partitions: [
+            {
+              partition: 0,
+              messages: [
+                { value: 'none', timestamp: null as unknown as number },
+                { value: 'stamped', timestamp: 1_700_000_000_000 },
+              ],
+            },
+          ],
+        },
+      ],
+    };
+    const ours = produceRequestBytes(options)?.toString('hex');
+    const theirs = (await kafkajsProduceRequestV3(options).encode()).buffer.toString('hex');
+    expect(ours).toBe(theirs);
+  });
 });
 
 describe('produceRequestBytes', () => {
@@ -68,6 +113,7 @@ describe('produceRequestBytes', () => {
     });
     expect(produceRequestBytes(options(plain))).toBeInstanceOf(Buffer);
     expect(produceRequestBytes(options({ ...plain, headers: { trace: 'abc' } }))).toBeUndefined();
+    expect(produceRequestBytes(options({ ...plain, headers: {} }))).toBeInstanceOf(Buffer);
     expect(produceRequestBytes(options(plain, { compression: 1 }))).toBeUndefined();
     expect(produceRequestBytes(options(plain, { transactionalId: 'tx' }))).toBeUndefined();
     expect(produceRequestBytes(options({ ...plain, timestamp: '1700000000000' }))).toBeUndefined();
@@ -102,6 +148,24 @@ describe('produceRequestBytes timestamps', () => {
     });
     expect(produceRequestBytes(batch([1, 1 + 2 ** 51]))).toBeInstanceOf(Buffer);
     expect(() => produceRequestBytes(batch([1, 2 + 2 ** 51]))).toThrow(/out of range/);
+  });
+
+  it("refuses a message 2^51 ms before the batch's first timestamp too (sorted as text, it can be)", () => {
+    const batch = (timestamps: number[]) => ({
+      acks: -1,
+      timeout: 1000,
+      topicData: [
+        {
+          topic: 't',
+          partitions: [
+            { partition: 0, messages: timestamps.map((timestamp) => ({ value: 'v', timestamp })) },
+          ],
+        },
+      ],
+    });
+    // "2251799813685257" sorts before "9" and "8": the batch starts at 9 + 2^51, the others fall before it
+    expect(produceRequestBytes(batch([9, 9 + 2 ** 51]))).toBeInstanceOf(Buffer);
+    expect(() => produceRequestBytes(batch([8, 9 + 2 ** 51]))).toThrow(/out of range/);
   });
 });
 
