@@ -6,7 +6,11 @@ import {
   type Message,
   TopicPartitionCount,
 } from '../../libs/kafka/index.js';
-import { kafkaProduceBatchSize, kafkaProduceCalls } from '../../libs/observability/index.js';
+import {
+  kafkaProduceBatchSize,
+  kafkaProduceCalls,
+  kafkaProduceDuration,
+} from '../../libs/observability/index.js';
 import { type KafkaTestBroker, startKafkaTestBroker } from '../helpers/kafka-test-broker.js';
 
 /** The producer under load of many callers, on a broker of its own (taken down in one test). */
@@ -131,6 +135,60 @@ describe('LingeringProducer', () => {
       expect(await written('in-flight')).toBe(6);
     } finally {
       broker.resume();
+      await producer.disconnect();
+    }
+  });
+
+  it('closes a window at once at 10,000 items by default, not one before', async () => {
+    await broker.createTopic('default-max-items', 2);
+    await admin.connect();
+    const windows: number[] = [];
+    // one message a window: the count of its items is what the test looks at
+    const producer = new LingeringProducer<number>(
+      createKafka({ brokers: broker.brokers, clientId: 'lingering-test' }),
+      admin,
+      {
+        topic: 'default-max-items',
+        lingerMs: 1000,
+        toMessages: (items): Message[] => {
+          windows.push(items.length);
+          return [{ partition: 0, value: String(items.length) }];
+        },
+      },
+    );
+    try {
+      await producer.connect();
+      await broker.pause(); // both produce calls stay in flight
+      const calls = [producer.send([0])];
+      await vi.waitFor(() => expect(windows).toEqual([1]), { timeout: 500 });
+      calls.push(producer.send([1]));
+      await vi.waitFor(() => expect(windows).toEqual([1, 1]), { timeout: 500 });
+      calls.push(producer.send(Array.from({ length: 9_999 }, (_, i) => i)));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(windows).toEqual([1, 1]); // 9,999 items linger
+      calls.push(producer.send([10_000]));
+      await vi.waitFor(() => expect(windows).toEqual([1, 1, 10_000]), { timeout: 500 });
+      broker.resume();
+      await Promise.all(calls);
+    } finally {
+      broker.resume();
+      await producer.disconnect();
+    }
+  });
+
+  it('times each produce call once, until the log acknowledged it', async () => {
+    await broker.createTopic('timed', 2);
+    await admin.connect();
+    const { producer } = producerOf('timed');
+    const durations = kafkaProduceDuration.labels();
+    const before = { count: durations.count, sum: durations.sum };
+    try {
+      await producer.connect();
+      await producer.send(['one']);
+      await Promise.all([producer.send(['two']), producer.send(['three'])]);
+      expect(durations.count).toBe(before.count + 2);
+      expect(durations.sum).toBeGreaterThan(before.sum);
+    } finally {
       await producer.disconnect();
     }
   });
