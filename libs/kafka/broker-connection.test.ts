@@ -83,4 +83,18 @@ describe('BrokerConnection', () => {
     expect(closed).toHaveBeenCalledOnce();
     await expect(connection.request(Buffer.from('after'))).rejects.toThrow('could not be read');
   });
+
+  it('keeps its first failure, and reports its close once, when its socket closes after', async () => {
+    const closed = vi.fn();
+    const connection = new BrokerConnection(await fakeBroker('as sent'), Buffer.from('test'), 5000, closed);
+    await expect(
+      Promise.all([connection.request(Buffer.from('one')), connection.request(Buffer.from('two'))]),
+    ).resolves.toEqual([undefined, undefined]);
+    const socket = (connection as unknown as { socket: net.Socket }).socket;
+    const socketClosed = new Promise((resolve) => socket.once('close', resolve));
+    connection.destroy(new Error('first failure'));
+    await socketClosed;
+    expect(closed).toHaveBeenCalledOnce();
+    await expect(connection.request(Buffer.from('after'))).rejects.toThrow('first failure');
+  });
 });

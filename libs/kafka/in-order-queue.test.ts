@@ -48,4 +48,42 @@ describe('InOrderQueue', () => {
     expect(queue.size).toBe(3);
     expect(longest).toBeLessThanOrEqual(2 * 1024 + 3);
   });
+
+  it('starts its array over when its last item is taken', () => {
+    const queue = new InOrderQueue<number>();
+    const held = () => (queue as unknown as { items: unknown[] }).items.length;
+    for (let n = 0; n < 3; n++) queue.push(n);
+    queue.shift();
+    queue.shift();
+    expect(held()).toBe(3);
+    queue.shift();
+    expect(held()).toBe(0);
+    expect(queue.shift()).toBeUndefined();
+    queue.push(3);
+    expect(held()).toBe(1);
+    expect(queue.first).toBe(3);
+  });
+
+  it('copies what waits to a new array at 1024 slots taken, not one before', () => {
+    const queue = new InOrderQueue<number>();
+    const held = () => (queue as unknown as { items: unknown[] }).items.length;
+    for (let n = 0; n < 1500; n++) queue.push(n);
+    for (let n = 0; n < 1023; n++) queue.shift();
+    expect(held()).toBe(1500);
+    queue.shift();
+    expect(held()).toBe(476);
+    expect(queue.first).toBe(1024);
+  });
+
+  it('copies what waits to a new array once the taken slots are half of it, not one before', () => {
+    const queue = new InOrderQueue<number>();
+    const held = () => (queue as unknown as { items: unknown[] }).items.length;
+    for (let n = 0; n < 3000; n++) queue.push(n);
+    for (let n = 0; n < 1499; n++) queue.shift();
+    expect(held()).toBe(3000);
+    queue.shift();
+    expect(held()).toBe(1500);
+    expect(queue.first).toBe(1500);
+    expect(queue.size).toBe(1500);
+  });
 });
