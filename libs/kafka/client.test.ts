@@ -42,6 +42,16 @@ describe('isKafkaOutage', () => {
     }
   });
 
+  it('looks through four causes for an outage, not five', () => {
+    const wrapped = (depth: number) => {
+      let error: Error = kafkajsError('KafkaJSConnectionError');
+      for (let i = 0; i < depth; i++) error = new Error(`wrapper ${i}`, { cause: error });
+      return error;
+    };
+    expect(isKafkaOutage(wrapped(4))).toBe(true);
+    expect(isKafkaOutage(wrapped(5))).toBe(false);
+  });
+
   it('looks through the retries kafkajs gave up on to their cause', () => {
     const exhausted = new KafkaJSNumberOfRetriesExceeded(kafkajsError('KafkaJSConnectionError'), {
       retryCount: 3,
@@ -81,7 +91,7 @@ describe("kafkajs' log lines", () => {
     });
     const log = createLogger({ level: 'debug', service: 'test', destination });
     const kafka = createKafka({ brokers: ['127.0.0.1:1'], clientId: 'test' }, log);
-    return { logger: kafka.logger().namespace('Connection'), lines };
+    return { logger: kafka.logger().namespace('Connection'), lines, kafka };
   }
 
   it('go to our log as warnings, errors included', () => {
@@ -118,5 +128,26 @@ describe("kafkajs' log lines", () => {
       ['Response timed out', undefined],
       ['Connection error', 2],
     ]);
+  });
+
+  it('tells the same line of two namespaces apart', () => {
+    const { logger, lines, kafka } = kafkaLogging();
+    logger.error('Connection error');
+    kafka.logger().namespace('Producer').error('Connection error');
+    expect(lines.map(({ msg, kafka }) => [kafka, msg])).toEqual([
+      ['Connection', 'Connection error'],
+      ['Producer', 'Connection error'],
+    ]);
+  });
+
+  it('remembers 1,001 kinds of line within a minute, and starts over at the next', () => {
+    vi.useFakeTimers({ now: 1_700_000_000_000 });
+    const { logger, lines } = kafkaLogging();
+    for (let kind = 0; kind < 1001; kind++) logger.warn(`line ${kind}`);
+    logger.warn('line 0');
+    expect(lines).toHaveLength(1001);
+    logger.warn('line 1001'); // the memory starts over
+    logger.warn('line 0');
+    expect(lines.slice(1001).map((line) => line.msg)).toEqual(['line 1001', 'line 0']);
   });
 });
