@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   AnswerFrames,
+  BrokerConnection,
   DirectProducer,
   KafkaProduceRefused,
   produceRefusal,
@@ -95,6 +96,21 @@ describe('DirectProducer', () => {
         Array.from({ length: 12 }, (_, i) => `m${i}`).sort(),
       );
     } finally {
+      producer.close();
+    }
+  });
+
+  it('asks for the acks of every in-sync replica (acks -1) in each request', async () => {
+    const producer = await routedProducer('direct-acks', 2);
+    const requests = vi.spyOn(BrokerConnection.prototype, 'request');
+    try {
+      await producer.send([{ partition: 0, value: 'a' }], kafkajsRefused);
+      await producer.send([{ partition: 1, value: 'b' }], kafkajsRefused);
+      // a produce request's body: transactional id (int16 -1 for none), then acks (int16)
+      const acks = requests.mock.calls.map(([body]) => body.readInt16BE(2));
+      expect(acks).toEqual([-1, -1]);
+    } finally {
+      requests.mockRestore();
       producer.close();
     }
   });
@@ -484,6 +500,7 @@ describe('DirectProducer', () => {
   /** Calls the route cannot take go through kafkajs; the route is kept and not read again for them. */
   it.each([
     ['a keyed message without a partition (kafkajs hashes its key)', { key: 'org-1', value: 'keyed' }],
+    ['a message keyed by the empty string (kafkajs hashes that key too)', { key: '', value: 'empty-key' }],
     ['a message for a partition the route does not know', { partition: 7, value: 'nowhere' }],
     ['a message with headers (only kafkajs encodes them)', { value: 'traced', headers: { trace: 'abc' } }],
   ])('sends a call holding %s through kafkajs, keeping its route', async (_, message: Message) => {
