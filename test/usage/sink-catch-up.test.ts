@@ -204,6 +204,15 @@ describe('waiting for a sink to catch up, on the Kafka test broker', () => {
     }
   });
 
+  it('polls the group every 200 ms when told no interval, not in a tight loop on the broker', async () => {
+    // 'timeout' stays behind (partition 0 at 7 of 10): the wait polls until it gives up
+    const { admin: through, polls } = counted();
+    await behind(waitForSinkCatchUp(through, { topic: topics.timeout, groupId, timeoutMs: 1000 }));
+    // at 0, 200, 400, 600, 800 and 1000 ms at most (each poll's request takes some time too)
+    expect(polls()).toBeGreaterThanOrEqual(2);
+    expect(polls()).toBeLessThanOrEqual(6);
+  });
+
   it('waits for where the log ended when it began, not for what was produced since', async () => {
     await commit('moving', { 0: 1 });
     const { admin: through, polls } = counted();
