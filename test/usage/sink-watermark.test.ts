@@ -323,6 +323,32 @@ describe('the sink watermark (as_of)', () => {
     expect(readings).toBe(1);
   });
 
+  it('returns from stop() only once the reading under way has recorded its rows', async () => {
+    const ends = await admin.fetchTopicOffsets(topic);
+    await commit(Object.fromEntries(ends.map((end) => [end.partition, Number(end.high)])));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let reading = false;
+    // the reading holds after the log's ends until released
+    const holding = adminReadingEnds(async (name) => {
+      const read = await admin.fetchTopicOffsets(name);
+      reading = true;
+      await held;
+      return read;
+    });
+    const running = recorder({ admin: holding, intervalMs: 60_000 });
+    const started = Date.now();
+    running.start();
+    await vi.waitFor(() => expect(reading).toBe(true), { timeout: 5000, interval: 10 });
+    const stopped = running.stop();
+    release();
+    await stopped;
+    // a caller closing the database after stop() must not cut the reading short
+    expect(await asOf()).toBeGreaterThanOrEqual(started);
+  });
+
   it('reads again every interval once started, a reading that failed included', async () => {
     const ends = await admin.fetchTopicOffsets(topic);
     await commit(Object.fromEntries(ends.map((end) => [end.partition, Number(end.high)])));
