@@ -404,4 +404,63 @@ describe('the sink runner commits only what it wrote, and everything it read', (
     }
     expect(await stored(11)).toHaveLength(6);
   });
+
+  it('counts in its lag every message read and unwritten, across fetches, from where it started', async () => {
+    const topic = uniqueName('commit_order_lag_fetches');
+    const name = uniqueName('lag-fetches-sink');
+    const lag = async () =>
+      (await sinkLagMessages.get()).values.find((value) => value.labels.sink === name)?.value;
+    await produce(topic, encodeLogMessages([usageEvent(12, '1')]));
+    // held until stopped: neither fetch is written or committed meanwhile
+    const sinkRunner = runner(topic, named(name), { flushMs: 60_000 });
+    await sinkRunner.start();
+    try {
+      await eventually(async () => expect(await lag()).toBe(1), 10_000);
+      // a second fetch: the lag counts from the group's commit (0), not from this fetch's first offset
+      await produce(topic, encodeLogMessages([usageEvent(12, '2')]));
+      await eventually(async () => expect(await lag()).toBe(2), 10_000);
+    } finally {
+      await sinkRunner.stop();
+    }
+    expect(await committed(topic, `${topic}-group`)).toBe(2);
+    expect(await lag()).toBe(0);
+  });
+
+  it('reports no negative age for an event recorded ahead of its clock (another host)', async () => {
+    const topic = uniqueName('commit_order_future');
+    const name = uniqueName('future-sink');
+    const gauge = async (metric: typeof sinkLagSeconds) =>
+      (await metric.get()).values.find((value) => value.labels.sink === name)?.value;
+    await produce(topic, encodeLogMessages([{ ...usageEvent(13, '1'), recordedAtMs: Date.now() + 600_000 }]));
+    const sinkRunner = runner(topic, named(name), { flushMs: 60_000 });
+    await sinkRunner.start();
+    try {
+      // read and held, so its age counts
+      await eventually(async () => expect(await gauge(sinkLagMessages)).toBe(1), 10_000);
+      expect(await gauge(sinkLagSeconds)).toBe(0);
+    } finally {
+      await sinkRunner.stop();
+    }
+  });
+
+  it('writes nothing when stopped with nothing read since its last write', async () => {
+    const topic = uniqueName('commit_order_idle_stop');
+    await produce(topic, encodeLogMessages([usageEvent(14, '1'), usageEvent(14, '2')]));
+    const writes: number[] = [];
+    const sink = named(uniqueName('idle-stop-sink'), {
+      write: async (events) => {
+        writes.push(events.length);
+        await postgres.write(events);
+      },
+    });
+    const sinkRunner = runner(topic, sink);
+    await sinkRunner.start();
+    try {
+      await eventually(async () => expect(await committed(topic, `${topic}-group`)).toBe(1), 10_000);
+    } finally {
+      await sinkRunner.stop();
+    }
+    // the one write of the message: no empty write at stop
+    expect(writes).toEqual([2]);
+  });
 });
