@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Admin, createKafka, type Message } from '../../libs/kafka/index.js';
+import { createLogger, type Logger } from '../../libs/log/index.js';
 import { sinkEventsWritten, sinkLagMessages, sinkLagSeconds } from '../../libs/observability/index.js';
 import { encodeVoidMessages } from '../../libs/usage/domain/event.js';
 import {
@@ -71,8 +72,12 @@ async function committed(topic: string, groupId: string): Promise<number> {
   return (ofTopic?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
 }
 
-function runner(topic: string, sink: UsageSink, options: { batchSize?: number; flushMs?: number } = {}) {
-  const log = runLogger('sink-commit-order');
+function runner(
+  topic: string,
+  sink: UsageSink,
+  options: { batchSize?: number; flushMs?: number; log?: Logger } = {},
+) {
+  const log = options.log ?? runLogger('sink-commit-order');
   return new KafkaSinkRunner({
     kafka: createKafka(
       { brokers: testServices().kafkaBrokers, clientId: 'sink-commit-order' },
@@ -453,7 +458,13 @@ describe('the sink runner commits only what it wrote, and everything it read', (
         await postgres.write(events);
       },
     });
-    const sinkRunner = runner(topic, sink);
+    const lines: { msg: string }[] = [];
+    const log = createLogger({
+      level: 'info',
+      service: 'sink-commit-order',
+      destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+    });
+    const sinkRunner = runner(topic, sink, { log });
     await sinkRunner.start();
     try {
       await eventually(async () => expect(await committed(topic, `${topic}-group`)).toBe(1), 10_000);
@@ -462,5 +473,47 @@ describe('the sink runner commits only what it wrote, and everything it read', (
     }
     // the one write of the message: no empty write at stop
     expect(writes).toEqual([2]);
+    // nor any line about its writes: none failed, so none "writes again"
+    expect(lines.filter((line) => line.msg.startsWith('usage sink'))).toEqual([]);
+  });
+
+  it('reads no further while a full batch is being written, and reads on once it is', async () => {
+    const topic = uniqueName('commit_order_back_pressure');
+    const group = `${topic}-group`;
+    const name = uniqueName('back-pressure-sink');
+    const lag = async () =>
+      (await sinkLagMessages.get()).values.find((value) => value.labels.sink === name)?.value;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const writes: number[] = [];
+    // its first write holds until released
+    const sink = named(name, {
+      write: async (events) => {
+        writes.push(events.length);
+        if (writes.length === 1) await released;
+        await postgres.write(events);
+      },
+    });
+    await produce(topic, encodeLogMessages([usageEvent(15, '1')]));
+    // every message is a full batch; only the count starts a write
+    const sinkRunner = runner(topic, sink, { batchSize: 1, flushMs: 60_000 });
+    await sinkRunner.start();
+    try {
+      await eventually(async () => expect(writes).toEqual([1]), 10_000);
+      await produce(topic, encodeLogMessages([usageEvent(15, '2')]));
+      // several fetches' time (each waits at most 500 ms): the second message is not read meanwhile
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(await lag()).toBe(1);
+      expect(writes).toEqual([1]);
+      release();
+      await eventually(async () => expect(await committed(topic, group)).toBe(2), 10_000);
+      expect(writes).toEqual([1, 1]);
+    } finally {
+      release();
+      await sinkRunner.stop();
+    }
+    expect(await stored(15)).toHaveLength(2);
   });
 });
