@@ -601,15 +601,21 @@ describe('usage sinks', () => {
     await produce(topic, encodeLogMessages(events));
 
     let failing = true;
+    let firstFailedAt = 0;
+    let recoveredAt = 0;
     const sink: UsageSink = {
       name: 'lagging-sink',
       write: async (batch) => {
-        if (failing) throw new Error('the store is down');
+        if (failing) {
+          firstFailedAt ||= Date.now();
+          throw new Error('the store is down');
+        }
         await postgresSink.write(batch);
+        recoveredAt ||= Date.now();
       },
       writeVoids: (voids) => postgresSink.writeVoids(voids),
     };
-    const lines: { level: string; msg: string; err?: unknown }[] = [];
+    const lines: { level: string; msg: string; err?: unknown; attempts?: number; seconds?: number }[] = [];
     const log = createLogger({
       level: 'info',
       service: 'sinks',
@@ -639,6 +645,11 @@ describe('usage sinks', () => {
         ['error', 'usage sink write failed; retrying'],
         ['info', 'usage sink writes again'],
       ]);
+      // how long the outage lasted, from its first failed attempt, not from its last (the last
+      // pause between attempts, 1.6 s and more after 2 s of failing, would be left out)
+      const again = about.find((line) => line.msg === 'usage sink writes again')!;
+      expect(again.seconds).toBeGreaterThanOrEqual(Math.floor((recoveredAt - firstFailedAt) / 1000));
+      expect(again.attempts).toBeGreaterThanOrEqual(4);
       expect(lines.some((line) => line.err)).toBe(false);
     } finally {
       await runner.stop();
