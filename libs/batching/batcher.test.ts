@@ -210,6 +210,30 @@ describe('Batcher', () => {
     expect(await Promise.all(outputs)).toEqual([1, 2, 3]);
   });
 
+  it('a batch settling with nothing open starts no linger: a later item waits a whole linger of its own', async () => {
+    vi.useFakeTimers();
+    const releases: (() => void)[] = [];
+    const batches: string[][] = [];
+    const batcher = new Batcher<string, string>(
+      (items) => {
+        batches.push(items);
+        return new Promise((resolve) => releases.push(() => resolve(items)));
+      },
+      { lingerMs: 100, maxInFlight: 1, maxWeight: 2, weight: (item) => item.length },
+    );
+    const outputs = [batcher.submit('aa'), batcher.submit('bb')]; // two batches by weight, 2 running
+    releases.shift()!(); // 'aa' settles with nothing open; 'bb' still holds the only slot
+    await vi.advanceTimersByTimeAsync(50);
+    outputs.push(batcher.submit('c')); // no free slot: lingers 100 from here
+    await vi.advanceTimersByTimeAsync(99);
+    expect(batches).toEqual([['aa'], ['bb']]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(batches).toEqual([['aa'], ['bb'], ['c']]);
+    releases.shift()!();
+    releases.shift()!();
+    expect(await Promise.all(outputs)).toEqual(['aa', 'bb', 'c']);
+  });
+
   it('weighs each item with `weight`: one item of the whole weight closes its batch alone', async () => {
     vi.useFakeTimers();
     const { batches, batcher } = echoBatcher<string>({
