@@ -454,6 +454,73 @@ describe('DependencyGuard', () => {
     }
   });
 
+  it('names its error DependencyUnavailableError', async () => {
+    const g = guard({ isOutage: refusedIsOutage });
+    const error = await g
+      .run(async () => Promise.reject(new Error('connection refused')))
+      .catch((e: unknown) => e);
+    expect((error as Error).name).toBe('DependencyUnavailableError');
+    expect(String(error)).toBe('DependencyUnavailableError: kafka is unavailable (connection refused)');
+  });
+
+  it('abandons a call found slow once, though it both finds the outage and is given up on with the rest', async () => {
+    probeAnswers = false;
+    const g = guard();
+    const abandoned = vi.fn();
+    const stuck = await outcomeOf(g.run(() => new Promise<string>(() => {}), abandoned));
+    await vi.advanceTimersByTimeAsync(1250);
+    expect(givenUp(stuck)).toBe(true);
+    expect(abandoned).toHaveBeenCalledOnce();
+  });
+
+  it('a late failure of a call given up on changes nothing, though it looks like an outage', async () => {
+    const g = guard({ isOutage: refusedIsOutage });
+    const stuck = pending<string>();
+    const outcome = await outcomeOf(g.run(() => stuck.promise));
+    await vi.advanceTimersByTimeAsync(1250); // given up on; the probe answers at once
+    expect(givenUp(outcome)).toBe(true);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(g.available).toBe(true);
+    stuck.reject(new Error('connection refused'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(g.available).toBe(true);
+    expect(recorded.lines.map((line) => line.msg)).toEqual(['kafka unavailable', 'kafka available again']);
+  });
+
+  it('rounds a quarter of waitMs down to the millisecond for its tick', async () => {
+    probeAnswers = false;
+    const g = guard({ waitMs: 402 });
+    const stuck = await stuckAfter(g, 10); // ticks every 100 ms, not 101; the bound passes at 412 ms
+    await vi.advanceTimersByTimeAsync(489); // 499 ms
+    expect(givenUp(stuck)).toBe(false);
+    await vi.advanceTimersByTimeAsync(1); // the tick at 500 ms
+    expect(givenUp(stuck)).toBe(true);
+  });
+
+  it('rounds the length of an outage to the nearest tenth of a second when it ends', async () => {
+    const g = guard({ probe: quickProbe, isOutage: refusedIsOutage, probeIntervalMs: 290 });
+    probeAnswers = false;
+    await findOutage(g);
+    await vi.advanceTimersByTimeAsync(1000); // probes at 0, 290, 580 and 870 ms fail
+    probeAnswers = true;
+    await vi.advanceTimersByTimeAsync(160); // the probe at 1160 ms answers: 1.16 s
+    expect(g.available).toBe(true);
+    expect(recorded.lines.at(-1)!.fields.seconds).toBe(1.2);
+  });
+
+  it('keeps no process alive with its timers: the watchdog, the summary and the probe', async () => {
+    vi.useRealTimers();
+    const refTimers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    const g = guard({ probe: () => new Promise(() => {}), isOutage: refusedIsOutage });
+    const before = refTimers();
+    const stuck = g.run(() => new Promise<string>(() => {})).catch(() => {}); // starts the watchdog
+    expect(refTimers()).toBe(before);
+    await findOutage(g); // starts the summary and the first probe
+    expect(g.available).toBe(false);
+    expect(refTimers()).toBe(before);
+    await stuck;
+  });
+
   describe('when a slow call is probed', () => {
     it('keeps waiting for a slow call while the dependency answers its probe', async () => {
       const g = guard({ whenSlow: 'probe', name: 'database' });
