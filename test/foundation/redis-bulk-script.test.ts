@@ -34,6 +34,29 @@ describe('BulkScript', () => {
     expect(await script.call(redis, keys.length, [...keys, ...values])).toEqual(expected);
   });
 
+  it('calls a script Redis knows by its sha alone, never sending the script again', async () => {
+    const { script, sha } = unseenScript('return KEYS[1]');
+    const key = `bulk:by-sha:${randomUUID()}`;
+    const monitor = await redis.monitor();
+    const sent: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args.includes(key)) sent.push(args.slice(0, 2));
+    });
+    try {
+      expect(await script.call(redis, 1, [key])).toBe(key);
+      await vi.waitFor(() => expect(sent).toHaveLength(2));
+      expect(sent).toEqual([
+        ['evalsha', sha],
+        ['eval', expect.stringContaining('return KEYS[1]')], // MONITOR shows the script escaped
+      ]);
+      expect(await script.call(redis, 1, [key])).toBe(key);
+      await vi.waitFor(() => expect(sent).toHaveLength(3));
+      expect(sent[2]).toEqual(['evalsha', sha]);
+    } finally {
+      monitor.disconnect();
+    }
+  });
+
   it("passes the script's own errors on", async () => {
     const { script } = unseenScript("return redis.error_reply('ERR refused by the script')");
     await expect(script.call(redis, 0, [])).rejects.toThrow('refused by the script');
