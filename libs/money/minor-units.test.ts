@@ -29,6 +29,18 @@ describe('payable amounts in the minor unit', () => {
     expect(knownMinorUnitDigits('BHD ')).toBe(3);
   });
 
+  it('names its error UnknownCurrencyError, with the code it did not know', () => {
+    const error = (() => {
+      try {
+        return minorUnitDigits('CLF');
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    expect(error).toMatchObject({ name: 'UnknownCurrencyError', currency: 'CLF' });
+    expect(String(error)).toBe('UnknownCurrencyError: no ISO 4217 minor unit known for "CLF"');
+  });
+
   it('gives every billable currency its ISO 4217 exponent', () => {
     // docs/decisions.md, "Payable amounts": amounts are rounded to the currency's minor unit (ISO 4217)
     const iso4217: Record<string, number> = {
