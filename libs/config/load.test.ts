@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
 import {
   apiSettings,
   ConfigError,
@@ -40,6 +41,33 @@ describe('configuration', () => {
       const problems = (error as ConfigError).problems.join('\n');
       for (const name of ['PORT', 'DATABASE_URL', 'REDIS_URL', 'LOG_LEVEL']) expect(problems).toContain(name);
     }
+  });
+
+  it('lists every problem on a line of its own under one heading, in an error named ConfigError', () => {
+    let error = new Error('loaded');
+    try {
+      loadConfig(apiSettings, { PORT: 'eighty', LOG_LEVEL: 'loud' });
+    } catch (caught) {
+      error = caught as Error;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const lines = error.message.split('\n');
+    expect(lines[0]).toBe('Invalid configuration:');
+    expect(lines.slice(1)).toEqual([
+      expect.stringMatching(/^ {2}- LOG_LEVEL: /),
+      '  - PORT: must be a whole number (digits only)',
+    ]);
+    expect(error.name).toBe('ConfigError');
+    expect(String(error)).toMatch(/^ConfigError: Invalid configuration:/);
+  });
+
+  it("names a problem of the whole environment, which no one variable carries, '(env)'", () => {
+    const schema = z
+      .object({ FROM: z.string(), TO: z.string() })
+      .refine((env) => env.FROM < env.TO, 'FROM must come before TO');
+    expect(() => loadConfig(schema, { FROM: 'b', TO: 'a' })).toThrow(
+      expect.objectContaining({ problems: ['(env): FROM must come before TO'] }),
+    );
   });
 
   it('treats an empty variable as unset, spaces only too, and reads values without surrounding spaces', () => {
@@ -109,6 +137,11 @@ describe('configuration', () => {
       reaching('CLICKHOUSE_URL', Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:1'))),
     ).rejects.toThrow('cannot reach CLICKHOUSE_URL: connect ECONNREFUSED 127.0.0.1:1');
     await expect(reaching('DATABASE_URL', Promise.resolve(7))).resolves.toBe(7);
+    const refused = new Error('connect ECONNREFUSED 127.0.0.1:1');
+    await expect(reaching('CLICKHOUSE_URL', Promise.reject(refused))).rejects.toHaveProperty(
+      'cause',
+      refused,
+    );
   });
 });
 
