@@ -165,6 +165,18 @@ describe('regionCode', () => {
     expect(regionCode('US', 'Que.')).toBe('QUE.');
     expect(regionCode('DE', 'Bayern')).toBe('BAYERN');
   });
+
+  it('reads names and abbreviations only for Canada and the US, not for another country', () => {
+    expect(regionCode('MX', 'Texas')).toBe('TEXAS');
+    expect(regionCode('DE', 'Calif.')).toBe('CALIF.');
+    expect(regionCode('GB', 'Ontario')).toBe('ONTARIO');
+  });
+
+  it('takes exactly two letters as a code: fewer come back as typed, upper-cased without surrounding spaces', () => {
+    expect(regionCode('CA', ' n.s. ')).toBe('NS');
+    expect(regionCode('CA', ' q. ')).toBe('Q.');
+    expect(regionCode('CA', ' Atlantis ')).toBe('ATLANTIS');
+  });
 });
 
 describe('regions the tax table knows', () => {
