@@ -132,6 +132,25 @@ describe('configuration', () => {
     expect(config.WEBHOOK_RETRY_DELAYS_MS).toEqual([10, 20]);
   });
 
+  it('reads a list of delays with spaces around its items', () => {
+    expect(
+      loadConfig(dispatcherSettings, { WEBHOOK_RETRY_DELAYS_MS: '10, 20 ,30' }).WEBHOOK_RETRY_DELAYS_MS,
+    ).toEqual([10, 20, 30]);
+  });
+
+  it('takes a broker port from 1 to 65535 and refuses 0 and 65536', () => {
+    for (const port of [1, 65535]) {
+      expect(loadConfig(ingestSettings, { KAFKA_BROKERS: `kafka:${port}` }).KAFKA_BROKERS).toEqual([
+        `kafka:${port}`,
+      ]);
+    }
+    for (const port of [0, 65536]) {
+      expect(() => loadConfig(ingestSettings, { KAFKA_BROKERS: `kafka:${port}` }), String(port)).toThrow(
+        /KAFKA_BROKERS.0: must be host:port with a port from 1 to 65535/,
+      );
+    }
+  });
+
   it('names the setting whose service a start-up step could not reach', async () => {
     await expect(
       reaching('CLICKHOUSE_URL', Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:1'))),
