@@ -103,6 +103,34 @@ describe('connectRedis', () => {
     }
   });
 
+  it('fails a command in flight after one retry when the connection is lost and Redis stays unreachable', async () => {
+    // a proxy to Redis that the test takes away: the client's reconnections are then refused
+    const target = new URL(testServices().redisUrl);
+    const sockets = new Set<net.Socket>();
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(Number(target.port || 6379), target.hostname);
+      for (const socket of [client, upstream]) {
+        sockets.add(socket);
+        socket.on('error', () => {});
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const { port } = proxy.address() as net.AddressInfo;
+    const client = await connectRedis(`redis://127.0.0.1:${port}`, 60_000);
+    try {
+      const inFlight = client.blpop(`bulk:never:${randomUUID()}`, 30).catch((error: unknown) => error);
+      await vi.waitFor(() => expect(sockets.size).toBe(2));
+      proxy.close();
+      for (const socket of sockets) socket.destroy();
+      const started = Date.now();
+      expect(String(await inFlight)).toMatch(/max retries per request/i);
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      client.disconnect();
+    }
+  });
+
   it('fails a start against a Redis that refuses, naming why, and leaves no client reconnecting', async () => {
     // a port nothing listens on: taken, then freed
     const server = net.createServer();
