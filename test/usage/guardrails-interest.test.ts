@@ -4,6 +4,7 @@ import {
   alertPolicy,
   createAlert,
   draftPolicy,
+  type TouchedSubscription,
   topUpPolicy,
   UsageGuardrails,
 } from '../../libs/guardrails/index.js';
@@ -277,6 +278,78 @@ describe('the guardrails skip what no policy watches', () => {
           .length;
       await eventually(async () => expect(await fired()).toBe(1), 8 * RELOAD_MS + 2000);
     } finally {
+      await guardrails.stop();
+      await stores.close();
+    }
+  });
+});
+
+describe('a watched subscription whose item a batch voids', () => {
+  it('is handed voided whether the void comes before or after an event of the item', async () => {
+    const stores = readStores();
+    const evaluations: TouchedSubscription[][] = [];
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const guardrails = new UsageGuardrails({
+      db: database.db,
+      log: runLogger('guardrails-interest'),
+      policies: [
+        {
+          name: 'recorder',
+          watches: 'SELECT org_id, id FROM subscriptions',
+          async evaluate(touched) {
+            evaluations.push(touched.map((t) => ({ ...t })));
+            // the first load's evaluation holds: everything handed meanwhile is the next batch
+            await held;
+          },
+        },
+      ],
+      reloadMs: 600_000,
+    });
+    const pgSink = new PostgresUsageSink(database.db);
+    const voidFirst = await meteredItem();
+    const eventFirst = await meteredItem();
+    /** An event of the item, counted, and voided (its row too): the void as the log carries it. */
+    const voidOf = async (item: Awaited<ReturnType<typeof meteredItem>>) => {
+      const counted = item.event('5');
+      await pgSink.write([counted]);
+      const voids = [{ event: counted, voidedAtMs: Date.now() }];
+      await pgSink.writeVoids(voids);
+      return voids;
+    };
+    const [firstVoids, laterVoids] = [await voidOf(voidFirst), await voidOf(eventFirst)];
+    guardrails.attach(stores);
+    const sink = guardrails.sink('queued');
+    try {
+      await eventually(async () => expect(evaluations).toHaveLength(1), 5000);
+      await sink.writeVoids(firstVoids);
+      const events = [voidFirst.event('1'), eventFirst.event('1')];
+      await pgSink.write(events);
+      await sink.write(events);
+      await sink.writeVoids(laterVoids);
+      release();
+      await eventually(async () => expect(evaluations).toHaveLength(2), 5000);
+      const mine = [voidFirst, eventFirst].map((item) =>
+        evaluations[1]!.find((t) => t.subscriptionId === item.subscriptionId),
+      );
+      expect(mine).toEqual([
+        {
+          orgId: org.orgId,
+          customerId: voidFirst.customerId,
+          subscriptionId: voidFirst.subscriptionId,
+          voided: true,
+        },
+        {
+          orgId: org.orgId,
+          customerId: eventFirst.customerId,
+          subscriptionId: eventFirst.subscriptionId,
+          voided: true,
+        },
+      ]);
+    } finally {
+      release();
       await guardrails.stop();
       await stores.close();
     }
