@@ -355,3 +355,41 @@ describe('a watched subscription whose item a batch voids', () => {
     }
   });
 });
+
+describe('the loads of the watched items', () => {
+  it('evaluate an item once, at the load that finds it watched, not again at each load or before the sweep', async () => {
+    const stores = readStores();
+    const evaluations: TouchedSubscription[][] = [];
+    const guardrails = new UsageGuardrails({
+      db: database.db,
+      log: runLogger('guardrails-interest'),
+      policies: [
+        {
+          name: 'recorder',
+          watches: 'SELECT org_id, id FROM subscriptions',
+          async evaluate(touched) {
+            evaluations.push(touched.map((t) => ({ ...t })));
+          },
+        },
+      ],
+      reloadMs: 100,
+      sweepMs: 600_000,
+    });
+    try {
+      await meteredItem();
+      guardrails.attach(stores);
+      // the first load finds every item watched, and evaluates each
+      await eventually(async () => expect(evaluations).toHaveLength(1), 5000);
+      const { subscriptionId } = await meteredItem();
+      // the next load finds the new one, and evaluates it alone
+      await eventually(async () => expect(evaluations).toHaveLength(2), 5000);
+      expect(evaluations[1]!.map((t) => t.subscriptionId)).toEqual([subscriptionId]);
+      // ten loads more, no usage, the sweep far off: nothing to evaluate
+      await sleep(1000);
+      expect(evaluations).toHaveLength(2);
+    } finally {
+      await guardrails.stop();
+      await stores.close();
+    }
+  });
+});
