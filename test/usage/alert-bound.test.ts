@@ -710,6 +710,31 @@ describe('usage_quantity alerts read only near their threshold', () => {
       await alerts.stop();
     }
   });
+  it('alerts group: a skipped alert is read once refreshMs after the skip, not before, and not again', async () => {
+    const refreshMs = 3000;
+    const alerts = await quantityAlerts(stores, { refreshMs, reloadMs: 100 });
+    const sink = alerts.sink();
+    try {
+      await sleep(SETTLE_MS + 50);
+      const armedAt = Date.now();
+      const { event, state } = await alertedItem('100');
+      await sleep(300); // loaded by a reload since (skipped there: its reading at creation bounds it)
+      await countedThenHanded(sink, [event('60')]); // bound 60: skipped
+      const before = await reads('refresh');
+      // no reload reads it before refreshMs passed since it was first skipped (after it was armed)
+      await sleep(Math.max(0, armedAt + refreshMs / 2 - Date.now()));
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+      // read refreshMs after the skip, by a reload
+      await eventually(async () => expect(await state()).toMatchObject({ value: '60.00000000' }), 6000);
+      await eventually(async () => expect(await reads('refresh')).toBeGreaterThan(before), 1000);
+      const refreshed = await reads('refresh');
+      // a reload every 100 ms, no usage: none reads it again before refreshMs passed since that read
+      await sleep(refreshMs / 2);
+      expect((await reads('refresh')) - refreshed).toBe(0);
+    } finally {
+      await alerts.stop();
+    }
+  });
   it('alerts group: an alert whose usage came before its first load is read after refreshMs all the same', async () => {
     const alerts = await quantityAlerts(stores, { refreshMs: 500, reloadMs: 1000 });
     const sink = alerts.sink();
