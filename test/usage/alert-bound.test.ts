@@ -454,6 +454,23 @@ describe('usage_quantity alerts read only near their threshold', () => {
     }
   });
 
+  it('alerts group: a member given the whole log again bounds on readings made settleMs after it was told', async () => {
+    // no reload but the first (a reload reads alerts changed since the last one, whatever the bound)
+    const alerts = await quantityAlerts(stores, { reloadMs: 600_000 });
+    const sink = alerts.sink();
+    try {
+      sink.assigned?.(false);
+      sink.assigned?.(true); // the other member left: this one reads every partition from now on
+      await sleep(SETTLE_MS + 50);
+      const { event, state } = await alertedItem('100');
+      await sink.write([]); // the first load: its reading at creation bounds it, so it is not read
+      await countedThenHanded(sink, [event('60')]); // bound 60: skipped
+      expect(await state()).toMatchObject({ status: 'OK', value: '0.00000000' });
+    } finally {
+      await alerts.stop();
+    }
+  });
+
   it('alerts group: a member reading only some partitions draws no bound, even on a reading made after it was told', async () => {
     const alerts = await quantityAlerts(stores, { reloadMs: 200 });
     const sink = alerts.sink();
