@@ -32,6 +32,10 @@ describe('console argv', () => {
     });
   });
 
+  it('reads a flag with nothing before its = as the empty flag with that value', () => {
+    expect(parseArgv(['--=x', 'word'])).toEqual({ words: ['word'], flags: { '': 'x' }, repeated: [] });
+  });
+
   it('keeps JSON values whole', () => {
     expect(parseArgv(['--items', '[{"product_id": 1}]']).flags.items).toBe('[{"product_id": 1}]');
   });
