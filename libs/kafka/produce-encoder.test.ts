@@ -133,36 +133,24 @@ describe('produceRequestBytes', () => {
 });
 
 describe('produceRequestBytes timestamps', () => {
+  /** One partition's messages, one per timestamp. */
+  const batch = (timestamps: number[]) => ({
+    acks: -1,
+    timeout: 1000,
+    topicData: [
+      {
+        topic: 't',
+        partitions: [{ partition: 0, messages: timestamps.map((timestamp) => ({ value: 'v', timestamp })) }],
+      },
+    ],
+  });
+
   it('refuses timestamps further apart in one batch than it encodes exactly (2^51 ms)', () => {
-    const batch = (timestamps: number[]) => ({
-      acks: -1,
-      timeout: 1000,
-      topicData: [
-        {
-          topic: 't',
-          partitions: [
-            { partition: 0, messages: timestamps.map((timestamp) => ({ value: 'v', timestamp })) },
-          ],
-        },
-      ],
-    });
     expect(produceRequestBytes(batch([1, 1 + 2 ** 51]))).toBeInstanceOf(Buffer);
     expect(() => produceRequestBytes(batch([1, 2 + 2 ** 51]))).toThrow(/out of range/);
   });
 
   it("refuses a message 2^51 ms before the batch's first timestamp too (sorted as text, it can be)", () => {
-    const batch = (timestamps: number[]) => ({
-      acks: -1,
-      timeout: 1000,
-      topicData: [
-        {
-          topic: 't',
-          partitions: [
-            { partition: 0, messages: timestamps.map((timestamp) => ({ value: 'v', timestamp })) },
-          ],
-        },
-      ],
-    });
     // "2251799813685257" sorts before "9" and "8": the batch starts at 9 + 2^51, the others fall before it
     expect(produceRequestBytes(batch([9, 9 + 2 ** 51]))).toBeInstanceOf(Buffer);
     expect(() => produceRequestBytes(batch([8, 9 + 2 ** 51]))).toThrow(/out of range/);

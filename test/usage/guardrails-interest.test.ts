@@ -65,6 +65,30 @@ function evaluator(stores: UsageReadStores, sweepMs?: number) {
   };
 }
 
+/**
+ * Guardrails whose one policy records what each evaluation is handed, every subscription watched;
+ * each evaluation waits for `gate` once it recorded.
+ */
+function recordingGuardrails(timing: { reloadMs: number; sweepMs?: number }, gate?: Promise<void>) {
+  const evaluations: TouchedSubscription[][] = [];
+  const guardrails = new UsageGuardrails({
+    db: database.db,
+    log: runLogger('guardrails-interest'),
+    policies: [
+      {
+        name: 'recorder',
+        watches: 'SELECT org_id, id FROM subscriptions',
+        async evaluate(touched) {
+          evaluations.push(touched.map((t) => ({ ...t })));
+          await gate;
+        },
+      },
+    ],
+    ...timing,
+  });
+  return { guardrails, evaluations };
+}
+
 /** A customer with one metered item at 1.00 a call, in a running month. */
 async function meteredItem() {
   const db = database.db;
@@ -287,27 +311,12 @@ describe('the guardrails skip what no policy watches', () => {
 describe('a watched subscription whose item a batch voids', () => {
   it('is handed voided whether the void comes before or after an event of the item', async () => {
     const stores = readStores();
-    const evaluations: TouchedSubscription[][] = [];
     let release: () => void = () => {};
     const held = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const guardrails = new UsageGuardrails({
-      db: database.db,
-      log: runLogger('guardrails-interest'),
-      policies: [
-        {
-          name: 'recorder',
-          watches: 'SELECT org_id, id FROM subscriptions',
-          async evaluate(touched) {
-            evaluations.push(touched.map((t) => ({ ...t })));
-            // the first load's evaluation holds: everything handed meanwhile is the next batch
-            await held;
-          },
-        },
-      ],
-      reloadMs: 600_000,
-    });
+    // the first load's evaluation holds: everything handed meanwhile is the next batch
+    const { guardrails, evaluations } = recordingGuardrails({ reloadMs: 600_000 }, held);
     const pgSink = new PostgresUsageSink(database.db);
     const voidFirst = await meteredItem();
     const eventFirst = await meteredItem();
@@ -359,22 +368,7 @@ describe('a watched subscription whose item a batch voids', () => {
 describe('the loads of the watched items', () => {
   it('evaluate an item once, at the load that finds it watched, not again at each load or before the sweep', async () => {
     const stores = readStores();
-    const evaluations: TouchedSubscription[][] = [];
-    const guardrails = new UsageGuardrails({
-      db: database.db,
-      log: runLogger('guardrails-interest'),
-      policies: [
-        {
-          name: 'recorder',
-          watches: 'SELECT org_id, id FROM subscriptions',
-          async evaluate(touched) {
-            evaluations.push(touched.map((t) => ({ ...t })));
-          },
-        },
-      ],
-      reloadMs: 100,
-      sweepMs: 600_000,
-    });
+    const { guardrails, evaluations } = recordingGuardrails({ reloadMs: 100, sweepMs: 600_000 });
     try {
       await meteredItem();
       guardrails.attach(stores);
