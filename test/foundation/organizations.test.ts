@@ -45,6 +45,17 @@ describe('creating an organization', () => {
     expect(rows).toEqual([{ country: 'CA' }]);
   });
 
+  it('keeps the payment terms and country given, 0-day terms included', async () => {
+    const org = await createOrganization(database.db, {
+      name: 'Cash Upfront LLC',
+      paymentTermsDays: 0,
+      country: 'US',
+    });
+    expect(org.payment_terms_days).toBe(0);
+    const { rows } = await database.db.query('SELECT country FROM organizations WHERE id = $1', [org.id]);
+    expect(rows).toEqual([{ country: 'US' }]);
+  });
+
   it('takes a name of 1 to 255 characters', async () => {
     expect((await createOrganization(database.db, { name: 'n'.repeat(255) })).name).toHaveLength(255);
     expect(await refusal(createOrganization(database.db, { name: 'n'.repeat(256) }))).toEqual([
