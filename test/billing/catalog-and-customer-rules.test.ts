@@ -32,6 +32,9 @@ describe('updateCustomer within an organization', () => {
       {}, // no field: read back as it is, still only within the organization
       { name: 'Taken' },
       { state_province: 'QC' },
+      // a region or country wrong for that customer is still not found, not a 422 that reveals it
+      { state_province: 'NY' },
+      { country: 'US' },
       { country: 'US', state_province: 'NY' },
     ]) {
       await expect(
@@ -53,6 +56,21 @@ describe('updateCustomer within an organization', () => {
     await expect(
       updateCustomer(database.db, { customerId: customer.id, orgId: theirs.orgId }, { name: 'Renamed' }),
     ).resolves.toMatchObject({ name: 'Renamed' });
+  });
+});
+
+describe('updateCustomer: text Postgres cannot store', () => {
+  it('is refused with 422 naming the field, the customer kept', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const customer = await createCustomer(database.db, orgId, CreateCustomer.parse({ name: 'Clean' }));
+    await expect(
+      updateCustomer(database.db, { customerId: customer.id, orgId }, { city: 'Nul\u0000ville' }),
+    ).rejects.toMatchObject({
+      status: 422,
+      code: 'VALIDATION_ERROR',
+      details: [expect.objectContaining({ field: 'city' })],
+    });
+    expect(await getCustomer(database.db, orgId, customer.id)).toMatchObject({ city: null });
   });
 });
 
@@ -153,6 +171,55 @@ describe('updateProduct', () => {
       name: 'Theirs',
       is_active: true,
     });
+  });
+});
+
+describe('updateProduct within its organization', () => {
+  it('changes only the fields given, the others kept', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const product = await createProduct(database.db, orgId, {
+      name: 'Seats',
+      pricing_type: 'recurring',
+      sku: 'SEAT-1',
+      description: 'One seat',
+      external_id: 'ext-1',
+    });
+    const ref = { productId: product.id, orgId };
+    expect(await updateProduct(database.db, ref, { is_active: false })).toMatchObject({
+      name: 'Seats',
+      sku: 'SEAT-1',
+      description: 'One seat',
+      unit_label: 'unit',
+      external_id: 'ext-1',
+      is_active: false,
+    });
+    expect(await updateProduct(database.db, ref, { name: 'Seats v2', sku: '' })).toMatchObject({
+      name: 'Seats v2',
+      sku: '',
+      description: 'One seat',
+      is_active: false,
+    });
+  });
+
+  it('with no field given, returns the product untouched, updated_at included', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const product = await createProduct(database.db, orgId, { name: 'Still', pricing_type: 'recurring' });
+    const read = await updateProduct(database.db, { productId: product.id, orgId }, {});
+    expect(read).toEqual(product);
+  });
+});
+
+describe('createProduct', () => {
+  it('puts a product in the usage category when usage-priced, else in software, unless given one', async () => {
+    const { orgId } = await createTestOrg(database.db);
+    const usage = await createProduct(database.db, orgId, { name: 'Calls', pricing_type: 'usage' });
+    const recurring = await createProduct(database.db, orgId, { name: 'Seats', pricing_type: 'recurring' });
+    const given = await createProduct(database.db, orgId, {
+      name: 'Support',
+      pricing_type: 'recurring',
+      category: 'service',
+    });
+    expect([usage.category, recurring.category, given.category]).toEqual(['usage', 'software', 'service']);
   });
 });
 
