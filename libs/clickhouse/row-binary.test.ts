@@ -16,6 +16,13 @@ describe('RowBinaryWriter', () => {
     expect(() => new RowBinaryWriter().uint64(2 ** 53)).toThrow();
   });
 
+  it('grows the buffer for an integer one byte wider than the room left', () => {
+    expect(hex(new RowBinaryWriter(1).uint8(1).uint8(2))).toBe('0102');
+    expect(hex(new RowBinaryWriter(1).uint16(0x0102))).toBe('0201');
+    expect(hex(new RowBinaryWriter(3).uint32(0x01020304))).toBe('04030201');
+    expect(hex(new RowBinaryWriter(7).uint64(2 ** 32 + 5))).toBe('0500000001000000');
+  });
+
   it('writes a string as its UTF-8 length, then its bytes, whatever the length', () => {
     for (const text of [
       '',
