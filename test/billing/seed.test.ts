@@ -98,6 +98,27 @@ describe('demo seed', () => {
     expect(flagged!.n).toBeGreaterThanOrEqual(1);
   });
 
+  it('cancels at once, at the period end before the run, and flags one to cancel after it', async () => {
+    const rows = await query<{ status: string; flagged: boolean; skus: string }>(
+      `SELECT s.status, s.cancel_at_period_end AS flagged,
+              (SELECT string_agg(p.sku, ',' ORDER BY p.sku) FROM subscription_items i
+                 JOIN products p ON p.id = i.product_id WHERE i.subscription_id = s.id) AS skus
+         FROM subscriptions s
+        WHERE s.org_id = $1 AND (s.status = 'canceled' OR s.cancel_at_period_end)
+        ORDER BY skus, s.status`,
+    );
+    expect(rows).toEqual(
+      [
+        // canceled at its period end, which the billing run reached
+        { status: 'canceled', flagged: true, skus: 'SEAT,USG-MSG' },
+        // canceled after the run, at once
+        { status: 'canceled', flagged: false, skus: 'SEAT' },
+        // flagged after the run: active until its period ends
+        { status: 'active', flagged: true, skus: 'PLAT-FEE' },
+      ].sort((a, b) => a.skus.localeCompare(b.skus)),
+    );
+  });
+
   it('has invoices in every status, with transactions (some several)', async () => {
     const statuses = await query<{ status: string }>(
       'SELECT DISTINCT status FROM invoices WHERE org_id = $1',
@@ -112,6 +133,17 @@ describe('demo seed', () => {
       'SELECT DISTINCT type FROM invoice_transactions WHERE org_id = $1',
     );
     expect(types.map((r) => r.type).sort()).toEqual(['CREDIT_MEMO', 'PAYMENT', 'REFUND']);
+  });
+
+  it('posts the first draft by hand and leaves the others in draft', async () => {
+    const rows = await query<{ status: string }>(
+      `SELECT status FROM invoices WHERE org_id = $1 AND subscription_id IN
+         (SELECT subscription_id FROM subscription_items i JOIN products p ON p.id = i.product_id
+           WHERE i.org_id = $1 AND p.sku = 'SEAT' AND i.quantity = 6)
+        ORDER BY period_start, invoice_number`,
+    );
+    expect(rows.length).toBeGreaterThanOrEqual(2);
+    expect(rows.map((row) => row.status)).toEqual(['POSTED', ...rows.slice(1).map(() => 'DRAFT')]);
   });
 
   it('obeys the billing rules: totals add up, one currency per invoice, amounts match transactions', async () => {
