@@ -15,11 +15,14 @@ describe('demo seed, publishing its usage', () => {
   const batches: UsageEventRecord[][] = [];
   const committedAtPublish: boolean[] = [];
   const messages: string[] = [];
+  // off the hour, in the past: the seed starts its subscriptions on the hour before it
+  const now = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000 + 1_234_567);
 
   beforeAll(async () => {
     database = await createTestDatabase('seed_publish');
     const [org] = await seedDemoData(database.db, {
       orgs: 1,
+      now,
       progress: (message) => messages.push(message),
       publishUsage: async (events) => {
         // another connection: it sees the organization only once the seed's transaction committed
@@ -56,6 +59,49 @@ describe('demo seed, publishing its usage', () => {
   it('publishes only after the organization is committed', () => {
     expect(committedAtPublish.length).toBe(batches.length);
     expect(committedAtPublish.every(Boolean)).toBe(true);
+  });
+
+  it("draws each usage quantity within its product's range", async () => {
+    const { rows } = await database.db.query<{ id: number; sku: string }>(
+      `SELECT i.id::int AS id, p.sku FROM subscription_items i JOIN products p ON p.id = i.product_id
+        WHERE i.org_id = $1`,
+      [orgId],
+    );
+    const skus = new Map(rows.map((row) => [row.id, row.sku]));
+    const ranges: Record<string, [number, number]> = {
+      'USG-API': [200, 1400],
+      'USG-API-US': [150, 900],
+      'USG-STO': [2, 12],
+      'USG-CMP': [1, 9],
+      'USG-MSG': [300, 1500],
+      'USG-MSG-Q': [1, 10],
+    };
+    const outside = batches.flat().filter((event) => {
+      const [low, high] = ranges[skus.get(event.subscriptionItemId)!]!;
+      const quantity = Number(event.quantity);
+      return !Number.isInteger(quantity) || quantity < low || quantity > high;
+    });
+    expect(outside).toEqual([]);
+  });
+
+  it('dates usage on the hour after each start, every other day, recorded after it occurred and before now', () => {
+    const events = batches.flat();
+    expect(events.every((event) => event.occurredAtMs % 3_600_000 === 0)).toBe(true);
+    expect(events.every((event) => event.occurredAtMs < now.getTime())).toBe(true);
+    expect(events.every((event) => event.recordedAtMs > event.occurredAtMs)).toBe(true);
+    const byItem = new Map<number, number[]>();
+    for (const event of events) {
+      byItem.set(event.subscriptionItemId, [
+        ...(byItem.get(event.subscriptionItemId) ?? []),
+        event.occurredAtMs,
+      ]);
+    }
+    for (const itemTimes of byItem.values()) {
+      const times = itemTimes.sort((a, b) => a - b);
+      // the last one is the last before now: another two days on would be past it
+      expect(times.at(-1)! + 2 * 86_400_000).toBeGreaterThanOrEqual(now.getTime());
+      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBe(2 * 86_400_000);
+    }
   });
 
   it('creates exactly the stated number of customers and reports them', async () => {
