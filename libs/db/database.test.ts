@@ -77,5 +77,22 @@ describe('type parsers', () => {
     // NUMERIC stays its exact text; int4 is pg's own number
     expect(types.getTypeParser(1700, 'text')('0.10000000')).toBe('0.10000000');
     expect(types.getTypeParser(23, 'text')('42')).toBe(42);
+    // a binary int4 is read by pg's binary parser
+    expect(types.getTypeParser(23, 'binary')(Buffer.from([0, 0, 0, 42]) as unknown as string)).toBe(42);
+  });
+});
+
+describe('connection settings', () => {
+  const options = (database: Database) =>
+    database.pool.options as unknown as { connectionTimeoutMillis: number; keepAlive: boolean };
+
+  it('waits 10 s for a connection unless told otherwise, and keeps its connections alive over TCP', () => {
+    expect(options(db)).toMatchObject({ connectionTimeoutMillis: 10_000, keepAlive: true });
+    const quick = new Database('postgres://billing@127.0.0.1:1/none', { connectTimeoutMs: 300 });
+    try {
+      expect(options(quick)).toMatchObject({ connectionTimeoutMillis: 300, keepAlive: true });
+    } finally {
+      void quick.close();
+    }
   });
 });

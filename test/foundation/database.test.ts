@@ -308,6 +308,21 @@ describe('Database on Postgres with preparedStatements', () => {
     }
   });
 
+  it('keeps an idle connection for the next query, and lives on when the server ends it while idle', async () => {
+    const pooled = new Database(database.url, { poolSize: 1 });
+    try {
+      const first = await backendPid(pooled);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await backendPid(pooled)).toBe(first);
+      // the server ends the idle connection: pg reports it on the pool, which must not crash the process
+      await db.query('SELECT pg_terminate_backend($1)', [first]);
+      await vi.waitFor(() => expect(pooled.pool.totalCount).toBe(0), { timeout: 2000, interval: 5 });
+      expect(await backendPid(pooled)).not.toBe(first);
+    } finally {
+      await pooled.close();
+    }
+  });
+
   it('leaves no listener behind on a connection it gives back', async () => {
     const plain = new Database(database.url, { poolSize: 1 });
     const guarded = new Database(database.url, { poolSize: 1, stall: { waitMs: 10_000, log: runLogger() } });
