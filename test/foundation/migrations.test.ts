@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { Database, migrate } from '../../libs/db/index.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { roundTripEveryTable } from '../helpers/round-trip.js';
@@ -17,6 +17,14 @@ describe('migrations', () => {
     cleanups.push(() => database.drop());
     // the template is already migrated: a second run applies nothing
     expect(await migrate(database.db)).toEqual([]);
+    // the connection of its own is closed once it is done, not left open to the database
+    const leftOpen = async () =>
+      (
+        await database.db.query(
+          "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'SELECT pg_advisory_unlock%'",
+        )
+      ).rows;
+    await vi.waitFor(async () => expect(await leftOpen()).toEqual([]), { timeout: 2000, interval: 20 });
     const counts = await roundTripEveryTable(database.db);
     expect(Object.values(counts).every((n) => n === 1)).toBe(true);
   });
@@ -60,9 +68,12 @@ describe('migrations', () => {
       '903_broken.sql': 'CREATE TABLE half_done (id int);\nSELECT 1 / 0;',
       '904_after.sql': 'CREATE TABLE after_broken (id int);',
     });
-    await expect(migrate(database.db, directory)).rejects.toThrow(
-      /migration 903_broken\.sql failed: division by zero/,
-    );
+    const failed = await migrate(database.db, directory).catch((error: unknown) => error);
+    expect(failed).toMatchObject({
+      message: expect.stringMatching(/migration 903_broken\.sql failed: division by zero/),
+      // Postgres's own error kept as the cause, with its SQLSTATE
+      cause: { code: '22012' },
+    });
     const { rows } = await database.db.query<{ version: string }>(
       "SELECT version FROM schema_migrations WHERE version LIKE '90%' ORDER BY version",
     );
