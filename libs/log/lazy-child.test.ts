@@ -64,6 +64,25 @@ describe('lazyChildLogger', () => {
     expect(lines().map((line) => line.msg)).toEqual(['below the parent']);
   });
 
+  it('takes a level set on it for itself, leaving its parent as it was', () => {
+    const { log, lines } = capturing('info');
+    const lazy = lazyChildLogger(log, { reqId: 'req_5' });
+    lazy.level = 'debug';
+    expect(lazy.level).toBe('debug');
+    expect(log.level).toBe('info');
+    lazy.debug('below the parent');
+    log.debug('not written');
+    expect(lines().map((line) => line.msg)).toEqual(['below the parent']);
+  });
+
+  it('logs at every level, fatal and trace included, each under its name', () => {
+    const { log, lines } = capturing('trace');
+    const lazy = lazyChildLogger(log, { reqId: 'req_6' });
+    const levels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+    for (const level of levels) lazy[level](level);
+    expect(lines().map((line) => [line.level, line.msg])).toEqual(levels.map((level) => [level, level]));
+  });
+
   it('gives its own children both sets of bindings', () => {
     const { log, lines } = capturing('info');
     lazyChildLogger(log, { reqId: 'req_4' }).child({ job: 'j' }).info('nested');
