@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { checkReadiness, clickhouseCheck, type DependencyCheck } from './health.js';
 import { answerOpsRequest, type OpsServer, startOpsServer } from './ops-server.js';
@@ -37,6 +37,16 @@ describe('checkReadiness', () => {
     ]);
     expect(checks.text).toMatchObject({ status: 'down', error: 'socket closed' });
     expect(checks.blank).toMatchObject({ status: 'down', error: 'Error' });
+  });
+
+  it('reports how long each probe took, in milliseconds', async () => {
+    const slow: DependencyCheck = {
+      name: 'slow',
+      probe: () => new Promise((resolve) => setTimeout(resolve, 60)),
+    };
+    const { checks } = await checkReadiness([slow]);
+    expect(checks.slow!.latency_ms).toBeGreaterThanOrEqual(50);
+    expect(checks.slow!.latency_ms).toBeLessThan(1000);
   });
 
   it('reports a dependency that never answers as down after 2 s, not before', async () => {
@@ -115,6 +125,20 @@ describe('startOpsServer', () => {
     const head = await fetch(url('/readyz'), { method: 'HEAD' });
     expect(head.status).toBe(200);
     expect(await head.text()).toBe('');
+  });
+});
+
+describe('startOpsServer closing', () => {
+  it('closes at once with a request still open on it', async () => {
+    const ops = await startOpsServer({ host: '127.0.0.1', port: 0, checks: () => [] });
+    // half a request: the connection is busy, and would stay so until its headers time out
+    const accepted = new Promise<void>((resolve) => ops.server.once('connection', () => resolve()));
+    const socket = connect(ops.port, '127.0.0.1');
+    const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.write('GET /healthz HTTP/1.1\r\nhost: ops\r\n');
+    await accepted;
+    await ops.close();
+    await ended;
   });
 });
 
