@@ -189,6 +189,14 @@ describe('hot metrics', () => {
     expect(() => histogram.labels().observe(Number.POSITIVE_INFINITY)).toThrow(TypeError);
   });
 
+  it('count one for an inc() given nothing, twice in a row two', async () => {
+    const registry = new Registry();
+    const counter = new HotCounter({ name: 'c_total', help: 'C.', registers: [registry] });
+    counter.inc();
+    counter.inc();
+    expect(await registry.metrics()).toContain('c_total 2');
+  });
+
   it('take an increment of 0, as prom-client does (a batch of no events counts nothing)', async () => {
     const registry = new Registry();
     const counter = new HotCounter({ name: 'c_total', help: 'C.', registers: [registry] });
