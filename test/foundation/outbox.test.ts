@@ -110,6 +110,22 @@ describe('the outbox', () => {
     }
   });
 
+  it('has sent the wake-up by the time it returns, on a client closed right after', async () => {
+    const listener = await database.db.pool.connect();
+    const notifications: string[] = [];
+    listener.on('notification', (message) => notifications.push(message.channel));
+    await listener.query('LISTEN outbox');
+    const client = await database.db.pool.connect();
+    try {
+      await emitDomainEvent(client, { orgId: org.orgId, type: 'invoice.posted', data: {} });
+      // its connection ends here: a NOTIFY still queued on it would be lost
+      client.release(true);
+      await expect.poll(() => notifications.length).toBe(1);
+    } finally {
+      listener.release();
+    }
+  });
+
   it('wakes nobody for a transaction that emits no events', async () => {
     const listener = await database.db.pool.connect();
     const notifications: string[] = [];
