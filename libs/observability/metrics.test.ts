@@ -58,3 +58,12 @@ describe('instrument names, labels and buckets (what dashboards query)', () => {
     expect(text).toMatch(/billing_kafka_produce_batch_size_bucket\{le="2500"\} 1\n/);
   });
 });
+
+describe('the process metrics', () => {
+  it("expose the process's own CPU, memory and event-loop lag beside the billing ones", async () => {
+    const text = await registry.metrics();
+    expect(text).toContain('# TYPE process_cpu_user_seconds_total counter');
+    expect(text).toContain('# TYPE process_resident_memory_bytes gauge');
+    expect(text).toContain('# TYPE nodejs_eventloop_lag_p99_seconds gauge');
+  });
+});
