@@ -112,7 +112,8 @@ describe('startOpsServer', () => {
 
     const metrics = await fetch(url('/metrics'));
     expect(metrics.status).toBe(200);
-    expect(metrics.headers.get('content-type')).toMatch(/^text\/plain/);
+    // the version tells Prometheus which text format to parse
+    expect(metrics.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     expect(await metrics.text()).toContain('# TYPE billing_http_requests_total counter');
 
     expect((await fetch(url('/healthz/extra'))).status).toBe(404);
@@ -125,6 +126,25 @@ describe('startOpsServer', () => {
     const head = await fetch(url('/readyz'), { method: 'HEAD' });
     expect(head.status).toBe(200);
     expect(await head.text()).toBe('');
+  });
+});
+
+describe('startOpsServer failing', () => {
+  it('answers 500 when the checks cannot be listed', async () => {
+    const ops = await startOpsServer({
+      host: '127.0.0.1',
+      port: 0,
+      checks: () => {
+        throw new Error('sinks not started');
+      },
+    });
+    try {
+      const answer = await fetch(`http://127.0.0.1:${ops.port}/readyz`);
+      expect(answer.status).toBe(500);
+      expect(await answer.json()).toEqual({ error: 'internal error' });
+    } finally {
+      await ops.close();
+    }
   });
 });
 
