@@ -1,22 +1,10 @@
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../libs/db/index.js';
-import { freePort } from '../helpers/processes.js';
-
-function isListening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
+import { freePort, isListening } from '../helpers/processes.js';
 
 describe('openDatabase without DATABASE_URL, when nothing serves the embedded database', () => {
   it('serves DATA_DIR itself with the pool size and query timeout of its settings, and stops it on close', async () => {

@@ -1,23 +1,12 @@
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type CommonConfig, embeddedSettings, loadConfig } from '../../libs/config/index.js';
 import { openPlatform } from '../../libs/platform/index.js';
+import { isListening } from '../helpers/processes.js';
 import { freeTcpPort } from '../helpers/redis-server.js';
-
-function isListening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
 
 describe('openPlatform on the embedded database', () => {
   it('stops the embedded database it started when Redis cannot be reached', async () => {

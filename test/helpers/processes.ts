@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 
 export const PROJECT_ROOT = path.resolve(import.meta.dirname, '../..');
@@ -126,4 +127,16 @@ export async function startTs(
  */
 export function freePort(): number {
   return 20_000 + Math.floor(Math.random() * 12_000);
+}
+
+/** Whether something accepts connections on 127.0.0.1:`port` now. */
+export function isListening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
