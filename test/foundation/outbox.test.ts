@@ -19,11 +19,17 @@ describe('the outbox', () => {
       )
     ).rows;
 
-  it('records many events of one transaction in the order given, and wakes the dispatcher once', async () => {
+  /** A connection of its own LISTENing on the outbox channel, and the channels it was notified on. */
+  const listenToOutbox = async () => {
     const listener = await database.db.pool.connect();
     const notifications: string[] = [];
     listener.on('notification', (message) => notifications.push(message.channel));
     await listener.query('LISTEN outbox');
+    return { listener, notifications };
+  };
+
+  it('records many events of one transaction in the order given, and wakes the dispatcher once', async () => {
+    const { listener, notifications } = await listenToOutbox();
     try {
       const types = ['invoice.posted', 'invoice.paid', 'subscription.canceled'] as const;
       const ids = await database.db.transaction((tx) =>
@@ -69,10 +75,7 @@ describe('the outbox', () => {
   });
 
   it('wakes the dispatcher once for a transaction that emits in several calls', async () => {
-    const listener = await database.db.pool.connect();
-    const notifications: string[] = [];
-    listener.on('notification', (message) => notifications.push(message.channel));
-    await listener.query('LISTEN outbox');
+    const { listener, notifications } = await listenToOutbox();
     try {
       await database.db.transaction(async (tx) => {
         await emitDomainEvent(tx, { orgId: org.orgId, type: 'invoice.posted', data: {} });
@@ -89,10 +92,7 @@ describe('the outbox', () => {
   });
 
   it('wakes the dispatcher at once outside a transaction, and at COMMIT on a client of its own', async () => {
-    const listener = await database.db.pool.connect();
-    const notifications: string[] = [];
-    listener.on('notification', (message) => notifications.push(message.channel));
-    await listener.query('LISTEN outbox');
+    const { listener, notifications } = await listenToOutbox();
     const client = await database.db.pool.connect();
     try {
       await emitDomainEvent(database.db, { orgId: org.orgId, type: 'invoice.posted', data: {} });
@@ -111,10 +111,7 @@ describe('the outbox', () => {
   });
 
   it('has sent the wake-up by the time it returns, on a client closed right after', async () => {
-    const listener = await database.db.pool.connect();
-    const notifications: string[] = [];
-    listener.on('notification', (message) => notifications.push(message.channel));
-    await listener.query('LISTEN outbox');
+    const { listener, notifications } = await listenToOutbox();
     const client = await database.db.pool.connect();
     try {
       await emitDomainEvent(client, { orgId: org.orgId, type: 'invoice.posted', data: {} });
@@ -127,10 +124,7 @@ describe('the outbox', () => {
   });
 
   it('wakes nobody for a transaction that emits no events', async () => {
-    const listener = await database.db.pool.connect();
-    const notifications: string[] = [];
-    listener.on('notification', (message) => notifications.push(message.channel));
-    await listener.query('LISTEN outbox');
+    const { listener, notifications } = await listenToOutbox();
     try {
       // a billing run that posts nothing must not send the dispatcher looking for work
       expect(await database.db.transaction((tx) => emitDomainEvents(tx, []))).toEqual([]);
