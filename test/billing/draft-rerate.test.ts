@@ -431,44 +431,53 @@ describe('choosing the drafts a pass touches', () => {
     const first = await setUp();
     const second = await setUp();
     expect(first.orgId).toBeLessThan(second.orgId);
-    const firstDraft = await draftAt(first.orgId, FEB);
-    const calls = second.subscription.items.find((item) => item.id === second.metered)!.product_id;
-    // the second organization's drafts until one sorts before the first's by id alone
-    const secondDrafts = [await draftAt(second.orgId, FEB)];
+    const drafts = {
+      [first.orgId]: [await draftAt(first.orgId, FEB)],
+      [second.orgId]: [await draftAt(second.orgId, FEB)],
+    };
     const subscriptionIds = [first.subscription.id, second.subscription.id];
-    const meteredItems = [first.metered, second.metered];
-    while (secondDrafts.every((id) => id > firstDraft) && secondDrafts.length < 30) {
-      const more = await subscribe(
-        database.db,
-        second.orgId,
-        {
-          customer_id: await customerIn(database.db, second.orgId),
-          items: [{ product_id: calls }],
-          start_date: JAN,
-        },
-        JAN,
-      );
-      const run = await runBilling(database.db, {
-        usage,
-        orgId: second.orgId,
-        subscriptionIds: [more.id],
-        now: FEB,
-        post: false,
-      });
-      secondDrafts.push(run.invoice_ids[0]!);
-      subscriptionIds.push(more.id);
-      meteredItems.push(more.items[0]!.id);
+    const meteredItems = [
+      { orgId: first.orgId, item: first.metered },
+      { orgId: second.orgId, item: second.metered },
+    ];
+    // Invoice ids are random: more drafts in both organizations until one of the second's sorts
+    // before one of the first's by id alone (after n each, chance n!n!/(2n)! that none does).
+    const sortsApart = () =>
+      drafts[second.orgId]!.some((id) => drafts[first.orgId]!.some((other) => id < other));
+    for (let round = 0; !sortsApart() && round < 12; round++) {
+      for (const { orgId, subscription, metered } of [first, second]) {
+        const calls = subscription.items.find((item) => item.id === metered)!.product_id;
+        const more = await subscribe(
+          database.db,
+          orgId,
+          {
+            customer_id: await customerIn(database.db, orgId),
+            items: [{ product_id: calls }],
+            start_date: JAN,
+          },
+          JAN,
+        );
+        const run = await runBilling(database.db, {
+          usage,
+          orgId,
+          subscriptionIds: [more.id],
+          now: FEB,
+          post: false,
+        });
+        drafts[orgId]!.push(run.invoice_ids[0]!);
+        subscriptionIds.push(more.id);
+        meteredItems.push({ orgId, item: more.items[0]!.id });
+      }
     }
-    expect(secondDrafts.some((id) => id < firstDraft)).toBe(true);
+    expect(sortsApart()).toBe(true);
     // the first comparison clears the marks the runs left
     await rerateDirtyDrafts(database.db, { subscriptionIds });
-    for (const item of [...meteredItems].reverse()) {
-      const orgId = item === first.metered ? first.orgId : second.orgId;
+    for (const { orgId, item } of [...meteredItems].reverse()) {
       await recordUsage(database.db, orgId, item, '3', '2026-01-15T00:00:00Z');
     }
     expect(await rerateDirtyDrafts(database.db, { subscriptionIds })).toEqual([
-      firstDraft,
-      ...secondDrafts.sort(),
+      ...drafts[first.orgId]!.sort(),
+      ...drafts[second.orgId]!.sort(),
     ]);
   });
 
