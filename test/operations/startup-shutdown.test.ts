@@ -62,7 +62,8 @@ describe('a service whose DATABASE_URL cannot be reached', { timeout: 60_000 }, 
 });
 
 describe('a stop signal while a service starts', () => {
-  const start = () => startTs('test/operations/entries/slow-start.ts', { START_MS: '600' }, /starting/);
+  const start = (startMs = 600) =>
+    startTs('test/operations/entries/slow-start.ts', { START_MS: String(startMs) }, /starting/);
 
   it('is held until the start-up ends, then stops the service cleanly (exit 0)', async () => {
     const service = await start();
@@ -71,12 +72,13 @@ describe('a stop signal while a service starts', () => {
   });
 
   it('a second signal does not wait for the start-up: exit 1 at once', async () => {
-    const service = await start();
+    // a start-up far longer than a loaded machine takes to end a process: waiting for it shows
+    const service = await start(10_000);
     service.child.kill('SIGINT');
     await sleep(50);
     const stopping = performance.now();
     expect(await service.stop()).toBe(1);
-    expect(performance.now() - stopping).toBeLessThan(400);
+    expect(performance.now() - stopping).toBeLessThan(5000);
     expect(service.output()).not.toContain('started');
   });
 });
