@@ -414,6 +414,27 @@ describe('webhook endpoints API', () => {
       expect(read.json().data).toEqual(unchanged.json().data);
     });
 
+    it('moves updated_at to the time of the change', async () => {
+      const created = (await create({ url: 'https://h.example.com/stamp', events: ['invoice.paid'] })).json()
+        .data;
+      // dated well before this run, so a change that left updated_at alone is told from one made now
+      const longAgo = '2020-01-01T00:00:00.000Z';
+      await api.platform.db.query('UPDATE webhook_endpoints SET updated_at = $2 WHERE id = $1', [
+        created.id,
+        longAgo,
+      ]);
+      const response = await api.request({
+        method: 'PATCH',
+        path: `/webhook-endpoints/${created.id}`,
+        key: org.apiKey,
+        payload: { description: 'stamped' },
+      });
+      expect(response.statusCode).toBe(200);
+      expect(Date.parse(response.json().data.updated_at)).toBeGreaterThanOrEqual(
+        Date.parse(created.created_at),
+      );
+    });
+
     it('validates what it changes like creation does', async () => {
       const path = `/webhook-endpoints/${ownEndpointId}`;
       const patch = (payload: object) => api.request({ method: 'PATCH', path, key: org.apiKey, payload });
