@@ -454,6 +454,21 @@ describe('usage read-back, embedded mode', () => {
     expect(exactly93.json().data).toHaveLength(93);
   });
 
+  it('names a window whose end is before its start out_of_range on `to`, on the event list as on the daily series', async () => {
+    // details[].code is a stable code clients branch on (docs/decisions.md, "Validation errors
+    // name fields with stable codes"): the route checks the event list's window itself
+    for (const path of [
+      '/usage/events?from=2026-02-10T00:00:00Z&to=2026-02-09T23:59:59Z',
+      `/subscriptions/${subscriptionId}/usage/daily?from=2026-02-10&to=2026-02-09`,
+    ]) {
+      const response = await get(path);
+      expect(response.statusCode, path).toBe(422);
+      expect(response.json().details, path).toEqual([
+        { field: 'to', message: 'Must not be before from.', code: 'out_of_range' },
+      ]);
+    }
+  });
+
   it('defaults the daily series to the running period, up to the day before its end', async () => {
     const usage = (await get(`/subscriptions/${subscriptionId}/usage`)).json().data;
     const first = Date.parse(usage.period_start);
