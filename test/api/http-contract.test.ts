@@ -191,6 +191,17 @@ describe('errors and headers across the REST routes (docs/architecture.md, "Rule
     expect(response.json().request_id).toBe(response.headers['x-request-id']);
   });
 
+  it("names an unknown route's method and path in the 404, never its query", async () => {
+    // a query may carry what a client meant to keep to itself (a token, an email): the answer,
+    // like the access log, names the path alone
+    const response = await api.request({
+      path: '/invoices/x/y/z?email=a%40b.example&limit=7',
+      key: org.apiKey,
+    });
+    expect(response.statusCode).toBe(404);
+    expect(response.json().detail).toBe(`No route GET ${BASE_PATH}/invoices/x/y/z.`);
+  });
+
   it('counts 404s of unknown routes and 405s asked with a valid key, with the rate-limit headers; a bad key is still a 404 or 405', async () => {
     const limited = await createTestOrg(api.platform.db, { plan: 'beta', requestsPerHour: 3 });
     const unknown = await api.request({ path: '/nope', key: limited.apiKey });
