@@ -424,6 +424,44 @@ describe('alerts', () => {
     expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toHaveLength(1);
   });
 
+  it('credit_balance fires on a change of items: the proration moved what the customer owes', async () => {
+    const { seats } = await basicCatalog(db(), orgA.orgId);
+    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
+    const now = new Date();
+    // a period that began a day ago: most of it is left to prorate, whatever the day of the month
+    const subscription = await subscribe(
+      db(),
+      orgA.orgId,
+      {
+        customer_id: customerId,
+        items: [{ product_id: seats }],
+        start_date: new Date(now.getTime() - 86_400_000),
+      },
+      now,
+    );
+    expect(
+      (await post(`/customers/${customerId}/credit-grants`, { amount: '100.00', category: 'promotional' }))
+        .statusCode,
+    ).toBe(201);
+    const alert = await createAlert({
+      subscription_id: subscription.id,
+      metric: 'credit_balance',
+      threshold: '80',
+    });
+    // upcoming: seats 10.00 + GST 0.50 = 10.50; projected 89.50: OK
+    expect(alert).toMatchObject({ status: 'OK', value: '89.50000000' });
+    // 1 -> 3 seats for the rest of the period: about +20.00 + GST, projected about 69: below 80.
+    // The route checks alerts after it answers (no usage event is involved to check them).
+    const changed = await post(`/subscriptions/${subscription.id}/changes`, {
+      items: [{ id: subscription.items[0]!.id, quantity: 3 }],
+    });
+    expect(changed.statusCode, changed.body).toBe(200);
+    await eventually(async () => {
+      expect((await get(`/alerts/${alert.id}`)).json().data.status).toBe('TRIGGERED');
+    });
+    expect(await events(orgA.orgId, 'alert.triggered', alert.id)).toHaveLength(1);
+  });
+
   it('credit_balance watches the customer: usage on its other subscription fires it', async () => {
     const { customerId, subscription } = await running();
     const { apiCalls } = await basicCatalog(db(), orgA.orgId);
