@@ -28,6 +28,15 @@ describe('api service operations routes', () => {
     expect(Object.keys(openapi.json().paths).some((p) => p.includes('healthz'))).toBe(false);
   });
 
+  it('never lets its health, readiness or metrics answers be cached', async () => {
+    // a cached "ready" would keep a load balancer sending traffic to an api that lost its database
+    for (const url of ['/healthz', '/readyz', '/metrics']) {
+      const response = await api.app.inject({ url });
+      expect(response.statusCode, url).toBe(200);
+      expect(response.headers['cache-control'], url).toBe('no-store');
+    }
+  });
+
   it('stays ready while a ClickHouse it does not use (the sinks write it, from Kafka) is down', async () => {
     const distributed = await startTestApi({
       env: {
