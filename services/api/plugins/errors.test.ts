@@ -1,7 +1,9 @@
 import type { Socket } from 'node:net';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { DependencyUnavailableError } from '../../../libs/dependency-guard/index.js';
-import { answerClientError, toApiError } from './errors.js';
+import { ApiError } from '../../../libs/errors/index.js';
+import { answerClientError, sendError, toApiError } from './errors.js';
 
 describe('toApiError', () => {
   it('answers 503 for a database that cannot be reached or stopped answering, 500 for anything else', () => {
@@ -26,6 +28,63 @@ describe('toApiError', () => {
       message: 'The usage log is unavailable; retry shortly.',
       headers: { 'Retry-After': '1' },
     });
+  });
+});
+
+/** A request whose log notes its error lines, and a reply that notes its status and body. */
+function exchange() {
+  const logged: unknown[] = [];
+  const sent: { status?: number; body?: unknown } = {};
+  const request = { id: 'req-1', log: { error: (fields: unknown) => logged.push(fields) } };
+  const reply = {
+    headers: () => reply,
+    header: () => reply,
+    type: () => reply,
+    code: (status: number) => {
+      sent.status = status;
+      return reply;
+    },
+    send: (body: unknown) => {
+      sent.body = body;
+      return reply;
+    },
+  };
+  return {
+    send: (error: unknown) =>
+      sendError(error, request as unknown as FastifyRequest, reply as unknown as FastifyReply),
+    logged,
+    sent,
+  };
+}
+
+describe('sendError', () => {
+  it('logs what failed unexpectedly (a bug, a 5xx) with its error, and tells the client nothing of it', () => {
+    const bug = new Error('column "secret" does not exist');
+    const { send, logged, sent } = exchange();
+    send(bug);
+    expect(logged).toEqual([{ err: bug }]);
+    expect(sent.status).toBe(500);
+    expect(JSON.stringify(sent.body)).not.toContain('secret');
+
+    const internal = new ApiError('INTERNAL_SERVER_ERROR', 'x');
+    const second = exchange();
+    second.send(internal);
+    expect(second.logged).toEqual([{ err: internal }]);
+    expect(second.sent.status).toBe(500);
+  });
+
+  it("logs no answer that is the client's to act on: a 4xx, or an expected 503 (an outage, a drain)", () => {
+    for (const error of [
+      ApiError.notFound('Customer 1'),
+      ApiError.badRequest('x'),
+      ApiError.serviceUnavailable('The database is unavailable; retry shortly.'),
+      ApiError.shuttingDown(),
+    ]) {
+      const { send, logged, sent } = exchange();
+      send(error);
+      expect(logged, error.code).toEqual([]);
+      expect(sent.status, error.code).toBe(error.status);
+    }
   });
 });
 
