@@ -109,6 +109,33 @@ describe.each(['redis', 'embedded'] as const)(
       expect(next.headers['x-ratelimit-remaining']).toBe('5');
     });
 
+    it("a check whose handler failed before its count, over the limit, answers the 429's own Retry-After", async () => {
+      api = await startTestApi({ redis: store === 'redis', now: () => T0 });
+      const s = await setup(api, 1);
+      const readStores = api.usage.readStores;
+      const counter = readStores.counter;
+      const check = `/customers/${s.customerId}/entitlements/${s.apiCalls}`;
+      readStores.counter = undefined; // the handler fails (503) before it counts
+      try {
+        const last = await s.get(check);
+        expect(last.statusCode, last.body).toBe(503);
+        expect(last.headers['x-ratelimit-remaining']).toBe('0');
+        // The bucket is spent, but no refusal has told the process so: this one is counted as its
+        // 503 is sent, refused, and the 503 (Retry-After: 1) replaced by the 429, which must say
+        // when the hour resets, not when a dependency may be back.
+        const over = await s.get(check);
+        expect(over.statusCode, over.body).toBe(429);
+        expect(over.headers['retry-after']).toBe(String(10 * 60 + 30));
+        expect(over.headers['x-ratelimit-remaining']).toBe('0');
+        expect(over.json()).toMatchObject({
+          error_code: 'RATE_LIMITED',
+          request_id: over.headers['x-request-id'],
+        });
+      } finally {
+        readStores.counter = counter;
+      }
+    });
+
     it('checks sent at once: exactly the limit is served, the rest refused and not counted', async () => {
       api = await startTestApi({ redis: store === 'redis', now: () => T0 });
       const s = await setup(api, 3);
