@@ -6,6 +6,7 @@ import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { inProcessConsole } from '../helpers/console.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
+import { eventually } from '../usage/support.js';
 import {
   basicCatalog,
   creditBalance,
@@ -377,5 +378,41 @@ describe('cancel now', () => {
       code: 'VALIDATION_ERROR',
       details: [expect.objectContaining({ field: 'proration' })],
     });
+  });
+
+  it('a second cancel now waits for the first to commit and is refused: one final invoice, one event', async () => {
+    const { orgId, subscription } = await upgradedWithUsage();
+    const cancelNow = (tx: Parameters<typeof cancelSubscription>[0]) =>
+      cancelSubscription(tx, { subscriptionId: subscription.id, orgId, now: at('2026-03-17T00:00:00Z') });
+    // the first cancel holds the subscription's row, not committed yet
+    const client = await database.db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const first = await cancelNow(client);
+      const second = database.db.transaction((tx) => cancelNow(tx));
+      second.catch(() => {});
+      // the second waits on the first's lock: had it read the row unlocked, it would bill the period again
+      await eventually(async () => {
+        const { rows } = await database.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        expect(rows[0]!.n).toBeGreaterThan(0);
+      });
+      await client.query('COMMIT');
+      await expect(second).rejects.toMatchObject({
+        code: 'CONFLICT',
+        message: `Subscription ${subscription.id} is canceled and cannot become canceled (canceled is final).`,
+      });
+      expect((await invoicesOf(database.db, subscription.id)).map((invoice) => invoice.id)).toEqual([
+        first.final_invoice_id,
+      ]);
+    } finally {
+      client.release();
+    }
+    const canceled = (await outbox(database.db, orgId, 'subscription.canceled')).filter(
+      (event) => event.data.id === subscription.id,
+    );
+    expect(canceled).toHaveLength(1);
   });
 });
