@@ -151,6 +151,25 @@ describe.each(['redis', 'embedded'] as const)(
         '2',
       ]);
     });
+
+    it('past the limit, a check of a customer not found is refused with 429, not answered 404', async () => {
+      api = await startTestApi({ redis: store === 'redis', now: () => T0 });
+      const s = await setup(api, 2);
+      // a customer id that is no number is found by no query, and counted all the same
+      for (const [path, status, remaining] of [
+        ['/customers/not-a-number/entitlements', 404, '1'],
+        [`/customers/${s.customerId}/entitlements/${s.apiCalls}`, 200, '0'],
+      ] as const) {
+        const served = await s.get(path);
+        expect(served.statusCode, served.body).toBe(status);
+        expect(served.headers['x-ratelimit-remaining'], path).toBe(remaining);
+      }
+      // the first refusal is the store's, in the check's own counter read: it wins over the 404 the
+      // query answers, as for every other route
+      const refused = await s.get(`/customers/999999999/entitlements/${s.apiCalls}`);
+      expect(refused.statusCode, refused.body).toBe(429);
+      expect(refused.json()).toMatchObject({ error_code: 'RATE_LIMITED' });
+    });
   },
 );
 
