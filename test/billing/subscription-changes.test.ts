@@ -8,7 +8,12 @@ import {
 import { Database, type Queryable } from '../../libs/db/index.js';
 import { getInvoice } from '../../libs/invoices/index.js';
 import { SubscriptionUpdatedEventData } from '../../libs/schemas/index.js';
-import { cancelSubscription, changeSubscription, getSubscription } from '../../libs/subscriptions/index.js';
+import {
+  cancelSubscription,
+  changeSubscription,
+  getSubscription,
+  listSubscriptions,
+} from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator, type UsageReadStores } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase, withoutIndexOrder } from '../helpers/database.js';
 import { createTestOrg } from '../helpers/fixtures.js';
@@ -397,6 +402,10 @@ describe('subscription changes, billed by the run', () => {
       items: [{ id, product_id: seats, quantity: 7, included_units: '0.00000000', usage_limit: null }],
       effective_at: '2026-04-01T00:00:00.000Z',
     });
+    // a page of the list shows it as a read of the one subscription does
+    const { data: listed } = await listSubscriptions(database.db, orgId, {}, { limit: 25, offset: 0 });
+    expect(listed).toEqual([await getSubscription(database.db, orgId, subscription.id)]);
+    expect(listed[0]!.pending_change).toEqual(replaced.subscription.pending_change);
     expect(await outbox(database.db, orgId, 'subscription.updated')).toEqual([]);
 
     const march = await billAt(orgId, '2026-04-01T00:00:00Z');
