@@ -369,6 +369,31 @@ describe.each(MODES)('entitlements (%s)', (mode) => {
     }
   });
 
+  it('a customer of the organization with no subscription has none: an empty list, 404 for a product', async () => {
+    const testApi = await start(mode);
+    const s = await customer(testApi);
+    // the customer is found (its row joined to no subscription): listing its entitlements is no 404
+    const idle = await customerIn(testApi.platform.db, s.org.orgId);
+    const listed = await testApi.request({
+      method: 'GET',
+      path: `/customers/${idle}/entitlements`,
+      key: s.org.apiKey,
+    });
+    expect(listed.statusCode, listed.body).toBe(200);
+    expect(listed.json().data).toEqual([]);
+    // a product it has no item of is the entitlement not found, not the customer
+    const one = await testApi.request({
+      method: 'GET',
+      path: `/customers/${idle}/entitlements/${s.apiCalls}`,
+      key: s.org.apiKey,
+    });
+    expect(one.statusCode, one.body).toBe(404);
+    expect(one.json()).toMatchObject({
+      error_code: 'NOT_FOUND',
+      detail: `Entitlement to product ${s.apiCalls} not found.`,
+    });
+  });
+
   it('an event at exactly a period end counts in the next period; a late event in its own period', async () => {
     const testApi = await start(mode);
     // started 40 days ago: the stored period (never billed) ended; now is in the second one
