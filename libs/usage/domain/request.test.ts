@@ -106,6 +106,23 @@ describe('usage event validation', () => {
     ).toHaveLength(255);
   });
 
+  it('counts a key in characters as Postgres does, not UTF-16 units: 255 emoji are taken, 256 refused', () => {
+    // each emoji is two UTF-16 units: 510 units, 255 characters
+    const emoji = '😀'.repeat(255);
+    expect(
+      parseUsageEvent({ subscription_item_id: 7, quantity: 1, idempotency_key: emoji }, undefined, NOW)
+        .idempotencyKey,
+    ).toBe(emoji);
+    const over = failure(() =>
+      parseUsageEvent(
+        { subscription_item_id: 7, quantity: 1, idempotency_key: `${emoji}😀` },
+        undefined,
+        NOW,
+      ),
+    );
+    expect(over.details).toEqual([expect.objectContaining({ field: 'idempotency_key', code: 'too_long' })]);
+  });
+
   it('refuses an empty body key with 422 on idempotency_key, alone and in a batch, and takes one character', () => {
     // an empty key would make every keyless retry of an item one event
     const body = { subscription_item_id: 7, quantity: 1, idempotency_key: '' };
@@ -130,6 +147,10 @@ describe('usage event validation', () => {
       parseUsageEvent({ subscription_item_id: 7, quantity: 1 }, 'émoji-😀', NOW),
     );
     expect(inHeader.details?.[0]?.field).toBe('Idempotency-Key');
+    // printable ASCII in the header: its ends, the space and the tilde, included
+    for (const key of ['space ok', 'tilde~ok']) {
+      expect(parseUsageEvent({ subscription_item_id: 7, quantity: 1 }, key, NOW).idempotencyKey).toBe(key);
+    }
     // every C0 control (to U+001F), DEL and every C1 control (U+0080 to U+009F): the ends included
     for (const key of ['us\u001f', 'pad\u0080', 'next\u0085line', 'csi\u009b', 'apc\u009f', 'del\u007f']) {
       const inBodyControl = failure(() =>
@@ -297,6 +318,14 @@ describe('the shortcut past zod', () => {
       expect(fast).toEqual(slow.data);
     }
     expect(accepted).toBeGreaterThan(50);
+    // and takes the bodies at each bound itself: one it left to zod would cost zod's time again
+    for (const body of [
+      { subscription_item_id: Number.MAX_SAFE_INTEGER, quantity: 1e15, idempotency_key: 'x'.repeat(255) },
+      { subscription_item_id: 1, quantity: 0.12345678 },
+      { subscription_item_id: 1, quantity: 1e-8 },
+    ]) {
+      expect(wellFormedEvent(body), JSON.stringify(body)).toEqual(CreateUsageEvent.parse(body));
+    }
     expect(wellFormedEvent({ subscription_item_id: 3, quantity: 2, idempotency_key: 'k' })).toEqual({
       subscription_item_id: 3,
       quantity: 2,
