@@ -10,6 +10,7 @@ import type { Reservation } from '../dedup-store/store.js';
 import type { UsageEventLog } from '../event-log/log.js';
 import { UsageCounter } from './counter.js';
 import { dedupKey, type UsageEventRecord } from './event.js';
+import { newEventId } from './event-id.js';
 import { UsageIngest } from './ingest.js';
 import type { ItemLifetime } from './items.js';
 import type { ItemSchedule } from './periods.js';
@@ -419,6 +420,9 @@ describe('an identity across processes and over time', () => {
       timestamp: '2026-11-19T08:00:00.000Z',
       recorded_at: '2026-11-20T12:00:00.250Z',
     });
+    // its id carries the receipt too (its first 48 bits), so ids sort in the order events came in
+    // (docs/decisions.md, "Usage event ids carry their time")
+    expect(reply.value.event.id.slice(0, 13)).toBe(newEventId(receivedAtMs).slice(0, 13));
     const batch = await ingest.recordBatch(AUTH, {
       events: [{ subscription_item_id: 7, quantity: 1, idempotency_key: 'batched' }],
     });
@@ -564,11 +568,13 @@ describe('a request over its hourly limit', () => {
     expect(log.appended.flat().map((e) => e.idempotencyKey)).toEqual(['a']);
     expect(await store.get(dedupKey('test:', 1, 7, 'c'))).toBeNull();
     expect(inFlight(ingest)).toBe(0);
-    // over the limit, an invalid body is a 429 too, not its 422
-    expect((await refusal(post('d', -1))).code).toBe('RATE_LIMITED');
-    expect((await refusal(ingest.recordBatch(limited, { events: [{ quantity: -1 }] }))).code).toBe(
-      'RATE_LIMITED',
-    );
+    // over the limit, an invalid body is a 429 too, not its 422, with the same headers
+    const invalidOver = await refusal(post('d', -1));
+    expect(invalidOver.code).toBe('RATE_LIMITED');
+    expect(invalidOver.headers).toMatchObject({ 'X-RateLimit-Limit': '2', 'X-RateLimit-Remaining': '0' });
+    const batchOver = await refusal(ingest.recordBatch(limited, { events: [{ quantity: -1 }] }));
+    expect(batchOver.code).toBe('RATE_LIMITED');
+    expect(batchOver.headers).toMatchObject({ 'X-RateLimit-Limit': '2', 'X-RateLimit-Remaining': '0' });
   });
 });
 
@@ -603,6 +609,15 @@ describe('the ingest outcome counts', () => {
       deduplicated: before.deduplicated + 2,
       invalid: before.invalid + 1,
     });
+  });
+
+  it('count a repeat whose body is invalid as deduplicated, since it is answered the stored event', async () => {
+    const ingest = ingestWith(scriptedLog([]), new MemoryUsageDedupStore(new MemoryRateLimitStore()));
+    await send(ingest, 1, 'stored-then-invalid');
+    const before = counts();
+    const reply = await send(ingest, -1, 'stored-then-invalid');
+    expect(reply.value.deduplicated).toBe(true);
+    expect(counts()).toEqual({ ...before, deduplicated: before.deduplicated + 1 });
   });
 
   it('count an event of a batch refused for its item under its refusal code', async () => {
@@ -700,6 +715,10 @@ describe('every refusal of a counted request carries the rate-limit headers', ()
     const single = await refusal(send(ingest, 1, 'lost'));
     expect(single.code).toBe('SERVICE_UNAVAILABLE');
     expect(single.headers).toHaveProperty('X-RateLimit-Remaining');
+    // beside its own Retry-After of one second (docs/decisions.md, "A dependency that is down is a
+    // 503 with Retry-After: 1"), and still an outage by design, not logged per request as a failure
+    expect(single.headers).toMatchObject({ 'Retry-After': '1' });
+    expect(single.expected).toBe(true);
     const batch = await refusal(
       ingest.recordBatch(AUTH, {
         events: [
@@ -710,6 +729,8 @@ describe('every refusal of a counted request carries the rate-limit headers', ()
     );
     expect(batch.code).toBe('SERVICE_UNAVAILABLE');
     expect(batch.headers).toHaveProperty('X-RateLimit-Remaining');
+    expect(batch.headers).toMatchObject({ 'Retry-After': '1' });
+    expect(batch.expected).toBe(true);
     // each event of a failed request is counted as refused: one, then the batch's two
     expect(unavailable.value - before).toBe(3);
   });
@@ -725,6 +746,8 @@ describe('every refusal of a counted request carries the rate-limit headers', ()
     const before = { unavailable: unavailable.value, refused: refused.value };
     const unknown = await refusal(send(ingest, -1, 'never-recorded'));
     expect(unknown.code).toBe('SERVICE_UNAVAILABLE');
+    // it names what is down: the database the log reads
+    expect(unknown.message).toBe('The database is unavailable.');
     expect(unknown.headers).toHaveProperty('X-RateLimit-Remaining');
     log.stored = async () => null;
     const invalid = await refusal(send(ingest, -1, 'never-recorded'));
