@@ -196,6 +196,23 @@ describe('the in-process log and its listeners', () => {
     expect(heard).toEqual([[`event ${first}`], [`event ${second}`], [`void ${second}`], [`event ${third}`]]);
   }, 30_000);
 
+  it('hands the voids of one interval together, in the order they were written', async () => {
+    const { listener, heard } = recordingListener();
+    const log = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], {
+      lingerMs: 0,
+      listeners: [listener],
+      listenerIntervalMs: 60_000,
+    });
+    const [first, second] = [`w1-${randomUUID()}`, `w2-${randomUUID()}`];
+    const [one] = await log.append([event(first)]);
+    await vi.waitFor(() => expect(heard).toHaveLength(1), { timeout: 10_000 });
+    // within the interval: held, then handed at close as one run per kind, each in order
+    const [two] = await log.append([event(second)]);
+    for (const stored of [one!, two!]) await log.appendVoids([{ event: stored, voidedAtMs: Date.now() }]);
+    await log.close();
+    expect(heard).toEqual([[`event ${first}`], [`event ${second}`], [`void ${first}`, `void ${second}`]]);
+  }, 30_000);
+
   it("keeps handing writes after a listener's failure, to it and to the listeners after it", async () => {
     const failing = recordingListener({ failFirst: true });
     const next = recordingListener();
