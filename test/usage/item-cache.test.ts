@@ -166,6 +166,22 @@ describe('subscription item cache', () => {
     expect(lookups).toHaveLength(4);
   });
 
+  it('reads an expired entry again in its own place, letting no live item go', async () => {
+    const { db, lookups } = instrumented();
+    const time = clock();
+    const cache = new SubscriptionItemCache(db, { ...SETTINGS, maxEntries: 2, now: time.now });
+    const unknown = otherOrgItems.metered;
+    await cache.usageType(orgId, items.metered);
+    time.set(1);
+    await cache.usageType(orgId, unknown);
+    // the unknown item's shorter ttl has passed: read again, it replaces its own expired entry
+    time.set(SETTINGS.negativeTtlMs + 1);
+    expect(await cache.usageType(orgId, unknown)).toBeUndefined();
+    expect(lookups).toHaveLength(3);
+    expect(cache.cached(orgId, items.metered)?.usageType).toBe('metered');
+    expect(cache.cached(orgId, unknown)).toBeDefined();
+  });
+
   it('looks up the misses of one turn in one query (a batch of 1000 new ids), each in its organization', async () => {
     let queries = 0;
     const counting: Queryable = {
@@ -217,6 +233,36 @@ describe('subscription item cache', () => {
     }
   });
 
+  it('forgets an item once per change, though the margin reads its row again for a while', async () => {
+    // items of their own: their change rows below concern no other test
+    const own = await createUsageItems(database.db, orgId);
+    let polls = 0;
+    const counting: Queryable = {
+      query: (async (...args: Parameters<Queryable['query']>) => {
+        const result = await database.db.query(...args);
+        if (String(args[0]).includes('LEFT JOIN usage_item_changes')) polls++;
+        return result;
+      }) as Queryable['query'],
+    };
+    const cache = new SubscriptionItemCache(counting, { ...SETTINGS, maxEntries: 100 });
+    expect(await cache.usageType(orgId, own.metered)).toBe('metered');
+    cache.watchChanges(20);
+    try {
+      await database.db.query(
+        'INSERT INTO usage_item_changes (org_id, subscription_item_id, changed_at) VALUES ($1, $2, clock_timestamp())',
+        [orgId, own.metered],
+      );
+      await until(() => cache.cached(orgId, own.metered) === undefined);
+      // read again after the change: kept, while later polls still read the row within the margin
+      expect(await cache.usageType(orgId, own.metered)).toBe('metered');
+      const after = polls;
+      await until(() => polls >= after + 3);
+      expect(cache.cached(orgId, own.metered)?.usageType).toBe('metered');
+    } finally {
+      await cache.stopWatching();
+    }
+  });
+
   it('deletes the change rows older than an hour as it polls, and keeps the recent ones', async () => {
     const { rows } = await database.db.query<{ id: string }>(
       `INSERT INTO usage_item_changes (org_id, subscription_item_id, changed_at)
@@ -245,6 +291,38 @@ describe('subscription item cache', () => {
       while ((await left()).length === 4 && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 20));
       expect(await left()).toEqual([3, 4]);
+    } finally {
+      await cache.stopWatching();
+    }
+  });
+  it('keeps the change rows as long as a cache entry lives, when its ttl is over the hour', async () => {
+    const { rows } = await database.db.query<{ id: string }>(
+      `INSERT INTO usage_item_changes (org_id, subscription_item_id, changed_at)
+       VALUES ($1, 5, clock_timestamp() - interval '61 minutes'),
+              ($1, 6, clock_timestamp() - interval '3 hours')
+       RETURNING id`,
+      [orgId],
+    );
+    // an entry read two hours ago may still be held: a change of the last two hours (and the
+    // margins) may still concern it
+    const cache = new SubscriptionItemCache(database.db, {
+      ttlMs: 2 * 3_600_000,
+      negativeTtlMs: 2000,
+      maxEntries: 100,
+    });
+    cache.watchChanges(20);
+    try {
+      const left = async () =>
+        (
+          await database.db.query<{ subscription_item_id: string }>(
+            'SELECT subscription_item_id FROM usage_item_changes WHERE id = ANY($1::bigint[]) ORDER BY 1',
+            [rows.map((row) => row.id)],
+          )
+        ).rows.map((row) => Number(row.subscription_item_id));
+      const deadline = Date.now() + 5000;
+      while ((await left()).length === 2 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      expect(await left()).toEqual([5]);
     } finally {
       await cache.stopWatching();
     }
