@@ -71,20 +71,31 @@ function post(path: string, body: unknown, key = orgA.apiKey) {
 }
 const get = (path: string, key = orgA.apiKey) => api.request({ method: 'GET', path, key });
 
-/** A subscription running this month with seats and API calls. */
-async function running(org = orgA) {
-  const { seats, apiCalls } = await basicCatalog(db(), org.orgId);
+/** A new customer's subscription to the products `pick` takes of the basic catalog, from `start`. */
+async function subscribedFrom(
+  start: Date,
+  pick: (catalog: Awaited<ReturnType<typeof basicCatalog>>) => number[],
+  org = orgA,
+) {
+  const catalog = await basicCatalog(db(), org.orgId);
   const customerId = await customerIn(db(), org.orgId, { state_province: 'AB' });
-  const now = new Date();
+  const items = pick(catalog).map((product_id) => ({ product_id }));
   const subscription = await subscribe(
     db(),
     org.orgId,
-    {
-      customer_id: customerId,
-      items: [{ product_id: seats }, { product_id: apiCalls }],
-      start_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
-    },
-    now,
+    { customer_id: customerId, items, start_date: start },
+    new Date(),
+  );
+  return { customerId, subscription };
+}
+
+/** A subscription running this month with seats and API calls. */
+async function running(org = orgA) {
+  const now = new Date();
+  const { customerId, subscription } = await subscribedFrom(
+    new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+    ({ seats, apiCalls }) => [seats, apiCalls],
+    org,
   );
   const metered = subscription.items.find((item) => item.usage_type === 'metered')!;
   const licensed = subscription.items.find((item) => item.usage_type === 'licensed')!;
@@ -425,19 +436,10 @@ describe('alerts', () => {
   });
 
   it('credit_balance fires on a change of items: the proration moved what the customer owes', async () => {
-    const { seats } = await basicCatalog(db(), orgA.orgId);
-    const customerId = await customerIn(db(), orgA.orgId, { state_province: 'AB' });
-    const now = new Date();
     // a period that began a day ago: most of it is left to prorate, whatever the day of the month
-    const subscription = await subscribe(
-      db(),
-      orgA.orgId,
-      {
-        customer_id: customerId,
-        items: [{ product_id: seats }],
-        start_date: new Date(now.getTime() - 86_400_000),
-      },
-      now,
+    const { customerId, subscription } = await subscribedFrom(
+      new Date(Date.now() - 86_400_000),
+      ({ seats }) => [seats],
     );
     expect(
       (await post(`/customers/${customerId}/credit-grants`, { amount: '100.00', category: 'promotional' }))

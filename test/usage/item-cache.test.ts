@@ -263,6 +263,30 @@ describe('subscription item cache', () => {
     }
   });
 
+  /**
+   * Watches with a cache of entries living `ttlMs` until a poll pruned some of the change rows
+   * `rows` (or 5 s passed); the items of the rows left, in order.
+   */
+  async function changesLeftOnceAPollPrunes(ttlMs: number, rows: { id: string }[]): Promise<number[]> {
+    const cache = new SubscriptionItemCache(database.db, { ttlMs, negativeTtlMs: 2000, maxEntries: 100 });
+    const left = async () =>
+      (
+        await database.db.query<{ subscription_item_id: string }>(
+          'SELECT subscription_item_id FROM usage_item_changes WHERE id = ANY($1::bigint[]) ORDER BY 1',
+          [rows.map((row) => row.id)],
+        )
+      ).rows.map((row) => Number(row.subscription_item_id));
+    cache.watchChanges(20);
+    try {
+      const deadline = Date.now() + 5000;
+      while ((await left()).length === rows.length && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      return await left();
+    } finally {
+      await cache.stopWatching();
+    }
+  }
+
   it('deletes the change rows older than an hour as it polls, and keeps the recent ones', async () => {
     const { rows } = await database.db.query<{ id: string }>(
       `INSERT INTO usage_item_changes (org_id, subscription_item_id, changed_at)
@@ -273,28 +297,9 @@ describe('subscription item cache', () => {
        RETURNING id`,
       [orgId],
     );
-    const cache = new SubscriptionItemCache(database.db, {
-      ttlMs: 60_000,
-      negativeTtlMs: 2000,
-      maxEntries: 100,
-    });
-    cache.watchChanges(20);
-    try {
-      const left = async () =>
-        (
-          await database.db.query<{ subscription_item_id: string }>(
-            'SELECT subscription_item_id FROM usage_item_changes WHERE id = ANY($1::bigint[]) ORDER BY 1',
-            [rows.map((row) => row.id)],
-          )
-        ).rows.map((row) => Number(row.subscription_item_id));
-      const deadline = Date.now() + 5000;
-      while ((await left()).length === 4 && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 20));
-      expect(await left()).toEqual([3, 4]);
-    } finally {
-      await cache.stopWatching();
-    }
+    expect(await changesLeftOnceAPollPrunes(60_000, rows)).toEqual([3, 4]);
   });
+
   it('keeps the change rows as long as a cache entry lives, when its ttl is over the hour', async () => {
     const { rows } = await database.db.query<{ id: string }>(
       `INSERT INTO usage_item_changes (org_id, subscription_item_id, changed_at)
@@ -305,26 +310,6 @@ describe('subscription item cache', () => {
     );
     // an entry read two hours ago may still be held: a change of the last two hours (and the
     // margins) may still concern it
-    const cache = new SubscriptionItemCache(database.db, {
-      ttlMs: 2 * 3_600_000,
-      negativeTtlMs: 2000,
-      maxEntries: 100,
-    });
-    cache.watchChanges(20);
-    try {
-      const left = async () =>
-        (
-          await database.db.query<{ subscription_item_id: string }>(
-            'SELECT subscription_item_id FROM usage_item_changes WHERE id = ANY($1::bigint[]) ORDER BY 1',
-            [rows.map((row) => row.id)],
-          )
-        ).rows.map((row) => Number(row.subscription_item_id));
-      const deadline = Date.now() + 5000;
-      while ((await left()).length === 2 && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 20));
-      expect(await left()).toEqual([5]);
-    } finally {
-      await cache.stopWatching();
-    }
+    expect(await changesLeftOnceAPollPrunes(2 * 3_600_000, rows)).toEqual([5]);
   });
 });
