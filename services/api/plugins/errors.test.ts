@@ -1,9 +1,10 @@
 import type { Socket } from 'node:net';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { DependencyUnavailableError } from '../../../libs/dependency-guard/index.js';
 import { ApiError } from '../../../libs/errors/index.js';
-import { answerClientError, sendError, toApiError } from './errors.js';
+import type { ApiInstance } from '../types.js';
+import { answerClientError, registerErrorHandling, toApiError } from './errors.js';
 
 describe('toApiError', () => {
   it('answers 503 for a database that cannot be reached or stopped answering, 500 for anything else', () => {
@@ -31,59 +32,48 @@ describe('toApiError', () => {
   });
 });
 
-/** A request whose log notes its error lines, and a reply that notes its status and body. */
-function exchange() {
-  const logged: unknown[] = [];
-  const sent: { status?: number; body?: unknown } = {};
-  const request = { id: 'req-1', log: { error: (fields: unknown) => logged.push(fields) } };
-  const reply = {
-    headers: () => reply,
-    header: () => reply,
-    type: () => reply,
-    code: (status: number) => {
-      sent.status = status;
-      return reply;
-    },
-    send: (body: unknown) => {
-      sent.body = body;
-      return reply;
-    },
-  };
-  return {
-    send: (error: unknown) =>
-      sendError(error, request as unknown as FastifyRequest, reply as unknown as FastifyReply),
-    logged,
-    sent,
-  };
+/**
+ * A Fastify app with the error handling whose one route throws `error`; what a request to it got,
+ * and the lines the request's log wrote at error level.
+ */
+async function thrown(error: unknown) {
+  const lines: { level: number; err?: { message: string } }[] = [];
+  const stream = { write: (line: string) => lines.push(JSON.parse(line)) };
+  const app = Fastify({ logger: { level: 'info', stream } }) as unknown as ApiInstance;
+  registerErrorHandling(app);
+  app.get('/fails', async () => {
+    throw error;
+  });
+  try {
+    const response = await app.inject({ method: 'GET', url: '/fails' });
+    return { response, errorLines: lines.filter((line) => line.level >= 50) };
+  } finally {
+    await app.close();
+  }
 }
 
 describe('sendError', () => {
-  it('logs what failed unexpectedly (a bug, a 5xx) with its error, and tells the client nothing of it', () => {
-    const bug = new Error('column "secret" does not exist');
-    const { send, logged, sent } = exchange();
-    send(bug);
-    expect(logged).toEqual([{ err: bug }]);
-    expect(sent.status).toBe(500);
-    expect(JSON.stringify(sent.body)).not.toContain('secret');
+  it('logs what failed unexpectedly (a bug, a 5xx) with its error, and tells the client nothing of it', async () => {
+    const bug = await thrown(new Error('column "secret" does not exist'));
+    expect(bug.errorLines.map((line) => line.err?.message)).toEqual(['column "secret" does not exist']);
+    expect(bug.response.statusCode).toBe(500);
+    expect(bug.response.body).not.toContain('secret');
 
-    const internal = new ApiError('INTERNAL_SERVER_ERROR', 'x');
-    const second = exchange();
-    second.send(internal);
-    expect(second.logged).toEqual([{ err: internal }]);
-    expect(second.sent.status).toBe(500);
+    const internal = await thrown(new ApiError('INTERNAL_SERVER_ERROR', 'x'));
+    expect(internal.errorLines.map((line) => line.err?.message)).toEqual(['x']);
+    expect(internal.response.statusCode).toBe(500);
   });
 
-  it("logs no answer that is the client's to act on: a 4xx, or an expected 503 (an outage, a drain)", () => {
+  it("logs no answer that is the client's to act on: a 4xx, or an expected 503 (an outage, a drain)", async () => {
     for (const error of [
       ApiError.notFound('Customer 1'),
       ApiError.badRequest('x'),
       ApiError.serviceUnavailable('The database is unavailable; retry shortly.'),
       ApiError.shuttingDown(),
     ]) {
-      const { send, logged, sent } = exchange();
-      send(error);
-      expect(logged, error.code).toEqual([]);
-      expect(sent.status, error.code).toBe(error.status);
+      const { response, errorLines } = await thrown(error);
+      expect(errorLines, error.code).toEqual([]);
+      expect(response.statusCode, error.code).toBe(error.status);
     }
   });
 });
