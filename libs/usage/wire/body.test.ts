@@ -38,6 +38,13 @@ describe('parseUsageBody', () => {
     expect(body.events.map(quantityIsInexact)).toEqual([false, false, true, false, false, false, true]);
   });
 
+  it('counts a batch from a string first entry: an array expects no key, even at its start', () => {
+    const body = parse('{"events":["quantity",{"quantity":12345678901234.12345678},{"quantity":2}]}') as {
+      events: unknown[];
+    };
+    expect(body.events.map(quantityIsInexact)).toEqual([false, true, false]);
+  });
+
   it('marks a single event, and leaves short numbers alone without walking the text', () => {
     expect(quantityIsInexact(parse('{"subscription_item_id":1,"quantity":999999999999999.99}'))).toBe(true);
     expect(quantityIsInexact(parse('{"subscription_item_id":1,"quantity":12345678.12345678}'))).toBe(false);
