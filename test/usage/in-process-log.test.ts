@@ -143,6 +143,17 @@ function recordingListener(options: { hang?: boolean; failFirst?: boolean } = {}
   return { listener, heard };
 }
 
+/** A log on the file's database whose one listener is handed what was written at most once a minute. */
+function logHeardEveryMinute() {
+  const { listener, heard } = recordingListener();
+  const log = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], {
+    lingerMs: 0,
+    listeners: [listener],
+    listenerIntervalMs: 60_000,
+  });
+  return { log, heard };
+}
+
 describe('the in-process log and its listeners', () => {
   it('answers an append without waiting for a listener', async () => {
     const { listener, heard } = recordingListener({ hang: true });
@@ -159,12 +170,7 @@ describe('the in-process log and its listeners', () => {
   }, 30_000);
 
   it('hands a lone write at once, then at most one batch per interval, the rest at close', async () => {
-    const { listener, heard } = recordingListener();
-    const log = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], {
-      lingerMs: 0,
-      listeners: [listener],
-      listenerIntervalMs: 60_000,
-    });
+    const { log, heard } = logHeardEveryMinute();
     const [a, b, c] = [`a-${randomUUID()}`, `b-${randomUUID()}`, `c-${randomUUID()}`];
     await log.append([event(a)]);
     // the first write after a quiet interval is not held for it
@@ -180,12 +186,7 @@ describe('the in-process log and its listeners', () => {
   }, 30_000);
 
   it('hands an event before its void, and the voids after the events written before them', async () => {
-    const { listener, heard } = recordingListener();
-    const log = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], {
-      lingerMs: 0,
-      listeners: [listener],
-      listenerIntervalMs: 60_000,
-    });
+    const { log, heard } = logHeardEveryMinute();
     const [first, second, third] = [`v1-${randomUUID()}`, `v2-${randomUUID()}`, `v3-${randomUUID()}`];
     await log.append([event(first)]);
     await vi.waitFor(() => expect(heard).toHaveLength(1), { timeout: 10_000 });
@@ -197,12 +198,7 @@ describe('the in-process log and its listeners', () => {
   }, 30_000);
 
   it('hands the voids of one interval together, in the order they were written', async () => {
-    const { listener, heard } = recordingListener();
-    const log = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], {
-      lingerMs: 0,
-      listeners: [listener],
-      listenerIntervalMs: 60_000,
-    });
+    const { log, heard } = logHeardEveryMinute();
     const [first, second] = [`w1-${randomUUID()}`, `w2-${randomUUID()}`];
     const [one] = await log.append([event(first)]);
     await vi.waitFor(() => expect(heard).toHaveLength(1), { timeout: 10_000 });
@@ -255,12 +251,7 @@ describe('the in-process log and its listeners', () => {
   }, 30_000);
 
   it('writes what was appended before close() and hands it to the listeners before close() resolves', async () => {
-    const { listener, heard } = recordingListener();
-    const log = new InProcessUsageEventLog(new PostgresUsageSink(database.db), [], {
-      lingerMs: 0,
-      listeners: [listener],
-      listenerIntervalMs: 60_000,
-    });
+    const { log, heard } = logHeardEveryMinute();
     const key = `closing-${randomUUID()}`;
     const appended = log.append([event(key)]);
     await log.close();
