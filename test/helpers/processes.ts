@@ -121,12 +121,19 @@ export async function startTs(
   };
 }
 
+const PORTS_PER_WORKER = 1_000;
+const portBlock = 20_000 + ((Number(process.env.VITEST_POOL_ID ?? 1) - 1) % 12) * PORTS_PER_WORKER;
+let portsHandedOut = Math.floor(Math.random() * PORTS_PER_WORKER);
+
 /**
  * A port for a child to listen on, below the kernel's ephemeral range (32768 and up on Linux),
- * where the outgoing connections of the run's own clients never land.
+ * where the outgoing connections of the run's own clients never land. Each vitest worker hands out
+ * the ports of a block of its own in turn (workers keep their modules from file to file), so no two
+ * files running at once, and no two calls in one file, get the same port; the block's starting
+ * point is random so that a second run beside this one rarely meets it.
  */
 export function freePort(): number {
-  return 20_000 + Math.floor(Math.random() * 12_000);
+  return portBlock + (portsHandedOut++ % PORTS_PER_WORKER);
 }
 
 /** Whether something accepts connections on 127.0.0.1:`port` now. */
