@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../errors/index.js';
+import { UnbillableError } from '../invoices/index.js';
 import type { BillableItem } from '../pricing/index.js';
 import type { ChangeCatalog, ChangeMode, ResolvedEntry } from './item-set.js';
 import {
@@ -203,6 +204,105 @@ describe('planItemSet: kept items', () => {
   });
 });
 
+describe('planItemSet: usage limits', () => {
+  const running = {
+    period_start: MARCH_START,
+    quantity: 1,
+    unit_price: '0.01000000',
+    included_units: '1000.00000000',
+  };
+
+  it('writes a new usage limit alone with the item as it was: not removed, its base kept, nothing charged', () => {
+    const item = calls('1000.00000000', { usage_limit: '5000.00000000', base: running });
+    const result = plan([item], [keep(item, { usage_limit: '8000.00000000' })], 'prorate');
+    expect(result.updates).toEqual([
+      {
+        id: 8,
+        quantity: 1,
+        included_units: '1000.00000000',
+        usage_limit: '8000.00000000',
+        removed_at: null,
+        base: running,
+      },
+    ]);
+    expect(result.proration_lines).toEqual([]);
+    expect(changesNothing(result)).toBe(false);
+    expect(result.after.map((after) => [after.subscription_item_id, after.usage_limit])).toEqual([
+      [8, '8000.00000000'],
+    ]);
+  });
+
+  it('takes a limit written with other digits for the same limit: no update', () => {
+    const item = calls('1000.00000000', { usage_limit: '5000.00000000' });
+    const result = plan([item], [keep(item, { usage_limit: '5000' })], 'prorate');
+    expect(result.updates).toEqual([]);
+    expect(changesNothing(result)).toBe(true);
+  });
+
+  it('drops a limit the entry leaves out: the update carries none', () => {
+    const item = calls('1000.00000000', { usage_limit: '5000.00000000' });
+    const entry: ResolvedEntry = { id: 8, product_id: 4, quantity: 1, included_units: '1000.00000000' };
+    const result = plan([item], [entry], 'none');
+    expect(result.updates).toStrictEqual([
+      { id: 8, quantity: 1, included_units: '1000.00000000', removed_at: null, base: null },
+    ]);
+    expect(result.after[0]?.usage_limit ?? null).toBeNull();
+  });
+
+  it("gives an item re-quantified its entry's limit, one removed its own, one added its entry's", () => {
+    const item = calls('1000.00000000', { usage_limit: '5000.00000000' });
+    const requantified = plan([item], [keep(item, { included_units: '2000.00000000' })], 'none');
+    expect(requantified.updates[0]?.usage_limit).toBe('5000.00000000');
+    const both = plan(
+      [item],
+      [keep(item, { included_units: '2000.00000000', usage_limit: '9000.00000000' })],
+      'none',
+    );
+    expect(both.updates[0]?.usage_limit).toBe('9000.00000000');
+    const removed = plan([seats(2), item], [keep(seats(2))], 'none');
+    expect(removed.updates).toEqual([
+      expect.objectContaining({
+        id: 8,
+        usage_limit: '5000.00000000',
+        removed_at: '2026-03-16T00:00:00.000Z',
+      }),
+    ]);
+    const added = plan(
+      [seats(2)],
+      [keep(seats(2)), add(STORAGE.id, { included_units: '10.00000000', usage_limit: '2000.00000000' })],
+      'prorate',
+    );
+    expect(added.added.map((entry) => [entry.subscription_item_id, entry.usage_limit])).toEqual([
+      [101, '2000.00000000'],
+    ]);
+  });
+});
+
+describe('planItemSet: the subscription currency', () => {
+  it('bills in the currency code with its padding trimmed, as the database may give it', () => {
+    const padded = planItemSet(
+      { ...MARCH, currency: 'CAD ' },
+      [seats(2)],
+      [keep(seats(2), { quantity: 5 })],
+      catalog,
+      { at: MID_MARCH, mode: 'prorate' },
+    );
+    expect(amounts(padded)).toEqual([
+      [7, '-10.32000000'],
+      [7, '25.81000000'],
+    ]);
+  });
+
+  it('refuses a currency with no known minor unit, even for a change that charges nothing', () => {
+    const run = () =>
+      planItemSet({ ...MARCH, currency: 'ZZZ' }, [seats(2)], [keep(seats(2))], catalog, {
+        at: MID_MARCH,
+        mode: 'none',
+      });
+    expect(run).toThrow(UnbillableError);
+  });
+});
+
 describe('planItemSet: two changes of a metered allowance', () => {
   it('blends each change from the included units in force at it, not from the base so far', () => {
     const item = calls('1000.00000000');
@@ -393,6 +493,12 @@ describe('planItemSet: added items', () => {
     }
   });
 
+  it('counts an added item alone, with no item updated, as a change', () => {
+    const result = plan([seats(2)], [keep(seats(2)), add(ANALYTICS.id)], 'none');
+    expect(result.updates).toEqual([]);
+    expect(changesNothing(result)).toBe(false);
+  });
+
   it('lists the items after the change in the order of the entries', () => {
     const result = plan(
       [seats(2), calls('0.00000000')],
@@ -467,6 +573,14 @@ describe('planItemSet: the door checks', () => {
         plan([seats(2)], [keep(seats(2)), add(ANALYTICS.id)], 'prorate', { catalog: costlyAndHeavy }),
       ).details,
     ).toEqual([expect.objectContaining({ field: 'items.1.quantity' })]);
+    // credits waiting that add up past what an invoice can store are refused too, though each fits
+    const credits = catalogOf([ANALYTICS], {
+      pendingLines: { sum: '-1000000000000.00000000', largest: '500000000000.00000000' },
+    });
+    expect(
+      refusal(() => plan([seats(2)], [keep(seats(2), { quantity: 3 })], 'none', { catalog: credits }))
+        .details,
+    ).toEqual([fit]);
     // a direct change bills nothing of the running period: nothing to fit
     expect(
       plan([seats(2)], [keep(seats(2)), add(ANALYTICS.id)], 'direct', { catalog: heavy }).added,
