@@ -125,6 +125,38 @@ describe('destination sales tax', () => {
     }
   });
 
+  it('quotes a note saying why the rule is what it is, one per kind of rule', () => {
+    // the MCP tax_lookup tool hands the note to an assistant as is
+    const note = (country: string, stateProvince: string | null, taxExempt = false) =>
+      taxRuleFor({ country, stateProvince, taxExempt }, '2026-01-15').note;
+    expect(note('CA', 'NS')).toBe('Nova Scotia harmonized sales tax.');
+    expect(note('CA', 'ON')).toBe('Harmonized sales tax.');
+    expect(note('CA', 'QC')).toBe('Quebec: federal GST plus Quebec sales tax.');
+    expect(note('CA', 'BC')).toBe('Federal GST plus provincial sales tax.');
+    expect(note('CA', 'AB')).toBe('Federal GST only; no provincial sales tax.');
+    expect(note('CA', 'ON', true)).toBe('The customer is tax-exempt: no sales tax is charged.');
+    expect(note('FR', null)).toBe('No sales tax rule for country FR: no tax computed.');
+  });
+
+  it('takes the rates in force today when no date is given', () => {
+    // Nova Scotia's HST has been 14 % since 2025-04-01, before any today this runs on
+    expect(taxRuleFor({ country: 'CA', stateProvince: 'NS' }).rate).toBe('0.14');
+  });
+
+  it('names an unknown region trimmed, in an error named UnknownRegionError', () => {
+    let error: unknown;
+    try {
+      taxRuleFor({ country: 'US', stateProvince: '  ZZ ' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(UnknownRegionError);
+    expect((error as Error).name).toBe('UnknownRegionError');
+    expect((error as Error).message).toBe(
+      `the customer's state_province "ZZ" is no US state the tax table knows, so its tax cannot be determined (correct it with customer update)`,
+    );
+  });
+
   it('charges the US state base rate, and nothing in the five states without one', () => {
     expect(taxOn('US', 'CA').amount).toBe('7.25000000');
     expect(taxOn('US', 'NY').amount).toBe('4.00000000');
