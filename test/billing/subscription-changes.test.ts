@@ -780,6 +780,41 @@ describe('subscription changes, billed by the run', () => {
     expect(rows).toEqual([{ quantity: 1_000_000 }, { quantity: 1 }]);
   });
 
+  it('refuses a change whose running period, with the lines waiting for its invoice, no invoice can hold', async () => {
+    const fit = [expect.objectContaining({ field: 'items', code: 'out_of_range' })];
+    // lines earlier changes of the period left, ending with the period, as those changes wrote them
+    const waiting = async (...amounts: string[]) => {
+      const { orgId, subscription } = await seatsFromMarch(2);
+      const seat = subscription.items[0]!;
+      for (const amount of amounts) {
+        await database.db.query(
+          `INSERT INTO subscription_proration_lines (org_id, subscription_id, subscription_item_id, product_id,
+             description, quantity, unit_price, amount, period_start, period_end)
+           VALUES ($1, $2, $3, $4, 'An earlier change', 1, $5, $5, '2026-03-05T00:00:00Z', '2026-04-01T00:00:00Z')`,
+          [orgId, subscription.id, seat.id, seat.product_id, amount],
+        );
+      }
+      return change(
+        orgId,
+        subscription.id,
+        { items: [{ id: seat.id, quantity: 5 }] },
+        '2026-03-11T00:00:00Z',
+      ).then(
+        () => undefined,
+        (error: { status: number; details?: unknown }) => ({ status: error.status, details: error.details }),
+      );
+    };
+    // 869,565,217,370 + 20.00 of seats + this change's lines, plus 15 % tax: past 999,999,999,999.99999999
+    expect(await waiting('869565217370.00000000')).toEqual({ status: 422, details: fit });
+    // the total fits, but a credit of 900,000,000,000 with its tax is more than an invoice line can hold
+    expect(await waiting('800000000000.00000000', '-900000000000.00000000')).toEqual({
+      status: 422,
+      details: fit,
+    });
+    // small lines are no bar
+    expect(await waiting('5.00000000', '-1.00000000')).toBeUndefined();
+  });
+
   it('refuses a change of an expired subscription, of a period that ended uninvoiced, and a pending one for its period end', async () => {
     const { orgId, customerId, seats } = await setUp();
     const subscription = await subscribe(database.db, orgId, {
