@@ -780,6 +780,22 @@ describe('subscription changes, billed by the run', () => {
     expect(rows).toEqual([{ quantity: 1_000_000 }, { quantity: 1 }]);
   });
 
+  it('adds an item with the usage limit its entry gives, stored on the item', async () => {
+    const { orgId, subscription, storage } = await seatsFromMarch(2);
+    const seat = subscription.items[0]!;
+    await change(
+      orgId,
+      subscription.id,
+      { items: [{ id: seat.id }, { product_id: storage, usage_limit: '500' }] },
+      '2026-03-11T00:00:00Z',
+    );
+    const { rows } = await database.db.query<{ usage_limit: string | null }>(
+      'SELECT usage_limit::text FROM subscription_items WHERE subscription_id = $1 AND product_id = $2',
+      [subscription.id, storage],
+    );
+    expect(rows).toEqual([{ usage_limit: '500.00000000' }]);
+  });
+
   it('refuses a change whose running period, with the lines waiting for its invoice, no invoice can hold', async () => {
     const fit = [expect.objectContaining({ field: 'items', code: 'out_of_range' })];
     // lines earlier changes of the period left, ending with the period, as those changes wrote them
