@@ -629,6 +629,75 @@ describe('billing run', () => {
     expect(await outbox(database.db, orgId, 'invoice.posted')).toHaveLength(1);
   });
 
+  it('afterPosting hears once of each customer whose invoices the run posted, never of drafts or of nothing', async () => {
+    const { orgId, seats } = await orgWithCatalog();
+    const twice = await customerIn(database.db, orgId, { name: 'Two Subscriptions' });
+    const once = await customerIn(database.db, orgId, { name: 'One Subscription' });
+    const drafted = await customerIn(database.db, orgId, { name: 'Left In Draft' });
+    for (const customer of [twice, twice, once]) {
+      await subscribeFrom(orgId, customer, seats, '2026-01-01T00:00:00Z');
+    }
+    const draftOnly = await subscribeFrom(orgId, drafted, seats, '2026-01-01T00:00:00Z');
+    const calls: { orgId: number; customerId: number }[][] = [];
+    const afterPosting = async (customers: { orgId: number; customerId: number }[]) => {
+      calls.push(customers);
+    };
+    const feb = at('2026-02-01T00:00:00Z');
+
+    // a draft is not posted: its customer's credit did not move
+    const drafts = await runBilling(database.db, {
+      usage,
+      orgId,
+      subscriptionIds: [draftOnly.id],
+      post: false,
+      now: feb,
+      afterPosting,
+    });
+    expect(drafts.invoices_created).toBe(1);
+    expect(calls).toEqual([]);
+
+    const posting = await runBilling(database.db, { usage, orgId, now: feb, afterPosting });
+    expect(posting.invoices_created).toBe(3);
+    expect(calls).toHaveLength(1);
+    const byId = (a: { customerId: number }, b: { customerId: number }) => a.customerId - b.customerId;
+    expect([...calls[0]!].sort(byId)).toEqual(
+      [
+        { orgId, customerId: twice },
+        { orgId, customerId: once },
+      ].sort(byId),
+    );
+
+    // nothing left to post: not called at all
+    expect((await runBilling(database.db, { usage, orgId, now: feb, afterPosting })).invoices_created).toBe(
+      0,
+    );
+    expect(calls).toHaveLength(1);
+  });
+
+  it("claims a customer's subscriptions due together in one batch: their invoices are numbered in a row", async () => {
+    const { orgId, seats } = await orgWithCatalog();
+    const first = await customerIn(database.db, orgId, { name: 'First Customer' });
+    const second = await customerIn(database.db, orgId, { name: 'Second Customer' });
+    // ids alternate between the customers; all three are due at the same instant
+    const a = await subscribeFrom(orgId, first, seats, '2026-01-01T00:00:00Z');
+    const b = await subscribeFrom(orgId, second, seats, '2026-01-01T00:00:00Z');
+    const c = await subscribeFrom(orgId, first, seats, '2026-01-01T00:00:00Z');
+    const run = await runBilling(database.db, {
+      usage,
+      orgId,
+      batchSize: 2,
+      now: at('2026-02-01T00:00:00Z'),
+    });
+    expect(run.invoices_created).toBe(3);
+    const numbers = async (id: number) => (await invoicesOf(database.db, id)).map((i) => i.invoice_number);
+    // the first batch holds the first customer's two, the second batch the other customer's one
+    expect([await numbers(a.id), await numbers(c.id), await numbers(b.id)]).toEqual([
+      ['INV-000001'],
+      ['INV-000002'],
+      ['INV-000003'],
+    ]);
+  });
+
   it('one subscription that cannot be billed does not stop the others, and is reported', async () => {
     const { orgId, customerId, seats } = await orgWithCatalog();
     const good = await subscribeFrom(orgId, customerId, seats, '2026-01-01T00:00:00Z');
