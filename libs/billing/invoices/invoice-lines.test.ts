@@ -359,6 +359,85 @@ describe('invoice lines', () => {
     expect(draft.lines.map((line) => line.tax_amount)).toEqual(['-0.01000000', '0.00000000']);
   });
 
+  it('carries a proration line as given: its product, item, description, quantity and unit price', () => {
+    const draft = buildInvoiceLines([], {
+      currency: 'CAD',
+      usage: new Map(),
+      firstPeriod: false,
+      taxRule: taxRuleFor({ country: 'FR' }),
+      prorationLines: [
+        {
+          description: 'Seats: 2 -> 5, Mar 11-31',
+          subscription_item_id: 7,
+          product_id: 42,
+          quantity: '3.0000',
+          unit_price: '12.50000000',
+          amount: '25.80645161',
+          period_start: '2026-03-11T00:00:00.000Z',
+          period_end: '2026-04-01T00:00:00.000Z',
+        },
+      ],
+    });
+    expect(draft.lines).toEqual([
+      {
+        product_id: 42,
+        subscription_item_id: 7,
+        description: 'Seats: 2 -> 5, Mar 11-31',
+        quantity: '3.0000',
+        unit_price: '12.50000000',
+        line_total_pre_tax: '25.81000000',
+        tax_amount: '0.00000000',
+        // outside Canada and the US no rule applies: no tax type, not EXEMPT
+        tax_type: null,
+      },
+    ]);
+  });
+
+  it("shows a tiered line's effective unit price, not the product's list price", () => {
+    // graduated: 1-100 at 1.00, 101+ at 0.50; 300 units cost 200.00, 0.66666667 a unit
+    const graduated = {
+      pricing_model: 'per_unit',
+      pricing_scheme: 'tiered',
+      pricing_mode: 'graduated',
+      tiers: [
+        { up_to: '100', unit_price: '1.00', flat_fee: '0' },
+        { up_to: null, unit_price: '0.50', flat_fee: '0' },
+      ],
+    } as const;
+    const draft = buildInvoiceLines([item({ quantity: 300, unit_price: '0', pricing: graduated })], {
+      currency: 'CAD',
+      usage: new Map(),
+      firstPeriod: false,
+      taxRule: ontario,
+    });
+    expect(draft.lines[0]).toMatchObject({
+      quantity: '300.0000',
+      unit_price: '0.66666667',
+      line_total_pre_tax: '200.00000000',
+    });
+  });
+
+  it('names any included units in a metered description, down to the smallest stored', () => {
+    const draft = buildInvoiceLines(
+      [
+        item({
+          pricing_type: 'usage',
+          usage_type: 'metered',
+          product_name: 'Storage',
+          unit_label: 'GB',
+          included_units: '0.00000001',
+        }),
+      ],
+      { currency: 'CAD', usage: new Map([[1, '2.00000000']]), firstPeriod: false, taxRule: ontario },
+    );
+    expect(draft.lines[0]!.description).toBe('Storage (usage: 2 GB, 0.00000001 included)');
+  });
+
+  it('shares nothing over lines adding up to zero, whatever the tax', () => {
+    const share = shareOut(parseMoney('0.13'), ['5', '-5'].map(parseMoney), 'CAD').map(formatMoney);
+    expect(share).toEqual(['0.00000000', '0.00000000']);
+  });
+
   it('trims decimals for people', () => {
     expect(trimDecimal('1500.00000000')).toBe('1500');
     expect(trimDecimal('0.50000000')).toBe('0.5');
