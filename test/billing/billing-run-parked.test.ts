@@ -5,8 +5,7 @@ import { cancelSubscription, unparkSubscription } from '../../libs/subscriptions
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { insertProduct, insertSubscription } from '../helpers/billing-fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
-import { createTestOrg } from '../helpers/fixtures.js';
-import { basicCatalog, customerIn, invoicesOf, recordUsage, subscribe } from './fixtures.js';
+import { invoicesOf, orgWithCatalog, recordUsage, subscribe } from './fixtures.js';
 
 /**
  * Parked subscriptions (a period that can never be invoiced): set aside by the run that met the
@@ -23,13 +22,6 @@ beforeAll(async () => {
 afterAll(() => database.drop());
 
 const at = (iso: string) => new Date(iso);
-
-async function orgWithCatalog() {
-  const { orgId } = await createTestOrg(database.db);
-  const catalog = await basicCatalog(database.db, orgId);
-  const customerId = await customerIn(database.db, orgId);
-  return { orgId, customerId, ...catalog };
-}
 
 /** A subscription stored in a currency without a known minor unit: none of its periods can be invoiced. */
 async function unbillableSubscription(orgId: number, customerId: number) {
@@ -52,7 +44,7 @@ async function park(subscriptionId: number, reason: string) {
 
 describe('billing run: parked subscriptions', () => {
   it('a later run does not claim a parked subscription again, so a run inside a transaction succeeds', async () => {
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     const legacy = await unbillableSubscription(orgId, customerId);
     const good = await subscribe(database.db, orgId, {
       customer_id: customerId,
@@ -82,7 +74,7 @@ describe('billing run: parked subscriptions', () => {
   });
 
   it('lists the parked subscriptions in the order they were parked, not by id', async () => {
-    const { orgId, customerId } = await orgWithCatalog();
+    const { orgId, customerId } = await orgWithCatalog(database.db);
     const older = await unbillableSubscription(orgId, customerId);
     const newer = await unbillableSubscription(orgId, customerId);
     // the newer subscription is parked by a first run, the older one by a second
@@ -99,7 +91,7 @@ describe('billing run: parked subscriptions', () => {
   });
 
   it("bills no late usage of an ended subscription while it is parked, and bills it once it's unparked", async () => {
-    const { orgId, customerId, apiCalls } = await orgWithCatalog();
+    const { orgId, customerId, apiCalls } = await orgWithCatalog(database.db);
     const subscription = await subscribe(database.db, orgId, {
       customer_id: customerId,
       items: [{ product_id: apiCalls }],

@@ -12,12 +12,12 @@ import { getInvoice } from '../../libs/invoices/index.js';
 import { cancelSubscription, getSubscription } from '../../libs/subscriptions/index.js';
 import { PostgresUsageAggregator } from '../../libs/usage/index.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
-import { createTestOrg } from '../helpers/fixtures.js';
 import {
   basicCatalog,
   creditBalance,
   customerIn,
   invoicesOf,
+  orgWithCatalog,
   outbox,
   productIn,
   recordUsage,
@@ -34,14 +34,6 @@ beforeAll(async () => {
 afterAll(() => database.drop());
 
 const at = (iso: string) => new Date(iso);
-
-/** A fresh organization with the basic catalog and an Ontario customer. */
-async function orgWithCatalog() {
-  const { orgId } = await createTestOrg(database.db);
-  const catalog = await basicCatalog(database.db, orgId);
-  const customerId = await customerIn(database.db, orgId);
-  return { orgId, customerId, ...catalog };
-}
 
 /** A subscription of one unit of `productId`, from `start`, created at `createdAt` (default subscribe's). */
 function subscribeFrom(
@@ -61,7 +53,7 @@ function subscribeFrom(
 
 describe('billing run', () => {
   it('invoices an ended period: licensed items, metered usage above included units on tiers, tax, posted', async () => {
-    const { orgId, customerId, seats, apiCalls } = await orgWithCatalog();
+    const { orgId, customerId, seats, apiCalls } = await orgWithCatalog(database.db);
     const subscription = await subscribe(database.db, orgId, {
       customer_id: customerId,
       items: [
@@ -125,7 +117,7 @@ describe('billing run', () => {
   });
 
   it('a run skips a subscription another transaction holds instead of waiting for it; the next run bills it', async () => {
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     const held = await subscribe(database.db, orgId, {
       customer_id: customerId,
       items: [{ product_id: seats }],
@@ -157,7 +149,7 @@ describe('billing run', () => {
   });
 
   it('two runs at once on separate pools bill every period exactly once, with gapless numbers', async () => {
-    const orgs = [await orgWithCatalog(), await orgWithCatalog()];
+    const orgs = [await orgWithCatalog(database.db), await orgWithCatalog(database.db)];
     const subscriptionIds: number[] = [];
     for (const org of orgs) {
       for (let i = 0; i < 15; i++) {
@@ -200,7 +192,7 @@ describe('billing run', () => {
   });
 
   it("bills each organization's usage when one batch holds several organizations' periods alike", async () => {
-    const orgs = [await orgWithCatalog(), await orgWithCatalog()];
+    const orgs = [await orgWithCatalog(database.db), await orgWithCatalog(database.db)];
     const subscriptions = [];
     for (const [index, org] of orgs.entries()) {
       const subscription = await subscribeFrom(
@@ -233,7 +225,7 @@ describe('billing run', () => {
   });
 
   it('skips a subscription another run holds, without waiting for it or billing it twice', async () => {
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     const subscription = await subscribe(database.db, orgId, {
       customer_id: customerId,
       items: [{ product_id: seats }],
@@ -283,7 +275,7 @@ describe('billing run', () => {
   });
 
   it('never charges a trial: the first invoice covers the first paid period, from the trial end', async () => {
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     const subscription = await subscribe(database.db, orgId, {
       customer_id: customerId,
       items: [{ product_id: seats }],
@@ -309,7 +301,7 @@ describe('billing run', () => {
   });
 
   it('bills usage on the invoice whose dates hold it, whatever time of day the subscription started', async () => {
-    const { orgId, customerId, apiCalls } = await orgWithCatalog();
+    const { orgId, customerId, apiCalls } = await orgWithCatalog(database.db);
     const subscription = await subscribe(database.db, orgId, {
       customer_id: customerId,
       items: [{ product_id: apiCalls }],
@@ -333,7 +325,7 @@ describe('billing run', () => {
   });
 
   it("credit is in the organization's currency: a USD invoice of a CAD organization does not use it", async () => {
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     const { seats: usdSeats } = await basicCatalog(database.db, orgId, 'USD');
     await addCustomerCredit(database.db, { customerId, amount: '100' });
     await subscribeFrom(orgId, customerId, usdSeats, '2026-01-01T00:00:00Z');
@@ -362,7 +354,7 @@ describe('billing run', () => {
   });
 
   it("posting consumes the customer's credit balance as a CREDIT_MEMO", async () => {
-    const { orgId, seats } = await orgWithCatalog();
+    const { orgId, seats } = await orgWithCatalog(database.db);
     const partly = await customerIn(database.db, orgId, { name: 'Partly Credited' });
     const fully = await customerIn(database.db, orgId, { name: 'Fully Credited' });
     await addCustomerCredit(database.db, { customerId: partly, amount: '5' });
@@ -411,7 +403,7 @@ describe('billing run', () => {
   });
 
   it('a termed subscription without auto-renew expires after its term; with auto-renew it renews', async () => {
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     const expiring = await subscribe(database.db, orgId, {
       customer_id: customerId,
       items: [{ product_id: seats }],
@@ -449,7 +441,7 @@ describe('billing run', () => {
   });
 
   it('cancel at period end: the last period is invoiced, then the subscription is canceled (once)', async () => {
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     const subscription = await subscribeFrom(orgId, customerId, seats, '2026-01-10', '2026-01-10');
     const marked = await database.db.transaction((tx) =>
       cancelSubscription(tx, {
@@ -478,7 +470,7 @@ describe('billing run', () => {
   });
 
   it('cancel now bills the days used at once, then stops billing', async () => {
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     const subscription = await subscribeFrom(orgId, customerId, seats, '2026-01-10', '2026-01-10');
     const canceled = await database.db.transaction((tx) =>
       cancelSubscription(tx, { subscriptionId: subscription.id, now: at('2026-01-20T00:00:00Z') }),
@@ -497,7 +489,7 @@ describe('billing run', () => {
     // `subscription cancel` bills first, but its run skips a row another run holds (SKIP LOCKED);
     // when that run billed as of an earlier instant, a period may still be open when the lock
     // comes free. Canceling then would lose that period's invoice for good.
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     const subscription = await subscribeFrom(orgId, customerId, seats, '2026-01-10', '2026-01-10');
     for (const atPeriodEnd of [false, true]) {
       await expect(
@@ -531,7 +523,7 @@ describe('billing run', () => {
   });
 
   it('starts a pending subscription on its start date', async () => {
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     const subscription = await subscribeFrom(orgId, customerId, seats, '2026-03-01', '2026-02-01');
     expect(subscription).toMatchObject({ status: 'pending', next_billing_date: '2026-03-01T00:00:00.000Z' });
     expect(
@@ -547,7 +539,7 @@ describe('billing run', () => {
   });
 
   it('reports its progress at most once a second while it runs, and once at its end', async () => {
-    const org = await orgWithCatalog();
+    const org = await orgWithCatalog(database.db);
     const subscriptionIds: number[] = [];
     for (let i = 0; i < 5; i++) {
       subscriptionIds.push(
@@ -581,8 +573,8 @@ describe('billing run', () => {
   });
 
   it('--org bills one organization only', async () => {
-    const a = await orgWithCatalog();
-    const b = await orgWithCatalog();
+    const a = await orgWithCatalog(database.db);
+    const b = await orgWithCatalog(database.db);
     for (const org of [a, b]) {
       await subscribeFrom(org.orgId, org.customerId, org.seats, '2026-01-01T00:00:00Z');
     }
@@ -595,7 +587,7 @@ describe('billing run', () => {
   });
 
   it('an overdue invoice makes the subscription past_due; paying it makes it active again', async () => {
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     const subscription = await subscribeFrom(orgId, customerId, seats, '2026-01-01T00:00:00Z');
     const early = await runBilling(database.db, { usage, orgId, now: at('2026-02-01T00:00:00Z') });
     expect(early.marked_past_due).toBe(0);
@@ -613,7 +605,7 @@ describe('billing run', () => {
   });
 
   it('leaves invoices in DRAFT when asked, for `invoice post` later', async () => {
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     await subscribeFrom(orgId, customerId, seats, '2026-01-01T00:00:00Z');
     const run = await runBilling(database.db, { usage, orgId, post: false, now: at('2026-02-01T00:00:00Z') });
     const draft = await getInvoice(database.db, orgId, run.invoice_ids[0]!);
@@ -630,7 +622,7 @@ describe('billing run', () => {
   });
 
   it('afterPosting hears once of each customer whose invoices the run posted, never of drafts or of nothing', async () => {
-    const { orgId, seats } = await orgWithCatalog();
+    const { orgId, seats } = await orgWithCatalog(database.db);
     const twice = await customerIn(database.db, orgId, { name: 'Two Subscriptions' });
     const once = await customerIn(database.db, orgId, { name: 'One Subscription' });
     const drafted = await customerIn(database.db, orgId, { name: 'Left In Draft' });
@@ -675,7 +667,7 @@ describe('billing run', () => {
   });
 
   it("claims a customer's subscriptions due together in one batch: their invoices are numbered in a row", async () => {
-    const { orgId, seats } = await orgWithCatalog();
+    const { orgId, seats } = await orgWithCatalog(database.db);
     const first = await customerIn(database.db, orgId, { name: 'First Customer' });
     const second = await customerIn(database.db, orgId, { name: 'Second Customer' });
     // ids alternate between the customers; all three are due at the same instant
@@ -699,7 +691,7 @@ describe('billing run', () => {
   });
 
   it('one subscription that cannot be billed does not stop the others, and is reported', async () => {
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     const good = await subscribeFrom(orgId, customerId, seats, '2026-01-01T00:00:00Z');
     const broken = await subscribeFrom(orgId, customerId, seats, '2026-01-01T00:00:00Z');
     await runBilling(database.db, {
@@ -724,7 +716,7 @@ describe('billing run', () => {
   });
 
   it('a one-time item is billed on the first paid period only', async () => {
-    const { orgId, customerId, seats } = await orgWithCatalog();
+    const { orgId, customerId, seats } = await orgWithCatalog(database.db);
     const setup = await productIn(database.db, orgId, {
       name: 'Setup',
       unit_price: '99',

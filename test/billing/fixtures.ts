@@ -50,6 +50,14 @@ export async function basicCatalog(db: Queryable, orgId: number, currency = 'CAD
   return { seats, apiCalls };
 }
 
+/** A fresh organization with the basic catalog and an Ontario customer. */
+export async function orgWithCatalog(db: Queryable) {
+  const { orgId } = await createTestOrg(db);
+  const catalog = await basicCatalog(db, orgId);
+  const customerId = await customerIn(db, orgId);
+  return { orgId, customerId, ...catalog };
+}
+
 export async function subscribe(
   db: Queryable,
   orgId: number,
